@@ -1,0 +1,42 @@
+import type { Context } from "hono";
+import type { AppBindings } from "./env";
+import { apiError, renderError } from "./lib/errors";
+import { createRouter } from "./lib/openapi";
+import { buildOpenApiDocument } from "./openapi-document";
+import { contactGroupsRouter } from "./routes/contact-groups/routes";
+import { contactsRouter } from "./routes/contacts/routes";
+import { oauthRouter } from "./routes/oauth";
+import { systemRouter } from "./routes/system";
+
+export const app = createRouter();
+
+app.route("/", systemRouter);
+app.route("/", oauthRouter);
+app.route("/", contactsRouter);
+app.route("/", contactGroupsRouter);
+
+let openApiDocument: ReturnType<typeof buildOpenApiDocument> | undefined;
+app.get("/v1/openapi.json", (c) => {
+  openApiDocument ??= buildOpenApiDocument(app);
+  return c.json(openApiDocument);
+});
+
+// Path patterns of every registered route, for telling 405 from 404 (built on first miss).
+let routeTable: Array<{ pattern: RegExp; method: string }> | undefined;
+function methodsFor(path: string): string[] {
+  routeTable ??= app.routes
+    .filter((r) => r.method !== "ALL")
+    .map((r) => ({ method: r.method, pattern: new RegExp(`^${r.path.replace(/:[^/]+/g, "[^/]+")}/?$`) }));
+  const methods = new Set(routeTable.filter((r) => r.pattern.test(path)).map((r) => r.method));
+  if (methods.has("GET")) methods.add("HEAD");
+  return [...methods];
+}
+
+app.notFound((c: Context<AppBindings>) => {
+  const allowed = methodsFor(c.req.path);
+  if (allowed.length > 0) {
+    throw apiError(405, `Method ${c.req.method} is not allowed on ${c.req.path}; allowed: ${allowed.join(", ")}`, { Allow: allowed.join(", ") });
+  }
+  throw apiError(404, `No route for ${c.req.method} ${c.req.path}`);
+});
+app.onError(renderError);

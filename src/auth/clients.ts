@@ -1,0 +1,81 @@
+import { oauthError } from "../lib/errors";
+
+/** An API client as the authentication code needs it. */
+export interface ClientRecord {
+  clientId: string;
+  secretHash: string;
+  secretSalt: string;
+  accountId: number;
+  companyId: number;
+  userId: number;
+  scopes: string;
+  active: boolean;
+  isOwner: boolean;
+}
+
+interface ClientRow {
+  client_id: string;
+  secret_hash: string;
+  secret_salt: string;
+  account_id: number;
+  company_id: number;
+  user_id: number;
+  scopes: string;
+  active: number;
+  is_owner: number;
+}
+
+// Raw SQL on purpose: this runs on every cache miss of every authenticated request.
+const CLIENT_SQL = `SELECT c.client_id, c.secret_hash, c.secret_salt, c.account_id, c.company_id, c.user_id,
+  c.scopes, c.active, (a.owner_user_id = c.user_id) AS is_owner
+  FROM api_clients c JOIN accounts a ON a.id = c.account_id
+  WHERE c.client_id = ?`;
+
+/** Loads a client; a D1 failure becomes a Shape A 503 `service_unavailable`. */
+export async function findClient(db: D1Database, clientId: string): Promise<ClientRecord | null> {
+  let row: ClientRow | null;
+  try {
+    row = await db.prepare(CLIENT_SQL).bind(clientId).first<ClientRow>();
+  } catch (err) {
+    console.error(JSON.stringify({ level: "error", msg: "credential store unavailable", error: String(err) }));
+    throw oauthError(503, "service_unavailable", "The credential store is unavailable; try again shortly", {
+      headers: { "Retry-After": "5" },
+    });
+  }
+  if (!row) return null;
+  return {
+    clientId: row.client_id,
+    secretHash: row.secret_hash,
+    secretSalt: row.secret_salt,
+    accountId: row.account_id,
+    companyId: row.company_id,
+    userId: row.user_id,
+    scopes: row.scopes,
+    active: row.active === 1,
+    isOwner: row.is_owner === 1,
+  };
+}
+
+interface CachedStatus {
+  client: ClientRecord | null;
+  expiresAt: number;
+}
+
+const MAX_CACHED_CLIENTS = 1000;
+const statusCache = new Map<string, CachedStatus>();
+
+/**
+ * The client behind a token, from a short per-isolate cache so that a bearer request costs no
+ * extra query most of the time. `ttlSeconds` bounds how long a revocation can go unnoticed.
+ */
+export async function findClientCached(db: D1Database, clientId: string, ttlSeconds: number): Promise<ClientRecord | null> {
+  const now = Date.now();
+  const hit = statusCache.get(clientId);
+  if (hit && hit.expiresAt > now) return hit.client;
+  const client = await findClient(db, clientId);
+  if (ttlSeconds > 0) {
+    if (statusCache.size >= MAX_CACHED_CLIENTS) statusCache.delete(statusCache.keys().next().value!);
+    statusCache.set(clientId, { client, expiresAt: now + ttlSeconds * 1000 });
+  }
+  return client;
+}

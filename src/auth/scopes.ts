@@ -1,0 +1,45 @@
+/** Resource scopes of the spec; `*` grants all of them. */
+export const RESOURCE_SCOPES = [
+  "contacts:read",
+  "contacts:write",
+  "companies:read",
+  "companies:write",
+  "departments:read",
+  "departments:write",
+  "doctypes:read",
+  "doctypes:write",
+  "items:read",
+  "items:write",
+  "folders:read",
+  "folders:write",
+  "tags:read",
+  "tags:write",
+  "drive:read",
+  "drive:write",
+  "tasks:read",
+  "tasks:write",
+] as const;
+
+export type ResourceScope = (typeof RESOURCE_SCOPES)[number];
+export const ALL_SCOPES = "*";
+
+const KNOWN = new Set<string>([ALL_SCOPES, ...RESOURCE_SCOPES]);
+
+/** Splits a space-separated scope string, dropping duplicates and keeping order. */
+export function parseScopes(value: string): string[] {
+  return [...new Set(value.split(/\s+/).filter(Boolean))];
+}
+
+export function isKnownScope(scope: string): boolean {
+  return KNOWN.has(scope);
+}
+
+/** Whether a client allowed `allowed` may be granted `requested`. */
+export function isScopeAllowed(requested: string, allowed: readonly string[]): boolean {
+  if (!isKnownScope(requested)) return false;
+  return allowed.includes(ALL_SCOPES) || allowed.includes(requested);
+}
+
+export function grants(scopes: ReadonlySet<string>, required: string): boolean {
+  return scopes.has(ALL_SCOPES) || scopes.has(required);
+}

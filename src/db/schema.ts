@@ -1,0 +1,151 @@
+import { sql } from "drizzle-orm";
+import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+// Keep in step with migrations/*.sql; test/worker/schema.test.ts compares the two.
+
+const createdAt = () => text("created_at").notNull().default(sql`CURRENT_TIMESTAMP`);
+
+/** A customer account: the owner user and the plan's ceilings across all its companies. */
+export const accounts = sqliteTable("accounts", {
+  id: integer("id").primaryKey(),
+  name: text("name").notNull(),
+  ownerUserId: integer("owner_user_id"),
+  maxCompanies: integer("max_companies").notNull(),
+  maxDocuments: integer("max_documents").notNull(),
+  maxContacts: integer("max_contacts").notNull(),
+  maxDriveSpaceMb: integer("max_drive_space_mb").notNull(),
+  maxDocumentTypes: integer("max_document_types").notNull(),
+  createdAt: createdAt(),
+});
+
+export const users = sqliteTable(
+  "users",
+  {
+    id: integer("id").primaryKey(),
+    accountId: integer("account_id")
+      .notNull()
+      .references(() => accounts.id),
+    email: text("email").notNull(),
+    name: text("name").notNull().default(""),
+    createdAt: createdAt(),
+  },
+  (t) => [index("users_account_idx").on(t.accountId), uniqueIndex("users_email_uq").on(t.email)],
+);
+
+/** A company (tenant) with its quotas; `info` and `settings` are JSON objects. */
+export const companies = sqliteTable(
+  "companies",
+  {
+    id: integer("id").primaryKey(),
+    accountId: integer("account_id")
+      .notNull()
+      .references(() => accounts.id),
+    name: text("name").notNull(),
+    isDefault: integer("is_default").notNull().default(0),
+    documentsLimit: integer("documents_limit").notNull(),
+    documentsUsed: integer("documents_used").notNull().default(0),
+    contactsLimit: integer("contacts_limit").notNull(),
+    // Maintained by triggers on contacts (see migrations).
+    contactsUsed: integer("contacts_used").notNull().default(0),
+    driveSpaceMb: integer("drive_space_mb").notNull(),
+    driveSpaceUsedKb: integer("drive_space_used_kb").notNull().default(0),
+    info: text("info").notNull().default("{}"),
+    settings: text("settings").notNull().default('{"timezone":"UTC","date_format":"YYYY-MM-DD"}'),
+    createdAt: createdAt(),
+  },
+  (t) => [index("companies_account_idx").on(t.accountId)],
+);
+
+export const departments = sqliteTable(
+  "departments",
+  {
+    id: integer("id").primaryKey(),
+    companyId: integer("company_id")
+      .notNull()
+      .references(() => companies.id),
+    name: text("name").notNull(),
+    isDefault: integer("is_default").notNull().default(0),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("departments_company_name_uq").on(t.companyId, sql`lower(${sql.identifier("name")})`),
+    uniqueIndex("departments_one_default_uq").on(t.companyId).where(sql`is_default = 1`),
+  ],
+);
+
+/** OAuth client credentials; the secret is stored only as a salted hash. */
+export const apiClients = sqliteTable(
+  "api_clients",
+  {
+    clientId: text("client_id").primaryKey(),
+    name: text("name").notNull().default(""),
+    secretHash: text("secret_hash").notNull(),
+    secretSalt: text("secret_salt").notNull(),
+    accountId: integer("account_id")
+      .notNull()
+      .references(() => accounts.id),
+    companyId: integer("company_id")
+      .notNull()
+      .references(() => companies.id),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id),
+    scopes: text("scopes").notNull(),
+    active: integer("active").notNull().default(1),
+    createdAt: createdAt(),
+  },
+  (t) => [index("api_clients_company_idx").on(t.companyId)],
+);
+
+export const contactGroups = sqliteTable(
+  "contact_groups",
+  {
+    id: integer("id").primaryKey(),
+    companyId: integer("company_id")
+      .notNull()
+      .references(() => companies.id),
+    deptId: integer("dept_id")
+      .notNull()
+      .references(() => departments.id),
+    name: text("name").notNull(),
+    isDefault: integer("is_default").notNull().default(0),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    index("contact_groups_company_dept_idx").on(t.companyId, t.deptId),
+    uniqueIndex("contact_groups_dept_name_uq").on(t.deptId, sql`lower(${sql.identifier("name")})`),
+    uniqueIndex("contact_groups_one_default_uq").on(t.deptId).where(sql`is_default = 1`),
+  ],
+);
+
+export const contacts = sqliteTable(
+  "contacts",
+  {
+    id: integer("id").primaryKey(),
+    companyId: integer("company_id")
+      .notNull()
+      .references(() => companies.id),
+    deptId: integer("dept_id")
+      .notNull()
+      .references(() => departments.id),
+    groupId: integer("group_id").references(() => contactGroups.id),
+    firstName: text("first_name").notNull(),
+    lastName: text("last_name").notNull(),
+    email: text("email").notNull(),
+    countryCode: text("country_code").notNull().default(""),
+    iso: text("iso").notNull().default(""),
+    mobileCode: text("mobile_code").notNull().default(""),
+    phoneNumber: text("phone_number").notNull().default(""),
+    createdAt: createdAt(),
+    updatedAt: text("updated_at").notNull().default(sql`CURRENT_TIMESTAMP`),
+  },
+  (t) => [
+    index("contacts_company_idx").on(t.companyId),
+    index("contacts_company_dept_idx").on(t.companyId, t.deptId),
+    index("contacts_company_group_idx").on(t.companyId, t.groupId),
+    uniqueIndex("contacts_company_email_uq").on(t.companyId, sql`lower(${sql.identifier("email")})`),
+  ],
+);
+
+export type ContactRow = typeof contacts.$inferSelect;
+export type ContactGroupRow = typeof contactGroups.$inferSelect;

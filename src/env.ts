@@ -1,0 +1,29 @@
+import type { ReminderScheduler } from "./reminders/scheduler";
+
+/** Bindings declared in wrangler.toml plus the secrets from .dev.vars / `wrangler secret put`. */
+export interface Env {
+  DB: D1Database;
+  FILES: R2Bucket;
+  REMINDERS: DurableObjectNamespace<ReminderScheduler>;
+  /** Space-separated `kid:secret` pairs; the first one signs. */
+  JWT_SIGNING_KEYS?: string;
+  CLIENT_STATUS_TTL_SECONDS?: string;
+}
+
+/** What the authentication middleware learns from a verified token. */
+export interface AuthContext {
+  clientId: string;
+  companyId: number;
+  userId: number;
+  accountId: number;
+  isOwner: boolean;
+  scopes: ReadonlySet<string>;
+  scope: string;
+  iat: number;
+  exp: number;
+}
+
+export interface AppBindings {
+  Bindings: Env;
+  Variables: { auth: AuthContext };
+}

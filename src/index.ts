@@ -1,0 +1,10 @@
+import { app } from "./app";
+import type { Env } from "./env";
+import { handleScheduled } from "./scheduled";
+
+export { ReminderScheduler } from "./reminders/scheduler";
+
+export default {
+  fetch: app.fetch,
+  scheduled: handleScheduled,
+} satisfies ExportedHandler<Env>;

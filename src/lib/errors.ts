@@ -1,0 +1,74 @@
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+
+/** Shape A: OAuth-style errors for authentication and scope problems. */
+export interface OAuthErrorBody {
+  error: string;
+  error_description: string;
+  required_scope?: string;
+}
+
+/** Shape B: every other error. */
+export interface ApiErrorBody {
+  success: false;
+  msg: string;
+}
+
+/**
+ * Thrown anywhere in a request; the central handler renders it. `body` is already in the
+ * shape the spec prescribes for the case.
+ */
+export class ApiError extends Error {
+  constructor(
+    readonly status: ContentfulStatusCode,
+    readonly body: OAuthErrorBody | ApiErrorBody,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super("error" in body ? body.error_description : body.msg);
+  }
+}
+
+/** Shape B error. */
+export function apiError(status: ContentfulStatusCode, msg: string, headers?: Record<string, string>): ApiError {
+  return new ApiError(status, { success: false, msg }, headers);
+}
+
+export const badRequest = (msg: string) => apiError(400, msg);
+export const notFound = (what: string) => apiError(404, `${what} not found`);
+export const conflict = (msg: string) => apiError(409, msg);
+export const forbidden = (msg: string) => apiError(403, msg);
+
+/** Shape A error. */
+export function oauthError(
+  status: ContentfulStatusCode,
+  error: string,
+  description: string,
+  extra: { requiredScope?: string; headers?: Record<string, string> } = {},
+): ApiError {
+  const body: OAuthErrorBody = { error, error_description: description };
+  if (extra.requiredScope) body.required_scope = extra.requiredScope;
+  return new ApiError(status, body, extra.headers);
+}
+
+export function invalidToken(description: string): ApiError {
+  return oauthError(401, "invalid_token", description, {
+    headers: { "WWW-Authenticate": `Bearer error="invalid_token", error_description="${description}"` },
+  });
+}
+
+
+/** Central error handler: known errors keep their status and shape, the rest become a bare 500. */
+export function renderError(err: Error, c: Context): Response {
+  if (err instanceof ApiError) {
+    return c.json(err.body, err.status, err.headers);
+  }
+  if (err instanceof HTTPException) {
+    const status = err.status as ContentfulStatusCode;
+    // Hono's validators throw these for unparsable JSON (400) and a non-JSON Content-Type (415).
+    const msg = status === 415 ? "Content-Type must be application/json" : err.message || "Bad request";
+    return c.json({ success: false, msg } satisfies ApiErrorBody, status);
+  }
+  console.error(JSON.stringify({ level: "error", path: c.req.path, method: c.req.method, error: String(err?.stack ?? err) }));
+  return c.json({ success: false, msg: "Internal server error" } satisfies ApiErrorBody, 500);
+}

@@ -1,0 +1,183 @@
+import { and, asc, count, eq, lt, sql, type SQL } from "drizzle-orm";
+import { getCountryCallingCode, type CountryCode } from "libphonenumber-js/min";
+import { isUniqueViolation, type Db } from "../../db/client";
+import { companies, contactGroups, contacts, departments, type ContactRow } from "../../db/schema";
+import { badRequest, conflict, notFound } from "../../lib/errors";
+import { prefixMatchQuery } from "../../lib/sql";
+import type { CreateContactInput, ListContactsInput, UpdateContactInput } from "./schemas";
+
+export function contactOutput(row: ContactRow) {
+  return {
+    contact_id: row.id,
+    firstname: row.firstName,
+    lastname: row.lastName,
+    email: row.email,
+    groupid: row.groupId ?? 0,
+    deptid: row.deptId,
+    country_code: row.countryCode,
+    mobile_code: row.mobileCode,
+    phone_number: row.phoneNumber,
+    iso: row.iso,
+    add_date: row.createdAt,
+  };
+}
+
+const duplicateEmail = (email: string) => conflict(`A contact with email ${email} already exists`);
+
+export async function listContacts(db: Db, companyId: number, query: ListContactsInput) {
+  const conditions: SQL[] = [eq(contacts.companyId, companyId)];
+  if (query.deptid !== undefined) conditions.push(eq(contacts.deptId, query.deptid));
+  if (query.groupid !== undefined) conditions.push(eq(contacts.groupId, query.groupid));
+  if (query.q) {
+    const match = prefixMatchQuery(query.q);
+    if (!match) return { rows: [], total: 0 };
+    conditions.push(sql`${contacts.id} IN (SELECT rowid FROM contacts_fts WHERE contacts_fts MATCH ${match})`);
+  }
+  const where = and(...conditions);
+  const page = db.select().from(contacts).where(where).orderBy(asc(contacts.id)).limit(query.limit).offset(query.offset);
+  // Unfiltered, the total is the company's trigger-maintained counter instead of a COUNT(*).
+  const total =
+    conditions.length > 1
+      ? db.select({ n: count() }).from(contacts).where(where)
+      : db.select({ n: companies.contactsUsed }).from(companies).where(eq(companies.id, companyId));
+  const [rows, totals] = await db.batch([page, total]);
+  return { rows, total: totals[0]?.n ?? 0 };
+}
+
+export async function getContact(db: Db, companyId: number, contactId: number): Promise<ContactRow> {
+  const row = await db
+    .select()
+    .from(contacts)
+    .where(and(eq(contacts.id, contactId), eq(contacts.companyId, companyId)))
+    .get();
+  if (!row) throw notFound("Contact");
+  return row;
+}
+
+function groupInCompany(db: Db, companyId: number, groupId: number) {
+  return db
+    .select({ id: contactGroups.id, deptId: contactGroups.deptId })
+    .from(contactGroups)
+    .where(and(eq(contactGroups.id, groupId), eq(contactGroups.companyId, companyId)));
+}
+
+/** Resolves the department and group a new contact lands in, in one round trip. */
+async function placeNewContact(db: Db, companyId: number, input: CreateContactInput) {
+  const deptCondition =
+    input.deptid !== undefined
+      ? and(eq(departments.id, input.deptid), eq(departments.companyId, companyId))
+      : and(eq(departments.companyId, companyId), eq(departments.isDefault, 1));
+  const deptQuery = db.select({ id: departments.id }).from(departments).where(deptCondition);
+  // The named group, or else the default group of the target department.
+  const groupQuery = input.groupid
+    ? groupInCompany(db, companyId, input.groupid)
+    : db
+        .select({ id: contactGroups.id, deptId: contactGroups.deptId })
+        .from(contactGroups)
+        .where(and(eq(contactGroups.companyId, companyId), eq(contactGroups.isDefault, 1), sql`${contactGroups.deptId} = (${deptQuery})`));
+  const [[dept], [group]] = await db.batch([deptQuery, groupQuery]);
+
+  if (input.deptid !== undefined && !dept) throw badRequest(`deptid ${input.deptid} does not exist`);
+  if (input.groupid) {
+    if (!group) throw badRequest(`groupid ${input.groupid} does not exist`);
+    if (input.deptid !== undefined && group.deptId !== input.deptid) {
+      throw badRequest(`groupid ${input.groupid} does not belong to deptid ${input.deptid}`);
+    }
+    return { deptId: group.deptId, groupId: group.id };
+  }
+  if (!dept) throw badRequest("The company has no default department; send deptid");
+  return { deptId: dept.id, groupId: input.groupid === 0 ? null : (group?.id ?? null) };
+}
+
+export async function createContact(db: Db, companyId: number, input: CreateContactInput): Promise<ContactRow> {
+  const { deptId, groupId } = await placeNewContact(db, companyId, input);
+  const values = {
+    id: sql`NULL`,
+    companyId: sql`${companyId}`,
+    deptId: sql`${deptId}`,
+    groupId: sql`${groupId}`,
+    firstName: sql`${input.first_name}`,
+    lastName: sql`${input.last_name}`,
+    email: sql`${input.email}`,
+    countryCode: sql`${input.country_code ?? ""}`,
+    iso: sql`${input.iso ?? ""}`,
+    mobileCode: sql`${input.mobile_code ?? ""}`,
+    phoneNumber: sql`${input.phone_number ?? ""}`,
+    createdAt: sql`CURRENT_TIMESTAMP`,
+    updatedAt: sql`CURRENT_TIMESTAMP`,
+  };
+  let inserted: ContactRow[];
+  try {
+    // Inserts only while the company is under its contacts_limit: the check and the write are one statement.
+    inserted = await db
+      .insert(contacts)
+      .select((qb) =>
+        qb
+          .select(values)
+          .from(companies)
+          // drizzle types insert-select fields as columns; these are bound parameters in column order.
+          .where(and(eq(companies.id, companyId), lt(companies.contactsUsed, companies.contactsLimit))) as never,
+      )
+      .returning();
+  } catch (err) {
+    if (isUniqueViolation(err, "contacts_company_email_uq")) throw duplicateEmail(input.email);
+    throw err;
+  }
+  const row = inserted[0];
+  if (!row) {
+    const company = await db
+      .select({ limit: companies.contactsLimit })
+      .from(companies)
+      .where(eq(companies.id, companyId))
+      .get();
+    throw badRequest(`Contact limit reached: the company may hold at most ${company?.limit ?? 0} contacts`);
+  }
+  return row;
+}
+
+export async function updateContact(db: Db, companyId: number, contactId: number, input: UpdateContactInput): Promise<ContactRow> {
+  const changes: Partial<typeof contacts.$inferInsert> = {};
+  if (input.first_name !== undefined) changes.firstName = input.first_name;
+  if (input.last_name !== undefined) changes.lastName = input.last_name;
+  if (input.email !== undefined) changes.email = input.email;
+  if (input.mobile_code !== undefined) changes.mobileCode = input.mobile_code;
+  if (input.phone_number !== undefined) changes.phoneNumber = input.phone_number;
+  if (input.country_code !== undefined || input.iso !== undefined) {
+    changes.countryCode = input.country_code ?? "";
+    changes.iso = input.iso ?? "";
+  }
+  if (input.countryid !== undefined) {
+    const iso = input.countryid.toUpperCase() as CountryCode;
+    changes.iso = iso;
+    changes.countryCode = `+${getCountryCallingCode(iso)}`;
+  }
+  if (input.groupid === 0) changes.groupId = null;
+  if (input.groupid) {
+    const group = await groupInCompany(db, companyId, input.groupid).get();
+    if (!group) throw badRequest(`groupid ${input.groupid} does not exist`);
+    changes.groupId = group.id;
+    changes.deptId = group.deptId;
+  }
+  let updated: ContactRow | undefined;
+  try {
+    updated = await db
+      .update(contacts)
+      .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
+      .where(and(eq(contacts.id, contactId), eq(contacts.companyId, companyId)))
+      .returning()
+      .get();
+  } catch (err) {
+    if (isUniqueViolation(err, "contacts_company_email_uq")) throw duplicateEmail(input.email ?? "");
+    throw err;
+  }
+  if (!updated) throw notFound("Contact");
+  return updated;
+}
+
+export async function deleteContact(db: Db, companyId: number, contactId: number): Promise<void> {
+  const deleted = await db
+    .delete(contacts)
+    .where(and(eq(contacts.id, contactId), eq(contacts.companyId, companyId)))
+    .returning({ id: contacts.id });
+  if (deleted.length === 0) throw notFound("Contact");
+}

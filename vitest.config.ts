@@ -1,0 +1,43 @@
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+// Two projects: `worker` runs inside workerd against real local D1, R2 and Durable Objects;
+// `e2e` runs in Node and drives a real `wrangler dev` over HTTP.
+export default defineConfig(async () => {
+  const migrations = await readD1Migrations("./migrations");
+  return {
+    test: {
+      projects: [
+        {
+          plugins: [
+            cloudflareTest({
+              wrangler: { configPath: "./wrangler.toml" },
+              miniflare: {
+                bindings: {
+                  TEST_MIGRATIONS: migrations,
+                  JWT_SIGNING_KEYS: "test-current:test-signing-key-current-0123456789abcdef test-previous:test-signing-key-previous-0123456789abcdef",
+                  // No client-status caching in tests: deactivation must be visible at once.
+                  CLIENT_STATUS_TTL_SECONDS: "0",
+                },
+              },
+            }),
+          ],
+          test: {
+            name: "worker",
+            include: ["test/worker/**/*.test.ts"],
+            setupFiles: ["./test/worker/setup.ts"],
+          },
+        },
+        {
+          test: {
+            name: "e2e",
+            include: ["test/e2e/**/*.test.ts"],
+            environment: "node",
+            testTimeout: 180_000,
+            hookTimeout: 180_000,
+          },
+        },
+      ],
+    },
+  };
+});
