@@ -1,0 +1,117 @@
+// Helpers for the operator scripts: run wrangler, migrate and seed the local D1, start `wrangler dev`.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { copyFileSync, existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { buildSeedStatements } from "../seed-data.ts";
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const WRANGLER = join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
+
+/** Where local state lives: `--persist-to DIR` when given, else wrangler's default. */
+export interface Target {
+  remote?: boolean;
+  persistTo?: string;
+}
+
+function targetArgs(target: Target): string[] {
+  if (target.remote) return ["--remote"];
+  return target.persistTo ? ["--local", "--persist-to", target.persistTo] : ["--local"];
+}
+
+/** Runs wrangler to completion; throws with its output on failure. */
+export function wrangler(args: string[], options: { quiet?: boolean } = {}): string {
+  const result = spawnSync(process.execPath, [WRANGLER, ...args], {
+    cwd: ROOT,
+    encoding: "utf8",
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: process.env.CI ?? "true" },
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (result.status !== 0) {
+    throw new Error(`wrangler ${args.join(" ")} failed (${result.status}):\n${result.stdout}\n${result.stderr}`);
+  }
+  if (!options.quiet && result.stdout.trim()) process.stdout.write(result.stdout);
+  return result.stdout;
+}
+
+export function applyMigrations(target: Target): void {
+  wrangler(["d1", "migrations", "apply", "DB", ...targetArgs(target)], { quiet: true });
+}
+
+/** Executes SQL statements (one file, one transaction per wrangler call). */
+export function executeSql(target: Target, statements: string[]): void {
+  const dir = mkdtempSync(join(tmpdir(), "expiry-sql-"));
+  const file = join(dir, "statements.sql");
+  writeFileSync(file, statements.map((s) => `${s.trim().replace(/;$/, "")};`).join("\n"));
+  wrangler(["d1", "execute", "DB", ...targetArgs(target), "--file", file, "-y"], { quiet: true });
+}
+
+/** Runs one query and returns its rows. */
+export function queryRows<T = Record<string, unknown>>(target: Target, sql: string): T[] {
+  const out = wrangler(["d1", "execute", "DB", ...targetArgs(target), "--command", sql, "--json", "-y"], { quiet: true });
+  const parsed = JSON.parse(out) as Array<{ results: T[] }>;
+  return parsed.flatMap((r) => r.results ?? []);
+}
+
+export async function seedLocal(target: Target): Promise<void> {
+  executeSql(target, await buildSeedStatements());
+}
+
+/** Creates .dev.vars from the committed example on first start. */
+export function ensureDevVars(): void {
+  const devVars = join(ROOT, ".dev.vars");
+  if (!existsSync(devVars)) {
+    copyFileSync(join(ROOT, ".dev.vars.example"), devVars);
+    console.log("Created .dev.vars from .dev.vars.example");
+  }
+}
+
+/** Value of `--name value` or `--name=value` in argv. */
+export function optionValue(argv: string[], name: string): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === name) return argv[i + 1];
+    if (arg.startsWith(`${name}=`)) return arg.slice(name.length + 1);
+  }
+  return undefined;
+}
+
+/** Starts `wrangler dev` with extra arguments; resolves once it answers on /health. */
+export async function startDev(
+  args: string[],
+  options: { port: number; env?: Record<string, string>; stdio?: "inherit" | "pipe" },
+): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [WRANGLER, "dev", ...args], {
+    cwd: ROOT,
+    stdio: options.stdio === "inherit" ? "inherit" : ["ignore", "pipe", "pipe"],
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", ...options.env },
+    detached: options.stdio !== "inherit",
+  });
+  let output = "";
+  child.stdout?.on("data", (chunk) => (output += chunk));
+  child.stderr?.on("data", (chunk) => (output += chunk));
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`wrangler dev exited early (${child.exitCode}):\n${output}`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${options.port}/health`);
+      if (res.ok) return child;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  stopDev(child);
+  throw new Error(`wrangler dev did not answer on port ${options.port} within 120 s:\n${output}`);
+}
+
+/** Stops a `wrangler dev` started by startDev (its whole process group). */
+export function stopDev(child: ChildProcess): void {
+  if (child.exitCode !== null || child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, "SIGTERM");
+  } catch {
+    child.kill("SIGTERM");
+  }
+}
