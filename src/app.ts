@@ -23,10 +23,14 @@ app.get("/v1/openapi.json", (c) => {
 
 // Path patterns of every registered route, for telling 405 from 404 (built on first miss).
 let routeTable: Array<{ pattern: RegExp; method: string }> | undefined;
+// `/v1/contacts/:contact_id` -> `^/v1/contacts/[^/]+$`: literal parts match exactly (`.` too), and
+// no optional trailing slash, since Hono routes strictly (`/v1/contacts/` is another path).
+function routePattern(path: string): RegExp {
+  const parts = path.split(/(:[^/]+)/).map((part) => (part.startsWith(":") ? "[^/]+" : part.replace(/[.*+?^$()|[\]{}\\]/g, "\\$&")));
+  return new RegExp(`^${parts.join("")}$`);
+}
 function methodsFor(path: string): string[] {
-  routeTable ??= app.routes
-    .filter((r) => r.method !== "ALL")
-    .map((r) => ({ method: r.method, pattern: new RegExp(`^${r.path.replace(/:[^/]+/g, "[^/]+")}/?$`) }));
+  routeTable ??= app.routes.filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, pattern: routePattern(r.path) }));
   const methods = new Set(routeTable.filter((r) => r.pattern.test(path)).map((r) => r.method));
   if (methods.has("GET")) methods.add("HEAD");
   return [...methods];

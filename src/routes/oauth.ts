@@ -92,7 +92,8 @@ async function readTokenParams(c: Context): Promise<Record<string, unknown>> {
   const type = (c.req.header("Content-Type") ?? "").split(";")[0]!.trim().toLowerCase();
   try {
     if (type === "application/x-www-form-urlencoded") {
-      return Object.fromEntries(new URLSearchParams(await c.req.text()));
+      // Decoded by hand: workerd warns when .text() reads a body whose type is not textual.
+      return Object.fromEntries(new URLSearchParams(new TextDecoder().decode(await c.req.arrayBuffer())));
     }
     if (type === "application/json" || type === "") {
       const text = await c.req.text();
@@ -123,8 +124,14 @@ function readClientCredentials(c: Context, params: { client_id?: string; client_
     }
     const colon = decoded.indexOf(":");
     if (colon < 0) throw basicFailure("Malformed HTTP Basic credentials");
-    const id = decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, " "));
-    const secret = decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, " "));
+    let id: string;
+    let secret: string;
+    try {
+      id = decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, " "));
+      secret = decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, " "));
+    } catch {
+      throw basicFailure("Malformed HTTP Basic credentials");
+    }
     if (params.client_id !== undefined && params.client_id !== id) {
       throw invalidRequest("client_id in the body does not match the Authorization header");
     }

@@ -13,7 +13,9 @@ const groupColumns = {
   isDefault: contactGroups.isDefault,
   createdAt: contactGroups.createdAt,
   // One indexed count per group inside the same statement (contacts_company_group_idx).
-  contactsCount: sql<number>`(SELECT count(*) FROM ${contacts} WHERE ${contacts.companyId} = ${contactGroups.companyId} AND ${contacts.groupId} = ${contactGroups.id})`,
+  // Columns are written out qualified: drizzle renders column references inside a select
+  // field unqualified, and inside this sub-select those would bind to `contacts`.
+  contactsCount: sql<number>`(SELECT count(*) FROM "contacts" WHERE "contacts"."company_id" = "contact_groups"."company_id" AND "contacts"."group_id" = "contact_groups"."id")`,
 };
 
 type GroupRow = { id: number; name: string; deptId: number; isDefault: number; createdAt: string; contactsCount: number };
@@ -76,6 +78,19 @@ async function departmentInCompany(db: Db, companyId: number, deptId: number | u
   return dept.id;
 }
 
+/** 400 unless `deptId` (a group's current department) is a department of the company. */
+async function requireValidGroupDepartment(db: Db, companyId: number, deptId: number): Promise<void> {
+  const dept = await db
+    .select({ id: departments.id })
+    .from(departments)
+    .where(and(eq(departments.id, deptId), eq(departments.companyId, companyId)))
+    .get();
+  if (!dept) throw invalidGroupDepartment(deptId);
+}
+
+const invalidGroupDepartment = (deptId: number) =>
+  badRequest(`The group's department ${deptId} is not a valid department of this company`);
+
 /** Unsets the current default group of a department (all but `keepId`). */
 function clearDefault(db: Db, companyId: number, deptId: number, keepId = 0) {
   return db
@@ -104,6 +119,10 @@ export async function updateGroup(db: Db, companyId: number, groupId: number, in
   }
   if (current.isDefault === 1 && moving) {
     throw badRequest("The default group cannot move to another department: make another group the default first");
+  }
+  if (input.isdefault === 1 && input.deptid === undefined) {
+    // Like PATCH .../default: only a group of a valid department can become its default.
+    await requireValidGroupDepartment(db, companyId, current.deptId);
   }
   const changes: Partial<typeof contactGroups.$inferInsert> = {};
   if (input.group_name !== undefined) changes.name = input.group_name;
@@ -136,7 +155,7 @@ export async function deleteGroup(db: Db, companyId: number, groupId: number): P
   const defaultGroup = db
     .select({ id: contactGroups.id })
     .from(contactGroups)
-    .where(and(eq(contactGroups.deptId, group.deptId), eq(contactGroups.isDefault, 1)));
+    .where(and(eq(contactGroups.companyId, companyId), eq(contactGroups.deptId, group.deptId), eq(contactGroups.isDefault, 1)));
   await runBatch(db, [
     // Its contacts are kept: they move to the department's default group, or to no group.
     db
@@ -156,7 +175,7 @@ export async function makeDefaultGroup(db: Db, companyId: number, groupId: numbe
     .get();
   if (!row) throw notFound("Contact group");
   if (row.validDept === null) {
-    throw badRequest(`The group's department ${row.deptId} is not a valid department of this company`);
+    throw invalidGroupDepartment(row.deptId);
   }
   await runBatch(db, [
     clearDefault(db, companyId, row.deptId, groupId),

@@ -1,0 +1,222 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { app } from "../../src/app";
+import { RESOURCE_SCOPES } from "../../src/auth/scopes";
+import { call, expectShapeA, tokenFor, type Json } from "./helpers";
+
+const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const;
+/** Operations that need no token. */
+const PUBLIC = new Set(["get /health", "post /v1/oauth/token"]);
+
+let doc: Json;
+let operations: Array<{ method: string; path: string; op: Json }>;
+
+beforeAll(async () => {
+  const res = await call("GET", "/v1/openapi.json");
+  expect(res.status).toBe(200);
+  expect(res.headers.get("Content-Type") ?? "").toMatch(/^application\/json/);
+  doc = res.body;
+  operations = Object.entries<Json>(doc.paths).flatMap(([path, item]) =>
+    METHODS.filter((m) => item[m]).map((method) => ({ method, path, op: item[method] as Json })),
+  );
+});
+
+/** `METHOD /openapi/{path}` for every route registered on the Hono app (middleware entries folded). */
+function registeredRoutes(): Set<string> {
+  return new Set(
+    app.routes
+      .filter((r) => r.method !== "ALL" && r.path !== "/v1/openapi.json")
+      .map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:([^/]+)/g, "{$1}")}`),
+  );
+}
+
+/** Resolves a `$ref` into components, or returns the schema itself. */
+function deref(schema: Json): Json {
+  const ref = schema?.$ref as string | undefined;
+  if (!ref) return schema;
+  const name = ref.replace("#/components/schemas/", "");
+  const target = doc.components.schemas[name];
+  if (!target) throw new Error(`dangling $ref ${ref}`);
+  return target;
+}
+
+/** Every `$ref` string anywhere in a value. */
+function refsIn(value: unknown, out: string[] = []): string[] {
+  if (Array.isArray(value)) value.forEach((v) => refsIn(v, out));
+  else if (value && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) {
+      if (k === "$ref" && typeof v === "string") out.push(v);
+      else refsIn(v, out);
+    }
+  }
+  return out;
+}
+
+describe("GET /v1/openapi.json", () => {
+  it("is served without authentication, as OpenAPI 3.0.3", () => {
+    expect(doc.openapi).toBe("3.0.3");
+    expect(typeof doc.info.title).toBe("string");
+    expect(doc.info.version).toBeTruthy();
+    expect(doc.info.description).toMatch(/Shape A/);
+  });
+
+  it("is the same document on every call", async () => {
+    const again = await call("GET", "/v1/openapi.json", { token: await tokenFor("demo-readonly") });
+    expect(again.body).toEqual(doc);
+  });
+
+  it("documents every registered route, and nothing else", () => {
+    const registered = registeredRoutes();
+    const documented = new Set(operations.map(({ method, path }) => `${method} ${path}`));
+    expect(registered.size).toBeGreaterThan(10);
+    for (const route of registered) expect(documented, `route ${route} is not in the document`).toContain(route);
+    for (const op of documented) expect(registered, `documented ${op} has no route`).toContain(op);
+  });
+
+  it("gives every operation a summary, tags and at least one success response", () => {
+    for (const { method, path, op } of operations) {
+      const where = `${method} ${path}`;
+      expect(op.summary, where).toBeTruthy();
+      expect(op.tags?.length, where).toBeGreaterThan(0);
+      expect(Object.keys(op.responses).some((s) => /^2\d\d$/.test(s)), where).toBe(true);
+    }
+  });
+
+  it("declares each {param} of a path as a required path parameter", () => {
+    for (const { method, path, op } of operations) {
+      const names = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+      const declared = (op.parameters ?? []).filter((p: Json) => p.in === "path");
+      expect(declared.map((p: Json) => p.name).sort(), `${method} ${path}`).toEqual(names.sort());
+      for (const p of declared) expect(p.required, `${method} ${path} ${p.name}`).toBe(true);
+    }
+  });
+
+  it("has no dangling $ref", () => {
+    for (const ref of refsIn(doc)) deref({ $ref: ref });
+  });
+});
+
+describe("security", () => {
+  it("defines the oauth2 client-credentials scheme with the token URL and every scope", () => {
+    const scheme = doc.components.securitySchemes.oauth2;
+    expect(scheme.type).toBe("oauth2");
+    expect(Object.keys(scheme.flows)).toEqual(["clientCredentials"]);
+    expect(scheme.flows.clientCredentials.tokenUrl).toBe("/v1/oauth/token");
+    expect(Object.keys(scheme.flows.clientCredentials.scopes).sort()).toEqual(["*", ...RESOURCE_SCOPES].sort());
+  });
+
+  it("has no global security requirement (the public operations stay public)", () => {
+    expect(doc.security ?? []).toEqual([]);
+  });
+
+  it("marks exactly the public operations as unauthenticated", () => {
+    for (const { method, path, op } of operations) {
+      const key = `${method} ${path}`;
+      if (PUBLIC.has(key)) expect(op.security ?? [], key).toEqual([]);
+      else expect(op.security, key).toBeDefined();
+    }
+    expect(PUBLIC.size).toBe(2);
+  });
+
+  it("gives each authenticated operation the oauth2 requirement with exactly its scope", () => {
+    for (const { method, path, op } of operations) {
+      const key = `${method} ${path}`;
+      if (PUBLIC.has(key)) continue;
+      expect(op.security, key).toHaveLength(1);
+      const [requirement] = op.security;
+      expect(Object.keys(requirement), key).toEqual(["oauth2"]);
+      if (path === "/v1/oauth/me") {
+        expect(requirement.oauth2, key).toEqual([]);
+        continue;
+      }
+      // Contacts and contact groups: reads need contacts:read, writes contacts:write.
+      const expected = path.startsWith("/v1/contact") ? (method === "get" ? "contacts:read" : "contacts:write") : undefined;
+      expect(requirement.oauth2, key).toHaveLength(1);
+      if (expected) expect(requirement.oauth2, key).toEqual([expected]);
+      expect(RESOURCE_SCOPES as readonly string[], key).toContain(requirement.oauth2[0]);
+    }
+  });
+
+  it("publishes the scope the Worker actually enforces for every scoped operation", async () => {
+    const checked: string[] = [];
+    for (const { method, path, op } of operations) {
+      const scope: string | undefined = op.security?.[0]?.oauth2?.[0];
+      if (!scope) continue;
+      const url = path.replace(/\{[^}]+\}/g, "987654321");
+      // A token with some other scope is refused with exactly the documented scope ...
+      const other = RESOURCE_SCOPES.find((s) => s !== scope)!;
+      const refused = await call(method.toUpperCase(), url, { token: await tokenFor("demo-owner", other) });
+      expectShapeA(refused, 403, "insufficient_scope");
+      expect(refused.body.required_scope, `${method} ${path}`).toBe(scope);
+      // ... and a token with only that scope gets past the scope check.
+      const allowed = await call(method.toUpperCase(), url, { token: await tokenFor("demo-owner", scope) });
+      expect([401, 403], `${method} ${path}: ${JSON.stringify(allowed.body)}`).not.toContain(allowed.status);
+      checked.push(`${method} ${path}`);
+    }
+    expect(checked.length).toBeGreaterThanOrEqual(11);
+  });
+
+  it("documents 401 (OAuthError) on authenticated operations and 403 (OAuthError) on scoped ones", () => {
+    for (const { method, path, op } of operations) {
+      const key = `${method} ${path}`;
+      if (PUBLIC.has(key)) continue;
+      expect(deref(op.responses["401"]?.content?.["application/json"]?.schema), key).toBe(doc.components.schemas.OAuthError);
+      if (op.security[0].oauth2.length > 0) {
+        expect(deref(op.responses["403"]?.content?.["application/json"]?.schema), key).toBe(doc.components.schemas.OAuthError);
+      }
+    }
+  });
+});
+
+describe("components", () => {
+  it("has the two error shapes", () => {
+    const { OAuthError, ApiError } = doc.components.schemas;
+    expect(OAuthError.type).toBe("object");
+    expect(Object.keys(OAuthError.properties).sort()).toEqual(["error", "error_description", "required_scope"]);
+    expect(OAuthError.required.sort()).toEqual(["error", "error_description"]);
+    expect(ApiError.type).toBe("object");
+    expect(Object.keys(ApiError.properties).sort()).toEqual(["msg", "success"]);
+    expect(ApiError.required.sort()).toEqual(["msg", "success"]);
+    expect(ApiError.properties.success.enum).toEqual([false]);
+  });
+
+  it("uses ApiError for the documented 400/404/409/415 responses of resource routes", () => {
+    for (const { method, path, op } of operations) {
+      if (!path.startsWith("/v1/contact")) continue;
+      for (const status of ["400", "404", "409", "415"]) {
+        const response = op.responses[status];
+        if (!response) continue;
+        expect(deref(response.content["application/json"].schema), `${method} ${path} ${status}`).toBe(doc.components.schemas.ApiError);
+      }
+    }
+  });
+
+  it("uses OAuthError for every error of the token endpoint", () => {
+    const op = doc.paths["/v1/oauth/token"].post;
+    for (const status of ["400", "401", "500", "503"]) {
+      expect(deref(op.responses[status].content["application/json"].schema), status).toBe(doc.components.schemas.OAuthError);
+    }
+  });
+
+  it("documents JSON and form bodies for the token endpoint", () => {
+    const content = doc.paths["/v1/oauth/token"].post.requestBody.content;
+    expect(Object.keys(content).sort()).toEqual(["application/json", "application/x-www-form-urlencoded"]);
+    const schema = deref(content["application/json"].schema);
+    expect(schema.required).toEqual(["grant_type"]);
+  });
+
+  it("has examples on every Contact property, and the output field names of the spec", () => {
+    const contact = doc.components.schemas.Contact;
+    const fields = ["contact_id", "firstname", "lastname", "email", "groupid", "deptid", "country_code", "mobile_code", "phone_number", "iso", "add_date"];
+    expect(Object.keys(contact.properties).sort()).toEqual([...fields].sort());
+    for (const field of fields) expect(contact.properties[field].example, field).toBeDefined();
+    expect(contact.properties.contact_id.type).toBe("integer");
+    expect(contact.properties.add_date.example).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
+  });
+
+  it("documents the contact input names of the spec (first_name/last_name in, strict bodies)", () => {
+    const create = doc.components.schemas.CreateContact;
+    expect(create.required.sort()).toEqual(["email", "first_name", "last_name"]);
+    expect(create.additionalProperties).toBe(false);
+    for (const field of ["first_name", "last_name", "email"]) expect(create.properties[field].example, field).toBeDefined();
+  });
+});
