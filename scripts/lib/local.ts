@@ -1,6 +1,6 @@
 // Helpers for the operator scripts: run wrangler, migrate and seed the local D1, start `wrangler dev`.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { copyFileSync, existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -42,9 +42,13 @@ export function applyMigrations(target: Target): void {
 /** Executes SQL statements (one file, one transaction per wrangler call). */
 export function executeSql(target: Target, statements: string[]): void {
   const dir = mkdtempSync(join(tmpdir(), "expiry-sql-"));
-  const file = join(dir, "statements.sql");
-  writeFileSync(file, statements.map((s) => `${s.trim().replace(/;$/, "")};`).join("\n"));
-  wrangler(["d1", "execute", "DB", ...targetArgs(target), "--file", file, "-y"], { quiet: true });
+  try {
+    const file = join(dir, "statements.sql");
+    writeFileSync(file, statements.map((s) => `${s.trim().replace(/;$/, "")};`).join("\n"));
+    wrangler(["d1", "execute", "DB", ...targetArgs(target), "--file", file, "-y"], { quiet: true });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** Runs one query and returns its rows. */

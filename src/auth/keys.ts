@@ -27,6 +27,9 @@ async function importKeys(source: string): Promise<SigningKeys> {
   if (entries.length === 0 || entries.some((e) => !e.kid || e.secret.length < MIN_SECRET_LENGTH)) {
     throw new Error("JWT_SIGNING_KEYS must hold space-separated kid:secret pairs with secrets of at least 32 characters");
   }
+  if (new Set(entries.map((e) => e.kid)).size !== entries.length) {
+    throw new Error("JWT_SIGNING_KEYS lists the same kid twice");
+  }
   const byKid = new Map<string, CryptoKey>();
   for (const { kid, secret } of entries) {
     const key = await crypto.subtle.importKey(

@@ -2,12 +2,13 @@ import { sql } from "drizzle-orm";
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 // Keep in step with migrations/*.sql; test/worker/schema.test.ts compares the two.
+// Integer ids use AUTOINCREMENT so that an id is never handed out again after a delete.
 
 const createdAt = () => text("created_at").notNull().default(sql`CURRENT_TIMESTAMP`);
 
 /** A customer account: the owner user and the plan's ceilings across all its companies. */
 export const accounts = sqliteTable("accounts", {
-  id: integer("id").primaryKey(),
+  id: integer("id").primaryKey({ autoIncrement: true }),
   name: text("name").notNull(),
   ownerUserId: integer("owner_user_id"),
   maxCompanies: integer("max_companies").notNull(),
@@ -21,7 +22,7 @@ export const accounts = sqliteTable("accounts", {
 export const users = sqliteTable(
   "users",
   {
-    id: integer("id").primaryKey(),
+    id: integer("id").primaryKey({ autoIncrement: true }),
     accountId: integer("account_id")
       .notNull()
       .references(() => accounts.id),
@@ -36,7 +37,7 @@ export const users = sqliteTable(
 export const companies = sqliteTable(
   "companies",
   {
-    id: integer("id").primaryKey(),
+    id: integer("id").primaryKey({ autoIncrement: true }),
     accountId: integer("account_id")
       .notNull()
       .references(() => accounts.id),
@@ -59,7 +60,7 @@ export const companies = sqliteTable(
 export const departments = sqliteTable(
   "departments",
   {
-    id: integer("id").primaryKey(),
+    id: integer("id").primaryKey({ autoIncrement: true }),
     companyId: integer("company_id")
       .notNull()
       .references(() => companies.id),
@@ -100,7 +101,7 @@ export const apiClients = sqliteTable(
 export const contactGroups = sqliteTable(
   "contact_groups",
   {
-    id: integer("id").primaryKey(),
+    id: integer("id").primaryKey({ autoIncrement: true }),
     companyId: integer("company_id")
       .notNull()
       .references(() => companies.id),
@@ -121,7 +122,7 @@ export const contactGroups = sqliteTable(
 export const contacts = sqliteTable(
   "contacts",
   {
-    id: integer("id").primaryKey(),
+    id: integer("id").primaryKey({ autoIncrement: true }),
     companyId: integer("company_id")
       .notNull()
       .references(() => companies.id),

@@ -1,6 +1,7 @@
 import { OpenAPIHono, createRoute, z, type RouteConfig } from "@hono/zod-openapi";
 import type { AppBindings } from "../env";
 import { requireScope } from "../auth/middleware";
+import { integerString } from "./schemas";
 import { validationHook } from "./validation";
 
 export { z };
@@ -56,12 +57,7 @@ export const MessageEnvelope = z
 
 /** A positive integer path id (`/v1/contacts/{contact_id}`) with a readable error. */
 export function idParam<N extends string>(name: N) {
-  const id = z.coerce
-      .number({ error: `${name} must be a positive integer` })
-      .int({ error: `${name} must be a positive integer` })
-      .positive({ error: `${name} must be a positive integer` })
-      .max(Number.MAX_SAFE_INTEGER, { error: `${name} must be a positive integer` })
-    .openapi({ param: { name, in: "path" }, example: 1 });
+  const id = integerString(`${name} must be a positive integer`, 1).openapi({ param: { name, in: "path" }, example: 1 });
   return z.object({ [name]: id } as Record<N, typeof id>);
 }
 

@@ -27,13 +27,22 @@ export function idField(field: string) {
     .max(Number.MAX_SAFE_INTEGER, { error: `${field} is too large` });
 }
 
-/** A query-string integer id (> 0). */
+/**
+ * A decimal integer sent as text (path or query string) within [min, max]. Plain digits only:
+ * `1e3`, `0x10`, `+5`, ` 5` and `1.5` are refused with `message` rather than coerced.
+ */
+export function integerString(message: string, min: number, max = Number.MAX_SAFE_INTEGER) {
+  return z
+    .string()
+    .regex(/^(0|[1-9][0-9]{0,15})$/, { error: message })
+    .transform(Number)
+    .pipe(z.number().min(min, { error: message }).max(max, { error: message }))
+    .openapi({ type: "integer", minimum: min, maximum: max });
+}
+
+/** A query-string id filter (> 0). */
 export function idQuery(field: string) {
-  return z.coerce
-    .number({ error: `${field} must be a positive integer` })
-    .int({ error: `${field} must be a positive integer` })
-    .positive({ error: `${field} must be a positive integer` })
-    .max(Number.MAX_SAFE_INTEGER, { error: `${field} must be a positive integer` })
+  return integerString(`${field} must be a positive integer`, 1)
     .optional()
     .openapi({ param: { name: field, in: "query" } });
 }
@@ -46,20 +55,12 @@ export function flagField(field: string) {
 /** `limit`/`offset` query parameters. */
 export function paginationQuery(maxLimit: number, defaultLimit: number) {
   return {
-    limit: z.coerce
-      .number({ error: `limit must be an integer from 1 to ${maxLimit}` })
-      .int({ error: `limit must be an integer from 1 to ${maxLimit}` })
-      .min(1, { error: `limit must be an integer from 1 to ${maxLimit}` })
-      .max(maxLimit, { error: `limit must be an integer from 1 to ${maxLimit}` })
+    limit: integerString(`limit must be an integer from 1 to ${maxLimit}`, 1, maxLimit)
       .default(defaultLimit)
-      .openapi({ param: { name: "limit", in: "query" }, example: defaultLimit }),
-    offset: z.coerce
-      .number({ error: "offset must be an integer of at least 0" })
-      .int({ error: "offset must be an integer of at least 0" })
-      .min(0, { error: "offset must be an integer of at least 0" })
-      .max(Number.MAX_SAFE_INTEGER, { error: "offset is too large" })
+      .openapi({ param: { name: "limit", in: "query" }, example: defaultLimit, default: defaultLimit }),
+    offset: integerString("offset must be an integer of at least 0", 0)
       .default(0)
-      .openapi({ param: { name: "offset", in: "query" }, example: 0 }),
+      .openapi({ param: { name: "offset", in: "query" }, example: 0, default: 0 }),
   };
 }
 

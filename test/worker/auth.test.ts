@@ -277,6 +277,7 @@ describe("signing key not configured", () => {
     ["empty", ""],
     ["too short", "k1:short"],
     ["without a kid", "test-signing-key-current-0123456789abcdef"],
+    ["listing one kid twice", "k1:test-signing-key-current-0123456789abcdef k1:test-signing-key-previous-0123456789abcdef"],
   ] as const) {
     it(`answers 500 server_error at the token endpoint when the key is ${label}`, async () => {
       const res = await callWithEnv({ JWT_SIGNING_KEYS: value }, "POST", TOKEN, { body: creds("demo-owner") });

@@ -146,6 +146,11 @@ describe("GET /v1/contacts: filters", () => {
     const mismatch = await list(`deptid=1&groupid=${g2.groupid}`);
     expect(mismatch.data).toEqual([]);
     expect(mismatch.meta.total).toBe(0);
+
+    // groupid=0 selects the contacts in no group.
+    const ungrouped = await list(`deptid=${dept}&groupid=0`);
+    expect(ids(ungrouped.data)).toEqual([d.contact_id]);
+    expect(ungrouped.meta.total).toBe(1);
   });
 
   it("an unknown groupid or deptid gives an empty list with total 0", async () => {

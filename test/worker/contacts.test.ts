@@ -490,7 +490,8 @@ describe("DELETE /v1/contacts/{contact_id}", () => {
     await call("DELETE", `/v1/contacts/${c.contact_id}`, { token: owner });
     const again = await createContact(owner, { email: c.email });
     expect(again.email).toBe(c.email);
-    // Note: SQLite may hand the deleted contact's id to the new one (no AUTOINCREMENT); not asserted.
+    // AUTOINCREMENT: the deleted contact's id is never handed out again, even though it was the highest.
+    expect(again.contact_id).toBeGreaterThan(c.contact_id);
   });
 
   it("404 for another company's contact, and the record is untouched", async () => {

@@ -176,7 +176,7 @@ describe("request bodies", () => {
 });
 
 describe("path ids", () => {
-  const bad = ["abc", "0", "-1", "1.5", "99999999999999999999", "9007199254740992", "%20", "1a"];
+  const bad = ["abc", "0", "-1", "1.5", "99999999999999999999", "9007199254740992", "%20", "1a", "0x10", "1e3", "+5", "%205", "007"];
   for (const id of bad) {
     it(`answers 400 Shape B for /v1/contacts/${id} and /v1/contact-groups/${id}`, async () => {
       const token = await tokenFor("demo-owner");

@@ -1,4 +1,4 @@
-import { and, asc, count, eq, lt, sql, type SQL } from "drizzle-orm";
+import { and, asc, count, eq, isNull, lt, sql, type SQL } from "drizzle-orm";
 import { getCountryCallingCode, type CountryCode } from "libphonenumber-js/min";
 import { isUniqueViolation, type Db } from "../../db/client";
 import { companies, contactGroups, contacts, departments, type ContactRow } from "../../db/schema";
@@ -27,7 +27,9 @@ const duplicateEmail = (email: string) => conflict(`A contact with email ${email
 export async function listContacts(db: Db, companyId: number, query: ListContactsInput) {
   const conditions: SQL[] = [eq(contacts.companyId, companyId)];
   if (query.deptid !== undefined) conditions.push(eq(contacts.deptId, query.deptid));
-  if (query.groupid !== undefined) conditions.push(eq(contacts.groupId, query.groupid));
+  if (query.groupid !== undefined) {
+    conditions.push(query.groupid === 0 ? isNull(contacts.groupId) : eq(contacts.groupId, query.groupid));
+  }
   if (query.q) {
     const match = prefixMatchQuery(query.q);
     if (!match) return { rows: [], total: 0 };

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { isSupportedCountry } from "libphonenumber-js/min";
-import { PageMeta, Timestamp, idField, idQuery, optionalText, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
+import { PageMeta, Timestamp, idField, idQuery, integerString, optionalText, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
 
 export const ContactSchema = z
   .object({
@@ -102,7 +102,9 @@ export const UpdateContactSchema = z
 
 export const ListContactsQuery = z.object({
   ...paginationQuery(200, 50),
-  groupid: idQuery("groupid"),
+  groupid: integerString("groupid must be 0 (contacts in no group) or a group id", 0)
+    .optional()
+    .openapi({ param: { name: "groupid", in: "query" }, description: "A group id, or 0 for contacts in no group." }),
   deptid: idQuery("deptid"),
   q: searchQuery.openapi({
     description: "Word-prefix search over first name, last name, email and phone number; every word must match (case- and accent-insensitive).",

@@ -1,0 +1,339 @@
+// End to end: starts the real service (`node scripts/start.ts`: migrate + seed + wrangler dev) on a
+// free port with a fresh --persist-to directory, talks to it over HTTP, and drives the operator
+// CLI (scripts/admin.ts) against the same local database while the server runs.
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ROOT } from "../../scripts/lib/local.ts";
+import { DEMO_CLIENTS } from "../../scripts/seed-data.ts";
+
+const owner = DEMO_CLIENTS.find((c) => c.clientId === "demo-owner")!;
+
+let server: ChildProcess | undefined;
+let serverOutput = "";
+let persistDir = "";
+let base = "";
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const address = srv.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Proc {
+  pid: number;
+  ppid: number;
+  pgrp: number;
+}
+
+/** Live (non-zombie) processes from /proc, or null where there is no /proc. */
+function processTable(): Proc[] | null {
+  if (!existsSync("/proc/self/stat")) return null;
+  const table: Proc[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const [state, ppid, pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (state !== "Z" && state !== "X") table.push({ pid: Number(entry), ppid: Number(ppid), pgrp: Number(pgrp) });
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return table;
+}
+
+/** `root`, every live process below it, and every live member of its process group. */
+function serverProcesses(root: number): number[] {
+  const table = processTable();
+  if (!table) {
+    try {
+      process.kill(-root, 0);
+      return [root];
+    } catch {
+      return [];
+    }
+  }
+  const found = new Set(table.filter((p) => p.pid === root || p.pgrp === root).map((p) => p.pid));
+  const queue = [root];
+  while (queue.length > 0) {
+    const parent = queue.shift()!;
+    for (const p of table) {
+      if (p.ppid === parent && !found.has(p.pid)) {
+        found.add(p.pid);
+        queue.push(p.pid);
+      }
+    }
+  }
+  return [...found];
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // already gone
+  }
+}
+
+/** Stops start.ts, wrangler and workerd: the whole process group, then any straggler by pid. */
+async function stopServer(child: ChildProcess): Promise<void> {
+  const pgid = child.pid!;
+  // Remember the tree now: once start.ts exits, its descendants are re-parented.
+  const tree = serverProcesses(pgid);
+  const remaining = () => {
+    const now = new Set(serverProcesses(pgid));
+    const table = processTable();
+    for (const pid of tree) if (table?.some((p) => p.pid === pid)) now.add(pid);
+    return [...now];
+  };
+  signal(-pgid, "SIGTERM");
+  for (let i = 0; i < 100 && remaining().length > 0; i++) await sleep(100);
+  if (remaining().length > 0) {
+    console.warn(`e2e: processes still running 10 s after SIGTERM, killing: ${remaining().join(" ")}`);
+    signal(-pgid, "SIGKILL");
+    for (const pid of remaining()) signal(pid, "SIGKILL");
+    for (let i = 0; i < 50 && remaining().length > 0; i++) await sleep(100);
+  }
+  const survivors = remaining();
+  if (survivors.length > 0) throw new Error(`processes survived shutdown: ${survivors.join(", ")}`);
+}
+
+interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `file args` in the project root; resolves with the exit code instead of throwing. */
+function run(file: string, args: string[]): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(file, args, { cwd: ROOT, env: { ...process.env, CI: "true" }, timeout: 60_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** The operator CLI against the running server's database. */
+function cli(...args: string[]): Promise<CliResult> {
+  return run(process.execPath, [join(ROOT, "scripts", "admin.ts"), ...args, "--persist-to", persistDir]);
+}
+
+function field(output: string, name: string): string {
+  const match = new RegExp(`^\\s*${name}:\\s+(\\S+)`, "m").exec(output);
+  if (!match) throw new Error(`no ${name} in CLI output:\n${output}`);
+  return match[1]!;
+}
+
+async function http(method: string, path: string, init: { headers?: Record<string, string>; body?: string } = {}) {
+  const res = await fetch(`${base}${path}`, { method, headers: init.headers, body: init.body });
+  const text = await res.text();
+  let body: any;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = text;
+  }
+  return { status: res.status, headers: res.headers, body };
+}
+
+function tokenRequest(params: Record<string, string>) {
+  return http("POST", "/v1/oauth/token", {
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ grant_type: "client_credentials", ...params }),
+  });
+}
+
+const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+
+beforeAll(async () => {
+  persistDir = mkdtempSync(join(tmpdir(), "expiry-e2e-"));
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  server = spawn(process.execPath, [join(ROOT, "scripts", "start.ts"), "--port", String(port), "--persist-to", persistDir], {
+    cwd: ROOT,
+    detached: true, // own process group: afterAll stops start.ts, wrangler and workerd together
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" },
+  });
+  server.stdout!.on("data", (chunk) => (serverOutput += chunk));
+  server.stderr!.on("data", (chunk) => (serverOutput += chunk));
+
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (server.exitCode !== null || server.signalCode !== null) {
+      throw new Error(`npm start exited early (${server.exitCode ?? server.signalCode}):\n${serverOutput}`);
+    }
+    try {
+      if ((await fetch(`${base}/health`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`no answer on ${base}/health within 120 s:\n${serverOutput}`);
+    await sleep(200);
+  }
+});
+
+afterAll(async () => {
+  try {
+    if (server?.pid !== undefined) await stopServer(server);
+  } finally {
+    if (persistDir) rmSync(persistDir, { recursive: true, force: true });
+  }
+});
+
+describe("service over HTTP", () => {
+  let ownerToken = "";
+
+  it("GET /health answers 200", async () => {
+    const res = await http("GET", "/health");
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ success: true, status: "ok" });
+  });
+
+  it("issues a token for JSON client credentials", async () => {
+    const res = await tokenRequest({ client_id: owner.clientId, client_secret: owner.secret });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ token_type: "Bearer", expires_in: 86400, scope: "*" });
+    expect(res.body.access_token).toEqual(expect.any(String));
+    expect(res.headers.get("cache-control")).toContain("no-store");
+    ownerToken = res.body.access_token;
+  });
+
+  it("issues a token for form-encoded client credentials", async () => {
+    const res = await http("POST", "/v1/oauth/token", {
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "client_credentials", client_id: owner.clientId, client_secret: owner.secret }).toString(),
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ token_type: "Bearer", expires_in: 86400, scope: "*" });
+  });
+
+  it("issues a token for HTTP Basic client authentication", async () => {
+    const basic = Buffer.from(`${encodeURIComponent(owner.clientId)}:${encodeURIComponent(owner.secret)}`).toString("base64");
+    const res = await http("POST", "/v1/oauth/token", {
+      headers: { "Content-Type": "application/x-www-form-urlencoded", Authorization: `Basic ${basic}` },
+      body: "grant_type=client_credentials",
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ token_type: "Bearer", expires_in: 86400, scope: "*" });
+  });
+
+  it("refuses a wrong secret with 401 invalid_client", async () => {
+    const res = await tokenRequest({ client_id: owner.clientId, client_secret: "not-the-secret" });
+    expect(res.status).toBe(401);
+    expect(res.body).toMatchObject({ error: "invalid_client" });
+  });
+
+  it("GET /v1/oauth/me describes the token", async () => {
+    const res = await http("GET", "/v1/oauth/me", { headers: bearer(ownerToken) });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ client_id: owner.clientId, company_id: owner.companyId, userid: owner.userId, scope: "*" });
+    expect(res.body.exp - res.body.iat).toBe(86400);
+  });
+
+  it("GET /v1/openapi.json is a valid OpenAPI 3.0.3 document listing /v1/contacts", async () => {
+    const res = await http("GET", "/v1/openapi.json");
+    expect(res.status).toBe(200);
+    expect(res.body.openapi).toBe("3.0.3");
+    const validator = new Validator();
+    const result = await validator.validate(res.body);
+    expect(result.errors, JSON.stringify(result.errors, null, 2)).toBeUndefined();
+    expect(result.valid).toBe(true);
+    expect(validator.version).toBe("3.0");
+    expect(Object.keys(res.body.paths)).toContain("/v1/contacts");
+  });
+});
+
+describe("operator CLI against the running service", () => {
+  it("rejects unknown scopes (exit 1) and unknown options (exit 2)", async () => {
+    const badScope = await cli("client", "create", "--company", "1", "--scopes", "contacts:read contacts:delete");
+    expect(badScope.code).toBe(1);
+    expect(badScope.stderr).toContain("Unknown scope: contacts:delete");
+    const badFlag = await cli("client", "create", "--company", "1", "--scopes", "contacts:read", "--colour", "red");
+    expect(badFlag.code).toBe(2);
+    expect(badFlag.stderr).toContain("Unknown option: --colour");
+    expect(badFlag.stderr).toContain("Usage:");
+  });
+
+  it("client create / list / revoke: a scoped client works over HTTP until revoked", async () => {
+    const created = await cli("client", "create", "--company", "1", "--scopes", "contacts:read", "--name", "e2e reader");
+    expect(created.code, created.stderr).toBe(0);
+    const clientId = field(created.stdout, "client_id");
+    const secret = field(created.stdout, "client_secret");
+    expect(clientId).toMatch(/^ck_[0-9a-f]{24}$/);
+    expect(secret).toMatch(/^cs_[0-9a-f]{64}$/);
+    expect(created.stdout).toMatch(/cannot be shown again/);
+
+    const token = await tokenRequest({ client_id: clientId, client_secret: secret });
+    expect(token.status, JSON.stringify(token.body)).toBe(200);
+    expect(token.body).toMatchObject({ token_type: "Bearer", scope: "contacts:read" });
+    const scoped = await tokenRequest({ client_id: clientId, client_secret: secret, scope: "contacts:read" });
+    expect(scoped.status).toBe(200);
+    expect(scoped.body.scope).toBe("contacts:read");
+    const refused = await tokenRequest({ client_id: clientId, client_secret: secret, scope: "contacts:write" });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ error: "invalid_scope" });
+
+    const me = await http("GET", "/v1/oauth/me", { headers: bearer(token.body.access_token) });
+    expect(me.body).toMatchObject({ client_id: clientId, company_id: 1, userid: 1, scope: "contacts:read" });
+    const contacts = await http("GET", "/v1/contacts", { headers: bearer(token.body.access_token) });
+    expect(contacts.status, JSON.stringify(contacts.body)).toBe(200);
+
+    // Through the package.json script, as an operator would run it.
+    const listed = await run("npm", ["run", "--silent", "client", "--", "list", "--company", "1", "--json", "--persist-to", persistDir]);
+    expect(listed.code, listed.stderr).toBe(0);
+    const rows = JSON.parse(listed.stdout) as Array<Record<string, unknown>>;
+    expect(rows.find((r) => r.client_id === clientId)).toMatchObject({ company_id: 1, scopes: "contacts:read", active: true, name: "e2e reader" });
+    expect(listed.stdout).not.toContain(secret);
+    expect(listed.stdout).not.toMatch(/secret|hash|salt/i);
+
+    const revoked = await cli("client", "revoke", "--client-id", clientId);
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect(revoked.stdout).toContain("now revoked");
+    const afterRevoke = await tokenRequest({ client_id: clientId, client_secret: secret });
+    expect(afterRevoke.status).toBe(401);
+    expect(afterRevoke.body).toMatchObject({ error: "invalid_client" });
+
+    const missing = await cli("client", "revoke", "--client-id", "ck_does_not_exist");
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("No API client with id ck_does_not_exist");
+  });
+
+  it("account create, then client create for the new company", async () => {
+    const account = await cli("account", "create", "--name", "Acme", "--owner-email", "ops@acme.example", "--company", "Acme Ltd");
+    expect(account.code, account.stderr).toBe(0);
+    const companyId = Number(field(account.stdout, "company_id"));
+    const userId = Number(field(account.stdout, "user_id"));
+    expect(companyId).toBeGreaterThan(2); // the seed has companies 1 and 2
+    expect(account.stdout).toContain(`npm run client -- create --company ${companyId}`);
+
+    const created = await cli("client", "create", "--company", String(companyId), "--scopes", "contacts:read contacts:write");
+    expect(created.code, created.stderr).toBe(0);
+    const clientId = field(created.stdout, "client_id");
+    const secret = field(created.stdout, "client_secret");
+
+    const token = await tokenRequest({ client_id: clientId, client_secret: secret });
+    expect(token.status, JSON.stringify(token.body)).toBe(200);
+    expect(token.body.scope).toBe("contacts:read contacts:write");
+    const me = await http("GET", "/v1/oauth/me", { headers: bearer(token.body.access_token) });
+    expect(me.status).toBe(200);
+    expect(me.body).toMatchObject({ client_id: clientId, company_id: companyId, userid: userId });
+    const contacts = await http("GET", "/v1/contacts", { headers: bearer(token.body.access_token) });
+    expect(contacts.status, JSON.stringify(contacts.body)).toBe(200);
+  });
+});
