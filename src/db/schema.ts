@@ -5,6 +5,15 @@ import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqli
 // Integer ids use AUTOINCREMENT so that an id is never handed out again after a delete.
 
 const createdAt = () => text("created_at").notNull().default(sql`CURRENT_TIMESTAMP`);
+// Tenancy columns: every row of company data carries its company (and account) id.
+const companyId = () =>
+  integer("company_id")
+    .notNull()
+    .references(() => companies.id);
+const accountId = () =>
+  integer("account_id")
+    .notNull()
+    .references(() => accounts.id);
 
 /** A customer account: the owner user and the plan's ceilings across all its companies. */
 export const accounts = sqliteTable("accounts", {
@@ -23,9 +32,7 @@ export const users = sqliteTable(
   "users",
   {
     id: integer("id").primaryKey({ autoIncrement: true }),
-    accountId: integer("account_id")
-      .notNull()
-      .references(() => accounts.id),
+    accountId: accountId(),
     email: text("email").notNull(),
     name: text("name").notNull().default(""),
     createdAt: createdAt(),
@@ -38,9 +45,7 @@ export const companies = sqliteTable(
   "companies",
   {
     id: integer("id").primaryKey({ autoIncrement: true }),
-    accountId: integer("account_id")
-      .notNull()
-      .references(() => accounts.id),
+    accountId: accountId(),
     name: text("name").notNull(),
     isDefault: integer("is_default").notNull().default(0),
     documentsLimit: integer("documents_limit").notNull(),
@@ -61,9 +66,7 @@ export const departments = sqliteTable(
   "departments",
   {
     id: integer("id").primaryKey({ autoIncrement: true }),
-    companyId: integer("company_id")
-      .notNull()
-      .references(() => companies.id),
+    companyId: companyId(),
     name: text("name").notNull(),
     isDefault: integer("is_default").notNull().default(0),
     createdAt: createdAt(),
@@ -82,12 +85,8 @@ export const apiClients = sqliteTable(
     name: text("name").notNull().default(""),
     secretHash: text("secret_hash").notNull(),
     secretSalt: text("secret_salt").notNull(),
-    accountId: integer("account_id")
-      .notNull()
-      .references(() => accounts.id),
-    companyId: integer("company_id")
-      .notNull()
-      .references(() => companies.id),
+    accountId: accountId(),
+    companyId: companyId(),
     userId: integer("user_id")
       .notNull()
       .references(() => users.id),
@@ -102,9 +101,7 @@ export const contactGroups = sqliteTable(
   "contact_groups",
   {
     id: integer("id").primaryKey({ autoIncrement: true }),
-    companyId: integer("company_id")
-      .notNull()
-      .references(() => companies.id),
+    companyId: companyId(),
     deptId: integer("dept_id")
       .notNull()
       .references(() => departments.id),
@@ -123,9 +120,7 @@ export const contacts = sqliteTable(
   "contacts",
   {
     id: integer("id").primaryKey({ autoIncrement: true }),
-    companyId: integer("company_id")
-      .notNull()
-      .references(() => companies.id),
+    companyId: companyId(),
     deptId: integer("dept_id")
       .notNull()
       .references(() => departments.id),

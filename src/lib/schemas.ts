@@ -76,3 +76,8 @@ export const Timestamp = z.string().openapi({ example: "2026-11-20 09:30:00", de
 export const PageMeta = z
   .object({ total: z.number().int(), limit: z.number().int(), offset: z.number().int() })
   .openapi("PageMeta");
+
+/** A paginated list envelope: `{ success, data: [item], meta: {total, limit, offset} }`. */
+export function pageEnvelope<T extends z.ZodType>(item: T, name: string) {
+  return z.object({ success: z.literal(true), data: z.array(item), meta: PageMeta }).openapi(name);
+}

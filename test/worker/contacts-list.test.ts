@@ -9,20 +9,16 @@ import {
   createGroup,
   env,
   expectShapeB,
-  tokenFor,
+  demoTokens,
   uniqueWord,
 } from "./helpers";
 
 // GET /v1/contacts: pagination, filters, search, meta.total and tenancy.
 
-let owner: string;
-let other: string;
-let readonly: string;
+let owner: string, other: string, readonly: string;
 
 beforeAll(async () => {
-  owner = await tokenFor("demo-owner");
-  other = await tokenFor("demo-other");
-  readonly = await tokenFor("demo-readonly");
+  ({ owner, other, readonly } = await demoTokens());
 });
 
 async function list(query: string, token = owner) {

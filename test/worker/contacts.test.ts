@@ -10,6 +10,7 @@ import {
   env,
   expectShapeA,
   expectShapeB,
+  demoTokens,
   tokenFor,
   uniqueEmail,
   uniqueWord,
@@ -18,16 +19,10 @@ import {
 // Contacts: create, read, update, delete, validation and tenancy. Lists and search are in
 // contacts-list.test.ts, the contacts_limit in contacts-limit.test.ts.
 
-let owner: string;
-let member: string;
-let other: string;
-let readonly: string;
+let owner: string, member: string, other: string, readonly: string;
 
 beforeAll(async () => {
-  owner = await tokenFor("demo-owner");
-  member = await tokenFor("demo-member");
-  other = await tokenFor("demo-other");
-  readonly = await tokenFor("demo-readonly");
+  ({ owner, member, other, readonly } = await demoTokens());
 });
 
 async function rawContact(id: number) {

@@ -11,22 +11,16 @@ import {
   env,
   expectShapeA,
   expectShapeB,
-  tokenFor,
+  demoTokens,
   uniqueWord,
 } from "./helpers";
 
 // Contact groups: CRUD, defaults, moves, deletes, contacts_count, tenancy and scopes.
 
-let owner: string;
-let member: string;
-let other: string;
-let readonly: string;
+let owner: string, member: string, other: string, readonly: string;
 
 beforeAll(async () => {
-  owner = await tokenFor("demo-owner");
-  member = await tokenFor("demo-member");
-  other = await tokenFor("demo-other");
-  readonly = await tokenFor("demo-readonly");
+  ({ owner, member, other, readonly } = await demoTokens());
 });
 
 async function getGroup(id: number, token = owner): Promise<Json> {

@@ -13,12 +13,14 @@ export interface CallResult {
   headers: Headers;
 }
 
-/** Calls the Worker's fetch like an HTTP client would. */
-export async function call(
-  method: string,
-  path: string,
-  options: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
-): Promise<CallResult> {
+export interface CallOptions {
+  token?: string;
+  body?: unknown;
+  rawBody?: string;
+  headers?: Record<string, string>;
+}
+
+function buildRequest(method: string, path: string, options: CallOptions): Request {
   const headers: Record<string, string> = { Accept: "application/json", ...options.headers };
   if (options.token) headers.Authorization = `Bearer ${options.token}`;
   let body: string | undefined = options.rawBody;
@@ -26,7 +28,10 @@ export async function call(
     body = JSON.stringify(options.body);
     headers["Content-Type"] ??= "application/json";
   }
-  const response = await exports.default.fetch(new Request(`${BASE}${path}`, { method, headers, body }));
+  return new Request(`${BASE}${path}`, { method, headers, body });
+}
+
+async function readResult(response: Response): Promise<CallResult> {
   const text = await response.text();
   let parsed: Json = {};
   try {
@@ -35,6 +40,19 @@ export async function call(
     parsed = { __text: text };
   }
   return { status: response.status, body: parsed, headers: response.headers };
+}
+
+/** Calls the Worker's fetch like an HTTP client would. */
+export async function call(method: string, path: string, options: CallOptions = {}): Promise<CallResult> {
+  return readResult(await exports.default.fetch(buildRequest(method, path, options)));
+}
+
+/** Tokens of the four demo clients, for a file's `beforeAll`. */
+export async function demoTokens() {
+  const [owner, member, readonly, other] = await Promise.all(
+    ["demo-owner", "demo-member", "demo-readonly", "demo-other"].map((id) => tokenFor(id)),
+  );
+  return { owner: owner!, member: member!, readonly: readonly!, other: other! };
 }
 
 const tokens = new Map<string, string>();
@@ -201,27 +219,13 @@ export async function callWithEnv(
   envOverrides: Partial<Cloudflare.Env> & Record<string, unknown>,
   method: string,
   path: string,
-  options: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+  options: CallOptions = {},
 ): Promise<CallResult> {
-  const headers: Record<string, string> = { Accept: "application/json", ...options.headers };
-  if (options.token) headers.Authorization = `Bearer ${options.token}`;
-  let body: string | undefined;
-  if (options.body !== undefined) {
-    body = JSON.stringify(options.body);
-    headers["Content-Type"] ??= "application/json";
-  }
   const ctx = createExecutionContext();
-  const request = new Request(`${BASE}${path}`, { method, headers, body });
-  const response = await worker.fetch(request as Request<unknown, IncomingRequestCfProperties>, { ...env, ...envOverrides } as Cloudflare.Env, ctx);
+  const request = buildRequest(method, path, options) as Request<unknown, IncomingRequestCfProperties>;
+  const response = await worker.fetch(request, { ...env, ...envOverrides } as Cloudflare.Env, ctx);
   await waitOnExecutionContext(ctx);
-  const text = await response.text();
-  let parsed: Json = {};
-  try {
-    parsed = text ? JSON.parse(text) : {};
-  } catch {
-    parsed = { __text: text };
-  }
-  return { status: response.status, body: parsed, headers: response.headers };
+  return readResult(response);
 }
 
 /** Fails when an error body carries anything that looks like a stack trace or source location. */

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { PageMeta, Timestamp, flagField, idField, idQuery, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
+import { Timestamp, flagField, idField, idQuery, pageEnvelope, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
 
 export const ContactGroupSchema = z
   .object({
@@ -37,9 +37,7 @@ export const ListGroupsQuery = z.object({
   q: searchQuery.openapi({ description: "Case-insensitive substring of group_name." }),
 });
 
-export const GroupListEnvelope = z
-  .object({ success: z.literal(true), data: z.array(ContactGroupSchema), meta: PageMeta })
-  .openapi("ContactGroupList");
+export const GroupListEnvelope = pageEnvelope(ContactGroupSchema, "ContactGroupList");
 
 export type CreateGroupInput = z.infer<typeof CreateGroupSchema>;
 export type UpdateGroupInput = z.infer<typeof UpdateGroupSchema>;

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { isSupportedCountry } from "libphonenumber-js/min";
-import { PageMeta, Timestamp, idField, idQuery, integerString, optionalText, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
+import { Timestamp, idField, idQuery, integerString, optionalText, pageEnvelope, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
 
 export const ContactSchema = z
   .object({
@@ -111,9 +111,7 @@ export const ListContactsQuery = z.object({
   }),
 });
 
-export const ContactListEnvelope = z
-  .object({ success: z.literal(true), data: z.array(ContactSchema), meta: PageMeta })
-  .openapi("ContactList");
+export const ContactListEnvelope = pageEnvelope(ContactSchema, "ContactList");
 
 export type CreateContactInput = z.infer<typeof CreateContactSchema>;
 export type UpdateContactInput = z.infer<typeof UpdateContactSchema>;
