@@ -12,9 +12,12 @@ export function ok<T>(
   data: T,
   options: { msg?: string; meta?: Record<string, unknown>; status?: ContentfulStatusCode } = {},
 ): EnvelopeResponse {
-  const body: { success: true; msg?: string; data: T; meta?: Record<string, unknown> } = { success: true, data };
-  if (options.msg !== undefined) body.msg = options.msg;
-  if (options.meta !== undefined) body.meta = options.meta;
+  const body = {
+    success: true as const,
+    ...(options.msg !== undefined && { msg: options.msg }),
+    data,
+    ...(options.meta !== undefined && { meta: options.meta }),
+  };
   return c.json(body, options.status ?? 200);
 }
 
