@@ -4,8 +4,9 @@ import { applyMigrations, ensureDevVars, optionValue, seedLocal, startDev } from
 
 const args = process.argv.slice(2);
 const persistTo = optionValue(args, "--persist-to");
-const port = Number(optionValue(args, "--port") ?? 8787);
-if (!optionValue(args, "--port")) args.push("--port", String(port));
+const portArg = optionValue(args, "--port");
+const port = Number(portArg ?? 8787);
+if (portArg === undefined) args.push("--port", String(port));
 
 ensureDevVars();
 console.log("Applying D1 migrations (local)...");

@@ -1,6 +1,7 @@
 import { and, asc, count, eq, ne, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { isUniqueViolation, type Db } from "../../db/client";
+import { selectDepartment } from "../../db/departments";
 import { contactGroups, contacts, departments } from "../../db/schema";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { containsPattern } from "../../lib/sql";
@@ -69,23 +70,14 @@ export async function getGroup(db: Db, companyId: number, groupId: number): Prom
 }
 
 async function departmentInCompany(db: Db, companyId: number, deptId: number | undefined): Promise<number> {
-  const condition =
-    deptId !== undefined
-      ? and(eq(departments.id, deptId), eq(departments.companyId, companyId))
-      : and(eq(departments.companyId, companyId), eq(departments.isDefault, 1));
-  const dept = await db.select({ id: departments.id }).from(departments).where(condition).get();
+  const dept = await selectDepartment(db, companyId, deptId).get();
   if (!dept) throw badRequest(deptId !== undefined ? `deptid ${deptId} does not exist` : "The company has no default department; send deptid");
   return dept.id;
 }
 
 /** 400 unless `deptId` (a group's current department) is a department of the company. */
 async function requireValidGroupDepartment(db: Db, companyId: number, deptId: number): Promise<void> {
-  const dept = await db
-    .select({ id: departments.id })
-    .from(departments)
-    .where(and(eq(departments.id, deptId), eq(departments.companyId, companyId)))
-    .get();
-  if (!dept) throw invalidGroupDepartment(deptId);
+  if (!(await selectDepartment(db, companyId, deptId).get())) throw invalidGroupDepartment(deptId);
 }
 
 const invalidGroupDepartment = (deptId: number) =>

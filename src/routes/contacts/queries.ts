@@ -1,7 +1,8 @@
 import { and, asc, count, eq, isNull, lt, sql, type SQL } from "drizzle-orm";
 import { getCountryCallingCode, type CountryCode } from "libphonenumber-js/min";
 import { isUniqueViolation, type Db } from "../../db/client";
-import { companies, contactGroups, contacts, departments, type ContactRow } from "../../db/schema";
+import { selectDepartment } from "../../db/departments";
+import { companies, contactGroups, contacts, type ContactRow } from "../../db/schema";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { prefixMatchQuery } from "../../lib/sql";
 import type { CreateContactInput, ListContactsInput, UpdateContactInput } from "./schemas";
@@ -65,11 +66,7 @@ function groupInCompany(db: Db, companyId: number, groupId: number) {
 
 /** Resolves the department and group a new contact lands in, in one round trip. */
 async function placeNewContact(db: Db, companyId: number, input: CreateContactInput) {
-  const deptCondition =
-    input.deptid !== undefined
-      ? and(eq(departments.id, input.deptid), eq(departments.companyId, companyId))
-      : and(eq(departments.companyId, companyId), eq(departments.isDefault, 1));
-  const deptQuery = db.select({ id: departments.id }).from(departments).where(deptCondition);
+  const deptQuery = selectDepartment(db, companyId, input.deptid);
   // The named group, or else the default group of the target department.
   const groupQuery = input.groupid
     ? groupInCompany(db, companyId, input.groupid)
