@@ -368,8 +368,8 @@ function accountCreate(flags: Flags, target: Target): void {
     `INSERT INTO companies (account_id, name, is_default, documents_limit, contacts_limit, drive_space_mb, settings)
      VALUES (${accountOfOwner}, ${sqlText(companyName)}, 1, ${quotas.documents}, ${quotas.contacts}, ${quotas.driveSpaceMb},
        ${sqlText(settings)})`,
-    `INSERT INTO departments (company_id, name, is_default)
-     VALUES ((SELECT id FROM companies WHERE account_id = ${accountOfOwner} AND is_default = 1), 'General', 1)`,
+    `INSERT INTO departments (company_id, name, name_key, is_default)
+     VALUES ((SELECT id FROM companies WHERE account_id = ${accountOfOwner} AND is_default = 1), 'General', 'general', 1)`,
   ]);
 
   const created = queryRows<{ account_id: number; user_id: number; company_id: number; department_id: number }>(

@@ -141,12 +141,12 @@ function buildContactStatements(): { statements: string[]; company1Ids: number[]
     const phone = String(Math.floor(200_000_000 + random() * 799_999_999));
     const created = new Date(start + id * 47 * 60_000).toISOString().slice(0, 19).replace("T", " ");
     rows.push(
-      `(${id}, ${companyId}, ${deptId}, NULL, ${sqlText(first)}, ${sqlText(last)}, ${sqlText(email)}, ` +
+      `(${id}, ${companyId}, ${deptId}, NULL, ${sqlText(first)}, ${sqlText(last)}, ${sqlText(email)}, ${sqlText(email.toLowerCase())}, ` +
         `${sqlText(code)}, ${sqlText(iso)}, ${sqlText(code)}, ${sqlText(phone)}, ${sqlText(created)}, ${sqlText(created)})`,
     );
   }
   const head =
-    "INSERT INTO contacts (id, company_id, dept_id, group_id, first_name, last_name, email, country_code, iso, mobile_code, phone_number, created_at, updated_at) VALUES\n";
+    "INSERT INTO contacts (id, company_id, dept_id, group_id, first_name, last_name, email, email_key, country_code, iso, mobile_code, phone_number, created_at, updated_at) VALUES\n";
   const statements: string[] = [];
   let batch: string[] = [];
   let bytes = Buffer.byteLength(head);

@@ -31,7 +31,7 @@ export async function buildSeedStatements(): Promise<string[]> {
     `INSERT OR IGNORE INTO companies (id, account_id, name, is_default, documents_limit, contacts_limit, drive_space_mb, settings)
       VALUES (1, 1, 'Demo Company', 1, 10000, 10000, 10240, '{"timezone":"UTC","date_format":"YYYY-MM-DD"}'),
              (2, 2, 'Other Company', 1, 1000, 1000, 1024, '{"timezone":"Europe/Berlin","date_format":"DD.MM.YYYY"}')`,
-    `INSERT OR IGNORE INTO departments (id, company_id, name, is_default) VALUES (1, 1, 'General', 1), (2, 2, 'General', 1)`,
+    `INSERT OR IGNORE INTO departments (id, company_id, name, name_key, is_default) VALUES (1, 1, 'General', 'general', 1), (2, 2, 'General', 'general', 1)`,
   ];
   for (const client of DEMO_CLIENTS) {
     const salt = `seed-${client.clientId}`;

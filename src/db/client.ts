@@ -25,10 +25,13 @@ function messagesOf(err: unknown): string {
   return parts.join(" | ");
 }
 
-/** Whether `err` (or its cause) is a UNIQUE violation of the named index. */
-export function isUniqueViolation(err: unknown, indexName: string): boolean {
+/**
+ * Whether `err` (or its cause) is a UNIQUE violation naming `marker`: SQLite names the columns
+ * of a column index (`contacts.email_key`) and the index itself for an expression index.
+ */
+export function isUniqueViolation(err: unknown, marker: string): boolean {
   const text = messagesOf(err);
-  return text.includes("UNIQUE constraint failed") && text.includes(indexName);
+  return text.includes("UNIQUE constraint failed") && text.includes(marker);
 }
 
 export function isForeignKeyViolation(err: unknown): boolean {

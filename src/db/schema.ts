@@ -68,11 +68,13 @@ export const departments = sqliteTable(
     id: integer("id").primaryKey({ autoIncrement: true }),
     companyId: companyId(),
     name: text("name").notNull(),
+    // Case-insensitive uniqueness key: nameKey(name) from src/lib/text-key.ts (Unicode case folding + NFC).
+    nameKey: text("name_key"),
     isDefault: integer("is_default").notNull().default(0),
     createdAt: createdAt(),
   },
   (t) => [
-    uniqueIndex("departments_company_name_uq").on(t.companyId, sql`lower(${sql.identifier("name")})`),
+    uniqueIndex("departments_company_name_key_uq").on(t.companyId, t.nameKey),
     uniqueIndex("departments_one_default_uq").on(t.companyId).where(sql`is_default = 1`),
   ],
 );
@@ -92,6 +94,9 @@ export const apiClients = sqliteTable(
       .references(() => users.id),
     scopes: text("scopes").notNull(),
     active: integer("active").notNull().default(1),
+    // Bumped by every revocation; a token carries the generation it was issued under and is
+    // valid only while it matches, so reactivating a client never revives older tokens.
+    tokenGeneration: integer("token_generation").notNull().default(0),
     createdAt: createdAt(),
   },
   (t) => [index("api_clients_company_idx").on(t.companyId)],
@@ -106,12 +111,13 @@ export const contactGroups = sqliteTable(
       .notNull()
       .references(() => departments.id),
     name: text("name").notNull(),
+    nameKey: text("name_key"),
     isDefault: integer("is_default").notNull().default(0),
     createdAt: createdAt(),
   },
   (t) => [
     index("contact_groups_company_dept_idx").on(t.companyId, t.deptId),
-    uniqueIndex("contact_groups_dept_name_uq").on(t.deptId, sql`lower(${sql.identifier("name")})`),
+    uniqueIndex("contact_groups_dept_name_key_uq").on(t.deptId, t.nameKey),
     uniqueIndex("contact_groups_one_default_uq").on(t.deptId).where(sql`is_default = 1`),
   ],
 );
@@ -128,6 +134,7 @@ export const contacts = sqliteTable(
     firstName: text("first_name").notNull(),
     lastName: text("last_name").notNull(),
     email: text("email").notNull(),
+    emailKey: text("email_key"),
     countryCode: text("country_code").notNull().default(""),
     iso: text("iso").notNull().default(""),
     mobileCode: text("mobile_code").notNull().default(""),
@@ -139,7 +146,7 @@ export const contacts = sqliteTable(
     index("contacts_company_idx").on(t.companyId),
     index("contacts_company_dept_idx").on(t.companyId, t.deptId),
     index("contacts_company_group_idx").on(t.companyId, t.groupId),
-    uniqueIndex("contacts_company_email_uq").on(t.companyId, sql`lower(${sql.identifier("email")})`),
+    uniqueIndex("contacts_company_email_key_uq").on(t.companyId, t.emailKey),
   ],
 );
 

@@ -56,7 +56,7 @@ async function rawGroup(id: number) {
 
 /** A group row of company 1 whose dept_id is company 2's department: an invalid state made directly in D1. */
 async function insertGroupInForeignDept(): Promise<number> {
-  const row = await env.DB.prepare("INSERT INTO contact_groups (company_id, dept_id, name, is_default) VALUES (1, 2, ?, 0) RETURNING id")
+  const row = await env.DB.prepare("INSERT INTO contact_groups (company_id, dept_id, name, name_key, is_default) VALUES (1, 2, ?1, ?1, 0) RETURNING id")
     .bind(uniqueWord("stray"))
     .first<{ id: number }>();
   return row!.id;
@@ -535,7 +535,7 @@ describe("DELETE /v1/contact-groups/{group_id}", () => {
     await createGroup(other, { isdefault: 1 });
     const stray = await insertGroupInForeignDept();
     const contact = await env.DB.prepare(
-      "INSERT INTO contacts (company_id, dept_id, group_id, first_name, last_name, email) VALUES (1, 1, ?, 'Stray', 'Contact', ?) RETURNING id",
+      "INSERT INTO contacts (company_id, dept_id, group_id, first_name, last_name, email, email_key) VALUES (1, 1, ?1, 'Stray', 'Contact', ?2, ?2) RETURNING id",
     )
       .bind(stray, `${uniqueWord()}@example.test`)
       .first<{ id: number }>();

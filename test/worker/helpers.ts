@@ -145,8 +145,8 @@ export async function createGroup(token: string, body: Record<string, unknown> =
 
 /** Inserts a (non-default) department directly in D1 (departments have no API yet); returns its id. */
 export async function createDepartment(companyId = 1, name = uniqueWord("dept")): Promise<number> {
-  const row = await env.DB.prepare("INSERT INTO departments (company_id, name, is_default) VALUES (?, ?, 0) RETURNING id")
-    .bind(companyId, name)
+  const row = await env.DB.prepare("INSERT INTO departments (company_id, name, name_key, is_default) VALUES (?, ?, ?, 0) RETURNING id")
+    .bind(companyId, name, name.toLowerCase())
     .first<{ id: number }>();
   if (!row) throw new Error("department insert returned no row");
   return row.id;

@@ -5,6 +5,7 @@ import { selectDepartment } from "../../db/departments";
 import { contactGroups, contacts, departments } from "../../db/schema";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { containsPattern } from "../../lib/sql";
+import { nameKey } from "../../lib/text-key";
 import type { CreateGroupInput, ListGroupsInput, UpdateGroupInput } from "./schemas";
 
 const groupColumns = {
@@ -46,7 +47,7 @@ async function writeGroup(db: Db, name: string | undefined, statements: BatchIte
   try {
     return await runBatch(db, statements);
   } catch (err) {
-    if (isUniqueViolation(err, "contact_groups_dept_name_uq")) throw duplicateName(name ?? "");
+    if (isUniqueViolation(err, "contact_groups.name_key")) throw duplicateName(name ?? "");
     throw err;
   }
 }
@@ -95,7 +96,7 @@ export async function createGroup(db: Db, companyId: number, input: CreateGroupI
   const deptId = await departmentInCompany(db, companyId, input.deptid);
   const insert = db
     .insert(contactGroups)
-    .values({ companyId, deptId, name: input.group_name, isDefault: input.isdefault ?? 0 })
+    .values({ companyId, deptId, name: input.group_name, nameKey: nameKey(input.group_name), isDefault: input.isdefault ?? 0 })
     .returning({ id: contactGroups.id });
   const results = await writeGroup(db, input.group_name, input.isdefault === 1 ? [clearDefault(db, companyId, deptId), insert] : [insert]);
   const [created] = results[results.length - 1] as Array<{ id: number }>;
@@ -117,7 +118,10 @@ export async function updateGroup(db: Db, companyId: number, groupId: number, in
     await requireValidGroupDepartment(db, companyId, current.deptId);
   }
   const changes: Partial<typeof contactGroups.$inferInsert> = {};
-  if (input.group_name !== undefined) changes.name = input.group_name;
+  if (input.group_name !== undefined) {
+    changes.name = input.group_name;
+    changes.nameKey = nameKey(input.group_name);
+  }
   if (moving) changes.deptId = targetDept;
   if (input.isdefault === 1) changes.isDefault = 1;
 

@@ -5,6 +5,7 @@ import { selectDepartment } from "../../db/departments";
 import { companies, contactGroups, contacts, type ContactRow } from "../../db/schema";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { prefixMatchQuery } from "../../lib/sql";
+import { nameKey } from "../../lib/text-key";
 import type { CreateContactInput, ListContactsInput, UpdateContactInput } from "./schemas";
 
 export function contactOutput(row: ContactRow) {
@@ -23,6 +24,7 @@ export function contactOutput(row: ContactRow) {
   };
 }
 
+const EMAIL_UNIQUE = "contacts.email_key";
 const duplicateEmail = (email: string) => conflict(`A contact with email ${email} already exists`);
 
 export async function listContacts(db: Db, companyId: number, query: ListContactsInput) {
@@ -98,6 +100,7 @@ export async function createContact(db: Db, companyId: number, input: CreateCont
     firstName: sql`${input.first_name}`,
     lastName: sql`${input.last_name}`,
     email: sql`${input.email}`,
+    emailKey: sql`${nameKey(input.email)}`,
     countryCode: sql`${input.country_code ?? ""}`,
     iso: sql`${input.iso ?? ""}`,
     mobileCode: sql`${input.mobile_code ?? ""}`,
@@ -119,7 +122,7 @@ export async function createContact(db: Db, companyId: number, input: CreateCont
       )
       .returning();
   } catch (err) {
-    if (isUniqueViolation(err, "contacts_company_email_uq")) throw duplicateEmail(input.email);
+    if (isUniqueViolation(err, EMAIL_UNIQUE)) throw duplicateEmail(input.email);
     throw err;
   }
   const row = inserted[0];
@@ -138,7 +141,10 @@ export async function updateContact(db: Db, companyId: number, contactId: number
   const changes: Partial<typeof contacts.$inferInsert> = {};
   if (input.first_name !== undefined) changes.firstName = input.first_name;
   if (input.last_name !== undefined) changes.lastName = input.last_name;
-  if (input.email !== undefined) changes.email = input.email;
+  if (input.email !== undefined) {
+    changes.email = input.email;
+    changes.emailKey = nameKey(input.email);
+  }
   if (input.mobile_code !== undefined) changes.mobileCode = input.mobile_code;
   if (input.phone_number !== undefined) changes.phoneNumber = input.phone_number;
   if (input.country_code !== undefined || input.iso !== undefined) {
@@ -166,7 +172,7 @@ export async function updateContact(db: Db, companyId: number, contactId: number
       .returning()
       .get();
   } catch (err) {
-    if (isUniqueViolation(err, "contacts_company_email_uq")) throw duplicateEmail(input.email ?? "");
+    if (isUniqueViolation(err, EMAIL_UNIQUE)) throw duplicateEmail(input.email ?? "");
     throw err;
   }
   if (!updated) throw notFound("Contact");
