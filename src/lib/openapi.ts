@@ -26,6 +26,19 @@ export const ApiErrorSchema = z
   })
   .openapi("ApiError", { description: "Shape B: every other error" });
 
+const headerText = (description: string) => ({ description, schema: { type: "string" as const } });
+
+/** Response headers the service sets, for the OpenAPI `headers` of a response. */
+export const responseHeaders = {
+  wwwAuthenticate: { "WWW-Authenticate": headerText("RFC 6750 challenge, e.g. `Bearer error=\"invalid_token\"`") },
+  allow: { Allow: headerText("Methods the path supports, comma separated") },
+  retryAfter: { "Retry-After": headerText("Seconds to wait before retrying") },
+  noStore: {
+    "Cache-Control": headerText("`no-store`: the response carries a credential"),
+    Pragma: headerText("`no-cache`, for HTTP/1.0 caches"),
+  },
+};
+
 /** A required JSON request body. */
 export const jsonBody = <T extends z.ZodType>(schema: T) => ({ required: true, content: { "application/json": { schema } } });
 
