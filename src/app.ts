@@ -1,5 +1,7 @@
 import type { Context } from "hono";
 import type { AppBindings } from "./env";
+import { requestGuard } from "./lib/body";
+import { echo } from "./lib/echo";
 import { apiError, renderError } from "./lib/errors";
 import { createRouter } from "./lib/openapi";
 import { buildOpenApiDocument } from "./openapi-document";
@@ -9,6 +11,9 @@ import { oauthRouter } from "./routes/oauth";
 import { systemRouter } from "./routes/system";
 
 export const app = createRouter();
+
+// Before every router: URL and body limits, charset and strict UTF-8 (src/lib/body.ts).
+app.use("*", requestGuard());
 
 app.route("/", systemRouter);
 app.route("/", oauthRouter);
@@ -39,8 +44,10 @@ function methodsFor(path: string): string[] {
 app.notFound((c: Context<AppBindings>) => {
   const allowed = methodsFor(c.req.path);
   if (allowed.length > 0) {
-    throw apiError(405, `Method ${c.req.method} is not allowed on ${c.req.path}; allowed: ${allowed.join(", ")}`, { Allow: allowed.join(", ") });
+    throw apiError(405, `Method ${echo(c.req.method)} is not allowed on ${echo(c.req.path)}; allowed: ${allowed.join(", ")}`, {
+      Allow: allowed.join(", "),
+    });
   }
-  throw apiError(404, `No route for ${c.req.method} ${c.req.path}`);
+  throw apiError(404, `No route for ${echo(c.req.method)} ${echo(c.req.path)}`);
 });
 app.onError(renderError);

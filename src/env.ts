@@ -1,3 +1,4 @@
+import type { Db } from "./db/client";
 import type { ReminderScheduler } from "./reminders/scheduler";
 
 /** Bindings declared in wrangler.toml plus the secrets from .dev.vars / `wrangler secret put`. */
@@ -25,5 +26,10 @@ export interface AuthContext {
 
 export interface AppBindings {
   Bindings: Env;
-  Variables: { auth: AuthContext };
+  Variables: {
+    auth: AuthContext;
+    /** Set for every scoped route (src/lib/openapi.ts): the drizzle handle and the caller's company. */
+    db: Db;
+    companyId: number;
+  };
 }

@@ -11,7 +11,30 @@ Authentication: obtain a token from \`POST /v1/oauth/token\` with client credent
 Errors come in two shapes. Shape A (\`error\`, \`error_description\`, \`required_scope\`) for authentication
 and scope problems; Shape B (\`success: false\`, \`msg\`) for everything else. Record timestamps are UTC,
 formatted \`YYYY-MM-DD HH:MM:SS\`. Request bodies must be \`application/json\`; unknown body fields are
-rejected (400). See docs/api-notes.md for the decisions taken where the contract is silent.`;
+rejected (400). See docs/api-notes.md for the decisions taken where the contract is silent.
+
+Request limits (checked before authentication): bodies at most 64 KiB (65536 bytes), 8 KiB (8192 bytes)
+at \`POST /v1/oauth/token\`; larger is 413 (Shape B; Shape A \`invalid_request\` at the token endpoint, as
+all its errors are). The URL (path and query string) is at most 8192 characters (414). Bodies are UTF-8:
+a \`charset\` other than \`utf-8\` is 415, bytes that are not valid UTF-8 are 400, and JSON nested deeper
+than 32 levels is 400. A query parameter given twice is 400.
+
+Text fields refuse lone surrogates, control characters (multi-line fields allow tab, CR and LF) and,
+when required, values that are empty once white space and invisible characters are removed (400 naming
+the field). Accepted text is trimmed and normalised to Unicode NFC. Error messages quote client input
+cut to 80 characters.
+
+Every path answers another HTTP method with 405 (Shape B) and an \`Allow\` header listing the methods
+it supports; an unknown path is 404. A write that loses a race with a concurrent change to the same
+records answers 409 (Shape B) and changes nothing: retry it.`;
+
+/** Every tag an operation uses, with its description (the OpenAPI test checks that none is missing). */
+export const TAGS = [
+  { name: "Authentication", description: "Client-credentials tokens and token inspection." },
+  { name: "Contacts", description: "People that reminders go to; email is unique per company." },
+  { name: "Contact groups", description: "Groups of contacts within a department; one default group per department." },
+  { name: "System", description: "Liveness of the service; no authentication." },
+];
 
 /** Builds the OpenAPI 3.0.3 document once per isolate. */
 export function buildOpenApiDocument(app: OpenAPIHono<AppBindings>) {
@@ -27,14 +50,15 @@ export function buildOpenApiDocument(app: OpenAPIHono<AppBindings>) {
   });
   const document = app.getOpenAPIDocument({
     openapi: "3.0.3",
-    info: { title: "Expiry-tracking and reminder API", version: "1.0.0", description: DESCRIPTION },
+    info: {
+      title: "Expiry-tracking and reminder API",
+      version: "1.0.0",
+      description: DESCRIPTION,
+      contact: { name: "API support", email: "api-support@example.com" },
+      license: { name: "Proprietary: API use under the service terms", url: "https://example.com/terms" },
+    },
     servers: [{ url: "/", description: "This deployment" }],
-    tags: [
-      { name: "Authentication" },
-      { name: "Contacts" },
-      { name: "Contact groups" },
-      { name: "System" },
-    ],
+    tags: TAGS,
   });
   return document;
 }

@@ -11,6 +11,8 @@ export interface ClientRecord {
   scopes: string;
   active: boolean;
   isOwner: boolean;
+  /** Bumped by every revocation; only tokens issued under the current generation are valid. */
+  tokenGeneration: number;
 }
 
 interface ClientRow {
@@ -23,11 +25,12 @@ interface ClientRow {
   scopes: string;
   active: number;
   is_owner: number;
+  token_generation: number;
 }
 
 // Raw SQL on purpose: this runs on every cache miss of every authenticated request.
 const CLIENT_SQL = `SELECT c.client_id, c.secret_hash, c.secret_salt, c.account_id, c.company_id, c.user_id,
-  c.scopes, c.active, (a.owner_user_id = c.user_id) AS is_owner
+  c.scopes, c.active, (a.owner_user_id = c.user_id) AS is_owner, c.token_generation
   FROM api_clients c JOIN accounts a ON a.id = c.account_id
   WHERE c.client_id = ?`;
 
@@ -53,6 +56,7 @@ export async function findClient(db: D1Database, clientId: string): Promise<Clie
     scopes: row.scopes,
     active: row.active === 1,
     isOwner: row.is_owner === 1,
+    tokenGeneration: row.token_generation,
   };
 }
 
@@ -66,14 +70,22 @@ const statusCache = new Map<string, CachedStatus>();
 
 /**
  * The client behind a token, from a short per-isolate cache so that a bearer request costs no
- * extra query most of the time. `ttlSeconds` bounds how long a revocation can go unnoticed.
+ * extra query most of the time. `ttlSeconds` bounds how long a change to the client (revocation,
+ * token generation, allowed scopes) can go unnoticed by this isolate. `refresh` skips the cached
+ * entry (and replaces it): for when the caller knows the entry is stale.
  */
-export async function findClientCached(db: D1Database, clientId: string, ttlSeconds: number): Promise<ClientRecord | null> {
+export async function findClientCached(
+  db: D1Database,
+  clientId: string,
+  ttlSeconds: number,
+  options: { refresh?: boolean } = {},
+): Promise<ClientRecord | null> {
   const now = Date.now();
-  const hit = statusCache.get(clientId);
+  const hit = options.refresh || ttlSeconds <= 0 ? undefined : statusCache.get(clientId);
   if (hit && hit.expiresAt > now) return hit.client;
   const client = await findClient(db, clientId);
   if (ttlSeconds > 0) {
+    statusCache.delete(clientId); // re-inserted last: the oldest entry is the first evicted
     if (statusCache.size >= MAX_CACHED_CLIENTS) statusCache.delete(statusCache.keys().next().value!);
     statusCache.set(clientId, { client, expiresAt: now + ttlSeconds * 1000 });
   }

@@ -3,32 +3,51 @@ import type { AppBindings } from "../env";
 import { forbidden, invalidToken, oauthError } from "../lib/errors";
 import { findClientCached } from "./clients";
 import { getSigningKeys } from "./keys";
-import { grants, parseScopes } from "./scopes";
+import { effectiveScopes, grants, parseScopes } from "./scopes";
 import { verifyAccessToken } from "./tokens";
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
+/** Longest Authorization header the bearer check reads; our tokens are well under 1,000 characters. */
+export const MAX_AUTHORIZATION_HEADER_CHARS = 4096;
 
-/** Verifies the bearer token and that its client is still active; sets `c.var.auth`. */
+/**
+ * Verifies the bearer token and that its client is still active and has not revoked it since it
+ * was issued (token generation); sets `c.var.auth` with the effective scopes: the token's scopes
+ * intersected with the client's current allowed scopes.
+ */
 export const authenticate = createMiddleware<AppBindings>(async (c, next) => {
   const header = c.req.header("Authorization");
   if (!header) throw invalidToken("Missing bearer token in the Authorization header");
+  if (header.length > MAX_AUTHORIZATION_HEADER_CHARS) {
+    throw invalidToken(`The Authorization header is longer than ${MAX_AUTHORIZATION_HEADER_CHARS} characters`);
+  }
   const token = BEARER.exec(header)?.[1];
   if (!token) throw invalidToken("The Authorization header must be 'Bearer <access_token>'");
   const keys = await getSigningKeys(c.env.JWT_SIGNING_KEYS);
   const claims = await verifyAccessToken(keys, token);
-  const ttl = Number(c.env.CLIENT_STATUS_TTL_SECONDS ?? 15);
-  const client = await findClientCached(c.env.DB, claims.clientId, Number.isFinite(ttl) ? ttl : 15);
+  const configuredTtl = Number(c.env.CLIENT_STATUS_TTL_SECONDS ?? 15);
+  const ttl = Number.isFinite(configuredTtl) ? configuredTtl : 15;
+  let client = await findClientCached(c.env.DB, claims.clientId, ttl);
+  // A signed token of a newer generation than the cached record proves the record stale (the
+  // client was revoked and activated again since): read it afresh rather than refuse a new token.
+  if (client && claims.generation > client.tokenGeneration) {
+    client = await findClientCached(c.env.DB, claims.clientId, ttl, { refresh: true });
+  }
   if (!client || !client.active || client.companyId !== claims.companyId) {
     throw invalidToken("The client of this token is not active");
   }
+  if (client.tokenGeneration !== claims.generation) {
+    throw invalidToken("The access token has been revoked");
+  }
+  const scopes = effectiveScopes(parseScopes(claims.scope), parseScopes(client.scopes));
   c.set("auth", {
     clientId: claims.clientId,
     companyId: claims.companyId,
     userId: claims.userId,
     accountId: client.accountId,
     isOwner: client.isOwner,
-    scope: claims.scope,
-    scopes: new Set(parseScopes(claims.scope)),
+    scope: scopes.join(" "),
+    scopes: new Set(scopes),
     iat: claims.iat,
     exp: claims.exp,
   });

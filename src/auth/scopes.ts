@@ -43,3 +43,15 @@ export function isScopeAllowed(requested: string, allowed: readonly string[]): b
 export function grants(scopes: ReadonlySet<string>, required: string): boolean {
   return scopes.has(ALL_SCOPES) || scopes.has(required);
 }
+
+/**
+ * The scopes a request may use: the token's scopes intersected with the client's current allowed
+ * scopes, `*` standing for every scope on either side. A client allowed `*` keeps the token's
+ * scopes; a `*` token gets the client's current allowed scopes. May be empty.
+ */
+export function effectiveScopes(tokenScopes: readonly string[], allowed: readonly string[]): string[] {
+  if (allowed.includes(ALL_SCOPES)) return [...tokenScopes];
+  if (tokenScopes.includes(ALL_SCOPES)) return [...allowed];
+  const allowedSet = new Set(allowed);
+  return tokenScopes.filter((s) => allowedSet.has(s));
+}

@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { echo } from "./echo";
 
 /** Shape A: OAuth-style errors for authentication and scope problems. */
 export interface OAuthErrorBody {
@@ -58,17 +59,30 @@ export function invalidToken(description: string): ApiError {
 }
 
 
+/**
+ * The longest message any error body carries. Messages quote client input through `echo()`; this
+ * is the backstop for a message that lists many such quotes.
+ */
+export const MAX_MESSAGE_CHARS = 1000;
+
+function bounded<T extends OAuthErrorBody | ApiErrorBody>(body: T): T {
+  if ("error" in body) {
+    return body.error_description.length > MAX_MESSAGE_CHARS ? { ...body, error_description: echo(body.error_description, MAX_MESSAGE_CHARS) } : body;
+  }
+  return body.msg.length > MAX_MESSAGE_CHARS ? { ...body, msg: echo(body.msg, MAX_MESSAGE_CHARS) } : body;
+}
+
 /** Central error handler: known errors keep their status and shape, the rest become a bare 500. */
 export function renderError(err: Error, c: Context): Response {
   if (err instanceof ApiError) {
-    return c.json(err.body, err.status, err.headers);
+    return c.json(bounded(err.body), err.status, err.headers);
   }
   if (err instanceof HTTPException) {
     const status = err.status as ContentfulStatusCode;
     // Hono's validators throw these for unparsable JSON (400) and a non-JSON Content-Type (415).
     const msg = status === 415 ? "Content-Type must be application/json" : err.message || "Bad request";
-    return c.json({ success: false, msg } satisfies ApiErrorBody, status);
+    return c.json(bounded({ success: false, msg } satisfies ApiErrorBody), status);
   }
-  console.error(JSON.stringify({ level: "error", path: c.req.path, method: c.req.method, error: String(err?.stack ?? err) }));
+  console.error(JSON.stringify({ level: "error", path: echo(c.req.path), method: c.req.method, error: String(err?.stack ?? err) }));
   return c.json({ success: false, msg: "Internal server error" } satisfies ApiErrorBody, 500);
 }

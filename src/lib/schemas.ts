@@ -1,19 +1,48 @@
 import { z } from "@hono/zod-openapi";
 
-/** Non-empty trimmed text with a length cap and messages that name the field. */
-export function requiredText(field: string, max: number) {
+/** Options of the text builders. */
+export interface TextOptions {
+  /** Multi-line text (notes, descriptions): tab, line feed and carriage return are allowed. */
+  multiline?: boolean;
+}
+
+// C0 controls, DEL and C1 controls; the multi-line set spares \t \n \r.
+const CONTROL = /[\u0000-\u001F\u007F-\u009F]/;
+const CONTROL_MULTILINE = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/;
+// What renders as nothing: white space, format characters (zero-width space and joiners, BOM,
+// bidi marks, soft hyphen) and the other default-ignorable code points (e.g. Hangul fillers).
+const INVISIBLE = /[\s\p{Cf}\p{Default_Ignorable_Code_Point}]/gu;
+
+/** True when `text` has at least one character that is not white space or invisible. */
+export function hasVisibleText(text: string): boolean {
+  return text.replace(INVISIBLE, "") !== "";
+}
+
+/**
+ * A string field's shared hygiene, which every text field (body or query) starts from: refuses
+ * lone surrogates and control characters (400 naming the field), then normalises to NFC and trims.
+ * Length and other checks chained after it see the normalised text.
+ */
+export function cleanText(field: string, options: TextOptions = {}) {
+  const control = options.multiline ? CONTROL_MULTILINE : CONTROL;
   return z
     .string()
-    .trim()
-    .min(1, { error: `${field} must not be empty` })
+    .refine((s) => s.isWellFormed(), { error: `${field} must be well-formed Unicode text (no lone surrogates)`, abort: true })
+    .refine((s) => !control.test(s), { error: `${field} must not contain control characters`, abort: true })
+    .overwrite((s) => s.normalize("NFC").trim());
+}
+
+/** Required text with a length cap and messages that name the field: not empty, not invisible only. */
+export function requiredText(field: string, max: number, options: TextOptions = {}) {
+  return cleanText(field, options)
+    .min(1, { error: `${field} must not be empty`, abort: true })
+    .refine(hasVisibleText, { error: `${field} must not be empty (it holds only invisible characters)`, abort: true })
     .max(max, { error: `${field} must be at most ${max} characters` });
 }
 
-/** Optional trimmed text (may be empty) with a length cap. */
-export function optionalText(field: string, max: number) {
-  return z
-    .string()
-    .trim()
+/** Optional text (may be empty) with a length cap. */
+export function optionalText(field: string, max: number, options: TextOptions = {}) {
+  return cleanText(field, options)
     .max(max, { error: `${field} must be at most ${max} characters` })
     .optional();
 }
@@ -47,10 +76,16 @@ export function idQuery(field: string) {
     .openapi({ param: { name: field, in: "query" } });
 }
 
-/** `0` or `1` flags (`isdefault`). */
+/** `0` or `1` flags in requests (`isdefault`), published as an integer enum. */
 export function flagField(field: string) {
-  return z.union([z.literal(0), z.literal(1)], { error: `${field} must be 0 or 1` });
+  return z.union([z.literal(0), z.literal(1)], { error: `${field} must be 0 or 1` }).openapi({ type: "integer", enum: [0, 1] });
 }
+
+/** `0` or `1` flags in responses. */
+export const Flag = z.union([z.literal(0), z.literal(1)]).openapi({ type: "integer", enum: [0, 1] });
+
+/** A stored 0/1 column as a `Flag`. */
+export const toFlag = (value: number): 0 | 1 => (value === 1 ? 1 : 0);
 
 /** `limit`/`offset` query parameters. */
 export function paginationQuery(maxLimit: number, defaultLimit: number) {
@@ -64,9 +99,7 @@ export function paginationQuery(maxLimit: number, defaultLimit: number) {
   };
 }
 
-export const searchQuery = z
-  .string()
-  .trim()
+export const searchQuery = cleanText("q")
   .max(200, { error: "q must be at most 200 characters" })
   .optional()
   .openapi({ param: { name: "q", in: "query" } });

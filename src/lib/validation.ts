@@ -1,11 +1,16 @@
 import type { Context } from "hono";
 import type { z } from "zod";
+import { echo } from "./echo";
 import { badRequest } from "./errors";
 
 type Issue = z.core.$ZodIssue;
 
+/** Unknown field names listed in one message; the rest are counted. */
+export const MAX_LISTED_KEYS = 5;
+
+/** The field as the client sent it (keys of records and unknown keys are client input: bounded). */
 function fieldName(path: readonly PropertyKey[]): string {
-  return path.map(String).join(".");
+  return echo(path.map(String).join("."));
 }
 
 function describeType(expected: string): string {
@@ -28,11 +33,12 @@ function describeType(expected: string): string {
 }
 
 /** One readable sentence per issue, naming the field as the client sent it. */
-export function describeIssue(issue: Issue, input: unknown): string {
+export function describeIssue(issue: Issue, input: unknown, target?: string): string {
   const field = fieldName(issue.path);
   if (issue.code === "unrecognized_keys") {
-    const keys = issue.keys.map((k) => (field ? `${field}.${k}` : k));
-    return `Unknown field${keys.length > 1 ? "s" : ""}: ${keys.join(", ")}`;
+    const keys = issue.keys.slice(0, MAX_LISTED_KEYS).map((k) => echo(field ? `${field}.${k}` : k));
+    const more = issue.keys.length - keys.length;
+    return `Unknown field${issue.keys.length > 1 ? "s" : ""}: ${keys.join(", ")}${more > 0 ? ` and ${more} more` : ""}`;
   }
   if (!field) {
     if (issue.code === "invalid_type") return "Request body must be a JSON object";
@@ -43,6 +49,8 @@ export function describeIssue(issue: Issue, input: unknown): string {
   if (issue.code === "invalid_type") {
     const provided = valueAt(input, issue.path);
     if (provided === undefined) return `${field} is required`;
+    // `?limit=1&limit=2` arrives as an array.
+    if (target === "query" && Array.isArray(provided)) return `${field} must be given only once`;
     return `${field} must be ${describeType(issue.expected)}`;
   }
   return `${field}: ${issue.message}`;
@@ -59,11 +67,11 @@ function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
 
 /** The validation hook of every route: failures become Shape B 400s that name the fields. */
 export function validationHook(
-  result: { success: true } | { success: false; error: z.ZodError; data?: unknown },
+  result: { success: true } | { success: false; error: z.ZodError; data?: unknown; target?: string },
   _c: Context,
 ): void {
   if (result.success) return;
   const input = (result as { data?: unknown }).data;
-  const messages = [...new Set(result.error.issues.map((issue) => describeIssue(issue, input)))];
+  const messages = [...new Set(result.error.issues.map((issue) => describeIssue(issue, input, result.target)))];
   throw badRequest(messages.join("; "));
 }

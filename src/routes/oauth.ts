@@ -4,22 +4,63 @@ import type { AppBindings } from "../env";
 import { findClient } from "../auth/clients";
 import { constantTimeEqual } from "../auth/constant-time";
 import { getSigningKeys } from "../auth/keys";
-import { authenticate } from "../auth/middleware";
+import { MAX_AUTHORIZATION_HEADER_CHARS, authenticate } from "../auth/middleware";
 import { isScopeAllowed, parseScopes } from "../auth/scopes";
 import { hashClientSecret } from "../auth/secret-hash";
-import { TOKEN_LIFETIME_SECONDS, signAccessToken } from "../auth/tokens";
+import { CLOCK_SKEW_LEEWAY_SECONDS, TOKEN_LIFETIME_SECONDS, signAccessToken } from "../auth/tokens";
+import { echo } from "../lib/echo";
 import { oauthError } from "../lib/errors";
-import { OAuthErrorSchema, createRouter, errorResponses, z } from "../lib/openapi";
+import { OAuthErrorSchema, createRouter, errorResponses, responseHeaders, z } from "../lib/openapi";
 
+/**
+ * Longest accepted value of each token-endpoint parameter, in characters. Longer is a 400
+ * `invalid_request` naming the parameter, answered before the credential store is consulted.
+ */
+export const TOKEN_PARAM_MAX_CHARS = {
+  grant_type: 64,
+  client_id: 128,
+  client_secret: 256,
+  scope: 1024,
+} as const;
+
+/**
+ * Longest HTTP Basic `Authorization` header the token endpoint decodes (the largest client_id and
+ * client_secret, form-encoded and in base64, take about 1,550 characters).
+ */
+export const MAX_BASIC_AUTHORIZATION_CHARS = 2048;
+
+/** An `invalid_scope` description names at most this many refused scopes, each through `echo()`. */
+const MAX_REFUSED_SCOPES_LISTED = 5;
+
+const limit = (field: keyof typeof TOKEN_PARAM_MAX_CHARS) => `At most ${TOKEN_PARAM_MAX_CHARS[field]} characters.`;
+
+/** The published request schema. The handler checks the same rules by hand (`checkTokenParams`). */
 export const TokenRequestSchema = z
   .object({
-    grant_type: z.string().openapi({ example: "client_credentials", description: "Only `client_credentials`." }),
-    client_id: z.string().optional().openapi({ example: "demo-owner" }),
-    client_secret: z.string().optional().openapi({ example: "demo-owner-secret" }),
+    grant_type: z.enum(["client_credentials"]).openapi({
+      example: "client_credentials",
+      description:
+        "Only `client_credentials`: any other value is 400 `unsupported_grant_type`; a missing, non-string or " +
+        `longer than ${TOKEN_PARAM_MAX_CHARS.grant_type} characters one is 400 \`invalid_request\`.`,
+    }),
+    client_id: z
+      .string()
+      .max(TOKEN_PARAM_MAX_CHARS.client_id)
+      .optional()
+      .openapi({ example: "demo-owner", description: `Omit when HTTP Basic client authentication is used. ${limit("client_id")}` }),
+    client_secret: z
+      .string()
+      .max(TOKEN_PARAM_MAX_CHARS.client_secret)
+      .optional()
+      .openapi({ example: "demo-owner-secret", description: `Omit when HTTP Basic client authentication is used. ${limit("client_secret")}` }),
     scope: z
       .string()
+      .max(TOKEN_PARAM_MAX_CHARS.scope)
       .optional()
-      .openapi({ example: "contacts:read contacts:write", description: "Space separated. Omitted: every scope the client is allowed." }),
+      .openapi({
+        example: "contacts:read contacts:write",
+        description: `Space separated. Omitted or blank: every scope the client is allowed. ${limit("scope")}`,
+      }),
   })
   .openapi("TokenRequest");
 
@@ -39,20 +80,44 @@ const MeResponseSchema = z
     client_id: z.string().openapi({ example: "demo-owner" }),
     company_id: z.number().int().openapi({ example: 1 }),
     userid: z.number().int().openapi({ example: 1 }),
-    scope: z.string().openapi({ example: "*" }),
+    scope: z.string().openapi({
+      example: "*",
+      description: "The effective scope: the token's scope intersected with the scopes the client is allowed now. May be empty.",
+    }),
     exp: z.number().int().openapi({ example: 1795000000 }),
     iat: z.number().int().openapi({ example: 1794913600 }),
   })
   .openapi("TokenInfo");
 
+const oauthErrorResponse = (description: string, headers?: Record<string, { description: string; schema: { type: "string" } }>) => ({
+  description,
+  content: { "application/json": { schema: OAuthErrorSchema } },
+  ...(headers ? { headers } : {}),
+});
+
 const tokenRoute = createRoute({
   method: "post",
   path: "/v1/oauth/token",
+  operationId: "issueToken",
   tags: ["Authentication"],
   summary: "Issue an access token (client credentials)",
-  description:
+  description: [
     "RFC 6749 client-credentials grant. Credentials may come in the body (JSON or `application/x-www-form-urlencoded`) " +
-    "or as HTTP Basic client authentication in the optional `Authorization` header. All errors use Shape A.",
+      "or as HTTP Basic client authentication in the optional `Authorization` header (Basic wins; a body `client_id` " +
+      "that contradicts it is 400 `invalid_request`; any other scheme is ignored). All errors use Shape A.",
+    `Limits, checked before the credential store is consulted (longer is 400 \`invalid_request\` naming the field): ` +
+      `grant_type ${TOKEN_PARAM_MAX_CHARS.grant_type}, client_id ${TOKEN_PARAM_MAX_CHARS.client_id}, ` +
+      `client_secret ${TOKEN_PARAM_MAX_CHARS.client_secret}, scope ${TOKEN_PARAM_MAX_CHARS.scope} characters; an HTTP Basic ` +
+      `\`Authorization\` header at most ${MAX_BASIC_AUTHORIZATION_CHARS} characters, its client_id and client_secret as above.`,
+    "Errors: missing `grant_type`, a non-string or too long parameter, a malformed body → 400 `invalid_request`; " +
+      "another grant type → 400 `unsupported_grant_type`; a requested scope that is unknown or not allowed for the client → " +
+      `400 \`invalid_scope\` (naming at most ${MAX_REFUSED_SCOPES_LISTED} refused scopes, each shortened); unknown client, ` +
+      "wrong secret, missing credentials or inactive client → 401 `invalid_client`.",
+    `The token is an HS256 JWT valid for ${TOKEN_LIFETIME_SECONDS} seconds. It carries the client's token generation: ` +
+      "revoking the client bumps the generation, so tokens issued before a revocation stay invalid even after the client " +
+      "is activated again. Its scope is re-checked on every request against the scopes the client is allowed at that time.",
+  ].join("\n\n"),
+  security: [],
   request: {
     body: {
       required: true,
@@ -63,26 +128,48 @@ const tokenRoute = createRoute({
     },
   },
   responses: {
-    200: { description: "Token issued", content: { "application/json": { schema: TokenResponseSchema } } },
-    400: { description: "invalid_request, unsupported_grant_type or invalid_scope", content: { "application/json": { schema: OAuthErrorSchema } } },
-    401: { description: "invalid_client: wrong or inactive client credentials", content: { "application/json": { schema: OAuthErrorSchema } } },
-    500: { description: "server_error: signing key not configured", content: { "application/json": { schema: OAuthErrorSchema } } },
-    503: { description: "service_unavailable: credential store unreachable", content: { "application/json": { schema: OAuthErrorSchema } } },
+    200: {
+      description: "Token issued",
+      headers: responseHeaders.noStore,
+      content: { "application/json": { schema: TokenResponseSchema } },
+    },
+    400: oauthErrorResponse("invalid_request, unsupported_grant_type or invalid_scope"),
+    401: oauthErrorResponse(
+      'invalid_client: unknown client, wrong secret, missing credentials or inactive client. With HTTP Basic the challenge is `Basic realm="oauth"`.',
+      responseHeaders.wwwAuthenticate,
+    ),
+    413: oauthErrorResponse("invalid_request: body over 8 KiB"),
+    414: oauthErrorResponse("invalid_request: URL over 8,192 characters"),
+    415: oauthErrorResponse("invalid_request: a Content-Type charset other than UTF-8"),
+    500: oauthErrorResponse("server_error: signing key not configured"),
+    503: oauthErrorResponse("service_unavailable: credential store unreachable", responseHeaders.retryAfter),
   },
 });
 
 const meRoute = createRoute({
   method: "get",
   path: "/v1/oauth/me",
+  operationId: "getTokenInfo",
   tags: ["Authentication"],
   summary: "Inspect the current access token",
-  description: "Any valid token may call this; no scope is needed.",
+  description: [
+    "Any valid token may call this; no scope is needed.",
+    "`scope` is the effective scope of the token: its granted scope intersected with the scopes the client is allowed " +
+      "now (`*` on either side stands for every scope), so narrowing a client narrows its existing tokens. It may be " +
+      "empty; such a token still authenticates but every scoped operation answers 403 `insufficient_scope`.",
+    `401 \`invalid_token\`: a missing or malformed \`Authorization\` header (longer than ${MAX_AUTHORIZATION_HEADER_CHARS} ` +
+      "characters included), a bad signature, an unknown `kid`, an expired token, a token whose `iat` lies more than " +
+      `${CLOCK_SKEW_LEEWAY_SECONDS} seconds in the future or whose lifetime exceeds ${TOKEN_LIFETIME_SECONDS} seconds, ` +
+      "an inactive client, or a token issued before the client's last revocation.",
+  ].join("\n\n"),
   security: [{ oauth2: [] }],
   middleware: [authenticate] as const,
   responses: {
     200: { description: "The token's claims", content: { "application/json": { schema: MeResponseSchema } } },
-    401: errorResponses.unauthorized,
-    500: { description: "server_error: signing key not configured", content: { "application/json": { schema: OAuthErrorSchema } } },
+    401: { ...errorResponses.unauthorized, headers: responseHeaders.wwwAuthenticate },
+    414: errorResponses.uriTooLong,
+    500: oauthErrorResponse("server_error: signing key not configured"),
+    503: oauthErrorResponse("service_unavailable: credential store unreachable", responseHeaders.retryAfter),
   },
 });
 
@@ -111,9 +198,39 @@ async function readTokenParams(c: Context): Promise<Record<string, unknown>> {
   throw invalidRequest("Content-Type must be application/json or application/x-www-form-urlencoded");
 }
 
+interface TokenParams {
+  grant_type: string;
+  client_id?: string;
+  client_secret?: string;
+  scope?: string;
+}
+
+/**
+ * The token parameters, checked by hand rather than by zod so that each failure keeps the error
+ * the contract gives it (a wrong grant_type is `unsupported_grant_type`, not a validation error):
+ * types and lengths first, all before any D1 access. Unknown parameters are ignored (RFC 6749).
+ */
+function checkTokenParams(raw: Record<string, unknown>): TokenParams {
+  const params: Record<string, string> = {};
+  for (const [field, max] of Object.entries(TOKEN_PARAM_MAX_CHARS)) {
+    const value = Object.hasOwn(raw, field) ? raw[field] : undefined;
+    if (value === undefined) {
+      if (field === "grant_type") throw invalidRequest("grant_type is required");
+      continue;
+    }
+    if (typeof value !== "string") throw invalidRequest(`${field} must be a string`);
+    if (value.length > max) throw invalidRequest(`${field} must be at most ${max} characters`);
+    params[field] = value;
+  }
+  return params as unknown as TokenParams;
+}
+
 /** Client credentials from HTTP Basic (RFC 6749 §2.3.1) when present, else from the body. */
-function readClientCredentials(c: Context, params: { client_id?: string; client_secret?: string }) {
+function readClientCredentials(c: Context, params: TokenParams) {
   const header = c.req.header("Authorization");
+  if (header && /^Basic\s/i.test(header) && header.length > MAX_BASIC_AUTHORIZATION_CHARS) {
+    throw invalidRequest(`The HTTP Basic Authorization header must be at most ${MAX_BASIC_AUTHORIZATION_CHARS} characters`);
+  }
   const basic = header && /^Basic\s+(\S+)$/i.exec(header)?.[1];
   if (basic) {
     let decoded: string;
@@ -132,12 +249,25 @@ function readClientCredentials(c: Context, params: { client_id?: string; client_
     } catch {
       throw basicFailure("Malformed HTTP Basic credentials");
     }
+    if (id.length > TOKEN_PARAM_MAX_CHARS.client_id) {
+      throw invalidRequest(`client_id in the HTTP Basic credentials must be at most ${TOKEN_PARAM_MAX_CHARS.client_id} characters`);
+    }
+    if (secret.length > TOKEN_PARAM_MAX_CHARS.client_secret) {
+      throw invalidRequest(`client_secret in the HTTP Basic credentials must be at most ${TOKEN_PARAM_MAX_CHARS.client_secret} characters`);
+    }
     if (params.client_id !== undefined && params.client_id !== id) {
       throw invalidRequest("client_id in the body does not match the Authorization header");
     }
     return { clientId: id, clientSecret: secret, viaBasic: true };
   }
   return { clientId: params.client_id, clientSecret: params.client_secret, viaBasic: false };
+}
+
+/** The refused scopes for an `invalid_scope` description: a few, each shortened by `echo()`. */
+function describeRefused(refused: readonly string[]): string {
+  const listed = refused.slice(0, MAX_REFUSED_SCOPES_LISTED).map((s) => echo(s));
+  const more = refused.length - listed.length;
+  return listed.join(" ") + (more > 0 ? ` (and ${more} more)` : "");
 }
 
 function basicFailure(description: string) {
@@ -152,13 +282,7 @@ export const oauthRouter = createRouter();
 oauthRouter.openAPIRegistry.registerPath(tokenRoute);
 oauthRouter.post(tokenRoute.path, async (c) => {
   const keys = await getSigningKeys(c.env.JWT_SIGNING_KEYS);
-  const raw = await readTokenParams(c);
-  const parsed = TokenRequestSchema.safeParse(raw);
-  if (!parsed.success) {
-    const field = parsed.error.issues[0]?.path.join(".") ?? "body";
-    throw invalidRequest(field === "grant_type" && raw.grant_type === undefined ? "grant_type is required" : `${field} must be a string`);
-  }
-  const params = parsed.data;
+  const params = checkTokenParams(await readTokenParams(c));
   if (params.grant_type !== "client_credentials") {
     throw oauthError(400, "unsupported_grant_type", "Only the client_credentials grant type is supported");
   }
@@ -173,12 +297,12 @@ oauthRouter.post(tokenRoute.path, async (c) => {
   if (!client || !matches || !client.active) throw fail();
 
   const allowed = parseScopes(client.scopes);
-  let scope = client.scopes.trim();
+  let scope = allowed.join(" ");
   if (params.scope !== undefined && params.scope.trim() !== "") {
     const requested = parseScopes(params.scope);
     const refused = requested.filter((s) => !isScopeAllowed(s, allowed));
     if (refused.length > 0) {
-      throw oauthError(400, "invalid_scope", `Scope not allowed for this client: ${refused.join(" ")}`);
+      throw oauthError(400, "invalid_scope", `Scope not allowed for this client: ${describeRefused(refused)}`);
     }
     scope = requested.join(" ");
   }
@@ -187,6 +311,7 @@ oauthRouter.post(tokenRoute.path, async (c) => {
     companyId: client.companyId,
     userId: client.userId,
     scope,
+    generation: client.tokenGeneration,
   });
   c.header("Cache-Control", "no-store");
   c.header("Pragma", "no-cache");

@@ -1,5 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
-import { createRouter, jsonResponse, z } from "../lib/openapi";
+import { createRouter, errorResponses, jsonResponse, z } from "../lib/openapi";
 
 export const systemRouter = createRouter();
 
@@ -7,10 +7,13 @@ systemRouter.openapi(
   createRoute({
     method: "get",
     path: "/health",
+    operationId: "getHealth",
+    security: [],
     tags: ["System"],
     summary: "Liveness check (no authentication)",
     responses: {
       200: jsonResponse(z.object({ success: z.literal(true), status: z.literal("ok") }).openapi("Health"), "The Worker is up"),
+      414: errorResponses.uriTooLong,
     },
   }),
   (c) => c.json({ success: true as const, status: "ok" as const }, 200),

@@ -309,6 +309,35 @@ describe("operator CLI against the running service", () => {
     expect(afterRevoke.status).toBe(401);
     expect(afterRevoke.body).toMatchObject({ error: "invalid_client" });
 
+    // Activated again, the client gets new tokens, but the token issued before the revocation
+    // stays refused for good (token generation).
+    const activated = await cli("client", "activate", "--client-id", clientId);
+    expect(activated.code, activated.stderr).toBe(0);
+    expect(activated.stdout).toContain("active again");
+    const fresh = await tokenRequest({ client_id: clientId, client_secret: secret });
+    expect(fresh.status, JSON.stringify(fresh.body)).toBe(200);
+    const freshMe = await http("GET", "/v1/oauth/me", { headers: bearer(fresh.body.access_token) });
+    expect(freshMe.status, JSON.stringify(freshMe.body)).toBe(200);
+    // A newer token refreshes the isolate's cached client record at once; the loop only guards
+    // against another isolate holding an older record for up to CLIENT_STATUS_TTL_SECONDS (15 s).
+    let oldMe = await http("GET", "/v1/oauth/me", { headers: bearer(token.body.access_token) });
+    for (const deadline = Date.now() + 20_000; oldMe.status === 200 && Date.now() < deadline; ) {
+      await sleep(500);
+      oldMe = await http("GET", "/v1/oauth/me", { headers: bearer(token.body.access_token) });
+    }
+    expect(oldMe.status, JSON.stringify(oldMe.body)).toBe(401);
+    expect(oldMe.body).toMatchObject({ error: "invalid_token" });
+    expect(oldMe.body.error_description).toMatch(/revoked/);
+    expect((await http("GET", "/v1/contacts", { headers: bearer(token.body.access_token) })).status).toBe(401);
+    expect((await http("GET", "/v1/contacts", { headers: bearer(fresh.body.access_token) })).status).toBe(200);
+
+    // The operator command through scripts/dev.sh (which provides Node >= 22.18): stdout is the
+    // JSON alone, and the list shows the bumped generation.
+    const viaDevSh = await run("bash", [join(ROOT, "scripts", "dev.sh"), "client", "list", "--company", "1", "--json", "--persist-to", persistDir]);
+    expect(viaDevSh.code, viaDevSh.stderr).toBe(0);
+    const listedAgain = JSON.parse(viaDevSh.stdout) as Array<Record<string, unknown>>;
+    expect(listedAgain.find((r) => r.client_id === clientId)).toMatchObject({ active: true, token_generation: 1 });
+
     const missing = await cli("client", "revoke", "--client-id", "ck_does_not_exist");
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("No API client with id ck_does_not_exist");
@@ -320,7 +349,7 @@ describe("operator CLI against the running service", () => {
     const companyId = Number(field(account.stdout, "company_id"));
     const userId = Number(field(account.stdout, "user_id"));
     expect(companyId).toBeGreaterThan(2); // the seed has companies 1 and 2
-    expect(account.stdout).toContain(`npm run client -- create --company ${companyId}`);
+    expect(account.stdout).toContain(`bash scripts/dev.sh client create --company ${companyId}`);
 
     const created = await cli("client", "create", "--company", String(companyId), "--scopes", "contacts:read contacts:write");
     expect(created.code, created.stderr).toBe(0);

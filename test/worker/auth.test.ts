@@ -7,6 +7,7 @@ import { renderError } from "../../src/lib/errors";
 import {
   call,
   callWithEnv,
+  captureErrorLogs,
   decodeJwt,
   env,
   expectShapeA,
@@ -131,6 +132,7 @@ describe("POST /v1/oauth/token: response and scopes", () => {
     expect(payload.company_id).toBe(1);
     expect(payload.userid).toBe(2);
     expect(payload.scope).toBe("*");
+    expect(payload.gen).toBe(0); // the client's token generation
     expect(payload.exp - payload.iat).toBe(86400);
     expect(payload.iat).toBeGreaterThanOrEqual(before - 1);
     expect(payload.iat).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) + 1);
@@ -256,8 +258,11 @@ describe("client deactivation", () => {
     } finally {
       await setActive("demo-member", 1);
     }
-    // Reactivation restores the same token (CLIENT_STATUS_TTL_SECONDS is 0 in tests).
-    expect((await call("GET", ME, { token })).status).toBe(200);
+    // After reactivation the client gets tokens again. (Revocation proper also bumps the token
+    // generation, so its old tokens stay dead: test/worker/token-lifecycle.test.ts.)
+    const fresh = await postToken(creds("demo-member"));
+    expectToken(fresh, "*");
+    expect((await call("GET", ME, { token: fresh.body.access_token })).status).toBe(200);
   });
 
   it("refuses a token whose company no longer matches its client", async () => {
@@ -272,6 +277,8 @@ describe("client deactivation", () => {
 });
 
 describe("signing key not configured", () => {
+  const errorLogs = captureErrorLogs();
+
   for (const [label, value] of [
     ["missing", undefined],
     ["empty", ""],
@@ -283,6 +290,9 @@ describe("signing key not configured", () => {
       const res = await callWithEnv({ JWT_SIGNING_KEYS: value }, "POST", TOKEN, { body: creds("demo-owner") });
       expectShapeA(res, 500, "server_error");
       expect(JSON.stringify(res.body)).not.toContain("test-signing-key");
+      // An unusable key is logged for the operator (a missing one needs no detail), never its secret.
+      for (const line of errorLogs) expect(line).not.toContain("test-signing-key");
+      if (value) expect(errorLogs.join("\n")).toMatch(/JWT_SIGNING_KEYS/);
     });
 
     it(`answers 500 server_error at /v1/oauth/me when the key is ${label}`, async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { call, callWithEnv, env, expectShapeA, tokenFor } from "./helpers";
+import { call, callWithEnv, captureErrorLogs, env, expectShapeA, tokenFor } from "./helpers";
 
 // Storage is isolated per test file, so this file may take the credential store away.
 // Every test puts it back, so the order of the tests does not matter.
@@ -16,6 +16,8 @@ async function withoutCredentialStore(run: () => Promise<void>) {
 }
 
 describe("credential store unavailable", () => {
+  const errorLogs = captureErrorLogs();
+
   it("issues tokens while the store is there (control)", async () => {
     const res = await call("POST", "/v1/oauth/token", { body: CREDS });
     expect(res.status).toBe(200);
@@ -29,6 +31,7 @@ describe("credential store unavailable", () => {
       expect(res.body).not.toHaveProperty("success");
       // The D1 error text stays in the log, not in the body.
       expect(JSON.stringify(res.body)).not.toMatch(/api_clients|SQLITE|no such table/i);
+      expect(errorLogs.join("\n")).toMatch(/credential store unavailable/);
     });
   });
 

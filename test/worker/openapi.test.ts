@@ -128,10 +128,9 @@ describe("security", () => {
         expect(requirement.oauth2, key).toEqual([]);
         continue;
       }
-      // Contacts and contact groups: reads need contacts:read, writes contacts:write.
-      const expected = path.startsWith("/v1/contact") ? (method === "get" ? "contacts:read" : "contacts:write") : undefined;
+      // Reads need a `:read` scope, writes a `:write` scope, whatever the resource.
       expect(requirement.oauth2, key).toHaveLength(1);
-      if (expected) expect(requirement.oauth2, key).toEqual([expected]);
+      expect(requirement.oauth2[0], key).toMatch(method === "get" ? /:read$/ : /:write$/);
       expect(RESOURCE_SCOPES as readonly string[], key).toContain(requirement.oauth2[0]);
     }
   });
@@ -167,6 +166,73 @@ describe("security", () => {
   });
 });
 
+describe("what every operation declares", () => {
+  it("has a unique operationId on every operation", () => {
+    const ids = operations.map(({ op }) => op.operationId);
+    for (const [i, id] of ids.entries()) expect(id, `${operations[i]!.method} ${operations[i]!.path}`).toMatch(/^[a-z][A-Za-z]+$/);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it("describes every tag it uses, and has contact and license information", () => {
+    const described = new Map<string, string>((doc.tags as Json[]).map((t) => [t.name, t.description]));
+    for (const { op } of operations) for (const tag of op.tags) expect(described.get(tag), tag).toBeTruthy();
+    expect(doc.info.contact?.email).toBeTruthy();
+    expect(doc.info.license?.name).toBeTruthy();
+  });
+
+  it("documents 400, 500 and 503 on every scoped operation, 404 where the path has an id, 413 and 415 where there is a body", () => {
+    for (const { method, path, op } of operations) {
+      if (!op.security?.[0]?.oauth2?.length) continue;
+      const key = `${method} ${path}`;
+      const statuses = Object.keys(op.responses);
+      for (const status of ["400", "401", "403", "500", "503"]) expect(statuses, key).toContain(status);
+      if (path.includes("{")) expect(statuses, key).toContain("404");
+      if (op.requestBody) for (const status of ["413", "415"]) expect(statuses, key).toContain(status);
+      else expect(statuses, key).not.toContain("415");
+    }
+  });
+
+  it("describes the WWW-Authenticate header of 401 and 403 and the Retry-After of 503", () => {
+    for (const { method, path, op } of operations) {
+      const key = `${method} ${path}`;
+      if (op.responses["401"]) expect(op.responses["401"].headers?.["WWW-Authenticate"], key).toBeDefined();
+      if (op.responses["403"]) expect(op.responses["403"].headers?.["WWW-Authenticate"], key).toBeDefined();
+      if (op.responses["503"]) expect(op.responses["503"].headers?.["Retry-After"], key).toBeDefined();
+    }
+  });
+
+  it("guarantees msg (required) in the envelopes of writes that return a record", () => {
+    let checked = 0;
+    for (const { method, path, op } of operations) {
+      if (method === "get" || PUBLIC.has(`${method} ${path}`)) continue;
+      for (const [status, response] of Object.entries<Json>(op.responses)) {
+        if (!/^2/.test(status)) continue;
+        const schema = deref(response.content["application/json"].schema);
+        expect(schema.required, `${method} ${path} ${status}`).toContain("msg");
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(5);
+  });
+
+  it("publishes every isdefault as an integer enum of 0 and 1", () => {
+    const found: string[] = [];
+    const visit = (value: unknown, where: string) => {
+      if (Array.isArray(value)) value.forEach((v, i) => visit(v, `${where}/${i}`));
+      else if (value && typeof value === "object") {
+        for (const [k, v] of Object.entries(value)) {
+          if (k === "isdefault" && v && typeof v === "object" && !("$ref" in v) && where.endsWith("properties")) {
+            expect(v, where).toMatchObject({ type: "integer", enum: [0, 1] });
+            found.push(where);
+          } else visit(v, `${where}/${k}`);
+        }
+      }
+    };
+    visit(doc.components.schemas, "#");
+    expect(found.length).toBeGreaterThanOrEqual(3);
+  });
+});
+
 describe("components", () => {
   it("has the two error shapes", () => {
     const { OAuthError, ApiError } = doc.components.schemas;
@@ -179,10 +245,10 @@ describe("components", () => {
     expect(ApiError.properties.success.enum).toEqual([false]);
   });
 
-  it("uses ApiError for the documented 400/404/409/415 responses of resource routes", () => {
+  it("uses ApiError for the documented 400/404/409/413/415 responses of scoped operations", () => {
     for (const { method, path, op } of operations) {
-      if (!path.startsWith("/v1/contact")) continue;
-      for (const status of ["400", "404", "409", "415"]) {
+      if (!op.security?.[0]?.oauth2?.length) continue;
+      for (const status of ["400", "404", "409", "413", "415"]) {
         const response = op.responses[status];
         if (!response) continue;
         expect(deref(response.content["application/json"].schema), `${method} ${path} ${status}`).toBe(doc.components.schemas.ApiError);

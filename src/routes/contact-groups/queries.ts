@@ -1,12 +1,13 @@
 import { and, asc, count, eq, ne, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
-import { isUniqueViolation, type Db } from "../../db/client";
+import { isForeignKeyViolation, isUniqueViolation, type Db } from "../../db/client";
 import { selectDepartment } from "../../db/departments";
 import { contactGroups, contacts, departments } from "../../db/schema";
 import { badRequest, conflict, notFound } from "../../lib/errors";
-import { containsPattern } from "../../lib/sql";
+import { toFlag } from "../../lib/schemas";
+import { listPage } from "../../db/pages";
 import { nameKey } from "../../lib/text-key";
-import type { CreateGroupInput, ListGroupsInput, UpdateGroupInput } from "./schemas";
+import type { ContactGroupOutput, CreateGroupInput, ListGroupsInput, UpdateGroupInput } from "./schemas";
 
 const groupColumns = {
   id: contactGroups.id,
@@ -22,18 +23,25 @@ const groupColumns = {
 
 type GroupRow = { id: number; name: string; deptId: number; isDefault: number; createdAt: string; contactsCount: number };
 
-export function groupOutput(row: GroupRow) {
+export function groupOutput(row: GroupRow): ContactGroupOutput {
   return {
     groupid: row.id,
     group_name: row.name,
     deptid: row.deptId,
-    isdefault: row.isDefault,
+    isdefault: toFlag(row.isDefault),
     add_date: row.createdAt,
     contacts_count: row.contactsCount,
   };
 }
 
 const inCompany = (companyId: number, groupId: number) => and(eq(contactGroups.id, groupId), eq(contactGroups.companyId, companyId));
+
+/**
+ * The guard of every write below: group `groupId` is (still) in department `deptId` of the company.
+ * Aliased, because it runs inside statements on contact_groups itself.
+ */
+const groupIsIn = (companyId: number, groupId: number, deptId: number) =>
+  sql`EXISTS (SELECT 1 FROM contact_groups AS g WHERE g.id = ${groupId} AND g.company_id = ${companyId} AND g.dept_id = ${deptId})`;
 
 async function runBatch(db: Db, statements: BatchItem<"sqlite">[]) {
   return db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
@@ -43,25 +51,35 @@ function duplicateName(name: string) {
   return conflict(`A contact group named "${name}" already exists in this department`);
 }
 
+const lostRace = () => conflict("The contact group was changed by another request at the same time; retry the request");
+
+/** Runs a group write; a duplicate name is 409, a department or group gone meanwhile is a lost race. */
 async function writeGroup(db: Db, name: string | undefined, statements: BatchItem<"sqlite">[]) {
   try {
     return await runBatch(db, statements);
   } catch (err) {
     if (isUniqueViolation(err, "contact_groups.name_key")) throw duplicateName(name ?? "");
+    // The partial index "one default per department" refuses a second default: another request won.
+    if (isUniqueViolation(err, "contact_groups.dept_id") || isForeignKeyViolation(err)) throw lostRace();
     throw err;
   }
 }
 
+/** A write re-checks what it read; when the check fails, the operation reads again, a few times at most. */
+const MAX_ATTEMPTS = 3;
+
 export async function listGroups(db: Db, companyId: number, query: ListGroupsInput) {
   const conditions: SQL[] = [eq(contactGroups.companyId, companyId)];
   if (query.deptid !== undefined) conditions.push(eq(contactGroups.deptId, query.deptid));
-  if (query.q) conditions.push(sql`${contactGroups.name} LIKE ${containsPattern(query.q)} ESCAPE '\\'`);
+  // instr() on the folded key: case-insensitive for every script, and no LIKE pattern limit.
+  if (query.q) conditions.push(sql`instr(${contactGroups.nameKey}, ${nameKey(query.q)}) > 0`);
   const where = and(...conditions);
-  const [rows, totals] = await db.batch([
+  return listPage(
+    db,
+    query,
     db.select(groupColumns).from(contactGroups).where(where).orderBy(asc(contactGroups.id)).limit(query.limit).offset(query.offset),
     db.select({ n: count() }).from(contactGroups).where(where),
-  ]);
-  return { rows, total: totals[0]?.n ?? 0 };
+  );
 }
 
 export async function getGroup(db: Db, companyId: number, groupId: number): Promise<GroupRow> {
@@ -76,106 +94,153 @@ async function departmentInCompany(db: Db, companyId: number, deptId: number | u
   return dept.id;
 }
 
-/** 400 unless `deptId` (a group's current department) is a department of the company. */
-async function requireValidGroupDepartment(db: Db, companyId: number, deptId: number): Promise<void> {
-  if (!(await selectDepartment(db, companyId, deptId).get())) throw invalidGroupDepartment(deptId);
-}
-
 const invalidGroupDepartment = (deptId: number) =>
   badRequest(`The group's department ${deptId} is not a valid department of this company`);
 
-/** Unsets the current default group of a department (all but `keepId`). */
-function clearDefault(db: Db, companyId: number, deptId: number, keepId = 0) {
-  return db
-    .update(contactGroups)
-    .set({ isDefault: 0 })
-    .where(and(eq(contactGroups.companyId, companyId), eq(contactGroups.deptId, deptId), eq(contactGroups.isDefault, 1), ne(contactGroups.id, keepId)));
+/**
+ * Makes group `groupId` the only default of department `deptId`: unset the others, set it. Both
+ * statements require the group to be in that department at the moment they run, so a group that
+ * was deleted or moved meanwhile changes nothing (the department keeps its default). The second
+ * returns the group's id when it took effect.
+ */
+function makeDefaultStatements(db: Db, companyId: number, groupId: number, deptId: number) {
+  return [
+    db
+      .update(contactGroups)
+      .set({ isDefault: 0 })
+      .where(
+        and(
+          eq(contactGroups.companyId, companyId),
+          eq(contactGroups.deptId, deptId),
+          eq(contactGroups.isDefault, 1),
+          ne(contactGroups.id, groupId),
+          groupIsIn(companyId, groupId, deptId),
+        ),
+      ),
+    db
+      .update(contactGroups)
+      .set({ isDefault: 1 })
+      .where(and(inCompany(companyId, groupId), eq(contactGroups.deptId, deptId)))
+      .returning({ id: contactGroups.id }),
+  ] as const;
 }
 
 export async function createGroup(db: Db, companyId: number, input: CreateGroupInput): Promise<GroupRow> {
   const deptId = await departmentInCompany(db, companyId, input.deptid);
+  const isDefault = input.isdefault ?? 0;
   const insert = db
     .insert(contactGroups)
-    .values({ companyId, deptId, name: input.group_name, nameKey: nameKey(input.group_name), isDefault: input.isdefault ?? 0 })
+    .values({ companyId, deptId, name: input.group_name, nameKey: nameKey(input.group_name), isDefault })
     .returning({ id: contactGroups.id });
-  const results = await writeGroup(db, input.group_name, input.isdefault === 1 ? [clearDefault(db, companyId, deptId), insert] : [insert]);
+  // One transaction: a new default replaces the department's current one.
+  const unsetDefault = db
+    .update(contactGroups)
+    .set({ isDefault: 0 })
+    .where(and(eq(contactGroups.companyId, companyId), eq(contactGroups.deptId, deptId), eq(contactGroups.isDefault, 1)));
+  const results = await writeGroup(db, input.group_name, isDefault === 1 ? [unsetDefault, insert] : [insert]);
   const [created] = results[results.length - 1] as Array<{ id: number }>;
   return getGroup(db, companyId, created!.id);
 }
 
 export async function updateGroup(db: Db, companyId: number, groupId: number, input: UpdateGroupInput): Promise<GroupRow> {
-  const current = await getGroup(db, companyId, groupId);
-  const targetDept = input.deptid !== undefined ? await departmentInCompany(db, companyId, input.deptid) : current.deptId;
-  const moving = targetDept !== current.deptId;
-  if (current.isDefault === 1 && input.isdefault === 0) {
-    throw badRequest("A department keeps exactly one default group: make another group the default instead");
-  }
-  if (current.isDefault === 1 && moving) {
-    throw badRequest("The default group cannot move to another department: make another group the default first");
-  }
-  if (input.isdefault === 1 && input.deptid === undefined) {
-    // Like PATCH .../default: only a group of a valid department can become its default.
-    await requireValidGroupDepartment(db, companyId, current.deptId);
-  }
-  const changes: Partial<typeof contactGroups.$inferInsert> = {};
-  if (input.group_name !== undefined) {
-    changes.name = input.group_name;
-    changes.nameKey = nameKey(input.group_name);
-  }
-  if (moving) changes.deptId = targetDept;
-  if (input.isdefault === 1) changes.isDefault = 1;
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    const current = await getGroup(db, companyId, groupId);
+    const targetDept = input.deptid !== undefined ? await departmentInCompany(db, companyId, input.deptid) : current.deptId;
+    const moving = targetDept !== current.deptId;
+    if (current.isDefault === 1 && input.isdefault === 0) {
+      throw badRequest("A department keeps exactly one default group: make another group the default instead");
+    }
+    if (current.isDefault === 1 && moving) {
+      throw badRequest("The default group cannot move to another department: make another group the default first");
+    }
+    if (input.isdefault === 1 && !moving && !(await selectDepartment(db, companyId, current.deptId).get())) {
+      // Like PATCH .../default: only a group of a valid department can become its default.
+      throw invalidGroupDepartment(current.deptId);
+    }
+    const changes: Partial<typeof contactGroups.$inferInsert> = {};
+    if (input.group_name !== undefined) {
+      changes.name = input.group_name;
+      changes.nameKey = nameKey(input.group_name);
+    }
+    if (moving) changes.deptId = targetDept;
 
-  const statements: BatchItem<"sqlite">[] = [];
-  if (input.isdefault === 1 && current.isDefault !== 1) statements.push(clearDefault(db, companyId, targetDept, groupId));
-  if (Object.keys(changes).length > 0) {
-    statements.push(db.update(contactGroups).set(changes).where(inCompany(companyId, groupId)));
+    // Every statement re-checks what was read: the group is still where it was (and, when it
+    // moves, still not a default); later statements check the state the earlier ones left.
+    const statements: BatchItem<"sqlite">[] = [];
+    let check: number | undefined;
+    if (Object.keys(changes).length > 0) {
+      check = statements.length;
+      statements.push(
+        db
+          .update(contactGroups)
+          .set(changes)
+          .where(and(inCompany(companyId, groupId), eq(contactGroups.deptId, current.deptId), moving ? eq(contactGroups.isDefault, 0) : undefined))
+          .returning({ id: contactGroups.id }),
+      );
+    }
+    if (moving) {
+      // A group's contacts live in the group's department, so they move with it.
+      statements.push(
+        db
+          .update(contacts)
+          .set({ deptId: targetDept, updatedAt: sql`CURRENT_TIMESTAMP` })
+          .where(and(eq(contacts.companyId, companyId), eq(contacts.groupId, groupId), groupIsIn(companyId, groupId, targetDept))),
+      );
+    }
+    if (input.isdefault === 1) {
+      check ??= statements.length + 1;
+      statements.push(...makeDefaultStatements(db, companyId, groupId, targetDept));
+    }
+    if (statements.length === 0) return current;
+    const results = await writeGroup(db, input.group_name, statements);
+    if ((results[check!] as unknown[]).length > 0) return getGroup(db, companyId, groupId);
   }
-  if (moving) {
-    // A group's contacts live in the group's department, so they move with it.
-    statements.push(
-      db
-        .update(contacts)
-        .set({ deptId: targetDept, updatedAt: sql`CURRENT_TIMESTAMP` })
-        .where(and(eq(contacts.companyId, companyId), eq(contacts.groupId, groupId))),
-    );
-  }
-  if (statements.length > 0) await writeGroup(db, input.group_name, statements);
-  return getGroup(db, companyId, groupId);
+  throw lostRace();
 }
 
 export async function deleteGroup(db: Db, companyId: number, groupId: number): Promise<void> {
-  const group = await getGroup(db, companyId, groupId);
-  if (group.isDefault === 1) {
-    throw badRequest("The default contact group cannot be deleted: make another group the default first");
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    const group = await getGroup(db, companyId, groupId);
+    if (group.isDefault === 1) {
+      throw badRequest("The default contact group cannot be deleted: make another group the default first");
+    }
+    // Both statements require the group to be still there and still not the default.
+    const stillDeletable = and(inCompany(companyId, groupId), eq(contactGroups.isDefault, 0));
+    const defaultGroup = db
+      .select({ id: contactGroups.id })
+      .from(contactGroups)
+      .where(and(eq(contactGroups.companyId, companyId), eq(contactGroups.deptId, group.deptId), eq(contactGroups.isDefault, 1)));
+    const [, deleted] = await writeGroup(db, undefined, [
+      // Its contacts are kept: they move to the department's default group, or to no group.
+      db
+        .update(contacts)
+        .set({ groupId: sql`(${defaultGroup})`, updatedAt: sql`CURRENT_TIMESTAMP` })
+        .where(
+          and(
+            eq(contacts.companyId, companyId),
+            eq(contacts.groupId, groupId),
+            sql`EXISTS (SELECT 1 FROM contact_groups AS g WHERE g.id = ${groupId} AND g.company_id = ${companyId} AND g.is_default = 0)`,
+          ),
+        ),
+      db.delete(contactGroups).where(stillDeletable).returning({ id: contactGroups.id }),
+    ]);
+    if ((deleted as unknown[]).length > 0) return;
   }
-  const defaultGroup = db
-    .select({ id: contactGroups.id })
-    .from(contactGroups)
-    .where(and(eq(contactGroups.companyId, companyId), eq(contactGroups.deptId, group.deptId), eq(contactGroups.isDefault, 1)));
-  await runBatch(db, [
-    // Its contacts are kept: they move to the department's default group, or to no group.
-    db
-      .update(contacts)
-      .set({ groupId: sql`(${defaultGroup})`, updatedAt: sql`CURRENT_TIMESTAMP` })
-      .where(and(eq(contacts.companyId, companyId), eq(contacts.groupId, groupId))),
-    db.delete(contactGroups).where(inCompany(companyId, groupId)),
-  ]);
+  throw lostRace();
 }
 
 export async function makeDefaultGroup(db: Db, companyId: number, groupId: number): Promise<GroupRow> {
-  const row = await db
-    .select({ id: contactGroups.id, deptId: contactGroups.deptId, validDept: departments.id })
-    .from(contactGroups)
-    .leftJoin(departments, and(eq(departments.id, contactGroups.deptId), eq(departments.companyId, companyId)))
-    .where(inCompany(companyId, groupId))
-    .get();
-  if (!row) throw notFound("Contact group");
-  if (row.validDept === null) {
-    throw invalidGroupDepartment(row.deptId);
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    const row = await db
+      .select({ id: contactGroups.id, deptId: contactGroups.deptId, validDept: departments.id })
+      .from(contactGroups)
+      .leftJoin(departments, and(eq(departments.id, contactGroups.deptId), eq(departments.companyId, companyId)))
+      .where(inCompany(companyId, groupId))
+      .get();
+    if (!row) throw notFound("Contact group");
+    if (row.validDept === null) throw invalidGroupDepartment(row.deptId);
+    const [, set] = await writeGroup(db, undefined, [...makeDefaultStatements(db, companyId, groupId, row.deptId)]);
+    if ((set as unknown[]).length > 0) return getGroup(db, companyId, groupId);
   }
-  await runBatch(db, [
-    clearDefault(db, companyId, row.deptId, groupId),
-    db.update(contactGroups).set({ isDefault: 1 }).where(inCompany(companyId, groupId)),
-  ]);
-  return getGroup(db, companyId, groupId);
+  throw lostRace();
 }

@@ -1,12 +1,12 @@
-import { getDb } from "../../db/client";
-import { ok, okMessage } from "../../lib/respond";
-import { MessageEnvelope, createRouter, envelope, errorResponses, idParam, jsonBody, jsonResponse, scopedRoute } from "../../lib/openapi";
+import { created, done, ok, page, updated } from "../../lib/respond";
+import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { createGroup, deleteGroup, getGroup, groupOutput, listGroups, makeDefaultGroup, updateGroup } from "./queries";
 import { ContactGroupSchema, CreateGroupSchema, GroupListEnvelope, ListGroupsQuery, UpdateGroupSchema } from "./schemas";
 
 const tags = ["Contact groups"];
 const GroupParams = idParam("group_id");
-const GroupEnvelope = envelope(ContactGroupSchema, "ContactGroupEnvelope");
+const GroupEnvelope = dataEnvelope(ContactGroupSchema, "ContactGroupEnvelope");
+const GroupResult = resultEnvelope(ContactGroupSchema, "ContactGroupResult");
 
 export const contactGroupsRouter = createRouter();
 
@@ -14,17 +14,17 @@ contactGroupsRouter.openapi(
   scopedRoute({
     method: "get",
     path: "/v1/contact-groups",
+    operationId: "listContactGroups",
     scope: "contacts:read",
     tags,
     summary: "List contact groups",
     description: "Ordered by groupid. Pagination is optional: limit defaults to 200 (the maximum).",
     request: { query: ListGroupsQuery },
-    responses: { 200: jsonResponse(GroupListEnvelope, "Contact groups with their contacts_count"), 400: errorResponses.badRequest },
+    responses: { 200: jsonResponse(GroupListEnvelope, "Contact groups with their contacts_count") },
   }),
   async (c) => {
-    const query = c.req.valid("query");
-    const { rows, total } = await listGroups(getDb(c.env.DB), c.var.auth.companyId, query);
-    return ok(c, rows.map(groupOutput), { meta: { total, limit: query.limit, offset: query.offset } });
+    const result = await listGroups(c.var.db, c.var.companyId, c.req.valid("query"));
+    return page(c, { rows: result.rows.map(groupOutput), meta: result.meta });
   },
 );
 
@@ -32,21 +32,17 @@ contactGroupsRouter.openapi(
   scopedRoute({
     method: "post",
     path: "/v1/contact-groups",
+    operationId: "createContactGroup",
     scope: "contacts:write",
     tags,
     summary: "Create a contact group",
     description: "group_name is unique within a department (case-insensitive): a duplicate is 409.",
     request: { body: jsonBody(CreateGroupSchema) },
-    responses: {
-      201: jsonResponse(GroupEnvelope, "Group created"),
-      400: errorResponses.badRequest,
-      409: errorResponses.conflict,
-      415: errorResponses.unsupportedMediaType,
-    },
+    responses: { 201: jsonResponse(GroupResult, "Group created"), 409: errorResponses.conflict },
   }),
   async (c) => {
-    const row = await createGroup(getDb(c.env.DB), c.var.auth.companyId, c.req.valid("json"));
-    return ok(c, groupOutput(row), { msg: "Contact group created", status: 201 });
+    const row = await createGroup(c.var.db, c.var.companyId, c.req.valid("json"));
+    return created(c, "Contact group created", groupOutput(row));
   },
 );
 
@@ -54,14 +50,15 @@ contactGroupsRouter.openapi(
   scopedRoute({
     method: "get",
     path: "/v1/contact-groups/{group_id}",
+    operationId: "getContactGroup",
     scope: "contacts:read",
     tags,
     summary: "Get a contact group",
     request: { params: GroupParams },
-    responses: { 200: jsonResponse(GroupEnvelope, "The group"), 400: errorResponses.badRequest, 404: errorResponses.notFound },
+    responses: { 200: jsonResponse(GroupEnvelope, "The group") },
   }),
   async (c) => {
-    const row = await getGroup(getDb(c.env.DB), c.var.auth.companyId, c.req.valid("param").group_id);
+    const row = await getGroup(c.var.db, c.var.companyId, c.req.valid("param").group_id);
     return ok(c, groupOutput(row));
   },
 );
@@ -70,23 +67,18 @@ contactGroupsRouter.openapi(
   scopedRoute({
     method: "patch",
     path: "/v1/contact-groups/{group_id}",
+    operationId: "updateContactGroup",
     scope: "contacts:write",
     tags,
     summary: "Update a contact group",
     description:
       "isdefault=1 makes it its department's default (the previous default is unset); isdefault=0 on the default group is 400, as is moving the default group to another department. Moving a group moves its contacts to the new department.",
     request: { params: GroupParams, body: jsonBody(UpdateGroupSchema) },
-    responses: {
-      200: jsonResponse(GroupEnvelope, "Group updated"),
-      400: errorResponses.badRequest,
-      404: errorResponses.notFound,
-      409: errorResponses.conflict,
-      415: errorResponses.unsupportedMediaType,
-    },
+    responses: { 200: jsonResponse(GroupResult, "Group updated"), 409: errorResponses.conflict },
   }),
   async (c) => {
-    const row = await updateGroup(getDb(c.env.DB), c.var.auth.companyId, c.req.valid("param").group_id, c.req.valid("json"));
-    return ok(c, groupOutput(row), { msg: "Contact group updated" });
+    const row = await updateGroup(c.var.db, c.var.companyId, c.req.valid("param").group_id, c.req.valid("json"));
+    return updated(c, "Contact group updated", groupOutput(row));
   },
 );
 
@@ -94,17 +86,18 @@ contactGroupsRouter.openapi(
   scopedRoute({
     method: "delete",
     path: "/v1/contact-groups/{group_id}",
+    operationId: "deleteContactGroup",
     scope: "contacts:write",
     tags,
     summary: "Delete a contact group",
     description:
       "The default group cannot be deleted (400). The group's contacts are kept and move to their department's default group (or to no group, groupid 0, when the department has none).",
     request: { params: GroupParams },
-    responses: { 200: jsonResponse(MessageEnvelope, "Group deleted"), 400: errorResponses.badRequest, 404: errorResponses.notFound },
+    responses: { 200: jsonResponse(MessageEnvelope, "Group deleted"), 409: errorResponses.conflict },
   }),
   async (c) => {
-    await deleteGroup(getDb(c.env.DB), c.var.auth.companyId, c.req.valid("param").group_id);
-    return okMessage(c, "Contact group deleted");
+    await deleteGroup(c.var.db, c.var.companyId, c.req.valid("param").group_id);
+    return done(c, "Contact group deleted");
   },
 );
 
@@ -112,15 +105,16 @@ contactGroupsRouter.openapi(
   scopedRoute({
     method: "patch",
     path: "/v1/contact-groups/{group_id}/default",
+    operationId: "setDefaultContactGroup",
     scope: "contacts:write",
     tags,
     summary: "Make a group its department's default",
     description: "No body. The department's previous default group is unset in the same transaction. 400 when the group's department is not a valid department of the company.",
     request: { params: GroupParams },
-    responses: { 200: jsonResponse(GroupEnvelope, "Group is now the default"), 400: errorResponses.badRequest, 404: errorResponses.notFound },
+    responses: { 200: jsonResponse(GroupResult, "Group is now the default"), 409: errorResponses.conflict },
   }),
   async (c) => {
-    const row = await makeDefaultGroup(getDb(c.env.DB), c.var.auth.companyId, c.req.valid("param").group_id);
-    return ok(c, groupOutput(row), { msg: "Default contact group set" });
+    const row = await makeDefaultGroup(c.var.db, c.var.companyId, c.req.valid("param").group_id);
+    return updated(c, "Default contact group set", groupOutput(row));
   },
 );

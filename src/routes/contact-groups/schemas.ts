@@ -1,12 +1,12 @@
 import { z } from "@hono/zod-openapi";
-import { Timestamp, flagField, idField, idQuery, pageEnvelope, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
+import { Flag, Timestamp, flagField, idField, idQuery, pageEnvelope, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
 
 export const ContactGroupSchema = z
   .object({
     groupid: z.number().int().openapi({ example: 3 }),
     group_name: z.string().openapi({ example: "Suppliers" }),
     deptid: z.number().int().openapi({ example: 1 }),
-    isdefault: z.number().int().openapi({ example: 0, description: "0 or 1; exactly one default per department once one is set" }),
+    isdefault: Flag.openapi({ example: 0, description: "0 or 1; exactly one default per department once one is set" }),
     add_date: Timestamp,
     contacts_count: z.number().int().openapi({ example: 12 }),
   })
@@ -34,11 +34,12 @@ export const UpdateGroupSchema = z
 export const ListGroupsQuery = z.object({
   ...paginationQuery(200, 200),
   deptid: idQuery("deptid"),
-  q: searchQuery.openapi({ description: "Case-insensitive substring of group_name." }),
+  q: searchQuery.openapi({ description: "Substring of group_name, compared case-insensitively (Unicode case folding)." }),
 });
 
 export const GroupListEnvelope = pageEnvelope(ContactGroupSchema, "ContactGroupList");
 
+export type ContactGroupOutput = z.infer<typeof ContactGroupSchema>;
 export type CreateGroupInput = z.infer<typeof CreateGroupSchema>;
 export type UpdateGroupInput = z.infer<typeof UpdateGroupSchema>;
 export type ListGroupsInput = z.infer<typeof ListGroupsQuery>;

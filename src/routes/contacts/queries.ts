@@ -1,14 +1,15 @@
 import { and, asc, count, eq, isNull, lt, sql, type SQL } from "drizzle-orm";
 import { getCountryCallingCode, type CountryCode } from "libphonenumber-js/min";
-import { isUniqueViolation, type Db } from "../../db/client";
+import { isForeignKeyViolation, isUniqueViolation, type Db } from "../../db/client";
 import { selectDepartment } from "../../db/departments";
+import { listPage } from "../../db/pages";
 import { companies, contactGroups, contacts, type ContactRow } from "../../db/schema";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { prefixMatchQuery } from "../../lib/sql";
 import { nameKey } from "../../lib/text-key";
-import type { CreateContactInput, ListContactsInput, UpdateContactInput } from "./schemas";
+import type { ContactOutput, CreateContactInput, ListContactsInput, UpdateContactInput } from "./schemas";
 
-export function contactOutput(row: ContactRow) {
+export function contactOutput(row: ContactRow): ContactOutput {
   return {
     contact_id: row.id,
     firstname: row.firstName,
@@ -35,18 +36,19 @@ export async function listContacts(db: Db, companyId: number, query: ListContact
   }
   if (query.q) {
     const match = prefixMatchQuery(query.q);
-    if (!match) return { rows: [], total: 0 };
+    if (!match) return { rows: [], meta: { total: 0, limit: query.limit, offset: query.offset } };
     conditions.push(sql`${contacts.id} IN (SELECT rowid FROM contacts_fts WHERE contacts_fts MATCH ${match})`);
   }
   const where = and(...conditions);
-  const page = db.select().from(contacts).where(where).orderBy(asc(contacts.id)).limit(query.limit).offset(query.offset);
-  // Unfiltered, the total is the company's trigger-maintained counter instead of a COUNT(*).
-  const total =
+  return listPage(
+    db,
+    query,
+    db.select().from(contacts).where(where).orderBy(asc(contacts.id)).limit(query.limit).offset(query.offset),
+    // Unfiltered, the total is the company's trigger-maintained counter instead of a COUNT(*).
     conditions.length > 1
       ? db.select({ n: count() }).from(contacts).where(where)
-      : db.select({ n: companies.contactsUsed }).from(companies).where(eq(companies.id, companyId));
-  const [rows, totals] = await db.batch([page, total]);
-  return { rows, total: totals[0]?.n ?? 0 };
+      : db.select({ n: companies.contactsUsed }).from(companies).where(eq(companies.id, companyId)),
+  );
 }
 
 export async function getContact(db: Db, companyId: number, contactId: number): Promise<ContactRow> {
@@ -90,13 +92,24 @@ async function placeNewContact(db: Db, companyId: number, input: CreateContactIn
   return { deptId: dept.id, groupId: input.groupid === 0 ? null : (group?.id ?? null) };
 }
 
-export async function createContact(db: Db, companyId: number, input: CreateContactInput): Promise<ContactRow> {
-  const { deptId, groupId } = await placeNewContact(db, companyId, input);
+/** A placement is still valid when its group (if any) is in the company and in its department. */
+function placementHolds(companyId: number, placement: { deptId: number; groupId: number | null }) {
+  if (placement.groupId === null) return sql`1`;
+  return sql`EXISTS (SELECT 1 FROM ${contactGroups} WHERE ${contactGroups.id} = ${placement.groupId}
+    AND ${contactGroups.companyId} = ${companyId} AND ${contactGroups.deptId} = ${placement.deptId})`;
+}
+
+/**
+ * One guarded INSERT: it writes only while the company is under its contacts_limit and the
+ * placement read a moment ago still holds. Returns undefined when either check failed (or the
+ * group or department vanished in between: a foreign-key failure).
+ */
+async function insertContact(db: Db, companyId: number, input: CreateContactInput, placement: { deptId: number; groupId: number | null }) {
   const values = {
     id: sql`NULL`,
     companyId: sql`${companyId}`,
-    deptId: sql`${deptId}`,
-    groupId: sql`${groupId}`,
+    deptId: sql`${placement.deptId}`,
+    groupId: sql`${placement.groupId}`,
     firstName: sql`${input.first_name}`,
     lastName: sql`${input.last_name}`,
     email: sql`${input.email}`,
@@ -108,33 +121,42 @@ export async function createContact(db: Db, companyId: number, input: CreateCont
     createdAt: sql`CURRENT_TIMESTAMP`,
     updatedAt: sql`CURRENT_TIMESTAMP`,
   };
-  let inserted: ContactRow[];
   try {
-    // Inserts only while the company is under its contacts_limit: the check and the write are one statement.
-    inserted = await db
+    const inserted = await db
       .insert(contacts)
       .select((qb) =>
         qb
           .select(values)
           .from(companies)
           // drizzle types insert-select fields as columns; these are bound parameters in column order.
-          .where(and(eq(companies.id, companyId), lt(companies.contactsUsed, companies.contactsLimit))) as never,
+          .where(and(eq(companies.id, companyId), lt(companies.contactsUsed, companies.contactsLimit), placementHolds(companyId, placement))) as never,
       )
       .returning();
+    return inserted[0] as ContactRow | undefined;
   } catch (err) {
     if (isUniqueViolation(err, EMAIL_UNIQUE)) throw duplicateEmail(input.email);
+    if (isForeignKeyViolation(err)) return undefined;
     throw err;
   }
-  const row = inserted[0];
-  if (!row) {
+}
+
+export async function createContact(db: Db, companyId: number, input: CreateContactInput): Promise<ContactRow> {
+  for (let attempt = 1; ; attempt++) {
+    const placement = await placeNewContact(db, companyId, input);
+    const row = await insertContact(db, companyId, input, placement);
+    if (row) return row;
     const company = await db
-      .select({ limit: companies.contactsLimit })
+      .select({ used: companies.contactsUsed, limit: companies.contactsLimit })
       .from(companies)
       .where(eq(companies.id, companyId))
       .get();
-    throw badRequest(`Contact limit reached: the company may hold at most ${company?.limit ?? 0} contacts`);
+    if (!company || company.used >= company.limit) {
+      throw badRequest(`Contact limit reached: the company may hold at most ${company?.limit ?? 0} contacts`);
+    }
+    // The group moved or vanished after it was read: place the contact again (the next read
+    // reports a vanished group as a 400), and give up with a 409 when it keeps changing.
+    if (attempt === 2) throw conflict("The contact's group changed while the contact was being saved; retry the request");
   }
-  return row;
 }
 
 export async function updateContact(db: Db, companyId: number, contactId: number, input: UpdateContactInput): Promise<ContactRow> {
@@ -157,26 +179,31 @@ export async function updateContact(db: Db, companyId: number, contactId: number
     changes.countryCode = `+${getCountryCallingCode(iso)}`;
   }
   if (input.groupid === 0) changes.groupId = null;
-  if (input.groupid) {
-    const group = await groupInCompany(db, companyId, input.groupid).get();
-    if (!group) throw badRequest(`groupid ${input.groupid} does not exist`);
-    changes.groupId = group.id;
-    changes.deptId = group.deptId;
+  for (let attempt = 1; ; attempt++) {
+    let placement: { deptId: number; groupId: number | null } = { deptId: 0, groupId: null };
+    if (input.groupid) {
+      const group = await groupInCompany(db, companyId, input.groupid).get();
+      if (!group) throw badRequest(`groupid ${input.groupid} does not exist`);
+      placement = { deptId: group.deptId, groupId: group.id };
+      changes.groupId = group.id;
+      changes.deptId = group.deptId;
+    }
+    let updated: ContactRow | undefined;
+    try {
+      updated = await db
+        .update(contacts)
+        .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
+        .where(and(eq(contacts.id, contactId), eq(contacts.companyId, companyId), placementHolds(companyId, placement)))
+        .returning()
+        .get();
+    } catch (err) {
+      if (isUniqueViolation(err, EMAIL_UNIQUE)) throw duplicateEmail(input.email ?? "");
+      if (!isForeignKeyViolation(err)) throw err;
+    }
+    if (updated) return updated;
+    await getContact(db, companyId, contactId); // 404 when the contact itself is gone
+    if (attempt === 2) throw conflict("The contact's group changed while the contact was being saved; retry the request");
   }
-  let updated: ContactRow | undefined;
-  try {
-    updated = await db
-      .update(contacts)
-      .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
-      .where(and(eq(contacts.id, contactId), eq(contacts.companyId, companyId)))
-      .returning()
-      .get();
-  } catch (err) {
-    if (isUniqueViolation(err, EMAIL_UNIQUE)) throw duplicateEmail(input.email ?? "");
-    throw err;
-  }
-  if (!updated) throw notFound("Contact");
-  return updated;
 }
 
 export async function deleteContact(db: Db, companyId: number, contactId: number): Promise<void> {

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { isSupportedCountry } from "libphonenumber-js/min";
-import { Timestamp, idField, idQuery, integerString, optionalText, pageEnvelope, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
+import { Timestamp, cleanText, idField, idQuery, integerString, optionalText, pageEnvelope, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
 
 export const ContactSchema = z
   .object({
@@ -18,9 +18,7 @@ export const ContactSchema = z
   })
   .openapi("Contact");
 
-const email = z
-  .string()
-  .trim()
+const email = cleanText("email")
   .max(254, { error: "email must be at most 254 characters" })
   .email({ error: "email must be a valid email address" })
   .openapi({ example: "ada@example.com" });
@@ -113,6 +111,7 @@ export const ListContactsQuery = z.object({
 
 export const ContactListEnvelope = pageEnvelope(ContactSchema, "ContactList");
 
+export type ContactOutput = z.infer<typeof ContactSchema>;
 export type CreateContactInput = z.infer<typeof CreateContactSchema>;
 export type UpdateContactInput = z.infer<typeof UpdateContactSchema>;
 export type ListContactsInput = z.infer<typeof ListContactsQuery>;

@@ -1,0 +1,27 @@
+import type { BatchItem } from "drizzle-orm/batch";
+import type { Db } from "./client";
+
+/** A drizzle query that can go into a batch and resolves to `T`. */
+type Query<T> = BatchItem<"sqlite"> & PromiseLike<T>;
+
+export interface PageMeta {
+  total: number;
+  limit: number;
+  offset: number;
+}
+
+/**
+ * One page of a list and its total in one D1 round trip (`db.batch`, so both read the same
+ * state). `total` selects a single row `{ n }`: a `count()` over the same filter, or, for an
+ * unfiltered list, a maintained counter (e.g. companies.contacts_used) so that the total costs
+ * an indexed point read instead of a scan.
+ */
+export async function listPage<Row>(
+  db: Db,
+  window: { limit: number; offset: number },
+  rows: Query<Row[]>,
+  total: Query<Array<{ n: number }>>,
+): Promise<{ rows: Row[]; meta: PageMeta }> {
+  const [pageRows, totals] = (await db.batch([rows, total])) as [Row[], Array<{ n: number }>];
+  return { rows: pageRows, meta: { total: totals[0]?.n ?? 0, limit: window.limit, offset: window.offset } };
+}
