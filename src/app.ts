@@ -6,7 +6,10 @@ import { apiError, renderError } from "./lib/errors";
 import { createRouter } from "./lib/openapi";
 import { buildOpenApiDocument } from "./openapi-document";
 import { contactGroupsRouter } from "./routes/contact-groups/routes";
+import { companiesRouter } from "./routes/companies/routes";
 import { contactsRouter } from "./routes/contacts/routes";
+import { departmentsRouter } from "./routes/departments/routes";
+import { documentTypesRouter } from "./routes/document-types/routes";
 import { oauthRouter } from "./routes/oauth";
 import { systemRouter } from "./routes/system";
 
@@ -19,6 +22,9 @@ app.route("/", systemRouter);
 app.route("/", oauthRouter);
 app.route("/", contactsRouter);
 app.route("/", contactGroupsRouter);
+app.route("/", companiesRouter);
+app.route("/", departmentsRouter);
+app.route("/", documentTypesRouter);
 
 let openApiDocument: ReturnType<typeof buildOpenApiDocument> | undefined;
 app.get("/v1/openapi.json", (c) => {

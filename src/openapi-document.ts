@@ -33,6 +33,9 @@ export const TAGS = [
   { name: "Authentication", description: "Client-credentials tokens and token inspection." },
   { name: "Contacts", description: "People that reminders go to; email is unique per company." },
   { name: "Contact groups", description: "Groups of contacts within a department; one default group per department." },
+  { name: "Companies", description: "The account's companies, their quotas, profile and settings; writes by the account owner only." },
+  { name: "Departments", description: "Departments of a company, with usage counters; account owner only." },
+  { name: "Document types", description: "Kinds of tracked documents with custom field definitions; account owner only." },
   { name: "System", description: "Liveness of the service; no authentication." },
 ];
 

@@ -59,7 +59,10 @@ export const companies = sqliteTable(
     settings: text("settings").notNull().default('{"timezone":"UTC","date_format":"YYYY-MM-DD"}'),
     createdAt: createdAt(),
   },
-  (t) => [index("companies_account_idx").on(t.accountId)],
+  (t) => [
+    index("companies_account_idx").on(t.accountId),
+    uniqueIndex("companies_one_default_uq").on(t.accountId).where(sql`is_default = 1`),
+  ],
 );
 
 export const departments = sqliteTable(
@@ -71,6 +74,10 @@ export const departments = sqliteTable(
     // Case-insensitive uniqueness key: nameKey(name) from src/lib/text-key.ts (Unicode case folding + NFC).
     nameKey: text("name_key"),
     isDefault: integer("is_default").notNull().default(0),
+    // Usage counters, maintained by triggers (contacts) and by the items and files work.
+    contactsUsed: integer("contacts_used").notNull().default(0),
+    docsUsed: integer("docs_used").notNull().default(0),
+    storageUsedKb: integer("storage_used_kb").notNull().default(0),
     createdAt: createdAt(),
   },
   (t) => [
@@ -147,6 +154,56 @@ export const contacts = sqliteTable(
     index("contacts_company_dept_idx").on(t.companyId, t.deptId),
     index("contacts_company_group_idx").on(t.companyId, t.groupId),
     uniqueIndex("contacts_company_email_key_uq").on(t.companyId, t.emailKey),
+  ],
+);
+
+/** Document types of a company; `account_id` too, since the plan caps them per account. */
+export const documentTypes = sqliteTable(
+  "document_types",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    accountId: accountId(),
+    companyId: companyId(),
+    deptId: integer("dept_id")
+      .notNull()
+      .references(() => departments.id),
+    name: text("name").notNull(),
+    nameKey: text("name_key").notNull(),
+    isDefault: integer("is_default").notNull().default(0),
+    createdBy: integer("created_by")
+      .notNull()
+      .references(() => users.id),
+    // Maintained by the items work (create, delete, moves between types).
+    docsCount: integer("docs_count").notNull().default(0),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    index("document_types_account_idx").on(t.accountId),
+    index("document_types_company_dept_idx").on(t.companyId, t.deptId),
+    uniqueIndex("document_types_company_name_key_uq").on(t.companyId, t.nameKey),
+    uniqueIndex("document_types_one_default_uq").on(t.companyId).where(sql`is_default = 1`),
+  ],
+);
+
+/** Custom field definitions of a document type; `id` is the field's `autonum`. */
+export const documentTypeFields = sqliteTable(
+  "document_type_fields",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    typeId: integer("type_id")
+      .notNull()
+      .references(() => documentTypes.id),
+    companyId: companyId(),
+    fieldName: text("field_name").notNull(),
+    fieldKey: text("field_key").notNull(),
+    fieldType: text("field_type").notNull(),
+    fieldData: text("field_data").notNull().default(""),
+    private: integer("private").notNull().default(0),
+    position: integer("position").notNull().default(0),
+  },
+  (t) => [
+    uniqueIndex("document_type_fields_type_key_uq").on(t.typeId, t.fieldKey),
+    index("document_type_fields_type_position_idx").on(t.typeId, t.position),
   ],
 );
 

@@ -61,7 +61,8 @@ async function migratedTables(): Promise<string[]> {
 
 describe("drizzle schema vs migrated D1", () => {
   it("finds the drizzle tables (sanity)", () => {
-    expect(tables.map((t) => getTableName(t)).sort()).toEqual(["accounts", "api_clients", "companies", "contact_groups", "contacts", "departments", "users"]);
+    const names = tables.map((t) => getTableName(t));
+    for (const core of ["accounts", "api_clients", "companies", "contact_groups", "contacts", "departments", "users"]) expect(names).toContain(core);
   });
 
   it("has a drizzle table for every migrated table and vice versa", async () => {
