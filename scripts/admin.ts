@@ -399,6 +399,10 @@ function accountCreate(flags: Flags, target: Target): void {
        ${sqlText(settings)})`,
     `INSERT INTO departments (company_id, name, name_key, is_default)
      VALUES ((SELECT id FROM companies WHERE account_id = ${accountOfOwner} AND is_default = 1), 'General', 'general', 1)`,
+    // The department's default contact group, as for companies created through the API.
+    `INSERT INTO contact_groups (company_id, dept_id, name, name_key, is_default)
+     SELECT d.company_id, d.id, 'General', 'general', 1 FROM departments d
+     JOIN companies c ON c.id = d.company_id AND c.account_id = ${accountOfOwner} AND c.is_default = 1 WHERE d.is_default = 1`,
   ]);
 
   const created = queryRows<{ account_id: number; user_id: number; company_id: number; department_id: number }>(

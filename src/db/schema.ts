@@ -208,4 +208,5 @@ export const documentTypeFields = sqliteTable(
 );
 
 export type ContactRow = typeof contacts.$inferSelect;
+export type CompanyRow = typeof companies.$inferSelect;
 export type ContactGroupRow = typeof contactGroups.$inferSelect;

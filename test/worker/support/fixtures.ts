@@ -1,5 +1,6 @@
 // Records made for a test: unique names, contacts, groups, departments, and counter checks.
 import { env } from "cloudflare:workers";
+import { hashClientSecret } from "../../../src/auth/secret-hash";
 import { nameKey } from "../../../src/lib/text-key";
 import { call, type Json } from "./http";
 
@@ -67,4 +68,59 @@ export async function contactCounts(companyId: number): Promise<{ used: number; 
     .first<{ used: number; actual: number }>();
   if (!row) throw new Error(`company ${companyId} not found`);
   return row;
+}
+
+export interface TestAccount {
+  accountId: number;
+  companyId: number;
+  deptId: number;
+  ownerToken: string;
+  memberToken: string;
+}
+
+/**
+ * A fresh account made directly in D1 (as `bash scripts/dev.sh account create` would): an owner
+ * and a member user, a default company with a default department, and a `*` client for each user.
+ */
+export async function createAccount(
+  ceilings: { companies?: number; documents?: number; contacts?: number; driveMb?: number; documentTypes?: number } = {},
+  company: { documents?: number; contacts?: number; driveMb?: number } = {},
+): Promise<TestAccount> {
+  const word = uniqueWord("acct");
+  const account = await env.DB.prepare(
+    `INSERT INTO accounts (name, max_companies, max_documents, max_contacts, max_drive_space_mb, max_document_types)
+     VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
+  )
+    .bind(word, ceilings.companies ?? 5, ceilings.documents ?? 10000, ceilings.contacts ?? 10000, ceilings.driveMb ?? 10240, ceilings.documentTypes ?? 20)
+    .first<{ id: number }>();
+  const accountId = account!.id;
+  const users = await env.DB.batch([
+    env.DB.prepare("INSERT INTO users (account_id, email, name) VALUES (?, ?, 'Owner') RETURNING id").bind(accountId, `${word}-owner@example.test`),
+    env.DB.prepare("INSERT INTO users (account_id, email, name) VALUES (?, ?, 'Member') RETURNING id").bind(accountId, `${word}-member@example.test`),
+  ]);
+  const ownerId = (users[0]!.results[0] as { id: number }).id;
+  const memberId = (users[1]!.results[0] as { id: number }).id;
+  const companyRow = await env.DB.prepare(
+    `INSERT INTO companies (account_id, name, is_default, documents_limit, contacts_limit, drive_space_mb) VALUES (?, ?, 1, ?, ?, ?) RETURNING id`,
+  )
+    .bind(accountId, `${word} Co`, company.documents ?? 1000, company.contacts ?? 1000, company.driveMb ?? 1024)
+    .first<{ id: number }>();
+  const companyId = companyRow!.id;
+  const dept = await env.DB.prepare("INSERT INTO departments (company_id, name, name_key, is_default) VALUES (?, 'General', 'general', 1) RETURNING id")
+    .bind(companyId)
+    .first<{ id: number }>();
+  await env.DB.prepare("UPDATE accounts SET owner_user_id = ? WHERE id = ?").bind(ownerId, accountId).run();
+  const token = async (userId: number, role: string) => {
+    const clientId = `${word}-${role}`;
+    const secret = `${clientId}-secret`;
+    await env.DB.prepare(
+      `INSERT INTO api_clients (client_id, secret_hash, secret_salt, account_id, company_id, user_id, scopes) VALUES (?, ?, 'salt', ?, ?, ?, '*')`,
+    )
+      .bind(clientId, await hashClientSecret(secret, "salt"), accountId, companyId, userId)
+      .run();
+    const res = await call("POST", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret } });
+    if (res.status !== 200) throw new Error(`token for ${clientId}: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body.access_token as string;
+  };
+  return { accountId, companyId, deptId: dept!.id, ownerToken: await token(ownerId, "owner"), memberToken: await token(memberId, "member") };
 }
