@@ -2,6 +2,10 @@ import { and, eq } from "drizzle-orm";
 import type { Db } from "./client";
 import { departments } from "./schema";
 
+/** The name of the department, and of the contact group, that the service creates as defaults. */
+export const DEFAULT_DEPARTMENT_NAME = "General";
+export const DEFAULT_GROUP_NAME = "General";
+
 /**
  * Selects the id of department `deptId` of the company, or of the company's default department
  * when `deptId` is undefined. A query builder, so callers can batch it or embed it as a subquery.

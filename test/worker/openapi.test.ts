@@ -160,7 +160,14 @@ describe("security", () => {
       if (PUBLIC.has(key)) continue;
       expect(deref(op.responses["401"]?.content?.["application/json"]?.schema), key).toBe(doc.components.schemas.OAuthError);
       if (op.security[0].oauth2.length > 0) {
-        expect(deref(op.responses["403"]?.content?.["application/json"]?.schema), key).toBe(doc.components.schemas.OAuthError);
+        const schema = op.responses["403"]?.content?.["application/json"]?.schema;
+        // Owner-only operations answer either shape: Shape A for the scope (checked first), Shape B for a non-owner.
+        const shapes = (schema?.anyOf ?? schema?.oneOf ?? [schema]).map(deref);
+        expect(shapes, key).toContain(doc.components.schemas.OAuthError);
+        if (shapes.length > 1) {
+          expect(shapes, key).toContain(doc.components.schemas.ApiError);
+          expect(op.description, key).toMatch(/Account owner only/);
+        }
       }
     }
   });

@@ -1,6 +1,8 @@
 import { and, asc, eq, ne, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../../db/client";
+import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
+import { DEFAULT_DEPARTMENT_NAME, DEFAULT_GROUP_NAME } from "../../db/departments";
 import { accounts, apiClients, companies, contactGroups, departments, type CompanyRow } from "../../db/schema";
 import { nameKey } from "../../lib/text-key";
 import { badRequest, conflict, notFound } from "../../lib/errors";
@@ -23,9 +25,6 @@ export interface Caller {
   companyId: number;
   isOwner: boolean;
 }
-
-export const DEFAULT_DEPARTMENT_NAME = "General";
-export const DEFAULT_GROUP_NAME = "General";
 
 const gb = (mb: number) => Math.round((mb / 1024) * 1000) / 1000;
 export const mbOf = (gigabytes: number) => Math.round(gigabytes * 1024);
@@ -198,8 +197,7 @@ function fitsCeilings(accountId: number, want: Allocation, except = 0): SQL {
     AND ${used.driveMb} + ${want.driveMb} <= ${accounts.maxDriveSpaceMb}`;
 }
 
-const MAX_ATTEMPTS = 3;
-const lostRace = () => conflict("The account's companies were changed by another request at the same time; retry the request");
+const lostCompanyRace = () => lostRace("account's companies");
 
 export async function createCompany(db: Db, caller: Caller, input: CreateCompanyInput): Promise<CompanyRow> {
   const want = { documents: input.documents_limit, contacts: input.contacts_limit, driveMb: mbOf(input.drive_space) };
@@ -270,7 +268,7 @@ export async function createCompany(db: Db, caller: Caller, input: CreateCompany
     const problem = await allocationProblem(db, caller.accountId, want);
     if (problem) throw badRequest(problem);
   }
-  throw lostRace();
+  throw lostCompanyRace();
 }
 
 export async function updateCompany(db: Db, caller: Caller, companyId: number, input: UpdateCompanyInput): Promise<CompanyRow> {
@@ -295,7 +293,7 @@ export async function updateCompany(db: Db, caller: Caller, companyId: number, i
     const problem = await allocationProblem(db, caller.accountId, want, current);
     if (problem) throw badRequest(problem);
   }
-  throw lostRace();
+  throw lostCompanyRace();
 }
 
 /** Profile fields are merged into the stored object by the UPDATE itself (json_patch), so concurrent patches of different fields both land. */
@@ -393,5 +391,5 @@ export async function deleteCompany(db: Db, caller: Caller, companyId: number): 
   if (now.isDefault === 1) throw badRequest("The default company cannot be deleted: make another company the default first");
   const what = await holdings(db, companyId);
   if (what) throw badRequest(`Company ${companyId} still holds ${what}: delete or move them first`);
-  throw lostRace();
+  throw lostCompanyRace();
 }

@@ -1,6 +1,8 @@
 import { and, asc, count, eq, ne, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
-import { isForeignKeyViolation, isUniqueViolation, type Db } from "../../db/client";
+import type { Db } from "../../db/client";
+import { MAX_ATTEMPTS, lostRace, writeBatch } from "../../db/guarded";
+import { echo } from "../../lib/echo";
 import { selectDepartment } from "../../db/departments";
 import { contactGroups, contacts, departments } from "../../db/schema";
 import { badRequest, conflict, notFound } from "../../lib/errors";
@@ -43,30 +45,14 @@ const inCompany = (companyId: number, groupId: number) => and(eq(contactGroups.i
 const groupIsIn = (companyId: number, groupId: number, deptId: number) =>
   sql`EXISTS (SELECT 1 FROM contact_groups AS g WHERE g.id = ${groupId} AND g.company_id = ${companyId} AND g.dept_id = ${deptId})`;
 
-async function runBatch(db: Db, statements: BatchItem<"sqlite">[]) {
-  return db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
-}
-
 function duplicateName(name: string) {
-  return conflict(`A contact group named "${name}" already exists in this department`);
+  return conflict(`A contact group named "${echo(name)}" already exists in this department`);
 }
 
-const lostRace = () => conflict("The contact group was changed by another request at the same time; retry the request");
-
-/** Runs a group write; a duplicate name is 409, a department or group gone meanwhile is a lost race. */
-async function writeGroup(db: Db, name: string | undefined, statements: BatchItem<"sqlite">[]) {
-  try {
-    return await runBatch(db, statements);
-  } catch (err) {
-    if (isUniqueViolation(err, "contact_groups.name_key")) throw duplicateName(name ?? "");
-    // The partial index "one default per department" refuses a second default: another request won.
-    if (isUniqueViolation(err, "contact_groups.dept_id") || isForeignKeyViolation(err)) throw lostRace();
-    throw err;
-  }
-}
-
-/** A write re-checks what it read; when the check fails, the operation reads again, a few times at most. */
-const MAX_ATTEMPTS = 3;
+/** One batch: a duplicate name is 409; a second default or a department gone meanwhile is a lost race. */
+const writeGroup = (db: Db, name: string | undefined, statements: BatchItem<"sqlite">[]) =>
+  writeBatch(db, statements, "contact group", { marker: "contact_groups.name_key", error: () => duplicateName(name ?? "") });
+const lostGroupRace = () => lostRace("contact group");
 
 export async function listGroups(db: Db, companyId: number, query: ListGroupsInput) {
   const conditions: SQL[] = [eq(contactGroups.companyId, companyId)];
@@ -195,7 +181,7 @@ export async function updateGroup(db: Db, companyId: number, groupId: number, in
     const results = await writeGroup(db, input.group_name, statements);
     if ((results[check!] as unknown[]).length > 0) return getGroup(db, companyId, groupId);
   }
-  throw lostRace();
+  throw lostGroupRace();
 }
 
 export async function deleteGroup(db: Db, companyId: number, groupId: number): Promise<void> {
@@ -226,7 +212,7 @@ export async function deleteGroup(db: Db, companyId: number, groupId: number): P
     ]);
     if ((deleted as unknown[]).length > 0) return;
   }
-  throw lostRace();
+  throw lostGroupRace();
 }
 
 export async function makeDefaultGroup(db: Db, companyId: number, groupId: number): Promise<GroupRow> {
@@ -242,5 +228,5 @@ export async function makeDefaultGroup(db: Db, companyId: number, groupId: numbe
     const [, set] = await writeGroup(db, undefined, [...makeDefaultStatements(db, companyId, groupId, row.deptId)]);
     if ((set as unknown[]).length > 0) return getGroup(db, companyId, groupId);
   }
-  throw lostRace();
+  throw lostGroupRace();
 }

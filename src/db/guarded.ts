@@ -1,0 +1,32 @@
+import type { BatchItem } from "drizzle-orm/batch";
+import { conflict, type ApiError } from "../lib/errors";
+import { isForeignKeyViolation, isUniqueViolation, type Db } from "./client";
+
+// Shared pieces of the race-safe write pattern (docs/concurrency.md).
+
+/** How often an operation whose guarded write changed nothing reads again before answering 409. */
+export const MAX_ATTEMPTS = 3;
+
+/** The 409 of an operation that kept losing races: nothing was written. */
+export const lostRace = (what: string) => conflict(`The ${what} was changed by another request at the same time; retry the request`);
+
+/**
+ * Runs `statements` as one D1 batch (one transaction). A UNIQUE violation naming `duplicate.marker`
+ * (e.g. "contact_groups.name_key") is the client's duplicate: `duplicate.error()`. Any other UNIQUE
+ * violation (a partial "one default" index) or FOREIGN KEY violation (a parent deleted in between)
+ * means a concurrent request won: 409 `lostRace(what)`. The batch wrote nothing either way.
+ */
+export async function writeBatch(
+  db: Db,
+  statements: BatchItem<"sqlite">[],
+  what: string,
+  duplicate?: { marker: string; error: () => ApiError },
+) {
+  try {
+    return await db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
+  } catch (err) {
+    if (duplicate && isUniqueViolation(err, duplicate.marker)) throw duplicate.error();
+    if (isUniqueViolation(err, "") || isForeignKeyViolation(err)) throw lostRace(what);
+    throw err;
+  }
+}
