@@ -10,6 +10,9 @@ import { companiesRouter } from "./routes/companies/routes";
 import { contactsRouter } from "./routes/contacts/routes";
 import { departmentsRouter } from "./routes/departments/routes";
 import { documentTypesRouter } from "./routes/document-types/routes";
+import { foldersRouter } from "./routes/folders/routes";
+import { itemsRouter } from "./routes/items/routes";
+import { tagsRouter } from "./routes/tags/routes";
 import { oauthRouter } from "./routes/oauth";
 import { systemRouter } from "./routes/system";
 
@@ -25,6 +28,9 @@ app.route("/", contactGroupsRouter);
 app.route("/", companiesRouter);
 app.route("/", departmentsRouter);
 app.route("/", documentTypesRouter);
+app.route("/", itemsRouter);
+app.route("/", foldersRouter);
+app.route("/", tagsRouter);
 
 let openApiDocument: ReturnType<typeof buildOpenApiDocument> | undefined;
 app.get("/v1/openapi.json", (c) => {

@@ -36,6 +36,9 @@ export const TAGS = [
   { name: "Companies", description: "The account's companies, their quotas, profile and settings; writes by the account owner only." },
   { name: "Departments", description: "Departments of a company, with usage counters; account owner only." },
   { name: "Document types", description: "Kinds of tracked documents with custom field definitions; account owner only." },
+  { name: "Items", description: "Tracked dated records (expirations, due dates, appointments, events) and their state." },
+  { name: "Folders", description: "A company's folder tree for items." },
+  { name: "Tags", description: "Per-company tag names attached to items." },
   { name: "System", description: "Liveness of the service; no authentication." },
 ];
 

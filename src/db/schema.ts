@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 // Keep in step with migrations/*.sql; test/worker/schema.test.ts compares the two.
 // Integer ids use AUTOINCREMENT so that an id is never handed out again after a delete.
@@ -55,6 +55,8 @@ export const companies = sqliteTable(
     contactsUsed: integer("contacts_used").notNull().default(0),
     driveSpaceMb: integer("drive_space_mb").notNull(),
     driveSpaceUsedKb: integer("drive_space_used_kb").notNull().default(0),
+    // Archived items among documents_used (triggers): the unfiltered item list's total without a count.
+    itemsArchived: integer("items_archived").notNull().default(0),
     info: text("info").notNull().default("{}"),
     settings: text("settings").notNull().default('{"timezone":"UTC","date_format":"YYYY-MM-DD"}'),
     createdAt: createdAt(),
@@ -207,6 +209,112 @@ export const documentTypeFields = sqliteTable(
   ],
 );
 
+/** A company's folder tree; `parent_id` 0 is the top level (so sibling names can be unique). */
+export const folders = sqliteTable(
+  "folders",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    companyId: companyId(),
+    deptId: integer("dept_id")
+      .notNull()
+      .references(() => departments.id),
+    parentId: integer("parent_id").notNull().default(0),
+    name: text("name").notNull(),
+    nameKey: text("name_key").notNull(),
+    description: text("description").notNull().default(""),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("folders_sibling_name_key_uq").on(t.companyId, t.parentId, t.nameKey),
+    index("folders_company_dept_idx").on(t.companyId, t.deptId),
+  ],
+);
+
+/**
+ * Tracked items. Every list filter has an index that ends in (expiry_date, id), the list order,
+ * so a page is an index range scan whatever the filter.
+ */
+export const items = sqliteTable(
+  "items",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    companyId: companyId(),
+    deptId: integer("dept_id")
+      .notNull()
+      .references(() => departments.id),
+    documentTypeId: integer("document_type_id").references(() => documentTypes.id),
+    folderId: integer("folder_id").references(() => folders.id),
+    contactId: integer("contact_id").references(() => contacts.id, { onDelete: "set null" }),
+    seqId: integer("seq_id"),
+    title: text("title").notNull(),
+    notes: text("notes").notNull().default(""),
+    itemType: text("item_type").notNull().default("exp"),
+    expiryDate: text("expiry_date").notNull(),
+    status: text("status").notNull().default("pending"),
+    archived: integer("archived").notNull().default(0),
+    createdBy: integer("created_by").notNull(),
+    createdAt: createdAt(),
+    updatedAt: text("updated_at").notNull().default(sql`CURRENT_TIMESTAMP`),
+  },
+  (t) => [
+    index("items_company_date_idx").on(t.companyId, t.archived, t.expiryDate, t.id),
+    index("items_company_status_date_idx").on(t.companyId, t.archived, t.status, t.expiryDate, t.id),
+    index("items_company_kind_date_idx").on(t.companyId, t.archived, t.itemType, t.expiryDate, t.id),
+    index("items_company_type_date_idx").on(t.companyId, t.documentTypeId, t.expiryDate, t.id),
+    index("items_company_dept_date_idx").on(t.companyId, t.deptId, t.expiryDate, t.id),
+    index("items_company_folder_date_idx").on(t.companyId, t.folderId, t.expiryDate, t.id),
+    index("items_company_contact_date_idx").on(t.companyId, t.contactId, t.expiryDate, t.id),
+  ],
+);
+
+/** Earlier expiry dates of an item, one row per renewal. */
+export const itemRenewals = sqliteTable(
+  "item_renewals",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    itemId: integer("item_id")
+      .notNull()
+      .references(() => items.id, { onDelete: "cascade" }),
+    companyId: companyId(),
+    previousDate: text("previous_date").notNull(),
+    newDate: text("new_date").notNull(),
+    renewedBy: integer("renewed_by").notNull(),
+    renewedAt: createdAt(),
+  },
+  (t) => [index("item_renewals_item_idx").on(t.itemId)],
+);
+
+/** Per-company tag names; `items_count` is maintained by triggers on item_tags. */
+export const tags = sqliteTable(
+  "tags",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    companyId: companyId(),
+    name: text("name").notNull(),
+    nameKey: text("name_key").notNull(),
+    itemsCount: integer("items_count").notNull().default(0),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("tags_company_name_key_uq").on(t.companyId, t.nameKey)],
+);
+
+export const itemTags = sqliteTable(
+  "item_tags",
+  {
+    itemId: integer("item_id")
+      .notNull()
+      .references(() => items.id, { onDelete: "cascade" }),
+    tagId: integer("tag_id")
+      .notNull()
+      .references(() => tags.id),
+    companyId: companyId(),
+    position: integer("position").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.itemId, t.tagId] }), index("item_tags_tag_idx").on(t.tagId)],
+);
+
 export type ContactRow = typeof contacts.$inferSelect;
+export type ItemRow = typeof items.$inferSelect;
+export type FolderRow = typeof folders.$inferSelect;
 export type CompanyRow = typeof companies.$inferSelect;
 export type ContactGroupRow = typeof contactGroups.$inferSelect;

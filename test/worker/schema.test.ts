@@ -77,11 +77,13 @@ describe("drizzle schema vs migrated D1", () => {
       it("has the same columns, types, not-null flags, primary keys and defaults", async () => {
         const actual = await pragma<ColumnInfo>(`PRAGMA table_info(${config.name})`);
         expect(actual.length, "table exists").toBeGreaterThan(0);
+        // A column is a primary-key column on its own or as part of a composite key.
+        const compositeKey = new Set(config.primaryKeys.flatMap((pk) => pk.columns.map((c) => c.name)));
         const expected = config.columns.map((column) => ({
           name: column.name,
           type: column.getSQLType().toLowerCase(),
-          notnull: column.notNull ? 1 : 0,
-          pk: column.primary ? 1 : 0,
+          notnull: column.notNull || compositeKey.has(column.name) ? 1 : 0,
+          pk: column.primary || compositeKey.has(column.name) ? 1 : 0,
           dflt_value: column.hasDefault && column.default !== undefined ? defaultText(column.default) : null,
         }));
         const got = actual.map((c) => ({ name: c.name, type: c.type.toLowerCase(), notnull: c.notnull, pk: c.pk > 0 ? 1 : 0, dflt_value: c.dflt_value }));

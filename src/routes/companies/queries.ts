@@ -223,6 +223,7 @@ export async function createCompany(db: Db, caller: Caller, input: CreateCompany
               contactsUsed: sql`0`,
               driveSpaceMb: sql`${want.driveMb}`,
               driveSpaceUsedKb: sql`0`,
+              itemsArchived: sql`0`,
               info: sql`'{}'`,
               settings: sql`${settings}`,
               createdAt: sql`CURRENT_TIMESTAMP`,
@@ -345,17 +346,19 @@ function holdsNothingMore(companyId: number): SQL {
     AND NOT EXISTS (SELECT 1 FROM contact_groups AS g WHERE g.company_id = ${companyId}
       AND NOT (g.is_default = 1 AND g.dept_id IN (SELECT id FROM departments WHERE company_id = ${companyId} AND is_default = 1)))
     AND NOT EXISTS (SELECT 1 FROM document_types WHERE company_id = ${companyId})
+    AND NOT EXISTS (SELECT 1 FROM folders WHERE company_id = ${companyId})
     AND NOT EXISTS (SELECT 1 FROM companies WHERE id = ${companyId} AND (documents_used > 0 OR drive_space_used_kb > 0))`;
 }
 
 /** A readable list of what a company still holds, for the refusal message. */
 async function holdings(db: Db, companyId: number): Promise<string> {
-  const counts = await db.get<{ contacts: number; departments: number; groups: number; types: number; documents: number; kb: number }>(sql`SELECT
+  const counts = await db.get<{ contacts: number; departments: number; groups: number; types: number; folders: number; documents: number; kb: number }>(sql`SELECT
       (SELECT count(*) FROM contacts WHERE company_id = ${companyId}) AS contacts,
       (SELECT count(*) FROM departments WHERE company_id = ${companyId} AND is_default = 0) AS departments,
       (SELECT count(*) FROM contact_groups AS g WHERE g.company_id = ${companyId}
         AND NOT (g.is_default = 1 AND g.dept_id IN (SELECT id FROM departments WHERE company_id = ${companyId} AND is_default = 1))) AS groups,
       (SELECT count(*) FROM document_types WHERE company_id = ${companyId}) AS types,
+      (SELECT count(*) FROM folders WHERE company_id = ${companyId}) AS folders,
       (SELECT documents_used FROM companies WHERE id = ${companyId}) AS documents,
       (SELECT drive_space_used_kb FROM companies WHERE id = ${companyId}) AS kb`);
   const parts: string[] = [];
@@ -366,6 +369,7 @@ async function holdings(db: Db, companyId: number): Promise<string> {
   add(counts?.departments, "other department", "other departments");
   add(counts?.groups, "other contact group", "other contact groups");
   add(counts?.types, "document type", "document types");
+  add(counts?.folders, "folder", "folders");
   add(counts?.documents, "item", "items");
   add(counts?.kb, "KB of files", "KB of files");
   return parts.join(", ");

@@ -1,0 +1,3 @@
+import { createRouter } from "../../lib/openapi";
+
+export const itemsRouter = createRouter();
