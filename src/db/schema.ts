@@ -155,6 +155,8 @@ export const contacts = sqliteTable(
     index("contacts_company_idx").on(t.companyId),
     index("contacts_company_dept_idx").on(t.companyId, t.deptId),
     index("contacts_company_group_idx").on(t.companyId, t.groupId),
+    // For the foreign-key check when a contact group is deleted (it looks contacts up by group_id alone).
+    index("contacts_group_idx").on(t.groupId),
     uniqueIndex("contacts_company_email_key_uq").on(t.companyId, t.emailKey),
   ],
 );
@@ -260,10 +262,15 @@ export const items = sqliteTable(
     index("items_company_date_idx").on(t.companyId, t.archived, t.expiryDate, t.id),
     index("items_company_status_date_idx").on(t.companyId, t.archived, t.status, t.expiryDate, t.id),
     index("items_company_kind_date_idx").on(t.companyId, t.archived, t.itemType, t.expiryDate, t.id),
-    index("items_company_type_date_idx").on(t.companyId, t.documentTypeId, t.expiryDate, t.id),
-    index("items_company_dept_date_idx").on(t.companyId, t.deptId, t.expiryDate, t.id),
+    // Led by the referenced id: ids are unique across companies, so these serve the list filters
+    // and also the foreign-key checks when a type, department or contact is deleted (which look
+    // up items by that column alone and would otherwise scan every company's items).
+    index("items_type_date_idx").on(t.documentTypeId, t.expiryDate, t.id),
+    index("items_dept_date_idx").on(t.deptId, t.expiryDate, t.id),
+    index("items_contact_date_idx").on(t.contactId, t.expiryDate, t.id),
+    // folder_id = 0 in the list means "no folder" (NULL), which needs the company in front.
     index("items_company_folder_date_idx").on(t.companyId, t.folderId, t.expiryDate, t.id),
-    index("items_company_contact_date_idx").on(t.companyId, t.contactId, t.expiryDate, t.id),
+    index("items_folder_idx").on(t.folderId),
   ],
 );
 

@@ -74,3 +74,53 @@ export function formatDate(date: string, format: DateFormat): string {
       return `${month} ${day}, ${y}`;
   }
 }
+
+const DATE_PATTERN = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** Whether `text` is a real calendar date `YYYY-MM-DD` (`2026-02-30` is not), years 1900-9999. */
+export function isCalendarDate(text: string): boolean {
+  const match = DATE_PATTERN.exec(text);
+  if (!match) return false;
+  const [y, m, d] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  if (y < 1900 || m < 1 || m > 12 || d < 1) return false;
+  return d <= daysInMonth(y, m);
+}
+
+function daysInMonth(year: number, month: number): number {
+  return new Date(Date.UTC(year, month, 0)).getUTCDate();
+}
+
+const pad = (n: number, width = 2) => String(n).padStart(width, "0");
+const fromUtc = (d: Date) => `${pad(d.getUTCFullYear(), 4)}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`;
+const parts = (date: string) => date.split("-").map(Number) as [number, number, number];
+
+/** `date` plus `days` (may be negative). */
+export function addDays(date: string, days: number): string {
+  const [y, m, d] = parts(date);
+  return fromUtc(new Date(Date.UTC(y, m - 1, d + days)));
+}
+
+/** `date` plus `months`; a day past the end of the target month becomes its last day (Jan 31 + 1 month = Feb 28/29). */
+export function addMonths(date: string, months: number): string {
+  const [y, m, d] = parts(date);
+  const index = y * 12 + (m - 1) + months;
+  const year = Math.floor(index / 12);
+  const month = (index % 12) + 1;
+  return `${pad(year, 4)}-${pad(month)}-${pad(Math.min(d, daysInMonth(year, month)))}`;
+}
+
+/** `date` plus `years`; Feb 29 becomes Feb 28 in a year without it. */
+export const addYears = (date: string, years: number) => addMonths(date, years * 12);
+
+const todayFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** Today's date `YYYY-MM-DD` in time zone `zone` at instant `now`. */
+export function todayIn(zone: string, now: Date = new Date()): string {
+  let format = todayFormats.get(zone);
+  if (!format) {
+    format = new Intl.DateTimeFormat("en-CA", { timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit" });
+    if (todayFormats.size < 1000) todayFormats.set(zone, format);
+  }
+  const byType = Object.fromEntries(format.formatToParts(now).map((p) => [p.type, p.value]));
+  return `${byType.year}-${byType.month}-${byType.day}`;
+}

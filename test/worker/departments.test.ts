@@ -589,8 +589,8 @@ describe("departmentHolds: the one SQL condition that guards the delete", () => 
   });
 
   it("lists every kind it checks, each with a message", () => {
-    expect(DEPARTMENT_HOLDINGS.map((h) => h.key)).toEqual(["contacts", "contactGroups", "documentTypes", "items", "files"]);
-    expect(DEPARTMENT_HOLDINGS.map((h) => h.describe(2))).toEqual(["2 contacts", "2 contact groups", "2 document types", "2 items", "2 KB of files"]);
+    expect(DEPARTMENT_HOLDINGS.map((h) => h.key)).toEqual(["contacts", "contactGroups", "documentTypes", "folders", "items", "files"]);
+    expect(DEPARTMENT_HOLDINGS.map((h) => h.describe(2))).toEqual(["2 contacts", "2 contact groups", "2 document types", "2 folders", "2 items", "2 KB of files"]);
   });
 });
 

@@ -72,6 +72,12 @@ export const DEPARTMENT_HOLDINGS: readonly DepartmentHolding[] = [
       sql<number>`(SELECT count(*) FROM document_types AS t WHERE t.company_id = ${companyId} AND t.dept_id = ${deptId})`,
     describe: (n) => plural(n, "document type", "document types"),
   },
+  {
+    // Every folder in the department, at any depth (folders_company_dept_idx).
+    key: "folders",
+    count: (companyId, deptId) => sql<number>`(SELECT count(*) FROM folders AS f WHERE f.company_id = ${companyId} AND f.dept_id = ${deptId})`,
+    describe: (n) => plural(n, "folder", "folders"),
+  },
   // Items and files: counters kept by the items and drive work.
   { key: "items", count: counter("docs_used"), describe: (n) => plural(n, "item", "items") },
   { key: "files", count: counter("storage_used_kb"), describe: (n) => `${n} KB of files` },

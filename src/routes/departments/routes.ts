@@ -101,7 +101,7 @@ departmentsRouter.openapi(
     tags,
     summary: "Delete a department",
     description:
-      "The default department cannot be deleted (400). A department that still holds records is 400 with a message naming them (contacts, contact groups other than an empty default group, document types, items, files): move or delete them first. An empty department is deleted together with its empty default contact group, in one transaction that re-checks both conditions, so a record added concurrently makes the delete a 400 and nothing is deleted.",
+      "The default department cannot be deleted (400). A department that still holds records is 400 with a message naming them (contacts, contact groups other than an empty default group, document types, folders, items, files): move or delete them first. An empty department is deleted together with its empty default contact group, in one transaction that re-checks both conditions, so a record added concurrently makes the delete a 400 and nothing is deleted.",
     request: { params: DepartmentParams },
     responses: { 200: jsonResponse(MessageEnvelope, "Department deleted"), 409: errorResponses.conflict },
   }),

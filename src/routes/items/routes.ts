@@ -1,3 +1,196 @@
-import { createRouter } from "../../lib/openapi";
+import { MessageEnvelope, createRouter, dataEnvelope, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
+import { created, done, ok, page, updated } from "../../lib/respond";
+import { itemScheduler } from "../../reminders/item-events";
+import { MAX_EXACT_TOTAL, createItem, deleteItem, getItem, listItems, renewItem, setItemArchived, setItemStatus, updateItem, itemEntry } from "./queries";
+import {
+  CreateItemSchema,
+  CreatedItemSchema,
+  ItemArchiveSchema,
+  ItemDetailSchema,
+  ItemListEnvelope,
+  ItemStatusSchema,
+  ListItemsQuery,
+  RenewItemSchema,
+  UpdateItemSchema,
+} from "./schemas";
+
+const tags = ["Items"];
+const ItemParams = idParam("item_id");
+const ItemResult = resultEnvelope(ItemDetailSchema, "ItemResult");
 
 export const itemsRouter = createRouter();
+
+itemsRouter.openapi(
+  scopedRoute({
+    method: "get",
+    path: "/v1/items",
+    operationId: "listItems",
+    scope: "items:read",
+    tags,
+    summary: "List items",
+    description:
+      "Ordered by expiry_date, then item_id (stable across pages). Filters combine with AND. Archived items are left out unless `archived=true` " +
+      `or \`any\`. \`meta.total\` counts every match up to ${MAX_EXACT_TOTAL}; beyond that \`meta.total_exact\` is false and total is a lower bound. ` +
+      "For deep pages use keyset pagination: pass `meta.next_cursor` as `cursor` (it costs what the first page costs).",
+    request: { query: ListItemsQuery },
+    responses: { 200: jsonResponse(ItemListEnvelope, "A page of items") },
+  }),
+  async (c) => {
+    const result = await listItems(c.var.db, c.var.companyId, c.req.valid("query"));
+    return page(c, { rows: result.rows.map(itemEntry), meta: result.meta });
+  },
+);
+
+itemsRouter.openapi(
+  scopedRoute({
+    method: "post",
+    path: "/v1/items",
+    operationId: "createItem",
+    scope: "items:write",
+    tags,
+    summary: "Create an item",
+    description:
+      "`expiry_date` must be a real calendar date. `document_type` names an existing type of the company (case-insensitive; an unknown name is 400, " +
+      "types are created through /v1/document-types). `folder_path` (\"Permits/City\") creates missing folders like mkdir -p. Ids that are not in the " +
+      "company are 400. Refused with 400 when the company holds documents_limit items (checked inside the insert). The item's reminders are queued " +
+      "by the reminder engine.",
+    request: { body: jsonBody(CreateItemSchema) },
+    responses: { 201: jsonResponse(resultEnvelope(CreatedItemSchema, "ItemCreated"), "Item created") },
+  }),
+  async (c) => {
+    const row = await createItem(c.var.db, c.var.companyId, c.var.auth.userId, c.req.valid("json"));
+    await itemScheduler(c.env).itemChanged(c.var.companyId, {
+      kind: "created",
+      itemId: row.id,
+      expiryDate: row.expiryDate,
+      seqId: row.seqId,
+      contactId: row.contactId,
+    });
+    return created(c, "Item created", { item_id: row.id, title: row.title, expiry_date: row.expiryDate, item_type: row.itemType as "exp" });
+  },
+);
+
+itemsRouter.openapi(
+  scopedRoute({
+    method: "get",
+    path: "/v1/items/{item_id}",
+    operationId: "getItem",
+    scope: "items:read",
+    tags,
+    summary: "Get an item with its tags and reminders",
+    description: "Adds tags, reminders {queued, sent} and, as extensions, notes, contact_id, seqid, the renewal history and add_date.",
+    request: { params: ItemParams },
+    responses: { 200: jsonResponse(dataEnvelope(ItemDetailSchema, "ItemEnvelope"), "The item") },
+  }),
+  async (c) => ok(c, await getItem(c.var.db, c.var.companyId, c.req.valid("param").item_id)),
+);
+
+itemsRouter.openapi(
+  scopedRoute({
+    method: "patch",
+    path: "/v1/items/{item_id}",
+    operationId: "updateItem",
+    scope: "items:write",
+    tags,
+    summary: "Update an item",
+    description:
+      "At least one of title, notes, expiry_date, folder_id (0: no folder), document_type_id (0: none), and as extensions contact_id (0: none) and " +
+      "item_type. `reschedule_reminders: true` with a new expiry_date recomputes the reminders relative to the date. An empty body is 400.",
+    request: { params: ItemParams, body: jsonBody(UpdateItemSchema) },
+    responses: { 200: jsonResponse(ItemResult, "Item updated") },
+  }),
+  async (c) => {
+    const input = c.req.valid("json");
+    const { row, previousDate } = await updateItem(c.var.db, c.var.companyId, c.req.valid("param").item_id, input);
+    await itemScheduler(c.env).itemChanged(c.var.companyId, {
+      kind: "updated",
+      itemId: row.id,
+      expiryDate: row.expiryDate,
+      previousDate,
+      reschedule: input.reschedule_reminders === true,
+    });
+    return updated(c, "Item updated", await getItem(c.var.db, c.var.companyId, row.id));
+  },
+);
+
+itemsRouter.openapi(
+  scopedRoute({
+    method: "delete",
+    path: "/v1/items/{item_id}",
+    operationId: "deleteItem",
+    scope: "items:write",
+    tags,
+    summary: "Delete an item",
+    description: "Its tags, renewal history and reminders go with it; the company's, department's and document type's counters drop at once.",
+    request: { params: ItemParams },
+    responses: { 200: jsonResponse(MessageEnvelope, "Item deleted") },
+  }),
+  async (c) => {
+    const itemId = c.req.valid("param").item_id;
+    await deleteItem(c.var.db, c.var.companyId, itemId);
+    await itemScheduler(c.env).itemChanged(c.var.companyId, { kind: "deleted", itemId });
+    return done(c, "Item deleted");
+  },
+);
+
+itemsRouter.openapi(
+  scopedRoute({
+    method: "patch",
+    path: "/v1/items/{item_id}/status",
+    operationId: "setItemStatus",
+    scope: "items:write",
+    tags,
+    summary: "Mark an item completed or pending",
+    description: "pending <-> completed. Completing holds the item's queued reminders; reopening resumes those still in the future.",
+    request: { params: ItemParams, body: jsonBody(ItemStatusSchema) },
+    responses: { 200: jsonResponse(ItemResult, "Status changed") },
+  }),
+  async (c) => {
+    const { status } = c.req.valid("json");
+    const row = await setItemStatus(c.var.db, c.var.companyId, c.req.valid("param").item_id, status);
+    await itemScheduler(c.env).itemChanged(c.var.companyId, { kind: "status", itemId: row.id, status });
+    return updated(c, status === "completed" ? "Item marked completed" : "Item marked pending", await getItem(c.var.db, c.var.companyId, row.id));
+  },
+);
+
+itemsRouter.openapi(
+  scopedRoute({
+    method: "patch",
+    path: "/v1/items/{item_id}/archive",
+    operationId: "archiveItem",
+    scope: "items:write",
+    tags,
+    summary: "Archive or restore an item",
+    description: "`archived` defaults to true (\"Item archived\"); false restores it (\"Item restored\"). `active` reflects it. Archiving holds the item's reminders.",
+    request: { params: ItemParams, body: { required: false, content: { "application/json": { schema: ItemArchiveSchema } } } },
+    responses: { 200: jsonResponse(ItemResult, "Archived or restored") },
+  }),
+  async (c) => {
+    const archived = c.req.valid("json")?.archived ?? true;
+    const row = await setItemArchived(c.var.db, c.var.companyId, c.req.valid("param").item_id, archived);
+    await itemScheduler(c.env).itemChanged(c.var.companyId, { kind: "archived", itemId: row.id, archived });
+    return updated(c, archived ? "Item archived" : "Item restored", await getItem(c.var.db, c.var.companyId, row.id));
+  },
+);
+
+itemsRouter.openapi(
+  scopedRoute({
+    method: "post",
+    path: "/v1/items/{item_id}/renew",
+    operationId: "renewItem",
+    scope: "items:write",
+    tags,
+    summary: "Renew an item",
+    description:
+      "Sets a new expiry_date, which must be later than the current one (400 otherwise); without one the date moves one year on (Feb 29 becomes " +
+      "Feb 28). The status goes back to pending, the previous date is kept in the renewal history, and the reminder sequence is queued again for the " +
+      "new date (sent reminders stay in the history).",
+    request: { params: ItemParams, body: { required: false, content: { "application/json": { schema: RenewItemSchema } } } },
+    responses: { 200: jsonResponse(ItemResult, "Item renewed") },
+  }),
+  async (c) => {
+    const { row, previousDate } = await renewItem(c.var.db, c.var.companyId, c.var.auth.userId, c.req.valid("param").item_id, c.req.valid("json")?.expiry_date);
+    await itemScheduler(c.env).itemChanged(c.var.companyId, { kind: "renewed", itemId: row.id, expiryDate: row.expiryDate, previousDate });
+    return updated(c, `Item renewed until ${row.expiryDate}`, await getItem(c.var.db, c.var.companyId, row.id));
+  },
+);

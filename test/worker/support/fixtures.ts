@@ -124,3 +124,11 @@ export async function createAccount(
   };
   return { accountId, companyId, deptId: dept!.id, ownerToken: await token(ownerId, "owner"), memberToken: await token(memberId, "member") };
 }
+
+/** Creates an item through the API (expects 201) and returns its detail. */
+export async function createItem(token: string, body: Record<string, unknown> = {}): Promise<Json> {
+  const res = await call("POST", "/v1/items", { token, body: { title: uniqueWord("Item "), expiry_date: "2030-01-15", ...body } });
+  if (res.status !== 201) throw new Error(`create item: ${res.status} ${JSON.stringify(res.body)}`);
+  const detail = await call("GET", `/v1/items/${res.body.data.item_id}`, { token });
+  return detail.body.data;
+}

@@ -1,0 +1,387 @@
+import { and, asc, count, eq, gte, isNull, lt, lte, sql, type SQL } from "drizzle-orm";
+import type { Db } from "../../db/client";
+import { selectDepartment } from "../../db/departments";
+import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
+import { listPage } from "../../db/pages";
+import { companies, contacts, departments, documentTypes, folders, itemRenewals, items, type ItemRow } from "../../db/schema";
+import { echo } from "../../lib/echo";
+import { badRequest, notFound } from "../../lib/errors";
+import { prefixMatchQuery } from "../../lib/sql";
+import { nameKey } from "../../lib/text-key";
+import { DEFAULT_TIME_ZONE, addYears, isCalendarDate, todayIn } from "../../lib/time";
+import { ensureFolderPath } from "../folders/queries";
+import { deleteItemTags, tagsOfItems } from "../tags/queries";
+import { periodRange } from "./period";
+import type { CreateItemInput, ItemDetail, ItemListEntry, ListItemsInput, UpdateItemInput } from "./schemas";
+
+/** Filtered totals are counted up to this many matches; beyond it `meta.total_exact` is false. */
+export const MAX_EXACT_TOTAL = 10_000;
+
+const itemColumns = {
+  id: items.id,
+  title: items.title,
+  itemType: items.itemType,
+  documentTypeId: items.documentTypeId,
+  documentTypeName: documentTypes.name,
+  deptId: items.deptId,
+  expiryDate: items.expiryDate,
+  status: items.status,
+  folderId: items.folderId,
+  archived: items.archived,
+};
+interface ItemEntryRow {
+  id: number;
+  title: string;
+  itemType: string;
+  documentTypeId: number | null;
+  documentTypeName: string | null;
+  deptId: number;
+  expiryDate: string;
+  status: string;
+  folderId: number | null;
+  archived: number;
+}
+
+export function itemEntry(row: ItemEntryRow): ItemListEntry {
+  return {
+    item_id: row.id,
+    title: row.title,
+    item_type: row.itemType as ItemListEntry["item_type"],
+    document_type: row.documentTypeName ?? "",
+    document_type_id: row.documentTypeId ?? 0,
+    deptid: row.deptId,
+    expiry_date: row.expiryDate,
+    status: row.status as ItemListEntry["status"],
+    folder_id: row.folderId ?? 0,
+    active: row.archived === 0,
+  };
+}
+
+const inCompany = (companyId: number, itemId: number) => and(eq(items.id, itemId), eq(items.companyId, companyId));
+
+function selectEntries(db: Db) {
+  return db.select(itemColumns).from(items).leftJoin(documentTypes, eq(documentTypes.id, items.documentTypeId));
+}
+
+// ---- cursors: the (expiry_date, item_id) of the last row, for keyset pagination ----
+
+export function encodeCursor(row: { expiryDate: string; id: number }): string {
+  return btoa(`${row.expiryDate}~${row.id}`).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
+}
+
+function decodeCursor(cursor: string): { date: string; id: number } {
+  let text = "";
+  try {
+    text = atob(cursor.replace(/-/g, "+").replace(/_/g, "/"));
+  } catch {
+    // handled below
+  }
+  const match = /^(\d{4}-\d{2}-\d{2})~([1-9]\d{0,15})$/.exec(text);
+  if (!match || !isCalendarDate(match[1]!)) throw badRequest("cursor is invalid: pass meta.next_cursor of the previous page");
+  return { date: match[1]!, id: Number(match[2]) };
+}
+
+/** The company's time zone (settings), for "today". */
+async function companyTimeZone(db: Db, companyId: number): Promise<string> {
+  const row = await db
+    .select({ zone: sql<string | null>`json_extract(${companies.settings}, '$.timezone')` })
+    .from(companies)
+    .where(eq(companies.id, companyId))
+    .get();
+  return row?.zone || DEFAULT_TIME_ZONE;
+}
+
+/**
+ * The page and total queries of a list request, unexecuted (tests read their query plans).
+ * `today` is the company's today, needed only for `period`. Null when `q` has no searchable word.
+ */
+export function itemListQueries(db: Db, companyId: number, query: ListItemsInput, today: string) {
+  const conditions: SQL[] = [eq(items.companyId, companyId)];
+  let filtered = false;
+  const filter = (condition: SQL | undefined) => {
+    if (condition) conditions.push(condition);
+    filtered = true;
+  };
+  if (query.archived !== "any") conditions.push(eq(items.archived, query.archived === "true" ? 1 : 0));
+  if (query.status !== "any") filter(eq(items.status, query.status));
+  if (query.item_type !== "all") filter(eq(items.itemType, query.item_type));
+  if (query.deptid !== undefined) filter(eq(items.deptId, query.deptid));
+  if (query.document_type_id !== undefined) filter(eq(items.documentTypeId, query.document_type_id));
+  if (query.contact_id !== undefined) filter(eq(items.contactId, query.contact_id));
+  if (query.folder_id !== undefined) filter(query.folder_id === 0 ? isNull(items.folderId) : eq(items.folderId, query.folder_id));
+  if (query.period) {
+    const range = periodRange(query.period, today);
+    filter(range.from ? gte(items.expiryDate, range.from) : undefined);
+    if (range.to) conditions.push(lte(items.expiryDate, range.to));
+    if (range.pendingOnly && query.status === "any") conditions.push(eq(items.status, "pending"));
+  }
+  if (query.q) {
+    const match = prefixMatchQuery(query.q);
+    if (!match) return null;
+    filter(sql`${items.id} IN (SELECT rowid FROM items_fts WHERE items_fts MATCH ${match})`);
+  }
+  const where = and(...conditions);
+  let pageWhere = where;
+  if (query.cursor) {
+    if (query.offset !== 0) throw badRequest("offset must be 0 when cursor is given");
+    const after = decodeCursor(query.cursor);
+    pageWhere = and(where, sql`(${items.expiryDate}, ${items.id}) > (${after.date}, ${after.id})`);
+  }
+  const unfilteredTotal =
+    query.archived === "true"
+      ? companies.itemsArchived
+      : query.archived === "false"
+        ? sql<number>`${companies.documentsUsed} - ${companies.itemsArchived}`
+        : companies.documentsUsed;
+  return {
+    page: selectEntries(db).where(pageWhere).orderBy(asc(items.expiryDate), asc(items.id)).limit(query.limit).offset(query.offset),
+    // Unfiltered, the total is the company's trigger-maintained counters; filtered, an index
+    // count that stops after MAX_EXACT_TOTAL + 1 matches.
+    total: filtered
+      ? db.select({ n: count() }).from(db.select({ one: sql`1` }).from(items).where(where).limit(MAX_EXACT_TOTAL + 1).as("matches"))
+      : db.select({ n: sql<number>`${unfilteredTotal}` }).from(companies).where(eq(companies.id, companyId)),
+  };
+}
+
+export async function listItems(db: Db, companyId: number, query: ListItemsInput) {
+  const today = query.period ? todayIn(await companyTimeZone(db, companyId)) : "";
+  const queries = itemListQueries(db, companyId, query, today);
+  if (!queries) return { rows: [], meta: { total: 0, limit: query.limit, offset: query.offset, total_exact: true, next_cursor: null } };
+  const result = await listPage(db, query, queries.page, queries.total);
+  const exact = result.meta.total <= MAX_EXACT_TOTAL;
+  const last = result.rows[result.rows.length - 1];
+  return {
+    rows: result.rows,
+    meta: {
+      ...result.meta,
+      total: exact ? result.meta.total : MAX_EXACT_TOTAL,
+      total_exact: exact,
+      next_cursor: last && result.rows.length === query.limit ? encodeCursor(last) : null,
+    },
+  };
+}
+
+export async function getItem(db: Db, companyId: number, itemId: number): Promise<ItemDetail> {
+  const [[row], tagRows, renewals] = await db.batch([
+    db
+      .select({ ...itemColumns, notes: items.notes, contactId: items.contactId, seqId: items.seqId, createdAt: items.createdAt })
+      .from(items)
+      .leftJoin(documentTypes, eq(documentTypes.id, items.documentTypeId))
+      .where(inCompany(companyId, itemId)),
+    tagsOfItems(db, companyId, [itemId]),
+    db
+      .select({ previous_date: itemRenewals.previousDate, new_date: itemRenewals.newDate, renewed_at: itemRenewals.renewedAt })
+      .from(itemRenewals)
+      .where(and(eq(itemRenewals.itemId, itemId), eq(itemRenewals.companyId, companyId)))
+      .orderBy(asc(itemRenewals.id)),
+  ]);
+  if (!row) throw notFound("Item");
+  return {
+    ...itemEntry(row),
+    tags: tagRows.map((t) => t.name),
+    // Filled by the reminder engine.
+    reminders: { queued: [], sent: [] },
+    notes: row.notes,
+    contact_id: row.contactId ?? 0,
+    seqid: row.seqId ?? 0,
+    renewals,
+    add_date: row.createdAt,
+  };
+}
+
+// ---- references: ids of the company, checked when read and again inside the write ----
+
+interface Refs {
+  deptId?: number;
+  documentTypeId?: number | null;
+  folderId?: number | null;
+  contactId?: number | null;
+}
+
+const refExists = (table: typeof departments | typeof documentTypes | typeof folders | typeof contacts, companyId: number, id: number) =>
+  sql`EXISTS (SELECT 1 FROM ${table} WHERE ${table.id} = ${id} AND ${table.companyId} = ${companyId})`;
+
+/** Every reference the write sets still exists in the company (re-checked by the statement itself). */
+function refsHold(companyId: number, refs: Refs): SQL {
+  const checks: SQL[] = [sql`1`];
+  if (refs.deptId) checks.push(refExists(departments, companyId, refs.deptId));
+  if (refs.documentTypeId) checks.push(refExists(documentTypes, companyId, refs.documentTypeId));
+  if (refs.folderId) checks.push(refExists(folders, companyId, refs.folderId));
+  if (refs.contactId) checks.push(refExists(contacts, companyId, refs.contactId));
+  return and(...checks)!;
+}
+
+/** Reads the given references in one round trip; 400 naming the first that is not in the company. */
+async function resolveRefs(
+  db: Db,
+  companyId: number,
+  given: { deptid?: number; document_type_id?: number; document_type?: string; folder_id?: number; contact_id?: number },
+) {
+  const none = db.select({ id: sql<number>`0`, deptId: sql<number>`0` }).from(companies).where(sql`0`);
+  const [[dept], [type], [folder], [contact]] = await db.batch([
+    selectDepartment(db, companyId, given.deptid),
+    given.document_type_id !== undefined || given.document_type !== undefined
+      ? db
+          .select({ id: documentTypes.id, deptId: documentTypes.deptId })
+          .from(documentTypes)
+          .where(
+            and(
+              eq(documentTypes.companyId, companyId),
+              given.document_type_id !== undefined ? eq(documentTypes.id, given.document_type_id) : eq(documentTypes.nameKey, nameKey(given.document_type!)),
+            ),
+          )
+      : none,
+    given.folder_id ? db.select({ id: folders.id, deptId: folders.deptId }).from(folders).where(and(eq(folders.id, given.folder_id), eq(folders.companyId, companyId))) : none,
+    given.contact_id ? db.select({ id: contacts.id, deptId: contacts.deptId }).from(contacts).where(and(eq(contacts.id, given.contact_id), eq(contacts.companyId, companyId))) : none,
+  ]);
+  if (given.deptid !== undefined && !dept) throw badRequest(`deptid ${given.deptid} does not exist`);
+  if (given.document_type_id !== undefined && !type) throw badRequest(`document_type_id ${given.document_type_id} does not exist`);
+  if (given.document_type !== undefined && given.document_type_id === undefined && !type) {
+    throw badRequest(`document_type "${echo(given.document_type)}" is not a document type of the company`);
+  }
+  if (given.document_type !== undefined && given.document_type_id !== undefined) {
+    const named = await db
+      .select({ id: documentTypes.id })
+      .from(documentTypes)
+      .where(and(eq(documentTypes.companyId, companyId), eq(documentTypes.nameKey, nameKey(given.document_type))))
+      .get();
+    if (named?.id !== given.document_type_id) throw badRequest("document_type and document_type_id name different document types");
+  }
+  if (given.folder_id && !folder) throw badRequest(`folder_id ${given.folder_id} does not exist`);
+  if (given.contact_id && !contact) throw badRequest(`contact_id ${given.contact_id} does not exist`);
+  return { dept, type, folder, contact };
+}
+
+// ---- writes ----
+
+export async function createItem(db: Db, companyId: number, userId: number, input: CreateItemInput): Promise<ItemRow> {
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    const { dept, type } = await resolveRefs(db, companyId, input);
+    const deptId = input.deptid ?? type?.deptId ?? dept?.id;
+    if (!deptId) throw badRequest("The company has no default department; send deptid");
+    const folderId = input.folder_path !== undefined ? await ensureFolderPath(db, companyId, deptId, input.folder_path) : (input.folder_id ?? null);
+    const refs: Refs = { deptId, documentTypeId: type?.id ?? null, folderId, contactId: input.contact_id ?? null };
+    const [row] = await db
+      .insert(items)
+      .select((qb) =>
+        qb
+          .select({
+            id: sql`NULL`,
+            companyId: sql`${companyId}`,
+            deptId: sql`${deptId}`,
+            documentTypeId: sql`${refs.documentTypeId}`,
+            folderId: sql`${refs.folderId}`,
+            contactId: sql`${refs.contactId}`,
+            seqId: sql`${input.seqid ?? null}`,
+            title: sql`${input.title}`,
+            notes: sql`${input.notes ?? ""}`,
+            itemType: sql`${input.item_type ?? "exp"}`,
+            expiryDate: sql`${input.expiry_date}`,
+            status: sql`'pending'`,
+            archived: sql`0`,
+            createdBy: sql`${userId}`,
+            createdAt: sql`CURRENT_TIMESTAMP`,
+            updatedAt: sql`CURRENT_TIMESTAMP`,
+          })
+          .from(companies)
+          // The company's documents_limit and every reference, checked by the INSERT itself.
+          .where(and(eq(companies.id, companyId), lt(companies.documentsUsed, companies.documentsLimit), refsHold(companyId, refs))) as never,
+      )
+      .returning();
+    if (row) return row;
+    const company = await db.select({ used: companies.documentsUsed, limit: companies.documentsLimit }).from(companies).where(eq(companies.id, companyId)).get();
+    if (!company || company.used >= company.limit) {
+      throw badRequest(`Document limit reached: the company may hold at most ${company?.limit ?? 0} documents (documents_limit)`);
+    }
+    // A reference vanished meanwhile: resolve again (a gone one is then a 400).
+  }
+  throw lostRace("item");
+}
+
+export async function updateItem(db: Db, companyId: number, itemId: number, input: UpdateItemInput): Promise<{ row: ItemRow; previousDate: string }> {
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    const current = await db.select({ expiryDate: items.expiryDate }).from(items).where(inCompany(companyId, itemId)).get();
+    if (!current) throw notFound("Item");
+    await resolveRefs(db, companyId, {
+      document_type_id: input.document_type_id || undefined,
+      folder_id: input.folder_id || undefined,
+      contact_id: input.contact_id || undefined,
+    });
+    const changes: Partial<typeof items.$inferInsert> = {};
+    if (input.title !== undefined) changes.title = input.title;
+    if (input.notes !== undefined) changes.notes = input.notes;
+    if (input.expiry_date !== undefined) changes.expiryDate = input.expiry_date;
+    if (input.item_type !== undefined) changes.itemType = input.item_type;
+    if (input.folder_id !== undefined) changes.folderId = input.folder_id || null;
+    if (input.document_type_id !== undefined) changes.documentTypeId = input.document_type_id || null;
+    if (input.contact_id !== undefined) changes.contactId = input.contact_id || null;
+    const [row] = await db
+      .update(items)
+      .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
+      .where(and(inCompany(companyId, itemId), refsHold(companyId, { documentTypeId: changes.documentTypeId, folderId: changes.folderId, contactId: changes.contactId })))
+      .returning();
+    if (row) return { row, previousDate: current.expiryDate };
+  }
+  throw lostRace("item");
+}
+
+async function setColumns(db: Db, companyId: number, itemId: number, changes: Partial<typeof items.$inferInsert>): Promise<ItemRow> {
+  const [row] = await db
+    .update(items)
+    .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
+    .where(inCompany(companyId, itemId))
+    .returning();
+  if (!row) throw notFound("Item");
+  return row;
+}
+
+export const setItemStatus = (db: Db, companyId: number, itemId: number, status: "pending" | "completed") =>
+  setColumns(db, companyId, itemId, { status });
+
+export const setItemArchived = (db: Db, companyId: number, itemId: number, archived: boolean) =>
+  setColumns(db, companyId, itemId, { archived: archived ? 1 : 0 });
+
+/**
+ * Renewal: the new date must be later than the current one (default: one year later; Feb 29 ->
+ * Feb 28); the item goes back to pending and the previous date joins the renewal history. Both
+ * writes require the date read a moment ago, so two concurrent renewals never both apply to it.
+ */
+export async function renewItem(db: Db, companyId: number, userId: number, itemId: number, requested?: string) {
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    const current = await db.select({ expiryDate: items.expiryDate }).from(items).where(inCompany(companyId, itemId)).get();
+    if (!current) throw notFound("Item");
+    const next = requested ?? addYears(current.expiryDate, 1);
+    if (next <= current.expiryDate) {
+      throw badRequest(`expiry_date must be later than the item's current expiry date ${current.expiryDate}`);
+    }
+    const unchanged = and(inCompany(companyId, itemId), eq(items.expiryDate, current.expiryDate));
+    const [, [row]] = await db.batch([
+      db.insert(itemRenewals).select((qb) =>
+        qb
+          .select({
+            id: sql`NULL`,
+            itemId: items.id,
+            companyId: items.companyId,
+            previousDate: items.expiryDate,
+            newDate: sql`${next}`,
+            renewedBy: sql`${userId}`,
+            renewedAt: sql`CURRENT_TIMESTAMP`,
+          })
+          .from(items)
+          .where(unchanged) as never,
+      ),
+      db.update(items).set({ expiryDate: next, status: "pending", updatedAt: sql`CURRENT_TIMESTAMP` }).where(unchanged).returning(),
+    ]);
+    if (row) return { row, previousDate: current.expiryDate };
+  }
+  throw lostRace("item");
+}
+
+/** Deletes the item (its tag links and renewal history go with it by cascade) and tags no item uses any more. */
+export async function deleteItem(db: Db, companyId: number, itemId: number): Promise<void> {
+  const [deleted] = await db.batch([
+    db.delete(items).where(inCompany(companyId, itemId)).returning({ id: items.id }),
+    ...deleteItemTags(db, companyId, itemId),
+  ]);
+  if (deleted.length === 0) throw notFound("Item");
+}

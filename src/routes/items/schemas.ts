@@ -1,0 +1,178 @@
+import { z } from "@hono/zod-openapi";
+import { isCalendarDate } from "../../lib/time";
+import { Timestamp, cleanText, idField, idQuery, integerString, optionalText, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
+import { PERIODS, PERIOD_DESCRIPTION, isPeriod } from "./period";
+
+export const ITEM_TYPES = ["exp", "due", "apt", "evt"] as const;
+export const ITEM_STATUSES = ["pending", "completed"] as const;
+
+const ItemType = z.enum(ITEM_TYPES).openapi({ example: "exp", description: "exp: expiration, due: due date, apt: appointment, evt: event" });
+
+export const ItemListEntrySchema = z
+  .object({
+    item_id: z.number().int().openapi({ example: 120 }),
+    title: z.string().openapi({ example: "Fire safety certificate" }),
+    item_type: ItemType,
+    document_type: z.string().openapi({ example: "Certificate", description: "The document type's name; \"\" when the item has none" }),
+    document_type_id: z.number().int().openapi({ example: 4, description: "0 when the item has no document type" }),
+    deptid: z.number().int().openapi({ example: 1 }),
+    expiry_date: z.string().openapi({ example: "2027-03-31" }),
+    status: z.enum(ITEM_STATUSES).openapi({ example: "pending" }),
+    folder_id: z.number().int().openapi({ example: 0, description: "0 means no folder" }),
+    active: z.boolean().openapi({ example: true, description: "false when the item is archived" }),
+  })
+  .openapi("ItemListEntry");
+
+const ReminderEntry = z
+  .object({
+    reminder_id: z.number().int(),
+    date: z.string().openapi({ example: "2027-03-01" }),
+    hour: z.string().openapi({ example: "09:00" }),
+    sent: z.boolean(),
+  })
+  .openapi("ReminderEntry");
+
+export const ItemDetailSchema = ItemListEntrySchema.extend({
+  tags: z.array(z.string()).openapi({ example: ["fire", "building A"] }),
+  reminders: z.object({ queued: z.array(ReminderEntry), sent: z.array(ReminderEntry) }),
+  notes: z.string().openapi({ example: "Renew with the city office", description: "Extension: the input field, as stored" }),
+  contact_id: z.number().int().openapi({ example: 42, description: "Extension: whom reminders go to; 0 for none" }),
+  seqid: z.number().int().openapi({ example: 0, description: "Extension: the reminder sequence; 0 for none" }),
+  renewals: z
+    .array(z.object({ previous_date: z.string(), new_date: z.string(), renewed_at: Timestamp }))
+    .openapi({ description: "Extension: the renewal history, oldest first" }),
+  add_date: Timestamp,
+}).openapi("ItemDetail");
+
+export const CreatedItemSchema = z
+  .object({ item_id: z.number().int(), title: z.string(), expiry_date: z.string(), item_type: ItemType })
+  .openapi("CreatedItem");
+
+/** A real calendar date `YYYY-MM-DD`. */
+export const calendarDate = (field: string) =>
+  z
+    .string({ error: (issue) => (issue.input === undefined ? `${field} is required` : `${field} must be a date YYYY-MM-DD`) })
+    .refine(isCalendarDate, { error: `${field} must be a real calendar date YYYY-MM-DD (years 1900-9999)` })
+    .openapi({ type: "string", format: "date", example: "2027-03-31" });
+
+const title = requiredText("title", 200).openapi({ example: "Fire safety certificate" });
+const notes = optionalText("notes", 5000, { multiline: true }).openapi({ example: "Renew with the city office" });
+/** An id that may be 0 to mean "none" (clears the reference on PATCH). */
+const optionalRef = (field: string) =>
+  z
+    .number({ error: `${field} must be an integer` })
+    .int({ error: `${field} must be an integer` })
+    .min(0, { error: `${field} must be 0 (none) or an id` })
+    .max(Number.MAX_SAFE_INTEGER, { error: `${field} is too large` });
+
+export const CreateItemSchema = z
+  .strictObject({
+    title,
+    expiry_date: calendarDate("expiry_date"),
+    item_type: z.enum(ITEM_TYPES, { error: `item_type must be one of: ${ITEM_TYPES.join(", ")}` }).optional().openapi({ description: "Default exp" }),
+    document_type_id: idField("document_type_id").optional(),
+    document_type: requiredText("document_type", 100)
+      .optional()
+      .openapi({ description: "A document type name of the company (case-insensitive); unknown is 400. With document_type_id, both must name the same type." }),
+    deptid: idField("deptid").optional().openapi({ description: "Default: the document type's department, else the company's default department" }),
+    folder_id: idField("folder_id").optional(),
+    folder_path: cleanText("folder_path")
+      .max(1100, { error: "folder_path must be at most 1100 characters" })
+      .optional()
+      .openapi({ example: "Permits/City", description: "Creates missing folders like mkdir -p, reusing existing ones by name; not together with folder_id" }),
+    contact_id: idField("contact_id").optional().openapi({ description: "The contact reminders go to" }),
+    seqid: idField("seqid").optional().openapi({ description: "Reminder sequence (validated by the reminder engine)" }),
+    notes,
+  })
+  .superRefine((v, ctx) => {
+    if (v.folder_id !== undefined && v.folder_path !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["folder_path"], message: "folder_path cannot be combined with folder_id" });
+    }
+  })
+  .openapi("CreateItem");
+
+export const UpdateItemSchema = z
+  .strictObject({
+    title: title.optional(),
+    notes,
+    expiry_date: calendarDate("expiry_date").optional(),
+    folder_id: optionalRef("folder_id").optional().openapi({ description: "0 takes the item out of its folder" }),
+    document_type_id: optionalRef("document_type_id").optional().openapi({ description: "0 removes the document type" }),
+    contact_id: optionalRef("contact_id").optional().openapi({ description: "Extension; 0 removes the contact" }),
+    item_type: z.enum(ITEM_TYPES, { error: `item_type must be one of: ${ITEM_TYPES.join(", ")}` }).optional().openapi({ description: "Extension" }),
+    reschedule_reminders: z
+      .boolean({ error: "reschedule_reminders must be a boolean" })
+      .optional()
+      .openapi({ description: "With a new expiry_date: recompute the reminders that are relative to the date" }),
+  })
+  .refine((v) => Object.entries(v).some(([k, x]) => x !== undefined && k !== "reschedule_reminders"), { error: "No updatable fields provided" })
+  .openapi("UpdateItem");
+
+export const ItemStatusSchema = z
+  .strictObject({
+    status: z.enum(ITEM_STATUSES, { error: (i) => (i.input === undefined ? "status is required" : "status must be completed or pending") }),
+  })
+  .openapi("ItemStatus");
+
+export const ItemArchiveSchema = z
+  .strictObject({ archived: z.boolean({ error: "archived must be a boolean" }).optional().openapi({ description: "Default true" }) })
+  .openapi("ItemArchive");
+
+export const RenewItemSchema = z
+  .strictObject({
+    expiry_date: calendarDate("expiry_date").optional().openapi({ description: "Must be later than the current date; default: one year later" }),
+  })
+  .openapi("RenewItem");
+
+const choice = <T extends readonly [string, ...string[]]>(field: string, values: T, fallback: T[number]) =>
+  z
+    .enum(values, { error: `${field} must be one of: ${values.join(", ")}` })
+    .default(fallback)
+    .openapi({ param: { name: field, in: "query" }, default: fallback });
+
+export const ListItemsQuery = z.object({
+  ...paginationQuery(200, 50),
+  deptid: idQuery("deptid"),
+  document_type_id: idQuery("document_type_id"),
+  contact_id: idQuery("contact_id"),
+  folder_id: integerString("folder_id must be 0 (items in no folder) or a folder id", 0)
+    .optional()
+    .openapi({ param: { name: "folder_id", in: "query" }, description: "A folder id, or 0 for items in no folder" }),
+  item_type: choice("item_type", [...ITEM_TYPES, "all"] as const, "all"),
+  status: choice("status", ["any", ...ITEM_STATUSES] as const, "any"),
+  archived: choice("archived", ["false", "true", "any"] as const, "false").openapi({
+    description: "Extension: archived items are left out unless `true` (only archived) or `any`",
+  }),
+  period: cleanText("period")
+    .max(30, { error: "period must be at most 30 characters" })
+    .refine(isPeriod, { error: `period must be one of: ${PERIODS.join(", ")}, or a range YYYY-MM-DD..YYYY-MM-DD` })
+    .optional()
+    .openapi({ param: { name: "period", in: "query" }, description: PERIOD_DESCRIPTION, example: "next_30_days" }),
+  q: searchQuery.openapi({
+    description: "Word-prefix search over title and notes; every word must match (case- and accent-insensitive).",
+  }),
+  cursor: cleanText("cursor")
+    .max(100, { error: "cursor is invalid" })
+    .optional()
+    .openapi({ param: { name: "cursor", in: "query" }, description: "Extension: `meta.next_cursor` of the previous page (keyset pagination; offset must be 0)" }),
+});
+
+export const ItemListEnvelope = z
+  .object({
+    success: z.literal(true),
+    data: z.array(ItemListEntrySchema),
+    meta: z.object({
+      total: z.number().int(),
+      limit: z.number().int(),
+      offset: z.number().int(),
+      total_exact: z.boolean().openapi({ description: "false when more than 10,000 items match: total is then a lower bound" }),
+      next_cursor: z.string().nullable().openapi({ description: "Pass as `cursor` for the next page; null on the last page" }),
+    }),
+  })
+  .openapi("ItemList");
+
+export type ItemListEntry = z.infer<typeof ItemListEntrySchema>;
+export type ItemDetail = z.infer<typeof ItemDetailSchema>;
+export type CreateItemInput = z.infer<typeof CreateItemSchema>;
+export type UpdateItemInput = z.infer<typeof UpdateItemSchema>;
+export type ListItemsInput = z.infer<typeof ListItemsQuery>;
