@@ -13,6 +13,20 @@ import { MAX_FOLDER_NAME, type CreateFolderInput, type FolderOutput, type ListFo
 
 type FolderRow = typeof folders.$inferSelect;
 
+/** A new folder row as bound values in the table's column order, for `insert(folders).select(...)`. */
+function folderValues(companyId: number, deptId: number, parentId: SQL, name: string, description: string) {
+  return {
+    id: sql`NULL`,
+    companyId: sql`${companyId}`,
+    deptId: sql`${deptId}`,
+    parentId,
+    name: sql`${name}`,
+    nameKey: sql`${nameKey(name)}`,
+    description: sql`${description}`,
+    createdAt: sql`CURRENT_TIMESTAMP`,
+  };
+}
+
 export function folderOutput(row: FolderRow): FolderOutput {
   return {
     folderid: row.id,
@@ -121,16 +135,7 @@ export async function createFolder(db: Db, companyId: number, input: CreateFolde
         (qb) =>
           qb
             // Bound values in the table's column order.
-            .select({
-              id: sql`NULL`,
-              companyId: sql`${companyId}`,
-              deptId: sql`${deptId}`,
-              parentId: sql`${parentId}`,
-              name: sql`${name}`,
-              nameKey: sql`${nameKey(name)}`,
-              description: sql`${input.description ?? ""}`,
-              createdAt: sql`CURRENT_TIMESTAMP`,
-            })
+            .select(folderValues(companyId, deptId, sql`${parentId}`, name, input.description ?? ""))
             .from(departments)
             .where(
               and(eq(departments.id, deptId), eq(departments.companyId, companyId), parentId !== 0 ? folderExists(companyId, parentId) : undefined),
@@ -306,16 +311,7 @@ export async function ensureFolderPath(db: Db, companyId: number, deptId: number
       .select(
         (qb) =>
           qb
-            .select({
-              id: sql`NULL`,
-              companyId: sql`${companyId}`,
-              deptId: sql`${deptId}`,
-              parentId: sql`${parent}`,
-              name: sql`${name}`,
-              nameKey: sql`${nameKey(name)}`,
-              description: sql`''`,
-              createdAt: sql`CURRENT_TIMESTAMP`,
-            })
+            .select(folderValues(companyId, deptId, parent, name, ""))
             .from(departments)
             // The parent is NULL only when an earlier insert was refused (department not in the company).
             .where(and(eq(departments.id, deptId), eq(departments.companyId, companyId), sql`${parent} IS NOT NULL`)) as never,
