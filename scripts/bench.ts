@@ -1,14 +1,26 @@
-// `npm run bench [-- --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
+// `npm run bench [-- --only items|contacts|all --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
 //
-// Throughput benchmark of the read routes under `wrangler dev`, against a throw-away local D1:
-//   1. fresh temp --persist-to dir: migrations, demo seed, 10,000 contacts for company 1 and
-//      2,000 for company 2 (interleaved ids, so tenancy filtering has real work to do);
+// Throughput benchmark of the API routes under `wrangler dev`, against a throw-away local D1:
+//   1. fresh temp --persist-to dir: migrations, demo seed, then, by --only (default all):
+//      contacts: 10,000 contacts for company 1 and 2,000 for company 2 (interleaved ids, so
+//        tenancy filtering has real work to do);
+//      items: 100,000 items for company 1 (4 departments, 20 document types, 50 folders, 30 tags
+//        on a few thousand items), 20,000 for company 2 and 1,000 for company 3 (a second company
+//        of account 1 with its own API client), ids interleaved; company 1's documents_limit and
+//        account 1's max_documents raised to 10,000,000 so that the POST run never hits them;
+//      all as multi-row INSERTs (< 90 KB each) in one `wrangler d1 execute --file` per data set;
 //   2. `wrangler dev --port P --persist-to DIR --log-level warn` with X_LOCAL_OBSERVABILITY=false;
-//   3. a demo-owner token over HTTP, one existing contact id, one checked request per route;
+//   3. tokens over HTTP (demo-owner; bench-small for company 3), one checked request per route:
+//      totals against the inserted rows, tenancy (another company's rows are 404), deep offsets
+//      and a keyset cursor computed from the totals;
 //   4. autocannon: a mixed server warm-up, then per route a warm-up and the measured run,
-//      /health first and last; every response must be 2xx;
-//   5. a table of requests/s, p50, p99 and the ratio to GET /health of the same run, and
-//      whether the targets are met;
+//      /health first and last, and after each run one request of the route, which waits out the
+//      requests still queued in wrangler dev; every response must be 2xx. Item routes: the list unfiltered,
+//      `status=pending&period=next_90_days`, `document_type_id`, `q=insp` and a keyset page, each
+//      at 100k and then at 1k; the four lists at a deep offset; `GET /v1/items/{id}`; the POST last;
+//   5. a table of requests/s, p50, p99 and the ratio to GET /health of the same run, whether the
+//      targets are met, and for the item lists the growth from 1,000 to 100,000 items
+//      (cost at 100k / cost at 1k = ratio at 1k / ratio at 100k);
 //   6. the server is stopped and the temp dir removed, whatever happened.
 // Exits non-zero on errors (non-2xx, socket errors, failed setup), not on missed targets.
 // Quote ratios, not absolute numbers (docs/performance.md, /work/shared/perf-baselines.md).
@@ -17,6 +29,7 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSyn
 import { createRequire } from "node:module";
 import { loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { hashClientSecret } from "../src/auth/secret-hash.ts";
 import { ROOT, applyMigrations, ensureDevVars, optionValue, seedLocal, startDev, stopDev, wrangler } from "./lib/local.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -25,6 +38,9 @@ import { ROOT, applyMigrations, ensureDevVars, optionValue, seedLocal, startDev,
 const argv = process.argv.slice(2);
 if (argv.includes("--help") || argv.includes("-h")) {
   console.log(`Usage: npm run bench -- [options]
+  --only SET         items | contacts | all (default all): which data to seed and which routes to measure;
+                     items: the item routes at 100,000 and 1,000 items; contacts: the contact, company
+                     and department routes
   --duration S       measured seconds per route (default 10)
   --connections N    concurrent connections (default 32)
   --warmup S         unmeasured seconds per route before its first measured run (default 2)
@@ -34,7 +50,7 @@ if (argv.includes("--help") || argv.includes("-h")) {
   --json [FILE]      also write the results as JSON (default .bench/bench-<timestamp>.json)`);
   process.exit(0);
 }
-const KNOWN_FLAGS = ["--duration", "--connections", "--warmup", "--server-warmup", "--rounds", "--port", "--json"];
+const KNOWN_FLAGS = ["--only", "--duration", "--connections", "--warmup", "--server-warmup", "--rounds", "--port", "--json"];
 for (const arg of argv) {
   if (arg.startsWith("--") && !KNOWN_FLAGS.includes(arg.split("=")[0]!)) {
     console.error(`Unknown option ${arg} (see --help)`);
@@ -60,6 +76,15 @@ const SERVER_WARMUP = numberOption("--server-warmup", 10, 0);
 const ROUNDS = Math.round(numberOption("--rounds", 1, 1));
 const PORT = Math.round(numberOption("--port", 8900, 1));
 const INSPECTOR_PORT = PORT + 1;
+
+const ONLY_VALUES = ["items", "contacts", "all"] as const;
+const ONLY = (optionValue(argv, "--only") ?? "all") as (typeof ONLY_VALUES)[number];
+if (!ONLY_VALUES.includes(ONLY)) {
+  console.error(`--only must be one of ${ONLY_VALUES.join(", ")} (got ${ONLY})`);
+  process.exit(2);
+}
+const WITH_CONTACTS = ONLY !== "items";
+const WITH_ITEMS = ONLY !== "contacts";
 
 function jsonOutputPath(): string | undefined {
   const i = argv.findIndex((a) => a === "--json" || a.startsWith("--json="));
@@ -147,6 +172,11 @@ function buildContactStatements(): { statements: string[]; company1Ids: number[]
   }
   const head =
     "INSERT INTO contacts (id, company_id, dept_id, group_id, first_name, last_name, email, email_key, country_code, iso, mobile_code, phone_number, created_at, updated_at) VALUES\n";
+  return { statements: multiRowInserts(head, rows), company1Ids, company2Ids };
+}
+
+/** `head` + as many `(...)` rows per statement as fit under MAX_STATEMENT_BYTES. */
+function multiRowInserts(head: string, rows: string[]): string[] {
   const statements: string[] = [];
   let batch: string[] = [];
   let bytes = Buffer.byteLength(head);
@@ -161,8 +191,202 @@ function buildContactStatements(): { statements: string[]; company1Ids: number[]
     bytes += size;
   }
   if (batch.length > 0) statements.push(head + batch.join(",\n"));
-  return { statements, company1Ids, company2Ids };
+  return statements;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Items: 100,000 for company 1, 20,000 for company 2, 1,000 for company 3 (account 1).
+
+/** A company that gets items, with the ids of its departments, document types and folders. */
+interface ItemCompany {
+  id: number;
+  items: number;
+  /** The first is the company's default department. */
+  deptIds: number[];
+  typeIds: number[];
+  folderIds: number[];
+}
+
+const BIG: ItemCompany = { id: 1, items: 100_000, deptIds: [1, 3, 4, 5], typeIds: range(1, 20), folderIds: range(1, 50) };
+const OTHER: ItemCompany = { id: 2, items: 20_000, deptIds: [2], typeIds: [], folderIds: [] };
+/** The 1,000-item company the growth is measured against: same shape as company 1, 1% of its items. */
+const SMALL: ItemCompany = { id: 3, items: 1_000, deptIds: [6, 7, 8, 9], typeIds: range(21, 40), folderIds: range(51, 60) };
+const ITEM_COMPANIES = [BIG, OTHER, SMALL];
+/** API client of company 3 (seeded here, not by the demo seed). */
+const SMALL_CLIENT = { id: "bench-small", secret: "bench-small-secret" };
+const DOCUMENTS_LIMIT = 10_000_000;
+/** A word prefix shared by "inspection", "inspector" and "inspections": thousands of hits at 100k. */
+const ITEM_SEARCH_PREFIX = "insp";
+/** Unfiltered deep offset at 100k; each filter's deep offset is DEEP_SHARE of its total. */
+const ITEM_DEEP_OFFSET = 20_000;
+const DEEP_SHARE = 0.8;
+/** The keyset page starts after this many rows: 20,000 at 100k, 200 at 1k (the same share). */
+const KEYSET_POSITION = { big: 20_000, small: 200 };
+const ITEM_TARGETS = { list: 0.4, filtered: 0.35, growth: 1.5 };
+const ITEM_TYPE_VALUES = ["exp", "due", "apt", "evt"] as const;
+
+function range(from: number, to: number): number[] {
+  return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+}
+
+const EXTRA_DEPARTMENTS = ["Operations", "Facilities", "Fleet"];
+const DOCUMENT_TYPES = [
+  "Certificate", "Contract", "Insurance policy", "Inspection report", "License", "Permit", "Lease", "Warranty", "Passport", "Visa",
+  "Registration", "Subscription", "Maintenance plan", "Calibration record", "Audit report", "Training record", "Vaccination record",
+  "Service agreement", "Tax document", "Medical record",
+];
+const FOLDER_AREAS = ["Permits", "Vehicles", "Buildings", "Staff", "Contracts", "Insurance", "IT", "Finance", "Health & Safety", "Suppliers"];
+const TAG_NAMES = [
+  "urgent", "legal", "fleet", "hr", "finance", "building-a", "building-b", "warehouse", "it", "safety",
+  "compliance", "renewal", "supplier", "customer", "annual", "quarterly", "monthly", "critical", "low-priority", "board",
+  "audit", "health", "insurance", "tax", "lease", "vendor", "payroll", "training", "travel", "équipe",
+];
+/** First words of titles: a few share prefixes ("ins…": inspection, insurance, insulin; "insp…": inspection, inspector). */
+const TITLE_SUBJECTS = [
+  "Inspection", "Inspection", "Inspector visit", "Insurance", "Insurance", "Insulin prescription", "License", "Permit", "Certificate",
+  "Contract", "Lease", "Warranty", "Passport", "Visa", "Registration", "Subscription", "Maintenance", "Calibration", "Audit",
+  "Training", "Vaccination", "Service", "Domain renewal", "Membership", "Tax filing", "Safety check", "Medical check-up",
+  "Fire drill", "Certification", "Payment",
+];
+const TITLE_OBJECTS = [
+  "fire extinguishers", "elevator", "company van", "forklift", "boiler", "office lease", "server room", "delivery truck",
+  "HVAC system", "sprinkler system", "first aid kits", "liability", "property", "vehicle fleet", "workers' compensation",
+  "food handling", "electrical installation", "crane", "pressure vessels", "website certificate", "cold storage", "alarm system",
+];
+const TITLE_PLACES = [
+  "Building A", "Building B", "Warehouse 2", "Head office", "Plant Nord", "Depot Süd", "Branch Lyon", "Store 14", "São Paulo office", "Lab 3",
+];
+const NOTES = [
+  "", "", "", "Renew with the city office", "Contact the supplier 30 days ahead", "Annual inspections required by law",
+  "Copy kept in the safe", "Ask for the updated certificate", "Budget approved", "Check the premium before renewing",
+  "Reminder for the facility manager", "Scanned copy in the shared drive", "Price increase expected next year",
+  "Call Müller GmbH for a quote", "Owner: operations team", "Needs two signatures",
+];
+
+const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+const todayUtc = () => isoDay(Date.now());
+function addDaysIso(day: string, days: number): string {
+  return isoDay(Date.parse(`${day}T00:00:00Z`) + days * 86_400_000);
+}
+
+/** What the preflight checks the API's answers against. */
+interface SeededItem {
+  id: number;
+  companyId: number;
+  typeId: number | null;
+  expiry: string;
+  status: "pending" | "completed";
+  archived: number;
+  /** title + notes, for the expected `q` total. */
+  text: string;
+  tags: number;
+}
+
+/** Company ids by item id: 121 ids hold 100 of company 1, 20 of company 2 (every 6th) and 1 of company 3 (the 121st). */
+function itemCompanyOf(id: number): ItemCompany {
+  const p = id % 121;
+  if (p === 0) return SMALL;
+  return p % 6 === 0 ? OTHER : BIG;
+}
+
+function buildItemStatements(today: string): { statements: string[]; items: SeededItem[]; tagged: number } {
+  const random = prng(20261121);
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+  const statements: string[] = [
+    `UPDATE accounts SET max_documents = ${DOCUMENTS_LIMIT} WHERE id = 1`,
+    `UPDATE accounts SET max_documents = MAX(max_documents, ${OTHER.items * 2}) WHERE id = 2`,
+    `UPDATE companies SET documents_limit = ${DOCUMENTS_LIMIT} WHERE id = 1`,
+    `UPDATE companies SET documents_limit = MAX(documents_limit, ${OTHER.items * 2}) WHERE id = 2`,
+    `INSERT INTO companies (id, account_id, name, is_default, documents_limit, contacts_limit, drive_space_mb) VALUES (${SMALL.id}, 1, 'Bench Small Company', 0, ${DOCUMENTS_LIMIT}, 1000, 1024)`,
+  ];
+  // Departments, document types and folders of companies 1 and 3 (company 1's default department 1 exists).
+  const deptRows: string[] = [];
+  for (const company of [BIG, SMALL]) {
+    company.deptIds.forEach((deptId, i) => {
+      if (company.id === BIG.id && i === 0) return;
+      const name = i === 0 ? "General" : EXTRA_DEPARTMENTS[i - 1]!;
+      deptRows.push(`(${deptId}, ${company.id}, ${sqlText(name)}, ${sqlText(name.toLowerCase())}, ${i === 0 ? 1 : 0})`);
+    });
+  }
+  statements.push(`INSERT INTO departments (id, company_id, name, name_key, is_default) VALUES\n${deptRows.join(",\n")}`);
+  const typeRows: string[] = [];
+  const folderRows: string[] = [];
+  for (const company of [BIG, SMALL]) {
+    company.typeIds.forEach((typeId, i) => {
+      const name = DOCUMENT_TYPES[i]!;
+      typeRows.push(`(${typeId}, 1, ${company.id}, ${company.deptIds[i % company.deptIds.length]}, ${sqlText(name)}, ${sqlText(name.toLowerCase())}, 1)`);
+    });
+    company.folderIds.forEach((folderId, i) => {
+      const name = `${FOLDER_AREAS[i % FOLDER_AREAS.length]} ${2022 + Math.floor(i / FOLDER_AREAS.length)}`;
+      folderRows.push(`(${folderId}, ${company.id}, ${company.deptIds[i % company.deptIds.length]}, 0, ${sqlText(name)}, ${sqlText(name.toLowerCase())})`);
+    });
+  }
+  statements.push(`INSERT INTO document_types (id, account_id, company_id, dept_id, name, name_key, created_by) VALUES\n${typeRows.join(",\n")}`);
+  statements.push(`INSERT INTO folders (id, company_id, dept_id, parent_id, name, name_key) VALUES\n${folderRows.join(",\n")}`);
+  statements.push(
+    `INSERT INTO tags (id, company_id, name, name_key) VALUES\n` +
+      TAG_NAMES.map((name, i) => `(${i + 1}, ${BIG.id}, ${sqlText(name)}, ${sqlText(name.toLowerCase())})`).join(",\n"),
+  );
+
+  const total = ITEM_COMPANIES.reduce((n, c) => n + c.items, 0);
+  const items: SeededItem[] = [];
+  const itemRows: string[] = [];
+  const tagRows: string[] = [];
+  const start = Date.parse("2023-01-01T00:00:00Z");
+  let bigSeen = 0;
+  for (let id = 1; id <= total; id++) {
+    const company = itemCompanyOf(id);
+    const deptId = pick(company.deptIds);
+    const typeId = company.typeIds.length > 0 && random() >= 0.1 ? pick(company.typeIds) : null;
+    const folderId = company.folderIds.length > 0 && random() >= 0.3 ? pick(company.folderIds) : null;
+    const title = `${pick(TITLE_SUBJECTS)} – ${pick(TITLE_OBJECTS)}, ${pick(TITLE_PLACES)}`;
+    const notes = pick(NOTES);
+    const itemType = pick(ITEM_TYPE_VALUES);
+    const expiry = addDaysIso(today, Math.floor(random() * (2 * 1096 + 1)) - 1096);
+    const status = random() < 0.8 ? "pending" : "completed";
+    const archived = random() < 0.05 ? 1 : 0;
+    const created = new Date(start + id * 11 * 60_000).toISOString().slice(0, 19).replace("T", " ");
+    itemRows.push(
+      `(${id}, ${company.id}, ${deptId}, ${typeId ?? "NULL"}, ${folderId ?? "NULL"}, ${sqlText(title)}, ${sqlText(notes)}, ` +
+        `'${itemType}', '${expiry}', '${status}', ${archived}, 1, '${created}', '${created}')`,
+    );
+    // Tags on every 25th item of company 1 (4,000 items), 1-3 distinct tags each.
+    let tagCount = 0;
+    if (company === BIG && bigSeen++ % 25 === 0) {
+      tagCount = 1 + Math.floor(random() * 3);
+      const first = Math.floor(random() * TAG_NAMES.length);
+      for (let k = 0; k < tagCount; k++) tagRows.push(`(${id}, ${1 + ((first + k * 7) % TAG_NAMES.length)}, ${BIG.id}, ${k})`);
+    }
+    items.push({ id, companyId: company.id, typeId, expiry, status, archived, text: `${title} ${notes}`, tags: tagCount });
+  }
+  statements.push(
+    ...multiRowInserts(
+      "INSERT INTO items (id, company_id, dept_id, document_type_id, folder_id, title, notes, item_type, expiry_date, status, archived, created_by, created_at, updated_at) VALUES\n",
+      itemRows,
+    ),
+    ...multiRowInserts("INSERT INTO item_tags (item_id, tag_id, company_id, position) VALUES\n", tagRows),
+  );
+  return { statements, items, tagged: tagRows.length };
+}
+
+/** The API client of company 3, as the demo seed writes its clients. */
+async function smallClientStatement(): Promise<string> {
+  const salt = `seed-${SMALL_CLIENT.id}`;
+  const hash = await hashClientSecret(SMALL_CLIENT.secret, salt);
+  return (
+    `INSERT INTO api_clients (client_id, name, secret_hash, secret_salt, account_id, company_id, user_id, scopes, active) ` +
+    `VALUES (${sqlText(SMALL_CLIENT.id)}, 'bench: company 3', ${sqlText(hash)}, ${sqlText(salt)}, 1, ${SMALL.id}, 1, '*', 1)`
+  );
+}
+
+/** Word-prefix match as items_fts (unicode61, diacritics removed) does it for one lower-case ASCII prefix. */
+const matchesPrefix = (text: string, prefix: string) =>
+  text
+    .normalize("NFD")
+    .replace(/[\u0300-\u036f]/g, "")
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .some((w) => w.startsWith(prefix));
 
 // ---------------------------------------------------------------------------------------------
 // autocannon (CommonJS, no bundled types): the part of its API used here.
@@ -181,10 +405,14 @@ interface AutocannonOptions {
   url: string;
   connections: number;
   duration: number;
+  method?: "GET" | "POST";
   headers?: Record<string, string>;
+  body?: string;
+  /** Replace `[<id>]` in the body with a fresh id on every request. */
+  idReplacement?: boolean;
   timeout?: number;
   /** Cycled through by every connection. */
-  requests?: Array<{ path: string }>;
+  requests?: Array<{ path: string; method?: "GET" | "POST"; headers?: Record<string, string>; body?: string }>;
 }
 type Autocannon = (options: AutocannonOptions) => Promise<AutocannonResult>;
 const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon;
@@ -196,7 +424,10 @@ interface RouteSpec {
   key: string;
   label: string;
   path: string;
-  auth: boolean;
+  /** Bearer token; none for /health. */
+  token?: string;
+  /** POST with a JSON body; `[<id>]` in it becomes a fresh id per request. */
+  post?: string;
   target?: number;
 }
 
@@ -218,6 +449,8 @@ interface RouteResult {
   otherCpu?: number;
   /** Share of the machine autocannon (this process) used during the measured run. */
   loadGeneratorCpu?: number;
+  /** Seconds the server then needed to finish the requests left over from the run (see drain). */
+  drainSeconds: number;
   round: number;
   ratio?: number;
   target?: number;
@@ -288,11 +521,11 @@ async function getJson(path: string, token?: string): Promise<{ status: number; 
   return { status: res.status, body };
 }
 
-async function fetchToken(): Promise<string> {
+async function fetchToken(clientId = "demo-owner", clientSecret = "demo-owner-secret"): Promise<string> {
   const res = await fetch(`${base}/v1/oauth/token`, {
     method: "POST",
     headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ grant_type: "client_credentials", client_id: "demo-owner", client_secret: "demo-owner-secret" }),
+    body: JSON.stringify({ grant_type: "client_credentials", client_id: clientId, client_secret: clientSecret }),
   });
   const body = (await res.json()) as { access_token?: string };
   if (res.status !== 200 || !body.access_token) throw new Error(`token request failed: ${res.status} ${JSON.stringify(body)}`);
@@ -303,8 +536,8 @@ function expect(condition: boolean, message: string): void {
   if (!condition) throw new Error(`check failed: ${message}`);
 }
 
-/** One request per route before the load: correct answers, expected totals, tenancy. */
-async function preflight(token: string, contactId: number, otherCompanyId: number): Promise<Record<string, unknown>> {
+/** One request per contact route before the load: correct answers, expected totals, tenancy. */
+async function preflightContacts(token: string, contactId: number, otherCompanyId: number): Promise<Record<string, unknown>> {
   const health = await getJson("/health");
   expect(health.status === 200, `/health answered ${health.status}`);
   const point = await getJson(`/v1/contacts/${contactId}`, token);
@@ -329,6 +562,156 @@ async function preflight(token: string, contactId: number, otherCompanyId: numbe
     searchTotal: search.body.meta.total,
     offsetFirstId: offset.body.data[0].contact_id,
   };
+}
+
+interface ItemPage {
+  data: Array<{ item_id: number; expiry_date: string }>;
+  meta: { total: number; limit: number; offset: number; total_exact: boolean; next_cursor: string | null };
+}
+
+/** GET of an item list page: 200, `rows` rows (default 50), every row of the company, in (expiry_date, item_id) order. */
+async function itemPage(path: string, token: string, company: ItemCompany, rows = 50): Promise<ItemPage> {
+  const res = await getJson(path, token);
+  expect(res.status === 200, `GET ${path} (company ${company.id}): ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+  const body = res.body as ItemPage;
+  expect(body.data?.length === rows, `GET ${path} (company ${company.id}): ${body.data?.length} rows, expected ${rows}`);
+  const foreign = body.data.filter((row) => row.item_id <= ITEM_TOTAL && itemCompanyOf(row.item_id) !== company);
+  expect(foreign.length === 0, `GET ${path} (company ${company.id}) returned other companies' items ${foreign.map((r) => r.item_id).join(", ")}`);
+  const unordered = body.data.findIndex(
+    (row, i) => i > 0 && (row.expiry_date < body.data[i - 1]!.expiry_date || (row.expiry_date === body.data[i - 1]!.expiry_date && row.item_id <= body.data[i - 1]!.item_id)),
+  );
+  expect(unordered < 0, `GET ${path} (company ${company.id}): rows out of (expiry_date, item_id) order at row ${unordered}`);
+  return body;
+}
+
+/** meta.total against the rows inserted: exact up to the API's 10,000 cap (queries.ts MAX_EXACT_TOTAL). */
+function expectTotal(path: string, page: ItemPage, expected: number): void {
+  const unfiltered = path === "/v1/items?limit=50";
+  expect(
+    page.meta.total === expected || (!unfiltered && expected > 10_000 && page.meta.total === 10_000 && page.meta.total_exact === false),
+    `GET ${path}: meta.total ${page.meta.total} (total_exact ${page.meta.total_exact}), expected ${expected} from the inserted rows` +
+      (unfiltered ? " (the unfiltered total comes from the companies counters and is exact at any size: docs/api-notes.md)" : ""),
+  );
+}
+
+const ITEM_TOTAL = ITEM_COMPANIES.reduce((n, c) => n + c.items, 0);
+/** Deep offset for a filter: DEEP_SHARE of its total, a multiple of 50, with a full page after it. */
+const deepOffset = (total: number) => Math.max(0, Math.min(Math.floor((total * DEEP_SHARE) / 50) * 50, total - 50));
+
+interface GrowthPair {
+  kind: string;
+  big: string;
+  small: string;
+}
+
+/**
+ * One request per item route before the load (totals against the inserted rows, tenancy, deep
+ * offsets and the keyset cursor), and the item routes: 100k list routes each followed by the
+ * same route at 1k, then the deep offsets, the point read and the POST.
+ */
+async function preflightItems(
+  seeded: SeededItem[],
+  tokens: { big: string; small: string },
+): Promise<{ routes: RouteSpec[]; pairs: GrowthPair[]; check: Record<string, unknown> }> {
+  const today = todayUtc();
+  const until = addDaysIso(today, 90);
+  const check: Record<string, unknown> = {};
+  const routes: RouteSpec[] = [];
+  const deep: RouteSpec[] = [];
+  const pairs: GrowthPair[] = [];
+  const kinds = ["list", "period", "type", "q", "keyset"] as const;
+  const perCompany: Record<"big" | "small", RouteSpec[]> = { big: [], small: [] };
+
+  for (const size of ["big", "small"] as const) {
+    const company = size === "big" ? BIG : SMALL;
+    const token = tokens[size];
+    const tag = size === "big" ? "[100k]" : "[1k]";
+    const live = seeded.filter((i) => i.companyId === company.id && i.archived === 0);
+    const typeId = company.typeIds[3]!;
+    const filters = [
+      { kind: "period", query: "status=pending&period=next_90_days", expected: live.filter((i) => i.status === "pending" && i.expiry >= today && i.expiry <= until).length },
+      { kind: "type", query: `document_type_id=${typeId}`, expected: live.filter((i) => i.typeId === typeId).length },
+      { kind: "q", query: `q=${ITEM_SEARCH_PREFIX}`, expected: live.filter((i) => matchesPrefix(i.text, ITEM_SEARCH_PREFIX)).length },
+    ];
+    const list = await itemPage("/v1/items?limit=50", tokens[size], company);
+    expectTotal("/v1/items?limit=50", list, live.length);
+    const totals: Record<string, number> = { list: list.meta.total };
+    const route = (kind: string, label: string, path: string, target?: number): RouteSpec => ({
+      key: `items-${kind}-${size}`,
+      label: `${tag} ${label}`,
+      path,
+      token,
+      target: size === "big" ? target : undefined,
+    });
+    perCompany[size].push(route("list", "GET /v1/items?limit=50", "/v1/items?limit=50", ITEM_TARGETS.list));
+    for (const f of filters) {
+      const path = `/v1/items?limit=50&${f.query}`;
+      // At 1k a filter may match fewer than 50 items (about 30 for the period, 45 for the type).
+      const page = await itemPage(path, token, company, Math.min(50, f.expected));
+      expectTotal(path, page, f.expected);
+      totals[f.kind] = page.meta.total;
+      perCompany[size].push(route(f.kind, `GET ${path}`, path, ITEM_TARGETS.filtered));
+    }
+    // Keyset: the cursor of the page that ends at the deep position; its next page must be the
+    // rows right after it, as an offset read gives them.
+    const position = KEYSET_POSITION[size];
+    const before = await itemPage(`/v1/items?limit=50&offset=${position - 50}`, token, company);
+    const cursor = before.meta.next_cursor;
+    expect(typeof cursor === "string", `no next_cursor at offset ${position - 50}`);
+    const keysetPath = `/v1/items?limit=50&cursor=${encodeURIComponent(cursor!)}`;
+    const keyset = await itemPage(keysetPath, token, company);
+    const byOffset = await itemPage(`/v1/items?limit=1&offset=${position}`, token, company, 1);
+    expect(keyset.data[0]!.item_id === byOffset.data[0]!.item_id, `cursor page starts at item ${keyset.data[0]!.item_id}, offset ${position} at ${byOffset.data[0]!.item_id}`);
+    perCompany[size].push(route("keyset", `GET ${keysetPath} (rows ${position + 1}-${position + 50})`, keysetPath));
+    check[`company${company.id}`] = { totals, keysetCursor: cursor, keysetPosition: position };
+
+    if (size === "big") {
+      // Deep offsets: 20,000 unfiltered; DEEP_SHARE of each filter's total.
+      const deepPaths = [
+        { kind: "list", path: `/v1/items?limit=50&offset=${ITEM_DEEP_OFFSET}` },
+        ...filters.map((f) => ({ kind: f.kind, path: `/v1/items?limit=50&${f.query}&offset=${deepOffset(totals[f.kind]!)}` })),
+      ];
+      for (const d of deepPaths) {
+        await itemPage(d.path, token, company);
+        deep.push({ key: `items-${d.kind}-deep`, label: `${tag} GET ${d.path}`, path: d.path, token });
+      }
+      // The point read: a tagged, live item in the middle of company 1.
+      const tagged = live.filter((i) => i.tags > 0);
+      const item = tagged[Math.floor(tagged.length / 2)]!;
+      const point = await getJson(`/v1/items/${item.id}`, token);
+      expect(
+        point.status === 200 && point.body?.data?.item_id === item.id && point.body.data.tags?.length === item.tags,
+        `GET /v1/items/${item.id}: ${point.status}, tags ${JSON.stringify(point.body?.data?.tags)} (expected ${item.tags})`,
+      );
+      deep.push({ key: "items-point", label: `${tag} GET /v1/items/${item.id}`, path: `/v1/items/${item.id}`, token });
+      // Tenancy both ways.
+      const otherItem = seeded.filter((i) => i.companyId === OTHER.id)[Math.floor(OTHER.items / 2)]!;
+      const foreign = await getJson(`/v1/items/${otherItem.id}`, token);
+      expect(foreign.status === 404, `company 2's item ${otherItem.id} must be 404 for company 1, got ${foreign.status}`);
+      const fromSmall = await getJson(`/v1/items/${item.id}`, tokens.small);
+      expect(fromSmall.status === 404, `company 1's item ${item.id} must be 404 for company 3, got ${fromSmall.status}`);
+      // The POST: the item lands 4 years out, after every page measured here.
+      const body = JSON.stringify({ title: "Bench item [<id>]", expiry_date: addDaysIso(today, 4 * 365), document_type_id: typeId });
+      const created = await fetch(base + "/v1/items", {
+        method: "POST",
+        headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+        body: body.replace("[<id>]", "preflight"),
+      });
+      const createdText = await created.text();
+      expect(created.status === 201, `POST /v1/items: ${created.status} ${createdText.slice(0, 300)}`);
+      deep.push({ key: "items-create", label: `${tag} POST /v1/items ${body}`, path: "/v1/items", token, post: body });
+      check.pointItem = item.id;
+      check.deepPaths = deepPaths.map((d) => d.path);
+    }
+  }
+  // Each 100k list route right before the same route at 1k: drift hits both alike.
+  for (const kind of kinds) {
+    const big = perCompany.big.find((r) => r.key === `items-${kind}-big`)!;
+    const small = perCompany.small.find((r) => r.key === `items-${kind}-small`)!;
+    routes.push(big, small);
+    pairs.push({ kind, big: big.key, small: small.key });
+  }
+  return { routes: [...routes, ...deep], pairs, check };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -398,13 +781,37 @@ function otherCpuShare(before: CpuSample | undefined, after: CpuSample | undefin
 /** Above this share of the machine taken by other processes, a route's numbers are suspect. */
 const CONTENDED = 0.1;
 
-async function measure(route: RouteSpec, token: string, serverGroup: number | undefined, warmup: boolean): Promise<RouteResult> {
+function requestHeaders(route: RouteSpec): Record<string, string> {
+  const headers: Record<string, string> = route.token ? { Authorization: `Bearer ${route.token}` } : {};
+  if (route.post !== undefined) headers["Content-Type"] = "application/json";
+  return headers;
+}
+
+/**
+ * Waits until the server has worked off what a run left behind: when autocannon stops, up to
+ * `--connections` requests are still queued in wrangler dev, and for a route that takes long
+ * they hold local D1 (and with it every route, /health included) for seconds, which would be
+ * charged to the next route measured. One request of the route itself (GET /health after a
+ * POST) answers only after them.
+ */
+async function drain(route: RouteSpec): Promise<number> {
+  const t = Date.now();
+  const res = await fetch(base + (route.post === undefined ? route.path : "/health"), {
+    headers: route.token ? { Authorization: `Bearer ${route.token}` } : {},
+    signal: AbortSignal.timeout(180_000),
+  });
+  await res.arrayBuffer();
+  return (Date.now() - t) / 1000;
+}
+
+async function measure(route: RouteSpec, serverGroup: number | undefined, warmup: boolean): Promise<RouteResult> {
   const options: AutocannonOptions = {
     url: base + route.path,
     connections: CONNECTIONS,
     duration: DURATION,
     timeout: 30,
-    headers: route.auth ? { Authorization: `Bearer ${token}` } : {},
+    headers: requestHeaders(route),
+    ...(route.post !== undefined ? { method: "POST" as const, body: route.post, idReplacement: true } : {}),
   };
   let warmNon2xx = 0;
   let warmErrors = 0;
@@ -413,10 +820,12 @@ async function measure(route: RouteSpec, token: string, serverGroup: number | un
     warmNon2xx = warm.non2xx;
     warmErrors = warm.errors;
     if (warm.non2xx > 0 || warm.errors > 0) log(`warm-up of ${route.label}: ${warm.non2xx} non-2xx, ${warm.errors} errors`);
+    await drain(route);
   }
   const before = cpuSample(serverGroup);
   const r = await autocannon(options);
   const after = cpuSample(serverGroup);
+  const drainSeconds = await drain(route);
   const otherCpu = otherCpuShare(before, after);
   const loadGeneratorCpu = selfCpuShare(before, after);
   const statusCodes = Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, s]) => [code, Number(s.count)]));
@@ -436,6 +845,7 @@ async function measure(route: RouteSpec, token: string, serverGroup: number | un
     warmupErrors: warmErrors,
     otherCpu,
     loadGeneratorCpu,
+    drainSeconds,
     round: 0,
     target: route.target,
   };
@@ -526,7 +936,13 @@ async function main(): Promise<number> {
       warmupSeconds: WARMUP,
       serverWarmupSeconds: SERVER_WARMUP,
       rounds: ROUNDS,
-      data: { company1Contacts: COMPANY1_CONTACTS, company2Contacts: COMPANY2_CONTACTS, searchPrefix: SEARCH_PREFIX, listOffset: LIST_OFFSET },
+      only: ONLY,
+      data: {
+        ...(WITH_CONTACTS ? { company1Contacts: COMPANY1_CONTACTS, company2Contacts: COMPANY2_CONTACTS, searchPrefix: SEARCH_PREFIX, listOffset: LIST_OFFSET } : {}),
+        ...(WITH_ITEMS
+          ? { items: Object.fromEntries(ITEM_COMPANIES.map((c) => [`company${c.id}`, c.items])), itemSearchPrefix: ITEM_SEARCH_PREFIX, itemDeepOffset: ITEM_DEEP_OFFSET }
+          : {}),
+      },
     };
     log(`wrangler ${version}, Node ${process.version}; persist dir ${persistTo}`);
     log(
@@ -545,33 +961,73 @@ async function main(): Promise<number> {
     await seedLocal(target);
     log(`demo data seeded (${((Date.now() - t) / 1000).toFixed(1)} s)`);
 
-    t = Date.now();
-    const { statements, company1Ids, company2Ids } = buildContactStatements();
-    // Room under the contact limits, then the contacts: one `wrangler d1 execute --file` call
-    // (statements < 100 KB each), the file in the temp dir so that it goes with it.
-    const sql = [
-      `UPDATE companies SET contacts_limit = MAX(contacts_limit, ${COMPANY1_CONTACTS * 2}) WHERE id = 1`,
-      `UPDATE companies SET contacts_limit = MAX(contacts_limit, ${COMPANY2_CONTACTS * 2}) WHERE id = 2`,
-      ...statements,
-    ];
     const sqlFile = join(persistTo, "bench-data.sql");
-    writeFileSync(sqlFile, sql.map((s) => `${s.trim().replace(/;$/, "")};`).join("\n"));
-    wrangler(["d1", "execute", "DB", "--local", "--persist-to", persistTo, "--file", sqlFile, "-y"], { quiet: true });
-    const counts = JSON.parse(
-      wrangler(
-        ["d1", "execute", "DB", "--local", "--persist-to", persistTo, "--json", "-y", "--command",
-          "SELECT id, contacts_used, contacts_limit, (SELECT COUNT(*) FROM contacts c WHERE c.company_id = companies.id) AS n FROM companies ORDER BY id"],
-        { quiet: true },
-      ),
-    ) as Array<{ results: Array<{ id: number; contacts_used: number; contacts_limit: number; n: number }> }>;
-    const companies = counts.flatMap((r) => r.results);
-    log(
-      `inserted ${COMPANY1_CONTACTS + COMPANY2_CONTACTS} contacts in ${statements.length} INSERTs ` +
-        `(${((Date.now() - t) / 1000).toFixed(1)} s): ` +
-        companies.map((c) => `company ${c.id}: ${c.n} rows, contacts_used ${c.contacts_used}/${c.contacts_limit}`).join("; "),
-    );
-    expect(companies.find((c) => c.id === 1)?.n === COMPANY1_CONTACTS, "company 1 contact count");
-    expect(companies.find((c) => c.id === 2)?.n === COMPANY2_CONTACTS, "company 2 contact count");
+    const executeFile = (statements: string[]) => {
+      // One `wrangler d1 execute --file` call (statements < 100 KB each), the file in the temp dir so that it goes with it.
+      writeFileSync(sqlFile, statements.map((s) => `${s.trim().replace(/;$/, "")};`).join("\n"));
+      wrangler(["d1", "execute", "DB", "--local", "--persist-to", persistTo, "--file", sqlFile, "-y"], { quiet: true });
+      rmSync(sqlFile, { force: true });
+    };
+    const query = <T>(sql: string): T[] =>
+      (JSON.parse(wrangler(["d1", "execute", "DB", "--local", "--persist-to", persistTo, "--json", "-y", "--command", sql], { quiet: true })) as Array<{ results: T[] }>).flatMap(
+        (r) => r.results,
+      );
+
+    let company1Ids: number[] = [];
+    let company2Ids: number[] = [];
+    if (WITH_CONTACTS) {
+      t = Date.now();
+      const built = buildContactStatements();
+      ({ company1Ids, company2Ids } = built);
+      // Room under the contact limits, then the contacts.
+      executeFile([
+        `UPDATE companies SET contacts_limit = MAX(contacts_limit, ${COMPANY1_CONTACTS * 2}) WHERE id = 1`,
+        `UPDATE companies SET contacts_limit = MAX(contacts_limit, ${COMPANY2_CONTACTS * 2}) WHERE id = 2`,
+        ...built.statements,
+      ]);
+      const companies = query<{ id: number; contacts_used: number; contacts_limit: number; n: number }>(
+        "SELECT id, contacts_used, contacts_limit, (SELECT COUNT(*) FROM contacts c WHERE c.company_id = companies.id) AS n FROM companies ORDER BY id",
+      );
+      log(
+        `inserted ${COMPANY1_CONTACTS + COMPANY2_CONTACTS} contacts in ${built.statements.length} INSERTs ` +
+          `(${((Date.now() - t) / 1000).toFixed(1)} s): ` +
+          companies.map((c) => `company ${c.id}: ${c.n} rows, contacts_used ${c.contacts_used}/${c.contacts_limit}`).join("; "),
+      );
+      expect(companies.find((c) => c.id === 1)?.n === COMPANY1_CONTACTS, "company 1 contact count");
+      expect(companies.find((c) => c.id === 2)?.n === COMPANY2_CONTACTS, "company 2 contact count");
+    }
+
+    let seededItems: SeededItem[] = [];
+    let itemSeedSeconds: number | undefined;
+    if (WITH_ITEMS) {
+      t = Date.now();
+      const built = buildItemStatements(todayUtc());
+      seededItems = built.items;
+      const itemInserts = built.statements.filter((s) => s.startsWith("INSERT INTO items ")).length;
+      executeFile([...built.statements, await smallClientStatement()]);
+      itemSeedSeconds = (Date.now() - t) / 1000;
+      // The triggers' counters against the rows.
+      const companies = query<{ id: number; documents_used: number; items_archived: number; documents_limit: number; n: number; archived: number }>(
+        "SELECT id, documents_used, items_archived, documents_limit, (SELECT COUNT(*) FROM items i WHERE i.company_id = companies.id) AS n, " +
+          "(SELECT COUNT(*) FROM items i WHERE i.company_id = companies.id AND i.archived = 1) AS archived FROM companies ORDER BY id",
+      );
+      const [other] = query<{ fts: number; links: number; tagged: number }>(
+        "SELECT (SELECT COUNT(*) FROM items_fts) AS fts, (SELECT COUNT(*) FROM item_tags) AS links, (SELECT SUM(items_count) FROM tags) AS tagged",
+      );
+      log(
+        `inserted ${ITEM_TOTAL} items in ${itemInserts} INSERTs, ${built.tagged} tag links, structure and the bench-small client ` +
+          `(${itemSeedSeconds.toFixed(1)} s, the items' counter and FTS triggers included): ` +
+          companies.map((c) => `company ${c.id}: ${c.n} items (${c.archived} archived), documents_used ${c.documents_used}/${c.documents_limit}, items_archived ${c.items_archived}`).join("; ") +
+          `; items_fts ${other?.fts} rows, item_tags ${other?.links}, tags.items_count sum ${other?.tagged}`,
+      );
+      for (const company of ITEM_COMPANIES) {
+        const row = companies.find((c) => c.id === company.id);
+        const archived = seededItems.filter((i) => i.companyId === company.id && i.archived === 1).length;
+        expect(row?.n === company.items && row.documents_used === company.items, `company ${company.id}: ${row?.n} items, documents_used ${row?.documents_used}`);
+        expect(row?.items_archived === archived && row.archived === archived, `company ${company.id}: items_archived ${row?.items_archived}, expected ${archived}`);
+      }
+      expect(other?.fts === ITEM_TOTAL && other.links === built.tagged && other.tagged === built.tagged, `items_fts / item_tags / tags.items_count: ${JSON.stringify(other)}`);
+    }
 
     t = Date.now();
     child = await startDev(
@@ -583,36 +1039,51 @@ async function main(): Promise<number> {
     child.stderr?.on("data", (chunk) => (serverOutput += chunk));
     log(`wrangler dev up on ${base} (${((Date.now() - t) / 1000).toFixed(1)} s): --log-level warn, X_LOCAL_OBSERVABILITY=false`);
 
+    const health: RouteSpec = { key: "health", label: "GET /health", path: "/health" };
+    expect((await getJson("/health")).status === 200, "/health");
     const token = await fetchToken();
-    const listed = await getJson("/v1/contacts?limit=1&offset=4999", token);
-    const contactId: number = listed.body?.data?.[0]?.contact_id;
-    expect(Number.isInteger(contactId) && company1Ids.includes(contactId), `picked contact id ${contactId}`);
-    const check = await preflight(token, contactId, company2Ids[Math.floor(company2Ids.length / 2)]!);
-    log(`token for demo-owner; contact ${contactId}; preflight ok: ${JSON.stringify(check)}`);
+    const routes: RouteSpec[] = [];
+    const check: Record<string, unknown> = {};
+    if (WITH_CONTACTS) {
+      const listed = await getJson("/v1/contacts?limit=1&offset=4999", token);
+      const contactId: number = listed.body?.data?.[0]?.contact_id;
+      expect(Number.isInteger(contactId) && company1Ids.includes(contactId), `picked contact id ${contactId}`);
+      check.contacts = await preflightContacts(token, contactId, company2Ids[Math.floor(company2Ids.length / 2)]!);
+      log(`token for demo-owner; contact ${contactId}; contacts preflight ok: ${JSON.stringify(check.contacts)}`);
+      routes.push(
+        { key: "point", label: `GET /v1/contacts/${contactId}`, path: `/v1/contacts/${contactId}`, token, target: TARGETS.point },
+        { key: "list", label: "GET /v1/contacts?limit=50", path: "/v1/contacts?limit=50", token, target: TARGETS.list },
+        { key: "search", label: `GET /v1/contacts?limit=50&q=${SEARCH_PREFIX}`, path: `/v1/contacts?limit=50&q=${SEARCH_PREFIX}`, token },
+        { key: "offset", label: `GET /v1/contacts?limit=50&offset=${LIST_OFFSET}`, path: `/v1/contacts?limit=50&offset=${LIST_OFFSET}`, token },
+        // Counters, not scans: the company holding 10,000 contacts lists as cheaply as an empty one.
+        { key: "companies", label: "GET /v1/companies", path: "/v1/companies", token, target: TARGETS.structure },
+        { key: "departments", label: "GET /v1/departments", path: "/v1/departments", token, target: TARGETS.structure },
+      );
+    }
+    let growthPairs: GrowthPair[] = [];
+    if (WITH_ITEMS) {
+      const smallToken = await fetchToken(SMALL_CLIENT.id, SMALL_CLIENT.secret);
+      const items = await preflightItems(seededItems, { big: token, small: smallToken });
+      check.items = items.check;
+      growthPairs = items.pairs;
+      routes.push(...items.routes);
+      log(`tokens for demo-owner (company 1) and ${SMALL_CLIENT.id} (company 3); items preflight ok: ${JSON.stringify(items.check)}`);
+    }
 
-    const health: RouteSpec = { key: "health", label: "GET /health", path: "/health", auth: false };
-    const routes: RouteSpec[] = [
-      { key: "point", label: `GET /v1/contacts/${contactId}`, path: `/v1/contacts/${contactId}`, auth: true, target: TARGETS.point },
-      { key: "list", label: "GET /v1/contacts?limit=50", path: "/v1/contacts?limit=50", auth: true, target: TARGETS.list },
-      { key: "search", label: `GET /v1/contacts?limit=50&q=${SEARCH_PREFIX}`, path: `/v1/contacts?limit=50&q=${SEARCH_PREFIX}`, auth: true },
-      { key: "offset", label: `GET /v1/contacts?limit=50&offset=${LIST_OFFSET}`, path: `/v1/contacts?limit=50&offset=${LIST_OFFSET}`, auth: true },
-      // Counters, not scans: the company holding 10,000 contacts lists as cheaply as an empty one.
-      { key: "companies", label: "GET /v1/companies", path: "/v1/companies", auth: true, target: TARGETS.structure },
-      { key: "departments", label: "GET /v1/departments", path: "/v1/departments", auth: true, target: TARGETS.structure },
-    ];
     if (SERVER_WARMUP > 0) {
       // A fresh wrangler dev is slower for its first seconds under load (JIT in both workerd
       // processes); without this the first route measured, /health, tends to come out low.
-      log(`server warm-up: ${SERVER_WARMUP} s of mixed load over all routes ...`);
+      // The POST is left out (its own warm-up precedes its first run).
+      log(`server warm-up: ${SERVER_WARMUP} s of mixed load over all GET routes ...`);
       const warm = await autocannon({
         url: base,
         connections: CONNECTIONS,
         duration: SERVER_WARMUP,
         timeout: 30,
-        headers: { Authorization: `Bearer ${token}` },
-        requests: [health, ...routes].map((r) => ({ path: r.path })),
+        requests: [health, ...routes].filter((r) => r.post === undefined).map((r) => ({ path: r.path, headers: requestHeaders(r) })),
       });
       if (warm.non2xx > 0 || warm.errors > 0) throw new Error(`server warm-up: ${warm.non2xx} non-2xx, ${warm.errors} errors`);
+      for (const route of routes) if (route.post === undefined) await drain(route);
     }
 
     // Each round: /health, then every route; one more /health at the end. A route's ratio in a
@@ -621,14 +1092,15 @@ async function main(): Promise<number> {
     const all: RouteResult[] = [];
     const run = async (route: RouteSpec, round: number, warmup: boolean): Promise<RouteResult> => {
       log(`${route.label}${ROUNDS > 1 ? ` (round ${round + 1})` : ""} ...`);
-      const result = await measure(route, token, child!.pid, warmup);
+      const result = await measure(route, child!.pid, warmup);
       result.round = round;
       all.push(result);
       const cpu =
         result.otherCpu === undefined
           ? ""
           : `; machine CPU: other processes ${pct(result.otherCpu)}, autocannon ${pct(result.loadGeneratorCpu ?? 0)}`;
-      log(`  ${result.requestsPerSecond.toFixed(0)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, non-2xx ${result.non2xx}, errors ${result.errors}${cpu}`);
+      const drained = result.drainSeconds >= 1 ? `; ${result.drainSeconds.toFixed(1)} s to finish the requests left over` : "";
+      log(`  ${result.requestsPerSecond.toFixed(0)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, non-2xx ${result.non2xx}, errors ${result.errors}${cpu}${drained}`);
       return result;
     };
     const healthRuns: RouteResult[] = [];
@@ -655,7 +1127,13 @@ async function main(): Promise<number> {
     console.log(
       `Results ${started.toISOString()} — wrangler ${version} dev, --log-level warn, X_LOCAL_OBSERVABILITY=false; ` +
         `autocannon ${CONNECTIONS} connections, ${DURATION} s per route per round, ${ROUNDS} round(s), ` +
-        `${WARMUP} s warm-up per route, ${SERVER_WARMUP} s server warm-up; ${COMPANY1_CONTACTS} + ${COMPANY2_CONTACTS} contacts`,
+        `${WARMUP} s warm-up per route, ${SERVER_WARMUP} s server warm-up; data: ` +
+        [
+          WITH_CONTACTS ? `${COMPANY1_CONTACTS} + ${COMPANY2_CONTACTS} contacts` : "",
+          WITH_ITEMS ? `${ITEM_COMPANIES.map((c) => c.items).join(" + ")} items (companies ${ITEM_COMPANIES.map((c) => c.id).join(", ")}; [100k] = company 1, [1k] = company 3)` : "",
+        ]
+          .filter(Boolean)
+          .join(", "),
     );
     console.log(
       `ratio = route req/s / mean of the GET /health runs around its round (all /health runs: ${healthRuns.map((r) => r.requestsPerSecond.toFixed(0)).join(", ")} req/s, ` +
@@ -675,6 +1153,25 @@ async function main(): Promise<number> {
     for (const t of targetResults) {
       console.log(`target ${t.route}: ratio ${t.ratio.toFixed(2)} ${t.met ? ">=" : "<"} ${t.target.toFixed(2)} -> ${t.met ? "MET" : "MISSED"}`);
     }
+    // Growth from 1,000 to 100,000 items: cost at 100k / cost at 1k, cost being 1 / ratio.
+    const growthResults = growthPairs.map((pair) => {
+      const big = summary.find((r) => r.key === pair.big)!;
+      const small = summary.find((r) => r.key === pair.small)!;
+      // No request completed at 100k (or at either size): no finite growth, and the target is missed.
+      const growth = big.ratio > 0 && small.ratio > 0 ? small.ratio / big.ratio : null;
+      return { route: big.label.replace(/^\[100k\] /, ""), ratio100k: big.ratio, ratio1k: small.ratio, growth, target: ITEM_TARGETS.growth, met: growth !== null && growth <= ITEM_TARGETS.growth };
+    });
+    if (growthResults.length > 0) {
+      console.log("");
+      console.log(`growth = cost at 100k / cost at 1k = ratio at 1k / ratio at 100k (target <= ${ITEM_TARGETS.growth.toFixed(2)}):`);
+      const width = Math.max(...growthResults.map((g) => g.route.length));
+      for (const g of growthResults) {
+        console.log(
+          `  ${g.route.padEnd(width)}  ratio ${g.ratio100k.toFixed(2)} at 100k, ${g.ratio1k.toFixed(2)} at 1k -> growth ` +
+            `${g.growth === null ? "n/a (no request completed)" : g.growth.toFixed(2)} ${g.met ? "<=" : ">"} ${g.target.toFixed(2)} -> ${g.met ? "MET" : "MISSED"}`,
+        );
+      }
+    }
     const contended = all.filter((r) => r.otherCpu !== undefined && r.otherCpu > CONTENDED);
     const clean = contended.length === 0 && healthSpread <= 0.1;
     if (!clean) {
@@ -689,7 +1186,10 @@ async function main(): Promise<number> {
     for (const r of failed) {
       console.error(
         `ERROR ${r.label} (round ${r.round + 1}): ${r.non2xx} non-2xx (${JSON.stringify(r.statusCodes)}), ${r.errors} errors, ` +
-          `${r.timeouts} timeouts; warm-up: ${r.warmupNon2xx} non-2xx, ${r.warmupErrors} errors`,
+          `${r.timeouts} timeouts; warm-up: ${r.warmupNon2xx} non-2xx, ${r.warmupErrors} errors` +
+          (r.requests === 0
+            ? `; no request completed within ${DURATION} s: with ${CONNECTIONS} connections a response to this route takes longer than that (use a longer --duration)`
+            : ""),
       );
     }
     if (failed.length > 0 && serverOutput.trim()) console.error(`wrangler dev output:\n${serverOutput.slice(-4000)}`);
@@ -705,6 +1205,7 @@ async function main(): Promise<number> {
         clean,
         summary,
         targets: targetResults,
+        growth: growthResults,
         measurements: all,
       };
       writeFileSync(JSON_OUT, JSON.stringify(report, null, 2) + "\n");

@@ -262,15 +262,15 @@ export const items = sqliteTable(
     index("items_company_date_idx").on(t.companyId, t.archived, t.expiryDate, t.id),
     index("items_company_status_date_idx").on(t.companyId, t.archived, t.status, t.expiryDate, t.id),
     index("items_company_kind_date_idx").on(t.companyId, t.archived, t.itemType, t.expiryDate, t.id),
-    // Led by the referenced id: ids are unique across companies, so these serve the list filters
-    // and also the foreign-key checks when a type, department or contact is deleted (which look
-    // up items by that column alone and would otherwise scan every company's items).
-    index("items_type_date_idx").on(t.documentTypeId, t.expiryDate, t.id),
-    index("items_dept_date_idx").on(t.deptId, t.expiryDate, t.id),
-    index("items_contact_date_idx").on(t.contactId, t.expiryDate, t.id),
-    // folder_id = 0 in the list means "no folder" (NULL), which needs the company in front.
-    index("items_company_folder_date_idx").on(t.companyId, t.folderId, t.expiryDate, t.id),
-    index("items_folder_idx").on(t.folderId),
+    // Led by the referenced id: they serve the foreign-key checks when a type, department, folder
+    // or contact is deleted (which look items up by that column alone and would otherwise walk
+    // every company's items), and, with archived and company_id next, the list filters by that
+    // reference: an index seek in (expiry_date, id) order, and a count that reads only the index.
+    // folder_id = 0 in the list ("no folder") seeks folder_id IS NULL for the company the same way.
+    index("items_type_date_idx").on(t.documentTypeId, t.archived, t.companyId, t.expiryDate, t.id),
+    index("items_dept_date_idx").on(t.deptId, t.archived, t.companyId, t.expiryDate, t.id),
+    index("items_contact_date_idx").on(t.contactId, t.archived, t.companyId, t.expiryDate, t.id),
+    index("items_folder_date_idx").on(t.folderId, t.archived, t.companyId, t.expiryDate, t.id),
   ],
 );
 

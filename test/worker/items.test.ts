@@ -328,3 +328,26 @@ describe("changing an item", () => {
     expectShapeB(await call("DELETE", `/v1/items/${item.item_id}`, { token: owner }), 404);
   });
 });
+
+describe("totals past the counting cap", () => {
+  it("stay exact unfiltered (counters) and become a lower bound filtered", async () => {
+    const account = await createAccount({ documents: 20000 }, { documents: 20000 });
+    await env.DB.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10300)
+       INSERT INTO items (company_id, dept_id, title, expiry_date, status, created_by)
+       SELECT ?1, ?2, 'Bulk ' || i, '2031-01-01', CASE WHEN i % 100 = 0 THEN 'completed' ELSE 'pending' END, 1 FROM n`,
+    )
+      .bind(account.companyId, account.deptId)
+      .run();
+    const all = await list(account.ownerToken, "limit=1");
+    expect(all.meta).toMatchObject({ total: 10300, total_exact: true });
+    const pending = await list(account.ownerToken, "limit=1&status=pending");
+    expect(pending.meta).toMatchObject({ total: 10000, total_exact: false });
+    const done = await list(account.ownerToken, "limit=1&status=completed");
+    expect(done.meta).toMatchObject({ total: 103, total_exact: true });
+    const search = await list(account.ownerToken, "limit=1&q=bulk");
+    expect(search.meta).toMatchObject({ total: 1000, total_exact: false });
+    const deep = await list(account.ownerToken, "limit=2&offset=10290");
+    expect(deep.data).toHaveLength(2);
+  });
+});

@@ -1,4 +1,4 @@
-import { and, asc, count, eq, gte, isNull, lt, lte, sql, type SQL } from "drizzle-orm";
+import { and, asc, count, eq, gte, inArray, isNull, lt, lte, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { selectDepartment } from "../../db/departments";
 import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
@@ -16,6 +16,8 @@ import type { CreateItemInput, ItemDetail, ItemListEntry, ListItemsInput, Update
 
 /** Filtered totals are counted up to this many matches; beyond it `meta.total_exact` is false. */
 export const MAX_EXACT_TOTAL = 10_000;
+/** The same with `q`: a search's matches are not in index order, so each one counted costs more. */
+export const MAX_EXACT_SEARCH_TOTAL = 1_000;
 
 const itemColumns = {
   id: items.id,
@@ -133,13 +135,19 @@ export function itemListQueries(db: Db, companyId: number, query: ListItemsInput
       : query.archived === "false"
         ? sql<number>`${companies.documentsUsed} - ${companies.itemsArchived}`
         : companies.documentsUsed;
+  const cap = query.q ? MAX_EXACT_SEARCH_TOTAL : MAX_EXACT_TOTAL;
+  // The page's ids come from the index alone (ordered, skipping `offset` entries without
+  // touching rows); only those rows are read and joined.
+  const ids = db.select({ id: items.id }).from(items).where(pageWhere).orderBy(asc(items.expiryDate), asc(items.id)).limit(query.limit).offset(query.offset);
   return {
-    page: selectEntries(db).where(pageWhere).orderBy(asc(items.expiryDate), asc(items.id)).limit(query.limit).offset(query.offset),
-    // Unfiltered, the total is the company's trigger-maintained counters; filtered, an index
-    // count that stops after MAX_EXACT_TOTAL + 1 matches.
+    ids,
+    page: selectEntries(db).where(inArray(items.id, ids)).orderBy(asc(items.expiryDate), asc(items.id)),
+    // Unfiltered, the total is the company's trigger-maintained counters (exact); filtered, an
+    // index count that stops after `cap` + 1 matches.
     total: filtered
-      ? db.select({ n: count() }).from(db.select({ one: sql`1` }).from(items).where(where).limit(MAX_EXACT_TOTAL + 1).as("matches"))
+      ? db.select({ n: count() }).from(db.select({ one: sql`1` }).from(items).where(where).limit(cap + 1).as("matches"))
       : db.select({ n: sql<number>`${unfilteredTotal}` }).from(companies).where(eq(companies.id, companyId)),
+    cap: filtered ? cap : Number.POSITIVE_INFINITY,
   };
 }
 
@@ -148,13 +156,13 @@ export async function listItems(db: Db, companyId: number, query: ListItemsInput
   const queries = itemListQueries(db, companyId, query, today);
   if (!queries) return { rows: [], meta: { total: 0, limit: query.limit, offset: query.offset, total_exact: true, next_cursor: null } };
   const result = await listPage(db, query, queries.page, queries.total);
-  const exact = result.meta.total <= MAX_EXACT_TOTAL;
+  const exact = result.meta.total <= queries.cap;
   const last = result.rows[result.rows.length - 1];
   return {
     rows: result.rows,
     meta: {
       ...result.meta,
-      total: exact ? result.meta.total : MAX_EXACT_TOTAL,
+      total: exact ? result.meta.total : queries.cap,
       total_exact: exact,
       next_cursor: last && result.rows.length === query.limit ? encodeCursor(last) : null,
     },

@@ -1,7 +1,7 @@
 import { MessageEnvelope, createRouter, dataEnvelope, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { itemScheduler } from "../../reminders/item-events";
-import { MAX_EXACT_TOTAL, createItem, deleteItem, getItem, listItems, renewItem, setItemArchived, setItemStatus, updateItem, itemEntry } from "./queries";
+import { MAX_EXACT_SEARCH_TOTAL, MAX_EXACT_TOTAL, createItem, deleteItem, getItem, listItems, renewItem, setItemArchived, setItemStatus, updateItem, itemEntry } from "./queries";
 import {
   CreateItemSchema,
   CreatedItemSchema,
@@ -30,7 +30,8 @@ itemsRouter.openapi(
     summary: "List items",
     description:
       "Ordered by expiry_date, then item_id (stable across pages). Filters combine with AND. Archived items are left out unless `archived=true` " +
-      `or \`any\`. \`meta.total\` counts every match up to ${MAX_EXACT_TOTAL}; beyond that \`meta.total_exact\` is false and total is a lower bound. ` +
+      `or \`any\`. \`meta.total\` counts every match: unfiltered exactly, filtered up to ${MAX_EXACT_TOTAL} (${MAX_EXACT_SEARCH_TOTAL} with \`q\`); beyond that ` +
+      "`meta.total_exact` is false and total is that bound (a lower bound). " +
       "For deep pages use keyset pagination: pass `meta.next_cursor` as `cursor` (it costs what the first page costs).",
     request: { query: ListItemsQuery },
     responses: { 200: jsonResponse(ItemListEnvelope, "A page of items") },

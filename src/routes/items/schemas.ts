@@ -165,7 +165,7 @@ export const ItemListEnvelope = z
       total: z.number().int(),
       limit: z.number().int(),
       offset: z.number().int(),
-      total_exact: z.boolean().openapi({ description: "false when more than 10,000 items match: total is then a lower bound" }),
+      total_exact: z.boolean().openapi({ description: "false when a filtered list has more than 10,000 matches (1,000 with q): total is then that lower bound" }),
       next_cursor: z.string().nullable().openapi({ description: "Pass as `cursor` for the next page; null on the last page" }),
     }),
   })
