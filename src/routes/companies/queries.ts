@@ -91,23 +91,28 @@ function allocated(accountId: number, except = 0) {
   };
 }
 
+/** The account's ceilings next to what its companies (but `except`) have been allocated. */
+function accountAllocation(db: Db, accountId: number, except = 0) {
+  const used = allocated(accountId, except);
+  return db
+    .select({
+      maxCompanies: accounts.maxCompanies,
+      maxDocuments: accounts.maxDocuments,
+      maxContacts: accounts.maxContacts,
+      maxDriveSpaceMb: accounts.maxDriveSpaceMb,
+      companies: used.companies,
+      documents: used.documents,
+      contacts: used.contacts,
+      driveMb: used.driveMb,
+    })
+    .from(accounts)
+    .where(eq(accounts.id, accountId));
+}
+
 export async function listCompanies(db: Db, caller: Caller) {
-  const used = allocated(caller.accountId);
   const [rows, [account]] = await db.batch([
     db.select().from(companies).where(visible(caller)).orderBy(asc(companies.id)),
-    db
-      .select({
-        maxCompanies: accounts.maxCompanies,
-        maxDocuments: accounts.maxDocuments,
-        maxContacts: accounts.maxContacts,
-        maxDriveSpaceMb: accounts.maxDriveSpaceMb,
-        companies: used.companies,
-        documents: used.documents,
-        contacts: used.contacts,
-        driveMb: used.driveMb,
-      })
-      .from(accounts)
-      .where(eq(accounts.id, caller.accountId)),
+    accountAllocation(db, caller.accountId),
   ]);
   if (!account) throw notFound("Account");
   return {
@@ -150,21 +155,7 @@ interface Allocation {
  * the first usage it would fall below. Null when it fits now (a concurrent change freed room).
  */
 async function allocationProblem(db: Db, accountId: number, want: Allocation, current?: CompanyRow): Promise<string | null> {
-  const used = allocated(accountId, current?.id ?? 0);
-  const account = await db
-    .select({
-      maxCompanies: accounts.maxCompanies,
-      maxDocuments: accounts.maxDocuments,
-      maxContacts: accounts.maxContacts,
-      maxDriveSpaceMb: accounts.maxDriveSpaceMb,
-      companies: used.companies,
-      documents: used.documents,
-      contacts: used.contacts,
-      driveMb: used.driveMb,
-    })
-    .from(accounts)
-    .where(eq(accounts.id, accountId))
-    .get();
+  const account = await accountAllocation(db, accountId, current?.id ?? 0).get();
   if (!account) return "The account no longer exists";
   if (!current && account.companies >= account.maxCompanies) {
     return `The account may hold at most ${account.maxCompanies} companies; delete one or raise the plan`;
