@@ -171,6 +171,16 @@ const fieldsJson = (fields: StoredField[]) => JSON.stringify(fields.map((f) => (
 /** The JSON object of one field inside `json_each(...) AS j`. */
 const fromJson = (key: keyof StoredField) => sql.raw(`json_extract(j.value, '$.${key}')`);
 
+/** The definition columns of a field, read from the JSON object `j.value`. */
+const fieldColumnsFromJson = () => ({
+  fieldName: fromJson("name"),
+  fieldKey: fromJson("key"),
+  fieldType: fromJson("type"),
+  fieldData: fromJson("data"),
+  private: fromJson("private"),
+  position: fromJson("position"),
+});
+
 /**
  * Inserts `fields` into type `typeId` (an SQL expression) where `guard` holds: one statement for
  * the whole list, which arrives as a single JSON parameter.
@@ -184,12 +194,7 @@ function insertFields(db: Db, companyId: number, typeId: SQL, fields: StoredFiel
           id: sql`NULL`,
           typeId: sql`${typeId}`,
           companyId: sql`${companyId}`,
-          fieldName: fromJson("name"),
-          fieldKey: fromJson("key"),
-          fieldType: fromJson("type"),
-          fieldData: fromJson("data"),
-          private: fromJson("private"),
-          position: fromJson("position"),
+          ...fieldColumnsFromJson(),
         })
         .from(sql`json_each(${fieldsJson(fields)}) AS j`)
         .where(guard)
@@ -359,12 +364,7 @@ export async function updateDocumentType(db: Db, companyId: number, typeId: numb
           db
             .update(documentTypeFields)
             .set({
-              fieldName: fromJson("name"),
-              fieldKey: fromJson("key"),
-              fieldType: fromJson("type"),
-              fieldData: fromJson("data"),
-              private: fromJson("private"),
-              position: fromJson("position"),
+              ...fieldColumnsFromJson(),
             })
             .from(sql`json_each(${fieldsJson(updates)}) AS j`)
             .where(and(sql`${documentTypeFields.id} = ${fromJson("id")}`, inKept)),
