@@ -153,7 +153,9 @@ export const contacts = sqliteTable(
   },
   (t) => [
     index("contacts_company_idx").on(t.companyId),
-    index("contacts_company_dept_idx").on(t.companyId, t.deptId),
+    // Led by dept_id (ids are unique across companies): the deptid filter, and the foreign-key
+    // check when a department is deleted, which looks contacts up by dept_id alone.
+    index("contacts_dept_idx").on(t.deptId),
     index("contacts_company_group_idx").on(t.companyId, t.groupId),
     // For the foreign-key check when a contact group is deleted (it looks contacts up by group_id alone).
     index("contacts_group_idx").on(t.groupId),
@@ -183,7 +185,7 @@ export const documentTypes = sqliteTable(
   },
   (t) => [
     index("document_types_account_idx").on(t.accountId),
-    index("document_types_company_dept_idx").on(t.companyId, t.deptId),
+    index("document_types_dept_idx").on(t.deptId),
     uniqueIndex("document_types_company_name_key_uq").on(t.companyId, t.nameKey),
     uniqueIndex("document_types_one_default_uq").on(t.companyId).where(sql`is_default = 1`),
   ],
@@ -228,7 +230,7 @@ export const folders = sqliteTable(
   },
   (t) => [
     uniqueIndex("folders_sibling_name_key_uq").on(t.companyId, t.parentId, t.nameKey),
-    index("folders_company_dept_idx").on(t.companyId, t.deptId),
+    index("folders_dept_idx").on(t.deptId),
   ],
 );
 

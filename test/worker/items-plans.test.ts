@@ -75,6 +75,10 @@ describe("foreign-key lookups", () => {
     ["item_tags", "tag_id"],
     ["item_renewals", "item_id"],
     ["contacts", "group_id"],
+    ["contacts", "dept_id"],
+    ["contact_groups", "dept_id"],
+    ["document_types", "dept_id"],
+    ["folders", "dept_id"],
     ["document_type_fields", "type_id"],
   ] as const) {
     it(`${child}.${column} is searched through an index`, async () => {

@@ -73,7 +73,7 @@ export const DEPARTMENT_HOLDINGS: readonly DepartmentHolding[] = [
     describe: (n) => plural(n, "document type", "document types"),
   },
   {
-    // Every folder in the department, at any depth (folders_company_dept_idx).
+    // Every folder in the department, at any depth (folders_dept_idx).
     key: "folders",
     count: (companyId, deptId) => sql<number>`(SELECT count(*) FROM folders AS f WHERE f.company_id = ${companyId} AND f.dept_id = ${deptId})`,
     describe: (n) => plural(n, "folder", "folders"),
