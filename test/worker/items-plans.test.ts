@@ -57,6 +57,17 @@ describe("query plans of the item list", () => {
     });
   }
 
+  it("a common search term walks the company's date index in order, probing the matches", async () => {
+    for (const search of ["q=insp", "q=insp&status=pending"]) {
+      const query = ListItemsQuery.parse(Object.fromEntries(new URLSearchParams(search)));
+      const built = itemListQueries(db, 1, query, "2026-11-21", "date")!;
+      const ids = await plan(built.ids);
+      expect(ids, ids).toMatch(/SEARCH items USING (COVERING )?INDEX items_company_(status_)?date_idx /);
+      expect(ids, ids).not.toMatch(/USE TEMP B-TREE FOR ORDER BY/);
+      expect(fullScanOfItems(await plan(built.total))).toEqual([]);
+    }
+  });
+
   it("detects a full scan (control)", async () => {
     const text = await plan({ toSQL: () => ({ sql: "SELECT * FROM items WHERE title = ?", params: ["x"] }) });
     expect(fullScanOfItems(text)).toHaveLength(1);

@@ -347,6 +347,8 @@ describe("totals past the counting cap", () => {
     expect(done.meta).toMatchObject({ total: 103, total_exact: true });
     const search = await list(account.ownerToken, "limit=1&q=bulk");
     expect(search.meta).toMatchObject({ total: 1000, total_exact: false });
+    // A term this common is searched along the date index: the same order as the plain list.
+    expect(ids(await list(account.ownerToken, "limit=5&offset=3&q=bulk"))).toEqual(ids(await list(account.ownerToken, "limit=5&offset=3")));
     const deep = await list(account.ownerToken, "limit=2&offset=10290");
     expect(deep.data).toHaveLength(2);
   });

@@ -97,7 +97,7 @@ async function companyTimeZone(db: Db, companyId: number): Promise<string> {
  * The page and total queries of a list request, unexecuted (tests read their query plans).
  * `today` is the company's today, needed only for `period`. Null when `q` has no searchable word.
  */
-export function itemListQueries(db: Db, companyId: number, query: ListItemsInput, today: string) {
+export function itemListQueries(db: Db, companyId: number, query: ListItemsInput, today: string, search: "matches" | "date" = "matches") {
   const conditions: SQL[] = [eq(items.companyId, companyId)];
   let filtered = false;
   const filter = (condition: SQL | undefined) => {
@@ -120,7 +120,11 @@ export function itemListQueries(db: Db, companyId: number, query: ListItemsInput
   if (query.q) {
     const match = prefixMatchQuery(query.q);
     if (!match) return null;
-    filter(sql`${items.id} IN (SELECT rowid FROM items_fts WHERE items_fts MATCH ${match})`);
+    const matches = sql`(SELECT rowid FROM items_fts WHERE items_fts MATCH ${match})`;
+    // A rare term: read its matches and sort them. A common one (search "date"): walk the
+    // company's date index in order and keep the rows that match (the unary + keeps SQLite from
+    // driving the query from the matches), so a page stops after its 50 hits.
+    filter(search === "date" ? sql`+${items.id} IN ${matches}` : sql`${items.id} IN ${matches}`);
   }
   const where = and(...conditions);
   let pageWhere = where;
@@ -151,9 +155,22 @@ export function itemListQueries(db: Db, companyId: number, query: ListItemsInput
   };
 }
 
+/** Above this many matches (all companies), a search walks the date index instead of sorting its matches. */
+export const COMMON_TERM_MATCHES = 2_000;
+
+/** How to run a search: from its matches when they are few, along the date index when they are many. */
+async function searchStrategy(db: Db, q: string): Promise<"matches" | "date"> {
+  const match = prefixMatchQuery(q);
+  if (!match) return "matches";
+  const row = await db.get<{ n: number }>(
+    sql`SELECT count(*) AS n FROM (SELECT rowid FROM items_fts WHERE items_fts MATCH ${match} LIMIT ${COMMON_TERM_MATCHES + 1})`,
+  );
+  return (row?.n ?? 0) > COMMON_TERM_MATCHES ? "date" : "matches";
+}
+
 export async function listItems(db: Db, companyId: number, query: ListItemsInput) {
   const today = query.period ? todayIn(await companyTimeZone(db, companyId)) : "";
-  const queries = itemListQueries(db, companyId, query, today);
+  const queries = itemListQueries(db, companyId, query, today, query.q ? await searchStrategy(db, query.q) : "matches");
   if (!queries) return { rows: [], meta: { total: 0, limit: query.limit, offset: query.offset, total_exact: true, next_cursor: null } };
   const result = await listPage(db, query, queries.page, queries.total);
   const exact = result.meta.total <= queries.cap;
