@@ -1,7 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import {
   TIMESTAMP,
-  type CallResult,
   type Json,
   call,
   createAccount,
@@ -15,6 +14,8 @@ import {
   tokenFor,
   uniqueEmail,
   uniqueWord,
+  after,
+  noServerError,
 } from "./helpers";
 import { sql } from "drizzle-orm";
 import { getDb } from "../../src/db/client";
@@ -110,14 +111,7 @@ async function departmentRow(id: number) {
  * the two interleave (the other request's guarded write finds the department gone), later the
  * other request commits first and the delete's guard refuses.
  */
-async function after(steps: number, request: () => Promise<CallResult>): Promise<CallResult> {
-  for (let i = 0; i < steps; i++) await env.DB.prepare("SELECT 1").first();
-  return request();
-}
 
-function noServerError(...results: CallResult[]) {
-  for (const res of results) expect(res.status, JSON.stringify(res.body)).toBeLessThan(500);
-}
 
 describe("POST /v1/departments", () => {
   it("201 with msg and the department: exactly the documented fields, isdefault 0, counters 0", async () => {

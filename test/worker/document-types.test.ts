@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   TIMESTAMP,
-  type CallResult,
   type Json,
   call,
   createDepartment,
@@ -11,6 +10,8 @@ import {
   expectShapeB,
   tokenFor,
   uniqueWord,
+  noServerError,
+  createDocumentType,
 } from "./helpers";
 
 // Document types: CRUD with custom fields, one default per company, the account's ceiling
@@ -30,11 +31,6 @@ beforeAll(async () => {
   ({ owner, member, other, readonly } = await demoTokens());
 });
 
-async function createType(token: string, body: Record<string, unknown> = {}): Promise<Json> {
-  const res = await call("POST", "/v1/document-types", { token, body: { doctype_name: uniqueWord("Type"), ...body } });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body.data;
-}
 
 async function getType(id: number, token = owner): Promise<Json> {
   const res = await call("GET", `/v1/document-types/${id}`, { token });
@@ -82,9 +78,6 @@ async function orphanFields(): Promise<number> {
   return row!.n;
 }
 
-function noServerError(...results: CallResult[]) {
-  for (const res of results) expect(res.status, JSON.stringify(res.body)).toBeLessThan(500);
-}
 
 describe("POST /v1/document-types", () => {
   it("201 with msg and the type: default department, isdefault 0, empid the caller, docs_count 0, no fields", async () => {
@@ -103,7 +96,7 @@ describe("POST /v1/document-types", () => {
   });
 
   it("creates the fields in order, each with an autonum, output fields exactly; private defaults to 0, field_data to \"\"", async () => {
-    const t = await createType(owner, {
+    const t = await createDocumentType(owner, {
       fields: [
         { field_name: "Policy number", field_type: "text" },
         { field_name: "Notes", field_type: "textarea", field_data: "line one\nline two", private: 1 },
@@ -137,14 +130,14 @@ describe("POST /v1/document-types", () => {
       field_type: FIELD_TYPES[i % FIELD_TYPES.length],
       field_data: FIELD_TYPES[i % FIELD_TYPES.length] === "select" ? "a\nb" : "x".repeat(1000),
     }));
-    const t = await createType(owner, { fields });
+    const t = await createDocumentType(owner, { fields });
     expect(t.fields.map((f: Json) => f.field_name)).toEqual(fields.map((f) => f.field_name));
     expect(new Set(t.fields.map((f: Json) => f.field_type))).toEqual(new Set(FIELD_TYPES));
   });
 
   it("creates in the given department", async () => {
     const dept = await createDepartment();
-    const t = await createType(owner, { deptid: dept });
+    const t = await createDocumentType(owner, { deptid: dept });
     expect(t.deptid).toBe(dept);
   });
 
@@ -245,7 +238,7 @@ describe("POST /v1/document-types", () => {
 
   it("409 for a duplicate name in the company, case-insensitively in any script; nothing written", async () => {
     const word = uniqueWord("äpfel");
-    const first = await createType(owner, { doctype_name: `Straße ${word}` });
+    const first = await createDocumentType(owner, { doctype_name: `Straße ${word}` });
     const before = await typesOfAccount(1);
     for (const dup of [`Straße ${word}`, `STRASSE ${word.toUpperCase()}`, `  strasse ${word}  `]) {
       const res = await call("POST", "/v1/document-types", { token: owner, body: { doctype_name: dup, fields: [{ field_name: "X", field_type: "text" }] } });
@@ -257,31 +250,31 @@ describe("POST /v1/document-types", () => {
 
   it("names are unique per company, whatever the department; another company may use the same name", async () => {
     const name = uniqueWord("PerCompany");
-    await createType(owner, { doctype_name: name, deptid: 1 });
+    await createDocumentType(owner, { doctype_name: name, deptid: 1 });
     const res = await call("POST", "/v1/document-types", { token: owner, body: { doctype_name: name, deptid: await createDepartment() } });
     expectShapeB(res, 409);
     // ... but another company may use it.
-    const elsewhere = await createType(other, { doctype_name: name });
+    const elsewhere = await createDocumentType(other, { doctype_name: name });
     expect(elsewhere.deptid).toBe(2);
   });
 
   it("isdefault 1 makes it the company's only default; a duplicate with isdefault 1 leaves the default alone", async () => {
-    const a = await createType(owner, { isdefault: 1 });
+    const a = await createDocumentType(owner, { isdefault: 1 });
     expect(a.isdefault).toBe(1);
     expect(await defaultsOf(1)).toEqual([a.typeid]);
-    const b = await createType(owner, { isdefault: 1 });
+    const b = await createDocumentType(owner, { isdefault: 1 });
     expect(await defaultsOf(1)).toEqual([b.typeid]);
     expect((await getType(a.typeid)).isdefault).toBe(0);
     expectShapeB(await call("POST", "/v1/document-types", { token: owner, body: { doctype_name: a.name, isdefault: 1 } }), 409);
     expect(await defaultsOf(1)).toEqual([b.typeid]);
-    await createType(owner, { isdefault: 0 });
+    await createDocumentType(owner, { isdefault: 0 });
     expect(await defaultsOf(1)).toEqual([b.typeid]);
   });
 });
 
 describe("GET /v1/document-types", () => {
   it("lists the company's types ordered by typeid, with their fields and meta {total, max_allowed, limit, offset}", async () => {
-    const withFields = await createType(owner, { fields: [{ field_name: "Number", field_type: "text" }, { field_name: "Issued", field_type: "date" }] });
+    const withFields = await createDocumentType(owner, { fields: [{ field_name: "Number", field_type: "text" }, { field_name: "Issued", field_type: "date" }] });
     const body = await listTypes();
     expect(Object.keys(body.meta)).toEqual(["total", "max_allowed", "limit", "offset"]);
     expect(body.meta).toMatchObject({ max_allowed: 50, limit: 200, offset: 0 });
@@ -305,9 +298,9 @@ describe("GET /v1/document-types", () => {
   it("filters by deptid and by q (case-insensitive substring of the name); total counts the matches", async () => {
     const dept = await createDepartment();
     const word = uniqueWord("q");
-    const a = await createType(owner, { deptid: dept, doctype_name: `Äpfel ${word} one`, fields: [{ field_name: "F", field_type: "text" }] });
-    const b = await createType(owner, { deptid: dept, doctype_name: `${word.toUpperCase()} two` });
-    const c = await createType(owner, { doctype_name: `x${word}x` });
+    const a = await createDocumentType(owner, { deptid: dept, doctype_name: `Äpfel ${word} one`, fields: [{ field_name: "F", field_type: "text" }] });
+    const b = await createDocumentType(owner, { deptid: dept, doctype_name: `${word.toUpperCase()} two` });
+    const c = await createDocumentType(owner, { doctype_name: `x${word}x` });
     const byDept = await listTypes(`deptid=${dept}`);
     expect(byDept.data.map((t) => t.typeid)).toEqual([a.typeid, b.typeid]);
     expect(byDept.meta.total).toBe(2);
@@ -338,7 +331,7 @@ describe("GET /v1/document-types", () => {
   });
 
   it("shows only the caller's company", async () => {
-    const mine = await createType(other);
+    const mine = await createDocumentType(other);
     const theirs = await listTypes("", other);
     expect(theirs.data.map((t) => t.typeid)).toContain(mine.typeid);
     expect((await listTypes()).data.map((t) => t.typeid)).not.toContain(mine.typeid);
@@ -347,7 +340,7 @@ describe("GET /v1/document-types", () => {
 
 describe("GET /v1/document-types/{type_id}", () => {
   it("404 for an unknown id and for another company's type; 400 for a malformed id", async () => {
-    const theirs = await createType(other);
+    const theirs = await createDocumentType(other);
     expectShapeB(await call("GET", `/v1/document-types/${theirs.typeid}`, { token: owner }), 404, /Document type not found/);
     expectShapeB(await call("GET", "/v1/document-types/99999999", { token: owner }), 404);
     expectShapeB(await call("GET", "/v1/document-types/abc", { token: owner }), 400, /type_id/);
@@ -356,14 +349,14 @@ describe("GET /v1/document-types/{type_id}", () => {
 
 describe("PATCH /v1/document-types/{type_id}", () => {
   it("400 No updatable fields provided for an empty body; 400 for unknown fields", async () => {
-    const t = await createType(owner);
+    const t = await createDocumentType(owner);
     expectShapeB(await patchType(t.typeid, {}), 400, /No updatable fields provided/);
     expectShapeB(await patchType(t.typeid, { name: "x" }), 400, /Unknown field: name/);
   });
 
   it("renames (200 with msg and data); 409 for another type's name, case-insensitively; its own name in another case is fine", async () => {
-    const a = await createType(owner);
-    const b = await createType(owner);
+    const a = await createDocumentType(owner);
+    const b = await createDocumentType(owner);
     const renamed = uniqueWord("Renamed");
     const res = await patchType(a.typeid, { doctype_name: renamed });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -377,8 +370,8 @@ describe("PATCH /v1/document-types/{type_id}", () => {
   });
 
   it("isdefault 1 moves the default; isdefault 0 on the default leaves the company without one", async () => {
-    const a = await createType(owner);
-    const b = await createType(owner);
+    const a = await createDocumentType(owner);
+    const b = await createDocumentType(owner);
     expect((await patchType(a.typeid, { isdefault: 1 })).body.data.isdefault).toBe(1);
     expect(await defaultsOf(1)).toEqual([a.typeid]);
     expect((await patchType(b.typeid, { isdefault: 1 })).body.data.isdefault).toBe(1);
@@ -390,7 +383,7 @@ describe("PATCH /v1/document-types/{type_id}", () => {
   });
 
   it("deptid moves the type to another department of the company; an unknown one is 400", async () => {
-    const t = await createType(owner);
+    const t = await createDocumentType(owner);
     const dept = await createDepartment();
     expect((await patchType(t.typeid, { deptid: dept })).body.data.deptid).toBe(dept);
     expectShapeB(await patchType(t.typeid, { deptid: 2 }), 400, /deptid/);
@@ -398,7 +391,7 @@ describe("PATCH /v1/document-types/{type_id}", () => {
   });
 
   it("fields: updates the ones with autonum, adds the others, removes the left-out ones; kept autonums never change", async () => {
-    const t = await createType(owner, {
+    const t = await createDocumentType(owner, {
       fields: [
         { field_name: "Alpha", field_type: "text" },
         { field_name: "Beta", field_type: "number" },
@@ -438,7 +431,7 @@ describe("PATCH /v1/document-types/{type_id}", () => {
   });
 
   it("fields: two fields may swap names, and a new field may take a removed field's name", async () => {
-    const t = await createType(owner, {
+    const t = await createDocumentType(owner, {
       fields: [
         { field_name: "One", field_type: "text" },
         { field_name: "Two", field_type: "text" },
@@ -463,7 +456,7 @@ describe("PATCH /v1/document-types/{type_id}", () => {
   });
 
   it("fields: [] removes all; leaving fields out keeps them", async () => {
-    const t = await createType(owner, { fields: [{ field_name: "Keep", field_type: "text" }] });
+    const t = await createDocumentType(owner, { fields: [{ field_name: "Keep", field_type: "text" }] });
     const renamed = await patchType(t.typeid, { doctype_name: uniqueWord("Kept") });
     expect(renamed.body.data.fields).toEqual(t.fields);
     const cleared = await patchType(t.typeid, { fields: [] });
@@ -472,9 +465,9 @@ describe("PATCH /v1/document-types/{type_id}", () => {
   });
 
   it("400 for an autonum that is not a field of this type (another type's, another company's, unknown); nothing changes", async () => {
-    const t = await createType(owner, { fields: [{ field_name: "Mine", field_type: "text" }] });
-    const sibling = await createType(owner, { fields: [{ field_name: "Sibling", field_type: "text" }] });
-    const foreign = await createType(other, { fields: [{ field_name: "Foreign", field_type: "text" }] });
+    const t = await createDocumentType(owner, { fields: [{ field_name: "Mine", field_type: "text" }] });
+    const sibling = await createDocumentType(owner, { fields: [{ field_name: "Sibling", field_type: "text" }] });
+    const foreign = await createDocumentType(other, { fields: [{ field_name: "Foreign", field_type: "text" }] });
     for (const autonum of [sibling.fields[0].autonum, foreign.fields[0].autonum, 99999999]) {
       const res = await patchType(t.typeid, {
         doctype_name: uniqueWord("neverapplied"),
@@ -488,7 +481,7 @@ describe("PATCH /v1/document-types/{type_id}", () => {
   });
 
   it("400 for a repeated autonum, a repeated field name, an invalid field type or a select without options", async () => {
-    const t = await createType(owner, { fields: [{ field_name: "A", field_type: "text" }, { field_name: "B", field_type: "text" }] });
+    const t = await createDocumentType(owner, { fields: [{ field_name: "A", field_type: "text" }, { field_name: "B", field_type: "text" }] });
     const [a, b] = t.fields as Json[];
     const cases: Array<[unknown[], RegExp]> = [
       [[{ autonum: a!.autonum, field_name: "A", field_type: "text" }, { autonum: a!.autonum, field_name: "B", field_type: "text" }], /fields\.1\.autonum.*more than once/],
@@ -503,7 +496,7 @@ describe("PATCH /v1/document-types/{type_id}", () => {
   });
 
   it("404 for another company's type or an unknown one; nothing changes", async () => {
-    const theirs = await createType(other);
+    const theirs = await createDocumentType(other);
     expectShapeB(await patchType(theirs.typeid, { doctype_name: uniqueWord() }), 404);
     expectShapeB(await patchType(99999999, { doctype_name: uniqueWord() }), 404);
     expect(await getType(theirs.typeid, other)).toEqual(theirs);
@@ -512,7 +505,7 @@ describe("PATCH /v1/document-types/{type_id}", () => {
 
 describe("DELETE /v1/document-types/{type_id}", () => {
   it("removes the type and its fields; then 404", async () => {
-    const t = await createType(owner, { fields: [{ field_name: "A", field_type: "text" }, { field_name: "B", field_type: "url" }] });
+    const t = await createDocumentType(owner, { fields: [{ field_name: "A", field_type: "text" }, { field_name: "B", field_type: "url" }] });
     const res = await call("DELETE", `/v1/document-types/${t.typeid}`, { token: owner });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).toEqual({ success: true, msg: expect.any(String) });
@@ -523,7 +516,7 @@ describe("DELETE /v1/document-types/{type_id}", () => {
   });
 
   it("400 for a type with associated documents (docs_count > 0); the type and its fields stay", async () => {
-    const t = await createType(owner, { fields: [{ field_name: "A", field_type: "text" }] });
+    const t = await createDocumentType(owner, { fields: [{ field_name: "A", field_type: "text" }] });
     await env.DB.prepare("UPDATE document_types SET docs_count = 3 WHERE id = ?").bind(t.typeid).run();
     expectShapeB(await call("DELETE", `/v1/document-types/${t.typeid}`, { token: owner }), 400, /associated documents/);
     expect(await getType(t.typeid)).toEqual({ ...t, docs_count: 3 });
@@ -533,13 +526,13 @@ describe("DELETE /v1/document-types/{type_id}", () => {
   });
 
   it("the default type may be deleted: the company then has no default", async () => {
-    const t = await createType(owner, { isdefault: 1 });
+    const t = await createDocumentType(owner, { isdefault: 1 });
     expect((await call("DELETE", `/v1/document-types/${t.typeid}`, { token: owner })).status).toBe(200);
     expect(await defaultsOf(1)).toEqual([]);
   });
 
   it("404 for another company's type, which stays", async () => {
-    const theirs = await createType(other, { fields: [{ field_name: "A", field_type: "text" }] });
+    const theirs = await createDocumentType(other, { fields: [{ field_name: "A", field_type: "text" }] });
     expectShapeB(await call("DELETE", `/v1/document-types/${theirs.typeid}`, { token: owner }), 404);
     expect(await getType(theirs.typeid, other)).toEqual(theirs);
   });
@@ -555,7 +548,7 @@ describe("owner only, scopes, authentication", () => {
   ];
 
   it("403 Shape B for a non-owner with scope * on every endpoint, reads included; nothing changes", async () => {
-    const t = await createType(owner);
+    const t = await createDocumentType(owner);
     const before = await typesOfAccount(1);
     for (const [method, path, body] of endpoints(t.typeid)) {
       const res = await call(method, path, { token: member, body });
@@ -566,7 +559,7 @@ describe("owner only, scopes, authentication", () => {
   });
 
   it("403 Shape A insufficient_scope first, for owner and non-owner tokens lacking the scope", async () => {
-    const t = await createType(owner);
+    const t = await createDocumentType(owner);
     const contactsOnly = await tokenFor("demo-owner", "contacts:read");
     for (const [method, path, body] of endpoints(t.typeid)) {
       const required = method === "GET" ? "doctypes:read" : "doctypes:write";
@@ -579,7 +572,7 @@ describe("owner only, scopes, authentication", () => {
   });
 
   it("doctypes:read reads but does not write; doctypes:write writes but does not read", async () => {
-    const t = await createType(owner);
+    const t = await createDocumentType(owner);
     const readOnly = await tokenFor("demo-owner", "doctypes:read");
     const writeOnly = await tokenFor("demo-owner", "doctypes:write");
     expect((await call("GET", `/v1/document-types/${t.typeid}`, { token: readOnly })).status).toBe(200);
@@ -595,7 +588,7 @@ describe("owner only, scopes, authentication", () => {
 
 describe("concurrent changes in company 1", () => {
   it("concurrent PATCH isdefault=1 on several types leave exactly one default", async () => {
-    const types = await Promise.all(Array.from({ length: 4 }, () => createType(owner)));
+    const types = await Promise.all(Array.from({ length: 4 }, () => createDocumentType(owner)));
     for (let round = 0; round < 3; round++) {
       const results = await Promise.all(types.map((t) => patchType(t.typeid, { isdefault: 1 })));
       noServerError(...results);
@@ -605,7 +598,7 @@ describe("concurrent changes in company 1", () => {
 
   it("PATCH of the fields racing DELETE of the type: no 5xx, no orphan fields", async () => {
     for (let round = 0; round < 4; round++) {
-      const t = await createType(owner, { fields: [{ field_name: "A", field_type: "text" }] });
+      const t = await createDocumentType(owner, { fields: [{ field_name: "A", field_type: "text" }] });
       const [patched, deleted] = await Promise.all([
         patchType(t.typeid, { fields: [{ autonum: t.fields[0].autonum, field_name: "A2", field_type: "text" }, { field_name: "B", field_type: "text" }] }),
         call("DELETE", `/v1/document-types/${t.typeid}`, { token: owner }),
@@ -618,7 +611,7 @@ describe("concurrent changes in company 1", () => {
   });
 
   it("two PATCHes replacing the same type's fields: no 5xx; the list ends as one of them sent it", async () => {
-    const t = await createType(owner, { fields: [{ field_name: "A", field_type: "text" }, { field_name: "B", field_type: "text" }] });
+    const t = await createDocumentType(owner, { fields: [{ field_name: "A", field_type: "text" }, { field_name: "B", field_type: "text" }] });
     for (let round = 0; round < 4; round++) {
       const current = (await getType(t.typeid)).fields as Json[];
       const keepFirst = current[0]!;
@@ -669,7 +662,7 @@ describe("the account's ceiling (account 2)", () => {
 
     const used = await typesOfAccount(2);
     await setCeiling(used + 1);
-    const last = await createType(other, { fields: [{ field_name: "A", field_type: "text" }] });
+    const last = await createDocumentType(other, { fields: [{ field_name: "A", field_type: "text" }] });
     const list = await listTypes("", other);
     expect(list.meta.max_allowed).toBe(used + 1);
     // meta.total counts the caller's company only; the ceiling counts the whole account.
@@ -695,7 +688,7 @@ describe("the account's ceiling (account 2)", () => {
 
     // Room again after a delete.
     expect((await call("DELETE", `/v1/document-types/${last.typeid}`, { token: other })).status).toBe(200);
-    await createType(other);
+    await createDocumentType(other);
   });
 
   it("concurrent creates at the ceiling: exactly the remaining number succeed, the rest are 400; no stray fields", async () => {

@@ -1,7 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import {
   TIMESTAMP,
-  type CallResult,
   type Json,
   call,
   createAccount,
@@ -12,6 +11,8 @@ import {
   expectShapeB,
   tokenFor,
   uniqueWord,
+  after,
+  noServerError,
 } from "./helpers";
 import { getDb } from "../../src/db/client";
 import { ensureFolderPath, folderInCompany } from "../../src/routes/folders/queries";
@@ -76,14 +77,7 @@ async function deleteItem(itemId: number) {
 }
 
 /** Starts `request` after `steps` D1 round trips of its own, so races land in both orders. */
-async function after<T>(steps: number, request: () => Promise<T>): Promise<T> {
-  for (let i = 0; i < steps; i++) await env.DB.prepare("SELECT 1").first();
-  return request();
-}
 
-function noServerError(...results: CallResult[]) {
-  for (const res of results) expect(res.status, JSON.stringify(res.body)).toBeLessThan(500);
-}
 
 /** Walks up from `id` in D1; fails on a loop. */
 async function ancestorsOf(id: number): Promise<number[]> {

@@ -13,6 +13,7 @@ import {
   expectShapeB,
   demoTokens,
   uniqueWord,
+  defaultGroupsOf,
 } from "./helpers";
 
 // Contact groups: CRUD, defaults, moves, deletes, contacts_count, tenancy and scopes.
@@ -43,12 +44,6 @@ async function listGroups(query = "", token = owner) {
 }
 
 /** The ids of a department's default groups, straight from D1. */
-async function defaultsOf(deptId: number): Promise<number[]> {
-  const { results } = await env.DB.prepare("SELECT id FROM contact_groups WHERE dept_id = ? AND is_default = 1 ORDER BY id")
-    .bind(deptId)
-    .all<{ id: number }>();
-  return results.map((r) => r.id);
-}
 
 async function rawGroup(id: number) {
   return env.DB.prepare("SELECT * FROM contact_groups WHERE id = ?").bind(id).first<Record<string, unknown>>();
@@ -125,14 +120,14 @@ describe("POST /v1/contact-groups", () => {
     const second = await createGroup(owner, { deptid: dept, isdefault: 1 });
     expect(second.isdefault).toBe(1);
     expect((await getGroup(first.groupid)).isdefault).toBe(0);
-    expect(await defaultsOf(dept)).toEqual([second.groupid]);
+    expect(await defaultGroupsOf(dept)).toEqual([second.groupid]);
   });
 
   it("isdefault 0 leaves the existing default alone", async () => {
     const dept = await createDepartment();
     const def = await createGroup(owner, { deptid: dept, isdefault: 1 });
     await createGroup(owner, { deptid: dept, isdefault: 0 });
-    expect(await defaultsOf(dept)).toEqual([def.groupid]);
+    expect(await defaultGroupsOf(dept)).toEqual([def.groupid]);
   });
 
   it("409 for a duplicate name in the same department, case-insensitively", async () => {
@@ -156,7 +151,7 @@ describe("POST /v1/contact-groups", () => {
       body: { group_name: other_.group_name, deptid: dept, isdefault: 1 },
     });
     expectShapeB(res, 409);
-    expect(await defaultsOf(dept)).toEqual([def.groupid]);
+    expect(await defaultGroupsOf(dept)).toEqual([def.groupid]);
   });
 
   it("allows the same name in another department and in another company", async () => {
@@ -332,21 +327,21 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.data.isdefault).toBe(1);
     expect((await getGroup(a.groupid)).isdefault).toBe(0);
-    expect(await defaultsOf(dept)).toEqual([b.groupid]);
+    expect(await defaultGroupsOf(dept)).toEqual([b.groupid]);
     // Other departments keep their default.
-    expect(await defaultsOf(1)).toEqual([other1.groupid]);
+    expect(await defaultGroupsOf(1)).toEqual([other1.groupid]);
     // Again on the default: still exactly one.
     expect((await call("PATCH", `/v1/contact-groups/${b.groupid}`, { token: owner, body: { isdefault: 1 } })).status).toBe(200);
-    expect(await defaultsOf(dept)).toEqual([b.groupid]);
+    expect(await defaultGroupsOf(dept)).toEqual([b.groupid]);
   });
 
   it("isdefault 1 in a department without a default makes it the first default", async () => {
     const dept = await createDepartment();
     const g = await createGroup(owner, { deptid: dept });
-    expect(await defaultsOf(dept)).toEqual([]);
+    expect(await defaultGroupsOf(dept)).toEqual([]);
     const res = await call("PATCH", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { isdefault: 1 } });
     expect(res.status).toBe(200);
-    expect(await defaultsOf(dept)).toEqual([g.groupid]);
+    expect(await defaultGroupsOf(dept)).toEqual([g.groupid]);
   });
 
   it("400 for isdefault 0 on the default group; isdefault 0 on a non-default group is a no-op", async () => {
@@ -354,7 +349,7 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     const def = await createGroup(owner, { deptid: dept, isdefault: 1 });
     const plain = await createGroup(owner, { deptid: dept });
     expectShapeB(await call("PATCH", `/v1/contact-groups/${def.groupid}`, { token: owner, body: { isdefault: 0 } }), 400, /default/);
-    expect(await defaultsOf(dept)).toEqual([def.groupid]);
+    expect(await defaultGroupsOf(dept)).toEqual([def.groupid]);
     const res = await call("PATCH", `/v1/contact-groups/${plain.groupid}`, { token: owner, body: { isdefault: 0 } });
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual(plain);
@@ -399,8 +394,8 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     const res = await call("PATCH", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { deptid: target, isdefault: 1 } });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.data).toMatchObject({ deptid: target, isdefault: 1 });
-    expect(await defaultsOf(target)).toEqual([g.groupid]);
-    expect(await defaultsOf(dept)).toEqual([oldDef.groupid]);
+    expect(await defaultGroupsOf(target)).toEqual([g.groupid]);
+    expect(await defaultGroupsOf(dept)).toEqual([oldDef.groupid]);
     expect((await getGroup(targetDef.groupid)).isdefault).toBe(0);
   });
 
@@ -437,12 +432,12 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
   it("400 for isdefault 1 on a group whose department is not valid for the company", async () => {
     // Company 2's department already has a default group.
     await createGroup(other, { isdefault: 1 });
-    const defaultsBefore = await defaultsOf(2);
+    const defaultsBefore = await defaultGroupsOf(2);
     const stray = await insertGroupInForeignDept();
     const res = await call("PATCH", `/v1/contact-groups/${stray}`, { token: owner, body: { isdefault: 1 } });
     expectShapeB(res, 400, /department/);
     expect((await rawGroup(stray))?.is_default).toBe(0);
-    expect(await defaultsOf(2)).toEqual(defaultsBefore);
+    expect(await defaultGroupsOf(2)).toEqual(defaultsBefore);
   });
 });
 
@@ -457,7 +452,7 @@ describe("PATCH /v1/contact-groups/{group_id}/default", () => {
     expect(typeof res.body.msg).toBe("string");
     expect(res.body.data).toEqual({ ...b, isdefault: 1 });
     expect((await getGroup(a.groupid)).isdefault).toBe(0);
-    expect(await defaultsOf(dept)).toEqual([b.groupid]);
+    expect(await defaultGroupsOf(dept)).toEqual([b.groupid]);
   });
 
   it("is idempotent on the default group", async () => {
@@ -466,7 +461,7 @@ describe("PATCH /v1/contact-groups/{group_id}/default", () => {
     const res = await call("PATCH", `/v1/contact-groups/${a.groupid}/default`, { token: owner });
     expect(res.status).toBe(200);
     expect(res.body.data.isdefault).toBe(1);
-    expect(await defaultsOf(dept)).toEqual([a.groupid]);
+    expect(await defaultGroupsOf(dept)).toEqual([a.groupid]);
   });
 
   it("new contacts of the department then join the new default group", async () => {
@@ -486,11 +481,11 @@ describe("PATCH /v1/contact-groups/{group_id}/default", () => {
 
   it("400 when the group's department is not a valid department of the company", async () => {
     const stray = await insertGroupInForeignDept();
-    const defaultsBefore = await defaultsOf(2);
+    const defaultsBefore = await defaultGroupsOf(2);
     const res = await call("PATCH", `/v1/contact-groups/${stray}/default`, { token: owner });
     expectShapeB(res, 400, /department/);
     expect((await rawGroup(stray))?.is_default).toBe(0);
-    expect(await defaultsOf(2)).toEqual(defaultsBefore);
+    expect(await defaultGroupsOf(2)).toEqual(defaultsBefore);
   });
 });
 
@@ -587,7 +582,7 @@ describe("contact group scopes", () => {
       expect(res.body).not.toHaveProperty("success");
     }
     expect(await getGroup(g.groupid)).toEqual(g);
-    expect(await defaultsOf(dept)).toEqual([]);
+    expect(await defaultGroupsOf(dept)).toEqual([]);
   });
 
   it("401 without a token", async () => {

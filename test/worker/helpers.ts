@@ -4,3 +4,4 @@ export * from "./support/fixtures";
 export * from "./support/http";
 export * from "./support/tokens";
 export * from "./support/logs";
+export * from "./support/concurrency";

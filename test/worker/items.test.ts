@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { addDays, todayIn } from "../../src/lib/time";
-import { call, createAccount, createContact, createItem, demoTokens, env, expectShapeA, expectShapeB, tokenFor, uniqueWord, type Json, type TestAccount } from "./helpers";
+import { call, createAccount, createContact, createItem, demoTokens, env, expectShapeA, expectShapeB, tokenFor, uniqueWord, type Json, type TestAccount, createDocumentType } from "./helpers";
 
 let owner: string, other: string;
 
@@ -21,11 +21,6 @@ async function counters(companyId: number) {
     .first<{ company: number; actual: number; depts: string; types: string }>())!;
 }
 
-async function createType(token: string, name = uniqueWord("Type ")): Promise<Json> {
-  const res = await call("POST", "/v1/document-types", { token, body: { doctype_name: name } });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body.data;
-}
 
 const list = async (token: string, query: string) => {
   const res = await call("GET", `/v1/items?${query}`, { token });
@@ -70,7 +65,7 @@ describe("POST /v1/items", () => {
   });
 
   it("takes another company's ids as 400", async () => {
-    const foreignType = await createType(other);
+    const foreignType = await createDocumentType(other);
     const foreignContact = await createContact(other);
     expectShapeB(await call("POST", "/v1/items", { token: owner, body: { title: "x", expiry_date: "2030-01-01", document_type_id: foreignType.typeid } }), 400);
     expectShapeB(await call("POST", "/v1/items", { token: owner, body: { title: "x", expiry_date: "2030-01-01", contact_id: foreignContact.contact_id } }), 400);
@@ -111,8 +106,8 @@ describe("POST /v1/items", () => {
 describe("counters stay exact", () => {
   it("documents_used, department docs_used and document type docs_count through create, move and delete", async () => {
     const account = await createAccount();
-    const t1 = await createType(account.ownerToken);
-    const t2 = await createType(account.ownerToken);
+    const t1 = await createDocumentType(account.ownerToken);
+    const t2 = await createDocumentType(account.ownerToken);
     const a = await createItem(account.ownerToken, { document_type_id: t1.typeid });
     await createItem(account.ownerToken, { document_type_id: t1.typeid });
     let c = await counters(account.companyId);
@@ -166,7 +161,7 @@ describe("GET /v1/items", () => {
     account = await createAccount();
     token = account.ownerToken;
     today = todayIn("UTC");
-    typeA = await createType(token, "Permit");
+    typeA = await createDocumentType(token, { doctype_name: "Permit" });
     const contact = await createContact(token);
     const folder = await call("POST", "/v1/folders", { token, body: { folder_name: "Box" } });
     made = {

@@ -3,7 +3,7 @@
 // the Worker's fetch; whatever order D1 runs them in, the invariants hold and a lost race is a
 // clean 4xx, never a 500 and never a 404 with a committed side effect.
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, createContact, createDepartment, createGroup, env, tokenFor, type CallResult } from "./helpers";
+import { call, createContact, createDepartment, createGroup, tokenFor, noServerError, defaultGroupsOf } from "./helpers";
 
 const ROUNDS = 12;
 let owner: string;
@@ -12,14 +12,7 @@ beforeAll(async () => {
   owner = await tokenFor("demo-owner");
 });
 
-async function defaultsOf(deptId: number): Promise<number[]> {
-  const rows = await env.DB.prepare("SELECT id FROM contact_groups WHERE dept_id = ? AND is_default = 1").bind(deptId).all<{ id: number }>();
-  return rows.results.map((r) => r.id);
-}
 
-function noServerError(...results: CallResult[]) {
-  for (const res of results) expect(res.status, JSON.stringify(res.body)).toBeLessThan(500);
-}
 
 /** A department with a default group and another group; returns their ids. */
 async function departmentWithGroups() {
@@ -40,7 +33,7 @@ describe("contact groups: exactly one default per department, under concurrent r
       ]);
       noServerError(deleted, made);
       outcomes.add(`${deleted.status}/${made.status}`);
-      const defaults = await defaultsOf(deptId);
+      const defaults = await defaultGroupsOf(deptId);
       expect(defaults).toHaveLength(1);
       if (deleted.status === 200) {
         // The group is gone, so it cannot have become the default: the old one stays.
@@ -65,11 +58,11 @@ describe("contact groups: exactly one default per department, under concurrent r
         call("PATCH", `/v1/contact-groups/${a.otherId}/default`, { token: owner }),
       ]);
       noServerError(moved, made);
-      expect(await defaultsOf(a.deptId)).toHaveLength(1);
-      expect(await defaultsOf(b.deptId)).toHaveLength(1);
+      expect(await defaultGroupsOf(a.deptId)).toHaveLength(1);
+      expect(await defaultGroupsOf(b.deptId)).toHaveLength(1);
       const group = await call("GET", `/v1/contact-groups/${a.otherId}`, { token: owner });
       // If it is a default now, it is the default of the department it is in.
-      const defaultsHere = await defaultsOf(group.body.data.deptid);
+      const defaultsHere = await defaultGroupsOf(group.body.data.deptid);
       if (group.body.data.isdefault === 1) expect(defaultsHere).toEqual([a.otherId]);
     }
   });
@@ -84,8 +77,8 @@ describe("contact groups: exactly one default per department, under concurrent r
         call("PATCH", `/v1/contact-groups/${b.otherId}/default`, { token: owner }),
       ]);
       noServerError(...results);
-      expect(await defaultsOf(a.deptId)).toHaveLength(1);
-      expect(await defaultsOf(b.deptId)).toHaveLength(1);
+      expect(await defaultGroupsOf(a.deptId)).toHaveLength(1);
+      expect(await defaultGroupsOf(b.deptId)).toHaveLength(1);
     }
   });
 
@@ -99,7 +92,7 @@ describe("contact groups: exactly one default per department, under concurrent r
       noServerError(again, other);
       expect(again.status).toBe(200);
       expect(other.status).toBe(200);
-      expect(await defaultsOf(deptId)).toHaveLength(1);
+      expect(await defaultGroupsOf(deptId)).toHaveLength(1);
     }
   });
 
@@ -108,7 +101,7 @@ describe("contact groups: exactly one default per department, under concurrent r
     const groups = await Promise.all(Array.from({ length: 6 }, () => createGroup(owner, { deptid: deptId })));
     const results = await Promise.all(groups.map((g) => call("PATCH", `/v1/contact-groups/${g.groupid}/default`, { token: owner })));
     noServerError(...results);
-    expect(await defaultsOf(deptId)).toHaveLength(1);
+    expect(await defaultGroupsOf(deptId)).toHaveLength(1);
   });
 });
 
@@ -129,7 +122,7 @@ describe("contacts: placement stays valid under concurrent group changes", () =>
         // Created first, then moved to the department's default group by the delete.
         const contact = await call("GET", `/v1/contacts/${createdRes.body.data.contact_id}`, { token: owner });
         expect(contact.body.data.deptid).toBe(deptId);
-        expect(await defaultsOf(deptId)).toContain(contact.body.data.groupid);
+        expect(await defaultGroupsOf(deptId)).toContain(contact.body.data.groupid);
       } else {
         expect(createdRes.status).toBe(400);
         expect(createdRes.body.msg).toMatch(/groupid/);

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { type CallResult, type Json, call, createAccount, demoTokens, env, expectShapeA, expectShapeB, tokenFor, uniqueWord } from "./helpers";
+import { type Json, call, createAccount, demoTokens, env, expectShapeA, expectShapeB, tokenFor, uniqueWord, noServerError } from "./helpers";
 import { getDb } from "../../src/db/client";
 import { items } from "../../src/db/schema";
 import { and, eq } from "drizzle-orm";
@@ -79,9 +79,6 @@ async function listTags(query = "", token = owner) {
   return res.body as { data: Json[]; meta: { total: number; limit: number; offset: number } };
 }
 
-function noServerError(...results: CallResult[]) {
-  for (const res of results) expect(res.status, JSON.stringify(res.body)).toBeLessThan(500);
-}
 
 describe("PUT /v1/items/{item_id}/tags", () => {
   it("sets the tags in the order given and answers them as data", async () => {

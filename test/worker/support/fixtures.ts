@@ -132,3 +132,10 @@ export async function createItem(token: string, body: Record<string, unknown> = 
   const detail = await call("GET", `/v1/items/${res.body.data.item_id}`, { token });
   return detail.body.data;
 }
+
+/** Creates a document type through the API (expects 201; the owner's token) and returns it. */
+export async function createDocumentType(token: string, body: Record<string, unknown> = {}): Promise<Json> {
+  const res = await call("POST", "/v1/document-types", { token, body: { doctype_name: uniqueWord("Type"), ...body } });
+  if (res.status !== 201) throw new Error(`create document type: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.data;
+}
