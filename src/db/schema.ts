@@ -249,7 +249,13 @@ export const items = sqliteTable(
     documentTypeId: integer("document_type_id").references(() => documentTypes.id),
     folderId: integer("folder_id").references(() => folders.id),
     contactId: integer("contact_id").references(() => contacts.id, { onDelete: "set null" }),
+    // The reminder sequence queued for the item (NULL: none). Not a foreign key: a deleted
+    // sequence's items are moved to the company's default sequence in the same batch.
     seqId: integer("seq_id"),
+    // The date relative reminders are computed from (NULL: expiry_date). PATCH moves it only with
+    // reschedule_reminders; renew moves it and bumps schedule_epoch (the sequence is queued again).
+    reminderAnchor: text("reminder_anchor"),
+    scheduleEpoch: integer("schedule_epoch").notNull().default(1),
     title: text("title").notNull(),
     notes: text("notes").notNull().default(""),
     itemType: text("item_type").notNull().default("exp"),
@@ -273,6 +279,7 @@ export const items = sqliteTable(
     index("items_dept_date_idx").on(t.deptId, t.archived, t.companyId, t.expiryDate, t.id),
     index("items_contact_date_idx").on(t.contactId, t.archived, t.companyId, t.expiryDate, t.id),
     index("items_folder_date_idx").on(t.folderId, t.archived, t.companyId, t.expiryDate, t.id),
+    index("items_company_sequence_idx").on(t.companyId, t.seqId),
   ],
 );
 
@@ -320,6 +327,159 @@ export const itemTags = sqliteTable(
     position: integer("position").notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.itemId, t.tagId] }), index("item_tags_tag_idx").on(t.tagId)],
+);
+
+// ---- reminders: sequences in D1; the reminders themselves live in each company's Durable Object ----
+
+/** A company's reminder sequences: steps (JSON array of {period, unit, type, hour}) queued for new and renewed items. */
+export const reminderSequences = sqliteTable(
+  "reminder_sequences",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    companyId: companyId(),
+    name: text("name").notNull(),
+    nameKey: text("name_key").notNull(),
+    isDefault: integer("is_default").notNull().default(0),
+    steps: text("steps").notNull(),
+    createdAt: createdAt(),
+    updatedAt: text("updated_at").notNull().default(sql`CURRENT_TIMESTAMP`),
+  },
+  (t) => [
+    uniqueIndex("reminder_sequences_company_name_key_uq").on(t.companyId, t.nameKey),
+    uniqueIndex("reminder_sequences_company_default_uq").on(t.companyId).where(sql`is_default = 1`),
+  ],
+);
+
+/**
+ * The outbox between D1 and the reminder Durable Objects. Triggers on items (and on company
+ * settings, as item_id 0) bump `version` in the same statement as the change; the Durable Object
+ * records `synced_version` once it has applied that state. A row with version > synced_version is
+ * a change the Durable Object has not seen yet: the cron sweep replays it.
+ */
+export const reminderSync = sqliteTable(
+  "reminder_sync",
+  {
+    companyId: integer("company_id").notNull(),
+    itemId: integer("item_id").notNull(),
+    version: integer("version").notNull().default(1),
+    syncedVersion: integer("synced_version").notNull().default(0),
+    changedAt: integer("changed_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.companyId, t.itemId] }),
+    index("reminder_sync_pending_idx").on(t.changedAt).where(sql`version > synced_version`),
+  ],
+);
+
+/** Each company's next reminder instant (ms), kept by its Durable Object; the cron sweep wakes overdue ones. */
+export const reminderWakeups = sqliteTable(
+  "reminder_wakeups",
+  {
+    companyId: integer("company_id").primaryKey(),
+    dueAt: integer("due_at").notNull(),
+  },
+  (t) => [index("reminder_wakeups_due_idx").on(t.dueAt)],
+);
+
+// ---- tasks ----
+
+export const tasks = sqliteTable(
+  "tasks",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    publicId: text("public_id").notNull(),
+    companyId: companyId(),
+    itemId: integer("item_id").references(() => items.id, { onDelete: "set null" }),
+    title: text("title").notNull(),
+    description: text("description").notNull().default(""),
+    status: text("status").notNull().default("open"),
+    priority: text("priority").notNull().default("normal"),
+    dueAt: text("due_at").notNull(),
+    ownerId: integer("owner_id").notNull(),
+    assigneeType: text("assignee_type"),
+    assigneeId: integer("assignee_id"),
+    createdBy: integer("created_by").notNull(),
+    createdAt: createdAt(),
+    updatedAt: text("updated_at").notNull().default(sql`CURRENT_TIMESTAMP`),
+  },
+  (t) => [
+    uniqueIndex("tasks_public_id_uq").on(t.publicId),
+    index("tasks_company_due_idx").on(t.companyId, t.dueAt, t.id),
+    index("tasks_company_status_due_idx").on(t.companyId, t.status, t.dueAt, t.id),
+    index("tasks_company_assignee_due_idx").on(t.companyId, t.assigneeId, t.dueAt, t.id),
+    index("tasks_item_idx").on(t.itemId),
+  ],
+);
+
+// ---- drive: file bytes in R2, their records here ----
+
+export const files = sqliteTable(
+  "files",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    publicId: text("public_id").notNull(),
+    companyId: companyId(),
+    deptId: integer("dept_id")
+      .notNull()
+      .references(() => departments.id),
+    folderId: integer("folder_id").references(() => folders.id, { onDelete: "set null" }),
+    fileName: text("file_name").notNull(),
+    contentType: text("content_type").notNull(),
+    sizeBytes: integer("size_bytes").notNull(),
+    sha256: text("sha256").notNull(),
+    r2Key: text("r2_key").notNull(),
+    createdBy: integer("created_by").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("files_public_id_uq").on(t.publicId),
+    index("files_company_idx").on(t.companyId, t.id),
+    index("files_dept_idx").on(t.deptId),
+    index("files_folder_idx").on(t.folderId),
+  ],
+);
+
+/** Upload sessions: the token is stored only as its SHA-256 hash; single use (used_at), expiring. */
+export const uploadSessions = sqliteTable(
+  "upload_sessions",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    tokenHash: text("token_hash").notNull(),
+    companyId: companyId(),
+    userId: integer("user_id").notNull(),
+    deptId: integer("dept_id")
+      .notNull()
+      .references(() => departments.id, { onDelete: "cascade" }),
+    folderId: integer("folder_id").references(() => folders.id, { onDelete: "set null" }),
+    fileName: text("file_name").notNull(),
+    contentType: text("content_type").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+    usedAt: integer("used_at"),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("upload_sessions_token_uq").on(t.tokenHash),
+    index("upload_sessions_company_idx").on(t.companyId),
+    index("upload_sessions_expires_idx").on(t.expiresAt),
+    index("upload_sessions_dept_idx").on(t.deptId),
+    index("upload_sessions_folder_idx").on(t.folderId),
+  ],
+);
+
+/** Files attached to items. */
+export const itemFiles = sqliteTable(
+  "item_files",
+  {
+    itemId: integer("item_id")
+      .notNull()
+      .references(() => items.id, { onDelete: "cascade" }),
+    fileId: integer("file_id")
+      .notNull()
+      .references(() => files.id, { onDelete: "cascade" }),
+    companyId: companyId(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.itemId, t.fileId] }), index("item_files_file_idx").on(t.fileId), index("item_files_company_idx").on(t.companyId)],
 );
 
 export type ContactRow = typeof contacts.$inferSelect;
