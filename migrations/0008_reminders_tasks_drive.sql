@@ -143,3 +143,9 @@ CREATE TRIGGER `companies_reminder_sync_after_settings` AFTER UPDATE OF `setting
   INSERT OR IGNORE INTO `reminder_sync` (`company_id`, `item_id`, `version`, `synced_version`, `changed_at`) VALUES (new.id, 0, 0, 0, 0);
   UPDATE `reminder_sync` SET `version` = `version` + 1, `changed_at` = unixepoch() WHERE `company_id` = new.id AND `item_id` = 0;
 END;
+--> statement-breakpoint
+-- Every new company starts with the default sequence, however it is created (API, operator CLI, tests).
+CREATE TRIGGER `companies_default_sequence_after_insert` AFTER INSERT ON `companies` BEGIN
+  INSERT INTO `reminder_sequences` (`company_id`, `name`, `name_key`, `is_default`, `steps`) VALUES (new.id, 'Standard', 'standard', 1,
+    '[{"period":30,"unit":"day","type":1,"hour":"09:00"},{"period":14,"unit":"day","type":1,"hour":"09:00"},{"period":7,"unit":"day","type":1,"hour":"09:00"},{"period":1,"unit":"day","type":1,"hour":"09:00"},{"period":0,"unit":"day","type":1,"hour":"09:00"}]');
+END;

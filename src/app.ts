@@ -12,7 +12,10 @@ import { departmentsRouter } from "./routes/departments/routes";
 import { documentTypesRouter } from "./routes/document-types/routes";
 import { foldersRouter } from "./routes/folders/routes";
 import { itemsRouter } from "./routes/items/routes";
+import { reminderSequencesRouter } from "./routes/reminder-sequences/routes";
 import { tagsRouter } from "./routes/tags/routes";
+import { remindersRouter } from "./routes/reminders/routes";
+import { tasksRouter } from "./routes/tasks/routes";
 import { oauthRouter } from "./routes/oauth";
 import { systemRouter } from "./routes/system";
 
@@ -29,8 +32,11 @@ app.route("/", companiesRouter);
 app.route("/", departmentsRouter);
 app.route("/", documentTypesRouter);
 app.route("/", itemsRouter);
+app.route("/", reminderSequencesRouter);
 app.route("/", foldersRouter);
 app.route("/", tagsRouter);
+app.route("/", remindersRouter);
+app.route("/", tasksRouter);
 
 let openApiDocument: ReturnType<typeof buildOpenApiDocument> | undefined;
 app.get("/v1/openapi.json", (c) => {

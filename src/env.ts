@@ -9,6 +9,12 @@ export interface Env {
   /** Space-separated `kid:secret` pairs; the first one signs. */
   JWT_SIGNING_KEYS?: string;
   CLIENT_STATUS_TTL_SECONDS?: string;
+  /** Cloudflare Email Service binding for reminder emails; without it (or EMAIL_FROM) email is not offered. */
+  EMAIL?: SendEmail;
+  EMAIL_FROM?: string;
+  /** Optional HTTP SMS provider (POST JSON {to, text}, Bearer SMS_API_KEY); both or the sms channel is refused. */
+  SMS_API_URL?: string;
+  SMS_API_KEY?: string;
 }
 
 /** What the authentication middleware learns from a verified token. */

@@ -37,8 +37,15 @@ export const TAGS = [
   { name: "Departments", description: "Departments of a company, with usage counters; account owner only." },
   { name: "Document types", description: "Kinds of tracked documents with custom field definitions; account owner only." },
   { name: "Items", description: "Tracked dated records (expirations, due dates, appointments, events) and their state." },
+  { name: "Reminder sequences", description: "A company's named sets of reminder steps (period, unit, before/after, hour) queued for its items; exactly one default." },
   { name: "Folders", description: "A company's folder tree for items." },
   { name: "Tags", description: "Per-company tag names attached to items." },
+  {
+    name: "Reminders",
+    description:
+      "Reminders of items, fired at their minute in the company's time zone by a per-company scheduler, and delivered by email (and SMS where configured). Scopes: items:read to read, items:write to change.",
+  },
+  { name: "Tasks", description: "To-dos of a company with a due time (UTC), status workflow, priority, owner and assignee (a user or a contact)." },
   { name: "System", description: "Liveness of the service; no authentication." },
 ];
 

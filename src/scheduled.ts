@@ -1,6 +1,49 @@
 import type { Env } from "./env";
+import { schedulerFor } from "./reminders/scheduler";
 
-/** Cron trigger: the reminder sweep. A no-op until reminders exist. */
-export async function handleScheduled(controller: ScheduledController, _env: Env, _ctx: ExecutionContext): Promise<void> {
-  console.log(JSON.stringify({ level: "info", msg: "reminder sweep", cron: controller.cron, at: new Date(controller.scheduledTime).toISOString() }));
+/** Changes the Durable Objects have not applied after this long are replayed (the normal path takes milliseconds). */
+export const SYNC_GRACE_SECONDS = 30;
+/** A company whose next reminder is this late has an alarm that did not run: wake it. */
+export const WAKE_GRACE_MS = 60_000;
+/** Companies woken per sweep (the next sweep takes the rest). */
+export const SWEEP_LIMIT = 200;
+const CONCURRENCY = 10;
+
+/**
+ * Cron trigger: the backstop. Two indexed queries find the companies that need it (changes not
+ * yet applied by their Durable Object, and companies whose next reminder is overdue); only those
+ * are woken, so the cost grows with them, not with the number of companies.
+ */
+export async function handleScheduled(controller: ScheduledController, env: Env, _ctx: ExecutionContext): Promise<void> {
+  const now = controller.scheduledTime;
+  const [pending, overdue] = await env.DB.batch<{ company_id: number }>([
+    env.DB.prepare("SELECT DISTINCT company_id FROM reminder_sync WHERE version > synced_version AND changed_at <= ? LIMIT ?").bind(
+      Math.floor(now / 1000) - SYNC_GRACE_SECONDS,
+      SWEEP_LIMIT,
+    ),
+    env.DB.prepare("SELECT company_id FROM reminder_wakeups WHERE due_at <= ? ORDER BY due_at LIMIT ?").bind(now - WAKE_GRACE_MS, SWEEP_LIMIT),
+  ]);
+  const companies = [...new Set([...pending!.results, ...overdue!.results].map((r) => r.company_id))];
+  let failed = 0;
+  for (let i = 0; i < companies.length; i += CONCURRENCY) {
+    const results = await Promise.allSettled(companies.slice(i, i + CONCURRENCY).map((id) => schedulerFor(env, id).wake(id)));
+    for (const [j, result] of results.entries()) {
+      if (result.status === "rejected") {
+        failed++;
+        console.error(JSON.stringify({ level: "error", msg: "reminder sweep could not wake a company", companyId: companies[i + j], error: String(result.reason) }));
+      }
+    }
+  }
+  console.log(
+    JSON.stringify({
+      level: "info",
+      msg: "reminder sweep",
+      cron: controller.cron,
+      at: new Date(now).toISOString(),
+      pending: pending!.results.length,
+      overdue: overdue!.results.length,
+      woken: companies.length - failed,
+      failed,
+    }),
+  );
 }

@@ -1,5 +1,13 @@
-// Time in one place: company time zones and date formats. Pure functions, no I/O.
-// (The reminder engine adds local date + hour -> UTC instant conversion here.)
+// Time in one place: company time zones, date formats, calendar arithmetic and the conversion of
+// a local date + "HH:MM" in an IANA zone to a UTC instant. Pure functions, no I/O.
+//
+// Local -> UTC uses Intl (workerd's IANA data) rather than Temporal: Temporal is behind a
+// compatibility flag that would also change other runtime behaviour, and the conversion needs only
+// the zone's offset at two instants. DST rules (the same as Temporal's "compatible"):
+// - a local time that does not exist (the spring-forward gap, 02:30 in Europe/Berlin on the last
+//   Sunday of March) is moved forward by the length of the gap: 02:30 fires at 03:30 local;
+// - a local time that happens twice (the fall-back overlap, 02:30 in Berlin in October) is the
+//   first of the two, so a reminder fires once, at the earlier instant.
 
 /** Date formats a company may choose for dates in messages (`settings.date_format`). */
 export const DATE_FORMATS = [
@@ -123,4 +131,86 @@ export function todayIn(zone: string, now: Date = new Date()): string {
   }
   const byType = Object.fromEntries(format.formatToParts(now).map((p) => [p.type, p.value]));
   return `${byType.year}-${byType.month}-${byType.day}`;
+}
+
+// ---- local date and hour <-> UTC instant ----
+
+const HOUR_PATTERN = /^([01]\d|2[0-3]):([0-5]\d)$/;
+
+/** Whether `text` is an hour "HH:MM" of a 24-hour clock (00:00 to 23:59). */
+export const isClockTime = (text: string) => HOUR_PATTERN.test(text);
+
+const offsetFormats = new Map<string, Intl.DateTimeFormat>();
+
+function wallClock(zone: string, instant: number): number {
+  let format = offsetFormats.get(zone);
+  if (!format) {
+    format = new Intl.DateTimeFormat("en-US", {
+      timeZone: zone,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+    });
+    if (offsetFormats.size < 1000) offsetFormats.set(zone, format);
+  }
+  const p: Record<string, number> = {};
+  for (const part of format.formatToParts(new Date(instant))) if (part.type !== "literal") p[part.type] = Number(part.value);
+  return Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!);
+}
+
+/** The zone's offset from UTC (ms, east positive) at `instant`. */
+export function zoneOffset(zone: string, instant: number): number {
+  const whole = Math.floor(instant / 1000) * 1000;
+  return wallClock(zone, whole) - whole;
+}
+
+/**
+ * The UTC instant (ms) of local `date` ("YYYY-MM-DD") at `hour` ("HH:MM") in `zone`, with the DST
+ * rules above. Offsets are read a day either side of the local time: zones change offset at most
+ * once in that span.
+ */
+export function localToInstant(date: string, hour: string, zone: string): number {
+  const [y, m, d] = parts(date);
+  const [hh, mm] = hour.split(":").map(Number) as [number, number];
+  const local = Date.UTC(y, m - 1, d, hh, mm);
+  const DAY = 86_400_000;
+  const before = zoneOffset(zone, local - DAY);
+  const after = zoneOffset(zone, local + DAY);
+  const fits = [local - before, local - after].filter((t) => wallClock(zone, t) === local);
+  // Overlap: two instants show this local time; take the first. Gap: none does; use the offset
+  // in force before the change, which lands the gap's length later on the new clock.
+  return fits.length > 0 ? Math.min(...fits) : local - before;
+}
+
+/** The local date and hour ("YYYY-MM-DD", "HH:MM") of `instant` in `zone`. */
+export function instantToLocal(instant: number, zone: string): { date: string; hour: string } {
+  const wall = new Date(wallClock(zone, instant));
+  return { date: fromUtc(wall), hour: `${pad(wall.getUTCHours())}:${pad(wall.getUTCMinutes())}` };
+}
+
+/** Whole days from `from` to `to` (dates "YYYY-MM-DD"; negative when `to` is earlier). */
+export function daysBetween(from: string, to: string): number {
+  const [y1, m1, d1] = parts(from);
+  const [y2, m2, d2] = parts(to);
+  return Math.round((Date.UTC(y2, m2 - 1, d2) - Date.UTC(y1, m1 - 1, d1)) / 86_400_000);
+}
+
+export type CalendarUnit = "day" | "week" | "month" | "year";
+
+/** `date` moved by `amount` units (negative: earlier); months and years clamp to the month's end. */
+export function shiftDate(date: string, amount: number, unit: CalendarUnit): string {
+  switch (unit) {
+    case "day":
+      return addDays(date, amount);
+    case "week":
+      return addDays(date, amount * 7);
+    case "month":
+      return addMonths(date, amount);
+    case "year":
+      return addYears(date, amount);
+  }
 }

@@ -1,23 +1,29 @@
-// What the item code tells the reminder engine. The items routes call `itemScheduler(env)` after
-// each change has been written to D1; the reminder engine replaces the no-op implementation
-// (queue the item's sequence, hold or resume its reminders, move them, drop them).
+// The Worker's side of the D1 -> Durable Object handoff. Routes write D1 first (triggers record the
+// change in reminder_sync in the same statement), then ask the company's Durable Object to apply
+// it. If that call fails, the change is still in the outbox: the next call for the item, the
+// object's alarm, or the cron sweep (src/scheduled.ts) applies it. So a failure between the two
+// writes leaves neither a lost nor an orphan reminder, only a late one.
 
-export type ItemChange =
-  | { kind: "created"; itemId: number; expiryDate: string; seqId: number | null; contactId: number | null }
-  | { kind: "updated"; itemId: number; expiryDate: string; previousDate: string; reschedule: boolean }
-  | { kind: "status"; itemId: number; status: "pending" | "completed" }
-  | { kind: "archived"; itemId: number; archived: boolean }
-  | { kind: "renewed"; itemId: number; expiryDate: string; previousDate: string }
-  | { kind: "deleted"; itemId: number };
+import type { Env } from "../env";
+import { schedulerFor } from "./scheduler";
 
-export interface ItemScheduler {
-  /** Called once per change, after the change is in D1. Must be idempotent (it may be repeated). */
-  itemChanged(companyId: number, change: ItemChange): Promise<void>;
+/** Item id standing for the company's settings (its time zone) in the outbox. */
+export const COMPANY_SETTINGS = 0;
+
+/** Applies the D1 state of `itemIds` to the company's reminders; never throws (the outbox keeps the change). */
+export async function syncReminders(env: Env, companyId: number, itemIds: number[]): Promise<void> {
+  try {
+    await schedulerFor(env, companyId).sync(companyId, itemIds);
+  } catch (error) {
+    console.error(JSON.stringify({ level: "error", msg: "reminder sync deferred to the sweep", companyId, itemIds: itemIds.slice(0, 20), error: String(error) }));
+  }
 }
 
-/** Until the reminder engine lands: item changes schedule nothing. */
-const noop: ItemScheduler = { itemChanged: async () => {} };
-
-export function itemScheduler(_env: unknown): ItemScheduler {
-  return noop;
+/** A deleted company: its Durable Object's storage, alarm, wakeup and outbox rows go. Never throws. */
+export async function forgetReminders(env: Env, companyId: number): Promise<void> {
+  try {
+    await schedulerFor(env, companyId).forgetCompany(companyId);
+  } catch (error) {
+    console.error(JSON.stringify({ level: "error", msg: "could not clear a deleted company's reminders", companyId, error: String(error) }));
+  }
 }

@@ -1,26 +1,521 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
+import { localToInstant, type CalendarUnit } from "../lib/time";
+import { readSnapshots, recordSync, pendingItems, SYNC_BATCH, type Applied } from "./d1";
+import { deliverDue, type Transports, defaultTransports } from "./delivery";
+import {
+  forgetItem,
+  getMeta,
+  hold,
+  insertReminder,
+  itemMirror,
+  migrate,
+  nextWake,
+  queueSequence,
+  reanchor,
+  reminder,
+  resume,
+  rezone,
+  setMeta,
+  type Channel,
+  type DeliveryState,
+  type ReminderRow,
+} from "./store";
+import { DEFAULT_HOUR, stepDate } from "./steps";
+import { availableChannels } from "./channels";
+
+/** Reminders claimed per alarm run; more due at once re-arm the alarm at once. */
+export const CLAIM_BATCH = 1000;
+/** Waiting (queued or held) reminders an item may have. */
+export const MAX_WAITING_PER_ITEM = 100;
+/** Entries kept in the triggered feed (the newest). */
+export const TRIGGERED_KEEP = 10_000;
+
+export type Failure = { error: { status: 400 | 404 | 409; msg: string } };
+export const isFailure = (value: unknown): value is Failure => typeof value === "object" && value !== null && "error" in value;
+
+export interface ReminderTime {
+  date?: string;
+  hour?: string;
+  period?: number;
+  unit?: CalendarUnit;
+  rtype?: 1 | 2;
+}
+export interface ReminderInput extends ReminderTime {
+  contactId?: number | null;
+  channels?: Channel[];
+}
+
+export interface DeliveryView {
+  channel: string;
+  state: DeliveryState;
+  attempts: number;
+  recipient: string | null;
+  last_error: string | null;
+  delivered_at: string | null;
+  next_attempt_at: string | null;
+}
+export interface ReminderView {
+  reminder_id: number;
+  date: string;
+  hour: string;
+  sent: boolean;
+  state: "queued" | "held" | "sent";
+  origin: "sequence" | "manual";
+  due_at: string;
+  period: number | null;
+  unit: CalendarUnit | null;
+  rtype: number | null;
+  contact_id: number;
+  channels: string[];
+  sent_at: string | null;
+  deliveries: DeliveryView[];
+}
+export interface TriggeredView {
+  reminder_id: number;
+  item_id: number;
+  title: string;
+  date: string;
+  hour: string;
+  due_at: string;
+  sent_at: string;
+}
+
+interface ResolvedTime {
+  date: string;
+  hour: string;
+  dueAt: number;
+  relative: { period: number; unit: CalendarUnit; rtype: number } | null;
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /**
- * Per-company reminder state (SQLite-backed). One object per company, addressed by
- * `schedulerFor`. An empty shell for now: the reminders work fills in the queue and the alarm.
+ * The reminders of one company (SQLite-backed; addressed by `schedulerFor`). Every mutation runs
+ * in one storage transaction and ends by arming the single alarm at the earliest of the next due
+ * reminder and the next delivery attempt. D1 holds the items: the object mirrors what it needs
+ * (title, anchor date, schedule epoch, held) from snapshots it reads itself, so a sync can be
+ * repeated any number of times (see docs/reminders.md).
  */
 export class ReminderScheduler extends DurableObject<Env> {
+  /** How deliveries leave; replaced only by tests that need a failing transport. */
+  transports: Transports;
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.blockConcurrencyWhile(async () => {
-      ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-    });
+    this.transports = defaultTransports(env);
+    ctx.blockConcurrencyWhile(async () => migrate(ctx.storage));
   }
 
-  /** Records which company this object serves and reports its queue state. */
+  private get sql() {
+    return this.ctx.storage.sql;
+  }
+
+  /** The object serves one company; it records which on first use and refuses any other. */
+  private claimCompany(companyId: number): void {
+    const known = getMeta(this.sql, "company_id");
+    if (known === null) setMeta(this.sql, "company_id", String(companyId));
+    else if (Number(known) !== companyId) throw new Error(`reminder scheduler of company ${known} called for company ${companyId}`);
+  }
+
+  private zone(): string {
+    return getMeta(this.sql, "timezone") ?? "UTC";
+  }
+
+  /** What the object holds, for operators and tests. */
   async status(companyId: number): Promise<{ companyId: number; queued: number; alarm: number | null }> {
-    this.ctx.storage.sql.exec("INSERT OR IGNORE INTO meta (key, value) VALUES ('company_id', ?)", String(companyId));
-    return { companyId, queued: 0, alarm: await this.ctx.storage.getAlarm() };
+    this.claimCompany(companyId);
+    const queued = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM reminders WHERE state = 'queued'").one().n;
+    return { companyId, queued, alarm: await this.ctx.storage.getAlarm() };
+  }
+
+  // ---- sync with D1 ----
+
+  /**
+   * Applies the D1 state of `itemIds` (0: the company's settings): queue, hold, resume, move or
+   * forget reminders. Idempotent; an older snapshot than the one applied is ignored.
+   */
+  async sync(companyId: number, itemIds: number[]): Promise<void> {
+    this.claimCompany(companyId);
+    for (let i = 0; i < itemIds.length; i += SYNC_BATCH) {
+      const ids = [...new Set(itemIds.slice(i, i + SYNC_BATCH))];
+      const snapshot = await readSnapshots(this.env.DB, companyId, ids.filter((id) => id !== 0));
+      const now = Date.now();
+      const applied: Applied[] = [];
+      this.ctx.storage.transactionSync(() => {
+        const sql = this.sql;
+        const zoneVersion = Number(getMeta(sql, "zone_version") ?? -1);
+        if (snapshot.company.exists && snapshot.company.version > zoneVersion) {
+          if (getMeta(sql, "timezone") !== snapshot.company.timezone) {
+            if (getMeta(sql, "timezone") !== null) rezone(sql, snapshot.company.timezone);
+            setMeta(sql, "timezone", snapshot.company.timezone);
+          }
+          setMeta(sql, "zone_version", String(snapshot.company.version));
+        }
+        if (ids.includes(0)) applied.push({ itemId: 0, version: snapshot.company.version, gone: false });
+        const zone = this.zone();
+        const channels = this.defaultChannels();
+        for (const item of snapshot.items) {
+          const mirror = itemMirror(sql, item.itemId);
+          if (mirror && item.version > 0 && item.version <= mirror.version) {
+            applied.push({ itemId: item.itemId, version: item.version, gone: !item.present });
+            continue;
+          }
+          if (!item.present) {
+            forgetItem(sql, item.itemId);
+            sql.exec(
+              "INSERT INTO items (item_id, version, title, anchor, epoch, held, gone) VALUES (?, ?, '', '', 0, 0, 1) ON CONFLICT (item_id) DO UPDATE SET version = excluded.version, gone = 1",
+              item.itemId,
+              item.version,
+            );
+            applied.push({ itemId: item.itemId, version: item.version, gone: true });
+            continue;
+          }
+          if (mirror?.gone) continue;
+          if (!mirror || item.epoch > mirror.epoch) {
+            // New to the object, or renewed: the sequence is queued for the (new) date.
+            if (mirror) sql.exec("DELETE FROM reminders WHERE item_id = ? AND state IN ('queued', 'held') AND origin = 'sequence'", item.itemId);
+            if (mirror && item.anchor !== mirror.anchor) reanchor(sql, item.itemId, item.anchor, zone, now);
+            queueSequence(sql, item.itemId, item.anchor, item.steps, zone, channels, item.held, now);
+          } else if (item.anchor !== mirror.anchor) {
+            reanchor(sql, item.itemId, item.anchor, zone, now);
+          }
+          if (mirror && !mirror.held && item.held) hold(sql, item.itemId);
+          if (mirror && mirror.held && !item.held) resume(sql, item.itemId, now);
+          sql.exec(
+            `INSERT INTO items (item_id, version, title, anchor, epoch, held, gone) VALUES (?, ?, ?, ?, ?, ?, 0)
+             ON CONFLICT (item_id) DO UPDATE SET version = excluded.version, title = excluded.title, anchor = excluded.anchor,
+               epoch = excluded.epoch, held = excluded.held`,
+            item.itemId,
+            item.version,
+            item.title,
+            item.anchor,
+            item.epoch,
+            item.held ? 1 : 0,
+          );
+          applied.push({ itemId: item.itemId, version: item.version, gone: false });
+        }
+      });
+      await this.afterChange(companyId, applied);
+    }
+  }
+
+  /** Channels a reminder gets when none are given: those this deployment can deliver (email). */
+  private defaultChannels(): Channel[] {
+    return availableChannels(this.env).includes("email") ? ["email"] : [];
+  }
+
+  /** Arms the alarm for the earliest work and tells D1 what was applied and when to wake the company. */
+  private async afterChange(companyId: number, applied: Applied[] = []): Promise<void> {
+    const wake = nextWake(this.sql);
+    const current = await this.ctx.storage.getAlarm();
+    if (wake === null) {
+      if (current !== null) await this.ctx.storage.deleteAlarm();
+    } else if (current !== wake) {
+      await this.ctx.storage.setAlarm(wake);
+    }
+    const written = getMeta(this.sql, "wakeup");
+    const changed = String(wake) !== written;
+    if (applied.length > 0 || changed) {
+      await recordSync(this.env.DB, companyId, applied, changed ? wake : undefined);
+      if (changed) setMeta(this.sql, "wakeup", String(wake));
+    }
+  }
+
+  // ---- reminders of an item ----
+
+  private async ensureItem(companyId: number, itemId: number, syncFirst: boolean): Promise<Failure | null> {
+    this.claimCompany(companyId);
+    const mirror = itemMirror(this.sql, itemId);
+    if (syncFirst || !mirror || mirror.gone) await this.sync(companyId, [itemId]);
+    const now = itemMirror(this.sql, itemId);
+    return now && !now.gone ? null : { error: { status: 404, msg: "Item not found" } };
+  }
+
+  async itemReminders(companyId: number, itemId: number, syncFirst: boolean): Promise<{ queued: ReminderView[]; sent: ReminderView[] } | Failure> {
+    const missing = await this.ensureItem(companyId, itemId, syncFirst);
+    if (missing) return missing;
+    const rows = this.sql
+      .exec<ReminderRow>(
+        `SELECT * FROM reminders WHERE item_id = ? AND state IN ('queued', 'held')
+         UNION ALL SELECT * FROM (SELECT * FROM reminders WHERE item_id = ? AND state = 'sent' ORDER BY sent_at DESC, reminder_id DESC LIMIT 100)`,
+        itemId,
+        itemId,
+      )
+      .toArray();
+    const deliveries = this.deliveriesOf(rows.filter((r) => r.state === "sent").map((r) => r.reminder_id));
+    const views = rows.map((r) => this.view(r, deliveries.get(r.reminder_id) ?? []));
+    return {
+      queued: views.filter((v) => !v.sent).sort((a, b) => a.due_at.localeCompare(b.due_at) || a.reminder_id - b.reminder_id),
+      sent: views.filter((v) => v.sent),
+    };
+  }
+
+  private deliveriesOf(reminderIds: number[]): Map<number, DeliveryView[]> {
+    const byReminder = new Map<number, DeliveryView[]>();
+    if (reminderIds.length === 0) return byReminder;
+    const rows = this.sql
+      .exec<{ reminder_id: number; channel: string; state: DeliveryState; attempts: number; recipient: string | null; last_error: string | null; delivered_at: number | null; next_at: number | null }>(
+        "SELECT * FROM deliveries WHERE reminder_id IN (SELECT value FROM json_each(?)) ORDER BY channel",
+        JSON.stringify(reminderIds),
+      )
+      .toArray();
+    for (const d of rows) {
+      const list = byReminder.get(d.reminder_id) ?? [];
+      list.push({
+        channel: d.channel,
+        state: d.state,
+        attempts: d.attempts,
+        recipient: d.recipient,
+        last_error: d.last_error,
+        delivered_at: iso(d.delivered_at),
+        next_attempt_at: d.state === "pending" ? iso(d.next_at) : null,
+      });
+      byReminder.set(d.reminder_id, list);
+    }
+    return byReminder;
+  }
+
+  private view(r: ReminderRow, deliveries: DeliveryView[]): ReminderView {
+    return {
+      reminder_id: r.reminder_id,
+      date: r.date,
+      hour: r.hour,
+      sent: r.state === "sent",
+      state: r.state,
+      origin: r.origin,
+      due_at: new Date(r.due_at).toISOString(),
+      period: r.period,
+      unit: r.unit,
+      rtype: r.rtype,
+      contact_id: r.contact_id ?? 0,
+      channels: JSON.parse(r.channels) as string[],
+      sent_at: iso(r.sent_at),
+      deliveries,
+    };
+  }
+
+  /** The local date, hour and instant of a reminder time, or a 400 when it has passed or is not a time. */
+  private resolveTime(anchor: string, time: ReminderTime, now: number): ResolvedTime | Failure {
+    const hour = time.hour ?? DEFAULT_HOUR;
+    let date: string;
+    let relative: { period: number; unit: CalendarUnit; rtype: number } | null = null;
+    if (time.period !== undefined) {
+      relative = { period: time.period, unit: time.unit!, rtype: time.rtype! };
+      date = stepDate(anchor, { period: time.period, unit: time.unit!, type: time.rtype! });
+    } else {
+      date = time.date!;
+    }
+    const zone = this.zone();
+    const dueAt = localToInstant(date, hour, zone);
+    if (dueAt <= now) return { error: { status: 400, msg: `The reminder time ${date} ${hour} (${zone}) has already passed` } };
+    return { date, hour, dueAt, relative };
+  }
+
+  async addReminder(companyId: number, itemId: number, input: ReminderInput, syncFirst: boolean): Promise<ReminderView | Failure> {
+    const missing = await this.ensureItem(companyId, itemId, syncFirst);
+    if (missing) return missing;
+    const mirror = itemMirror(this.sql, itemId)!;
+    const now = Date.now();
+    const time = this.resolveTime(mirror.anchor, input, now);
+    if (isFailure(time)) return time;
+    let created: ReminderRow | undefined;
+    let failure: Failure | null = null;
+    this.ctx.storage.transactionSync(() => {
+      const waiting = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM reminders WHERE item_id = ? AND state IN ('queued', 'held')", itemId).one().n;
+      if (waiting >= MAX_WAITING_PER_ITEM) {
+        failure = { error: { status: 400, msg: `An item may have at most ${MAX_WAITING_PER_ITEM} queued reminders` } };
+        return;
+      }
+      const id = insertReminder(this.sql, {
+        itemId,
+        origin: "manual",
+        date: time.date,
+        hour: time.hour,
+        dueAt: time.dueAt,
+        relative: time.relative,
+        contactId: input.contactId ?? null,
+        channels: input.channels ?? this.defaultChannels(),
+        held: mirror.held === 1,
+        now,
+      });
+      created = reminder(this.sql, itemId, id);
+    });
+    if (failure) return failure;
+    await this.afterChange(companyId);
+    return this.view(created!, []);
+  }
+
+  async updateReminder(companyId: number, itemId: number, reminderId: number, input: ReminderInput, syncFirst: boolean): Promise<ReminderView | Failure> {
+    const missing = await this.ensureItem(companyId, itemId, syncFirst);
+    if (missing) return missing;
+    const current = reminder(this.sql, itemId, reminderId);
+    if (!current) return { error: { status: 404, msg: "Reminder not found" } };
+    if (current.state === "sent") return { error: { status: 400, msg: `Reminder ${reminderId} was already sent and cannot be changed` } };
+    const mirror = itemMirror(this.sql, itemId)!;
+    const timeGiven = input.date !== undefined || input.period !== undefined || input.hour !== undefined || input.unit !== undefined || input.rtype !== undefined;
+    let time: ResolvedTime | null = null;
+    if (timeGiven) {
+      // Fields not sent keep their values; a relative reminder stays relative unless a date is sent.
+      const merged: ReminderTime =
+        input.date !== undefined
+          ? { date: input.date, hour: input.hour ?? current.hour }
+          : input.period !== undefined || current.period !== null
+            ? {
+                period: input.period ?? current.period ?? undefined,
+                unit: input.unit ?? current.unit ?? undefined,
+                rtype: (input.rtype ?? current.rtype ?? undefined) as 1 | 2 | undefined,
+                hour: input.hour ?? current.hour,
+              }
+            : { date: current.date, hour: input.hour ?? current.hour };
+      if (merged.period !== undefined && (merged.unit === undefined || merged.rtype === undefined)) {
+        return { error: { status: 400, msg: "A relative reminder needs period, unit and rtype" } };
+      }
+      const resolved = this.resolveTime(mirror.anchor, merged, Date.now());
+      if (isFailure(resolved)) return resolved;
+      time = resolved;
+    }
+    let updated: ReminderRow | undefined;
+    this.ctx.storage.transactionSync(() => {
+      const sql = this.sql;
+      if (time) {
+        sql.exec(
+          "UPDATE reminders SET date = ?, hour = ?, due_at = ?, period = ?, unit = ?, rtype = ? WHERE reminder_id = ? AND state <> 'sent'",
+          time.date,
+          time.hour,
+          time.dueAt,
+          time.relative?.period ?? null,
+          time.relative?.unit ?? null,
+          time.relative?.rtype ?? null,
+          reminderId,
+        );
+      }
+      if (input.contactId !== undefined) sql.exec("UPDATE reminders SET contact_id = ? WHERE reminder_id = ? AND state <> 'sent'", input.contactId, reminderId);
+      if (input.channels !== undefined) sql.exec("UPDATE reminders SET channels = ? WHERE reminder_id = ? AND state <> 'sent'", JSON.stringify(input.channels), reminderId);
+      updated = reminder(sql, itemId, reminderId);
+    });
+    await this.afterChange(companyId);
+    return this.view(updated!, []);
+  }
+
+  async deleteReminder(companyId: number, itemId: number, reminderId: number, syncFirst: boolean): Promise<{ deleted: true } | Failure> {
+    const missing = await this.ensureItem(companyId, itemId, syncFirst);
+    if (missing) return missing;
+    const current = reminder(this.sql, itemId, reminderId);
+    if (!current) return { error: { status: 404, msg: "Reminder not found" } };
+    if (current.state === "sent") return { error: { status: 400, msg: `Reminder ${reminderId} was already sent and stays in the history` } };
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec("DELETE FROM reminders WHERE reminder_id = ? AND state <> 'sent'", reminderId);
+    });
+    await this.afterChange(companyId);
+    return { deleted: true };
+  }
+
+  triggered(companyId: number, limit: number): TriggeredView[] {
+    this.claimCompany(companyId);
+    return this.sql
+      .exec<{ reminder_id: number; item_id: number; title: string; date: string; hour: string; due_at: number; sent_at: number }>(
+        "SELECT * FROM triggered ORDER BY sent_at DESC, reminder_id DESC LIMIT ?",
+        limit,
+      )
+      .toArray()
+      .map((t) => ({ ...t, due_at: new Date(t.due_at).toISOString(), sent_at: new Date(t.sent_at).toISOString() }));
+  }
+
+  // ---- firing ----
+
+  /** From the cron sweep: replays unseen changes and makes sure an overdue company's alarm runs. */
+  async wake(companyId: number): Promise<void> {
+    this.claimCompany(companyId);
+    await this.repair(companyId);
+    const wake = nextWake(this.sql);
+    if (wake !== null && wake <= Date.now()) await this.ctx.storage.setAlarm(Date.now());
+    else await this.afterChange(companyId);
+  }
+
+  private async repair(companyId: number): Promise<void> {
+    const pending = await pendingItems(this.env.DB, companyId);
+    if (pending.length > 0) await this.sync(companyId, pending);
   }
 
   override async alarm(): Promise<void> {
-    // Nothing is queued yet.
+    const known = getMeta(this.sql, "company_id");
+    if (known === null) return;
+    const companyId = Number(known);
+    // Changes D1 has and the object has not seen go first, so that nothing fires for a deleted
+    // item and nothing is missed for a new one. A D1 outage must not stop firing.
+    try {
+      await this.repair(companyId);
+    } catch (error) {
+      console.error(JSON.stringify({ level: "error", msg: "reminder repair failed", companyId, error: String(error) }));
+    }
+    const claimed = this.claimDue(Date.now());
+    const delivered = await deliverDue(this.ctx.storage, this.env, companyId, this.transports);
+    if (claimed >= CLAIM_BATCH || delivered.more) {
+      await this.ctx.storage.setAlarm(Date.now());
+      return;
+    }
+    try {
+      await this.afterChange(companyId);
+    } catch (error) {
+      // The alarm is armed before D1 is written; a D1 failure only delays the wakeup record.
+      console.error(JSON.stringify({ level: "error", msg: "wakeup record failed", companyId, error: String(error) }));
+    }
+  }
+
+  /**
+   * queued -> sent for every reminder due by `now` (up to CLAIM_BATCH), its triggered entry and its
+   * deliveries, in one transaction: a repeated alarm finds nothing left to claim.
+   */
+  private claimDue(now: number): number {
+    let claimed = 0;
+    this.ctx.storage.transactionSync(() => {
+      const sql = this.sql;
+      const due = sql
+        .exec<ReminderRow & { title: string | null }>(
+          `SELECT r.*, i.title FROM reminders r LEFT JOIN items i ON i.item_id = r.item_id
+           WHERE r.state = 'queued' AND r.due_at <= ? ORDER BY r.due_at, r.reminder_id LIMIT ?`,
+          now,
+          CLAIM_BATCH,
+        )
+        .toArray();
+      for (const r of due) {
+        sql.exec("UPDATE reminders SET state = 'sent', sent_at = ? WHERE reminder_id = ? AND state = 'queued'", now, r.reminder_id);
+        sql.exec(
+          "INSERT OR IGNORE INTO triggered (reminder_id, item_id, title, date, hour, due_at, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+          r.reminder_id,
+          r.item_id,
+          r.title ?? "",
+          r.date,
+          r.hour,
+          r.due_at,
+          now,
+        );
+        for (const channel of JSON.parse(r.channels) as string[]) {
+          sql.exec("INSERT OR IGNORE INTO deliveries (reminder_id, channel, state, attempts, next_at) VALUES (?, ?, 'pending', 0, ?)", r.reminder_id, channel, now);
+        }
+      }
+      claimed = due.length;
+      if (claimed > 0) {
+        sql.exec(
+          "DELETE FROM triggered WHERE reminder_id IN (SELECT reminder_id FROM triggered ORDER BY sent_at DESC, reminder_id DESC LIMIT -1 OFFSET ?)",
+          TRIGGERED_KEEP,
+        );
+      }
+    });
+    return claimed;
+  }
+
+  /** The company is deleted: everything goes, the alarm too. */
+  async forgetCompany(companyId: number): Promise<void> {
+    this.claimCompany(companyId);
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    migrate(this.ctx.storage);
+    await this.env.DB.batch([
+      this.env.DB.prepare("DELETE FROM reminder_wakeups WHERE company_id = ?").bind(companyId),
+      this.env.DB.prepare("DELETE FROM reminder_sync WHERE company_id = ?").bind(companyId),
+    ]);
   }
 }
 

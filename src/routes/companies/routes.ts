@@ -1,4 +1,5 @@
 import type { Context } from "hono";
+import { COMPANY_SETTINGS, forgetReminders, syncReminders } from "../../reminders/item-events";
 import type { AppBindings } from "../../env";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { MessageEnvelope, createRouter, dataEnvelope, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
@@ -135,7 +136,9 @@ companiesRouter.openapi(
     responses: { 200: jsonResponse(MessageEnvelope, "Company deleted") },
   }),
   async (c) => {
-    await deleteCompany(c.var.db, caller(c), c.req.valid("param").company_id);
+    const companyId = c.req.valid("param").company_id;
+    await deleteCompany(c.var.db, caller(c), companyId);
+    await forgetReminders(c.env, companyId);
     return done(c, "Company deleted");
   },
 );
@@ -200,12 +203,15 @@ companiesRouter.openapi(
     summary: "Update a company's settings (extension)",
     description:
       "`timezone`: an IANA time zone the runtime knows (reminders fire at their local date and hour in it); `date_format`: one of the listed formats, " +
-      "used for dates in reminder messages. At least one field.",
+      "used for dates in reminder messages. At least one field. Changing the time zone moves the company's queued reminders so that they keep " +
+      "their local date and hour (one that thereby falls in the past fires at once).",
     request: { params: CompanyParams, body: jsonBody(UpdateCompanySettingsSchema) },
     responses: { 200: jsonResponse(DetailResult, "Settings updated") },
   }),
   async (c) => {
     const row = await updateCompanySettings(c.var.db, caller(c), c.req.valid("param").company_id, c.req.valid("json"));
+    // A new time zone moves the company's queued reminders (they keep their local date and hour).
+    await syncReminders(c.env, row.id, [COMPANY_SETTINGS]);
     return updated(c, "Company settings updated", detailOutput(row));
   },
 );

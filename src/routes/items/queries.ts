@@ -3,7 +3,7 @@ import type { Db } from "../../db/client";
 import { selectDepartment } from "../../db/departments";
 import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
 import { listPage } from "../../db/pages";
-import { companies, contacts, departments, documentTypes, folders, itemRenewals, items, type ItemRow } from "../../db/schema";
+import { companies, contacts, departments, documentTypes, folders, itemRenewals, items, reminderSequences, reminderSync, type ItemRow } from "../../db/schema";
 import { echo } from "../../lib/echo";
 import { badRequest, notFound } from "../../lib/errors";
 import { prefixMatchQuery } from "../../lib/sql";
@@ -186,8 +186,15 @@ export async function listItems(db: Db, companyId: number, query: ListItemsInput
   };
 }
 
-export async function getItem(db: Db, companyId: number, itemId: number): Promise<ItemDetail> {
-  const [[row], tagRows, renewals] = await db.batch([
+/** Reads an item's reminders from the company's Durable Object (`syncFirst`: apply the item's D1 state first). */
+export type RemindersLoader = (syncFirst: boolean) => Promise<ItemDetail["reminders"]>;
+
+export async function getItem(db: Db, companyId: number, itemId: number, loadReminders: RemindersLoader): Promise<ItemDetail> {
+  // The Durable Object is asked at the same time as D1; only when D1 shows a change it has not
+  // applied yet (a failed sync) is it asked again, to apply it first.
+  const remindersNow = loadReminders(false);
+  remindersNow.catch(() => {});
+  const [[row], tagRows, renewals, [sync]] = await db.batch([
     db
       .select({ ...itemColumns, notes: items.notes, contactId: items.contactId, seqId: items.seqId, createdAt: items.createdAt })
       .from(items)
@@ -199,13 +206,17 @@ export async function getItem(db: Db, companyId: number, itemId: number): Promis
       .from(itemRenewals)
       .where(and(eq(itemRenewals.itemId, itemId), eq(itemRenewals.companyId, companyId)))
       .orderBy(asc(itemRenewals.id)),
+    db
+      .select({ pending: sql<number>`${reminderSync.version} > ${reminderSync.syncedVersion}` })
+      .from(reminderSync)
+      .where(and(eq(reminderSync.companyId, companyId), eq(reminderSync.itemId, itemId))),
   ]);
   if (!row) throw notFound("Item");
+  const reminders = !sync || sync.pending ? await loadReminders(true) : await remindersNow;
   return {
     ...itemEntry(row),
     tags: tagRows.map((t) => t.name),
-    // Filled by the reminder engine.
-    reminders: { queued: [], sent: [] },
+    reminders,
     notes: row.notes,
     contact_id: row.contactId ?? 0,
     seqid: row.seqId ?? 0,
@@ -215,6 +226,11 @@ export async function getItem(db: Db, companyId: number, itemId: number): Promis
 }
 
 // ---- references: ids of the company, checked when read and again inside the write ----
+
+const defaultSequenceOf = (companyId: number) =>
+  sql`(SELECT ${reminderSequences.id} FROM ${reminderSequences} WHERE ${reminderSequences.companyId} = ${companyId} AND ${reminderSequences.isDefault} = 1)`;
+const sequenceExists = (companyId: number, seqId: number) =>
+  sql`EXISTS (SELECT 1 FROM ${reminderSequences} WHERE ${reminderSequences.id} = ${seqId} AND ${reminderSequences.companyId} = ${companyId})`;
 
 interface Refs {
   deptId?: number;
@@ -297,7 +313,9 @@ export async function createItem(db: Db, companyId: number, userId: number, inpu
             documentTypeId: sql`${refs.documentTypeId}`,
             folderId: sql`${refs.folderId}`,
             contactId: sql`${refs.contactId}`,
-            seqId: sql`${input.seqid ?? null}`,
+            seqId: input.seqid === undefined ? defaultSequenceOf(companyId) : sql`${input.seqid || null}`,
+            reminderAnchor: sql`${input.expiry_date}`,
+            scheduleEpoch: sql`1`,
             title: sql`${input.title}`,
             notes: sql`${input.notes ?? ""}`,
             itemType: sql`${input.item_type ?? "exp"}`,
@@ -310,13 +328,23 @@ export async function createItem(db: Db, companyId: number, userId: number, inpu
           })
           .from(companies)
           // The company's documents_limit and every reference, checked by the INSERT itself.
-          .where(and(eq(companies.id, companyId), lt(companies.documentsUsed, companies.documentsLimit), refsHold(companyId, refs))) as never,
+          .where(
+            and(
+              eq(companies.id, companyId),
+              lt(companies.documentsUsed, companies.documentsLimit),
+              refsHold(companyId, refs),
+              input.seqid ? sequenceExists(companyId, input.seqid) : undefined,
+            ),
+          ) as never,
       )
       .returning();
     if (row) return row;
     const company = await db.select({ used: companies.documentsUsed, limit: companies.documentsLimit }).from(companies).where(eq(companies.id, companyId)).get();
     if (!company || company.used >= company.limit) {
       throw badRequest(`Document limit reached: the company may hold at most ${company?.limit ?? 0} documents (documents_limit)`);
+    }
+    if (input.seqid && !(await db.get(sql`SELECT 1 AS found WHERE ${sequenceExists(companyId, input.seqid)}`))) {
+      throw badRequest(`seqid ${input.seqid} is not a reminder sequence of the company`);
     }
     // A reference vanished meanwhile: resolve again (a gone one is then a 400).
   }
@@ -336,6 +364,8 @@ export async function updateItem(db: Db, companyId: number, itemId: number, inpu
     if (input.title !== undefined) changes.title = input.title;
     if (input.notes !== undefined) changes.notes = input.notes;
     if (input.expiry_date !== undefined) changes.expiryDate = input.expiry_date;
+    // Relative reminders follow the date only when asked to (reschedule_reminders).
+    if (input.expiry_date !== undefined && input.reschedule_reminders === true) changes.reminderAnchor = input.expiry_date;
     if (input.item_type !== undefined) changes.itemType = input.item_type;
     if (input.folder_id !== undefined) changes.folderId = input.folder_id || null;
     if (input.document_type_id !== undefined) changes.documentTypeId = input.document_type_id || null;
@@ -395,7 +425,12 @@ export async function renewItem(db: Db, companyId: number, userId: number, itemI
           .from(items)
           .where(unchanged) as never,
       ),
-      db.update(items).set({ expiryDate: next, status: "pending", updatedAt: sql`CURRENT_TIMESTAMP` }).where(unchanged).returning(),
+      // A new schedule epoch: the reminder engine queues the sequence again for the new date.
+      db
+        .update(items)
+        .set({ expiryDate: next, reminderAnchor: next, scheduleEpoch: sql`${items.scheduleEpoch} + 1`, status: "pending", updatedAt: sql`CURRENT_TIMESTAMP` })
+        .where(unchanged)
+        .returning(),
     ]);
     if (row) return { row, previousDate: current.expiryDate };
   }

@@ -1,6 +1,7 @@
 import { MessageEnvelope, createRouter, dataEnvelope, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { created, done, ok, page, updated } from "../../lib/respond";
-import { itemScheduler } from "../../reminders/item-events";
+import { syncReminders } from "../../reminders/item-events";
+import { itemRemindersLoader } from "../reminders/queries";
 import { MAX_EXACT_SEARCH_TOTAL, MAX_EXACT_TOTAL, createItem, deleteItem, getItem, listItems, renewItem, setItemArchived, setItemStatus, updateItem, itemEntry } from "./queries";
 import {
   CreateItemSchema,
@@ -60,13 +61,7 @@ itemsRouter.openapi(
   }),
   async (c) => {
     const row = await createItem(c.var.db, c.var.companyId, c.var.auth.userId, c.req.valid("json"));
-    await itemScheduler(c.env).itemChanged(c.var.companyId, {
-      kind: "created",
-      itemId: row.id,
-      expiryDate: row.expiryDate,
-      seqId: row.seqId,
-      contactId: row.contactId,
-    });
+    await syncReminders(c.env, c.var.companyId, [row.id]);
     return created(c, "Item created", { item_id: row.id, title: row.title, expiry_date: row.expiryDate, item_type: row.itemType as "exp" });
   },
 );
@@ -83,7 +78,7 @@ itemsRouter.openapi(
     request: { params: ItemParams },
     responses: { 200: jsonResponse(dataEnvelope(ItemDetailSchema, "ItemEnvelope"), "The item") },
   }),
-  async (c) => ok(c, await getItem(c.var.db, c.var.companyId, c.req.valid("param").item_id)),
+  async (c) => ok(c, await getItem(c.var.db, c.var.companyId, c.req.valid("param").item_id, itemRemindersLoader(c.env, c.var.companyId, c.req.valid("param").item_id))),
 );
 
 itemsRouter.openapi(
@@ -102,15 +97,9 @@ itemsRouter.openapi(
   }),
   async (c) => {
     const input = c.req.valid("json");
-    const { row, previousDate } = await updateItem(c.var.db, c.var.companyId, c.req.valid("param").item_id, input);
-    await itemScheduler(c.env).itemChanged(c.var.companyId, {
-      kind: "updated",
-      itemId: row.id,
-      expiryDate: row.expiryDate,
-      previousDate,
-      reschedule: input.reschedule_reminders === true,
-    });
-    return updated(c, "Item updated", await getItem(c.var.db, c.var.companyId, row.id));
+    const { row } = await updateItem(c.var.db, c.var.companyId, c.req.valid("param").item_id, input);
+    await syncReminders(c.env, c.var.companyId, [row.id]);
+    return updated(c, "Item updated", await getItem(c.var.db, c.var.companyId, row.id, itemRemindersLoader(c.env, c.var.companyId, row.id)));
   },
 );
 
@@ -129,7 +118,7 @@ itemsRouter.openapi(
   async (c) => {
     const itemId = c.req.valid("param").item_id;
     await deleteItem(c.var.db, c.var.companyId, itemId);
-    await itemScheduler(c.env).itemChanged(c.var.companyId, { kind: "deleted", itemId });
+    await syncReminders(c.env, c.var.companyId, [itemId]);
     return done(c, "Item deleted");
   },
 );
@@ -149,8 +138,8 @@ itemsRouter.openapi(
   async (c) => {
     const { status } = c.req.valid("json");
     const row = await setItemStatus(c.var.db, c.var.companyId, c.req.valid("param").item_id, status);
-    await itemScheduler(c.env).itemChanged(c.var.companyId, { kind: "status", itemId: row.id, status });
-    return updated(c, status === "completed" ? "Item marked completed" : "Item marked pending", await getItem(c.var.db, c.var.companyId, row.id));
+    await syncReminders(c.env, c.var.companyId, [row.id]);
+    return updated(c, status === "completed" ? "Item marked completed" : "Item marked pending", await getItem(c.var.db, c.var.companyId, row.id, itemRemindersLoader(c.env, c.var.companyId, row.id)));
   },
 );
 
@@ -169,8 +158,8 @@ itemsRouter.openapi(
   async (c) => {
     const archived = c.req.valid("json")?.archived ?? true;
     const row = await setItemArchived(c.var.db, c.var.companyId, c.req.valid("param").item_id, archived);
-    await itemScheduler(c.env).itemChanged(c.var.companyId, { kind: "archived", itemId: row.id, archived });
-    return updated(c, archived ? "Item archived" : "Item restored", await getItem(c.var.db, c.var.companyId, row.id));
+    await syncReminders(c.env, c.var.companyId, [row.id]);
+    return updated(c, archived ? "Item archived" : "Item restored", await getItem(c.var.db, c.var.companyId, row.id, itemRemindersLoader(c.env, c.var.companyId, row.id)));
   },
 );
 
@@ -190,8 +179,8 @@ itemsRouter.openapi(
     responses: { 200: jsonResponse(ItemResult, "Item renewed") },
   }),
   async (c) => {
-    const { row, previousDate } = await renewItem(c.var.db, c.var.companyId, c.var.auth.userId, c.req.valid("param").item_id, c.req.valid("json")?.expiry_date);
-    await itemScheduler(c.env).itemChanged(c.var.companyId, { kind: "renewed", itemId: row.id, expiryDate: row.expiryDate, previousDate });
-    return updated(c, `Item renewed until ${row.expiryDate}`, await getItem(c.var.db, c.var.companyId, row.id));
+    const { row } = await renewItem(c.var.db, c.var.companyId, c.var.auth.userId, c.req.valid("param").item_id, c.req.valid("json")?.expiry_date);
+    await syncReminders(c.env, c.var.companyId, [row.id]);
+    return updated(c, `Item renewed until ${row.expiryDate}`, await getItem(c.var.db, c.var.companyId, row.id, itemRemindersLoader(c.env, c.var.companyId, row.id)));
   },
 );

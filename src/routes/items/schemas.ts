@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { isCalendarDate } from "../../lib/time";
 import { Timestamp, cleanText, idField, idQuery, integerString, optionalText, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
+import { ItemRemindersSchema } from "../reminders/schemas";
 import { PERIODS, PERIOD_DESCRIPTION, isPeriod } from "./period";
 
 export const ITEM_TYPES = ["exp", "due", "apt", "evt"] as const;
@@ -23,18 +24,9 @@ export const ItemListEntrySchema = z
   })
   .openapi("ItemListEntry");
 
-const ReminderEntry = z
-  .object({
-    reminder_id: z.number().int(),
-    date: z.string().openapi({ example: "2027-03-01" }),
-    hour: z.string().openapi({ example: "09:00" }),
-    sent: z.boolean(),
-  })
-  .openapi("ReminderEntry");
-
 export const ItemDetailSchema = ItemListEntrySchema.extend({
   tags: z.array(z.string()).openapi({ example: ["fire", "building A"] }),
-  reminders: z.object({ queued: z.array(ReminderEntry), sent: z.array(ReminderEntry) }),
+  reminders: ItemRemindersSchema,
   notes: z.string().openapi({ example: "Renew with the city office", description: "Extension: the input field, as stored" }),
   contact_id: z.number().int().openapi({ example: 42, description: "Extension: whom reminders go to; 0 for none" }),
   seqid: z.number().int().openapi({ example: 0, description: "Extension: the reminder sequence; 0 for none" }),
@@ -81,7 +73,14 @@ export const CreateItemSchema = z
       .optional()
       .openapi({ example: "Permits/City", description: "Creates missing folders like mkdir -p, reusing existing ones by name; not together with folder_id" }),
     contact_id: idField("contact_id").optional().openapi({ description: "The contact reminders go to" }),
-    seqid: idField("seqid").optional().openapi({ description: "Reminder sequence (validated by the reminder engine)" }),
+    seqid: z
+      .union([z.literal(0), idField("seqid")], { error: "seqid must be a positive integer, or 0 for no reminder sequence" })
+      .optional()
+      .openapi({
+        type: "integer",
+        minimum: 0,
+        description: "Reminder sequence of the company (GET /v1/reminder-sequences); default: the company's default sequence; 0: none. Unknown is 400.",
+      }),
     notes,
   })
   .superRefine((v, ctx) => {

@@ -1,0 +1,25 @@
+import type { Env } from "../env";
+import type { Channel } from "./store";
+
+export const CHANNELS = ["email", "sms", "webhook"] as const;
+
+/** The channels this deployment can deliver: email with the send_email binding and a sender, sms with a provider. */
+export function availableChannels(env: Env): Channel[] {
+  const channels: Channel[] = [];
+  if (env.EMAIL && env.EMAIL_FROM) channels.push("email");
+  if (env.SMS_API_URL && env.SMS_API_KEY) channels.push("sms");
+  return channels;
+}
+
+/** Why a channel cannot be used here, or null when it can. */
+export function channelProblem(env: Env, channel: Channel): string | null {
+  if (availableChannels(env).includes(channel)) return null;
+  switch (channel) {
+    case "email":
+      return "channel email is not available: this deployment has no email sender configured (send_email binding and EMAIL_FROM)";
+    case "sms":
+      return "channel sms is not available: this deployment has no SMS provider configured (SMS_API_URL and the SMS_API_KEY secret)";
+    case "webhook":
+      return "channel webhook is not available yet: webhook endpoints are not supported by this deployment";
+  }
+}

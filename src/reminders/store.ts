@@ -1,0 +1,211 @@
+// The reminder Durable Object's own SQLite: the schema (versioned) and the synchronous statements
+// its methods run inside `transactionSync`. No I/O beyond the object's storage.
+
+import { instantToLocal, localToInstant, type CalendarUnit } from "../lib/time";
+import { stepDate, type Step } from "./steps";
+
+export const SCHEMA_VERSION = 1;
+
+const MIGRATIONS: string[][] = [
+  [], // version 0: nothing
+  [
+    `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+    // What the object knows of each item (a tombstone once deleted, so a late, older sync cannot revive it).
+    `CREATE TABLE items (
+      item_id INTEGER PRIMARY KEY, version INTEGER NOT NULL, title TEXT NOT NULL, anchor TEXT NOT NULL,
+      epoch INTEGER NOT NULL, held INTEGER NOT NULL, gone INTEGER NOT NULL DEFAULT 0)`,
+    `CREATE TABLE reminders (
+      reminder_id INTEGER PRIMARY KEY AUTOINCREMENT, item_id INTEGER NOT NULL, origin TEXT NOT NULL,
+      date TEXT NOT NULL, hour TEXT NOT NULL, due_at INTEGER NOT NULL,
+      period INTEGER, unit TEXT, rtype INTEGER, contact_id INTEGER, channels TEXT NOT NULL,
+      state TEXT NOT NULL, sent_at INTEGER, created_at INTEGER NOT NULL)`,
+    `CREATE INDEX reminders_due ON reminders (state, due_at)`,
+    `CREATE INDEX reminders_item ON reminders (item_id, state)`,
+    // The feed of GET /v1/reminders/triggered (kept when the item is deleted).
+    `CREATE TABLE triggered (
+      reminder_id INTEGER PRIMARY KEY, item_id INTEGER NOT NULL, title TEXT NOT NULL, date TEXT NOT NULL,
+      hour TEXT NOT NULL, due_at INTEGER NOT NULL, sent_at INTEGER NOT NULL)`,
+    `CREATE INDEX triggered_recent ON triggered (sent_at, reminder_id)`,
+    // The delivery outbox: one row per reminder and channel.
+    `CREATE TABLE deliveries (
+      reminder_id INTEGER NOT NULL, channel TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+      next_at INTEGER, last_error TEXT, recipient TEXT, delivered_at INTEGER, message_id TEXT,
+      PRIMARY KEY (reminder_id, channel))`,
+    `CREATE INDEX deliveries_next ON deliveries (state, next_at)`,
+  ],
+];
+
+/** Brings the object's schema to SCHEMA_VERSION (each step in one transaction). */
+export function migrate(storage: DurableObjectStorage): void {
+  const sql = storage.sql;
+  sql.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
+  let version = Number(getMeta(sql, "schema_version") ?? 0);
+  while (version < SCHEMA_VERSION) {
+    const next = version + 1;
+    storage.transactionSync(() => {
+      for (const statement of MIGRATIONS[next]!) sql.exec(statement);
+      setMeta(sql, "schema_version", String(next));
+    });
+    version = next;
+  }
+}
+
+export function getMeta(sql: SqlStorage, key: string): string | null {
+  const row = sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0];
+  return row?.value ?? null;
+}
+export function setMeta(sql: SqlStorage, key: string, value: string): void {
+  sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value);
+}
+
+export type ReminderState = "queued" | "held" | "sent";
+export const DELIVERY_STATES = ["pending", "sent", "failed", "no_recipient", "skipped"] as const;
+export type DeliveryState = (typeof DELIVERY_STATES)[number];
+export type Channel = "email" | "sms" | "webhook";
+
+export type ReminderRow = {
+  reminder_id: number;
+  item_id: number;
+  origin: "sequence" | "manual";
+  date: string;
+  hour: string;
+  due_at: number;
+  period: number | null;
+  unit: CalendarUnit | null;
+  rtype: number | null;
+  contact_id: number | null;
+  channels: string;
+  state: ReminderState;
+  sent_at: number | null;
+  created_at: number;
+};
+
+export type ItemMirror = {
+  item_id: number;
+  version: number;
+  title: string;
+  anchor: string;
+  epoch: number;
+  held: number;
+  gone: number;
+};
+
+export function itemMirror(sql: SqlStorage, itemId: number): ItemMirror | undefined {
+  return sql.exec<ItemMirror>("SELECT * FROM items WHERE item_id = ?", itemId).toArray()[0];
+}
+
+export function reminder(sql: SqlStorage, itemId: number, reminderId: number): ReminderRow | undefined {
+  return sql.exec<ReminderRow>("SELECT * FROM reminders WHERE reminder_id = ? AND item_id = ?", reminderId, itemId).toArray()[0];
+}
+
+export interface NewReminder {
+  itemId: number;
+  origin: "sequence" | "manual";
+  date: string;
+  hour: string;
+  dueAt: number;
+  relative: { period: number; unit: CalendarUnit; rtype: number } | null;
+  contactId: number | null;
+  channels: Channel[];
+  held: boolean;
+  now: number;
+}
+
+export function insertReminder(sql: SqlStorage, r: NewReminder): number {
+  const row = sql
+    .exec<{ reminder_id: number }>(
+      `INSERT INTO reminders (item_id, origin, date, hour, due_at, period, unit, rtype, contact_id, channels, state, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING reminder_id`,
+      r.itemId,
+      r.origin,
+      r.date,
+      r.hour,
+      r.dueAt,
+      r.relative?.period ?? null,
+      r.relative?.unit ?? null,
+      r.relative?.rtype ?? null,
+      r.contactId,
+      JSON.stringify(r.channels),
+      r.held ? "held" : "queued",
+      r.now,
+    )
+    .one();
+  return row.reminder_id;
+}
+
+/** Queues the sequence's steps for an item dated `anchor`; steps whose instant has passed are skipped. */
+export function queueSequence(sql: SqlStorage, itemId: number, anchor: string, steps: Step[], zone: string, channels: Channel[], held: boolean, now: number): number {
+  let queued = 0;
+  for (const step of steps) {
+    const date = stepDate(anchor, step);
+    const dueAt = localToInstant(date, step.hour, zone);
+    if (dueAt <= now) continue;
+    insertReminder(sql, {
+      itemId,
+      origin: "sequence",
+      date,
+      hour: step.hour,
+      dueAt,
+      relative: { period: step.period, unit: step.unit, rtype: step.type },
+      contactId: null,
+      channels,
+      held,
+      now,
+    });
+    queued++;
+  }
+  return queued;
+}
+
+/** Recomputes the item's waiting relative reminders for a new anchor; those now in the past are dropped. */
+export function reanchor(sql: SqlStorage, itemId: number, anchor: string, zone: string, now: number): void {
+  const rows = sql.exec<ReminderRow>("SELECT * FROM reminders WHERE item_id = ? AND state IN ('queued', 'held') AND period IS NOT NULL", itemId).toArray();
+  for (const row of rows) {
+    const date = stepDate(anchor, { period: row.period!, unit: row.unit!, type: row.rtype! });
+    const dueAt = localToInstant(date, row.hour, zone);
+    if (dueAt <= now) sql.exec("DELETE FROM reminders WHERE reminder_id = ?", row.reminder_id);
+    else sql.exec("UPDATE reminders SET date = ?, due_at = ? WHERE reminder_id = ?", date, dueAt, row.reminder_id);
+  }
+}
+
+/** Completing or archiving holds the item's queued reminders. */
+export function hold(sql: SqlStorage, itemId: number): void {
+  sql.exec("UPDATE reminders SET state = 'held' WHERE item_id = ? AND state = 'queued'", itemId);
+}
+
+/** Reopening or restoring resumes held reminders still in the future; those that fell due meanwhile are dropped, not sent late. */
+export function resume(sql: SqlStorage, itemId: number, now: number): void {
+  sql.exec("DELETE FROM reminders WHERE item_id = ? AND state = 'held' AND due_at <= ?", itemId, now);
+  sql.exec("UPDATE reminders SET state = 'queued' WHERE item_id = ? AND state = 'held'", itemId);
+}
+
+/** A deleted item: its reminders and their pending deliveries go; the triggered feed keeps what was sent. */
+export function forgetItem(sql: SqlStorage, itemId: number): void {
+  sql.exec("DELETE FROM deliveries WHERE reminder_id IN (SELECT reminder_id FROM reminders WHERE item_id = ?)", itemId);
+  sql.exec("DELETE FROM reminders WHERE item_id = ?", itemId);
+}
+
+/** A new company time zone: waiting reminders keep their local date and hour, so their instants move. */
+export function rezone(sql: SqlStorage, zone: string): void {
+  const rows = sql.exec<{ reminder_id: number; date: string; hour: string }>("SELECT reminder_id, date, hour FROM reminders WHERE state IN ('queued', 'held')").toArray();
+  for (const row of rows) sql.exec("UPDATE reminders SET due_at = ? WHERE reminder_id = ?", localToInstant(row.date, row.hour, zone), row.reminder_id);
+}
+
+/** The local date and hour of an instant, for reminders given as instants. */
+export const localOf = instantToLocal;
+
+/** The earliest instant the alarm must run at: the next due reminder or the next delivery attempt. */
+export function nextWake(sql: SqlStorage): number | null {
+  const row = sql
+    .exec<{ at: number | null }>(
+      `SELECT min(at) AS at FROM (
+         SELECT min(due_at) AS at FROM reminders WHERE state = 'queued'
+         UNION ALL SELECT min(next_at) FROM deliveries WHERE state = 'pending')`,
+    )
+    .one();
+  return row.at ?? null;
+}
+
+export function nextDue(sql: SqlStorage): number | null {
+  return sql.exec<{ at: number | null }>("SELECT min(due_at) AS at FROM reminders WHERE state = 'queued'").one().at ?? null;
+}
