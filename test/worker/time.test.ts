@@ -79,3 +79,73 @@ describe("item list periods", () => {
     for (const bad of ["yesterday", "2026-02-30..2026-03-01", "2026-03-01..2026-02-01", "2026-01-01..", "next_8_days"]) expect(isPeriod(bad), bad).toBe(false);
   });
 });
+
+describe("local date and hour to a UTC instant", () => {
+  it("converts ordinary times in zones east and west of UTC, and in half-hour zones", async () => {
+    const { localToInstant } = await import("../../src/lib/time");
+    const at = (date: string, hour: string, zone: string) => new Date(localToInstant(date, hour, zone)).toISOString();
+    expect(at("2026-07-01", "09:00", "UTC")).toBe("2026-07-01T09:00:00.000Z");
+    expect(at("2026-07-01", "09:00", "Europe/Berlin")).toBe("2026-07-01T07:00:00.000Z");
+    expect(at("2026-01-15", "09:00", "Europe/Berlin")).toBe("2026-01-15T08:00:00.000Z");
+    expect(at("2026-01-15", "09:00", "America/New_York")).toBe("2026-01-15T14:00:00.000Z");
+    expect(at("2026-07-01", "09:00", "America/New_York")).toBe("2026-07-01T13:00:00.000Z");
+    expect(at("2026-01-15", "09:00", "Asia/Kolkata")).toBe("2026-01-15T03:30:00.000Z");
+    expect(at("2026-01-15", "00:00", "Asia/Kathmandu")).toBe("2026-01-14T18:15:00.000Z");
+    expect(at("2026-01-15", "23:59", "Pacific/Kiritimati")).toBe("2026-01-15T09:59:00.000Z");
+  });
+
+  it("moves a time in the spring-forward gap forward by the gap (02:30 fires at 03:30 local)", async () => {
+    const { localToInstant, instantToLocal } = await import("../../src/lib/time");
+    // Europe/Berlin: 2026-03-29 02:00 CET -> 03:00 CEST.
+    const berlin = localToInstant("2026-03-29", "02:30", "Europe/Berlin");
+    expect(new Date(berlin).toISOString()).toBe("2026-03-29T01:30:00.000Z");
+    expect(instantToLocal(berlin, "Europe/Berlin")).toEqual({ date: "2026-03-29", hour: "03:30" });
+    // America/New_York: 2026-03-08 02:00 EST -> 03:00 EDT.
+    const ny = localToInstant("2026-03-08", "02:30", "America/New_York");
+    expect(new Date(ny).toISOString()).toBe("2026-03-08T07:30:00.000Z");
+    expect(instantToLocal(ny, "America/New_York")).toEqual({ date: "2026-03-08", hour: "03:30" });
+    // Around the gap, times are exact.
+    expect(new Date(localToInstant("2026-03-29", "01:59", "Europe/Berlin")).toISOString()).toBe("2026-03-29T00:59:00.000Z");
+    expect(new Date(localToInstant("2026-03-29", "03:00", "Europe/Berlin")).toISOString()).toBe("2026-03-29T01:00:00.000Z");
+  });
+
+  it("takes the first of the two instants of a time in the fall-back overlap (01:30 fires once, at the first)", async () => {
+    const { localToInstant } = await import("../../src/lib/time");
+    // America/New_York: 2026-11-01 02:00 EDT -> 01:00 EST; 01:30 happens at 05:30Z and 06:30Z.
+    expect(new Date(localToInstant("2026-11-01", "01:30", "America/New_York")).toISOString()).toBe("2026-11-01T05:30:00.000Z");
+    // Europe/Berlin: 2026-10-25 03:00 CEST -> 02:00 CET; 02:30 happens at 00:30Z and 01:30Z.
+    expect(new Date(localToInstant("2026-10-25", "02:30", "Europe/Berlin")).toISOString()).toBe("2026-10-25T00:30:00.000Z");
+    expect(new Date(localToInstant("2026-10-25", "03:00", "Europe/Berlin")).toISOString()).toBe("2026-10-25T02:00:00.000Z");
+    // Australia/Lord_Howe moves by half an hour: 2026-04-05 02:00 (+11) -> 01:30 (+10:30).
+    expect(new Date(localToInstant("2026-04-05", "01:45", "Australia/Lord_Howe")).toISOString()).toBe("2026-04-04T14:45:00.000Z");
+  });
+
+  it("keeps the local date and hour when the company's zone changes (the instant moves)", async () => {
+    const { localToInstant, instantToLocal } = await import("../../src/lib/time");
+    const utc = localToInstant("2027-03-01", "09:00", "UTC");
+    const tokyo = localToInstant("2027-03-01", "09:00", "Asia/Tokyo");
+    expect(utc - tokyo).toBe(9 * 3_600_000);
+    expect(instantToLocal(tokyo, "Asia/Tokyo")).toEqual({ date: "2027-03-01", hour: "09:00" });
+  });
+
+  it("a reminder one minute ahead and an item due today resolve to this minute's neighbours", async () => {
+    const { localToInstant, instantToLocal, todayIn } = await import("../../src/lib/time");
+    const now = Date.UTC(2026, 10, 21, 22, 59, 30);
+    const next = instantToLocal(now + 60_000, "Asia/Kolkata");
+    expect(next).toEqual({ date: "2026-11-22", hour: "04:30" });
+    expect(localToInstant(next.date, next.hour, "Asia/Kolkata")).toBe(Date.UTC(2026, 10, 21, 23, 0, 0));
+    expect(todayIn("Asia/Kolkata", new Date(now))).toBe("2026-11-22");
+    expect(todayIn("America/Los_Angeles", new Date(now))).toBe("2026-11-21");
+  });
+
+  it("steps relative to an item's date handle month ends and leap days", async () => {
+    const { stepDate } = await import("../../src/reminders/steps");
+    expect(stepDate("2027-03-31", { period: 1, unit: "month", type: 1 })).toBe("2027-02-28");
+    expect(stepDate("2028-03-31", { period: 1, unit: "month", type: 1 })).toBe("2028-02-29");
+    expect(stepDate("2027-01-31", { period: 1, unit: "month", type: 2 })).toBe("2027-02-28");
+    expect(stepDate("2028-02-29", { period: 1, unit: "year", type: 1 })).toBe("2027-02-28");
+    expect(stepDate("2027-01-01", { period: 2, unit: "week", type: 1 })).toBe("2026-12-18");
+    expect(stepDate("2027-01-01", { period: 0, unit: "day", type: 1 })).toBe("2027-01-01");
+    expect(stepDate("2027-01-01", { period: 3, unit: "day", type: 2 })).toBe("2027-01-04");
+  });
+});
