@@ -81,3 +81,346 @@ describe("reminders of an item", () => {
     expect(detail.body.data.sent[0].deliveries[0].attempts).toBe(1);
   });
 });
+
+/** An absolute reminder `minutes` from now (UTC company), as date and hour. */
+function minutesAhead(minutes: number) {
+  const at = new Date(Date.now() + minutes * 60_000);
+  return { date: at.toISOString().slice(0, 10), hour: at.toISOString().slice(11, 16) };
+}
+
+async function remindersOf(token: string, itemId: number) {
+  const res = await call("GET", `/v1/items/${itemId}/reminders`, { token });
+  expect(res.status).toBe(200);
+  return res.body.data as { queued: any[]; sent: any[] };
+}
+
+describe("reminder input rules", () => {
+  it("refuses times in the past, mixed or incomplete forms, bad hours, unknown units and undeliverable channels", async () => {
+    const { ownerToken } = await createAccount();
+    const item = await createItem(ownerToken, { expiry_date: futureDate(40), seqid: 0 });
+    const post = (body: unknown) => call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body });
+    expectShapeB(await post({ date: futureDate(-1), hour: "09:00" }), 400, /already passed/);
+    expectShapeB(await post({ date: todayIn("UTC"), hour: "00:00" }), 400, /already passed/);
+    expectShapeB(await post({ date: futureDate(5), period: 3, unit: "day", rtype: 1 }), 400, /either date/);
+    expectShapeB(await post({}), 400, /either date/);
+    expectShapeB(await post({ period: 3 }), 400, /period, unit and rtype/);
+    expectShapeB(await post({ date: futureDate(5), hour: "24:00" }), 400, /hour/);
+    expectShapeB(await post({ date: futureDate(5), hour: "9:00" }), 400, /hour/);
+    expectShapeB(await post({ date: "2027-02-30" }), 400, /date/);
+    expectShapeB(await post({ period: 2, unit: "fortnight", rtype: 1 }), 400, /unit/);
+    expectShapeB(await post({ period: 2, unit: "day", rtype: 3 }), 400, /rtype/);
+    expectShapeB(await post({ period: -1, unit: "day", rtype: 1 }), 400, /period/);
+    expectShapeB(await post({ period: 50, unit: "day", rtype: 1 }), 400, /already passed/);
+    expectShapeB(await post({ date: futureDate(5), channels: ["sms"] }), 400, /sms is not available/);
+    expectShapeB(await post({ date: futureDate(5), channels: ["webhook"] }), 400, /webhook/);
+    expectShapeB(await post({ date: futureDate(5), channels: ["pigeon"] }), 400, /channels/);
+    expectShapeB(await post({ date: futureDate(5), contact_id: 99999999 }), 400, /contact_id 99999999/);
+    expectShapeB(await post({ date: futureDate(5), extra: 1 }), 400);
+    expect((await remindersOf(ownerToken, item.item_id)).queued).toEqual([]);
+  });
+
+  it("takes relative reminders (plural units, before and after) and defaults the hour to 09:00", async () => {
+    const { ownerToken } = await createAccount();
+    const date = futureDate(60);
+    const item = await createItem(ownerToken, { expiry_date: date, seqid: 0 });
+    const before = await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: { period: 2, unit: "Weeks", rtype: 1 } });
+    expect(before.status).toBe(201);
+    expect(before.body.data).toMatchObject({ date: addDays(date, -14), hour: "09:00", period: 2, unit: "week", rtype: 1 });
+    const after = await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: { period: 1, unit: "day", rtype: 2, hour: "17:45" } });
+    expect(after.body.data).toMatchObject({ date: addDays(date, 1), hour: "17:45", rtype: 2 });
+  });
+
+  it("changes and deletes queued reminders; a sent one cannot be changed or deleted", async () => {
+    const { companyId, ownerToken } = await createAccount();
+    const item = await createItem(ownerToken, { expiry_date: futureDate(60), seqid: 0 });
+    const base = `/v1/items/${item.item_id}/reminders`;
+    const a = (await call("POST", base, { token: ownerToken, body: { period: 10, unit: "day", rtype: 1 } })).body.data;
+    const moved = await call("PATCH", `${base}/${a.reminder_id}`, { token: ownerToken, body: { hour: "14:15" } });
+    expect(moved.status).toBe(200);
+    expect(moved.body.data).toMatchObject({ date: a.date, hour: "14:15", period: 10 });
+    const absolute = await call("PATCH", `${base}/${a.reminder_id}`, { token: ownerToken, body: { date: futureDate(7) } });
+    expect(absolute.body.data).toMatchObject({ date: futureDate(7), hour: "14:15", period: null, unit: null, rtype: null });
+    expectShapeB(await call("PATCH", `${base}/${a.reminder_id}`, { token: ownerToken, body: {} }), 400, /No updatable fields/);
+    expectShapeB(await call("PATCH", `${base}/${a.reminder_id}`, { token: ownerToken, body: { date: futureDate(-2) } }), 400, /already passed/);
+    expectShapeB(await call("PATCH", `${base}/999999`, { token: ownerToken, body: { hour: "10:00" } }), 404, /Reminder not found/);
+
+    await backdate(companyId, a.reminder_id);
+    await runDurableObjectAlarm(stubOf(companyId));
+    expectShapeB(await call("PATCH", `${base}/${a.reminder_id}`, { token: ownerToken, body: { hour: "10:00" } }), 400, /already sent/);
+    expectShapeB(await call("DELETE", `${base}/${a.reminder_id}`, { token: ownerToken }), 400, /already sent/);
+
+    const b = (await call("POST", base, { token: ownerToken, body: { date: futureDate(9) } })).body.data;
+    const deleted = await call("DELETE", `${base}/${b.reminder_id}`, { token: ownerToken });
+    expect(deleted.status).toBe(200);
+    expect(deleted.body.msg).toBe("Reminder deleted");
+    expect((await remindersOf(ownerToken, item.item_id)).queued).toEqual([]);
+    expectShapeB(await call("DELETE", `${base}/${b.reminder_id}`, { token: ownerToken }), 404);
+  });
+
+  it("keeps companies apart and follows the items scopes", async () => {
+    const a = await createAccount();
+    const b = await createAccount();
+    const item = await createItem(a.ownerToken, { expiry_date: futureDate(60) });
+    const rid = item.reminders.queued[0].reminder_id;
+    expectShapeB(await call("GET", `/v1/items/${item.item_id}/reminders`, { token: b.ownerToken }), 404, /Item not found/);
+    expectShapeB(await call("POST", `/v1/items/${item.item_id}/reminders`, { token: b.ownerToken, body: { date: futureDate(5) } }), 404);
+    expectShapeB(await call("DELETE", `/v1/items/${item.item_id}/reminders/${rid}`, { token: b.ownerToken }), 404);
+    expect((await call("GET", "/v1/reminders/triggered", { token: b.ownerToken })).body.data).toEqual([]);
+    expect((await remindersOf(a.ownerToken, item.item_id)).queued).toHaveLength(5);
+  });
+});
+
+describe("item changes drive the schedule", () => {
+  it("holds queued reminders while completed or archived and resumes those still ahead; ones that fell due meanwhile are dropped", async () => {
+    const { companyId, ownerToken } = await createAccount();
+    const item = await createItem(ownerToken, { expiry_date: futureDate(60) });
+    const [first, second] = item.reminders.queued;
+    const done = await call("PATCH", `/v1/items/${item.item_id}/status`, { token: ownerToken, body: { status: "completed" } });
+    expect(done.body.data.reminders.queued.every((r: any) => r.state === "held")).toBe(true);
+    await backdate(companyId, first.reminder_id);
+    await runDurableObjectAlarm(stubOf(companyId));
+    expect((await remindersOf(ownerToken, item.item_id)).sent).toEqual([]);
+
+    const reopened = await call("PATCH", `/v1/items/${item.item_id}/status`, { token: ownerToken, body: { status: "pending" } });
+    const queued = reopened.body.data.reminders.queued;
+    expect(queued.map((r: any) => r.reminder_id)).not.toContain(first.reminder_id);
+    expect(queued[0]).toMatchObject({ reminder_id: second.reminder_id, state: "queued" });
+
+    await call("PATCH", `/v1/items/${item.item_id}/archive`, { token: ownerToken, body: { archived: true } });
+    await backdate(companyId, second.reminder_id);
+    await runDurableObjectAlarm(stubOf(companyId));
+    expect((await remindersOf(ownerToken, item.item_id)).sent).toEqual([]);
+    const restored = await call("PATCH", `/v1/items/${item.item_id}/archive`, { token: ownerToken, body: { archived: false } });
+    expect(restored.body.data.reminders.queued).toHaveLength(3);
+  });
+
+  it("moves relative reminders with reschedule_reminders, keeps them without, and re-queues the sequence on renew keeping the sent history", async () => {
+    const { companyId, ownerToken } = await createAccount();
+    const date = futureDate(60);
+    const item = await createItem(ownerToken, { expiry_date: date });
+    const later = futureDate(90);
+    const kept = await call("PATCH", `/v1/items/${item.item_id}`, { token: ownerToken, body: { expiry_date: later } });
+    expect(kept.body.data.reminders.queued.map((r: any) => r.date)).toEqual(item.reminders.queued.map((r: any) => r.date));
+    const moved = await call("PATCH", `/v1/items/${item.item_id}`, { token: ownerToken, body: { expiry_date: later, reschedule_reminders: true } });
+    expect(moved.body.data.reminders.queued.map((r: any) => r.date)).toEqual([-30, -14, -7, -1, 0].map((d) => addDays(later, d)));
+
+    const first = moved.body.data.reminders.queued[0];
+    await backdate(companyId, first.reminder_id);
+    await runDurableObjectAlarm(stubOf(companyId));
+    const renewed = await call("POST", `/v1/items/${item.item_id}/renew`, { token: ownerToken, body: { expiry_date: futureDate(400) } });
+    expect(renewed.status).toBe(200);
+    const reminders = renewed.body.data.reminders;
+    expect(reminders.sent.map((r: any) => r.reminder_id)).toEqual([first.reminder_id]);
+    expect(reminders.queued.map((r: any) => r.date)).toEqual([-30, -14, -7, -1, 0].map((d) => addDays(futureDate(400), d)));
+  });
+
+  it("removes the reminders of a deleted item; its triggered entries stay", async () => {
+    const { companyId, ownerToken } = await createAccount();
+    const item = await createItem(ownerToken, { expiry_date: futureDate(60) });
+    await backdate(companyId, item.reminders.queued[0].reminder_id);
+    await runDurableObjectAlarm(stubOf(companyId));
+    expect((await call("DELETE", `/v1/items/${item.item_id}`, { token: ownerToken })).status).toBe(200);
+    expect(await stubOf(companyId).status(companyId)).toMatchObject({ queued: 0, alarm: null });
+    expectShapeB(await call("GET", `/v1/items/${item.item_id}/reminders`, { token: ownerToken }), 404);
+    expect((await call("GET", "/v1/reminders/triggered", { token: ownerToken })).body.data).toHaveLength(1);
+  });
+
+  it("keeps local date and hour when the company's time zone changes", async () => {
+    const { companyId, ownerToken } = await createAccount();
+    const item = await createItem(ownerToken, { expiry_date: futureDate(60) });
+    const before = item.reminders.queued[0];
+    const res = await call("PATCH", `/v1/companies/${companyId}/settings`, { token: ownerToken, body: { timezone: "Asia/Tokyo" } });
+    expect(res.status).toBe(200);
+    const after = (await remindersOf(ownerToken, item.item_id)).queued[0];
+    expect(after).toMatchObject({ reminder_id: before.reminder_id, date: before.date, hour: "09:00" });
+    expect(after.due_at).toBe(new Date(localToInstant(before.date, "09:00", "Asia/Tokyo")).toISOString());
+    expect(Date.parse(before.due_at) - Date.parse(after.due_at)).toBe(9 * 3_600_000);
+  });
+});
+
+describe("firing and delivery", () => {
+  it("fires a reminder without a recipient: it is sent and triggered, and its delivery says no_recipient", async () => {
+    const { companyId, ownerToken } = await createAccount();
+    const item = await createItem(ownerToken, { expiry_date: futureDate(30), seqid: 0 });
+    const r = (await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(3) })).body.data;
+    await backdate(companyId, r.reminder_id);
+    await runDurableObjectAlarm(stubOf(companyId));
+    const sent = (await remindersOf(ownerToken, item.item_id)).sent[0];
+    expect(sent.deliveries).toEqual([expect.objectContaining({ channel: "email", state: "no_recipient", recipient: null })]);
+    expect(sent.deliveries[0].last_error).toMatch(/no recipient/);
+    expect((await call("GET", "/v1/reminders/triggered", { token: ownerToken })).body.data[0].reminder_id).toBe(r.reminder_id);
+  });
+
+  it("retries a failed delivery with backoff and marks it failed after the last attempt", async () => {
+    const { companyId, ownerToken } = await createAccount();
+    const contact = await createContact(ownerToken);
+    const item = await createItem(ownerToken, { expiry_date: futureDate(30), seqid: 0, contact_id: contact.contact_id ?? contact.id });
+    const r = (await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(3) })).body.data;
+    let calls = 0;
+    await runInDurableObject(stubOf(companyId), (instance: any) => {
+      const real = instance.transports.email;
+      instance.transports = { ...instance.transports, email: async (m: unknown) => (++calls <= 2 ? Promise.reject(new Error("mail server said 451")) : real(m)) };
+    });
+    await backdate(companyId, r.reminder_id);
+    await runDurableObjectAlarm(stubOf(companyId));
+    let delivery = (await remindersOf(ownerToken, item.item_id)).sent[0].deliveries[0];
+    expect(delivery).toMatchObject({ state: "pending", attempts: 1, last_error: "mail server said 451" });
+    const wait = Date.parse(delivery.next_attempt_at) - Date.now();
+    expect(wait).toBeGreaterThan(20_000);
+    expect(wait).toBeLessThanOrEqual(30_000);
+    const retry = async () => {
+      await runInDurableObject(stubOf(companyId), (_i, state) => {
+        state.storage.sql.exec("UPDATE deliveries SET next_at = ? WHERE reminder_id = ?", Date.now() - 1, r.reminder_id);
+      });
+      await runDurableObjectAlarm(stubOf(companyId));
+    };
+    await retry();
+    delivery = (await remindersOf(ownerToken, item.item_id)).sent[0].deliveries[0];
+    expect(delivery).toMatchObject({ state: "pending", attempts: 2 });
+    await retry();
+    delivery = (await remindersOf(ownerToken, item.item_id)).sent[0].deliveries[0];
+    expect(delivery).toMatchObject({ state: "sent", attempts: 3, last_error: null });
+    expect(calls).toBe(3);
+
+    // A transport that always fails ends in `failed` after the sixth attempt.
+    const r2 = (await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(4) })).body.data;
+    await runInDurableObject(stubOf(companyId), (instance: any) => {
+      instance.transports = { ...instance.transports, email: async () => Promise.reject(new Error("down")) };
+    });
+    await backdate(companyId, r2.reminder_id);
+    await runDurableObjectAlarm(stubOf(companyId));
+    for (let i = 0; i < 5; i++) {
+      await runInDurableObject(stubOf(companyId), (_i, state) => {
+        state.storage.sql.exec("UPDATE deliveries SET next_at = ? WHERE reminder_id = ? AND state = 'pending'", Date.now() - 1, r2.reminder_id);
+      });
+      await runDurableObjectAlarm(stubOf(companyId));
+    }
+    const failed = (await remindersOf(ownerToken, item.item_id)).sent.find((s: any) => s.reminder_id === r2.reminder_id).deliveries[0];
+    expect(failed).toMatchObject({ state: "failed", attempts: 6, last_error: "down", next_attempt_at: null });
+  });
+
+  it("fires more reminders than one batch holds in bounded batches that re-arm the alarm", async () => {
+    const { companyId, ownerToken } = await createAccount();
+    const item = await createItem(ownerToken, { expiry_date: futureDate(30), seqid: 0 });
+    await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(5) });
+    const past = Date.now() - 5_000;
+    await runInDurableObject(stubOf(companyId), (_i, state) => {
+      for (let i = 0; i < 1_050; i++) {
+        state.storage.sql.exec(
+          "INSERT INTO reminders (item_id, origin, date, hour, due_at, channels, state, created_at) VALUES (?, 'manual', '2026-01-01', '09:00', ?, '[]', 'queued', ?)",
+          item.item_id,
+          past,
+          past,
+        );
+      }
+    });
+    await runDurableObjectAlarm(stubOf(companyId));
+    const first = await runInDurableObject(stubOf(companyId), async (_i, state) => ({
+      sent: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM reminders WHERE state = 'sent'").one().n,
+      alarm: await state.storage.getAlarm(),
+    }));
+    expect(first.sent).toBe(1_000);
+    expect(first.alarm).not.toBeNull();
+    expect(first.alarm!).toBeLessThanOrEqual(Date.now());
+    await runDurableObjectAlarm(stubOf(companyId));
+    const second = await runInDurableObject(stubOf(companyId), (_i, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM triggered").one().n);
+    expect(second).toBe(1_050);
+    expect((await call("GET", "/v1/reminders/triggered?limit=100", { token: ownerToken })).body.data).toHaveLength(100);
+    expectShapeB(await call("GET", "/v1/reminders/triggered?limit=101", { token: ownerToken }), 400, /limit/);
+    expectShapeB(await call("GET", "/v1/reminders/triggered?limit=0", { token: ownerToken }), 400, /limit/);
+  });
+
+  it("loses nothing when the object is evicted: state and alarm survive", async () => {
+    const { evictDurableObject } = await import("cloudflare:test");
+    const { companyId, ownerToken } = await createAccount();
+    const item = await createItem(ownerToken, { expiry_date: futureDate(30) });
+    const before = await stubOf(companyId).status(companyId);
+    await evictDurableObject(stubOf(companyId));
+    expect(await stubOf(companyId).status(companyId)).toEqual(before);
+    const r = item.reminders.queued[0];
+    await backdate(companyId, r.reminder_id);
+    await evictDurableObject(stubOf(companyId));
+    expect(await runDurableObjectAlarm(stubOf(companyId))).toBe(true);
+    expect((await remindersOf(ownerToken, item.item_id)).sent.map((s: any) => s.reminder_id)).toEqual([r.reminder_id]);
+  });
+});
+
+describe("D1 and the Durable Object stay consistent", () => {
+  it("an item written to D1 whose sync never reached the object is queued by the sweep (no lost reminder)", async () => {
+    const { companyId, deptId, ownerToken } = await createAccount();
+    // The request wrote D1 and failed before calling the object: the trigger left the change in the outbox.
+    const row = await env.DB.prepare(
+      `INSERT INTO items (company_id, dept_id, title, expiry_date, reminder_anchor, seq_id, created_by)
+       VALUES (?, ?, 'Crashed write', ?, ?, (SELECT id FROM reminder_sequences WHERE company_id = ? AND is_default = 1), 1) RETURNING id`,
+    )
+      .bind(companyId, deptId, futureDate(60), futureDate(60), companyId)
+      .first<{ id: number }>();
+    expect(await stubOf(companyId).status(companyId)).toMatchObject({ queued: 0 });
+    const pending = await env.DB.prepare("SELECT version, synced_version FROM reminder_sync WHERE company_id = ? AND item_id = ?").bind(companyId, row!.id).first();
+    expect(pending).toEqual({ version: 1, synced_version: 0 });
+    // Too recent for the sweep (the normal path may still be running)...
+    await runSweep(Date.now());
+    expect(await stubOf(companyId).status(companyId)).toMatchObject({ queued: 0 });
+    // ...a minute later it is replayed.
+    await runSweep(Date.now() + 60_000);
+    expect(await stubOf(companyId).status(companyId)).toMatchObject({ queued: 5 });
+    const synced = await env.DB.prepare("SELECT version, synced_version FROM reminder_sync WHERE company_id = ? AND item_id = ?").bind(companyId, row!.id).first();
+    expect(synced).toEqual({ version: 1, synced_version: 1 });
+    expect((await remindersOf(ownerToken, row!.id)).queued).toHaveLength(5);
+  });
+
+  it("an item deleted in D1 whose sync never reached the object does not fire (no orphan reminder)", async () => {
+    const { companyId, ownerToken } = await createAccount();
+    const item = await createItem(ownerToken, { expiry_date: futureDate(60) });
+    await env.DB.prepare("DELETE FROM items WHERE id = ?").bind(item.item_id).run();
+    await backdate(companyId, item.reminders.queued[0].reminder_id);
+    await runDurableObjectAlarm(stubOf(companyId));
+    expect((await call("GET", "/v1/reminders/triggered", { token: ownerToken })).body.data).toEqual([]);
+    expect(await stubOf(companyId).status(companyId)).toMatchObject({ queued: 0 });
+    const outbox = await env.DB.prepare("SELECT count(*) AS n FROM reminder_sync WHERE company_id = ? AND item_id = ?").bind(companyId, item.item_id).first();
+    expect(outbox).toEqual({ n: 0 });
+  });
+
+  it("reading an item applies a change the object missed", async () => {
+    const { companyId, ownerToken } = await createAccount();
+    const item = await createItem(ownerToken, { expiry_date: futureDate(60) });
+    await env.DB.prepare("UPDATE items SET status = 'completed' WHERE id = ?").bind(item.item_id).run();
+    const detail = await call("GET", `/v1/items/${item.item_id}`, { token: ownerToken });
+    expect(detail.body.data.reminders.queued.every((r: any) => r.state === "held")).toBe(true);
+    expect(await stubOf(companyId).status(companyId)).toMatchObject({ queued: 0 });
+  });
+
+  it("the sweep wakes a company whose alarm did not run, and only such companies", async () => {
+    const { companyId, ownerToken } = await createAccount();
+    const item = await createItem(ownerToken, { expiry_date: futureDate(30), seqid: 0 });
+    const r = (await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(3) })).body.data;
+    const wake = await env.DB.prepare("SELECT due_at FROM reminder_wakeups WHERE company_id = ?").bind(companyId).first<{ due_at: number }>();
+    expect(wake!.due_at).toBe(Date.parse(r.due_at));
+    // The alarm is lost (as in a failover) while the reminder falls due.
+    await backdate(companyId, r.reminder_id, 120_000);
+    await runInDurableObject(stubOf(companyId), (_i, state) => state.storage.deleteAlarm());
+    await env.DB.prepare("UPDATE reminder_wakeups SET due_at = ? WHERE company_id = ?").bind(Date.now() - 120_000, companyId).run();
+    const log = await runSweep(Date.now());
+    expect(log.overdue).toBeGreaterThanOrEqual(1);
+    expect((await stubOf(companyId).status(companyId)).alarm).not.toBeNull();
+    expect(await runDurableObjectAlarm(stubOf(companyId))).toBe(true);
+    expect((await remindersOf(ownerToken, item.item_id)).sent).toHaveLength(1);
+    expect(await env.DB.prepare("SELECT due_at FROM reminder_wakeups WHERE company_id = ?").bind(companyId).first()).toBeNull();
+  });
+});
+
+async function runSweep(at: number): Promise<Record<string, number>> {
+  const { createExecutionContext, createScheduledController, waitOnExecutionContext } = await import("cloudflare:test");
+  const { default: worker } = await import("../../src/index");
+  const { vi } = await import("vitest");
+  const log = vi.spyOn(console, "log").mockImplementation(() => {});
+  try {
+    const ctx = createExecutionContext();
+    await worker.scheduled!(createScheduledController({ scheduledTime: at, cron: "* * * * *" }), env, ctx);
+    await waitOnExecutionContext(ctx);
+    const entry = log.mock.calls.map((args) => JSON.parse(String(args[0]))).find((e) => e.msg === "reminder sweep");
+    return entry;
+  } finally {
+    log.mockRestore();
+  }
+}
