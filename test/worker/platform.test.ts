@@ -27,15 +27,18 @@ describe("ReminderScheduler Durable Object", () => {
       expect(instance).toBeInstanceOf(ReminderScheduler);
       return state.storage.sql.exec<{ key: string; value: string }>("SELECT key, value FROM meta ORDER BY key").toArray();
     });
-    expect(rows).toEqual([{ key: "company_id", value: "42" }]);
+    expect(rows).toEqual([
+      { key: "company_id", value: "42" },
+      { key: "schema_version", value: "1" },
+    ]);
   });
 
-  it("creates the meta table on construction, before any call", async () => {
+  it("creates its versioned schema on construction, before any call", async () => {
     const stub = schedulerFor(env, 43);
     const tables = await runInDurableObject(stub, (_instance, state) =>
-      state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'").toArray(),
+      state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' ORDER BY name").toArray(),
     );
-    expect(tables).toEqual([{ name: "meta" }]);
+    expect(tables.map((t) => t.name)).toEqual(["deliveries", "items", "meta", "reminders", "triggered"]);
   });
 
   it("has no alarm by default: runDurableObjectAlarm returns false", async () => {
