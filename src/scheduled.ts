@@ -1,5 +1,7 @@
+import { getDb } from "./db/client";
 import type { Env } from "./env";
-import { schedulerFor } from "./reminders/scheduler";
+import { schedulerFor } from "./reminders/rpc";
+import { releaseAbandonedUploads } from "./routes/drive/queries";
 
 /** Changes the Durable Objects have not applied after this long are replayed (the normal path takes milliseconds). */
 export const SYNC_GRACE_SECONDS = 30;
@@ -12,9 +14,20 @@ const CONCURRENCY = 10;
 /**
  * Cron trigger: the backstop. Two indexed queries find the companies that need it (changes not
  * yet applied by their Durable Object, and companies whose next reminder is overdue); only those
- * are woken, so the cost grows with them, not with the number of companies.
+ * are woken, so the cost grows with them, not with the number of companies. Then abandoned
+ * uploads are released.
  */
 export async function handleScheduled(controller: ScheduledController, env: Env, _ctx: ExecutionContext): Promise<void> {
+  await sweepReminders(controller, env);
+  // Uploads whose Worker stopped mid-stream: their reserved space and partial objects are released.
+  try {
+    await releaseAbandonedUploads(getDb(env.DB), env.FILES);
+  } catch (error) {
+    console.error(JSON.stringify({ level: "error", msg: "abandoned upload cleanup failed", error: String(error) }));
+  }
+}
+
+async function sweepReminders(controller: ScheduledController, env: Env): Promise<void> {
   const now = controller.scheduledTime;
   const [pending, overdue] = await env.DB.batch<{ company_id: number }>([
     env.DB.prepare("SELECT DISTINCT company_id FROM reminder_sync WHERE version > synced_version AND changed_at <= ? LIMIT ?").bind(

@@ -5,7 +5,7 @@
 // writes leaves neither a lost nor an orphan reminder, only a late one.
 
 import type { Env } from "../env";
-import { schedulerFor } from "./scheduler";
+import { schedulerFor } from "./rpc";
 
 /** Item id standing for the company's settings (its time zone) in the outbox. */
 export const COMPANY_SETTINGS = 0;

@@ -23,6 +23,7 @@ import {
 } from "./store";
 import { DEFAULT_HOUR, stepDate } from "./steps";
 import { availableChannels } from "./channels";
+import { isFailure, type Failure } from "./rpc";
 
 /** Reminders claimed per alarm run; more due at once re-arm the alarm at once. */
 export const CLAIM_BATCH = 1000;
@@ -31,8 +32,6 @@ export const MAX_WAITING_PER_ITEM = 100;
 /** Entries kept in the triggered feed (the newest). */
 export const TRIGGERED_KEEP = 10_000;
 
-export type Failure = { error: { status: 400 | 404 | 409; msg: string } };
-export const isFailure = (value: unknown): value is Failure => typeof value === "object" && value !== null && "error" in value;
 
 export interface ReminderTime {
   date?: string;
@@ -517,8 +516,4 @@ export class ReminderScheduler extends DurableObject<Env> {
       this.env.DB.prepare("DELETE FROM reminder_sync WHERE company_id = ?").bind(companyId),
     ]);
   }
-}
-
-export function schedulerFor(env: Env, companyId: number) {
-  return env.REMINDERS.get(env.REMINDERS.idFromName(`company:${companyId}`));
 }

@@ -1,7 +1,8 @@
 import { createExecutionContext, createScheduledController, runDurableObjectAlarm, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
-import { ReminderScheduler, schedulerFor } from "../../src/reminders/scheduler";
+import { ReminderScheduler } from "../../src/reminders/scheduler";
+import { schedulerFor } from "../../src/reminders/rpc";
 import { env } from "./helpers";
 
 afterEach(() => {

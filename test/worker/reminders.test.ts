@@ -1,6 +1,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { schedulerFor } from "../../src/reminders/scheduler";
+import { schedulerFor } from "../../src/reminders/rpc";
+import type { ReminderScheduler } from "../../src/reminders/scheduler";
 import { localToInstant, todayIn, addDays } from "../../src/lib/time";
 import { call, createAccount, createContact, createItem, env, expectShapeB } from "./helpers";
 
@@ -257,9 +258,9 @@ describe("firing and delivery", () => {
     const item = await createItem(ownerToken, { expiry_date: futureDate(30), seqid: 0, contact_id: contact.contact_id ?? contact.id });
     const r = (await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(3) })).body.data;
     let calls = 0;
-    await runInDurableObject(stubOf(companyId), (instance: any) => {
+    await runInDurableObject(stubOf(companyId), (instance: ReminderScheduler) => {
       const real = instance.transports.email;
-      instance.transports = { ...instance.transports, email: async (m: unknown) => (++calls <= 2 ? Promise.reject(new Error("mail server said 451")) : real(m)) };
+      instance.transports = { ...instance.transports, email: async (m) => (++calls <= 2 ? Promise.reject(new Error("mail server said 451")) : real(m)) };
     });
     await backdate(companyId, r.reminder_id);
     await runDurableObjectAlarm(stubOf(companyId));
@@ -284,7 +285,7 @@ describe("firing and delivery", () => {
 
     // A transport that always fails ends in `failed` after the sixth attempt.
     const r2 = (await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(4) })).body.data;
-    await runInDurableObject(stubOf(companyId), (instance: any) => {
+    await runInDurableObject(stubOf(companyId), (instance: ReminderScheduler) => {
       instance.transports = { ...instance.transports, email: async () => Promise.reject(new Error("down")) };
     });
     await backdate(companyId, r2.reminder_id);

@@ -3,13 +3,14 @@ import type { Db } from "../../db/client";
 import { selectDepartment } from "../../db/departments";
 import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
 import { listPage } from "../../db/pages";
-import { companies, contacts, departments, documentTypes, folders, itemRenewals, items, reminderSequences, reminderSync, type ItemRow } from "../../db/schema";
+import { companies, contacts, departments, documentTypes, folders, itemRenewals, items, reminderSync, type ItemRow } from "../../db/schema";
 import { echo } from "../../lib/echo";
 import { badRequest, notFound } from "../../lib/errors";
 import { prefixMatchQuery } from "../../lib/sql";
 import { nameKey } from "../../lib/text-key";
 import { DEFAULT_TIME_ZONE, addYears, isCalendarDate, todayIn } from "../../lib/time";
 import { ensureFolderPath } from "../folders/queries";
+import { defaultSequenceId, sequenceInCompany } from "../reminder-sequences/queries";
 import { deleteItemTags, tagsOfItems } from "../tags/queries";
 import { periodRange } from "./period";
 import type { CreateItemInput, ItemDetail, ItemListEntry, ListItemsInput, UpdateItemInput } from "./schemas";
@@ -227,10 +228,6 @@ export async function getItem(db: Db, companyId: number, itemId: number, loadRem
 
 // ---- references: ids of the company, checked when read and again inside the write ----
 
-const defaultSequenceOf = (companyId: number) =>
-  sql`(SELECT ${reminderSequences.id} FROM ${reminderSequences} WHERE ${reminderSequences.companyId} = ${companyId} AND ${reminderSequences.isDefault} = 1)`;
-const sequenceExists = (companyId: number, seqId: number) =>
-  sql`EXISTS (SELECT 1 FROM ${reminderSequences} WHERE ${reminderSequences.id} = ${seqId} AND ${reminderSequences.companyId} = ${companyId})`;
 
 interface Refs {
   deptId?: number;
@@ -313,7 +310,7 @@ export async function createItem(db: Db, companyId: number, userId: number, inpu
             documentTypeId: sql`${refs.documentTypeId}`,
             folderId: sql`${refs.folderId}`,
             contactId: sql`${refs.contactId}`,
-            seqId: input.seqid === undefined ? defaultSequenceOf(companyId) : sql`${input.seqid || null}`,
+            seqId: input.seqid === undefined ? defaultSequenceId(companyId) : sql`${input.seqid || null}`,
             reminderAnchor: sql`${input.expiry_date}`,
             scheduleEpoch: sql`1`,
             title: sql`${input.title}`,
@@ -333,7 +330,7 @@ export async function createItem(db: Db, companyId: number, userId: number, inpu
               eq(companies.id, companyId),
               lt(companies.documentsUsed, companies.documentsLimit),
               refsHold(companyId, refs),
-              input.seqid ? sequenceExists(companyId, input.seqid) : undefined,
+              input.seqid ? sequenceInCompany(companyId, input.seqid) : undefined,
             ),
           ) as never,
       )
@@ -343,7 +340,7 @@ export async function createItem(db: Db, companyId: number, userId: number, inpu
     if (!company || company.used >= company.limit) {
       throw badRequest(`Document limit reached: the company may hold at most ${company?.limit ?? 0} documents (documents_limit)`);
     }
-    if (input.seqid && !(await db.get(sql`SELECT 1 AS found WHERE ${sequenceExists(companyId, input.seqid)}`))) {
+    if (input.seqid && !(await db.get(sql`SELECT 1 AS found WHERE ${sequenceInCompany(companyId, input.seqid)}`))) {
       throw badRequest(`seqid ${input.seqid} is not a reminder sequence of the company`);
     }
     // A reference vanished meanwhile: resolve again (a gone one is then a 400).

@@ -1,7 +1,8 @@
 import type { Env } from "../../env";
 import { apiError, badRequest, notFound } from "../../lib/errors";
 import { channelProblem } from "../../reminders/channels";
-import { isFailure, schedulerFor, type ReminderInput } from "../../reminders/scheduler";
+import { isFailure, schedulerFor } from "../../reminders/rpc";
+import type { ReminderInput } from "../../reminders/scheduler";
 import type { Channel } from "../../reminders/store";
 import type { CreateReminderInput } from "./schemas";
 

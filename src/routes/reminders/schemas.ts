@@ -101,8 +101,8 @@ export const UpdateReminderSchema = z
 export type CreateReminderInput = z.infer<typeof CreateReminderSchema>;
 
 export const ReminderParams = z.object({
-  item_id: integerString("item_id must be a positive integer", 1).openapi({ param: { name: "item_id", in: "path" }, example: "7" }),
-  reminder_id: integerString("reminder_id must be a positive integer", 1).openapi({ param: { name: "reminder_id", in: "path" }, example: "17" }),
+  item_id: integerString("item_id must be a positive integer", 1).openapi({ param: { name: "item_id", in: "path" }, example: 7 }),
+  reminder_id: integerString("reminder_id must be a positive integer", 1).openapi({ param: { name: "reminder_id", in: "path" }, example: 17 }),
 });
 
 export const TriggeredEntry = z
@@ -121,5 +121,5 @@ export const TriggeredQuery = z.object({
   limit: integerString("limit must be an integer between 1 and 100", 1, 100)
     .optional()
     .default(20)
-    .openapi({ param: { name: "limit", in: "query" }, example: "20", description: "1 to 100, default 20" }),
+    .openapi({ param: { name: "limit", in: "query" }, example: 20, description: "1 to 100, default 20" }),
 });
