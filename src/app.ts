@@ -10,6 +10,7 @@ import { companiesRouter } from "./routes/companies/routes";
 import { contactsRouter } from "./routes/contacts/routes";
 import { departmentsRouter } from "./routes/departments/routes";
 import { documentTypesRouter } from "./routes/document-types/routes";
+import { driveRouter } from "./routes/drive/routes";
 import { foldersRouter } from "./routes/folders/routes";
 import { itemsRouter } from "./routes/items/routes";
 import { reminderSequencesRouter } from "./routes/reminder-sequences/routes";
@@ -37,6 +38,7 @@ app.route("/", foldersRouter);
 app.route("/", tagsRouter);
 app.route("/", remindersRouter);
 app.route("/", tasksRouter);
+app.route("/", driveRouter);
 
 let openApiDocument: ReturnType<typeof buildOpenApiDocument> | undefined;
 app.get("/v1/openapi.json", (c) => {

@@ -7,6 +7,8 @@ and keeps the contacts, groups and other records around them.
 
 Authentication: obtain a token from \`POST /v1/oauth/token\` with client credentials and send it as
 \`Authorization: Bearer <token>\`. Each operation lists the scope it needs; \`*\` grants every scope.
+The exception is \`PUT /v1/uploads\`: it takes the raw file bytes (at most 95 MiB) and is authenticated only
+by the single-use upload token from \`POST /v1/uploads\` in the \`X-Upload-Token\` header.
 
 Errors come in two shapes. Shape A (\`error\`, \`error_description\`, \`required_scope\`) for authentication
 and scope problems; Shape B (\`success: false\`, \`msg\`) for everything else. Record timestamps are UTC,
@@ -46,6 +48,10 @@ export const TAGS = [
       "Reminders of items, fired at their minute in the company's time zone by a per-company scheduler, and delivered by email (and SMS where configured). Scopes: items:read to read, items:write to change.",
   },
   { name: "Tasks", description: "To-dos of a company with a due time (UTC), status workflow, priority, owner and assignee (a user or a contact)." },
+  {
+    name: "Drive",
+    description: "File uploads (a session, then the bytes with a single-use upload token), the company's files, and item attachments.",
+  },
   { name: "System", description: "Liveness of the service; no authentication." },
 ];
 

@@ -406,9 +406,22 @@ export const tasks = sqliteTable(
     uniqueIndex("tasks_public_id_uq").on(t.publicId),
     index("tasks_company_due_idx").on(t.companyId, t.dueAt, t.id),
     index("tasks_company_status_due_idx").on(t.companyId, t.status, t.dueAt, t.id),
-    index("tasks_company_assignee_due_idx").on(t.companyId, t.assigneeId, t.dueAt, t.id),
-    index("tasks_item_idx").on(t.itemId),
+    // assignee_type last: the assignee_type list filter is answered from the index too.
+    index("tasks_company_assignee_due_idx").on(t.companyId, t.assigneeId, t.dueAt, t.id, t.assigneeType),
+    // Led by item_id: the SET NULL when an item is deleted, and the list's item_id filter.
+    index("tasks_item_due_idx").on(t.itemId, t.companyId, t.dueAt, t.id),
   ],
+);
+
+/** Tasks per company and status, kept by triggers on tasks (migration 0009): list totals without a count. */
+export const taskCounts = sqliteTable(
+  "task_counts",
+  {
+    companyId: integer("company_id").notNull(),
+    status: text("status").notNull(),
+    total: integer("total").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.companyId, t.status] })],
 );
 
 // ---- drive: file bytes in R2, their records here ----
@@ -455,14 +468,18 @@ export const uploadSessions = sqliteTable(
     contentType: text("content_type").notNull(),
     expiresAt: integer("expires_at").notNull(),
     usedAt: integer("used_at"),
+    // KB held by the upload in progress (migration 0010): counted against the company's drive space until its file row exists.
+    reservedKb: integer("reserved_kb").notNull().default(0),
     createdAt: createdAt(),
   },
   (t) => [
     uniqueIndex("upload_sessions_token_uq").on(t.tokenHash),
-    index("upload_sessions_company_idx").on(t.companyId),
+    // With expires_at (migration 0010): a company's spent sessions are pruned by an index range.
+    index("upload_sessions_company_idx").on(t.companyId, t.expiresAt),
     index("upload_sessions_expires_idx").on(t.expiresAt),
     index("upload_sessions_dept_idx").on(t.deptId),
     index("upload_sessions_folder_idx").on(t.folderId),
+    index("upload_sessions_reserved_idx").on(t.companyId, t.usedAt).where(sql`reserved_kb > 0`),
   ],
 );
 
@@ -487,3 +504,4 @@ export type ItemRow = typeof items.$inferSelect;
 export type FolderRow = typeof folders.$inferSelect;
 export type CompanyRow = typeof companies.$inferSelect;
 export type ContactGroupRow = typeof contactGroups.$inferSelect;
+export type TaskRow = typeof tasks.$inferSelect;

@@ -36,11 +36,20 @@ export interface BodyRule {
 }
 
 /**
- * Per-route body limits; the first row matching the method and path applies, else
- * DEFAULT_BODY_LIMIT. The upload route will add e.g.
- * `{ method: "PUT", path: "/v1/uploads", limit: 100 * MiB, mode: "stream" }`.
+ * Largest file `PUT /v1/uploads` accepts: 95 MiB (99,614,720 bytes), below the Workers platform's
+ * 100 MB request-body limit with room for the request's own overhead.
  */
-export const BODY_RULES: readonly BodyRule[] = [{ method: "POST", path: "/v1/oauth/token", limit: 8 * KiB, shape: "oauth" }];
+export const MAX_UPLOAD_BYTES = 95 * MiB;
+
+/**
+ * Per-route body limits; the first row matching the method and path applies, else
+ * DEFAULT_BODY_LIMIT.
+ */
+export const BODY_RULES: readonly BodyRule[] = [
+  { method: "POST", path: "/v1/oauth/token", limit: 8 * KiB, shape: "oauth" },
+  // Raw file bytes, streamed into R2 by the route (src/routes/drive/storage.ts): never buffered here.
+  { method: "PUT", path: "/v1/uploads", limit: MAX_UPLOAD_BYTES, mode: "stream" },
+];
 
 const DEFAULT_RULE: Required<BodyRule> = { method: "*", path: "*", limit: DEFAULT_BODY_LIMIT, mode: "buffer", shape: "api" };
 

@@ -3,7 +3,7 @@ import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../../db/client";
 import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
 import { DEFAULT_DEPARTMENT_NAME, DEFAULT_GROUP_NAME } from "../../db/departments";
-import { accounts, apiClients, companies, contactGroups, departments, type CompanyRow } from "../../db/schema";
+import { accounts, apiClients, companies, contactGroups, departments, reminderSequences, type CompanyRow } from "../../db/schema";
 import { nameKey } from "../../lib/text-key";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { toFlag } from "../../lib/schemas";
@@ -338,20 +338,23 @@ function holdsNothingMore(companyId: number): SQL {
       AND NOT (g.is_default = 1 AND g.dept_id IN (SELECT id FROM departments WHERE company_id = ${companyId} AND is_default = 1)))
     AND NOT EXISTS (SELECT 1 FROM document_types WHERE company_id = ${companyId})
     AND NOT EXISTS (SELECT 1 FROM folders WHERE company_id = ${companyId})
+    AND NOT EXISTS (SELECT 1 FROM files WHERE company_id = ${companyId})
+    AND NOT EXISTS (SELECT 1 FROM tasks WHERE company_id = ${companyId})
     AND NOT EXISTS (SELECT 1 FROM companies WHERE id = ${companyId} AND (documents_used > 0 OR drive_space_used_kb > 0))`;
 }
 
 /** A readable list of what a company still holds, for the refusal message. */
 async function holdings(db: Db, companyId: number): Promise<string> {
-  const counts = await db.get<{ contacts: number; departments: number; groups: number; types: number; folders: number; documents: number; kb: number }>(sql`SELECT
+  const counts = await db.get<{ contacts: number; departments: number; groups: number; types: number; folders: number; tasks: number; documents: number; files: number }>(sql`SELECT
       (SELECT count(*) FROM contacts WHERE company_id = ${companyId}) AS contacts,
       (SELECT count(*) FROM departments WHERE company_id = ${companyId} AND is_default = 0) AS departments,
       (SELECT count(*) FROM contact_groups AS g WHERE g.company_id = ${companyId}
         AND NOT (g.is_default = 1 AND g.dept_id IN (SELECT id FROM departments WHERE company_id = ${companyId} AND is_default = 1))) AS groups,
       (SELECT count(*) FROM document_types WHERE company_id = ${companyId}) AS types,
       (SELECT count(*) FROM folders WHERE company_id = ${companyId}) AS folders,
+      (SELECT count(*) FROM tasks WHERE company_id = ${companyId}) AS tasks,
       (SELECT documents_used FROM companies WHERE id = ${companyId}) AS documents,
-      (SELECT drive_space_used_kb FROM companies WHERE id = ${companyId}) AS kb`);
+      (SELECT count(*) FROM files WHERE company_id = ${companyId}) AS files`);
   const parts: string[] = [];
   const add = (n: number | undefined, one: string, many: string) => {
     if (n) parts.push(`${n} ${n === 1 ? one : many}`);
@@ -361,8 +364,9 @@ async function holdings(db: Db, companyId: number): Promise<string> {
   add(counts?.groups, "other contact group", "other contact groups");
   add(counts?.types, "document type", "document types");
   add(counts?.folders, "folder", "folders");
+  add(counts?.tasks, "task", "tasks");
   add(counts?.documents, "item", "items");
-  add(counts?.kb, "KB of files", "KB of files");
+  add(counts?.files, "file", "files");
   return parts.join(", ");
 }
 
@@ -378,6 +382,8 @@ export async function deleteCompany(db: Db, caller: Caller, companyId: number): 
     db.delete(apiClients).where(and(eq(apiClients.companyId, companyId), deletable)),
     db.delete(contactGroups).where(and(eq(contactGroups.companyId, companyId), deletable)),
     db.delete(departments).where(and(eq(departments.companyId, companyId), deletable)),
+    // Its reminder sequences too (configuration, not records: they do not keep it from being deleted).
+    db.delete(reminderSequences).where(and(eq(reminderSequences.companyId, companyId), deletable)),
     db.delete(companies).where(and(inAccount(caller, companyId), eq(companies.isDefault, 0), deletable)).returning({ id: companies.id }),
   ];
   const results = await db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);

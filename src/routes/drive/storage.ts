@@ -1,0 +1,171 @@
+// The byte paths between the client and R2: the streamed upload and the (ranged) download.
+// Neither holds a file in memory: the upload flows request body -> hashing transform ->
+// FixedLengthStream -> R2 with back-pressure; the download hands R2's stream to the response.
+import type { Context } from "hono";
+import { getDb } from "../../db/client";
+import type { AppBindings } from "../../env";
+import { MAX_UPLOAD_BYTES, describeBytes } from "../../lib/body";
+import { ApiError, apiError, badRequest, conflict, notFound, oauthError } from "../../lib/errors";
+import { contentDisposition, etagMatches, kbOf, newFileId, objectKey, parseRange, sha256Hex, toHex, UPLOAD_TOKEN_PATTERN } from "./format";
+import { claimUpload, completeUpload, explainRefusedClaim, releaseUpload, type ClaimedUpload, type FileRow } from "./queries";
+import { UPLOAD_TOKEN_HEADER } from "./schemas";
+
+/** 401 Shape A `invalid_token` for the upload token, with its challenge (the token is not a Bearer token). */
+export function invalidUploadToken(description: string): ApiError {
+  return oauthError(401, "invalid_token", description, {
+    headers: { "WWW-Authenticate": `UploadToken realm="uploads", header="${UPLOAD_TOKEN_HEADER}", error="invalid_token", error_description="${description}"` },
+  });
+}
+
+/** Errors of the body stream itself (too short, too long, client gone): the client's fault, 400. */
+const BODY_STREAM_ERROR = /FixedLengthStream|expected bytes|too many bytes|request stream|client disconnected/i;
+
+/** Marks a failure of reading the request body (as opposed to one of R2). */
+class BodyStreamError extends Error {}
+
+/**
+ * Streams `body` (exactly `size` bytes) into R2 under `key` and returns its hex SHA-256, computed
+ * on the way through (crypto.DigestStream). The FixedLengthStream gives R2 the known length it
+ * needs and fails the put when the body is shorter or longer than declared; R2 then stores nothing.
+ */
+async function streamToR2(bucket: R2Bucket, key: string, body: ReadableStream<Uint8Array> | null, size: number, contentType: string, fileId: string) {
+  const options: R2PutOptions = { httpMetadata: { contentType }, customMetadata: { file_id: fileId } };
+  if (size === 0) {
+    await bucket.put(key, new Uint8Array(0), options);
+    return toHex(await crypto.subtle.digest("SHA-256", new Uint8Array(0)));
+  }
+  if (!body) throw badRequest(`The request has no body, but Content-Length says ${size} bytes`);
+  const digest = new crypto.DigestStream("SHA-256");
+  const hash = digest.getWriter();
+  const hashing = new TransformStream<Uint8Array, Uint8Array>({
+    async transform(chunk, controller) {
+      await hash.write(chunk);
+      controller.enqueue(chunk);
+    },
+    async flush() {
+      await hash.close();
+    },
+  });
+  const fixed = new FixedLengthStream(size);
+  let bodyFailed = false;
+  const piping = body
+    .pipeThrough(hashing)
+    .pipeTo(fixed.writable)
+    .catch((err: unknown) => {
+      bodyFailed = true;
+      throw err;
+    });
+  piping.catch(() => {}); // reported through the put, or awaited below
+  try {
+    await bucket.put(key, fixed.readable, options);
+    await piping;
+  } catch (err) {
+    if (bodyFailed || BODY_STREAM_ERROR.test(String((err as Error)?.message ?? err))) throw new BodyStreamError(String(err));
+    throw err;
+  }
+  return toHex(await digest.digest);
+}
+
+/**
+ * PUT /v1/uploads: authenticated only by the upload token. Order: token present and well-formed
+ * (401), Content-Length present (411) and a whole number (400) — over the limit is 413 from the
+ * request guard before this runs —, then the token is claimed together with the space (401 for an
+ * unknown, spent or expired token; 400 when the file does not fit the drive allocation), then the
+ * bytes stream to R2 and the file row is written. Any failure after the claim deletes what reached
+ * R2 and gives the space back; the token stays spent.
+ */
+export async function receiveUpload(c: Context<AppBindings>) {
+  const token = c.req.header(UPLOAD_TOKEN_HEADER);
+  if (token === undefined || token === "") throw invalidUploadToken(`Missing upload token in the ${UPLOAD_TOKEN_HEADER} header`);
+  if (!UPLOAD_TOKEN_PATTERN.test(token)) throw invalidUploadToken("The upload token is malformed");
+  const declared = c.req.header("Content-Length");
+  if (declared === undefined) {
+    throw apiError(411, "Content-Length is required: send the file's size in bytes (chunked uploads are not accepted)");
+  }
+  if (!/^\d{1,16}$/.test(declared.trim())) throw badRequest("Content-Length must be a whole number of bytes");
+  const size = Number(declared.trim());
+  if (size > MAX_UPLOAD_BYTES) throw apiError(413, `The file exceeds the upload limit of ${describeBytes(MAX_UPLOAD_BYTES)}`);
+
+  const db = getDb(c.env.DB);
+  const tokenHash = await sha256Hex(token);
+  const upload = await claimUpload(db, tokenHash, kbOf(size));
+  if (!upload) {
+    const why = await explainRefusedClaim(db, tokenHash);
+    if (why.reason === "unknown") throw invalidUploadToken("The upload token is not valid");
+    if (why.reason === "used") throw invalidUploadToken("The upload token has already been used: open a new upload session");
+    if (why.reason === "expired") throw invalidUploadToken("The upload token has expired: open a new upload session");
+    throw badRequest(
+      `Drive space exceeded: the file needs ${kbOf(size)} KB, but only ${why.freeKb} KB of the company's ${why.allocationKb / 1024} MB drive space are free`,
+    );
+  }
+  const key = objectKey(upload.companyId, upload.id);
+  const fileId = newFileId();
+  let file: FileRow | undefined;
+  try {
+    const sha256 = await streamToR2(c.env.FILES, key, c.req.raw.body, size, upload.contentType, fileId);
+    file = await completeUpload(db, upload, { publicId: fileId, sizeBytes: size, sha256, r2Key: key });
+    if (!file) throw conflict("The upload was cancelled while its bytes were stored (its department was deleted, or it ran for more than 3 hours); nothing was kept");
+  } catch (err) {
+    await discard(c.env.FILES, key, db, upload);
+    if (err instanceof ApiError) throw err;
+    if (err instanceof BodyStreamError) {
+      throw badRequest(`The request body did not match its Content-Length of ${size} bytes (or the connection broke); nothing was stored: open a new upload session`);
+    }
+    throw err;
+  }
+  return { file, size };
+}
+
+/** Clean-up after a failed upload: nothing stays in R2, the reservation is released. Best effort (the sweep is the safety net). */
+async function discard(bucket: R2Bucket, key: string, db: ReturnType<typeof getDb>, upload: ClaimedUpload) {
+  const results = await Promise.allSettled([bucket.delete(key), releaseUpload(db, upload)]);
+  for (const result of results) {
+    if (result.status === "rejected") {
+      console.error(JSON.stringify({ level: "error", msg: "upload clean-up failed; the sweep retries it", key, error: String(result.reason) }));
+    }
+  }
+}
+
+/**
+ * GET /v1/files/{file_id}: the bytes, with Content-Type, Content-Length, a strong ETag (the SHA-256),
+ * Content-Disposition: attachment, and single byte ranges. If-None-Match answers 304 without
+ * touching R2; If-Range with another ETag (or a date) drops the Range. HEAD reads nothing from R2.
+ */
+export async function serveFile(c: Context<AppBindings>, file: FileRow): Promise<Response> {
+  const etag = `"${file.sha256}"`;
+  const headers = new Headers({
+    ETag: etag,
+    "Cache-Control": "private, no-cache",
+    "Accept-Ranges": "bytes",
+    "Content-Type": file.contentType,
+    "Content-Disposition": contentDisposition(file.fileName),
+    // Stored content is never rendered as this API's own page.
+    "X-Content-Type-Options": "nosniff",
+    "Content-Security-Policy": "default-src 'none'; sandbox",
+  });
+  if (etagMatches(c.req.header("If-None-Match"), etag)) {
+    headers.delete("Content-Type");
+    return new Response(null, { status: 304, headers });
+  }
+  const ifRange = c.req.header("If-Range");
+  const range = ifRange !== undefined && ifRange.trim() !== etag ? ({ kind: "all" } as const) : parseRange(c.req.header("Range"), file.sizeBytes);
+  if (range.kind === "unsatisfiable") {
+    throw apiError(416, `The requested range is not satisfiable: the file has ${file.sizeBytes} bytes`, { "Content-Range": `bytes */${file.sizeBytes}` });
+  }
+  const partial = range.kind === "range";
+  const start = partial ? range.start : 0;
+  const length = partial ? range.end - range.start + 1 : file.sizeBytes;
+  headers.set("Content-Length", String(length));
+  if (partial) headers.set("Content-Range", `bytes ${range.start}-${range.end}/${file.sizeBytes}`);
+  const status = partial ? 206 : 200;
+  if (c.req.method === "HEAD") return new Response(null, { status, headers });
+  if (length === 0) return new Response(null, { status, headers });
+  const object = await c.env.FILES.get(file.r2Key, partial ? { range: { offset: start, length } } : undefined);
+  if (!object || !("body" in object)) {
+    // Deleted between the row read and here (or R2 lost it: logged).
+    console.error(JSON.stringify({ level: "warn", msg: "file row without R2 object", fileId: file.publicId, key: file.r2Key }));
+    throw notFound("File");
+  }
+  return new Response(object.body, { status, headers });
+}
+
