@@ -1,6 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
-import { localToInstant, type CalendarUnit } from "../lib/time";
+import { isCalendarDate, localToInstant, type CalendarUnit } from "../lib/time";
 import { readSnapshots, recordSync, pendingItems, SYNC_BATCH, type Applied } from "./d1";
 import { deliverDue, type Transports, defaultTransports } from "./delivery";
 import {
@@ -29,6 +29,8 @@ import { isFailure, type Failure } from "./rpc";
 export const CLAIM_BATCH = 1000;
 /** Waiting (queued or held) reminders an item may have. */
 export const MAX_WAITING_PER_ITEM = 100;
+/** The latest instant an alarm may be set to (the runtime refuses dates after 2189). */
+export const LATEST_ALARM = Date.UTC(2180, 0, 1);
 /** Entries kept in the triggered feed (the newest). */
 export const TRIGGERED_KEEP = 10_000;
 
@@ -205,19 +207,29 @@ export class ReminderScheduler extends DurableObject<Env> {
   }
 
   /** Arms the alarm for the earliest work and tells D1 what was applied and when to wake the company. */
-  private async afterChange(companyId: number, applied: Applied[] = []): Promise<void> {
+  private async afterChange(companyId: number, applied: Applied[] = [], inAlarm = false): Promise<void> {
     const wake = nextWake(this.sql);
-    const current = await this.ctx.storage.getAlarm();
-    if (wake === null) {
+    // Inside the alarm handler the alarm that fired may still be reported: always set it there.
+    const current = inAlarm ? null : await this.ctx.storage.getAlarm();
+    // setAlarm refuses instants after 2189: a later reminder is reached by an alarm at the limit
+    // that finds nothing due and arms again.
+    const alarmAt = wake === null ? null : Math.min(wake, LATEST_ALARM);
+    if (alarmAt === null) {
       if (current !== null) await this.ctx.storage.deleteAlarm();
-    } else if (current !== wake) {
-      await this.ctx.storage.setAlarm(wake);
+    } else if (current !== alarmAt) {
+      await this.ctx.storage.setAlarm(alarmAt);
     }
     const written = getMeta(this.sql, "wakeup");
     const changed = String(wake) !== written;
     if (applied.length > 0 || changed) {
-      await recordSync(this.env.DB, companyId, applied, changed ? wake : undefined);
-      if (changed) setMeta(this.sql, "wakeup", String(wake));
+      // Bookkeeping only: if D1 cannot take it now, the outbox rows stay pending (a replay is a
+      // no-op) and the wakeup is written with the next change; the reminders themselves are safe.
+      try {
+        await recordSync(this.env.DB, companyId, applied, changed ? wake : undefined);
+        if (changed) setMeta(this.sql, "wakeup", String(wake));
+      } catch (error) {
+        console.error(JSON.stringify({ level: "error", msg: "reminder bookkeeping in D1 failed", companyId, error: String(error) }));
+      }
     }
   }
 
@@ -305,6 +317,7 @@ export class ReminderScheduler extends DurableObject<Env> {
     } else {
       date = time.date!;
     }
+    if (!isCalendarDate(date)) return { error: { status: 400, msg: `The reminder date ${date} is out of range (years 1900 to 9999)` } };
     const zone = this.zone();
     const dueAt = localToInstant(date, hour, zone);
     if (dueAt <= now) return { error: { status: 400, msg: `The reminder time ${date} ${hour} (${zone}) has already passed` } };
@@ -454,12 +467,7 @@ export class ReminderScheduler extends DurableObject<Env> {
       await this.ctx.storage.setAlarm(Date.now());
       return;
     }
-    try {
-      await this.afterChange(companyId);
-    } catch (error) {
-      // The alarm is armed before D1 is written; a D1 failure only delays the wakeup record.
-      console.error(JSON.stringify({ level: "error", msg: "wakeup record failed", companyId, error: String(error) }));
-    }
+    await this.afterChange(companyId, [], true);
   }
 
   /**

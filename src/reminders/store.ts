@@ -1,7 +1,7 @@
 // The reminder Durable Object's own SQLite: the schema (versioned) and the synchronous statements
 // its methods run inside `transactionSync`. No I/O beyond the object's storage.
 
-import { instantToLocal, localToInstant, type CalendarUnit } from "../lib/time";
+import { isCalendarDate, localToInstant, type CalendarUnit } from "../lib/time";
 import { stepDate, type Step } from "./steps";
 
 export const SCHEMA_VERSION = 1;
@@ -138,6 +138,7 @@ export function queueSequence(sql: SqlStorage, itemId: number, anchor: string, s
   let queued = 0;
   for (const step of steps) {
     const date = stepDate(anchor, step);
+    if (!isCalendarDate(date)) continue;
     const dueAt = localToInstant(date, step.hour, zone);
     if (dueAt <= now) continue;
     insertReminder(sql, {
@@ -162,7 +163,7 @@ export function reanchor(sql: SqlStorage, itemId: number, anchor: string, zone: 
   const rows = sql.exec<ReminderRow>("SELECT * FROM reminders WHERE item_id = ? AND state IN ('queued', 'held') AND period IS NOT NULL", itemId).toArray();
   for (const row of rows) {
     const date = stepDate(anchor, { period: row.period!, unit: row.unit!, type: row.rtype! });
-    const dueAt = localToInstant(date, row.hour, zone);
+    const dueAt = isCalendarDate(date) ? localToInstant(date, row.hour, zone) : 0;
     if (dueAt <= now) sql.exec("DELETE FROM reminders WHERE reminder_id = ?", row.reminder_id);
     else sql.exec("UPDATE reminders SET date = ?, due_at = ? WHERE reminder_id = ?", date, dueAt, row.reminder_id);
   }
@@ -190,9 +191,6 @@ export function rezone(sql: SqlStorage, zone: string): void {
   const rows = sql.exec<{ reminder_id: number; date: string; hour: string }>("SELECT reminder_id, date, hour FROM reminders WHERE state IN ('queued', 'held')").toArray();
   for (const row of rows) sql.exec("UPDATE reminders SET due_at = ? WHERE reminder_id = ?", localToInstant(row.date, row.hour, zone), row.reminder_id);
 }
-
-/** The local date and hour of an instant, for reminders given as instants. */
-export const localOf = instantToLocal;
 
 /** The earliest instant the alarm must run at: the next due reminder or the next delivery attempt. */
 export function nextWake(sql: SqlStorage): number | null {

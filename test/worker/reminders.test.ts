@@ -112,6 +112,7 @@ describe("reminder input rules", () => {
     expectShapeB(await post({ period: 2, unit: "day", rtype: 3 }), 400, /rtype/);
     expectShapeB(await post({ period: -1, unit: "day", rtype: 1 }), 400, /period/);
     expectShapeB(await post({ period: 50, unit: "day", rtype: 1 }), 400, /already passed/);
+    expectShapeB(await post({ period: 1000, unit: "year", rtype: 2, hour: "24:00" }), 400, /hour/);
     expectShapeB(await post({ date: futureDate(5), channels: ["sms"] }), 400, /sms is not available/);
     expectShapeB(await post({ date: futureDate(5), channels: ["webhook"] }), 400, /webhook/);
     expectShapeB(await post({ date: futureDate(5), channels: ["pigeon"] }), 400, /channels/);
@@ -240,6 +241,19 @@ describe("item changes drive the schedule", () => {
 });
 
 describe("firing and delivery", () => {
+  it("takes reminders centuries ahead: the alarm waits at the runtime's latest instant and arms again", async () => {
+    const { companyId, ownerToken } = await createAccount();
+    const item = await createItem(ownerToken, { expiry_date: "9998-06-30", seqid: 0 });
+    const res = await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: { period: 1, unit: "day", rtype: 2 } });
+    expect(res.status).toBe(201);
+    expect(res.body.data).toMatchObject({ date: "9998-07-01", hour: "09:00" });
+    const { LATEST_ALARM } = await import("../../src/reminders/scheduler");
+    expect((await stubOf(companyId).status(companyId)).alarm).toBe(LATEST_ALARM);
+    expect(await runDurableObjectAlarm(stubOf(companyId))).toBe(true);
+    expect((await stubOf(companyId).status(companyId)).alarm).toBe(LATEST_ALARM);
+    expect((await remindersOf(ownerToken, item.item_id)).queued).toHaveLength(1);
+  });
+
   it("fires a reminder without a recipient: it is sent and triggered, and its delivery says no_recipient", async () => {
     const { companyId, ownerToken } = await createAccount();
     const item = await createItem(ownerToken, { expiry_date: futureDate(30), seqid: 0 });
