@@ -19,6 +19,8 @@ export default defineConfig(async () => {
                   JWT_SIGNING_KEYS: "test-current:test-signing-key-current-0123456789abcdef test-previous:test-signing-key-previous-0123456789abcdef",
                   // No client-status caching in tests: deactivation must be visible at once.
                   CLIENT_STATUS_TTL_SECONDS: "0",
+                  WEBHOOK_SECRETS_KEY: "test-webhook-secrets-key-0123456789abcdef",
+                  WEBHOOKS_ALLOW_PRIVATE_URLS: "true",
                 },
               },
             }),

@@ -17,6 +17,8 @@ import { reminderSequencesRouter } from "./routes/reminder-sequences/routes";
 import { tagsRouter } from "./routes/tags/routes";
 import { remindersRouter } from "./routes/reminders/routes";
 import { tasksRouter } from "./routes/tasks/routes";
+import { webhookDeliveriesRouter } from "./routes/webhooks/deliveries";
+import { webhooksRouter } from "./routes/webhooks/routes";
 import { oauthRouter } from "./routes/oauth";
 import { systemRouter } from "./routes/system";
 
@@ -39,6 +41,8 @@ app.route("/", tagsRouter);
 app.route("/", remindersRouter);
 app.route("/", tasksRouter);
 app.route("/", driveRouter);
+app.route("/", webhooksRouter);
+app.route("/", webhookDeliveriesRouter);
 
 let openApiDocument: ReturnType<typeof buildOpenApiDocument> | undefined;
 app.get("/v1/openapi.json", (c) => {

@@ -15,6 +15,10 @@ export interface Env {
   /** Optional HTTP SMS provider (POST JSON {to, text}, Bearer SMS_API_KEY); both or the sms channel is refused. */
   SMS_API_URL?: string;
   SMS_API_KEY?: string;
+  /** Encrypts webhook signing secrets at rest (>= 32 characters; a secret). */
+  WEBHOOK_SECRETS_KEY?: string;
+  /** "true" allows webhook URLs on http, loopback/private addresses and other ports (local development only). */
+  WEBHOOKS_ALLOW_PRIVATE_URLS?: string;
 }
 
 /** What the authentication middleware learns from a verified token. */

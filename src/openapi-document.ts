@@ -52,6 +52,11 @@ export const TAGS = [
     name: "Drive",
     description: "File uploads (a session, then the bytes with a single-use upload token), the company's files, and item attachments.",
   },
+  {
+    name: "Webhooks",
+    description:
+      "Signed event delivery (Standard Webhooks) to a company's HTTPS endpoints, managed by the account owner (scopes webhooks:read / webhooks:write): endpoints, secret rotation, test events, deliveries and retries. The event catalogue is the WebhookEventType schema (and GET /v1/webhook-event-types); each POSTed body is a WebhookPayload {type, timestamp, data}. See docs/webhooks.md.",
+  },
   { name: "System", description: "Liveness of the service; no authentication." },
 ];
 

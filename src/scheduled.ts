@@ -12,8 +12,9 @@ export const SWEEP_LIMIT = 200;
 const CONCURRENCY = 10;
 
 /**
- * Cron trigger: the backstop. Two indexed queries find the companies that need it (changes not
- * yet applied by their Durable Object, and companies whose next reminder is overdue); only those
+ * Cron trigger: the backstop. Three indexed queries find the companies that need it (changes not
+ * yet applied by their Durable Object, companies whose next reminder is overdue, and webhook
+ * events waiting in D1 for more than 30 s); only those
  * are woken, so the cost grows with them, not with the number of companies. Then abandoned
  * uploads are released.
  */
@@ -29,14 +30,16 @@ export async function handleScheduled(controller: ScheduledController, env: Env,
 
 async function sweepReminders(controller: ScheduledController, env: Env): Promise<void> {
   const now = controller.scheduledTime;
-  const [pending, overdue] = await env.DB.batch<{ company_id: number }>([
+  const [pending, overdue, events] = await env.DB.batch<{ company_id: number }>([
     env.DB.prepare("SELECT DISTINCT company_id FROM reminder_sync WHERE version > synced_version AND changed_at <= ? LIMIT ?").bind(
       Math.floor(now / 1000) - SYNC_GRACE_SECONDS,
       SWEEP_LIMIT,
     ),
     env.DB.prepare("SELECT company_id FROM reminder_wakeups WHERE due_at <= ? ORDER BY due_at LIMIT ?").bind(now - WAKE_GRACE_MS, SWEEP_LIMIT),
+    // Webhook events of D1 changes whose Durable Object was not nudged (webhook_events_created_idx).
+    env.DB.prepare("SELECT DISTINCT company_id FROM webhook_events WHERE created_at <= ? LIMIT ?").bind(now - SYNC_GRACE_SECONDS * 1000, SWEEP_LIMIT),
   ]);
-  const companies = [...new Set([...pending!.results, ...overdue!.results].map((r) => r.company_id))];
+  const companies = [...new Set([...pending!.results, ...overdue!.results, ...events!.results].map((r) => r.company_id))];
   let failed = 0;
   for (let i = 0; i < companies.length; i += CONCURRENCY) {
     const results = await Promise.allSettled(companies.slice(i, i + CONCURRENCY).map((id) => schedulerFor(env, id).wake(id)));
@@ -55,6 +58,7 @@ async function sweepReminders(controller: ScheduledController, env: Env): Promis
       at: new Date(now).toISOString(),
       pending: pending!.results.length,
       overdue: overdue!.results.length,
+      webhookEvents: events!.results.length,
       woken: companies.length - failed,
       failed,
     }),

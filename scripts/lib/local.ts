@@ -1,6 +1,6 @@
 // Helpers for the operator scripts: run wrangler, migrate and seed the local D1, start `wrangler dev`.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -62,13 +62,32 @@ export async function seedLocal(target: Target): Promise<void> {
   executeSql(target, await buildSeedStatements());
 }
 
-/** Creates .dev.vars from the committed example on first start. */
+/**
+ * Creates .dev.vars from the committed example on first start; on later starts, appends the
+ * example's variables that an existing .dev.vars lacks (e.g. WEBHOOK_SECRETS_KEY, added after it
+ * was created), leaving every value already there as it is.
+ */
 export function ensureDevVars(): void {
   const devVars = join(ROOT, ".dev.vars");
+  const example = join(ROOT, ".dev.vars.example");
   if (!existsSync(devVars)) {
-    copyFileSync(join(ROOT, ".dev.vars.example"), devVars);
+    copyFileSync(example, devVars);
     console.log("Created .dev.vars from .dev.vars.example");
+    return;
   }
+  const keyOf = (line: string) => /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=/.exec(line)?.[1];
+  const current = readFileSync(devVars, "utf8");
+  const present = new Set(current.split(/\r?\n/).map(keyOf).filter(Boolean));
+  const missing = readFileSync(example, "utf8")
+    .split(/\r?\n/)
+    .filter((line) => {
+      const key = keyOf(line);
+      return key !== undefined && !present.has(key);
+    });
+  if (missing.length === 0) return;
+  const separator = current === "" || current.endsWith("\n") ? "" : "\n";
+  appendFileSync(devVars, `${separator}# Added from .dev.vars.example\n${missing.join("\n")}\n`);
+  console.log(`Added to .dev.vars from .dev.vars.example: ${missing.map(keyOf).join(", ")}`);
 }
 
 /** Value of `--name value` or `--name=value` in argv. */

@@ -18,6 +18,9 @@ export const RESOURCE_SCOPES = [
   "drive:write",
   "tasks:read",
   "tasks:write",
+  // Extension: webhook endpoints (account owner only).
+  "webhooks:read",
+  "webhooks:write",
 ] as const;
 
 export type ResourceScope = (typeof RESOURCE_SCOPES)[number];

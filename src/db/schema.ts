@@ -499,6 +499,56 @@ export const itemFiles = sqliteTable(
   (t) => [primaryKey({ columns: [t.itemId, t.fileId] }), index("item_files_file_idx").on(t.fileId), index("item_files_company_idx").on(t.companyId)],
 );
 
+// ---- webhooks (docs/webhooks.md) ----
+
+/**
+ * A company's webhook endpoints. The signing secret is stored encrypted (AES-GCM, key
+ * WEBHOOK_SECRETS_KEY; src/webhooks/secrets.ts); after a rotation the previous one keeps signing
+ * until previous_secret_expires_at (unix ms).
+ */
+export const webhookEndpoints = sqliteTable(
+  "webhook_endpoints",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    companyId: companyId(),
+    url: text("url").notNull(),
+    description: text("description").notNull().default(""),
+    // JSON array of event types, or ["*"].
+    events: text("events").notNull(),
+    enabled: integer("enabled").notNull().default(1),
+    secretCiphertext: text("secret_ciphertext").notNull(),
+    previousSecretCiphertext: text("previous_secret_ciphertext"),
+    previousSecretExpiresAt: integer("previous_secret_expires_at"),
+    // Set when every delivery has failed since then (unix ms); cleared by a success.
+    failingSince: integer("failing_since"),
+    disabledReason: text("disabled_reason"),
+    createdBy: integer("created_by").notNull(),
+    createdAt: createdAt(),
+    updatedAt: text("updated_at").notNull().default(sql`CURRENT_TIMESTAMP`),
+  },
+  (t) => [index("webhook_endpoints_company_idx").on(t.companyId, t.enabled, t.id)],
+);
+
+/**
+ * The D1 event outbox: events of D1 changes (items, tasks, files), written by triggers in the same
+ * statement as the change, only while the company has an enabled endpoint. The company's Durable
+ * Object takes them (fan-out to endpoints, delivery, retries) and deletes them.
+ */
+export const webhookEvents = sqliteTable(
+  "webhook_events",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    companyId: integer("company_id").notNull(),
+    type: text("type").notNull(),
+    // The event's `data`, as JSON (the API's own output shape).
+    data: text("data").notNull(),
+    // Unix ms.
+    createdAt: integer("created_at").notNull(),
+  },
+  // created_at: the cron sweep finds companies whose events wait for more than 30 s (src/scheduled.ts).
+  (t) => [index("webhook_events_company_idx").on(t.companyId, t.id), index("webhook_events_created_idx").on(t.createdAt)],
+);
+
 export type ContactRow = typeof contacts.$inferSelect;
 export type ItemRow = typeof items.$inferSelect;
 export type FolderRow = typeof folders.$inferSelect;

@@ -11,6 +11,10 @@ export function availableChannels(env: Env): Channel[] {
   return channels;
 }
 
+/** The webhook channel is checked per company (src/routes/reminders/queries.ts `checkChannels`). */
+export const WEBHOOK_CHANNEL_PROBLEM =
+  "channel webhook is not available: the company has no enabled webhook endpoint subscribed to reminder.sent (POST /v1/webhooks)";
+
 /** Why a channel cannot be used here, or null when it can. */
 export function channelProblem(env: Env, channel: Channel): string | null {
   if (availableChannels(env).includes(channel)) return null;
@@ -20,6 +24,6 @@ export function channelProblem(env: Env, channel: Channel): string | null {
     case "sms":
       return "channel sms is not available: this deployment has no SMS provider configured (SMS_API_URL and the SMS_API_KEY secret)";
     case "webhook":
-      return "channel webhook is not available yet: webhook endpoints are not supported by this deployment";
+      return WEBHOOK_CHANNEL_PROBLEM;
   }
 }

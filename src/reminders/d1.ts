@@ -23,6 +23,8 @@ export interface ItemSnapshot {
   held: boolean;
   steps: Step[];
   version: number;
+  /** The item's own date (item.expired is at its 00:00 local). */
+  expiry: string;
 }
 
 interface SnapshotRow {
@@ -34,11 +36,16 @@ interface SnapshotRow {
   held: number | null;
   steps: string | null;
   version: number;
+  expiry: string | null;
 }
 
-/** The company's time zone and the D1 state of `itemIds` (absent ones as not present). */
-export async function readSnapshots(db: D1Database, companyId: number, itemIds: number[]): Promise<{ company: CompanySnapshot; items: ItemSnapshot[] }> {
-  const [companyResult, itemResult] = await db.batch([
+/** The company's time zone, the D1 state of `itemIds` (absent ones as not present), and webhook events waiting in D1. */
+export async function readSnapshots(
+  db: D1Database,
+  companyId: number,
+  itemIds: number[],
+): Promise<{ company: CompanySnapshot; items: ItemSnapshot[]; events: PulledEvent[] }> {
+  const [companyResult, itemResult, eventResult] = await db.batch([
     db
       .prepare(
         `SELECT json_extract(c.settings, '$.timezone') AS timezone,
@@ -50,13 +57,14 @@ export async function readSnapshots(db: D1Database, companyId: number, itemIds: 
       .prepare(
         `SELECT j.value AS id, i.id IS NOT NULL AS present, i.title, coalesce(i.reminder_anchor, i.expiry_date) AS anchor,
            i.schedule_epoch AS epoch, (i.status = 'completed' OR i.archived = 1) AS held, s.steps,
-           coalesce(rs.version, 0) AS version
+           coalesce(rs.version, 0) AS version, i.expiry_date AS expiry
          FROM json_each(?2) AS j
          LEFT JOIN items i ON i.id = j.value AND i.company_id = ?1
          LEFT JOIN reminder_sequences s ON s.id = i.seq_id AND s.company_id = ?1
          LEFT JOIN reminder_sync rs ON rs.company_id = ?1 AND rs.item_id = j.value`,
       )
       .bind(companyId, JSON.stringify(itemIds)),
+    pullStatement(db, companyId),
   ]);
   const company = (companyResult!.results as Array<{ timezone: string | null; version: number }>)[0];
   return {
@@ -70,8 +78,26 @@ export async function readSnapshots(db: D1Database, companyId: number, itemIds: 
       held: r.held === 1,
       steps: parseSteps(r.steps),
       version: r.version,
+      expiry: r.expiry ?? "",
     })),
+    events: eventResult!.results as unknown as PulledEvent[],
   };
+}
+
+// ---- the webhook event outbox (written by D1 triggers, migration 0011) ----
+
+/** Events taken from D1's webhook_events per round trip. */
+export const PULL_BATCH = 200;
+
+export interface PulledEvent {
+  id: number;
+  type: string;
+  data: string;
+  created_at: number;
+}
+
+function pullStatement(db: D1Database, companyId: number): D1PreparedStatement {
+  return db.prepare("SELECT id, type, data, created_at FROM webhook_events WHERE company_id = ? ORDER BY id LIMIT ?").bind(companyId, PULL_BATCH);
 }
 
 /** Item ids (0: the company's settings) whose changes the Durable Object has not applied yet. */

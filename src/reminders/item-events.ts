@@ -19,6 +19,19 @@ export async function syncReminders(env: Env, companyId: number, itemIds: number
   }
 }
 
+/**
+ * After a task or file write: the company's Durable Object takes the webhook events D1 triggers
+ * recorded with it (only while the company has an enabled endpoint) and delivers them. Never
+ * throws: the events stay in D1 and the next alarm, sync or the cron sweep takes them.
+ */
+export async function nudgeWebhooks(env: Env, companyId: number): Promise<void> {
+  try {
+    await schedulerFor(env, companyId).pullEvents(companyId);
+  } catch (error) {
+    console.error(JSON.stringify({ level: "error", msg: "webhook events left to the sweep", companyId, error: String(error) }));
+  }
+}
+
 /** A deleted company: its Durable Object's storage, alarm, wakeup and outbox rows go. Never throws. */
 export async function forgetReminders(env: Env, companyId: number): Promise<void> {
   try {

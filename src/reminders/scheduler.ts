@@ -1,7 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
 import { isCalendarDate, localToInstant, type CalendarUnit } from "../lib/time";
-import { readSnapshots, recordSync, pendingItems, SYNC_BATCH, type Applied } from "./d1";
+import { readSnapshots, recordSync, pendingItems, SYNC_BATCH, type Applied, type PulledEvent } from "./d1";
 import { deliverDue, type Transports, defaultTransports } from "./delivery";
 import {
   forgetItem,
@@ -16,6 +16,7 @@ import {
   reminder,
   resume,
   rezone,
+  setExpiry,
   setMeta,
   type Channel,
   type DeliveryState,
@@ -24,6 +25,19 @@ import {
 import { DEFAULT_HOUR, stepDate } from "./steps";
 import { availableChannels } from "./channels";
 import { isFailure, type Failure } from "./rpc";
+import { fetchTransport, type WebhookTransport } from "../webhooks/delivery";
+import { deleteTaken, pullEvents as pullD1Events } from "../webhooks/outbox";
+import {
+  deliverWebhooks,
+  deliveryOf,
+  deliveryView,
+  fanOut,
+  listDeliveries,
+  pruneWebhooks,
+  recordEvent,
+  storePulled,
+  type WebhookDeliveryView,
+} from "./webhook-engine";
 
 /** Reminders claimed per alarm run; more due at once re-arm the alarm at once. */
 export const CLAIM_BATCH = 1000;
@@ -101,6 +115,8 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 export class ReminderScheduler extends DurableObject<Env> {
   /** How deliveries leave; replaced only by tests that need a failing transport. */
   transports: Transports;
+  /** How webhook deliveries leave (fetch, 5 s timeout); replaced by tests, which capture the requests. */
+  webhookTransport: WebhookTransport = fetchTransport;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -126,7 +142,7 @@ export class ReminderScheduler extends DurableObject<Env> {
   /** What the object holds, for operators and tests. */
   async status(companyId: number): Promise<{ companyId: number; queued: number; alarm: number | null }> {
     this.claimCompany(companyId);
-    const queued = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM reminders WHERE state = 'queued'").one().n;
+    const queued = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM reminders WHERE state = 'queued' AND origin <> 'expiry'").one().n;
     return { companyId, queued, alarm: await this.ctx.storage.getAlarm() };
   }
 
@@ -138,9 +154,11 @@ export class ReminderScheduler extends DurableObject<Env> {
    */
   async sync(companyId: number, itemIds: number[]): Promise<void> {
     this.claimCompany(companyId);
+    let pulled: PulledEvent[] | null = null;
     for (let i = 0; i < itemIds.length; i += SYNC_BATCH) {
       const ids = [...new Set(itemIds.slice(i, i + SYNC_BATCH))];
       const snapshot = await readSnapshots(this.env.DB, companyId, ids.filter((id) => id !== 0));
+      pulled ??= snapshot.events;
       const now = Date.now();
       const applied: Applied[] = [];
       this.ctx.storage.transactionSync(() => {
@@ -181,22 +199,27 @@ export class ReminderScheduler extends DurableObject<Env> {
           } else if (item.anchor !== mirror.anchor) {
             reanchor(sql, item.itemId, item.anchor, zone, now);
           }
+          // item.expired: queued at 00:00 local of the item's date (a new date or a renewal moves it).
+          if (!mirror || mirror.expiry !== item.expiry || item.epoch > mirror.epoch) setExpiry(sql, item.itemId, item.expiry, zone, item.held, now);
           if (mirror && !mirror.held && item.held) hold(sql, item.itemId);
           if (mirror && mirror.held && !item.held) resume(sql, item.itemId, now);
           sql.exec(
-            `INSERT INTO items (item_id, version, title, anchor, epoch, held, gone) VALUES (?, ?, ?, ?, ?, ?, 0)
+            `INSERT INTO items (item_id, version, title, anchor, epoch, held, gone, expiry) VALUES (?, ?, ?, ?, ?, ?, 0, ?)
              ON CONFLICT (item_id) DO UPDATE SET version = excluded.version, title = excluded.title, anchor = excluded.anchor,
-               epoch = excluded.epoch, held = excluded.held`,
+               epoch = excluded.epoch, held = excluded.held, expiry = excluded.expiry`,
             item.itemId,
             item.version,
             item.title,
             item.anchor,
             item.epoch,
             item.held ? 1 : 0,
+            item.expiry,
           );
           applied.push({ itemId: item.itemId, version: item.version, gone: false });
         }
       });
+      // Webhook events D1 triggers recorded with the change were read in the same round trip.
+      if (i === 0) await this.pump(companyId, pulled ?? []);
       await this.afterChange(companyId, applied);
     }
   }
@@ -248,8 +271,8 @@ export class ReminderScheduler extends DurableObject<Env> {
     if (missing) return missing;
     const rows = this.sql
       .exec<ReminderRow>(
-        `SELECT * FROM reminders WHERE item_id = ? AND state IN ('queued', 'held')
-         UNION ALL SELECT * FROM (SELECT * FROM reminders WHERE item_id = ? AND state = 'sent' ORDER BY sent_at DESC, reminder_id DESC LIMIT 100)`,
+        `SELECT * FROM reminders WHERE item_id = ? AND state IN ('queued', 'held') AND origin <> 'expiry'
+         UNION ALL SELECT * FROM (SELECT * FROM reminders WHERE item_id = ? AND state = 'sent' AND origin <> 'expiry' ORDER BY sent_at DESC, reminder_id DESC LIMIT 100)`,
         itemId,
         itemId,
       )
@@ -294,7 +317,7 @@ export class ReminderScheduler extends DurableObject<Env> {
       hour: r.hour,
       sent: r.state === "sent",
       state: r.state,
-      origin: r.origin,
+      origin: r.origin as ReminderView["origin"],
       due_at: new Date(r.due_at).toISOString(),
       period: r.period,
       unit: r.unit,
@@ -334,7 +357,7 @@ export class ReminderScheduler extends DurableObject<Env> {
     let created: ReminderRow | undefined;
     let failure: Failure | null = null;
     this.ctx.storage.transactionSync(() => {
-      const waiting = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM reminders WHERE item_id = ? AND state IN ('queued', 'held')", itemId).one().n;
+      const waiting = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM reminders WHERE item_id = ? AND state IN ('queued', 'held') AND origin <> 'expiry'", itemId).one().n;
       if (waiting >= MAX_WAITING_PER_ITEM) {
         failure = { error: { status: 400, msg: `An item may have at most ${MAX_WAITING_PER_ITEM} queued reminders` } };
         return;
@@ -417,7 +440,7 @@ export class ReminderScheduler extends DurableObject<Env> {
     if (!current) return { error: { status: 404, msg: "Reminder not found" } };
     if (current.state === "sent") return { error: { status: 400, msg: `Reminder ${reminderId} was already sent and stays in the history` } };
     this.ctx.storage.transactionSync(() => {
-      this.sql.exec("DELETE FROM reminders WHERE reminder_id = ? AND state <> 'sent'", reminderId);
+      this.sql.exec("DELETE FROM reminders WHERE reminder_id = ? AND state <> 'sent' AND origin <> 'expiry'", reminderId);
     });
     await this.afterChange(companyId);
     return { deleted: true };
@@ -440,6 +463,7 @@ export class ReminderScheduler extends DurableObject<Env> {
   async wake(companyId: number): Promise<void> {
     this.claimCompany(companyId);
     await this.repair(companyId);
+    await this.pump(companyId);
     const wake = nextWake(this.sql);
     if (wake !== null && wake <= Date.now()) await this.ctx.storage.setAlarm(Date.now());
     else await this.afterChange(companyId);
@@ -462,8 +486,16 @@ export class ReminderScheduler extends DurableObject<Env> {
       console.error(JSON.stringify({ level: "error", msg: "reminder repair failed", companyId, error: String(error) }));
     }
     const claimed = this.claimDue(Date.now());
+    // Events D1 recorded (items, tasks, files) join those just born here; then both are fanned out.
+    try {
+      await this.pump(companyId);
+    } catch (error) {
+      console.error(JSON.stringify({ level: "error", msg: "webhook events not taken", companyId, error: String(error) }));
+    }
     const delivered = await deliverDue(this.ctx.storage, this.env, companyId, this.transports);
-    if (claimed >= CLAIM_BATCH || delivered.more) {
+    const hooks = await deliverWebhooks(this.ctx.storage, this.env, companyId, this.webhookTransport);
+    pruneWebhooks(this.ctx.storage);
+    if (claimed >= CLAIM_BATCH || delivered.more || hooks.more) {
       await this.ctx.storage.setAlarm(Date.now());
       return;
     }
@@ -487,7 +519,16 @@ export class ReminderScheduler extends DurableObject<Env> {
         )
         .toArray();
       for (const r of due) {
+        if (r.origin === "expiry") {
+          // The item's date has come (it is still open, or the row would be held): item.expired.
+          sql.exec("DELETE FROM reminders WHERE reminder_id = ?", r.reminder_id);
+          recordEvent(sql, { type: "item.expired", data: null, itemId: r.item_id, now });
+          continue;
+        }
         sql.exec("UPDATE reminders SET state = 'sent', sent_at = ? WHERE reminder_id = ? AND state = 'queued'", now, r.reminder_id);
+        // reminder.sent for every fired reminder; the item's entry is added from D1 at fan-out.
+        const { deliveries: _none, ...sentView } = this.view({ ...r, state: "sent", sent_at: now }, []);
+        recordEvent(sql, { type: "reminder.sent", data: JSON.stringify(sentView), itemId: r.item_id, now });
         sql.exec(
           "INSERT OR IGNORE INTO triggered (reminder_id, item_id, title, date, hour, due_at, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
           r.reminder_id,
@@ -499,6 +540,8 @@ export class ReminderScheduler extends DurableObject<Env> {
           now,
         );
         for (const channel of JSON.parse(r.channels) as string[]) {
+          // The webhook channel is the reminder.sent event above; it has no delivery row of its own.
+          if (channel === "webhook") continue;
           sql.exec("INSERT OR IGNORE INTO deliveries (reminder_id, channel, state, attempts, next_at) VALUES (?, ?, 'pending', 0, ?)", r.reminder_id, channel, now);
         }
       }
@@ -511,6 +554,86 @@ export class ReminderScheduler extends DurableObject<Env> {
       }
     });
     return claimed;
+  }
+
+  // ---- webhooks (docs/webhooks.md) ----
+
+  /**
+   * Takes the events D1 recorded for the company (`pulled`, or read now), stores them, deletes them
+   * from D1, and fans out every new event. Never throws for D1 trouble: what was not taken stays
+   * in D1, what was not fanned out is tried again by the alarm.
+   */
+  private async pump(companyId: number, pulled?: PulledEvent[]): Promise<void> {
+    const now = Date.now();
+    let events = pulled;
+    if (events === undefined) {
+      try {
+        events = await pullD1Events(this.env.DB, companyId);
+      } catch (error) {
+        console.error(JSON.stringify({ level: "error", msg: "webhook events not pulled from D1", companyId, error: String(error) }));
+        events = [];
+      }
+    }
+    storePulled(this.ctx.storage, events, now);
+    if (events.length > 0) {
+      try {
+        await deleteTaken(this.env.DB, companyId, events.map((e) => e.id));
+      } catch (error) {
+        console.error(JSON.stringify({ level: "error", msg: "taken webhook events not deleted from D1 (a repeat is ignored)", companyId, error: String(error) }));
+      }
+    }
+    await fanOut(this.ctx.storage, this.env, companyId, now);
+  }
+
+  /** From the Worker after a task or file write: takes the events D1 recorded and arms the alarm to deliver them. */
+  async pullEvents(companyId: number): Promise<void> {
+    this.claimCompany(companyId);
+    await this.pump(companyId);
+    await this.afterChange(companyId);
+  }
+
+  /** A webhook.test event to one endpoint (subscribed or not), delivered by the alarm at once. */
+  async testWebhook(companyId: number, endpointId: number): Promise<{ delivery_id: number; message_id: string } | Failure> {
+    this.claimCompany(companyId);
+    const now = Date.now();
+    let eventId = 0;
+    this.ctx.storage.transactionSync(() => {
+      const data = JSON.stringify({ webhook_id: endpointId, message: "A test event sent by POST /v1/webhooks/{webhook_id}/test" });
+      eventId = recordEvent(this.sql, { type: "webhook.test", data, endpointId, now });
+    });
+    await fanOut(this.ctx.storage, this.env, companyId, now);
+    const row = this.sql
+      .exec<{ delivery_id: number; message_id: string }>("SELECT delivery_id, message_id FROM webhook_deliveries WHERE event_id = ? AND endpoint_id = ?", eventId, endpointId)
+      .toArray()[0];
+    await this.afterChange(companyId);
+    if (!row) {
+      const waiting = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM events WHERE event_id = ?", eventId).one().n;
+      // Still new: D1 could not be read; the alarm fans it out, but there is no delivery to name yet.
+      if (waiting > 0) throw new Error("webhook endpoints could not be read; the test event is queued");
+      return { error: { status: 404, msg: "Webhook endpoint not found" } };
+    }
+    return row;
+  }
+
+  /** The endpoint's deliveries, newest first. */
+  webhookDeliveries(companyId: number, endpointId: number, page: { limit: number; offset: number }): { rows: WebhookDeliveryView[]; total: number } {
+    this.claimCompany(companyId);
+    return listDeliveries(this.sql, endpointId, page.limit, page.offset);
+  }
+
+  /** A failed or pending delivery is attempted again at once (same message id); 400 for a delivered one. */
+  async retryWebhookDelivery(companyId: number, endpointId: number, deliveryId: number): Promise<WebhookDeliveryView | Failure> {
+    this.claimCompany(companyId);
+    const current = deliveryOf(this.sql, endpointId, deliveryId);
+    if (!current) return { error: { status: 404, msg: "Delivery not found" } };
+    if (current.state === "delivered") return { error: { status: 400, msg: `Delivery ${deliveryId} was already delivered` } };
+    const now = Date.now();
+    this.ctx.storage.transactionSync(() => {
+      // A failed delivery gets one more attempt (failed again if it fails: it has had its 8); a pending one is attempted now.
+      this.sql.exec("UPDATE webhook_deliveries SET state = 'pending', next_at = ? WHERE delivery_id = ?", now, deliveryId);
+    });
+    await this.afterChange(companyId);
+    return deliveryView(deliveryOf(this.sql, endpointId, deliveryId)!);
   }
 
   /** The company is deleted: everything goes, the alarm too. */

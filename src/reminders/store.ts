@@ -4,7 +4,7 @@
 import { isCalendarDate, localToInstant, type CalendarUnit } from "../lib/time";
 import { stepDate, type Step } from "./steps";
 
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 const MIGRATIONS: string[][] = [
   [], // version 0: nothing
@@ -32,6 +32,28 @@ const MIGRATIONS: string[][] = [
       next_at INTEGER, last_error TEXT, recipient TEXT, delivered_at INTEGER, message_id TEXT,
       PRIMARY KEY (reminder_id, channel))`,
     `CREATE INDEX deliveries_next ON deliveries (state, next_at)`,
+  ],
+  [
+    // Version 2: webhooks (docs/webhooks.md). The item's own date, for its item.expired (hidden
+    // reminder rows with origin 'expiry' fire at its 00:00 local).
+    `ALTER TABLE items ADD COLUMN expiry TEXT`,
+    // Events entering the object: born here (reminder.sent, item.expired, webhook.test) or pulled
+    // from D1's webhook_events (source_id, unique: a repeated pull is ignored). state 'new' until
+    // fanned out to the endpoints subscribed (next_at: when to try, pushed back while D1 is away);
+    // data is the payload's JSON `data`, completed from D1 at fan-out when item_id needs it.
+    `CREATE TABLE events (
+      event_id INTEGER PRIMARY KEY AUTOINCREMENT, type TEXT NOT NULL, data TEXT, item_id INTEGER, source_id INTEGER UNIQUE,
+      endpoint_id INTEGER, state TEXT NOT NULL, next_at INTEGER, created_at INTEGER NOT NULL)`,
+    `CREATE INDEX events_new ON events (state, next_at)`,
+    // One row per (event, endpoint): the message, its attempts and outcome.
+    `CREATE TABLE webhook_deliveries (
+      delivery_id INTEGER PRIMARY KEY AUTOINCREMENT, event_id INTEGER NOT NULL, endpoint_id INTEGER NOT NULL,
+      message_id TEXT NOT NULL, type TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+      next_at INTEGER, last_status INTEGER, last_error TEXT, delivered_at INTEGER, created_at INTEGER NOT NULL)`,
+    `CREATE INDEX webhook_deliveries_next ON webhook_deliveries (state, next_at)`,
+    `CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, delivery_id)`,
+    `CREATE INDEX webhook_deliveries_event ON webhook_deliveries (event_id)`,
+    `CREATE INDEX webhook_deliveries_age ON webhook_deliveries (created_at)`,
   ],
 ];
 
@@ -66,7 +88,7 @@ export type Channel = "email" | "sms" | "webhook";
 export type ReminderRow = {
   reminder_id: number;
   item_id: number;
-  origin: "sequence" | "manual";
+  origin: "sequence" | "manual" | "expiry";
   date: string;
   hour: string;
   due_at: number;
@@ -88,6 +110,7 @@ export type ItemMirror = {
   epoch: number;
   held: number;
   gone: number;
+  expiry: string | null;
 };
 
 export function itemMirror(sql: SqlStorage, itemId: number): ItemMirror | undefined {
@@ -95,12 +118,12 @@ export function itemMirror(sql: SqlStorage, itemId: number): ItemMirror | undefi
 }
 
 export function reminder(sql: SqlStorage, itemId: number, reminderId: number): ReminderRow | undefined {
-  return sql.exec<ReminderRow>("SELECT * FROM reminders WHERE reminder_id = ? AND item_id = ?", reminderId, itemId).toArray()[0];
+  return sql.exec<ReminderRow>("SELECT * FROM reminders WHERE reminder_id = ? AND item_id = ? AND origin <> 'expiry'", reminderId, itemId).toArray()[0];
 }
 
 export interface NewReminder {
   itemId: number;
-  origin: "sequence" | "manual";
+  origin: "sequence" | "manual" | "expiry";
   date: string;
   hour: string;
   dueAt: number;
@@ -192,13 +215,31 @@ export function rezone(sql: SqlStorage, zone: string): void {
   for (const row of rows) sql.exec("UPDATE reminders SET due_at = ? WHERE reminder_id = ?", localToInstant(row.date, row.hour, zone), row.reminder_id);
 }
 
-/** The earliest instant the alarm must run at: the next due reminder or the next delivery attempt. */
+/**
+ * The item's item.expired: one hidden reminder row (origin 'expiry', no channels) at 00:00 local of
+ * its date, queued only while that instant is ahead. Replaces the waiting one (a new date, a renewal).
+ */
+export function setExpiry(sql: SqlStorage, itemId: number, date: string, zone: string, held: boolean, now: number): void {
+  sql.exec("DELETE FROM reminders WHERE item_id = ? AND origin = 'expiry' AND state IN ('queued', 'held')", itemId);
+  if (!isCalendarDate(date)) return;
+  const dueAt = localToInstant(date, EXPIRY_HOUR, zone);
+  if (dueAt <= now) return;
+  insertReminder(sql, { itemId, origin: "expiry", date, hour: EXPIRY_HOUR, dueAt, relative: null, contactId: null, channels: [], held, now });
+}
+export const EXPIRY_HOUR = "00:00";
+
+/**
+ * The earliest instant the alarm must run at: the next due reminder, the next delivery attempt,
+ * an event to fan out, or the next webhook delivery attempt.
+ */
 export function nextWake(sql: SqlStorage): number | null {
   const row = sql
     .exec<{ at: number | null }>(
       `SELECT min(at) AS at FROM (
          SELECT min(due_at) AS at FROM reminders WHERE state = 'queued'
-         UNION ALL SELECT min(next_at) FROM deliveries WHERE state = 'pending')`,
+         UNION ALL SELECT min(next_at) FROM deliveries WHERE state = 'pending'
+         UNION ALL SELECT min(next_at) FROM events WHERE state = 'new'
+         UNION ALL SELECT min(next_at) FROM webhook_deliveries WHERE state = 'pending')`,
     )
     .one();
   return row.at ?? null;

@@ -3,7 +3,7 @@ import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../../db/client";
 import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
 import { DEFAULT_DEPARTMENT_NAME, DEFAULT_GROUP_NAME } from "../../db/departments";
-import { accounts, apiClients, companies, contactGroups, departments, reminderSequences, type CompanyRow } from "../../db/schema";
+import { accounts, apiClients, companies, contactGroups, departments, reminderSequences, webhookEndpoints, webhookEvents, type CompanyRow } from "../../db/schema";
 import { nameKey } from "../../lib/text-key";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { toFlag } from "../../lib/schemas";
@@ -384,6 +384,9 @@ export async function deleteCompany(db: Db, caller: Caller, companyId: number): 
     db.delete(departments).where(and(eq(departments.companyId, companyId), deletable)),
     // Its reminder sequences too (configuration, not records: they do not keep it from being deleted).
     db.delete(reminderSequences).where(and(eq(reminderSequences.companyId, companyId), deletable)),
+    // Its webhook endpoints and any events still waiting in the outbox (configuration too).
+    db.delete(webhookEndpoints).where(and(eq(webhookEndpoints.companyId, companyId), deletable)),
+    db.delete(webhookEvents).where(and(eq(webhookEvents.companyId, companyId), deletable)),
     db.delete(companies).where(and(inAccount(caller, companyId), eq(companies.isDefault, 0), deletable)).returning({ id: companies.id }),
   ];
   const results = await db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);

@@ -44,6 +44,7 @@ import {
   UploadedFileSchema,
 } from "./schemas";
 import { receiveUpload, serveFile } from "./storage";
+import { nudgeWebhooks } from "../../reminders/item-events";
 
 const tags = ["Drive"];
 const ItemParams = idParam("item_id");
@@ -151,6 +152,7 @@ driveRouter.openapi(
   }),
   async (c) => {
     const { file } = await receiveUpload(c);
+    await nudgeWebhooks(c.env, file.companyId);
     return updated(c, "File uploaded", {
       file_id: file.publicId,
       file_name: file.fileName,

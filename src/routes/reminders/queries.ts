@@ -1,6 +1,7 @@
 import type { Env } from "../../env";
 import { apiError, badRequest, notFound } from "../../lib/errors";
-import { channelProblem } from "../../reminders/channels";
+import { channelProblem, WEBHOOK_CHANNEL_PROBLEM } from "../../reminders/channels";
+import { hasSubscriber } from "../../webhooks/outbox";
 import { isFailure, schedulerFor } from "../../reminders/rpc";
 import type { ReminderInput } from "../../reminders/scheduler";
 import type { Channel } from "../../reminders/store";
@@ -32,9 +33,16 @@ export async function itemForReminders(db: D1Database, companyId: number, itemId
   return { syncFirst: item!.results[0]!.pending === 1 };
 }
 
-/** 400 for a channel this deployment cannot deliver. */
-export function checkChannels(env: Env, channels: Channel[] | undefined): void {
+/**
+ * 400 for a channel this deployment cannot deliver; `webhook` needs an enabled endpoint of the
+ * company subscribed to reminder.sent (one D1 query, only when the webhook channel is asked for).
+ */
+export async function checkChannels(env: Env, companyId: number, channels: Channel[] | undefined): Promise<void> {
   for (const channel of channels ?? []) {
+    if (channel === "webhook") {
+      if (!(await hasSubscriber(env.DB, companyId, "reminder.sent"))) throw badRequest(WEBHOOK_CHANNEL_PROBLEM);
+      continue;
+    }
     const problem = channelProblem(env, channel);
     if (problem) throw badRequest(problem);
   }

@@ -43,7 +43,8 @@ remindersRouter.openapi(
       "default 09:00, local time in the company's time zone (DST: a time skipped by the clock change fires that much later, a repeated time " +
       "fires at its first occurrence). A time that has passed is 400. `contact_id` defaults to the item's contact; without any recipient the " +
       "reminder still fires (it shows in /v1/reminders/triggered) and its delivery says `no_recipient`. `channels` defaults to email; a " +
-      "channel this deployment cannot deliver is 400. An item may have at most 100 waiting reminders. On a completed or archived item the " +
+      "channel this deployment cannot deliver is 400; `webhook` needs an enabled webhook endpoint subscribed to `reminder.sent` (the " +
+      "reminder then goes out only as that event, see docs/webhooks.md). An item may have at most 100 waiting reminders. On a completed or archived item the " +
       "reminder is held until the item is reopened or restored.",
     request: { params: ItemParams, body: jsonBody(CreateReminderSchema) },
     responses: { 201: jsonResponse(ReminderResult, "Reminder queued") },
@@ -51,7 +52,7 @@ remindersRouter.openapi(
   async (c) => {
     const itemId = c.req.valid("param").item_id;
     const body = c.req.valid("json");
-    checkChannels(c.env, body.channels);
+    await checkChannels(c.env, c.var.companyId, body.channels);
     const { syncFirst } = await itemForReminders(c.env.DB, c.var.companyId, itemId, body.contact_id || undefined);
     const view = unwrap(await remindersOf(c.env, c.var.companyId).addReminder(c.var.companyId, itemId, reminderInput(body), syncFirst));
     return created(c, "Reminder queued", view);
@@ -76,7 +77,7 @@ remindersRouter.openapi(
   async (c) => {
     const { item_id: itemId, reminder_id: reminderId } = c.req.valid("param");
     const body = c.req.valid("json");
-    checkChannels(c.env, body.channels);
+    await checkChannels(c.env, c.var.companyId, body.channels);
     const { syncFirst } = await itemForReminders(c.env.DB, c.var.companyId, itemId, body.contact_id || undefined);
     const view = unwrap(await remindersOf(c.env, c.var.companyId).updateReminder(c.var.companyId, itemId, reminderId, reminderInput(body), syncFirst));
     return updated(c, "Reminder updated", view);

@@ -1,6 +1,7 @@
 import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { MAX_EXACT_SEARCH_TOTAL, MAX_EXACT_TOTAL, createTask, deleteTask, getTask, listTasks, taskOutput, updateTask, type Caller } from "./queries";
+import { nudgeWebhooks } from "../../reminders/item-events";
 import { CreateTaskSchema, ListTasksQuery, TRANSITIONS_DESCRIPTION, TaskListEnvelope, TaskParams, TaskSchema, UpdateTaskSchema } from "./schemas";
 
 const tags = ["Tasks"];
@@ -57,6 +58,7 @@ tasksRouter.openapi(
   }),
   async (c) => {
     const row = await createTask(c.var.db, callerOf(c), c.req.valid("json"));
+    await nudgeWebhooks(c.env, c.var.companyId);
     return created(c, "Task created", taskOutput(row));
   },
 );
@@ -96,6 +98,7 @@ tasksRouter.openapi(
   }),
   async (c) => {
     const row = await updateTask(c.var.db, callerOf(c), c.req.valid("param").task_id, c.req.valid("json"));
+    await nudgeWebhooks(c.env, c.var.companyId);
     return updated(c, "Task updated", taskOutput(row));
   },
 );
@@ -114,6 +117,7 @@ tasksRouter.openapi(
   }),
   async (c) => {
     await deleteTask(c.var.db, c.var.companyId, c.req.valid("param").task_id);
+    await nudgeWebhooks(c.env, c.var.companyId);
     return done(c, "Task deleted");
   },
 );

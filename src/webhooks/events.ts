@@ -1,0 +1,100 @@
+// The webhook event catalogue: every type an endpoint can subscribe to, and the zod schema of an
+// endpoint's `events` list (POST / PATCH /v1/webhooks). The payload schemas published in the
+// OpenAPI document live in src/routes/webhooks/schemas.ts.
+
+import { z } from "@hono/zod-openapi";
+
+/** Every event type, in catalogue order (docs/webhooks.md "Events"). */
+export const EVENT_TYPES = [
+  "reminder.sent",
+  "item.expired",
+  "item.created",
+  "item.updated",
+  "item.renewed",
+  "item.status_changed",
+  "item.archived",
+  "item.restored",
+  "item.deleted",
+  "task.created",
+  "task.updated",
+  "task.deleted",
+  "file.uploaded",
+  "webhook.test",
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** What each type means, for the catalogue (GET /v1/webhook-event-types, docs/webhooks.md). */
+export const EVENT_DESCRIPTIONS: Record<EventType, string> = {
+  "reminder.sent": "A reminder fired (whatever its channels); data: {reminder, item}.",
+  "item.expired": "The item's date began (00:00 in the company's time zone) while it was pending and not archived; data: the item entry.",
+  "item.created": "An item was created; data: the item entry.",
+  "item.updated": "What an item says changed (title, notes, date, type, folder, document type, contact, department); data: the item entry after the change.",
+  "item.renewed": "An item was renewed (its date moved on, its reminders requeued); data: the item entry after the renewal.",
+  "item.status_changed": "An item's status changed (pending / completed); data: the item entry after the change.",
+  "item.archived": "An item was archived; data: the item entry.",
+  "item.restored": "An archived item was restored; data: the item entry.",
+  "item.deleted": "An item was deleted; data: the item entry as it was.",
+  "task.created": "A task was created; data: the task.",
+  "task.updated": "A task changed (including its status); data: the task after the change.",
+  "task.deleted": "A task was deleted; data: the task as it was.",
+  "file.uploaded": "A file upload completed; data: {file_id, file_name, size_bytes, content_type}.",
+  "webhook.test": "Sent by POST /v1/webhooks/{webhook_id}/test to that endpoint only, whatever it subscribes to; data: {webhook_id, message}.",
+};
+
+/** The subscription to every type (stored and shown as `["*"]`). */
+export const ALL_EVENTS = "*";
+
+const KNOWN = new Set<string>(EVENT_TYPES);
+
+export function isEventType(value: string): value is EventType {
+  return KNOWN.has(value);
+}
+
+/** Whether an endpoint subscribed to `events` (a list of types, or ["*"]) receives `type`. */
+export function subscribes(events: readonly string[], type: string): boolean {
+  return events.includes(ALL_EVENTS) || events.includes(type);
+}
+
+export const EventTypeSchema = z.enum(EVENT_TYPES).openapi("WebhookEventType", {
+  description:
+    "A webhook event type. `webhook.test` is sent only by POST /v1/webhooks/{webhook_id}/test, to that endpoint, whatever it subscribes to; listing it is accepted and changes nothing.",
+  example: "item.created",
+});
+
+const EVENTS_RULE = `A non-empty list of event types from the catalogue (${EVENT_TYPES.join(", ")}), or ["*"] (also accepted: "*") for every type. Duplicates are ignored.`;
+
+/**
+ * The `events` input: a non-empty list of catalogue types, or ["*"] ("*" alone is accepted too);
+ * unknown types are 400 naming them, "*" mixed with types is 400. Output: the deduplicated list
+ * in the order given, or ["*"].
+ */
+export const EventsInput = z
+  .union([z.literal(ALL_EVENTS), z.array(z.string().max(100)).max(50)], {
+    error: (issue) => (issue.input === undefined ? "events is required" : 'events must be a list of event types, or "*"'),
+  })
+  .transform((value) => (value === ALL_EVENTS ? [ALL_EVENTS] : value))
+  .superRefine((list, ctx) => {
+    if (list.length === 0) {
+      ctx.addIssue({ code: "custom", message: 'events must not be empty (use ["*"] for every type)' });
+      return;
+    }
+    if (list.includes(ALL_EVENTS) && list.some((t) => t !== ALL_EVENTS)) {
+      ctx.addIssue({ code: "custom", message: '"*" subscribes to every type: send ["*"] alone' });
+      return;
+    }
+    const unknown = [...new Set(list.filter((t) => t !== ALL_EVENTS && !isEventType(t)))];
+    if (unknown.length > 0) {
+      ctx.addIssue({
+        code: "custom",
+        message: `unknown event type${unknown.length > 1 ? "s" : ""}: ${unknown.join(", ")} (known: ${EVENT_TYPES.join(", ")})`,
+      });
+    }
+  })
+  .transform((list) => [...new Set(list)])
+  .openapi({
+    type: "array",
+    items: { type: "string" },
+    description: EVENTS_RULE,
+    example: ["item.created", "reminder.sent"],
+  });
