@@ -368,6 +368,8 @@ export const reminderSync = sqliteTable(
   (t) => [
     primaryKey({ columns: [t.companyId, t.itemId] }),
     index("reminder_sync_pending_idx").on(t.changedAt).where(sql`version > synced_version`),
+    // A company's pending changes (alarm and sweep repair) without walking its whole outbox.
+    index("reminder_sync_company_pending_idx").on(t.companyId).where(sql`version > synced_version`),
   ],
 );
 

@@ -126,9 +126,11 @@ export async function recordSync(db: D1Database, companyId: number, applied: App
     statements.push(
       db
         .prepare(
-          `UPDATE reminder_sync SET synced_version = max(synced_version, m.value ->> 1)
-           FROM json_each(?2) AS m
-           WHERE reminder_sync.company_id = ?1 AND reminder_sync.item_id = m.value ->> 0`,
+          // The marks are materialised first: otherwise SQLite walks the company's whole outbox
+          // with a JSON scan inside (seconds at 20,000 items); this way each mark is a key lookup.
+          `WITH m AS MATERIALIZED (SELECT value ->> 0 AS item_id, value ->> 1 AS version FROM json_each(?2))
+           UPDATE reminder_sync SET synced_version = max(synced_version, m.version)
+           FROM m WHERE reminder_sync.company_id = ?1 AND reminder_sync.item_id = m.item_id`,
         )
         .bind(companyId, marks),
     );

@@ -39,8 +39,11 @@ import {
   type WebhookDeliveryView,
 } from "./webhook-engine";
 
-/** Reminders claimed per alarm run; more due at once re-arm the alarm at once. */
+/** Reminders claimed per transaction; an alarm run claims up to CLAIM_BATCHES_PER_RUN of them, more re-arm the alarm at once. */
 export const CLAIM_BATCH = 1000;
+export const CLAIM_BATCHES_PER_RUN = 20;
+/** Pages of SYNC_BATCH pending changes an alarm or sweep wake applies before re-arming (a backlog drains continuously). */
+const REPAIR_PAGES = 4;
 /** Waiting (queued or held) reminders an item may have. */
 export const MAX_WAITING_PER_ITEM = 100;
 /** The latest instant an alarm may be set to (the runtime refuses dates after 2189). */
@@ -180,6 +183,12 @@ export class ReminderScheduler extends DurableObject<Env> {
             applied.push({ itemId: item.itemId, version: item.version, gone: !item.present });
             continue;
           }
+          if (!item.present && !mirror) {
+            // Never seen here (an unknown id, another company's, or created and deleted between
+            // two syncs): nothing to forget, no tombstone to keep; only a pending outbox row to clear.
+            if (item.version > 0) applied.push({ itemId: item.itemId, version: item.version, gone: true });
+            continue;
+          }
           if (!item.present) {
             forgetItem(sql, item.itemId);
             sql.exec(
@@ -261,7 +270,9 @@ export class ReminderScheduler extends DurableObject<Env> {
   private async ensureItem(companyId: number, itemId: number, syncFirst: boolean): Promise<Failure | null> {
     this.claimCompany(companyId);
     const mirror = itemMirror(this.sql, itemId);
-    if (syncFirst || !mirror || mirror.gone) await this.sync(companyId, [itemId]);
+    // A deleted item stays deleted (its tombstone): no D1 round trip for it.
+    if (mirror?.gone) return { error: { status: 404, msg: "Item not found" } };
+    if (syncFirst || !mirror) await this.sync(companyId, [itemId]);
     const now = itemMirror(this.sql, itemId);
     return now && !now.gone ? null : { error: { status: 404, msg: "Item not found" } };
   }
@@ -462,16 +473,21 @@ export class ReminderScheduler extends DurableObject<Env> {
   /** From the cron sweep: replays unseen changes and makes sure an overdue company's alarm runs. */
   async wake(companyId: number): Promise<void> {
     this.claimCompany(companyId);
-    await this.repair(companyId);
+    const more = await this.repair(companyId);
     await this.pump(companyId);
     const wake = nextWake(this.sql);
-    if (wake !== null && wake <= Date.now()) await this.ctx.storage.setAlarm(Date.now());
+    if (more || (wake !== null && wake <= Date.now())) await this.ctx.storage.setAlarm(Date.now());
     else await this.afterChange(companyId);
   }
 
-  private async repair(companyId: number): Promise<void> {
-    const pending = await pendingItems(this.env.DB, companyId);
-    if (pending.length > 0) await this.sync(companyId, pending);
+  /** Applies up to REPAIR_PAGES pages of pending changes; true when more remain (the caller re-arms). */
+  private async repair(companyId: number): Promise<boolean> {
+    for (let page = 0; page < REPAIR_PAGES; page++) {
+      const pending = await pendingItems(this.env.DB, companyId);
+      if (pending.length > 0) await this.sync(companyId, pending);
+      if (pending.length < SYNC_BATCH) return false;
+    }
+    return true;
   }
 
   override async alarm(): Promise<void> {
@@ -480,12 +496,20 @@ export class ReminderScheduler extends DurableObject<Env> {
     const companyId = Number(known);
     // Changes D1 has and the object has not seen go first, so that nothing fires for a deleted
     // item and nothing is missed for a new one. A D1 outage must not stop firing.
+    let moreToRepair = false;
     try {
-      await this.repair(companyId);
+      moreToRepair = await this.repair(companyId);
     } catch (error) {
       console.error(JSON.stringify({ level: "error", msg: "reminder repair failed", companyId, error: String(error) }));
     }
-    const claimed = this.claimDue(Date.now());
+    // Everything due is claimed (each batch its own transaction) before any delivery, so slow
+    // providers do not delay firing.
+    const now = Date.now();
+    let claimed = 0;
+    for (let batch = 0; batch < CLAIM_BATCHES_PER_RUN; batch++) {
+      claimed = this.claimDue(now);
+      if (claimed < CLAIM_BATCH) break;
+    }
     // Events D1 recorded (items, tasks, files) join those just born here; then both are fanned out.
     try {
       await this.pump(companyId);
@@ -495,7 +519,7 @@ export class ReminderScheduler extends DurableObject<Env> {
     const delivered = await deliverDue(this.ctx.storage, this.env, companyId, this.transports);
     const hooks = await deliverWebhooks(this.ctx.storage, this.env, companyId, this.webhookTransport);
     pruneWebhooks(this.ctx.storage);
-    if (claimed >= CLAIM_BATCH || delivered.more || hooks.more) {
+    if (moreToRepair || claimed >= CLAIM_BATCH || delivered.more || hooks.more) {
       await this.ctx.storage.setAlarm(Date.now());
       return;
     }

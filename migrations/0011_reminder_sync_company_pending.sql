@@ -1,0 +1,1 @@
+CREATE INDEX `reminder_sync_company_pending_idx` ON `reminder_sync` (`company_id`) WHERE version > synced_version;
