@@ -1,4 +1,9 @@
-// `npm run bench [-- --only items|contacts|all --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
+// `npm run bench [-- --only items|contacts|reminders|all --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
+//
+// `--only reminders` runs scripts/bench-reminders.ts instead (the reminder engine: queueing, firing,
+// lateness; on its own data and server, default port 8920; about 13 minutes with the engine of
+// 2026-11-21, see docs/performance.md). `all` (the default) is items + contacts and leaves it out:
+// it waits for wall-clock minutes and answers other questions.
 //
 // Throughput benchmark of the API routes under `wrangler dev`, against a throw-away local D1:
 //   1. fresh temp --persist-to dir: migrations, demo seed, then, by --only (default all):
@@ -25,12 +30,30 @@
 // Exits non-zero on errors (non-2xx, socket errors, failed setup), not on missed targets.
 // Quote ratios, not absolute numbers (docs/performance.md, /work/shared/perf-baselines.md).
 import type { ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { loadavg, tmpdir } from "node:os";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { hashClientSecret } from "../src/auth/secret-hash.ts";
-import { ROOT, applyMigrations, ensureDevVars, optionValue, seedLocal, startDev, stopDev, wrangler } from "./lib/local.ts";
+import {
+  CONTENDED,
+  autocannon,
+  expect,
+  httpClient,
+  mean,
+  measurer,
+  median,
+  multiRowInserts,
+  pct,
+  printColumns,
+  prng,
+  requestHeaders,
+  sqlText,
+  tempServerScope,
+  wranglerVersion,
+  type RouteResult,
+  type RouteSpec,
+} from "./lib/bench-kit.ts";
+import { ROOT, applyMigrations, ensureDevVars, optionValue, seedLocal, startDev, wrangler } from "./lib/local.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -38,15 +61,20 @@ import { ROOT, applyMigrations, ensureDevVars, optionValue, seedLocal, startDev,
 const argv = process.argv.slice(2);
 if (argv.includes("--help") || argv.includes("-h")) {
   console.log(`Usage: npm run bench -- [options]
-  --only SET         items | contacts | all (default all): which data to seed and which routes to measure;
-                     items: the item routes at 100,000 and 1,000 items; contacts: the contact, company
-                     and department routes
+  --only SET         items | contacts | reminders | all (default all): which data to seed and which routes to
+                     measure; items: the item routes at 100,000 and 1,000 items; contacts: the contact, company
+                     and department routes; all: items and contacts. reminders (not part of all): the reminder
+                     engine (scripts/bench-reminders.ts, about 13 minutes at present): 100,000 reminders
+                     queued by the sweep, 10,000 POST /v1/items, 5,000 reminders due in one minute,
+                     GET /v1/items/{id} against /health, lateness of a light run; it uses --connections,
+                     --duration, --warmup, --server-warmup (default 5 there), --rounds (the GET only),
+                     --port (default 8920) and --json
   --duration S       measured seconds per route (default 10)
   --connections N    concurrent connections (default 32)
   --warmup S         unmeasured seconds per route before its first measured run (default 2)
   --server-warmup S  unmeasured seconds of mixed load over all routes once the server is up (default 10)
   --rounds R         measure every route R times, interleaved; the table shows medians (default 1)
-  --port P           wrangler dev port (default 8900; its inspector takes P+1)
+  --port P           wrangler dev port (default 8900, 8920 with --only reminders; its inspector takes P+1)
   --json [FILE]      also write the results as JSON (default .bench/bench-<timestamp>.json)`);
   process.exit(0);
 }
@@ -69,22 +97,23 @@ function numberOption(name: string, fallback: number, min: number): number {
   return value;
 }
 
-const DURATION = numberOption("--duration", 10, 1);
-const CONNECTIONS = Math.round(numberOption("--connections", 32, 1));
-const WARMUP = numberOption("--warmup", 2, 0);
-const SERVER_WARMUP = numberOption("--server-warmup", 10, 0);
-const ROUNDS = Math.round(numberOption("--rounds", 1, 1));
-const PORT = Math.round(numberOption("--port", 8900, 1));
-const INSPECTOR_PORT = PORT + 1;
-
-const ONLY_VALUES = ["items", "contacts", "all"] as const;
+const ONLY_VALUES = ["items", "contacts", "reminders", "all"] as const;
 const ONLY = (optionValue(argv, "--only") ?? "all") as (typeof ONLY_VALUES)[number];
 if (!ONLY_VALUES.includes(ONLY)) {
   console.error(`--only must be one of ${ONLY_VALUES.join(", ")} (got ${ONLY})`);
   process.exit(2);
 }
-const WITH_CONTACTS = ONLY !== "items";
-const WITH_ITEMS = ONLY !== "contacts";
+const WITH_CONTACTS = ONLY === "contacts" || ONLY === "all";
+const WITH_ITEMS = ONLY === "items" || ONLY === "all";
+const REMINDERS = ONLY === "reminders";
+
+const DURATION = numberOption("--duration", 10, 1);
+const CONNECTIONS = Math.round(numberOption("--connections", 32, 1));
+const WARMUP = numberOption("--warmup", 2, 0);
+const SERVER_WARMUP = numberOption("--server-warmup", REMINDERS ? 5 : 10, 0);
+const ROUNDS = Math.round(numberOption("--rounds", 1, 1));
+const PORT = Math.round(numberOption("--port", REMINDERS ? 8920 : 8900, 1));
+const INSPECTOR_PORT = PORT + 1;
 
 function jsonOutputPath(): string | undefined {
   const i = argv.findIndex((a) => a === "--json" || a.startsWith("--json="));
@@ -106,8 +135,6 @@ const COMPANY2_CONTACTS = 2_000;
 const SEARCH_PREFIX = "mar";
 const LIST_OFFSET = 5_000;
 const TARGETS = { point: 0.5, list: 0.4, structure: 0.4 };
-/** One statement stays well below D1's 100 KB statement limit. */
-const MAX_STATEMENT_BYTES = 90_000;
 
 const FIRST_NAMES = [
   "James", "Mary", "John", "Patricia", "Robert", "Jennifer", "Michael", "Linda", "David", "Elizabeth",
@@ -127,19 +154,6 @@ const COUNTRIES: Array<[iso: string, code: string]> = [
   ["US", "+1"], ["GB", "+44"], ["DE", "+49"], ["FR", "+33"], ["IT", "+39"], ["ES", "+34"], ["IN", "+91"], ["JP", "+81"],
 ];
 
-/** Deterministic PRNG (mulberry32), so every run benchmarks the same data. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const sqlText = (value: string) => `'${value.replace(/'/g, "''")}'`;
 const asciiLower = (value: string) =>
   value.normalize("NFD").replace(/[\u0300-\u036f]/g, "").replace(/[^A-Za-z]/g, "").toLowerCase();
 
@@ -173,25 +187,6 @@ function buildContactStatements(): { statements: string[]; company1Ids: number[]
   const head =
     "INSERT INTO contacts (id, company_id, dept_id, group_id, first_name, last_name, email, email_key, country_code, iso, mobile_code, phone_number, created_at, updated_at) VALUES\n";
   return { statements: multiRowInserts(head, rows), company1Ids, company2Ids };
-}
-
-/** `head` + as many `(...)` rows per statement as fit under MAX_STATEMENT_BYTES. */
-function multiRowInserts(head: string, rows: string[]): string[] {
-  const statements: string[] = [];
-  let batch: string[] = [];
-  let bytes = Buffer.byteLength(head);
-  for (const row of rows) {
-    const size = Buffer.byteLength(row) + 2;
-    if (batch.length > 0 && bytes + size > MAX_STATEMENT_BYTES) {
-      statements.push(head + batch.join(",\n"));
-      batch = [];
-      bytes = Buffer.byteLength(head);
-    }
-    batch.push(row);
-    bytes += size;
-  }
-  if (batch.length > 0) statements.push(head + batch.join(",\n"));
-  return statements;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -389,72 +384,7 @@ const matchesPrefix = (text: string, prefix: string) =>
     .some((w) => w.startsWith(prefix));
 
 // ---------------------------------------------------------------------------------------------
-// autocannon (CommonJS, no bundled types): the part of its API used here.
-
-interface AutocannonResult {
-  duration: number;
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-  "2xx": number;
-  statusCodeStats: Record<string, { count: number }>;
-  requests: { total: number; average: number };
-  latency: { p50: number; p99: number; average: number; max: number };
-}
-interface AutocannonOptions {
-  url: string;
-  connections: number;
-  duration: number;
-  method?: "GET" | "POST";
-  headers?: Record<string, string>;
-  body?: string;
-  /** Replace `[<id>]` in the body with a fresh id on every request. */
-  idReplacement?: boolean;
-  timeout?: number;
-  /** Cycled through by every connection. */
-  requests?: Array<{ path: string; method?: "GET" | "POST"; headers?: Record<string, string>; body?: string }>;
-}
-type Autocannon = (options: AutocannonOptions) => Promise<AutocannonResult>;
-const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon;
-
-// ---------------------------------------------------------------------------------------------
 // Run
-
-interface RouteSpec {
-  key: string;
-  label: string;
-  path: string;
-  /** Bearer token; none for /health. */
-  token?: string;
-  /** POST with a JSON body; `[<id>]` in it becomes a fresh id per request. */
-  post?: string;
-  target?: number;
-}
-
-interface RouteResult {
-  key: string;
-  label: string;
-  path: string;
-  requests: number;
-  requestsPerSecond: number;
-  p50: number;
-  p99: number;
-  non2xx: number;
-  errors: number;
-  timeouts: number;
-  statusCodes: Record<string, number>;
-  warmupNon2xx: number;
-  warmupErrors: number;
-  /** Share of the machine other processes used during the measured run (undefined off Linux). */
-  otherCpu?: number;
-  /** Share of the machine autocannon (this process) used during the measured run. */
-  loadGeneratorCpu?: number;
-  /** Seconds the server then needed to finish the requests left over from the run (see drain). */
-  drainSeconds: number;
-  round: number;
-  ratio?: number;
-  target?: number;
-}
 
 /** One table row: a route over all its measured runs. */
 interface RouteSummary {
@@ -472,14 +402,6 @@ interface RouteSummary {
   otherCpu?: number;
   target?: number;
 }
-
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-function median(xs: number[]): number {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-const pct = (share: number) => `${(share * 100).toFixed(0)}%`;
 
 function summarize(route: RouteSpec, runs: RouteResult[], override: { label?: string; ratio?: number } = {}): RouteSummary {
   const ratios = runs.map((r) => r.ratio ?? 0);
@@ -503,38 +425,8 @@ function summarize(route: RouteSpec, runs: RouteResult[], override: { label?: st
 
 const log = (message: string) => console.log(`[bench] ${message}`);
 const base = `http://127.0.0.1:${PORT}`;
-
-function wranglerVersion(): string {
-  const pkg = JSON.parse(readFileSync(join(ROOT, "node_modules", "wrangler", "package.json"), "utf8")) as { version: string };
-  return pkg.version;
-}
-
-async function getJson(path: string, token?: string): Promise<{ status: number; body: any }> {
-  const res = await fetch(base + path, { headers: token ? { Authorization: `Bearer ${token}` } : {} });
-  const text = await res.text();
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    // keep the text
-  }
-  return { status: res.status, body };
-}
-
-async function fetchToken(clientId = "demo-owner", clientSecret = "demo-owner-secret"): Promise<string> {
-  const res = await fetch(`${base}/v1/oauth/token`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ grant_type: "client_credentials", client_id: clientId, client_secret: clientSecret }),
-  });
-  const body = (await res.json()) as { access_token?: string };
-  if (res.status !== 200 || !body.access_token) throw new Error(`token request failed: ${res.status} ${JSON.stringify(body)}`);
-  return body.access_token;
-}
-
-function expect(condition: boolean, message: string): void {
-  if (!condition) throw new Error(`check failed: ${message}`);
-}
+const { getJson, fetchToken } = httpClient(base);
+const { measure, drain } = measurer({ base, connections: CONNECTIONS, duration: DURATION, warmup: WARMUP, log });
 
 /** One request per contact route before the load: correct answers, expected totals, tenancy. */
 async function preflightContacts(token: string, contactId: number, otherCompanyId: number): Promise<Record<string, unknown>> {
@@ -718,143 +610,6 @@ async function preflightItems(
   return { routes: [...routes, ...deep], pairs, check };
 }
 
-// ---------------------------------------------------------------------------------------------
-// CPU accounting (Linux /proc): how much of the machine went to processes other than this
-// benchmark and its wrangler dev during a measurement. On a shared 2-core machine that is what
-// makes one run differ from the next; a route measured while others took CPU is flagged.
-
-interface CpuSample {
-  busy: number;
-  total: number;
-  /** This process (autocannon runs in it) plus the dev server's process group. */
-  ours: number;
-  /** This process alone. */
-  self: number;
-}
-
-function readProcStat(path: string): string | undefined {
-  try {
-    return readFileSync(path, "utf8");
-  } catch {
-    return undefined;
-  }
-}
-
-/** utime + stime (clock ticks) of this process and of every process in the dev server's group. */
-function ourTicks(serverGroup: number | undefined): { ours: number; self: number } {
-  let ticks = 0;
-  let self = 0;
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = readProcStat(`/proc/${entry}/stat`);
-    if (!stat) continue;
-    // Fields after "pid (comm)": state ppid pgrp ... utime(14) stime(15), counted from 1.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const pid = Number(entry);
-    const pgrp = Number(fields[2]);
-    if (pid === process.pid || (serverGroup !== undefined && pgrp === serverGroup)) {
-      const used = Number(fields[11]) + Number(fields[12]);
-      ticks += used;
-      if (pid === process.pid) self = used;
-    }
-  }
-  return { ours: ticks, self };
-}
-
-function cpuSample(serverGroup: number | undefined): CpuSample | undefined {
-  const line = readProcStat("/proc/stat")?.split("\n")[0];
-  if (!line?.startsWith("cpu ")) return undefined;
-  const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1, 9).map(Number) as number[];
-  const busy = user! + nice! + system! + irq! + softirq! + steal!;
-  return { busy, total: busy + idle! + iowait!, ...ourTicks(serverGroup) };
-}
-
-/** Share of the whole machine used by the load generator (this process) between two samples. */
-function selfCpuShare(before: CpuSample | undefined, after: CpuSample | undefined): number | undefined {
-  if (!before || !after || after.total <= before.total) return undefined;
-  return (after.self - before.self) / (after.total - before.total);
-}
-
-/** Share of the whole machine (all cores) used by other processes between two samples. */
-function otherCpuShare(before: CpuSample | undefined, after: CpuSample | undefined): number | undefined {
-  if (!before || !after || after.total <= before.total) return undefined;
-  const others = after.busy - before.busy - (after.ours - before.ours);
-  return Math.max(0, others) / (after.total - before.total);
-}
-
-/** Above this share of the machine taken by other processes, a route's numbers are suspect. */
-const CONTENDED = 0.1;
-
-function requestHeaders(route: RouteSpec): Record<string, string> {
-  const headers: Record<string, string> = route.token ? { Authorization: `Bearer ${route.token}` } : {};
-  if (route.post !== undefined) headers["Content-Type"] = "application/json";
-  return headers;
-}
-
-/**
- * Waits until the server has worked off what a run left behind: when autocannon stops, up to
- * `--connections` requests are still queued in wrangler dev, and for a route that takes long
- * they hold local D1 (and with it every route, /health included) for seconds, which would be
- * charged to the next route measured. One request of the route itself (GET /health after a
- * POST) answers only after them.
- */
-async function drain(route: RouteSpec): Promise<number> {
-  const t = Date.now();
-  const res = await fetch(base + (route.post === undefined ? route.path : "/health"), {
-    headers: route.token ? { Authorization: `Bearer ${route.token}` } : {},
-    signal: AbortSignal.timeout(180_000),
-  });
-  await res.arrayBuffer();
-  return (Date.now() - t) / 1000;
-}
-
-async function measure(route: RouteSpec, serverGroup: number | undefined, warmup: boolean): Promise<RouteResult> {
-  const options: AutocannonOptions = {
-    url: base + route.path,
-    connections: CONNECTIONS,
-    duration: DURATION,
-    timeout: 30,
-    headers: requestHeaders(route),
-    ...(route.post !== undefined ? { method: "POST" as const, body: route.post, idReplacement: true } : {}),
-  };
-  let warmNon2xx = 0;
-  let warmErrors = 0;
-  if (warmup && WARMUP > 0) {
-    const warm = await autocannon({ ...options, duration: WARMUP });
-    warmNon2xx = warm.non2xx;
-    warmErrors = warm.errors;
-    if (warm.non2xx > 0 || warm.errors > 0) log(`warm-up of ${route.label}: ${warm.non2xx} non-2xx, ${warm.errors} errors`);
-    await drain(route);
-  }
-  const before = cpuSample(serverGroup);
-  const r = await autocannon(options);
-  const after = cpuSample(serverGroup);
-  const drainSeconds = await drain(route);
-  const otherCpu = otherCpuShare(before, after);
-  const loadGeneratorCpu = selfCpuShare(before, after);
-  const statusCodes = Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, s]) => [code, Number(s.count)]));
-  return {
-    key: route.key,
-    label: route.label,
-    path: route.path,
-    requests: r.requests.total,
-    requestsPerSecond: r.requests.total / r.duration,
-    p50: r.latency.p50,
-    p99: r.latency.p99,
-    non2xx: r.non2xx,
-    errors: r.errors,
-    timeouts: r.timeouts,
-    statusCodes,
-    warmupNon2xx: warmNon2xx,
-    warmupErrors: warmErrors,
-    otherCpu,
-    loadGeneratorCpu,
-    drainSeconds,
-    round: 0,
-    target: route.target,
-  };
-}
-
 function printTable(rows: RouteSummary[]): void {
   const header = ["route", "req/s", "p50 ms", "p99 ms", "ratio", "range", "non-2xx", "errors", "other CPU"];
   const cells = rows.map((r) => [
@@ -868,65 +623,15 @@ function printTable(rows: RouteSummary[]): void {
     String(r.errors),
     r.otherCpu === undefined ? "n/a" : `${pct(r.otherCpu)}${r.otherCpu > CONTENDED ? " !" : ""}`,
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i]!.length)));
-  const line = (row: string[]) => row.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
-  console.log(line(header));
-  console.log(widths.map((w) => "-".repeat(w)).join("  "));
-  for (const row of cells) console.log(line(row));
-}
-
-/** Waits for the dev server's process group to go; SIGKILLs it after 10 s. */
-async function stopServer(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((done) => child.once("exit", () => done()));
-  stopDev(child);
-  const timedOut = await Promise.race([exited.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), 10_000))]);
-  if (timedOut && child.pid !== undefined) {
-    try {
-      process.kill(-child.pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-    await exited;
-  }
-  // workerd may outlive its wrangler parent for a moment; make sure the group is empty.
-  if (child.pid !== undefined) {
-    for (let i = 0; i < 20 && groupAlive(child.pid); i++) await new Promise((r) => setTimeout(r, 250));
-    if (groupAlive(child.pid)) {
-      try {
-        process.kill(-child.pid, "SIGKILL");
-      } catch {
-        // gone
-      }
-    }
-  }
-}
-
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+  printColumns(header, cells);
 }
 
 async function main(): Promise<number> {
   const started = new Date();
-  const persistTo = mkdtempSync(join(tmpdir(), "expiry-bench-"));
+  const scope = tempServerScope("expiry-bench-", log);
+  const { persistTo } = scope;
   const target = { persistTo };
   let child: ChildProcess | undefined;
-  let interrupted = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    interrupted = true;
-    log(`${signal}: stopping the server and removing ${persistTo}`);
-    void (child ? stopServer(child) : Promise.resolve()).finally(() => {
-      rmSync(persistTo, { recursive: true, force: true });
-      process.exit(130);
-    });
-  };
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
 
   try {
     const version = wranglerVersion();
@@ -1038,6 +743,7 @@ async function main(): Promise<number> {
       ["--port", String(PORT), "--persist-to", persistTo, "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(INSPECTOR_PORT)],
       { port: PORT, env: { X_LOCAL_OBSERVABILITY: "false" } },
     );
+    scope.setServer(child);
     let serverOutput = "";
     child.stdout?.on("data", (chunk) => (serverOutput += chunk));
     child.stderr?.on("data", (chunk) => (serverOutput += chunk));
@@ -1217,15 +923,24 @@ async function main(): Promise<number> {
     }
     return failed.length > 0 ? 1 : 0;
   } finally {
-    if (!interrupted) {
-      if (child) await stopServer(child);
-      rmSync(persistTo, { recursive: true, force: true });
-      log("server stopped, temp dir removed");
-    }
+    await scope.close();
   }
 }
 
-main().then(
+const run = REMINDERS
+  ? import("./bench-reminders.ts").then(({ runReminderBench }) =>
+      runReminderBench({
+        port: PORT,
+        connections: CONNECTIONS,
+        duration: DURATION,
+        warmup: WARMUP,
+        serverWarmup: SERVER_WARMUP,
+        rounds: ROUNDS,
+        json: JSON_OUT,
+      }),
+    )
+  : main();
+run.then(
   (code) => process.exit(code),
   (err: unknown) => {
     console.error(`[bench] failed: ${err instanceof Error ? err.message : String(err)}`);

@@ -1,0 +1,400 @@
+// Shared by the benchmarks (scripts/bench.ts, scripts/bench-reminders.ts): seeding SQL, autocannon,
+// HTTP helpers, the CPU accounting of a measured run, and stopping the dev server.
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ROOT, stopDev } from "./local.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Seeding SQL
+
+/** One statement stays well below D1's 100 KB statement limit. */
+export const MAX_STATEMENT_BYTES = 90_000;
+
+/** Deterministic PRNG (mulberry32), so every run benchmarks the same data. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export const sqlText = (value: string) => `'${value.replace(/'/g, "''")}'`;
+
+/** `head` + as many `(...)` rows per statement as fit under MAX_STATEMENT_BYTES. */
+export function multiRowInserts(head: string, rows: string[]): string[] {
+  const statements: string[] = [];
+  let batch: string[] = [];
+  let bytes = Buffer.byteLength(head);
+  for (const row of rows) {
+    const size = Buffer.byteLength(row) + 2;
+    if (batch.length > 0 && bytes + size > MAX_STATEMENT_BYTES) {
+      statements.push(head + batch.join(",\n"));
+      batch = [];
+      bytes = Buffer.byteLength(head);
+    }
+    batch.push(row);
+    bytes += size;
+  }
+  if (batch.length > 0) statements.push(head + batch.join(",\n"));
+  return statements;
+}
+
+// ---------------------------------------------------------------------------------------------
+// autocannon (CommonJS, no bundled types): the part of its API used here.
+
+export interface AutocannonResult {
+  duration: number;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  "2xx": number;
+  statusCodeStats: Record<string, { count: number }>;
+  requests: { total: number; average: number };
+  latency: { p50: number; p99: number; average: number; max: number };
+}
+export interface AutocannonOptions {
+  url: string;
+  connections: number;
+  duration: number;
+  method?: "GET" | "POST";
+  headers?: Record<string, string>;
+  body?: string;
+  /** Replace `[<id>]` in the body with a fresh id on every request. */
+  idReplacement?: boolean;
+  timeout?: number;
+  /** Cycled through by every connection. */
+  requests?: Array<{ path: string; method?: "GET" | "POST"; headers?: Record<string, string>; body?: string }>;
+}
+export type Autocannon = (options: AutocannonOptions) => Promise<AutocannonResult>;
+export const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon;
+
+// ---------------------------------------------------------------------------------------------
+// Runs
+
+export interface RouteSpec {
+  key: string;
+  label: string;
+  path: string;
+  /** Bearer token; none for /health. */
+  token?: string;
+  /** POST with a JSON body; `[<id>]` in it becomes a fresh id per request. */
+  post?: string;
+  target?: number;
+}
+
+export interface RouteResult {
+  key: string;
+  label: string;
+  path: string;
+  requests: number;
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  statusCodes: Record<string, number>;
+  warmupNon2xx: number;
+  warmupErrors: number;
+  /** Share of the machine other processes used during the measured run (undefined off Linux). */
+  otherCpu?: number;
+  /** Share of the machine autocannon (this process) used during the measured run. */
+  loadGeneratorCpu?: number;
+  /** Seconds the server then needed to finish the requests left over from the run (see drain). */
+  drainSeconds: number;
+  round: number;
+  ratio?: number;
+  target?: number;
+}
+
+export const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+export function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+export const pct = (share: number) => `${(share * 100).toFixed(0)}%`;
+
+export function wranglerVersion(): string {
+  const pkg = JSON.parse(readFileSync(join(ROOT, "node_modules", "wrangler", "package.json"), "utf8")) as { version: string };
+  return pkg.version;
+}
+
+/** GET requests and tokens against the dev server at `base` (e.g. http://127.0.0.1:8900). */
+export function httpClient(base: string) {
+  async function getJson(path: string, token?: string): Promise<{ status: number; body: any }> {
+    const res = await fetch(base + path, { headers: token ? { Authorization: `Bearer ${token}` } : {} });
+    const text = await res.text();
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // keep the text
+    }
+    return { status: res.status, body };
+  }
+
+  async function fetchToken(clientId = "demo-owner", clientSecret = "demo-owner-secret"): Promise<string> {
+    const res = await fetch(`${base}/v1/oauth/token`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ grant_type: "client_credentials", client_id: clientId, client_secret: clientSecret }),
+    });
+    const body = (await res.json()) as { access_token?: string };
+    if (res.status !== 200 || !body.access_token) throw new Error(`token request failed: ${res.status} ${JSON.stringify(body)}`);
+    return body.access_token;
+  }
+  async function postJson(path: string, token: string, payload: unknown): Promise<{ status: number; body: any }> {
+    const res = await fetch(base + path, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+      body: JSON.stringify(payload),
+    });
+    const text = await res.text();
+    try {
+      return { status: res.status, body: JSON.parse(text) };
+    } catch {
+      return { status: res.status, body: text };
+    }
+  }
+  return { getJson, postJson, fetchToken };
+}
+
+export function expect(condition: boolean, message: string): void {
+  if (!condition) throw new Error(`check failed: ${message}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU accounting (Linux /proc): how much of the machine went to processes other than this
+// benchmark and its wrangler dev during a measurement. On a shared 2-core machine that is what
+// makes one run differ from the next; a route measured while others took CPU is flagged.
+
+export interface CpuSample {
+  busy: number;
+  total: number;
+  /** This process (autocannon runs in it) plus the dev server's process group. */
+  ours: number;
+  /** This process alone. */
+  self: number;
+}
+
+function readProcStat(path: string): string | undefined {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+/** utime + stime (clock ticks) of this process and of every process in the dev server's group. */
+function ourTicks(serverGroup: number | undefined): { ours: number; self: number } {
+  let ticks = 0;
+  let self = 0;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = readProcStat(`/proc/${entry}/stat`);
+    if (!stat) continue;
+    // Fields after "pid (comm)": state ppid pgrp ... utime(14) stime(15), counted from 1.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const pid = Number(entry);
+    const pgrp = Number(fields[2]);
+    if (pid === process.pid || (serverGroup !== undefined && pgrp === serverGroup)) {
+      const used = Number(fields[11]) + Number(fields[12]);
+      ticks += used;
+      if (pid === process.pid) self = used;
+    }
+  }
+  return { ours: ticks, self };
+}
+
+export function cpuSample(serverGroup: number | undefined): CpuSample | undefined {
+  const line = readProcStat("/proc/stat")?.split("\n")[0];
+  if (!line?.startsWith("cpu ")) return undefined;
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1, 9).map(Number) as number[];
+  const busy = user! + nice! + system! + irq! + softirq! + steal!;
+  return { busy, total: busy + idle! + iowait!, ...ourTicks(serverGroup) };
+}
+
+/** Share of the whole machine used by the load generator (this process) between two samples. */
+export function selfCpuShare(before: CpuSample | undefined, after: CpuSample | undefined): number | undefined {
+  if (!before || !after || after.total <= before.total) return undefined;
+  return (after.self - before.self) / (after.total - before.total);
+}
+
+/** Share of the whole machine (all cores) used by other processes between two samples. */
+export function otherCpuShare(before: CpuSample | undefined, after: CpuSample | undefined): number | undefined {
+  if (!before || !after || after.total <= before.total) return undefined;
+  const others = after.busy - before.busy - (after.ours - before.ours);
+  return Math.max(0, others) / (after.total - before.total);
+}
+
+/** Above this share of the machine taken by other processes, a route's numbers are suspect. */
+export const CONTENDED = 0.1;
+
+export function requestHeaders(route: RouteSpec): Record<string, string> {
+  const headers: Record<string, string> = route.token ? { Authorization: `Bearer ${route.token}` } : {};
+  if (route.post !== undefined) headers["Content-Type"] = "application/json";
+  return headers;
+}
+
+/** How `measure` loads the server: autocannon against `base`, `duration` s measured after `warmup` s. */
+export interface MeasureSettings {
+  base: string;
+  connections: number;
+  duration: number;
+  warmup: number;
+  log: (message: string) => void;
+}
+
+/** `measure(route, serverGroup, warmup)`: one autocannon run of a route (after its warm-up), with the CPU others used meanwhile. */
+export function measurer(settings: MeasureSettings) {
+  /**
+   * Waits until the server has worked off what a run left behind: when autocannon stops, up to
+   * `--connections` requests are still queued in wrangler dev, and for a route that takes long
+   * they hold local D1 (and with it every route, /health included) for seconds, which would be
+   * charged to the next route measured. One request of the route itself (GET /health after a
+   * POST) answers only after them.
+   */
+  async function drain(route: RouteSpec): Promise<number> {
+    const t = Date.now();
+    const res = await fetch(settings.base + (route.post === undefined ? route.path : "/health"), {
+      headers: route.token ? { Authorization: `Bearer ${route.token}` } : {},
+      signal: AbortSignal.timeout(180_000),
+    });
+    await res.arrayBuffer();
+    return (Date.now() - t) / 1000;
+  }
+
+  async function measure(route: RouteSpec, serverGroup: number | undefined, warmup: boolean): Promise<RouteResult> {
+    const options: AutocannonOptions = {
+      url: settings.base + route.path,
+      connections: settings.connections,
+      duration: settings.duration,
+      timeout: 30,
+      headers: requestHeaders(route),
+      ...(route.post !== undefined ? { method: "POST" as const, body: route.post, idReplacement: true } : {}),
+    };
+    let warmNon2xx = 0;
+    let warmErrors = 0;
+    if (warmup && settings.warmup > 0) {
+      const warm = await autocannon({ ...options, duration: settings.warmup });
+      warmNon2xx = warm.non2xx;
+      warmErrors = warm.errors;
+      if (warm.non2xx > 0 || warm.errors > 0) settings.log(`warm-up of ${route.label}: ${warm.non2xx} non-2xx, ${warm.errors} errors`);
+      await drain(route);
+    }
+    const before = cpuSample(serverGroup);
+    const r = await autocannon(options);
+    const after = cpuSample(serverGroup);
+    const drainSeconds = await drain(route);
+    const otherCpu = otherCpuShare(before, after);
+    const loadGeneratorCpu = selfCpuShare(before, after);
+    const statusCodes = Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, s]) => [code, Number(s.count)]));
+    return {
+      key: route.key,
+      label: route.label,
+      path: route.path,
+      requests: r.requests.total,
+      requestsPerSecond: r.requests.total / r.duration,
+      p50: r.latency.p50,
+      p99: r.latency.p99,
+      non2xx: r.non2xx,
+      errors: r.errors,
+      timeouts: r.timeouts,
+      statusCodes,
+      warmupNon2xx: warmNon2xx,
+      warmupErrors: warmErrors,
+      otherCpu,
+      loadGeneratorCpu,
+      drainSeconds,
+      round: 0,
+      target: route.target,
+    };
+  }
+  return { measure, drain };
+}
+
+/**
+ * A throw-away `--persist-to` dir and the dev server started on it (`setServer`): `close()` stops the
+ * server and removes the dir, and so does Ctrl-C (exit code 130).
+ */
+export function tempServerScope(prefix: string, log: (message: string) => void) {
+  const persistTo = mkdtempSync(join(tmpdir(), prefix));
+  let child: ChildProcess | undefined;
+  let interrupted = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    interrupted = true;
+    log(`${signal}: stopping the server and removing ${persistTo}`);
+    void (child ? stopServer(child) : Promise.resolve()).finally(() => {
+      rmSync(persistTo, { recursive: true, force: true });
+      process.exit(130);
+    });
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  return {
+    persistTo,
+    setServer(server: ChildProcess) {
+      child = server;
+    },
+    async close() {
+      if (interrupted) return;
+      if (child) await stopServer(child);
+      rmSync(persistTo, { recursive: true, force: true });
+      log("server stopped, temp dir removed");
+    },
+  };
+}
+
+/** Waits for the dev server's process group to go; SIGKILLs it after 10 s. */
+export async function stopServer(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((done) => child.once("exit", () => done()));
+  stopDev(child);
+  const timedOut = await Promise.race([exited.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), 10_000))]);
+  if (timedOut && child.pid !== undefined) {
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+    await exited;
+  }
+  // workerd may outlive its wrangler parent for a moment; make sure the group is empty.
+  if (child.pid !== undefined) {
+    for (let i = 0; i < 20 && groupAlive(child.pid); i++) await new Promise((r) => setTimeout(r, 250));
+    if (groupAlive(child.pid)) {
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // gone
+      }
+    }
+  }
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+
+/** Prints rows under a header: the first `leftAligned` columns left-aligned, the others right-aligned. */
+export function printColumns(header: string[], cells: string[][], leftAligned = 1): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i]!.length)));
+  const line = (row: string[]) => row.map((c, i) => (i < leftAligned ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  console.log(line(header));
+  console.log(widths.map((w) => "-".repeat(w)).join("  "));
+  for (const row of cells) console.log(line(row));
+}
