@@ -17,7 +17,7 @@ export interface Env {
   SMS_API_KEY?: string;
   /** Encrypts webhook signing secrets at rest (>= 32 characters; a secret). */
   WEBHOOK_SECRETS_KEY?: string;
-  /** "true" allows webhook URLs on http, loopback/private addresses and other ports (local development only). */
+  /** "true" allows webhook URLs on http, loopback hosts (127.0.0.0/8, ::1, localhost) and other ports (local development only). */
   WEBHOOKS_ALLOW_PRIVATE_URLS?: string;
 }
 
