@@ -61,12 +61,14 @@ import { ROOT, applyMigrations, ensureDevVars, optionValue, seedLocal, startDev,
 const argv = process.argv.slice(2);
 if (argv.includes("--help") || argv.includes("-h")) {
   console.log(`Usage: npm run bench -- [options]
-  --only SET         items | contacts | reminders | all (default all): which data to seed and which routes to
+  --only SET         items | contacts | reminders | webhooks | all (default all): which data to seed and which routes to
                      measure; items: the item routes at 100,000 and 1,000 items; contacts: the contact, company
                      and department routes; all: items and contacts. reminders (not part of all): the reminder
-                     engine (scripts/bench-reminders.ts, about 13 minutes at present): 100,000 reminders
+                     engine (scripts/bench-reminders.ts, about 6 minutes): 100,000 reminders
                      queued by the sweep, 10,000 POST /v1/items, 5,000 reminders due in one minute,
-                     GET /v1/items/{id} against /health, lateness of a light run; it uses --connections,
+                     GET /v1/items/{id} against /health, lateness of a light run; webhooks (not part of
+                     all; scripts/bench-webhooks.ts, about 1 minute): POST /v1/items with and without a
+                     subscribed endpoint, item.created events delivered per second to a local receiver; it uses --connections,
                      --duration, --warmup, --server-warmup (default 5 there), --rounds (the GET only),
                      --port (default 8920) and --json
   --duration S       measured seconds per route (default 10)
@@ -97,7 +99,7 @@ function numberOption(name: string, fallback: number, min: number): number {
   return value;
 }
 
-const ONLY_VALUES = ["items", "contacts", "reminders", "all"] as const;
+const ONLY_VALUES = ["items", "contacts", "reminders", "webhooks", "all"] as const;
 const ONLY = (optionValue(argv, "--only") ?? "all") as (typeof ONLY_VALUES)[number];
 if (!ONLY_VALUES.includes(ONLY)) {
   console.error(`--only must be one of ${ONLY_VALUES.join(", ")} (got ${ONLY})`);
@@ -106,13 +108,14 @@ if (!ONLY_VALUES.includes(ONLY)) {
 const WITH_CONTACTS = ONLY === "contacts" || ONLY === "all";
 const WITH_ITEMS = ONLY === "items" || ONLY === "all";
 const REMINDERS = ONLY === "reminders";
+const WEBHOOKS = ONLY === "webhooks";
 
 const DURATION = numberOption("--duration", 10, 1);
 const CONNECTIONS = Math.round(numberOption("--connections", 32, 1));
 const WARMUP = numberOption("--warmup", 2, 0);
 const SERVER_WARMUP = numberOption("--server-warmup", REMINDERS ? 5 : 10, 0);
 const ROUNDS = Math.round(numberOption("--rounds", 1, 1));
-const PORT = Math.round(numberOption("--port", REMINDERS ? 8920 : 8900, 1));
+const PORT = Math.round(numberOption("--port", REMINDERS ? 8920 : WEBHOOKS ? 8940 : 8900, 1));
 const INSPECTOR_PORT = PORT + 1;
 
 function jsonOutputPath(): string | undefined {
@@ -939,7 +942,11 @@ const run = REMINDERS
         json: JSON_OUT,
       }),
     )
-  : main();
+  : WEBHOOKS
+    ? import("./bench-webhooks.ts").then(({ runWebhookBench }) =>
+        runWebhookBench({ port: PORT, connections: CONNECTIONS, duration: DURATION, warmup: WARMUP }),
+      )
+    : main();
 run.then(
   (code) => process.exit(code),
   (err: unknown) => {
