@@ -21,6 +21,10 @@ export default defineConfig(async () => {
                   CLIENT_STATUS_TTL_SECONDS: "0",
                   WEBHOOK_SECRETS_KEY: "test-webhook-secrets-key-0123456789abcdef",
                   WEBHOOKS_ALLOW_PRIVATE_URLS: "true",
+                  // test/worker/fuzz.test.ts: more runs, a replayed seed, per-operation status counts.
+                  FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
+                  FUZZ_SEED: process.env.FUZZ_SEED ?? "",
+                  FUZZ_VERBOSE: process.env.FUZZ_VERBOSE ?? "",
                 },
               },
             }),
