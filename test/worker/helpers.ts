@@ -5,3 +5,4 @@ export * from "./support/http";
 export * from "./support/tokens";
 export * from "./support/logs";
 export * from "./support/concurrency";
+export * from "./support/plans";

@@ -4,19 +4,12 @@ import { describe, expect, it } from "vitest";
 import { getDb } from "../../src/db/client";
 import { itemListQueries } from "../../src/routes/items/queries";
 import { ListItemsQuery } from "../../src/routes/items/schemas";
-import { env } from "./helpers";
+import { env, fullScansOf, queryPlan } from "./helpers";
 
 const db = getDb(env.DB);
 
-async function plan(query: { toSQL(): { sql: string; params: unknown[] } }): Promise<string> {
-  const { sql, params } = query.toSQL();
-  const rows = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
-    .bind(...params)
-    .all<{ detail: string }>();
-  return rows.results.map((r) => r.detail).join("\n");
-}
-
-const fullScanOfItems = (text: string) => text.split("\n").filter((d) => /^SCAN items( |$)/.test(d) && !/USING (COVERING )?INDEX/.test(d));
+const plan = queryPlan;
+const fullScanOfItems = (text: string) => fullScansOf("items", text);
 
 // [label, query string, the index the page's ids come from (null: the FTS path, which sorts)]
 const cases: Array<[string, string, string | null]> = [

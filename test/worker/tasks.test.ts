@@ -18,6 +18,8 @@ import {
   uniqueWord,
   type Json,
   type TestAccount,
+  fullScansOf,
+  queryPlan,
 } from "./helpers";
 
 let owner: string, member: string, other: string;
@@ -618,14 +620,8 @@ describe("races", () => {
 describe("query plans of the task list", () => {
   const db = getDb(env.DB);
 
-  async function plan(query: { toSQL(): { sql: string; params: unknown[] } }): Promise<string> {
-    const { sql, params } = query.toSQL();
-    const rows = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
-      .bind(...params)
-      .all<{ detail: string }>();
-    return rows.results.map((r) => r.detail).join("\n");
-  }
-  const fullScanOfTasks = (text: string) => text.split("\n").filter((d) => /^SCAN tasks( |$)/.test(d) && !/USING (COVERING )?INDEX/.test(d));
+  const plan = queryPlan;
+  const fullScanOfTasks = (text: string) => fullScansOf("tasks", text);
 
   // [label, query string, the index the page's ids come from (null: through the FTS index)]
   const cases: Array<[string, string, string | null]> = [
