@@ -8,7 +8,7 @@
 //   3. per round (--rounds, default 3), for 10 MiB and 50 MiB of random bytes: the upload through the
 //      API (POST /v1/uploads, then the timed PUT /v1/uploads with the token) and a bare put of the
 //      same bytes, in alternating order; then the download of each (GET /v1/files/{id} against a
-//      bare get), every byte counted and the first download of each size checked against the
+//      bare get, three reads in a row each), every byte counted and the first download of each size checked against the
 //      SHA-256 of what was sent. Meanwhile the resident memory (VmRSS) of every process of each
 //      server is sampled every 10 ms: the peak over the idle value before the transfer;
 //   4. autocannon, per round: GET /health, GET /v1/tasks?limit=50 (the target), `status=open` and
@@ -30,11 +30,11 @@ import {
   sqlText,
   stopServer,
   tempServerScope,
-  wranglerVersion,
+  prepareBenchState,
   type RouteResult,
   type RouteSpec,
 } from "./lib/bench-kit.ts";
-import { applyMigrations, ensureDevVars, executeSql, seedLocal, startDev } from "./lib/local.ts";
+import { ROOT, executeSql, startDev } from "./lib/local.ts";
 
 export interface DriveBenchOptions {
   port: number;
@@ -47,6 +47,7 @@ export interface DriveBenchOptions {
 
 const MiB = 1024 * 1024;
 const SIZES = [10 * MiB, 50 * MiB];
+const DOWNLOADS_PER_RUN = 3;
 const TASKS = { company1: 50_000, company2: 5_000 };
 const TARGETS = { upload: 0.8, download: 0.8, taskList: 0.4 };
 const TASK_STATUSES = ["open", "todo", "in_progress", "review", "completed", "canceled"];
@@ -110,7 +111,7 @@ function writeBareWorker(dir: string, compatibilityDate: string): string {
 }
 
 function apiCompatibilityDate(): string {
-  const toml = readFileSync(join(dirname(new URL(import.meta.url).pathname), "..", "wrangler.toml"), "utf8");
+  const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
   return /^compatibility_date\s*=\s*"([^"]+)"/m.exec(toml)?.[1] ?? "2026-11-01";
 }
 
@@ -198,6 +199,11 @@ async function drainBody(res: Response, hash?: ReturnType<typeof createHash>): P
 
 const mbPerSecond = (t: Transfer) => t.bytes / MiB / t.seconds;
 
+/** Runs `a` then `b` in even rounds and `b` then `a` in odd ones, so neither always goes first. */
+async function alternately(round: number, a: () => Promise<void>, b: () => Promise<void>) {
+  for (const step of round % 2 === 0 ? [a, b] : [b, a]) await step();
+}
+
 // ---------------------------------------------------------------------------------------------
 
 export async function runDriveBench(options: DriveBenchOptions): Promise<number> {
@@ -212,11 +218,7 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
   let api: ChildProcess | undefined;
   let bare: ChildProcess | undefined;
   try {
-    const loadBefore = loadavg()[0]!;
-    log(`wrangler ${wranglerVersion()}, Node ${process.version}; 1-min load average ${loadBefore.toFixed(2)}`);
-    ensureDevVars();
-    applyMigrations({ persistTo: scope.persistTo });
-    await seedLocal({ persistTo: scope.persistTo });
+    const loadBefore = await prepareBenchState(scope.persistTo, log);
     log(`inserting ${TASKS.company1 + TASKS.company2} tasks`);
     executeSql(
       { persistTo: scope.persistTo },
@@ -273,18 +275,24 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
         expect(res.status === 200 && body.size === size, `bare put (${size} bytes): ${res.status} ${JSON.stringify(body)}`);
         return size;
       });
+    // A download is short (10 MiB in well under 100 ms), so each measurement reads the file
+    // DOWNLOADS_PER_RUN times in a row: bytes over the time of all of them.
     const download = (group: number, url: string, size: number, headers: Record<string, string>, check: boolean) =>
       timed(group, async () => {
-        const res = await fetch(url, { headers });
-        expect(res.status === 200, `GET ${url}: ${res.status}`);
-        const hash = check ? createHash("sha256") : undefined;
-        const bytes = await drainBody(res, hash);
-        expect(bytes === size, `GET ${url}: ${bytes} bytes, expected ${size}`);
-        if (hash) {
-          const sent = createHash("sha256").update(payload.subarray(0, size)).digest("hex");
-          expect(hash.digest("hex") === sent, `GET ${url}: the bytes differ from those uploaded`);
+        let total = 0;
+        for (let i = 0; i < DOWNLOADS_PER_RUN; i++) {
+          const res = await fetch(url, { headers });
+          expect(res.status === 200, `GET ${url}: ${res.status}`);
+          const hash = check && i === 0 ? createHash("sha256") : undefined;
+          const bytes = await drainBody(res, hash);
+          expect(bytes === size, `GET ${url}: ${bytes} bytes, expected ${size}`);
+          if (hash) {
+            const sent = createHash("sha256").update(payload.subarray(0, size)).digest("hex");
+            expect(hash.digest("hex") === sent, `GET ${url}: the bytes differ from those uploaded`);
+          }
+          total += bytes;
         }
-        return bytes;
+        return total;
       });
 
     log("warm-up transfers (1 MiB each way on both servers)");
@@ -307,22 +315,10 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
           fileId = up.fileId;
         };
         const viaBare = async () => void r.bareUp.push(await bareUpload(size, key));
-        if (round % 2 === 0) {
-          await viaApi();
-          await viaBare();
-        } else {
-          await viaBare();
-          await viaApi();
-        }
+        await alternately(round, viaApi, viaBare);
         const downApi = async () => void r.apiDown.push(await download(api!.pid!, `${base}/v1/files/${fileId}`, size, { Authorization: `Bearer ${token}` }, round === 0));
         const downBare = async () => void r.bareDown.push(await download(bare!.pid!, `${bareBase}/${key}`, size, {}, round === 0));
-        if (round % 2 === 0) {
-          await downApi();
-          await downBare();
-        } else {
-          await downBare();
-          await downApi();
-        }
+        await alternately(round, downApi, downBare);
         log(
           `round ${round + 1}, ${size / MiB} MiB: up ${mbPerSecond(r.apiUp.at(-1)!).toFixed(1)} MiB/s (bare ${mbPerSecond(r.bareUp.at(-1)!).toFixed(1)}), ` +
             `down ${mbPerSecond(r.apiDown.at(-1)!).toFixed(1)} MiB/s (bare ${mbPerSecond(r.bareDown.at(-1)!).toFixed(1)})`,
@@ -378,6 +374,9 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
         upload: { api: up, bare: upBare, ratio: up / upBare, sessionMs: median(r.sessionMs) },
         download: { api: down, bare: downBare, ratio: down / downBare },
         rssGrowthKb: {
+          // The first transfer of each size (round 1) also pays for the heap and buffers the runtime grows once.
+          apiUploadFirst: r.apiUp[0]!.growthKb,
+          bareUploadFirst: r.bareUp[0]!.growthKb,
           apiUpload: median(r.apiUp.map((t) => t.growthKb)),
           bareUpload: median(r.bareUp.map((t) => t.growthKb)),
           apiDownload: median(r.apiDown.map((t) => t.growthKb)),
@@ -391,10 +390,10 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
       `\nPeak resident memory of each server's workerd processes over their idle value (median; idle: API ${idle((r) => r.apiUp)}, bare ${idle((r) => r.bareUp)}):\n`,
     );
     printColumns(
-      ["size", "API upload", "bare put", "API download", "bare get"],
+      ["size", "API upload, first", "bare put, first", "API upload", "bare put", "API download", "bare get"],
       SIZES.map((size) => {
         const g = (summary[`${size / MiB} MiB`] as { rssGrowthKb: Record<string, number> }).rssGrowthKb;
-        return [`${size / MiB} MiB`, mb(g.apiUpload!), mb(g.bareUpload!), mb(g.apiDownload!), mb(g.bareDownload!)];
+        return [`${size / MiB} MiB`, ...[g.apiUploadFirst, g.bareUploadFirst, g.apiUpload, g.bareUpload, g.apiDownload, g.bareDownload].map((kb) => mb(kb!))];
       }),
     );
     console.log(`\nPOST /v1/uploads (the session) before each upload: median ${median(SIZES.flatMap((s) => bytes.get(s)!.sessionMs)).toFixed(1)} ms\n`);

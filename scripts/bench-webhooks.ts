@@ -13,8 +13,8 @@ import type { AddressInfo } from "node:net";
 import type { ChildProcess } from "node:child_process";
 import { loadavg } from "node:os";
 import { Webhook } from "standardwebhooks";
-import { cpuSample, httpClient, measurer, printColumns, tempServerScope, wranglerVersion, type RouteResult, type RouteSpec } from "./lib/bench-kit.ts";
-import { applyMigrations, ensureDevVars, seedLocal, startDev } from "./lib/local.ts";
+import { cpuSample, httpClient, measurer, printColumns, prepareBenchState, tempServerScope, type RouteResult, type RouteSpec } from "./lib/bench-kit.ts";
+import { startDev } from "./lib/local.ts";
 
 export interface WebhookBenchOptions {
   port: number;
@@ -74,11 +74,7 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<num
   const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
 
   try {
-    const loadBefore = loadavg()[0]!;
-    log(`wrangler ${wranglerVersion()}, Node ${process.version}; 1-min load average ${loadBefore.toFixed(2)}`);
-    ensureDevVars();
-    applyMigrations({ persistTo: scope.persistTo });
-    await seedLocal({ persistTo: scope.persistTo });
+    const loadBefore = await prepareBenchState(scope.persistTo, log);
     child = await startDev(
       ["--port", String(options.port), "--persist-to", scope.persistTo, "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(options.port + 1)],
       { port: options.port, env: { X_LOCAL_OBSERVABILITY: "false" } },

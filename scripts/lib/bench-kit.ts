@@ -1,11 +1,11 @@
-// Shared by the benchmarks (scripts/bench.ts, scripts/bench-reminders.ts): seeding SQL, autocannon,
+// Shared by the benchmarks (scripts/bench.ts and scripts/bench-*.ts): seeding SQL, autocannon,
 // HTTP helpers, the CPU accounting of a measured run, and stopping the dev server.
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { ROOT, stopDev } from "./local.ts";
+import { ROOT, applyMigrations, ensureDevVars, seedLocal, stopDev } from "./local.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Seeding SQL
@@ -389,6 +389,20 @@ function groupAlive(pgid: number): boolean {
   }
 }
 
+
+/**
+ * The common start of a bench set: logs the versions and the 1-min load average (and warns above
+ * 0.5), then .dev.vars, the migrations and the demo seed in `persistTo`. Returns that load average.
+ */
+export async function prepareBenchState(persistTo: string, log: (message: string) => void): Promise<number> {
+  const loadBefore = loadavg()[0]!;
+  log(`wrangler ${wranglerVersion()}, Node ${process.version}; 1-min load average ${loadBefore.toFixed(2)}`);
+  if (loadBefore > 0.5) log(`warning: load average ${loadBefore.toFixed(2)} before starting; other work on this machine skews the numbers`);
+  ensureDevVars();
+  applyMigrations({ persistTo });
+  await seedLocal({ persistTo });
+  return loadBefore;
+}
 
 /** Prints rows under a header: the first `leftAligned` columns left-aligned, the others right-aligned. */
 export function printColumns(header: string[], cells: string[][], leftAligned = 1): void {

@@ -33,8 +33,8 @@ const CHUNK_MIN_BYTES = 256 * 1024;
  * needs and fails the put when the body is shorter or longer than declared; R2 then stores nothing.
  *
  * The bytes are pumped by hand in chunks of 256 KiB–1 MiB (a BYOB reader's readAtLeast), so the
- * per-chunk JavaScript runs about a hundred times for 50 MiB, and at most two chunks are in memory:
- * it does not grow with the file. A JavaScript TransformStream over the body's own small chunks made
+ * per-chunk JavaScript runs about a hundred times for 50 MiB, and two 1 MiB buffers are all it
+ * holds: memory does not grow with the file. A JavaScript TransformStream over the body's own small chunks made
  * uploads about 45% slower than a bare R2 put (docs/performance.md, "Drive and tasks").
  */
 async function streamToR2(bucket: R2Bucket, key: string, body: ReadableStream<Uint8Array> | null, size: number, contentType: string, fileId: string) {
@@ -64,19 +64,26 @@ async function streamToR2(bucket: R2Bucket, key: string, body: ReadableStream<Ui
 
 /**
  * Copies `body` into the digest and then the R2 stream, a chunk at a time, reading the next chunk
- * while one is written (two in flight at most); on failure aborts the R2 stream, so the put fails.
+ * while one is written; on failure aborts the R2 stream, so the put fails. Two buffers take turns:
+ * a chunk's buffer is read into again once both writes of it have resolved (the digest has hashed
+ * it and R2's side has read it), so an upload leaves no garbage buffers for the collector, however
+ * large the file.
  */
 async function pump(body: ReadableStream<Uint8Array>, hash: WritableStreamDefaultWriter<ArrayBufferView>, out: WritableStreamDefaultWriter<ArrayBufferView>) {
   const reader = body.getReader({ mode: "byob" });
-  const read = () => reader.readAtLeast(CHUNK_MIN_BYTES, new Uint8Array(CHUNK_BYTES));
+  const read = (reuse?: ArrayBuffer) =>
+    reader.readAtLeast(CHUNK_MIN_BYTES, new Uint8Array(reuse && reuse.byteLength === CHUNK_BYTES ? reuse : new ArrayBuffer(CHUNK_BYTES)));
+  let spare: ArrayBuffer | undefined;
   let next: ReturnType<typeof read> | undefined = read();
   try {
     while (next) {
       const { value, done }: ReadableStreamReadResult<Uint8Array> = await next;
-      next = done ? undefined : read();
+      next = done ? undefined : read(spare);
+      spare = undefined;
       if (value && value.byteLength > 0) {
         await hash.write(value);
         await out.write(value);
+        spare = value.buffer as ArrayBuffer;
       }
     }
     await hash.close();
