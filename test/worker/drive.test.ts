@@ -221,6 +221,27 @@ describe("the spec's flow: session, bytes with the token, attach, list, download
     expect(await hexSha256(got.bytes)).toBe(await hexSha256(bytes));
   });
 
+  it("keeps every byte when the body arrives in irregular chunks, smaller and larger than the read buffers", async () => {
+    const bytes = bytesOf(4 * 1024 * 1024 + 12_345, 23);
+    const { upload_token } = await openSession(account.memberToken, { filename: "irregular.bin" });
+    const sizes = [1, 300_000, 7, 1_048_576, 262_143, 262_145, 999_999, 13];
+    let offset = 0;
+    let turn = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (offset >= bytes.length) return controller.close();
+        const size = sizes[turn++ % sizes.length]!;
+        controller.enqueue(bytes.slice(offset, offset + size));
+        offset += size;
+      },
+    });
+    const res = await putBytes(upload_token, stream, { "Content-Length": String(bytes.length) });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data.sha256).toBe(await hexSha256(bytes));
+    const got = await download(account.memberToken, res.body.data.file_id);
+    expect(got.bytes).toEqual(bytes);
+  });
+
   it("accepts an empty file (0 B, counted as 1 KB)", async () => {
     const before = await counters(account);
     const data = await upload(account.memberToken, new Uint8Array(0), { filename: "empty.txt" });
