@@ -1,10 +1,10 @@
 // `npm run bench [-- --only items|contacts|reminders|webhooks|drive|all --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
 //
 // `--only reminders` runs scripts/bench-reminders.ts instead (the reminder engine: queueing, firing,
-// lateness; on its own data and server, default port 8920; about 13 minutes with the engine of
-// 2026-11-21, see docs/performance.md); `--only webhooks` and `--only drive` likewise run
-// scripts/bench-webhooks.ts and scripts/bench-drive.ts. `all` (the default) is items + contacts and leaves it out:
-// it waits for wall-clock minutes and answers other questions.
+// lateness; on its own data and server, default port 8920; about 6 minutes, see docs/performance.md);
+// `--only webhooks` and `--only drive` likewise run scripts/bench-webhooks.ts and
+// scripts/bench-drive.ts. `all` (the default) is items + contacts and leaves those sets out: they
+// answer other questions, and the reminder set waits for wall-clock minutes.
 //
 // Throughput benchmark of the API routes under `wrangler dev`, against a throw-away local D1:
 //   1. fresh temp --persist-to dir: migrations, demo seed, then, by --only (default all):

@@ -34,8 +34,8 @@ const CHUNK_MIN_BYTES = 256 * 1024;
  *
  * The bytes are pumped by hand in chunks of 256 KiB–1 MiB (a BYOB reader's readAtLeast), so the
  * per-chunk JavaScript runs about a hundred times for 50 MiB, and two 1 MiB buffers are all it
- * holds: memory does not grow with the file. A JavaScript TransformStream over the body's own small chunks made
- * uploads about 45% slower than a bare R2 put (docs/performance.md, "Drive and tasks").
+ * holds: memory does not grow with the file. A JavaScript TransformStream over the body's own small
+ * chunks made uploads about 45% slower than a bare R2 put (docs/performance.md, "Drive and tasks").
  */
 async function streamToR2(bucket: R2Bucket, key: string, body: ReadableStream<Uint8Array> | null, size: number, contentType: string, fileId: string) {
   const options: R2PutOptions = { httpMetadata: { contentType }, customMetadata: { file_id: fileId } };
