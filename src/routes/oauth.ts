@@ -135,7 +135,7 @@ const tokenRoute = createRoute({
     },
     400: oauthErrorResponse("invalid_request, unsupported_grant_type or invalid_scope"),
     401: oauthErrorResponse(
-      'invalid_client: unknown client, wrong secret, missing credentials or inactive client. With HTTP Basic the challenge is `Basic realm="oauth"`.',
+      'invalid_client: unknown client, wrong secret, missing credentials or inactive client. Every such 401 carries the challenge `Basic realm="oauth"` (RFC 9110 wants one on every 401; HTTP Basic is the other way to send the credentials), whichever way they came.',
       responseHeaders.wwwAuthenticate,
     ),
     413: oauthErrorResponse("invalid_request: body over 8 KiB"),
@@ -237,17 +237,17 @@ function readClientCredentials(c: Context, params: TokenParams) {
     try {
       decoded = atob(basic);
     } catch {
-      throw basicFailure("Malformed HTTP Basic credentials");
+      throw clientFailure("Malformed HTTP Basic credentials");
     }
     const colon = decoded.indexOf(":");
-    if (colon < 0) throw basicFailure("Malformed HTTP Basic credentials");
+    if (colon < 0) throw clientFailure("Malformed HTTP Basic credentials");
     let id: string;
     let secret: string;
     try {
       id = decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, " "));
       secret = decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, " "));
     } catch {
-      throw basicFailure("Malformed HTTP Basic credentials");
+      throw clientFailure("Malformed HTTP Basic credentials");
     }
     if (id.length > TOKEN_PARAM_MAX_CHARS.client_id) {
       throw invalidRequest(`client_id in the HTTP Basic credentials must be at most ${TOKEN_PARAM_MAX_CHARS.client_id} characters`);
@@ -258,9 +258,9 @@ function readClientCredentials(c: Context, params: TokenParams) {
     if (params.client_id !== undefined && params.client_id !== id) {
       throw invalidRequest("client_id in the body does not match the Authorization header");
     }
-    return { clientId: id, clientSecret: secret, viaBasic: true };
+    return { clientId: id, clientSecret: secret };
   }
-  return { clientId: params.client_id, clientSecret: params.client_secret, viaBasic: false };
+  return { clientId: params.client_id, clientSecret: params.client_secret };
 }
 
 /** The refused scopes for an `invalid_scope` description: a few, each shortened by `echo()`. */
@@ -270,7 +270,8 @@ function describeRefused(refused: readonly string[]): string {
   return listed.join(" ") + (more > 0 ? ` (and ${more} more)` : "");
 }
 
-function basicFailure(description: string) {
+/** 401 invalid_client with the Basic challenge, also when the credentials came in the body (RFC 9110: every 401 has one). */
+function clientFailure(description: string) {
   return oauthError(401, "invalid_client", description, { headers: { "WWW-Authenticate": 'Basic realm="oauth"' } });
 }
 
@@ -286,9 +287,8 @@ oauthRouter.post(tokenRoute.path, async (c) => {
   if (params.grant_type !== "client_credentials") {
     throw oauthError(400, "unsupported_grant_type", "Only the client_credentials grant type is supported");
   }
-  const { clientId, clientSecret, viaBasic } = readClientCredentials(c, params);
-  const fail = () =>
-    viaBasic ? basicFailure("Client authentication failed") : oauthError(401, "invalid_client", "Client authentication failed");
+  const { clientId, clientSecret } = readClientCredentials(c, params);
+  const fail = () => clientFailure("Client authentication failed");
   if (!clientId || !clientSecret) throw fail();
 
   const client = await findClient(c.env.DB, clientId);

@@ -227,6 +227,14 @@ describe("POST /v1/oauth/token: request errors", () => {
     expectShapeA(await postToken(creds("no-such-client")), 401, "invalid_client");
   });
 
+  it("challenges with Basic on every 401 invalid_client, also when the credentials came in the body (RFC 9110)", async () => {
+    for (const body of [creds("demo-owner", { client_secret: "wrong-secret" }), creds("no-such-client"), { grant_type: "client_credentials" }]) {
+      const res = await postToken(body);
+      expectShapeA(res, 401, "invalid_client");
+      expect(res.headers.get("WWW-Authenticate"), JSON.stringify(body)).toBe('Basic realm="oauth"');
+    }
+  });
+
   it("refuses missing credentials with 401 invalid_client", async () => {
     expectShapeA(await postToken({ grant_type: "client_credentials" }), 401, "invalid_client");
     expectShapeA(await postToken({ grant_type: "client_credentials", client_id: "demo-owner" }), 401, "invalid_client");
