@@ -1,116 +1,19 @@
 // End to end: starts the real service (`node scripts/start.ts`: migrate + seed + wrangler dev) on a
 // free port with a fresh --persist-to directory, talks to it over HTTP, and drives the operator
 // CLI (scripts/admin.ts) against the same local database while the server runs.
-import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../../scripts/lib/local.ts";
 import { DEMO_CLIENTS } from "../../scripts/seed-data.ts";
+import { sleep, startService, type Service } from "./support/service.ts";
 
 const owner = DEMO_CLIENTS.find((c) => c.clientId === "demo-owner")!;
 
-let server: ChildProcess | undefined;
-let serverOutput = "";
+let service: Service | undefined;
 let persistDir = "";
 let base = "";
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const address = srv.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-interface Proc {
-  pid: number;
-  ppid: number;
-  pgrp: number;
-}
-
-/** Live (non-zombie) processes from /proc, or null where there is no /proc. */
-function processTable(): Proc[] | null {
-  if (!existsSync("/proc/self/stat")) return null;
-  const table: Proc[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const [state, ppid, pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (state !== "Z" && state !== "X") table.push({ pid: Number(entry), ppid: Number(ppid), pgrp: Number(pgrp) });
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return table;
-}
-
-/** `root`, every live process below it, and every live member of its process group. */
-function serverProcesses(root: number): number[] {
-  const table = processTable();
-  if (!table) {
-    try {
-      process.kill(-root, 0);
-      return [root];
-    } catch {
-      return [];
-    }
-  }
-  const found = new Set(table.filter((p) => p.pid === root || p.pgrp === root).map((p) => p.pid));
-  const queue = [root];
-  while (queue.length > 0) {
-    const parent = queue.shift()!;
-    for (const p of table) {
-      if (p.ppid === parent && !found.has(p.pid)) {
-        found.add(p.pid);
-        queue.push(p.pid);
-      }
-    }
-  }
-  return [...found];
-}
-
-function signal(pid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(pid, sig);
-  } catch {
-    // already gone
-  }
-}
-
-/** Stops start.ts, wrangler and workerd: the whole process group, then any straggler by pid. */
-async function stopServer(child: ChildProcess): Promise<void> {
-  const pgid = child.pid!;
-  // Remember the tree now: once start.ts exits, its descendants are re-parented.
-  const tree = serverProcesses(pgid);
-  const remaining = () => {
-    const now = new Set(serverProcesses(pgid));
-    const table = processTable();
-    for (const pid of tree) if (table?.some((p) => p.pid === pid)) now.add(pid);
-    return [...now];
-  };
-  signal(-pgid, "SIGTERM");
-  for (let i = 0; i < 100 && remaining().length > 0; i++) await sleep(100);
-  if (remaining().length > 0) {
-    console.warn(`e2e: processes still running 10 s after SIGTERM, killing: ${remaining().join(" ")}`);
-    signal(-pgid, "SIGKILL");
-    for (const pid of remaining()) signal(pid, "SIGKILL");
-    for (let i = 0; i < 50 && remaining().length > 0; i++) await sleep(100);
-  }
-  const survivors = remaining();
-  if (survivors.length > 0) throw new Error(`processes survived shutdown: ${survivors.join(", ")}`);
-}
 
 interface CliResult {
   code: number;
@@ -161,39 +64,13 @@ function tokenRequest(params: Record<string, string>) {
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 
 beforeAll(async () => {
-  persistDir = mkdtempSync(join(tmpdir(), "expiry-e2e-"));
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  server = spawn(process.execPath, [join(ROOT, "scripts", "start.ts"), "--port", String(port), "--persist-to", persistDir], {
-    cwd: ROOT,
-    detached: true, // own process group: afterAll stops start.ts, wrangler and workerd together
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" },
-  });
-  server.stdout!.on("data", (chunk) => (serverOutput += chunk));
-  server.stderr!.on("data", (chunk) => (serverOutput += chunk));
-
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    if (server.exitCode !== null || server.signalCode !== null) {
-      throw new Error(`npm start exited early (${server.exitCode ?? server.signalCode}):\n${serverOutput}`);
-    }
-    try {
-      if ((await fetch(`${base}/health`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`no answer on ${base}/health within 120 s:\n${serverOutput}`);
-    await sleep(200);
-  }
+  service = await startService("expiry-e2e-");
+  base = service.base;
+  persistDir = service.persistDir;
 });
 
 afterAll(async () => {
-  try {
-    if (server?.pid !== undefined) await stopServer(server);
-  } finally {
-    if (persistDir) rmSync(persistDir, { recursive: true, force: true });
-  }
+  await service?.stop();
 });
 
 describe("service over HTTP", () => {
@@ -288,7 +165,7 @@ describe("reminders fire from a real alarm", () => {
       sent = list.body.data.sent.find((r: any) => r.reminder_id === reminderId);
       if (sent?.deliveries?.[0]?.state === "sent") break;
     }
-    expect(sent, serverOutput.slice(-2000)).toBeDefined();
+    expect(sent, service!.output().slice(-2000)).toBeDefined();
     expect(Date.parse(sent.sent_at)).toBeGreaterThanOrEqual(at.getTime());
     expect(Date.parse(sent.sent_at) - at.getTime()).toBeLessThan(5_000);
     expect(sent.deliveries[0]).toMatchObject({ channel: "email", state: "sent", recipient: email });

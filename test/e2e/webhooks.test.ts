@@ -2,23 +2,15 @@
 // signed webhooks to a receiver this test runs on 127.0.0.1; every request received is verified
 // with `standardwebhooks` (the reference implementation). item.expired (at midnight) is covered by
 // test/worker/webhook-delivery.test.ts.
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
 import { createServer as createHttpServer, type IncomingHttpHeaders, type Server } from "node:http";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../../scripts/lib/local.ts";
 import { DEMO_CLIENTS } from "../../scripts/seed-data.ts";
+import { sleep, startService, type Service } from "./support/service.ts";
 
 const owner = DEMO_CLIENTS.find((c) => c.clientId === "demo-owner")!;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-let server: ChildProcess | undefined;
-let serverOutput = "";
-let persistDir = "";
+let service: Service | undefined;
 let base = "";
 
 interface Received {
@@ -31,19 +23,6 @@ let receiverBase = "";
 const received: Received[] = [];
 /** Status the receiver answers per path (default 200); a function sees how many times the path was hit. */
 const answers = new Map<string, (hits: number) => number>();
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const address = srv.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 const flat = (headers: IncomingHttpHeaders) =>
   Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : String(v ?? "")]));
@@ -68,7 +47,7 @@ async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs: n
   for (;;) {
     const value = probe();
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; received: ${JSON.stringify(received.map((r) => [r.path, r.body.slice(0, 80)]))}\n${serverOutput.slice(-2000)}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; received: ${JSON.stringify(received.map((r) => [r.path, r.body.slice(0, 80)]))}\n${service?.output().slice(-2000) ?? ""}`);
     await sleep(100);
   }
 }
@@ -88,52 +67,17 @@ beforeAll(async () => {
   const address = receiver.address();
   receiverBase = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
 
-  persistDir = mkdtempSync(join(tmpdir(), "expiry-e2e-webhooks-"));
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
   // --var: the webhook settings of .dev.vars.example, even where an older .dev.vars lacks them.
   const vars = ["--var", "WEBHOOK_SECRETS_KEY:e2e-webhook-secrets-key-0123456789abcdef", "--var", "WEBHOOKS_ALLOW_PRIVATE_URLS:true"];
-  server = spawn(process.execPath, [join(ROOT, "scripts", "start.ts"), "--port", String(port), "--persist-to", persistDir, ...vars], {
-    cwd: ROOT,
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" },
-  });
-  server.stdout!.on("data", (chunk) => (serverOutput += chunk));
-  server.stderr!.on("data", (chunk) => (serverOutput += chunk));
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    if (server.exitCode !== null || server.signalCode !== null) throw new Error(`start.ts exited early:\n${serverOutput}`);
-    try {
-      if ((await fetch(`${base}/health`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`no answer on ${base}/health within 120 s:\n${serverOutput}`);
-    await sleep(200);
-  }
+  service = await startService("expiry-e2e-webhooks-", vars);
+  base = service.base;
 });
 
 afterAll(async () => {
   try {
-    if (server?.pid !== undefined && server.exitCode === null) {
-      const pgid = server.pid;
-      const exited = new Promise((r) => server!.once("exit", r));
-      try {
-        process.kill(-pgid, "SIGTERM");
-      } catch {
-        // gone
-      }
-      await Promise.race([exited, sleep(10_000)]);
-      try {
-        process.kill(-pgid, "SIGKILL");
-      } catch {
-        // gone
-      }
-    }
-    await new Promise((r) => receiver?.close(r));
+    await service?.stop();
   } finally {
-    if (persistDir) rmSync(persistDir, { recursive: true, force: true });
+    await new Promise((r) => receiver?.close(r));
   }
 });
 

@@ -1,0 +1,160 @@
+// The real service for the e2e tests: `node scripts/start.ts` (what `npm start` runs) on a free
+// port with a fresh --persist-to dir, in its own process group, and a shutdown that leaves no
+// start.ts, wrangler or workerd process behind.
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ROOT } from "../../../scripts/lib/local.ts";
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface Service {
+  /** http://127.0.0.1:<port> */
+  base: string;
+  /** The --persist-to dir (local D1, R2, Durable Objects), for the operator CLI. */
+  persistDir: string;
+  /** Everything the service printed so far. */
+  output(): string;
+  /** Stops the whole process tree and removes the dir. */
+  stop(): Promise<void>;
+}
+
+/** Starts the service (extra arguments go to start.ts, e.g. `--var K:V`) and waits for /health. */
+export async function startService(prefix: string, extraArgs: string[] = []): Promise<Service> {
+  const persistDir = mkdtempSync(join(tmpdir(), prefix));
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  let output = "";
+  const server = spawn(process.execPath, [join(ROOT, "scripts", "start.ts"), "--port", String(port), "--persist-to", persistDir, ...extraArgs], {
+    cwd: ROOT,
+    detached: true, // own process group: stop() ends start.ts, wrangler and workerd together
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" },
+  });
+  server.stdout!.on("data", (chunk) => (output += chunk));
+  server.stderr!.on("data", (chunk) => (output += chunk));
+  const service: Service = {
+    base,
+    persistDir,
+    output: () => output,
+    async stop() {
+      try {
+        if (server.pid !== undefined) await stopServer(server);
+      } finally {
+        rmSync(persistDir, { recursive: true, force: true });
+      }
+    },
+  };
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (server.exitCode !== null || server.signalCode !== null) {
+      await service.stop();
+      throw new Error(`npm start exited early (${server.exitCode ?? server.signalCode}):\n${output}`);
+    }
+    try {
+      if ((await fetch(`${base}/health`)).ok) return service;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await service.stop();
+      throw new Error(`no answer on ${base}/health within 120 s:\n${output}`);
+    }
+    await sleep(200);
+  }
+}
+
+/** A port nobody listens on right now (the OS picks it). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const address = srv.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+interface Proc {
+  pid: number;
+  ppid: number;
+  pgrp: number;
+}
+
+/** Live (non-zombie) processes from /proc, or null where there is no /proc. */
+function processTable(): Proc[] | null {
+  if (!existsSync("/proc/self/stat")) return null;
+  const table: Proc[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const [state, ppid, pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (state !== "Z" && state !== "X") table.push({ pid: Number(entry), ppid: Number(ppid), pgrp: Number(pgrp) });
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return table;
+}
+
+/** `root`, every live process below it, and every live member of its process group. */
+function serverProcesses(root: number): number[] {
+  const table = processTable();
+  if (!table) {
+    try {
+      process.kill(-root, 0);
+      return [root];
+    } catch {
+      return [];
+    }
+  }
+  const found = new Set(table.filter((p) => p.pid === root || p.pgrp === root).map((p) => p.pid));
+  const queue = [root];
+  while (queue.length > 0) {
+    const parent = queue.shift()!;
+    for (const p of table) {
+      if (p.ppid === parent && !found.has(p.pid)) {
+        found.add(p.pid);
+        queue.push(p.pid);
+      }
+    }
+  }
+  return [...found];
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // already gone
+  }
+}
+
+/** Stops start.ts, wrangler and workerd: the whole process group, then any straggler by pid. */
+async function stopServer(child: ChildProcess): Promise<void> {
+  const pgid = child.pid!;
+  // Remember the tree now: once start.ts exits, its descendants are re-parented.
+  const tree = serverProcesses(pgid);
+  const remaining = () => {
+    const now = new Set(serverProcesses(pgid));
+    const table = processTable();
+    for (const pid of tree) if (table?.some((p) => p.pid === pid)) now.add(pid);
+    return [...now];
+  };
+  signal(-pgid, "SIGTERM");
+  for (let i = 0; i < 100 && remaining().length > 0; i++) await sleep(100);
+  if (remaining().length > 0) {
+    console.warn(`e2e: processes still running 10 s after SIGTERM, killing: ${remaining().join(" ")}`);
+    signal(-pgid, "SIGKILL");
+    for (const pid of remaining()) signal(pid, "SIGKILL");
+    for (let i = 0; i < 50 && remaining().length > 0; i++) await sleep(100);
+  }
+  const survivors = remaining();
+  if (survivors.length > 0) throw new Error(`processes survived shutdown: ${survivors.join(", ")}`);
+}
