@@ -16,7 +16,7 @@
 // Exits non-zero on errors (non-2xx, wrong bytes, failed setup), not on missed targets.
 import type { ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import {
@@ -25,12 +25,13 @@ import {
   measurer,
   median,
   multiRowInserts,
+  prepareBenchState,
   printColumns,
   prng,
+  procStats,
   sqlText,
   stopServer,
   tempServerScope,
-  prepareBenchState,
   type RouteResult,
   type RouteSpec,
 } from "./lib/bench-kit.ts";
@@ -119,18 +120,9 @@ function apiCompatibilityDate(): string {
 // Memory: VmRSS of every process in a server's process group, sampled while a transfer runs.
 
 function groupPids(group: number): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[2]) === group) pids.push(Number(entry));
-    } catch {
-      // gone
-    }
-  }
-  return pids;
+  return procStats()
+    .filter(({ fields }) => Number(fields[2]) === group)
+    .map(({ pid }) => pid);
 }
 
 function processName(pid: number): string {
@@ -181,7 +173,13 @@ interface Transfer {
 async function timed(group: number, work: () => Promise<number>): Promise<Transfer> {
   const sampler = rssSampler(group);
   const started = performance.now();
-  const bytes = await work().finally(() => sampler.stop());
+  let bytes: number;
+  try {
+    bytes = await work();
+  } catch (err) {
+    sampler.stop();
+    throw err;
+  }
   const seconds = (performance.now() - started) / 1000;
   const memory = sampler.stop();
   return { seconds, bytes, idleKb: memory.idleKb, growthKb: memory.peakKb - memory.idleKb };
@@ -255,14 +253,14 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
     const apiUpload = async (size: number): Promise<{ transfer: Transfer; fileId: string; sessionMs: number }> => {
       const t = performance.now();
       const session = await postJson("/v1/uploads", token, { filename: `bench-${size}-${++uploads}.bin`, content_type: "application/octet-stream" });
-      expect(session.status === 201 || session.status === 200, `POST /v1/uploads: ${session.status} ${JSON.stringify(session.body)}`);
+      expect(session.status === 201, `POST /v1/uploads: ${session.status} ${JSON.stringify(session.body)}`);
       const sessionMs = performance.now() - t;
       const { upload_url: url, upload_token: uploadToken } = session.body.data as { upload_url: string; upload_token: string };
       let fileId = "";
       const transfer = await timed(api!.pid!, async () => {
         const res = await fetch(url, { method: "PUT", headers: { "X-Upload-Token": uploadToken, "Content-Type": "application/octet-stream" }, body: payload.subarray(0, size) });
         const body = (await res.json()) as { data?: { file_id?: string } };
-        expect(res.status === 201 || res.status === 200, `PUT /v1/uploads (${size} bytes): ${res.status} ${JSON.stringify(body)}`);
+        expect(res.status === 200, `PUT /v1/uploads (${size} bytes): ${res.status} ${JSON.stringify(body)}`);
         fileId = body.data!.file_id!;
         return size;
       });
@@ -359,8 +357,11 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
     );
     const mb = (kb: number) => `${(kb / 1024).toFixed(1)} MiB`;
     const rows: string[][] = [];
+    const memoryRows: string[][] = [];
     const summary: Record<string, unknown> = {};
     const met = (ratio: number, target: number) => (ratio >= target ? "yes" : "NO");
+    const transferRow = (what: string, api: number, bare: number, target: number) =>
+      [what, `${api.toFixed(1)} MiB/s`, `${bare.toFixed(1)} MiB/s`, (api / bare).toFixed(2), `>= ${target}`, met(api / bare, target)];
     for (const size of SIZES) {
       const r = bytes.get(size)!;
       const up = median(r.apiUp.map(mbPerSecond));
@@ -368,20 +369,23 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
       const down = median(r.apiDown.map(mbPerSecond));
       const downBare = median(r.bareDown.map(mbPerSecond));
       const label = `${size / MiB} MiB`;
-      rows.push([`upload ${label} (PUT /v1/uploads)`, `${up.toFixed(1)} MiB/s`, `${upBare.toFixed(1)} MiB/s`, (up / upBare).toFixed(2), `>= ${TARGETS.upload}`, met(up / upBare, TARGETS.upload)]);
-      rows.push([`download ${label} (GET /v1/files/{id})`, `${down.toFixed(1)} MiB/s`, `${downBare.toFixed(1)} MiB/s`, (down / downBare).toFixed(2), `>= ${TARGETS.download}`, met(down / downBare, TARGETS.download)]);
+      rows.push(transferRow(`upload ${label} (PUT /v1/uploads)`, up, upBare, TARGETS.upload));
+      rows.push(transferRow(`download ${label} (GET /v1/files/{id})`, down, downBare, TARGETS.download));
+      const growth = (ts: Transfer[]) => median(ts.map((t) => t.growthKb));
+      const rssGrowthKb = {
+        // The first transfer of each size (round 1) also pays for the heap and buffers the runtime grows once.
+        apiUploadFirst: r.apiUp[0]!.growthKb,
+        bareUploadFirst: r.bareUp[0]!.growthKb,
+        apiUpload: growth(r.apiUp),
+        bareUpload: growth(r.bareUp),
+        apiDownload: growth(r.apiDown),
+        bareDownload: growth(r.bareDown),
+      };
+      memoryRows.push([label, ...Object.values(rssGrowthKb).map(mb)]);
       summary[label] = {
         upload: { api: up, bare: upBare, ratio: up / upBare, sessionMs: median(r.sessionMs) },
         download: { api: down, bare: downBare, ratio: down / downBare },
-        rssGrowthKb: {
-          // The first transfer of each size (round 1) also pays for the heap and buffers the runtime grows once.
-          apiUploadFirst: r.apiUp[0]!.growthKb,
-          bareUploadFirst: r.bareUp[0]!.growthKb,
-          apiUpload: median(r.apiUp.map((t) => t.growthKb)),
-          bareUpload: median(r.bareUp.map((t) => t.growthKb)),
-          apiDownload: median(r.apiDown.map((t) => t.growthKb)),
-          bareDownload: median(r.bareDown.map((t) => t.growthKb)),
-        },
+        rssGrowthKb,
       };
     }
     printColumns(["transfer", "through the API", "bare R2", "ratio", "target", "met"], rows);
@@ -389,15 +393,9 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
     console.log(
       `\nPeak resident memory of each server's workerd processes over their idle value (median; idle: API ${idle((r) => r.apiUp)}, bare ${idle((r) => r.bareUp)}):\n`,
     );
-    printColumns(
-      ["size", "API upload, first", "bare put, first", "API upload", "bare put", "API download", "bare get"],
-      SIZES.map((size) => {
-        const g = (summary[`${size / MiB} MiB`] as { rssGrowthKb: Record<string, number> }).rssGrowthKb;
-        return [`${size / MiB} MiB`, ...[g.apiUploadFirst, g.bareUploadFirst, g.apiUpload, g.bareUpload, g.apiDownload, g.bareDownload].map((kb) => mb(kb!))];
-      }),
-    );
+    printColumns(["size", "API upload, first", "bare put, first", "API upload", "bare put", "API download", "bare get"], memoryRows);
     console.log(`\nPOST /v1/uploads (the session) before each upload: median ${median(SIZES.flatMap((s) => bytes.get(s)!.sessionMs)).toFixed(1)} ms\n`);
-    const taskRows_ = taskRoutes.map((route) => {
+    const taskTable = taskRoutes.map((route) => {
       const rs = ratios.get(route.key)!;
       const ratio = median(rs);
       const rps = median(runs.filter((r) => r.key === route.key).map((r) => r.requestsPerSecond));
@@ -405,7 +403,7 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
       return [route.label, `${rps.toFixed(0)} req/s`, ratio.toFixed(2), rs.map((x) => x.toFixed(2)).join(" "), route.target ? `>= ${route.target}` : "", route.target ? met(ratio, route.target) : ""];
     });
     const healthRuns = runs.filter((r) => r.key === "health").map((r) => r.requestsPerSecond);
-    printColumns(["route (50,000 tasks)", "median", "ratio to /health", "per round", "target", "met"], [["GET /health", `${median(healthRuns).toFixed(0)} req/s`, "1.00", "", "", ""], ...taskRows_]);
+    printColumns(["route (50,000 tasks)", "median", "ratio to /health", "per round", "target", "met"], [["GET /health", `${median(healthRuns).toFixed(0)} req/s`, "1.00", "", "", ""], ...taskTable]);
     if (options.json) {
       mkdirSync(dirname(options.json), { recursive: true });
       writeFileSync(options.json, JSON.stringify({ started: new Date(started).toISOString(), options, summary, runs }, null, 2));

@@ -193,19 +193,23 @@ function readProcStat(path: string): string | undefined {
   }
 }
 
+/** Every process in /proc: its pid and the fields of its stat line after "pid (comm)" (state is [0], pgrp [2], utime [11], stime [12]). */
+export function procStats(): Array<{ pid: number; fields: string[] }> {
+  const stats: Array<{ pid: number; fields: string[] }> = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = readProcStat(`/proc/${entry}/stat`);
+    if (stat) stats.push({ pid: Number(entry), fields: stat.slice(stat.lastIndexOf(")") + 2).split(" ") });
+  }
+  return stats;
+}
+
 /** utime + stime (clock ticks) of this process and of every process in the dev server's group. */
 function ourTicks(serverGroup: number | undefined): { ours: number; self: number } {
   let ticks = 0;
   let self = 0;
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = readProcStat(`/proc/${entry}/stat`);
-    if (!stat) continue;
-    // Fields after "pid (comm)": state ppid pgrp ... utime(14) stime(15), counted from 1.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const pid = Number(entry);
-    const pgrp = Number(fields[2]);
-    if (pid === process.pid || (serverGroup !== undefined && pgrp === serverGroup)) {
+  for (const { pid, fields } of procStats()) {
+    if (pid === process.pid || (serverGroup !== undefined && Number(fields[2]) === serverGroup)) {
       const used = Number(fields[11]) + Number(fields[12]);
       ticks += used;
       if (pid === process.pid) self = used;
