@@ -28,7 +28,6 @@ import {
   prepareBenchState,
   printColumns,
   prng,
-  procStats,
   sqlText,
   stopServer,
   tempServerScope,
@@ -36,6 +35,7 @@ import {
   type RouteSpec,
 } from "./lib/bench-kit.ts";
 import { ROOT, executeSql, startDev } from "./lib/local.ts";
+import { procStats, readProcFile } from "./lib/procs.ts";
 
 export interface DriveBenchOptions {
   port: number;
@@ -125,22 +125,8 @@ function groupPids(group: number): number[] {
     .map(({ pid }) => pid);
 }
 
-function processName(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/comm`, "utf8").trim();
-  } catch {
-    return "?";
-  }
-}
-
-function rssKb(pid: number): number {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, "utf8");
-    return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  } catch {
-    return 0;
-  }
-}
+const processName = (pid: number) => readProcFile(`/proc/${pid}/comm`)?.trim() ?? "?";
+const rssKb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readProcFile(`/proc/${pid}/status`) ?? "")?.[1] ?? 0);
 
 /** Samples the summed RSS of the workerd processes of `group` every 10 ms; `stop()` gives idle and peak (KiB). */
 function rssSampler(group: number) {

@@ -1,11 +1,12 @@
 // Shared by the benchmarks (scripts/bench.ts and scripts/bench-*.ts): seeding SQL, autocannon,
 // HTTP helpers, the CPU accounting of a measured run, and stopping the dev server.
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROOT, applyMigrations, ensureDevVars, seedLocal, stopDev } from "./local.ts";
+import { procStats, readProcFile } from "./procs.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Seeding SQL
@@ -185,25 +186,6 @@ export interface CpuSample {
   self: number;
 }
 
-function readProcStat(path: string): string | undefined {
-  try {
-    return readFileSync(path, "utf8");
-  } catch {
-    return undefined;
-  }
-}
-
-/** Every process in /proc: its pid and the fields of its stat line after "pid (comm)" (state is [0], pgrp [2], utime [11], stime [12]). */
-export function procStats(): Array<{ pid: number; fields: string[] }> {
-  const stats: Array<{ pid: number; fields: string[] }> = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = readProcStat(`/proc/${entry}/stat`);
-    if (stat) stats.push({ pid: Number(entry), fields: stat.slice(stat.lastIndexOf(")") + 2).split(" ") });
-  }
-  return stats;
-}
-
 /** utime + stime (clock ticks) of this process and of every process in the dev server's group. */
 function ourTicks(serverGroup: number | undefined): { ours: number; self: number } {
   let ticks = 0;
@@ -219,7 +201,7 @@ function ourTicks(serverGroup: number | undefined): { ours: number; self: number
 }
 
 export function cpuSample(serverGroup: number | undefined): CpuSample | undefined {
-  const line = readProcStat("/proc/stat")?.split("\n")[0];
+  const line = readProcFile("/proc/stat")?.split("\n")[0];
   if (!line?.startsWith("cpu ")) return undefined;
   const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1, 9).map(Number) as number[];
   const busy = user! + nice! + system! + irq! + softirq! + steal!;

@@ -2,11 +2,12 @@
 // port with a fresh --persist-to dir, in its own process group, and a shutdown that leaves no
 // start.ts, wrangler or workerd process behind.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROOT } from "../../../scripts/lib/local.ts";
+import { procStats } from "../../../scripts/lib/procs.ts";
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -89,18 +90,9 @@ interface Proc {
 /** Live (non-zombie) processes from /proc, or null where there is no /proc. */
 function processTable(): Proc[] | null {
   if (!existsSync("/proc/self/stat")) return null;
-  const table: Proc[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const [state, ppid, pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (state !== "Z" && state !== "X") table.push({ pid: Number(entry), ppid: Number(ppid), pgrp: Number(pgrp) });
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return table;
+  return procStats()
+    .filter(({ fields }) => fields[0] !== "Z" && fields[0] !== "X")
+    .map(({ pid, fields }) => ({ pid, ppid: Number(fields[1]), pgrp: Number(fields[2]) }));
 }
 
 /** `root`, every live process below it, and every live member of its process group. */
