@@ -72,10 +72,11 @@ export function secretsKey(env: { WEBHOOK_SECRETS_KEY?: string }): string {
   return key;
 }
 
-/** 400 naming the rule when `url` may not be an endpoint. */
-export function checkUrl(url: string, allowPrivate: boolean): void {
+/** The URL to store (the parser's normalised form of `url`); 400 naming the rule when it may not be an endpoint. */
+export function checkUrl(url: string, allowPrivate: boolean): string {
   const result = checkWebhookUrl(url, allowPrivate);
   if (!result.ok) throw badRequest(result.msg);
+  return result.url.href;
 }
 
 const inCompany = (companyId: number, endpointId: number) => and(eq(webhookEndpoints.id, endpointId), eq(webhookEndpoints.companyId, companyId));

@@ -112,9 +112,9 @@ webhooksRouter.openapi(
   }),
   async (c) => {
     const input = c.req.valid("json");
-    checkUrl(input.url, allowsPrivateUrls(c.env));
+    const url = checkUrl(input.url, allowsPrivateUrls(c.env));
     const key = secretsKey(c.env);
-    const { row, secret } = await createEndpoint(c.var.db, c.var.companyId, c.var.auth.userId, input, key);
+    const { row, secret } = await createEndpoint(c.var.db, c.var.companyId, c.var.auth.userId, { ...input, url }, key);
     return created(c, "Webhook endpoint created", { ...endpointOutput(row), secret });
   },
 );
@@ -151,8 +151,8 @@ webhooksRouter.openapi(
   }),
   async (c) => {
     const input = c.req.valid("json");
-    if (input.url !== undefined) checkUrl(input.url, allowsPrivateUrls(c.env));
-    const row = await updateEndpoint(c.var.db, c.var.companyId, c.req.valid("param").webhook_id, input);
+    const url = input.url === undefined ? undefined : checkUrl(input.url, allowsPrivateUrls(c.env));
+    const row = await updateEndpoint(c.var.db, c.var.companyId, c.req.valid("param").webhook_id, { ...input, url });
     return updated(c, "Webhook endpoint updated", endpointOutput(row));
   },
 );

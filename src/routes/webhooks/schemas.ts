@@ -21,7 +21,10 @@ const Iso = z.string().openapi({ example: "2026-03-01T09:00:00.000Z", descriptio
 export const WebhookEndpointSchema = z
   .object({
     webhook_id: z.number().int().openapi({ example: 3 }),
-    url: z.string().openapi({ example: "https://hooks.example.com/expiry" }),
+    url: z.string().openapi({
+      example: "https://hooks.example.com/expiry",
+      description: "The URL as the WHATWG URL parser normalises it (lowercase scheme and host, no default port, dot segments resolved, percent-encoded): the one deliveries go to",
+    }),
     description: z.string().openapi({ example: "Ops dashboard", description: "\"\" when none" }),
     events: z.array(z.string()).openapi({
       example: ["item.created", "reminder.sent"],
@@ -71,7 +74,7 @@ export const WebhookTestResultSchema = z
 
 // ---- input ----
 
-const URL_RULES = `An absolute https URL of at most ${MAX_URL_CHARS} characters on the default port, without credentials (user:password@), whose host is a public name or address: loopback, private, link-local, carrier-grade NAT, unique-local, multicast, reserved and unspecified addresses (IPv4 and IPv6, IPv4-mapped included), localhost, *.localhost, *.local, *.internal, single-label hosts and cloud metadata hosts are refused (400 naming the rule). A deployment with WEBHOOKS_ALLOW_PRIVATE_URLS="true" (local development) also accepts http, any port and loopback hosts (127.0.0.1, [::1], localhost).`;
+const URL_RULES = `An absolute https URL of at most ${MAX_URL_CHARS} characters on the default port, without credentials (user:password@) or a backslash before its path, whose host is a public name or address: loopback, private, link-local, carrier-grade NAT, unique-local, multicast, documentation, benchmarking, reserved and unspecified addresses (IPv4 and IPv6, including the IPv6 forms that embed an IPv4 address: IPv4-mapped, IPv4-compatible, IPv4-translated, NAT64, 6to4, Teredo, ISATAP), localhost, *.localhost, *.local, *.internal, single-label hosts, names with an empty label (host..) and cloud metadata hosts are refused (400 naming the rule). Stored and returned as the URL parser normalises it (HTTPS://Example.COM:443/a/../b becomes https://example.com/b). A deployment with WEBHOOKS_ALLOW_PRIVATE_URLS="true" (local development) also accepts http, any port but 0 and loopback hosts (127.0.0.1, [::1], localhost).`;
 
 const urlField = cleanText("url")
   .min(1, { error: "url must not be empty", abort: true })
