@@ -51,6 +51,17 @@ export const LATEST_ALARM = Date.UTC(2180, 0, 1);
 /** Entries kept in the triggered feed (the newest). */
 export const TRIGGERED_KEEP = 10_000;
 
+/**
+ * The instant the alarm is armed at for work due at `due`: strictly after `now`, never after
+ * LATEST_ALARM (a later reminder is reached by an alarm at the limit that finds nothing due and
+ * arms again). An alarm set at or before now from inside alarm() is reported to be dropped when the
+ * handler returns (local workerd) or run tens of seconds late (production); one 1 ms ahead chains
+ * at once (workerd #6866). `alarmInstant(Date.now())` is the soonest re-arm.
+ */
+export function alarmInstant(due: number, now = Date.now()): number {
+  return Math.min(Math.max(due, now + 1), LATEST_ALARM);
+}
+
 
 export interface ReminderTime {
   date?: string;
@@ -243,12 +254,14 @@ export class ReminderScheduler extends DurableObject<Env> {
     const wake = nextWake(this.sql);
     // Inside the alarm handler the alarm that fired may still be reported: always set it there.
     const current = inAlarm ? null : await this.ctx.storage.getAlarm();
-    // setAlarm refuses instants after 2189: a later reminder is reached by an alarm at the limit
-    // that finds nothing due and arms again.
-    const alarmAt = wake === null ? null : Math.min(wake, LATEST_ALARM);
+    const now = Date.now();
+    const alarmAt = wake === null ? null : alarmInstant(wake, now);
+    // Overdue work and an alarm already due: that alarm runs it. Setting it again would only move
+    // it later (a stream of calls could keep pushing it back); a lost alarm is the sweep's job.
+    const alreadyDue = alarmAt !== null && wake! <= now && current !== null && current <= alarmAt;
     if (alarmAt === null) {
       if (current !== null) await this.ctx.storage.deleteAlarm();
-    } else if (current !== alarmAt) {
+    } else if (current !== alarmAt && !alreadyDue) {
       await this.ctx.storage.setAlarm(alarmAt);
     }
     const written = getMeta(this.sql, "wakeup");
@@ -476,7 +489,8 @@ export class ReminderScheduler extends DurableObject<Env> {
     const more = await this.repair(companyId);
     await this.pump(companyId);
     const wake = nextWake(this.sql);
-    if (more || (wake !== null && wake <= Date.now())) await this.ctx.storage.setAlarm(Date.now());
+    // Set even when an alarm is reported: the sweep is here because that one may be lost.
+    if (more || (wake !== null && wake <= Date.now())) await this.ctx.storage.setAlarm(alarmInstant(Date.now()));
     else await this.afterChange(companyId);
   }
 
@@ -519,8 +533,9 @@ export class ReminderScheduler extends DurableObject<Env> {
     const delivered = await deliverDue(this.ctx.storage, this.env, companyId, this.transports);
     const hooks = await deliverWebhooks(this.ctx.storage, this.env, companyId, this.webhookTransport);
     pruneWebhooks(this.ctx.storage);
+    // Re-armed last: a setAlarm() before a throw would suppress the runtime's retries.
     if (moreToRepair || claimed >= CLAIM_BATCH || delivered.more || hooks.more) {
-      await this.ctx.storage.setAlarm(Date.now());
+      await this.ctx.storage.setAlarm(alarmInstant(Date.now()));
       return;
     }
     await this.afterChange(companyId, [], true);

@@ -1,7 +1,8 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { DELIVERY_BATCH } from "../../src/reminders/delivery";
 import { schedulerFor } from "../../src/reminders/rpc";
-import type { ReminderScheduler } from "../../src/reminders/scheduler";
+import { alarmInstant, LATEST_ALARM, type ReminderScheduler } from "../../src/reminders/scheduler";
 import { localToInstant, todayIn, addDays } from "../../src/lib/time";
 import { call, createAccount, createContact, createItem, env, expectShapeB } from "./helpers";
 
@@ -16,6 +17,37 @@ async function backdate(companyId: number, reminderId: number, msAgo = 1000) {
 
 function futureDate(days: number) {
   return addDays(todayIn("UTC"), days);
+}
+
+/**
+ * Stops Date.now() until restored (the worker, its objects and the test share one isolate), as
+ * production workerd does between I/O: the clock read at a setAlarm() call is then the `now` the
+ * code computed the alarm from. The runtime still runs alarms by the real clock.
+ */
+function freezeClock() {
+  return vi.spyOn(Date, "now").mockReturnValue(Date.now());
+}
+
+interface Arming {
+  /** Date.now() at the setAlarm() call. */
+  now: number;
+  at: number;
+  /** Deliveries still pending at that moment. */
+  pending: number;
+}
+
+/** Records every setAlarm() of the company's object from now on (the call goes through unchanged). */
+async function recordArmings(companyId: number): Promise<Arming[]> {
+  const armings: Arming[] = [];
+  await runInDurableObject(stubOf(companyId), (_i, state) => {
+    const setAlarm = state.storage.setAlarm.bind(state.storage);
+    state.storage.setAlarm = (at, options) => {
+      const pending = state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM deliveries WHERE state = 'pending'").one().n;
+      armings.push({ now: Date.now(), at: Number(at), pending });
+      return setAlarm(at, options);
+    };
+  });
+  return armings;
 }
 
 describe("reminders of an item", () => {
@@ -247,7 +279,6 @@ describe("firing and delivery", () => {
     const res = await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: { period: 1, unit: "day", rtype: 2 } });
     expect(res.status).toBe(201);
     expect(res.body.data).toMatchObject({ date: "9998-07-01", hour: "09:00" });
-    const { LATEST_ALARM } = await import("../../src/reminders/scheduler");
     expect((await stubOf(companyId).status(companyId)).alarm).toBe(LATEST_ALARM);
     expect(await runDurableObjectAlarm(stubOf(companyId))).toBe(true);
     expect((await stubOf(companyId).status(companyId)).alarm).toBe(LATEST_ALARM);
@@ -339,6 +370,101 @@ describe("firing and delivery", () => {
     expect((await call("GET", "/v1/reminders/triggered?limit=100", { token: ownerToken })).body.data).toHaveLength(100);
     expectShapeB(await call("GET", "/v1/reminders/triggered?limit=101", { token: ownerToken }), 400, /limit/);
     expectShapeB(await call("GET", "/v1/reminders/triggered?limit=0", { token: ownerToken }), 400, /limit/);
+  });
+
+  it("arms the alarm strictly after now: at the due instant, at once for overdue work, at most at LATEST_ALARM", () => {
+    const now = Date.now();
+    expect(alarmInstant(now + 60_000, now)).toBe(now + 60_000);
+    expect(alarmInstant(now, now)).toBe(now + 1);
+    expect(alarmInstant(now - 60_000, now)).toBe(now + 1);
+    expect(alarmInstant(Date.UTC(9998, 6, 1), now)).toBe(LATEST_ALARM);
+  });
+
+  it("never arms the alarm at or before now for work already overdue", async () => {
+    const { companyId, ownerToken } = await createAccount();
+    const item = await createItem(ownerToken, { expiry_date: futureDate(30), seqid: 0 });
+    const r = (await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(3) })).body.data;
+    await backdate(companyId, r.reminder_id, 60_000);
+    await runInDurableObject(stubOf(companyId), (_i, state) => state.storage.deleteAlarm());
+    const armings = await recordArmings(companyId);
+    const clock = freezeClock();
+    try {
+      // Any change arms the alarm for the earliest work: here the overdue reminder.
+      const later = await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(5) });
+      expect(later.status).toBe(201);
+    } finally {
+      clock.mockRestore();
+    }
+    expect(armings.length).toBeGreaterThanOrEqual(1);
+    for (const arming of armings) expect(arming.at, JSON.stringify(arming)).toBeGreaterThan(arming.now);
+    expect(armings[0]!.at - armings[0]!.now).toBeLessThan(1_000);
+    await runDurableObjectAlarm(stubOf(companyId));
+    expect((await remindersOf(ownerToken, item.item_id)).sent.map((s: any) => s.reminder_id)).toEqual([r.reminder_id]);
+  });
+
+  it("drains more deliveries than one run takes over chained alarm runs, each re-armed strictly after the moment it ends", async () => {
+    const { companyId, ownerToken } = await createAccount();
+    const contact = await createContact(ownerToken);
+    const date = futureDate(30);
+    const item = await createItem(ownerToken, { expiry_date: date, seqid: 0, contact_id: contact.contact_id });
+    // What is left once the backlog is out: the item's item.expired event at 00:00 of its date.
+    const expiredAt = Date.parse(`${date}T00:00:00Z`);
+    const backlog = 2 * DELIVERY_BATCH + 50;
+    const stub = stubOf(companyId);
+    let emails = 0;
+    await runInDurableObject(stub, (instance: ReminderScheduler, state) => {
+      const past = Date.now() - 5_000;
+      for (let i = 0; i < backlog; i++) {
+        state.storage.sql.exec(
+          "INSERT INTO reminders (item_id, origin, date, hour, due_at, channels, state, created_at) VALUES (?, 'manual', '2026-01-01', '09:00', ?, '[\"email\"]', 'queued', ?)",
+          item.item_id,
+          past,
+          past,
+        );
+      }
+      const email = instance.transports.email;
+      instance.transports = { ...instance.transports, email: (message) => (emails++, email(message)) };
+    });
+    const armings = await recordArmings(companyId);
+    const clock = freezeClock();
+    const progress = () =>
+      runInDurableObject(stub, async (_i, state) => ({
+        unfinished: state.storage.sql.exec<{ n: number }>(
+          "SELECT (SELECT count(*) FROM reminders WHERE state = 'queued' AND origin <> 'expiry') + (SELECT count(*) FROM deliveries WHERE state <> 'sent') AS n",
+        ).one().n,
+        alarm: await state.storage.getAlarm(),
+      }));
+    // The runtime also runs a re-armed alarm by itself (it is due at once); a manual run then finds
+    // no alarm (null while one runs) and waits. Done: nothing unfinished, the alarm at the next work.
+    try {
+      for (let round = 0; ; round++) {
+        const state = await progress();
+        if (state.unfinished === 0 && state.alarm === expiredAt) break;
+        if (round === 500) throw new Error(`backlog not drained: ${JSON.stringify(state)}`);
+        if (!(await runDurableObjectAlarm(stub))) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      clock.mockRestore();
+    }
+
+    // Each run that left deliveries behind re-armed at once, strictly after the moment it ended;
+    // it takes at least three runs.
+    const rearms = armings.filter((a) => a.pending > 0);
+    expect(rearms.length).toBeGreaterThanOrEqual(2);
+    for (const arming of armings) expect(arming.at, JSON.stringify(arming)).toBeGreaterThan(arming.now);
+    for (const arming of rearms) expect(arming.at - arming.now).toBeLessThan(1_000);
+    // Every reminder sent once, every delivery done once.
+    expect(emails).toBe(backlog);
+    const done = await runInDurableObject(stub, (_i, state) => ({
+      sent: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM reminders WHERE state = 'sent'").one().n,
+      triggered: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM triggered").one().n,
+      deliveries: state.storage.sql.exec<{ state: string; attempts: number; n: number }>("SELECT state, attempts, count(*) AS n FROM deliveries GROUP BY state, attempts").toArray(),
+    }));
+    expect(done).toEqual({ sent: backlog, triggered: backlog, deliveries: [{ state: "sent", attempts: 1, n: backlog }] });
+    const listed = await remindersOf(ownerToken, item.item_id);
+    expect(listed.queued).toEqual([]);
+    expect(listed.sent).toHaveLength(100);
+    for (const sent of listed.sent) expect(sent.deliveries).toEqual([expect.objectContaining({ channel: "email", state: "sent", attempts: 1, recipient: contact.email })]);
   });
 
   it("loses nothing when the object is evicted: state and alarm survive", async () => {
