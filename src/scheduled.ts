@@ -15,12 +15,20 @@ const CONCURRENCY = 10;
  * Cron trigger: the backstop. Three indexed queries find the companies that need it (changes not
  * yet applied by their Durable Object, companies whose next reminder is overdue, and webhook
  * events waiting in D1 for more than 30 s); only those
- * are woken, so the cost grows with them, not with the number of companies. Then abandoned
- * uploads are released.
+ * are woken, so the cost grows with them, not with the number of companies. Then the drive space
+ * of uploads whose token has expired is released, in every company, even when the reminder sweep
+ * failed.
  */
 export async function handleScheduled(controller: ScheduledController, env: Env, _ctx: ExecutionContext): Promise<void> {
-  await sweepReminders(controller, env);
-  // Uploads whose Worker stopped mid-stream: their reserved space and partial objects are released.
+  try {
+    await sweepReminders(controller, env);
+  } finally {
+    await releaseExpiredUploads(env);
+  }
+}
+
+/** Uploads whose Worker stopped mid-stream: their reservations are released (releaseAbandonedUploads, all companies). */
+async function releaseExpiredUploads(env: Env): Promise<void> {
   try {
     await releaseAbandonedUploads(getDb(env.DB), env.FILES);
   } catch (error) {

@@ -471,6 +471,8 @@ export const uploadSessions = sqliteTable(
     expiresAt: integer("expires_at").notNull(),
     usedAt: integer("used_at"),
     // KB held by the upload in progress (migration 0010): counted against the company's drive space until its file row exists.
+    // Negative (-KB) once released unfinished (token expired, or the upload failed): holds nothing; its R2 object, if any, is
+    // deleted with the session (src/routes/drive/queries.ts, releaseAbandonedUploads). 0 when unclaimed or stored as a file.
     reservedKb: integer("reserved_kb").notNull().default(0),
     createdAt: createdAt(),
   },

@@ -1,5 +1,7 @@
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
+import worker from "../../src/index";
 import { MAX_UPLOAD_BYTES } from "../../src/lib/body";
 import { contentDisposition, humanSize, kbOf, parseRange, sha256Hex, toHex } from "../../src/routes/drive/format";
 import { MAX_ATTACHMENTS_PER_ITEM } from "../../src/routes/drive/schemas";
@@ -67,12 +69,13 @@ async function download(token: string, fileId: string, headers: Record<string, s
   return { status: res.status, headers: res.headers, bytes };
 }
 
+/** The drive counters, what the files really hold, and the space held by uploads in progress (`reserved_kb`). */
 async function counters(account: { companyId: number; deptId: number }) {
   const row = await env.DB.prepare(
     `SELECT c.drive_space_used_kb AS company_kb, d.storage_used_kb AS dept_kb,
        (SELECT coalesce(sum(max(1, (f.size_bytes + 1023) / 1024)), 0) FROM files f WHERE f.company_id = c.id) AS files_kb,
        (SELECT count(*) FROM files f WHERE f.company_id = c.id) AS files,
-       (SELECT coalesce(sum(reserved_kb), 0) FROM upload_sessions s WHERE s.company_id = c.id) AS reserved_kb
+       (SELECT coalesce(sum(reserved_kb), 0) FROM upload_sessions s WHERE s.company_id = c.id AND s.reserved_kb > 0) AS reserved_kb
      FROM companies c JOIN departments d ON d.id = ? WHERE c.id = ?`,
   )
     .bind(account.deptId, account.companyId)
@@ -84,6 +87,52 @@ async function objectsOf(companyId: number): Promise<string[]> {
   const listed = await env.FILES.list({ prefix: `c/${companyId}/` });
   return listed.objects.map((o) => o.key).sort();
 }
+
+/**
+ * A PUT whose body sends one chunk of `chunkBytes` and then waits for `resume()` before the second:
+ * an upload in progress, its token claimed and its space reserved once `waitForReserved` says so.
+ */
+function pausedPut(uploadToken: string, chunkBytes: number) {
+  let resume!: () => void;
+  const paused = new Promise<void>((resolve) => (resume = resolve));
+  let sent = 0;
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (sent === 1) await paused;
+      if (sent === 2) return controller.close();
+      sent++;
+      controller.enqueue(bytesOf(chunkBytes, sent));
+    },
+  });
+  const bytes = new Uint8Array(2 * chunkBytes);
+  bytes.set(bytesOf(chunkBytes, 1));
+  bytes.set(bytesOf(chunkBytes, 2), chunkBytes);
+  return { pending: putBytes(uploadToken, stream, { "Content-Length": String(2 * chunkBytes) }), resume, bytes };
+}
+
+async function waitForReserved(account: { companyId: number; deptId: number }, kb: number) {
+  for (let i = 0; i < 400 && (await counters(account)).reserved_kb !== kb; i++) await new Promise((r) => setTimeout(r, 5));
+  expect((await counters(account)).reserved_kb).toBe(kb);
+}
+
+/** The cron trigger, as the platform runs it every minute (its reminder log line silenced). */
+async function runCronSweep() {
+  const log = vi.spyOn(console, "log").mockImplementation(() => {});
+  try {
+    const ctx = createExecutionContext();
+    await worker.scheduled!(createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" }), env, ctx);
+    await waitOnExecutionContext(ctx);
+  } finally {
+    log.mockRestore();
+  }
+}
+
+const sessionOf = async (uploadToken: string) =>
+  (await env.DB.prepare("SELECT id, reserved_kb FROM upload_sessions WHERE token_hash = ?").bind(await sha256Hex(uploadToken)).first<{ id: number; reserved_kb: number }>())!;
+
+/** Moves a session's token expiry to `seconds` from now (negative: in the past). */
+const expireIn = async (uploadToken: string, seconds: number) =>
+  env.DB.prepare("UPDATE upload_sessions SET expires_at = unixepoch() + ? WHERE token_hash = ?").bind(seconds, await sha256Hex(uploadToken)).run();
 
 const fileRow = (publicId: string) => env.DB.prepare("SELECT * FROM files WHERE public_id = ?").bind(publicId).first<Record<string, any>>();
 
@@ -565,21 +614,9 @@ describe("sizes and drive space", () => {
     const account = await createAccount();
     const deptId = await createDepartment(account.companyId);
     const { upload_token } = await openSession(account.memberToken, { deptid: deptId });
-    let resume!: () => void;
-    const paused = new Promise<void>((resolve) => (resume = resolve));
-    let sent = 0;
-    const stream = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        if (sent === 1) await paused;
-        if (sent === 2) return controller.close();
-        sent++;
-        controller.enqueue(bytesOf(2048));
-      },
-    });
-    const pending = putBytes(upload_token, stream, { "Content-Length": String(2 * 2048) });
+    const { pending, resume } = pausedPut(upload_token, 2048);
     // Wait until the token is claimed (the space reserved), then delete the department.
-    for (let i = 0; i < 200 && (await counters(account)).reserved_kb === 0; i++) await new Promise((r) => setTimeout(r, 5));
-    expect((await counters(account)).reserved_kb).toBe(4);
+    await waitForReserved(account, 4);
     expect((await call("DELETE", `/v1/departments/${deptId}`, { token: account.ownerToken })).status).toBe(200);
     resume();
     const res = await pending;
@@ -587,27 +624,137 @@ describe("sizes and drive space", () => {
     expect(await counters(account)).toMatchObject({ files: 0, company_kb: 0, reserved_kb: 0 });
     expect(await objectsOf(account.companyId)).toEqual([]);
   });
+});
 
-  it("releases the space of an abandoned upload and deletes its bytes (the sweep)", async () => {
+describe("uploads whose token expired: the cron sweep gives their space back", () => {
+  /** Sets a claimed session's state directly, as a Worker that died mid-stream leaves it: claimed `claimedAgo` seconds ago with `kb` reserved. */
+  async function claimedLongAgo(uploadToken: string, kb: number, claimedAgo: number) {
+    await env.DB.prepare("UPDATE upload_sessions SET used_at = unixepoch() - ?, reserved_kb = ? WHERE token_hash = ?")
+      .bind(claimedAgo, kb, await sha256Hex(uploadToken))
+      .run();
+  }
+
+  it("releases a crashed upload's space at the first sweep after its token expired, in every company, and keeps a live reservation", async () => {
+    const accounts = [await createAccount({}, { driveMb: 1 }), await createAccount({}, { driveMb: 1 })];
+    const probes: string[] = [];
+    for (const account of accounts) {
+      // All sessions opened first: opening one also runs the company's own release, and this test is about the cron.
+      const [probe, crashed, live] = await Promise.all([1, 2, 3].map(() => openSession(account.memberToken)));
+      probes.push(probe!.upload_token);
+      // Claimed 10 s after its session opened, 600 KB; its token expired a minute ago; its Worker died.
+      await claimedLongAgo(crashed!.upload_token, 600, 950);
+      await expireIn(crashed!.upload_token, -60);
+      // Claimed a minute ago, 300 KB, token valid for 10 more minutes: still streaming.
+      await claimedLongAgo(live!.upload_token, 300, 60);
+      await expireIn(live!.upload_token, 600);
+    }
+    for (const [i, account] of accounts.entries()) {
+      expectShapeB(await putBytes(probes[i]!, bytesOf(400 * 1024)), 400, /only 124 KB of the company's 1 MB drive space are free/);
+      expect(await counters(account)).toMatchObject({ reserved_kb: 900, company_kb: 0 });
+    }
+
+    await runCronSweep();
+
+    for (const [i, account] of accounts.entries()) {
+      // The crashed upload's 600 KB are back; the live upload keeps its 300 KB.
+      expect((await putBytes(probes[i]!, bytesOf(400 * 1024))).status).toBe(200);
+      expect(await counters(account)).toMatchObject({ reserved_kb: 300, company_kb: 400, dept_kb: 400, files: 1 });
+      expectShapeB(await putBytes((await openSession(account.memberToken)).upload_token, bytesOf(400 * 1024)), 400, /only 324 KB/);
+    }
+  });
+
+  it("keeps a released upload's bytes until the session is pruned a day after its token expired, and never a stored file's", async () => {
     const account = await createAccount();
+    const stored = await upload(account.memberToken, bytesOf(3000));
+    const unused = await openSession(account.memberToken);
     const { upload_token } = await openSession(account.memberToken);
-    const young = await openSession(account.memberToken);
-    const session = await env.DB.prepare("SELECT id FROM upload_sessions WHERE token_hash = ?").bind(await sha256Hex(upload_token)).first<{ id: number }>();
-    // As a Worker that died mid-stream leaves it: claimed 4 hours ago, 50 KB reserved, bytes in R2.
-    await env.DB.prepare("UPDATE upload_sessions SET used_at = unixepoch() - 4 * 3600, reserved_kb = 50 WHERE id = ?").bind(session!.id).run();
-    const key = `c/${account.companyId}/u${session!.id}`;
+    const crashed = await sessionOf(upload_token);
+    await claimedLongAgo(upload_token, 50, 960);
+    await expireIn(upload_token, -60);
+    // Its bytes reached R2 before the Worker died (the put finished, the file row was never written).
+    const key = `c/${account.companyId}/u${crashed.id}`;
     await env.FILES.put(key, bytesOf(100));
-    // A young reservation is left alone.
-    await env.DB.prepare("UPDATE upload_sessions SET used_at = unixepoch() - 60, reserved_kb = 7 WHERE token_hash = ?").bind(await sha256Hex(young.upload_token)).run();
-    expect((await counters(account)).reserved_kb).toBe(57);
-    // A session that expired two days ago is pruned.
-    const old = await openSession(account.memberToken);
-    await env.DB.prepare("UPDATE upload_sessions SET expires_at = unixepoch() - 2 * 86400 WHERE token_hash = ?").bind(await sha256Hex(old.upload_token)).run();
-    await openSession(account.memberToken); // runs the company's sweep
-    expect((await counters(account)).reserved_kb).toBe(7);
-    expect(await env.DB.prepare("SELECT id FROM upload_sessions WHERE token_hash = ?").bind(await sha256Hex(old.upload_token)).first()).toBeNull();
+
+    await runCronSweep();
+    // Released, but the bytes stay: an upload claimed just before its token expired may still finish.
+    expect(await sessionOf(upload_token)).toEqual({ id: crashed.id, reserved_kb: -50 });
+    expect(await counters(account)).toMatchObject({ reserved_kb: 0, company_kb: 3, files: 1 });
+    expect(await env.FILES.head(key)).not.toBeNull();
+
+    // A day later every one of these sessions is pruned: the released one's bytes go, the stored file's stay.
+    await env.DB.prepare("UPDATE upload_sessions SET expires_at = unixepoch() - 25 * 3600 WHERE company_id = ?").bind(account.companyId).run();
+    await runCronSweep();
+    expect(await env.DB.prepare("SELECT count(*) AS n FROM upload_sessions WHERE company_id = ?").bind(account.companyId).first()).toEqual({ n: 0 });
     expect(await env.FILES.head(key)).toBeNull();
-    expect((await putBytes(upload_token, bytesOf(10))).status).toBe(401);
+    expect(await objectsOf(account.companyId)).toHaveLength(1);
+    expect((await download(account.memberToken, stored.file_id)).bytes).toEqual(bytesOf(3000));
+    expectShapeA(await putBytes(upload_token, bytesOf(10)), 401, "invalid_token");
+    expectShapeA(await putBytes(unused.upload_token, bytesOf(10)), 401, "invalid_token");
+  });
+
+  it("stores an upload still streaming when its token expired: its finish takes the released space back", async () => {
+    const account = await createAccount({}, { driveMb: 1 });
+    const { upload_token } = await openSession(account.memberToken);
+    const put = pausedPut(upload_token, 300 * 1024);
+    await waitForReserved(account, 600);
+    await expireIn(upload_token, -1);
+    await runCronSweep();
+    expect(await counters(account)).toMatchObject({ reserved_kb: 0, company_kb: 0, files: 0 });
+
+    put.resume();
+    const res = await put.pending;
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data.sha256).toBe(await hexSha256(put.bytes));
+    expect(await counters(account)).toMatchObject({ reserved_kb: 0, company_kb: 600, dept_kb: 600, files_kb: 600, files: 1 });
+    expect((await sessionOf(upload_token)).reserved_kb).toBe(0);
+    expect((await download(account.memberToken, res.body.data.file_id)).bytes).toEqual(put.bytes);
+  });
+
+  it("refuses an upload that finished after its token expired once its space was taken: 409, bytes deleted, counters exact", async () => {
+    const account = await createAccount({}, { driveMb: 1 });
+    const { upload_token } = await openSession(account.memberToken);
+    const other = await openSession(account.memberToken);
+    const put = pausedPut(upload_token, 300 * 1024);
+    await waitForReserved(account, 600);
+    await expireIn(upload_token, -1);
+    await runCronSweep();
+    // The released space goes to another upload meanwhile.
+    expect((await putBytes(other.upload_token, bytesOf(500 * 1024))).status).toBe(200);
+
+    put.resume();
+    const res = await put.pending;
+    expectShapeB(res, 409, /finished after its token expired, and the 600 KB it had reserved were given back meanwhile: only 524 KB of the company's 1 MB/);
+    expect(await counters(account)).toMatchObject({ reserved_kb: 0, company_kb: 500, dept_kb: 500, files_kb: 500, files: 1 });
+    expect(await objectsOf(account.companyId)).toHaveLength(1);
+    expectShapeA(await putBytes(upload_token, bytesOf(10)), 401, "invalid_token");
+  });
+
+  it("keeps the quota and counters exact, with no orphan object, when the sweep races finishing uploads", async () => {
+    const account = await createAccount({}, { driveMb: 1 });
+    // Start times (ms) by round, so that the sweep lands before, between and after the others.
+    const starts: Array<[sweep: number, fresh: number, late: number]> = [[0, 0, 0], [0, 20, 20], [0, 20, 0], [20, 0, 0], [20, 0, 20], [0, 0, 20]];
+    const after = <T>(ms: number, start: () => Promise<T>) => new Promise<void>((r) => setTimeout(r, ms)).then(start);
+    for (const [sweepAt, freshAt, resumeAt] of starts) {
+      const [late1, late2, fresh] = await Promise.all([1, 2, 3].map(() => openSession(account.memberToken)));
+      const puts = [late1!, late2!].map((s) => pausedPut(s.upload_token, 200 * 1024));
+      await waitForReserved(account, 800);
+      for (const s of [late1!, late2!]) await expireIn(s.upload_token, -1);
+      // The sweep, a new 400 KB upload and the two late finishes (400 KB each) race; 1024 KB hold two of them.
+      const [, ...results] = await Promise.all([
+        after(sweepAt, runCronSweep),
+        after(freshAt, () => putBytes(fresh!.upload_token, bytesOf(400 * 1024))),
+        ...puts.map((p) => after(resumeAt, async () => (p.resume(), p.pending))),
+      ]);
+      noServerError(...results);
+      for (const r of results) expect([200, 400, 409], JSON.stringify(r.body)).toContain(r.status);
+      const ok = results.filter((r) => r.status === 200);
+      const state = await counters(account);
+      expect(state).toMatchObject({ reserved_kb: 0, company_kb: 400 * ok.length, dept_kb: state.files_kb, files: ok.length });
+      expect(state.company_kb).toBeLessThanOrEqual(1024);
+      expect(state.files_kb).toBe(state.company_kb);
+      expect(await objectsOf(account.companyId)).toHaveLength(ok.length);
+      for (const r of ok) expect((await call("DELETE", `/v1/files/${r.body.data.file_id}`, { token: account.memberToken })).status).toBe(200);
+    }
   });
 });
 

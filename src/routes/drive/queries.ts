@@ -1,4 +1,4 @@
-import { and, asc, count, eq, inArray, isNull, lt, sql, type SQL } from "drizzle-orm";
+import { and, asc, count, eq, inArray, isNull, lt, or, sql, type SQL } from "drizzle-orm";
 import { isForeignKeyViolation, type Db } from "../../db/client";
 import { selectDepartment } from "../../db/departments";
 import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
@@ -18,9 +18,10 @@ import {
 export type FileRow = typeof files.$inferSelect;
 export type UploadSessionRow = typeof uploadSessions.$inferSelect;
 
-/** An upload whose reservation is older than this is taken as abandoned (its Worker died mid-stream): see `releaseAbandonedUploads`. */
-export const ABANDONED_UPLOAD_SECONDS = 3 * 3600;
-/** Spent or expired upload sessions are deleted this long after they expire. */
+/**
+ * Upload sessions are deleted this long after their token expired. An upload still streaming then
+ * can no longer be stored (409), and the bytes of released uploads that never finished are deleted.
+ */
 export const SESSION_RETENTION_SECONDS = 24 * 3600;
 
 const fileInCompany = (companyId: number, publicId: string) => and(eq(files.publicId, publicId), eq(files.companyId, companyId));
@@ -107,6 +108,26 @@ export async function createUploadSession(db: Db, companyId: number, userId: num
   throw lostRace("upload session");
 }
 
+/**
+ * SQL: `sizeKb` more fits the drive allocation of the upload session row's company (a statement on
+ * `upload_sessions`): its stored files plus the reservations of its uploads in progress (reserved_kb
+ * > 0; a released one holds nothing) plus `sizeKb`.
+ */
+function fitsDriveSpace(sizeKb: number): SQL {
+  const company = sql`upload_sessions.company_id`;
+  return sql`(SELECT c.drive_space_used_kb FROM companies AS c WHERE c.id = ${company})
+    + (SELECT coalesce(sum(s.reserved_kb), 0) FROM upload_sessions AS s WHERE s.company_id = ${company} AND s.reserved_kb > 0)
+    + ${sizeKb} <= (SELECT c.drive_space_mb * 1024 FROM companies AS c WHERE c.id = ${company})`;
+}
+
+/** The company's drive figures in KB, for a query joined to `companies`. */
+const driveSpaceOfCompany = {
+  allocationKb: sql<number>`${companies.driveSpaceMb} * 1024`,
+  usedKb: companies.driveSpaceUsedKb,
+  reservedKb: sql<number>`(SELECT coalesce(sum(s.reserved_kb), 0) FROM upload_sessions AS s WHERE s.company_id = ${companies.id} AND s.reserved_kb > 0)`,
+};
+const freeKb = (row: { allocationKb: number; usedKb: number; reservedKb: number }) => Math.max(0, row.allocationKb - row.usedKb - row.reservedKb);
+
 export type ClaimedUpload = Pick<UploadSessionRow, "id" | "companyId" | "userId" | "deptId" | "fileName" | "contentType" | "usedAt" | "reservedKb">;
 
 /**
@@ -117,7 +138,6 @@ export type ClaimedUpload = Pick<UploadSessionRow, "id" | "companyId" | "userId"
  * Undefined when it did not take (see `explainRefusedClaim`).
  */
 export async function claimUpload(db: Db, tokenHash: string, sizeKb: number): Promise<ClaimedUpload | undefined> {
-  const company = sql`upload_sessions.company_id`;
   return db
     .update(uploadSessions)
     .set({ usedAt: sql`unixepoch()`, reservedKb: sizeKb })
@@ -126,9 +146,7 @@ export async function claimUpload(db: Db, tokenHash: string, sizeKb: number): Pr
         eq(uploadSessions.tokenHash, tokenHash),
         isNull(uploadSessions.usedAt),
         sql`${uploadSessions.expiresAt} > unixepoch()`,
-        sql`(SELECT c.drive_space_used_kb FROM companies AS c WHERE c.id = ${company})
-          + (SELECT coalesce(sum(s.reserved_kb), 0) FROM upload_sessions AS s WHERE s.company_id = ${company} AND s.reserved_kb > 0)
-          + ${sizeKb} <= (SELECT c.drive_space_mb * 1024 FROM companies AS c WHERE c.id = ${company})`,
+        fitsDriveSpace(sizeKb),
       ),
     )
     .returning({
@@ -150,9 +168,7 @@ export async function explainRefusedClaim(db: Db, tokenHash: string) {
     .select({
       usedAt: uploadSessions.usedAt,
       live: sql<number>`${uploadSessions.expiresAt} > unixepoch()`,
-      allocationKb: sql<number>`${companies.driveSpaceMb} * 1024`,
-      usedKb: companies.driveSpaceUsedKb,
-      reservedKb: sql<number>`(SELECT coalesce(sum(s.reserved_kb), 0) FROM upload_sessions AS s WHERE s.company_id = ${companies.id} AND s.reserved_kb > 0)`,
+      ...driveSpaceOfCompany,
     })
     .from(uploadSessions)
     .innerJoin(companies, eq(companies.id, uploadSessions.companyId))
@@ -161,21 +177,26 @@ export async function explainRefusedClaim(db: Db, tokenHash: string) {
   if (!row) return { reason: "unknown" as const };
   if (row.usedAt !== null) return { reason: "used" as const };
   if (!row.live) return { reason: "expired" as const };
-  return { reason: "quota" as const, allocationKb: row.allocationKb, freeKb: Math.max(0, row.allocationKb - row.usedKb - row.reservedKb) };
+  return { reason: "quota" as const, allocationKb: row.allocationKb, freeKb: freeKb(row) };
 }
 
 /**
  * Turns a claimed upload into its file row, in one batch: insert the file (its trigger adds its KB
- * to the company's and department's counters) only while the upload still holds its reservation,
- * and release the reservation only once the file exists. Undefined when the reservation was gone
- * (its department deleted, or released as abandoned): nothing was written.
+ * to the company's and department's counters) only while the upload still holds its reservation —
+ * or, when the reservation was released because the token expired while the bytes streamed
+ * (reserved_kb = -KB, see `releaseAbandonedUploads`), only while the file fits the drive space
+ * again, which takes the space back in the same statement —, and clear the reservation only once
+ * the file exists. Undefined when nothing was written: the session is gone (its department
+ * deleted, or pruned) or its released space is taken (see `explainRefusedCompletion`).
  */
 export async function completeUpload(
   db: Db,
   upload: ClaimedUpload,
   file: { publicId: string; sizeBytes: number; sha256: string; r2Key: string },
 ): Promise<FileRow | undefined> {
-  const holds = and(eq(uploadSessions.id, upload.id), eq(uploadSessions.reservedKb, upload.reservedKb), eq(uploadSessions.usedAt, upload.usedAt ?? -1));
+  const kb = upload.reservedKb;
+  const claimed = and(eq(uploadSessions.id, upload.id), eq(uploadSessions.usedAt, upload.usedAt ?? -1));
+  const holdsSpace = or(eq(uploadSessions.reservedKb, kb), and(eq(uploadSessions.reservedKb, -kb), fitsDriveSpace(kb)));
   try {
     const [inserted] = await db.batch([
       db
@@ -199,13 +220,13 @@ export async function completeUpload(
                 createdAt: sql`CURRENT_TIMESTAMP`,
               })
               .from(uploadSessions)
-              .where(holds) as never,
+              .where(and(claimed, holdsSpace)) as never,
         )
         .returning(),
       db
         .update(uploadSessions)
         .set({ reservedKb: 0 })
-        .where(and(holds, sql`EXISTS (SELECT 1 FROM files AS f WHERE f.public_id = ${file.publicId})`)),
+        .where(and(claimed, inArray(uploadSessions.reservedKb, [kb, -kb]), sql`EXISTS (SELECT 1 FROM files AS f WHERE f.public_id = ${file.publicId})`)),
     ]);
     return (inserted as FileRow[])[0];
   } catch (err) {
@@ -214,44 +235,78 @@ export async function completeUpload(
   }
 }
 
-/** Gives back a failed upload's reservation (the token stays spent). */
+/** Why `completeUpload` wrote nothing: the session is `gone`, or the space its released reservation held is no longer free (`space`). */
+export async function explainRefusedCompletion(db: Db, upload: ClaimedUpload) {
+  const row = await db
+    .select(driveSpaceOfCompany)
+    .from(uploadSessions)
+    .innerJoin(companies, eq(companies.id, uploadSessions.companyId))
+    .where(eq(uploadSessions.id, upload.id))
+    .get();
+  if (!row) return { reason: "gone" as const };
+  return { reason: "space" as const, allocationKb: row.allocationKb, freeKb: freeKb(row) };
+}
+
+/**
+ * Gives back a failed upload's reservation (the token stays spent). Marked released (-KB) rather
+ * than cleared, so that the prune in `releaseAbandonedUploads` also deletes the object should the
+ * caller's own delete fail.
+ */
 export async function releaseUpload(db: Db, upload: ClaimedUpload): Promise<void> {
   await db
     .update(uploadSessions)
-    .set({ reservedKb: 0 })
+    .set({ reservedKb: -upload.reservedKb })
     .where(and(eq(uploadSessions.id, upload.id), eq(uploadSessions.reservedKb, upload.reservedKb)));
 }
 
 /**
- * The safety net for uploads whose Worker stopped mid-stream (a client that disconnects can end
- * the request before its own clean-up runs): reservations older than ABANDONED_UPLOAD_SECONDS are
- * released (first, so a late `completeUpload` can no longer insert the file) and their R2 objects
- * deleted; sessions expired more than SESSION_RETENTION_SECONDS ago are removed. For one company
- * (run when it opens an upload session) or for all (a cron sweep). Bounded per call.
+ * The safety net for uploads whose Worker stopped mid-stream (a client that disconnects can end the
+ * request before its own clean-up runs). One batch:
+ * - releases the reservation of every upload whose token has expired (reserved_kb KB -> -KB): the
+ *   space is free again at once. Its object is not deleted yet: an upload claimed just before its
+ *   token expired may still be streaming, and its finish takes the space back if it still fits
+ *   (`completeUpload`);
+ * - deletes the sessions whose token expired more than SESSION_RETENTION_SECONDS ago, which ends
+ *   any late finish; the R2 objects of those that were released and never stored as a file
+ *   (reserved_kb < 0) are deleted after that. A session that became a file has reserved_kb 0: its
+ *   object is the file's and stays.
+ * For one company (run when it opens an upload session) or for all (the cron sweep, every minute).
+ * Bounded per call; returns the number of reservations released.
  */
 export async function releaseAbandonedUploads(db: Db, bucket: R2Bucket, companyId?: number, limit = 100): Promise<number> {
   const scope = companyId === undefined ? undefined : eq(uploadSessions.companyId, companyId);
-  const stale = db
+  const expiredReservations = db
     .select({ id: uploadSessions.id })
     .from(uploadSessions)
-    .where(and(scope, sql`${uploadSessions.reservedKb} > 0`, lt(uploadSessions.usedAt, sql`unixepoch() - ${ABANDONED_UPLOAD_SECONDS}`)))
+    // The unary + keeps SQLite on the partial index of reservations (uploads in progress only), not on every expired session.
+    .where(and(scope, sql`${uploadSessions.reservedKb} > 0`, sql`+${uploadSessions.expiresAt} <= unixepoch()`))
     .limit(limit);
-  const expired = db
+  const pastRetention = db
     .select({ id: uploadSessions.id })
     .from(uploadSessions)
-    .where(and(scope, lt(uploadSessions.expiresAt, sql`unixepoch() - ${SESSION_RETENTION_SECONDS}`), eq(uploadSessions.reservedKb, 0)))
+    .where(and(scope, lt(uploadSessions.expiresAt, sql`unixepoch() - ${SESSION_RETENTION_SECONDS}`), sql`${uploadSessions.reservedKb} <= 0`))
     .limit(limit * 10);
-  const [released] = await db.batch([
+  const [released, pruned] = await db.batch([
     db
       .update(uploadSessions)
-      .set({ reservedKb: 0 })
-      .where(and(inArray(uploadSessions.id, stale), sql`${uploadSessions.reservedKb} > 0`))
-      .returning({ id: uploadSessions.id, companyId: uploadSessions.companyId }),
-    db.delete(uploadSessions).where(inArray(uploadSessions.id, expired)),
+      .set({ reservedKb: sql`-${uploadSessions.reservedKb}` })
+      .where(and(inArray(uploadSessions.id, expiredReservations), sql`${uploadSessions.reservedKb} > 0`))
+      .returning({ id: uploadSessions.id }),
+    db
+      .delete(uploadSessions)
+      .where(inArray(uploadSessions.id, pastRetention))
+      .returning({ id: uploadSessions.id, companyId: uploadSessions.companyId, reservedKb: uploadSessions.reservedKb }),
   ]);
-  const keys = (released as Array<{ id: number; companyId: number }>).map((r) => objectKey(r.companyId, r.id));
-  if (keys.length > 0) await bucket.delete(keys);
-  return keys.length;
+  const keys = pruned.filter((r) => r.reservedKb < 0).map((r) => objectKey(r.companyId, r.id));
+  if (keys.length > 0) {
+    try {
+      await bucket.delete(keys);
+    } catch (err) {
+      // The sessions are gone; the objects are orphaned but count against nothing.
+      console.error(JSON.stringify({ level: "error", msg: "R2 delete of abandoned uploads failed", keys: keys.length, error: String(err) }));
+    }
+  }
+  return released.length;
 }
 
 // ---------------------------------------------------------------------------------------------

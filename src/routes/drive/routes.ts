@@ -17,7 +17,6 @@ import {
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { humanSize } from "./format";
 import {
-  ABANDONED_UPLOAD_SECONDS,
   attachFile,
   createUploadSession,
   deleteFile,
@@ -27,6 +26,7 @@ import {
   listAttachments,
   listFiles,
   releaseAbandonedUploads,
+  SESSION_RETENTION_SECONDS,
 } from "./queries";
 import {
   AttachFileSchema,
@@ -129,7 +129,11 @@ driveRouter.openapi(
         "hold their space, so concurrent uploads cannot overshoot. A file that does not fit is 400 naming the free space. The company's " +
         "`drive_space_used_kb` and the department's `storage_used_kb` change only when the file is stored, exactly by its KB.",
       "A body shorter or longer than its Content-Length, or a broken connection, is 400; whatever reached storage is deleted and the space " +
-        `given back. An upload still running ${ABANDONED_UPLOAD_SECONDS / 3600} hours after its token was claimed is cancelled (409).`,
+        "given back.",
+      `An upload's space is held until its token expires (${UPLOAD_TOKEN_TTL_SECONDS} seconds after the session was opened); then it is ` +
+        "given back within a minute, so an upload that died mid-stream does not keep it. An upload still streaming then is stored when it " +
+        "finishes if its file still fits the free drive space, else 409 and nothing is kept. One that finishes more than " +
+        `${SESSION_RETENTION_SECONDS / 3600} hours after its token expired is 409 as well.`,
       "The response's `sha256` is computed from the bytes as they stream.",
     ].join("\n\n"),
     security: [{ uploadToken: [] }],
@@ -143,7 +147,10 @@ driveRouter.openapi(
         ...json(OAuthErrorSchema, "Upload token missing, malformed, unknown, spent or expired (Shape A invalid_token)"),
         headers: { "WWW-Authenticate": text('`UploadToken realm="uploads", header="X-Upload-Token", error="invalid_token", …`') },
       },
-      409: json(ApiErrorSchema, "The upload was cancelled while it streamed (department deleted, or over 3 hours); nothing was kept (Shape B)"),
+      409: json(
+        ApiErrorSchema,
+        "The upload was cancelled while it streamed (department deleted), or finished after its token expired and no longer fits the free drive space; nothing was kept (Shape B)",
+      ),
       411: json(ApiErrorSchema, "Content-Length missing (Shape B)"),
       413: json(ApiErrorSchema, `Content-Length over ${describeBytes(MAX_UPLOAD_BYTES)} (Shape B)`),
       414: errorResponses.uriTooLong,

@@ -7,7 +7,7 @@ import type { AppBindings } from "../../env";
 import { MAX_UPLOAD_BYTES, describeBytes } from "../../lib/body";
 import { ApiError, apiError, badRequest, conflict, notFound, oauthError } from "../../lib/errors";
 import { contentDisposition, etagMatches, kbOf, newFileId, objectKey, parseRange, sha256Hex, toHex, UPLOAD_TOKEN_PATTERN } from "./format";
-import { claimUpload, completeUpload, explainRefusedClaim, releaseUpload, type ClaimedUpload, type FileRow } from "./queries";
+import { claimUpload, completeUpload, explainRefusedClaim, explainRefusedCompletion, releaseUpload, type ClaimedUpload, type FileRow } from "./queries";
 import { UPLOAD_TOKEN_HEADER } from "./schemas";
 
 /** 401 Shape A `invalid_token` for the upload token, with its challenge (the token is not a Bearer token). */
@@ -136,7 +136,7 @@ export async function receiveUpload(c: Context<AppBindings>) {
   try {
     const sha256 = await streamToR2(c.env.FILES, key, c.req.raw.body, size, upload.contentType, fileId);
     file = await completeUpload(db, upload, { publicId: fileId, sizeBytes: size, sha256, r2Key: key });
-    if (!file) throw conflict("The upload was cancelled while its bytes were stored (its department was deleted, or it ran for more than 3 hours); nothing was kept");
+    if (!file) throw await refusedCompletion(db, upload);
   } catch (err) {
     await discard(c.env.FILES, key, db, upload);
     if (err instanceof ApiError) throw err;
@@ -146,6 +146,18 @@ export async function receiveUpload(c: Context<AppBindings>) {
     throw err;
   }
   return { file, size };
+}
+
+/** The 409 for an upload whose bytes were stored but whose file row could not be written (the caller deletes the bytes). */
+async function refusedCompletion(db: ReturnType<typeof getDb>, upload: ClaimedUpload): Promise<ApiError> {
+  const why = await explainRefusedCompletion(db, upload);
+  if (why.reason === "gone") {
+    return conflict("The upload was cancelled while its bytes were stored (its department was deleted, or it ran for more than a day after its token expired); nothing was kept");
+  }
+  return conflict(
+    `The upload finished after its token expired, and the ${upload.reservedKb} KB it had reserved were given back meanwhile: ` +
+      `only ${why.freeKb} KB of the company's ${why.allocationKb / 1024} MB drive space are free now; nothing was kept: open a new upload session`,
+  );
 }
 
 /** Clean-up after a failed upload: nothing stays in R2, the reservation is released. Best effort (the sweep is the safety net). */
