@@ -9,6 +9,7 @@ import { contactGroupsRouter } from "./routes/contact-groups/routes";
 import { companiesRouter } from "./routes/companies/routes";
 import { contactsRouter } from "./routes/contacts/routes";
 import { departmentsRouter } from "./routes/departments/routes";
+import { discoveryRouter } from "./routes/discovery";
 import { documentTypesRouter } from "./routes/document-types/routes";
 import { driveRouter } from "./routes/drive/routes";
 import { foldersRouter } from "./routes/folders/routes";
@@ -29,6 +30,7 @@ app.use("*", requestGuard());
 
 app.route("/", systemRouter);
 app.route("/", oauthRouter);
+app.route("/", discoveryRouter);
 app.route("/", contactsRouter);
 app.route("/", contactGroupsRouter);
 app.route("/", companiesRouter);

@@ -95,7 +95,7 @@ const oauthErrorResponse = (description: string, headers?: Record<string, { desc
   ...(headers ? { headers } : {}),
 });
 
-const tokenRoute = createRoute({
+export const tokenRoute = createRoute({
   method: "post",
   path: "/v1/oauth/token",
   operationId: "issueToken",

@@ -4,6 +4,7 @@
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { Validator } from "@seriousme/openapi-schema-validator";
+import * as oidc from "openid-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../../scripts/lib/local.ts";
 import { DEMO_CLIENTS } from "../../scripts/seed-data.ts";
@@ -134,6 +135,28 @@ describe("service over HTTP", () => {
     expect(validator.version).toBe("3.0");
     expect(Object.keys(res.body.paths)).toContain("/v1/contacts");
   });
+});
+
+describe("RFC 8414 discovery with an unmodified client library (openid-client)", () => {
+  for (const [name, method] of [
+    ["client_secret_basic", oidc.ClientSecretBasic],
+    ["client_secret_post", oidc.ClientSecretPost],
+  ] as const) {
+    it(`discovers the token endpoint from the base URL and gets a working token (${name})`, async () => {
+      const config = await oidc.discovery(new URL(base), owner.clientId, owner.secret, method(), {
+        algorithm: "oauth2",
+        execute: [oidc.allowInsecureRequests],
+      });
+      const metadata = config.serverMetadata();
+      expect(metadata.issuer).toBe(base);
+      expect(metadata.token_endpoint_auth_methods_supported).toContain(name);
+      const tokens = await oidc.clientCredentialsGrant(config, { scope: "items:read" });
+      expect(tokens).toMatchObject({ token_type: "bearer", scope: "items:read" });
+      const me = await http("GET", "/v1/oauth/me", { headers: bearer(tokens.access_token) });
+      expect(me.status, JSON.stringify(me.body)).toBe(200);
+      expect(me.body).toMatchObject({ client_id: owner.clientId, scope: "items:read" });
+    });
+  }
 });
 
 describe("reminders fire from a real alarm", () => {

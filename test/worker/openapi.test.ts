@@ -5,7 +5,7 @@ import { call, expectShapeA, tokenFor, type Json } from "./helpers";
 
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const;
 /** Operations that need no token. */
-const PUBLIC = new Set(["get /health", "post /v1/oauth/token"]);
+const PUBLIC = new Set(["get /health", "post /v1/oauth/token", "get /.well-known/oauth-authorization-server"]);
 
 let doc: Json;
 let operations: Array<{ method: string; path: string; op: Json }>;
@@ -114,7 +114,7 @@ describe("security", () => {
       if (PUBLIC.has(key)) expect(op.security ?? [], key).toEqual([]);
       else expect(op.security, key).toBeDefined();
     }
-    expect(PUBLIC.size).toBe(2);
+    expect(PUBLIC.size).toBe(3);
   });
 
   it("gives each authenticated operation the oauth2 requirement with exactly its scope", () => {
