@@ -21,6 +21,10 @@ export default defineConfig(async () => {
                   CLIENT_STATUS_TTL_SECONDS: "0",
                   WEBHOOK_SECRETS_KEY: "test-webhook-secrets-key-0123456789abcdef",
                   WEBHOOKS_ALLOW_PRIVATE_URLS: "true",
+                  // Suites send thousands of requests per client; test/worker/rate-limits.test.ts turns them on.
+                  RATE_LIMITS: "off",
+                  // One log line per request, thousands per run: off here; test/worker/request-id.test.ts turns it on.
+                  REQUEST_LOGS: "off",
                   // test/worker/fuzz.test.ts: more runs, a replayed seed, per-operation status counts.
                   FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
                   FUZZ_SEED: process.env.FUZZ_SEED ?? "",

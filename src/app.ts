@@ -1,6 +1,8 @@
 import type { Context } from "hono";
 import type { AppBindings } from "./env";
 import { requestGuard } from "./lib/body";
+import { rateLimits } from "./lib/rate-limit";
+import { requestContext } from "./lib/request-context";
 import { echo } from "./lib/echo";
 import { apiError, renderError } from "./lib/errors";
 import { createRouter } from "./lib/openapi";
@@ -25,7 +27,10 @@ import { systemRouter } from "./routes/system";
 
 export const app = createRouter();
 
-// Before every router: URL and body limits, charset and strict UTF-8 (src/lib/body.ts).
+// Before every router: the request id and log line, the anonymous rate limit (authenticated calls
+// are counted by their route), then URL and body limits, charset and strict UTF-8 (src/lib/body.ts).
+app.use("*", requestContext());
+app.use("*", rateLimits());
 app.use("*", requestGuard());
 
 app.route("/", systemRouter);

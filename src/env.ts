@@ -1,4 +1,6 @@
 import type { Db } from "./db/client";
+import type { WriteGuards } from "./db/write-guards";
+import type { PolicyState } from "./lib/rate-limit";
 import type { ReminderScheduler } from "./reminders/scheduler";
 
 /** Bindings declared in wrangler.toml plus the secrets from .dev.vars / `wrangler secret put`. */
@@ -19,6 +21,15 @@ export interface Env {
   WEBHOOK_SECRETS_KEY?: string;
   /** "true" allows webhook URLs on http, loopback hosts (127.0.0.0/8, ::1, localhost) and other ports (local development only). */
   WEBHOOKS_ALLOW_PRIVATE_URLS?: string;
+  /** "off" turns rate limiting off (benchmarks); anything else, or unset, keeps the documented limits on. */
+  RATE_LIMITS?: string;
+  /** "off" drops the one-line-per-request log (the test suites); anything else, or unset, keeps it. */
+  REQUEST_LOGS?: string;
+  /** Rate Limiting bindings (src/lib/rate-limit.ts): each counts reservations of RATE_LIMIT_CHUNK request units. */
+  RATE_LIMIT_CLIENT?: RateLimit;
+  RATE_LIMIT_CLIENT_BURST?: RateLimit;
+  RATE_LIMIT_COMPANY?: RateLimit;
+  RATE_LIMIT_ANONYMOUS?: RateLimit;
 }
 
 /** What the authentication middleware learns from a verified token. */
@@ -37,9 +48,21 @@ export interface AuthContext {
 export interface AppBindings {
   Bindings: Env;
   Variables: {
+    /** Set first for every request (src/lib/request-context.ts). */
+    requestId: string;
+    /** The operation's operationId, set by the route (for the log line). */
+    operationId: string;
+    /** Fields the request adds to its log line (idempotent replay, rate limiting, ...). */
+    logNotes: Record<string, string | number | boolean>;
+    /** The rate-limit policies the request was counted against (src/lib/rate-limit.ts). */
+    rateLimits: PolicyState[];
     auth: AuthContext;
     /** Set for every scoped route (src/lib/openapi.ts): the drizzle handle and the caller's company. */
     db: Db;
     companyId: number;
+    /** Set when the request's writes are guarded (Idempotency-Key, If-Match): src/lib/context.ts. */
+    writeGuards: WriteGuards;
+    /** The key a keyed request's Durable Object change is recorded under (client and key hash). */
+    idempotencyKey: string;
   };
 }

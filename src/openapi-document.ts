@@ -60,8 +60,73 @@ export const TAGS = [
   { name: "System", description: "Liveness of the service; no authentication." },
 ];
 
+const header = (description: string, example?: string) => ({ description, schema: { type: "string" as const, ...(example && { example }) } });
+
+/** Response headers of every response, and of some (registered as components, referenced from each response). */
+const HEADERS = {
+  XRequestId: header("The request's id: the client's own X-Request-Id when it sent a sane one (1 to 128 of A-Z a-z 0-9 . _ : @ + = / -), else a new UUID. Also in every error body as `request_id`."),
+  RateLimitPolicy: header(
+    "The quota policies the request was counted against (draft-ietf-httpapi-ratelimit-headers), e.g. `\"client\";q=1200;w=60, \"client-burst\";q=300;w=10, \"company\";q=3000;w=60`. Absent when rate limits are off.",
+  ),
+  RateLimit: header("The policy closest to its quota: remaining units `r` and seconds `t` until its window resets, e.g. `\"client\";r=1187;t=42`. Absent when rate limits are off."),
+  ETag: header("Strong entity tag of the representation: send it in If-None-Match (304) or in If-Match on PATCH and DELETE (412 when it changed)."),
+  IdempotentReplayed: header("`true` when this is the stored response of an earlier request with the same Idempotency-Key (no new effect)."),
+};
+
+const PARAMETERS = {
+  IdempotencyKey: {
+    name: "Idempotency-Key",
+    in: "header" as const,
+    required: false,
+    description:
+      "A unique key for this write (a UUID v4 is ideal; 1 to 255 printable ASCII characters, bare or as a quoted string). The first request with the key runs; " +
+      "for 24 h a repeat with the same method, path and body gets the stored status and body with `Idempotent-Replayed: true` and changes nothing; the same key " +
+      "on another request is 422; a repeat while the first still runs is 409. Keys are scoped to the API client. See docs/idempotency.md.",
+    schema: { type: "string" as const, minLength: 1, maxLength: 255, example: "5f2c7e3a-9b1d-4c8e-a6f0-2d4b8e1c9a77" },
+  },
+  IfMatch: {
+    name: "If-Match",
+    in: "header" as const,
+    required: false,
+    description: "Apply the change only if the record's current ETag is one of these (or `*`): otherwise 412 and nothing is written. Strong comparison.",
+    schema: { type: "string" as const, example: '"9b74c9897bac770ffc029102a200c5de"' },
+  },
+  IfNoneMatch: {
+    name: "If-None-Match",
+    in: "header" as const,
+    required: false,
+    description: "304 Not Modified (no body) when the record's current ETag is one of these (or `*`). Weak comparison.",
+    schema: { type: "string" as const, example: '"9b74c9897bac770ffc029102a200c5de"' },
+  },
+};
+
+type Operation = { parameters?: Array<{ $ref?: string }>; responses: Record<string, { headers?: Record<string, unknown> }> };
+
+/** Adds the common headers to every response of the document (and the replay and ETag headers where they apply). */
+function addResponseHeaders(paths: Record<string, Record<string, Operation>>) {
+  const ref = (name: keyof typeof HEADERS) => ({ $ref: `#/components/headers/${name}` });
+  for (const item of Object.values(paths)) {
+    for (const operation of Object.values(item)) {
+      const keyed = operation.parameters?.some((p) => p.$ref?.endsWith("/IdempotencyKey"));
+      const tagged = operation.parameters?.some((p) => p.$ref?.endsWith("/IfNoneMatch"));
+      for (const [status, response] of Object.entries(operation.responses)) {
+        response.headers = {
+          ...response.headers,
+          "X-Request-Id": ref("XRequestId"),
+          "RateLimit-Policy": ref("RateLimitPolicy"),
+          RateLimit: ref("RateLimit"),
+          ...(keyed && status.startsWith("2") && { "Idempotent-Replayed": ref("IdempotentReplayed") }),
+          ...(tagged && status === "200" && { ETag: ref("ETag") }),
+        };
+      }
+    }
+  }
+}
+
 /** Builds the OpenAPI 3.0.3 document once per isolate. */
 export function buildOpenApiDocument(app: OpenAPIHono<AppBindings>) {
+  for (const [name, value] of Object.entries(PARAMETERS)) app.openAPIRegistry.registerComponent("parameters", name, value);
+  for (const [name, value] of Object.entries(HEADERS)) app.openAPIRegistry.registerComponent("headers", name, value);
   app.openAPIRegistry.registerComponent("securitySchemes", "oauth2", {
     type: "oauth2",
     description: "Client-credentials grant; the token is a signed JWT valid for 86400 seconds.",
@@ -84,5 +149,6 @@ export function buildOpenApiDocument(app: OpenAPIHono<AppBindings>) {
     servers: [{ url: "/", description: "This deployment" }],
     tags: TAGS,
   });
+  addResponseHeaders(document.paths as unknown as Record<string, Record<string, Operation>>);
   return document;
 }

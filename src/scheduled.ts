@@ -1,4 +1,5 @@
 import { getDb } from "./db/client";
+import { pruneKeys } from "./idempotency/store";
 import type { Env } from "./env";
 import { schedulerFor } from "./reminders/rpc";
 import { releaseAbandonedUploads } from "./routes/drive/queries";
@@ -17,13 +18,23 @@ const CONCURRENCY = 10;
  * events waiting in D1 for more than 30 s); only those
  * are woken, so the cost grows with them, not with the number of companies. Then the drive space
  * of uploads whose token has expired is released, in every company, even when the reminder sweep
- * failed.
+ * failed, and expired idempotency keys are deleted.
  */
 export async function handleScheduled(controller: ScheduledController, env: Env, _ctx: ExecutionContext): Promise<void> {
   try {
     await sweepReminders(controller, env);
   } finally {
     await releaseExpiredUploads(env);
+    await pruneIdempotencyKeys(env, controller.scheduledTime);
+  }
+}
+
+/** Idempotency keys past their 24 h (docs/idempotency.md): a bounded delete per run. */
+async function pruneIdempotencyKeys(env: Env, now: number): Promise<void> {
+  try {
+    await pruneKeys(env.DB, now);
+  } catch (error) {
+    console.error(JSON.stringify({ level: "error", msg: "idempotency key pruning failed", error: String(error) }));
   }
 }
 

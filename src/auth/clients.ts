@@ -13,6 +13,9 @@ export interface ClientRecord {
   isOwner: boolean;
   /** Bumped by every revocation; only tokens issued under the current generation are valid. */
   tokenGeneration: number;
+  /** Failed token requests in the window that started at tokenFailuresSince (unix s; null: none). */
+  tokenFailures: number;
+  tokenFailuresSince: number | null;
 }
 
 interface ClientRow {
@@ -26,11 +29,13 @@ interface ClientRow {
   active: number;
   is_owner: number;
   token_generation: number;
+  token_failures: number;
+  token_failures_since: number | null;
 }
 
 // Raw SQL on purpose: this runs on every cache miss of every authenticated request.
 const CLIENT_SQL = `SELECT c.client_id, c.secret_hash, c.secret_salt, c.account_id, c.company_id, c.user_id,
-  c.scopes, c.active, (a.owner_user_id = c.user_id) AS is_owner, c.token_generation
+  c.scopes, c.active, (a.owner_user_id = c.user_id) AS is_owner, c.token_generation, c.token_failures, c.token_failures_since
   FROM api_clients c JOIN accounts a ON a.id = c.account_id
   WHERE c.client_id = ?`;
 
@@ -57,11 +62,14 @@ export async function findClient(db: D1Database, clientId: string): Promise<Clie
     active: row.active === 1,
     isOwner: row.is_owner === 1,
     tokenGeneration: row.token_generation,
+    tokenFailures: row.token_failures,
+    tokenFailuresSince: row.token_failures_since,
   };
 }
 
 interface CachedStatus {
   client: ClientRecord | null;
+  fetchedAt: number;
   expiresAt: number;
 }
 
@@ -71,23 +79,24 @@ const statusCache = new Map<string, CachedStatus>();
 /**
  * The client behind a token, from a short per-isolate cache so that a bearer request costs no
  * extra query most of the time. `ttlSeconds` bounds how long a change to the client (revocation,
- * token generation, allowed scopes) can go unnoticed by this isolate. `refresh` skips the cached
- * entry (and replaces it): for when the caller knows the entry is stale.
+ * token generation, allowed scopes) can go unnoticed by this isolate. `fetchedSince` (unix ms)
+ * skips an entry read before that instant (and replaces it): for a token issued after the entry
+ * was read, whose client may have changed since (activated again, say).
  */
 export async function findClientCached(
   db: D1Database,
   clientId: string,
   ttlSeconds: number,
-  options: { refresh?: boolean } = {},
+  options: { fetchedSince?: number } = {},
 ): Promise<ClientRecord | null> {
   const now = Date.now();
-  const hit = options.refresh || ttlSeconds <= 0 ? undefined : statusCache.get(clientId);
-  if (hit && hit.expiresAt > now) return hit.client;
+  const hit = ttlSeconds <= 0 ? undefined : statusCache.get(clientId);
+  if (hit && hit.expiresAt > now && hit.fetchedAt >= (options.fetchedSince ?? 0)) return hit.client;
   const client = await findClient(db, clientId);
   if (ttlSeconds > 0) {
     statusCache.delete(clientId); // re-inserted last: the oldest entry is the first evicted
     if (statusCache.size >= MAX_CACHED_CLIENTS) statusCache.delete(statusCache.keys().next().value!);
-    statusCache.set(clientId, { client, expiresAt: now + ttlSeconds * 1000 });
+    statusCache.set(clientId, { client, fetchedAt: now, expiresAt: now + ttlSeconds * 1000 });
   }
   return client;
 }

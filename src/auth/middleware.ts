@@ -1,7 +1,7 @@
 import { createMiddleware } from "hono/factory";
 import type { AppBindings } from "../env";
 import { forbidden, invalidToken, oauthError } from "../lib/errors";
-import { findClientCached } from "./clients";
+import { findClientCached, type ClientRecord } from "./clients";
 import { getSigningKeys } from "./keys";
 import { effectiveScopes, grants, parseScopes } from "./scopes";
 import { verifyAccessToken } from "./tokens";
@@ -27,12 +27,13 @@ export const authenticate = createMiddleware<AppBindings>(async (c, next) => {
   const claims = await verifyAccessToken(keys, token);
   const configuredTtl = Number(c.env.CLIENT_STATUS_TTL_SECONDS ?? 15);
   const ttl = Number.isFinite(configuredTtl) ? configuredTtl : 15;
+  const refuses = (record: ClientRecord | null) =>
+    !record || !record.active || record.companyId !== claims.companyId || record.tokenGeneration !== claims.generation;
   let client = await findClientCached(c.env.DB, claims.clientId, ttl);
-  // A signed token of a newer generation than the cached record proves the record stale (the
-  // client was revoked and activated again since): read it afresh rather than refuse a new token.
-  if (client && claims.generation > client.tokenGeneration) {
-    client = await findClientCached(c.env.DB, claims.clientId, ttl, { refresh: true });
-  }
+  // A cached record read before this token was issued may be stale for it: the client may have
+  // been activated again, or revoked and activated (a newer generation), since. Read it afresh
+  // rather than refuse a new token; an old token's refusal costs this read at most once per entry.
+  if (refuses(client)) client = await findClientCached(c.env.DB, claims.clientId, ttl, { fetchedSince: (claims.iat + 1) * 1000 });
   if (!client || !client.active || client.companyId !== claims.companyId) {
     throw invalidToken("The client of this token is not active");
   }
@@ -54,18 +55,16 @@ export const authenticate = createMiddleware<AppBindings>(async (c, next) => {
   await next();
 });
 
-/** Authenticates, then requires `scope` (or `*`); a missing scope is a Shape A 403. */
-export function requireScope(scope: string) {
+/** Requires `scope` (or `*`) of an authenticated request; a missing scope is a Shape A 403. */
+export function checkScope(scope: string) {
   return createMiddleware<AppBindings>(async (c, next) => {
-    await authenticate(c, async () => {
-      if (!grants(c.var.auth.scopes, scope)) {
-        throw oauthError(403, "insufficient_scope", `This call needs the ${scope} scope`, {
-          requiredScope: scope,
-          headers: { "WWW-Authenticate": `Bearer error="insufficient_scope", scope="${scope}"` },
-        });
-      }
-      await next();
-    });
+    if (!grants(c.var.auth.scopes, scope)) {
+      throw oauthError(403, "insufficient_scope", `This call needs the ${scope} scope`, {
+        requiredScope: scope,
+        headers: { "WWW-Authenticate": `Bearer error="insufficient_scope", scope="${scope}"` },
+      });
+    }
+    await next();
   });
 }
 

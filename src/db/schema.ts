@@ -1,10 +1,13 @@
 import { sql } from "drizzle-orm";
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 // Keep in step with migrations/*.sql; test/worker/schema.test.ts compares the two.
 // Integer ids use AUTOINCREMENT so that an id is never handed out again after a delete.
 
 const createdAt = () => text("created_at").notNull().default(sql`CURRENT_TIMESTAMP`);
+// Bumped by a trigger on every UPDATE of the row (migration 0013): guards If-Match writes, whose
+// ETag was checked against the version read with it (src/db/write-guards.ts).
+const version = () => integer("version").notNull().default(1);
 // Tenancy columns: every row of company data carries its company (and account) id.
 const companyId = () =>
   integer("company_id")
@@ -60,6 +63,7 @@ export const companies = sqliteTable(
     info: text("info").notNull().default("{}"),
     settings: text("settings").notNull().default('{"timezone":"UTC","date_format":"YYYY-MM-DD"}'),
     createdAt: createdAt(),
+    version: version(),
   },
   (t) => [
     index("companies_account_idx").on(t.accountId),
@@ -81,6 +85,7 @@ export const departments = sqliteTable(
     docsUsed: integer("docs_used").notNull().default(0),
     storageUsedKb: integer("storage_used_kb").notNull().default(0),
     createdAt: createdAt(),
+    version: version(),
   },
   (t) => [
     uniqueIndex("departments_company_name_key_uq").on(t.companyId, t.nameKey),
@@ -106,6 +111,10 @@ export const apiClients = sqliteTable(
     // Bumped by every revocation; a token carries the generation it was issued under and is
     // valid only while it matches, so reactivating a client never revives older tokens.
     tokenGeneration: integer("token_generation").notNull().default(0),
+    // Failed token requests in the window that started at token_failures_since (unix s): past the
+    // limit the token endpoint answers 429 until the window ends (src/auth/token-failures.ts).
+    tokenFailures: integer("token_failures").notNull().default(0),
+    tokenFailuresSince: integer("token_failures_since"),
     createdAt: createdAt(),
   },
   (t) => [index("api_clients_company_idx").on(t.companyId)],
@@ -123,6 +132,7 @@ export const contactGroups = sqliteTable(
     nameKey: text("name_key"),
     isDefault: integer("is_default").notNull().default(0),
     createdAt: createdAt(),
+    version: version(),
   },
   (t) => [
     index("contact_groups_company_dept_idx").on(t.companyId, t.deptId),
@@ -150,6 +160,7 @@ export const contacts = sqliteTable(
     phoneNumber: text("phone_number").notNull().default(""),
     createdAt: createdAt(),
     updatedAt: text("updated_at").notNull().default(sql`CURRENT_TIMESTAMP`),
+    version: version(),
   },
   (t) => [
     index("contacts_company_idx").on(t.companyId),
@@ -182,6 +193,7 @@ export const documentTypes = sqliteTable(
     // Maintained by the items work (create, delete, moves between types).
     docsCount: integer("docs_count").notNull().default(0),
     createdAt: createdAt(),
+    version: version(),
   },
   (t) => [
     index("document_types_account_idx").on(t.accountId),
@@ -227,6 +239,7 @@ export const folders = sqliteTable(
     nameKey: text("name_key").notNull(),
     description: text("description").notNull().default(""),
     createdAt: createdAt(),
+    version: version(),
   },
   (t) => [
     uniqueIndex("folders_sibling_name_key_uq").on(t.companyId, t.parentId, t.nameKey),
@@ -265,6 +278,7 @@ export const items = sqliteTable(
     createdBy: integer("created_by").notNull(),
     createdAt: createdAt(),
     updatedAt: text("updated_at").notNull().default(sql`CURRENT_TIMESTAMP`),
+    version: version(),
   },
   (t) => [
     index("items_company_date_idx").on(t.companyId, t.archived, t.expiryDate, t.id),
@@ -403,6 +417,7 @@ export const tasks = sqliteTable(
     createdBy: integer("created_by").notNull(),
     createdAt: createdAt(),
     updatedAt: text("updated_at").notNull().default(sql`CURRENT_TIMESTAMP`),
+    version: version(),
   },
   (t) => [
     uniqueIndex("tasks_public_id_uq").on(t.publicId),
@@ -529,6 +544,7 @@ export const webhookEndpoints = sqliteTable(
     createdBy: integer("created_by").notNull(),
     createdAt: createdAt(),
     updatedAt: text("updated_at").notNull().default(sql`CURRENT_TIMESTAMP`),
+    version: version(),
   },
   (t) => [index("webhook_endpoints_company_idx").on(t.companyId, t.enabled, t.id)],
 );
@@ -559,3 +575,46 @@ export type FolderRow = typeof folders.$inferSelect;
 export type CompanyRow = typeof companies.$inferSelect;
 export type ContactGroupRow = typeof contactGroups.$inferSelect;
 export type TaskRow = typeof tasks.$inferSelect;
+
+// ---- idempotency and conditional writes (docs/idempotency.md) ----
+
+/**
+ * Idempotency-Key records: one per (company, client, key hash), kept 24 h. A running request holds
+ * `lease` until `lease_until` (unix ms); every write it commits checks the lease and counts itself
+ * in `applied` in the same batch. `body` is the response sealed with a key derived from the
+ * Idempotency-Key, which is never stored.
+ */
+export const idempotencyKeys = sqliteTable(
+  "idempotency_keys",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    companyId: integer("company_id").notNull(),
+    clientId: text("client_id").notNull(),
+    keyHash: text("key_hash").notNull(),
+    fingerprint: text("fingerprint").notNull(),
+    operationId: text("operation_id").notNull(),
+    state: text("state").notNull(),
+    lease: text("lease").notNull(),
+    leaseUntil: integer("lease_until").notNull(),
+    applied: integer("applied").notNull().default(0),
+    status: integer("status"),
+    headers: text("headers"),
+    body: text("body"),
+    createdAt: integer("created_at").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+  },
+  (t) => [uniqueIndex("idempotency_keys_scope_uq").on(t.companyId, t.clientId, t.keyHash), index("idempotency_keys_expires_idx").on(t.expiresAt)],
+);
+
+/**
+ * Always empty: a guarded write inserts a row here only when its condition fails, and the CHECK
+ * then fails the whole batch (src/db/write-guards.ts). The constraint names tell the two apart.
+ */
+export const writeGuards = sqliteTable(
+  "write_guards",
+  {
+    preconditionFailed: integer("precondition_failed"),
+    idempotencyLeaseLost: integer("idempotency_lease_lost"),
+  },
+  (t) => [check("precondition_failed", sql`${t.preconditionFailed} IS NULL`), check("idempotency_lease_lost", sql`${t.idempotencyLeaseLost} IS NULL`)],
+);

@@ -1,5 +1,7 @@
+import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { getDb } from "../db/client";
+import { guardedDb, type WriteGuards } from "../db/write-guards";
 import type { AppBindings } from "../env";
 
 /** What every authenticated handler needs: `c.var.db` and `c.var.companyId` (the token's company). */
@@ -8,3 +10,17 @@ export const provideTenant = createMiddleware<AppBindings>(async (c, next) => {
   c.set("companyId", c.var.auth.companyId);
   await next();
 });
+
+/**
+ * The request's write guards (an Idempotency-Key's fence, an If-Match precondition): from the first
+ * call on, `c.var.db` is a handle whose every write carries them (src/db/write-guards.ts).
+ */
+export function guardedWrites(c: Context<AppBindings>): WriteGuards {
+  let guards = c.get("writeGuards");
+  if (!guards) {
+    guards = { committed: 0 };
+    c.set("writeGuards", guards);
+    c.set("db", guardedDb(c.env.DB, guards));
+  }
+  return guards;
+}

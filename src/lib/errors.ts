@@ -8,12 +8,16 @@ export interface OAuthErrorBody {
   error: string;
   error_description: string;
   required_scope?: string;
+  /** Added by the central handler: the request's X-Request-Id. */
+  request_id?: string;
 }
 
 /** Shape B: every other error. */
 export interface ApiErrorBody {
   success: false;
   msg: string;
+  /** Added by the central handler: the request's X-Request-Id. */
+  request_id?: string;
 }
 
 /**
@@ -72,17 +76,20 @@ function bounded<T extends OAuthErrorBody | ApiErrorBody>(body: T): T {
   return body.msg.length > MAX_MESSAGE_CHARS ? { ...body, msg: echo(body.msg, MAX_MESSAGE_CHARS) } : body;
 }
 
-/** Central error handler: known errors keep their status and shape, the rest become a bare 500. */
-export function renderError(err: Error, c: Context): Response {
+/** Central error handler: known errors keep their status and shape, the rest become a bare 500. Every body carries the request id. */
+export function renderError(thrown: Error, c: Context): Response {
+  const requestId = (c.get("requestId") as string | undefined) ?? "";
+  // drizzle wraps what the D1 layer throws (a write guard's 409 or 412) in its DrizzleQueryError.
+  const err = thrown.cause instanceof ApiError ? thrown.cause : thrown;
   if (err instanceof ApiError) {
-    return c.json(bounded(err.body), err.status, err.headers);
+    return c.json({ ...bounded(err.body), request_id: requestId }, err.status, err.headers);
   }
   if (err instanceof HTTPException) {
     const status = err.status as ContentfulStatusCode;
     // Hono's validators throw these for unparsable JSON (400) and a non-JSON Content-Type (415).
     const msg = status === 415 ? "Content-Type must be application/json" : err.message || "Bad request";
-    return c.json(bounded({ success: false, msg } satisfies ApiErrorBody), status);
+    return c.json({ ...bounded({ success: false, msg } satisfies ApiErrorBody), request_id: requestId }, status);
   }
-  console.error(JSON.stringify({ level: "error", path: echo(c.req.path), method: c.req.method, error: String(err?.stack ?? err) }));
-  return c.json({ success: false, msg: "Internal server error" } satisfies ApiErrorBody, 500);
+  console.error(JSON.stringify({ level: "error", request_id: requestId, path: echo(c.req.path), method: c.req.method, error: String(err?.stack ?? err) }));
+  return c.json({ success: false, msg: "Internal server error", request_id: requestId } satisfies ApiErrorBody, 500);
 }

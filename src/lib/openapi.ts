@@ -1,7 +1,11 @@
 import { OpenAPIHono, createRoute, z, type RouteConfig } from "@hono/zod-openapi";
 import type { AppBindings } from "../env";
-import { requireOwner, requireScope } from "../auth/middleware";
+import type { MiddlewareHandler } from "hono";
+import { authenticate, checkScope, requireOwner } from "../auth/middleware";
+import { idempotency } from "../idempotency/middleware";
+import { checkIfMatch, etagged, type ConditionalRecord } from "./conditional";
 import { provideTenant } from "./context";
+import { limitAuthenticated } from "./rate-limit";
 import { integerString } from "./schemas";
 import { validationHook } from "./validation";
 
@@ -12,11 +16,17 @@ export function createRouter() {
   return new OpenAPIHono<AppBindings>({ defaultHook: validationHook });
 }
 
+const requestIdField = z.string().openapi({
+  description: "The request's id, also in the X-Request-Id response header: quote it when reporting a problem",
+  example: "3f2b8c1e-8d4a-4f7e-9a51-2c6d0e9b7a10",
+});
+
 export const OAuthErrorSchema = z
   .object({
     error: z.string().openapi({ example: "insufficient_scope" }),
     error_description: z.string().openapi({ example: "This call needs the contacts:write scope" }),
     required_scope: z.string().optional().openapi({ example: "contacts:write" }),
+    request_id: requestIdField,
   })
   .openapi("OAuthError", { description: "Shape A: authentication and scope errors" });
 
@@ -24,6 +34,7 @@ export const ApiErrorSchema = z
   .object({
     success: z.literal(false),
     msg: z.string().openapi({ example: "first_name is required" }),
+    request_id: requestIdField,
   })
   .openapi("ApiError", { description: "Shape B: every other error" });
 
@@ -80,6 +91,19 @@ export const errorResponses = {
     ...json(OAuthErrorSchema, "Shape A service_unavailable: the credential store could not be reached; retry after Retry-After seconds"),
     headers: responseHeaders.retryAfter,
   },
+  tooManyRequests: {
+    ...json(
+      ApiErrorSchema,
+      "Rate limit exceeded (Shape B): the message names the policy; RateLimit and RateLimit-Policy describe it (docs/rate-limits.md)",
+    ),
+    headers: responseHeaders.retryAfter,
+  },
+  idempotencyKeyReused: json(ApiErrorSchema, "The Idempotency-Key was already used for a different request: another method, path or body (Shape B)"),
+  preconditionFailed: {
+    ...json(ApiErrorSchema, "If-Match names no current ETag of the record: it has changed since it was read (Shape B); nothing was written"),
+    headers: { ETag: headerText("The record's current ETag") },
+  },
+  notModified: { description: "If-None-Match names the current ETag: the representation has not changed (no body)", headers: { ETag: headerText("The current ETag") } },
 };
 
 /** `{success: true, data}`: a read. */
@@ -107,40 +131,88 @@ type ScopedRoute = Omit<RouteConfig, "security" | "middleware" | "operationId"> 
   operationId: string;
   /** Account owner only (company, department and document-type management): 403 Shape B otherwise. */
   owner?: boolean;
+  /** A single-record read: strong ETag, If-None-Match answered 304. */
+  etag?: boolean;
+  /** A PATCH or DELETE of a record that answers If-Match (412 when it has changed). */
+  precondition?: ConditionalRecord<z.ZodType>;
+};
+
+const WRITE_METHODS = new Set(["post", "put", "patch", "delete"]);
+
+/** Parameters the service reads on every operation of a kind (components registered in src/openapi-document.ts). */
+export const sharedParameters = {
+  idempotencyKey: { $ref: "#/components/parameters/IdempotencyKey" },
+  ifMatch: { $ref: "#/components/parameters/IfMatch" },
+  ifNoneMatch: { $ref: "#/components/parameters/IfNoneMatch" },
+};
+
+const IDEMPOTENCY_409 =
+  "With an Idempotency-Key: a request with the same key is still in progress (retry after Retry-After), or it was applied but its response could not be recorded (it is not applied again).";
+
+/** Names the operation for the request's log line. */
+export const named = (operationId: string): MiddlewareHandler<AppBindings> => async (c, next) => {
+  c.set("operationId", operationId);
+  await next();
 };
 
 /**
  * Declares an authenticated operation. The scope both guards the handler and is published as the
  * operation's OAuth2 security requirement, so the two cannot drift apart. It adds what every such
- * operation has: authentication, scope (and owner) checks, `c.var.db` / `c.var.companyId`, and the
- * error responses 400, 401, 403, 404 (paths with an id), 413 and 415 (operations with a body),
- * 414, 500 and 503. A route lists only its success responses and its own extra errors (409, ...).
+ * operation has: authentication, the client's and company's rate limits, scope (and owner) checks,
+ * `c.var.db` / `c.var.companyId`, Idempotency-Key on writes, ETags on single-record reads, If-Match
+ * where the operation names its record, and the error responses 400, 401, 403, 404 (paths with an
+ * id), 409 and 422 (writes), 412, 413 and 415 (operations with a body), 414, 429, 500 and 503.
+ * A route lists only its success responses and its own extra errors (409, ...).
  */
-export function scopedRoute<R extends ScopedRoute>({ scope, owner, ...config }: R) {
+export function scopedRoute<R extends ScopedRoute>({ scope, owner, etag, precondition, ...config }: R) {
   const hasBody = config.request?.body !== undefined;
+  const write = WRITE_METHODS.has(config.method);
+  const own409 = config.responses[409] as { description: string } | undefined;
   const responses = {
     400: errorResponses.badRequest,
     401: errorResponses.unauthorized,
     403: owner ? errorResponses.forbiddenScopeOrOwner : errorResponses.forbiddenScope,
     ...(config.path.includes("{") && { 404: errorResponses.notFound }),
+    ...(write && {
+      409: { ...errorResponses.conflict, ...own409, description: `${own409?.description ?? errorResponses.conflict.description} ${IDEMPOTENCY_409}` },
+      422: errorResponses.idempotencyKeyReused,
+    }),
+    ...(precondition && { 412: errorResponses.preconditionFailed }),
+    ...(etag && { 304: errorResponses.notModified }),
     ...(hasBody && { 413: errorResponses.payloadTooLarge, 415: errorResponses.unsupportedMediaType }),
     414: errorResponses.uriTooLong,
+    429: errorResponses.tooManyRequests,
     500: errorResponses.serverError,
     503: errorResponses.unavailable,
     ...config.responses,
+    ...(write && own409 && { 409: { ...own409, description: `${own409.description} ${IDEMPOTENCY_409}` } }),
   };
+  const parameters = [
+    ...(write ? [sharedParameters.idempotencyKey] : []),
+    ...(precondition ? [sharedParameters.ifMatch] : []),
+    ...(etag ? [sharedParameters.ifNoneMatch] : []),
+  ];
+  const middleware: MiddlewareHandler<AppBindings>[] = [
+    named(config.operationId),
+    authenticate,
+    limitAuthenticated,
+    checkScope(scope),
+    ...(owner ? [requireOwner] : []),
+    provideTenant,
+    ...(write ? [idempotency] : []),
+    ...(precondition ? [checkIfMatch(precondition)] : []),
+    ...(etag ? [etagged] : []),
+  ];
   const who = owner ? " Account owner only (403 Shape B for other users)." : "";
   return createRoute({
     ...config,
+    ...(parameters.length > 0 && { parameters }),
     responses,
     security: [{ oauth2: [scope] }],
-    middleware: (owner ? [requireScope(scope), requireOwner, provideTenant] : [requireScope(scope), provideTenant]) as [
-      ReturnType<typeof requireScope>,
-      typeof provideTenant,
-    ],
+    middleware: middleware as [typeof provideTenant],
     description: `${config.description ?? ""}\n\nRequired scope: \`${scope}\` (or \`*\`).${who}`.trim(),
-  } as Omit<R, "scope" | "owner"> & {
+  } as Omit<R, "scope" | "owner" | "etag" | "precondition"> & {
     security: RouteConfig["security"];
-    middleware: [ReturnType<typeof requireScope>, typeof provideTenant];
+    middleware: [typeof provideTenant];
   });
 }

@@ -4,6 +4,7 @@ import { isCalendarDate, localToInstant, type CalendarUnit } from "../lib/time";
 import { readSnapshots, recordSync, pendingItems, SYNC_BATCH, type Applied, type PulledEvent } from "./d1";
 import { deliverDue, type Transports, defaultTransports } from "./delivery";
 import {
+  appliedResult,
   forgetItem,
   getMeta,
   hold,
@@ -13,6 +14,7 @@ import {
   nextWake,
   queueSequence,
   reanchor,
+  recordApplied,
   reminder,
   resume,
   rezone,
@@ -371,16 +373,25 @@ export class ReminderScheduler extends DurableObject<Env> {
     return { date, hour, dueAt, relative };
   }
 
-  async addReminder(companyId: number, itemId: number, input: ReminderInput, syncFirst: boolean): Promise<ReminderView | Failure> {
+  /**
+   * `requestKey` (a request with an Idempotency-Key): the change is recorded under it with its
+   * answer in the same transaction, and a repeat gets that answer without changing anything.
+   */
+  async addReminder(companyId: number, itemId: number, input: ReminderInput, syncFirst: boolean, requestKey?: string): Promise<ReminderView | Failure> {
+    this.claimCompany(companyId);
+    const earlier = appliedResult<ReminderView>(this.sql, requestKey);
+    if (earlier) return earlier;
     const missing = await this.ensureItem(companyId, itemId, syncFirst);
     if (missing) return missing;
     const mirror = itemMirror(this.sql, itemId)!;
     const now = Date.now();
     const time = this.resolveTime(mirror.anchor, input, now);
     if (isFailure(time)) return time;
-    let created: ReminderRow | undefined;
+    let created: ReminderView | undefined;
     let failure: Failure | null = null;
     this.ctx.storage.transactionSync(() => {
+      created = appliedResult<ReminderView>(this.sql, requestKey);
+      if (created) return;
       const waiting = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM reminders WHERE item_id = ? AND state IN ('queued', 'held') AND origin <> 'expiry'", itemId).one().n;
       if (waiting >= MAX_WAITING_PER_ITEM) {
         failure = { error: { status: 400, msg: `An item may have at most ${MAX_WAITING_PER_ITEM} queued reminders` } };
@@ -398,14 +409,25 @@ export class ReminderScheduler extends DurableObject<Env> {
         held: mirror.held === 1,
         now,
       });
-      created = reminder(this.sql, itemId, id);
+      created = this.view(reminder(this.sql, itemId, id)!, []);
+      recordApplied(this.sql, requestKey, created, now);
     });
     if (failure) return failure;
     await this.afterChange(companyId);
-    return this.view(created!, []);
+    return created!;
   }
 
-  async updateReminder(companyId: number, itemId: number, reminderId: number, input: ReminderInput, syncFirst: boolean): Promise<ReminderView | Failure> {
+  async updateReminder(
+    companyId: number,
+    itemId: number,
+    reminderId: number,
+    input: ReminderInput,
+    syncFirst: boolean,
+    requestKey?: string,
+  ): Promise<ReminderView | Failure> {
+    this.claimCompany(companyId);
+    const earlier = appliedResult<ReminderView>(this.sql, requestKey);
+    if (earlier) return earlier;
     const missing = await this.ensureItem(companyId, itemId, syncFirst);
     if (missing) return missing;
     const current = reminder(this.sql, itemId, reminderId);
@@ -434,9 +456,11 @@ export class ReminderScheduler extends DurableObject<Env> {
       if (isFailure(resolved)) return resolved;
       time = resolved;
     }
-    let updated: ReminderRow | undefined;
+    let updated: ReminderView | undefined;
     this.ctx.storage.transactionSync(() => {
       const sql = this.sql;
+      updated = appliedResult<ReminderView>(sql, requestKey);
+      if (updated) return;
       if (time) {
         sql.exec(
           "UPDATE reminders SET date = ?, hour = ?, due_at = ?, period = ?, unit = ?, rtype = ? WHERE reminder_id = ? AND state <> 'sent'",
@@ -451,20 +475,25 @@ export class ReminderScheduler extends DurableObject<Env> {
       }
       if (input.contactId !== undefined) sql.exec("UPDATE reminders SET contact_id = ? WHERE reminder_id = ? AND state <> 'sent'", input.contactId, reminderId);
       if (input.channels !== undefined) sql.exec("UPDATE reminders SET channels = ? WHERE reminder_id = ? AND state <> 'sent'", JSON.stringify(input.channels), reminderId);
-      updated = reminder(sql, itemId, reminderId);
+      updated = this.view(reminder(sql, itemId, reminderId)!, []);
+      recordApplied(sql, requestKey, updated, Date.now());
     });
     await this.afterChange(companyId);
-    return this.view(updated!, []);
+    return updated!;
   }
 
-  async deleteReminder(companyId: number, itemId: number, reminderId: number, syncFirst: boolean): Promise<{ deleted: true } | Failure> {
+  async deleteReminder(companyId: number, itemId: number, reminderId: number, syncFirst: boolean, requestKey?: string): Promise<{ deleted: true } | Failure> {
+    this.claimCompany(companyId);
+    if (appliedResult(this.sql, requestKey)) return { deleted: true };
     const missing = await this.ensureItem(companyId, itemId, syncFirst);
     if (missing) return missing;
     const current = reminder(this.sql, itemId, reminderId);
     if (!current) return { error: { status: 404, msg: "Reminder not found" } };
     if (current.state === "sent") return { error: { status: 400, msg: `Reminder ${reminderId} was already sent and stays in the history` } };
     this.ctx.storage.transactionSync(() => {
+      if (appliedResult(this.sql, requestKey)) return;
       this.sql.exec("DELETE FROM reminders WHERE reminder_id = ? AND state <> 'sent' AND origin <> 'expiry'", reminderId);
+      recordApplied(this.sql, requestKey, { deleted: true }, Date.now());
     });
     await this.afterChange(companyId);
     return { deleted: true };
@@ -632,13 +661,17 @@ export class ReminderScheduler extends DurableObject<Env> {
   }
 
   /** A webhook.test event to one endpoint (subscribed or not), delivered by the alarm at once. */
-  async testWebhook(companyId: number, endpointId: number): Promise<{ delivery_id: number; message_id: string } | Failure> {
+  async testWebhook(companyId: number, endpointId: number, requestKey?: string): Promise<{ delivery_id: number; message_id: string } | Failure> {
     this.claimCompany(companyId);
     const now = Date.now();
     let eventId = 0;
     this.ctx.storage.transactionSync(() => {
+      // A repeat of a keyed request answers for the event it recorded, and records no other.
+      eventId = appliedResult<{ eventId: number }>(this.sql, requestKey)?.eventId ?? 0;
+      if (eventId) return;
       const data = JSON.stringify({ webhook_id: endpointId, message: "A test event sent by POST /v1/webhooks/{webhook_id}/test" });
       eventId = recordEvent(this.sql, { type: "webhook.test", data, endpointId, now });
+      recordApplied(this.sql, requestKey, { eventId }, now);
     });
     await fanOut(this.ctx.storage, this.env, companyId, now);
     const row = this.sql
@@ -661,18 +694,23 @@ export class ReminderScheduler extends DurableObject<Env> {
   }
 
   /** A failed or pending delivery is attempted again at once (same message id); 400 for a delivered one. */
-  async retryWebhookDelivery(companyId: number, endpointId: number, deliveryId: number): Promise<WebhookDeliveryView | Failure> {
+  async retryWebhookDelivery(companyId: number, endpointId: number, deliveryId: number, requestKey?: string): Promise<WebhookDeliveryView | Failure> {
     this.claimCompany(companyId);
+    const earlier = appliedResult<WebhookDeliveryView>(this.sql, requestKey);
+    if (earlier) return earlier;
     const current = deliveryOf(this.sql, endpointId, deliveryId);
     if (!current) return { error: { status: 404, msg: "Delivery not found" } };
     if (current.state === "delivered") return { error: { status: 400, msg: `Delivery ${deliveryId} was already delivered` } };
     const now = Date.now();
+    let view: WebhookDeliveryView | undefined;
     this.ctx.storage.transactionSync(() => {
       // A failed delivery gets one more attempt (failed again if it fails: it has had its 8); a pending one is attempted now.
       this.sql.exec("UPDATE webhook_deliveries SET state = 'pending', next_at = ? WHERE delivery_id = ?", now, deliveryId);
+      view = deliveryView(deliveryOf(this.sql, endpointId, deliveryId)!);
+      recordApplied(this.sql, requestKey, view, now);
     });
     await this.afterChange(companyId);
-    return deliveryView(deliveryOf(this.sql, endpointId, deliveryId)!);
+    return view!;
   }
 
   /** The company is deleted: everything goes, the alarm too. */

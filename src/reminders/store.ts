@@ -4,7 +4,7 @@
 import { isCalendarDate, localToInstant, type CalendarUnit } from "../lib/time";
 import { stepDate, type Step } from "./steps";
 
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 const MIGRATIONS: string[][] = [
   [], // version 0: nothing
@@ -55,7 +55,31 @@ const MIGRATIONS: string[][] = [
     `CREATE INDEX webhook_deliveries_event ON webhook_deliveries (event_id)`,
     `CREATE INDEX webhook_deliveries_age ON webhook_deliveries (created_at)`,
   ],
+  [
+    // Version 3: changes made for a request with an Idempotency-Key (docs/idempotency.md), recorded in
+    // the change's own transaction with the answer it gave, so a repeat of the request (after the
+    // Worker died before recording the response in D1) changes nothing and gets the same answer.
+    `CREATE TABLE applied_requests (request_key TEXT PRIMARY KEY, result TEXT NOT NULL, applied_at INTEGER NOT NULL)`,
+    `CREATE INDEX applied_requests_age ON applied_requests (applied_at)`,
+  ],
 ];
+
+/** How long an applied request is remembered: longer than an Idempotency-Key lives (24 h). */
+export const APPLIED_REQUEST_TTL_MS = 25 * 3600 * 1000;
+
+/** The answer recorded for a request key, if its change was applied here. */
+export function appliedResult<T>(sql: SqlStorage, requestKey: string | undefined): T | undefined {
+  if (!requestKey) return undefined;
+  const row = sql.exec<{ result: string }>("SELECT result FROM applied_requests WHERE request_key = ?", requestKey).toArray()[0];
+  return row ? (JSON.parse(row.result) as T) : undefined;
+}
+
+/** Records a request's answer, inside the transaction of its change; forgets those past the TTL. */
+export function recordApplied(sql: SqlStorage, requestKey: string | undefined, result: unknown, now: number): void {
+  if (!requestKey) return;
+  sql.exec("INSERT INTO applied_requests (request_key, result, applied_at) VALUES (?, ?, ?)", requestKey, JSON.stringify(result), now);
+  sql.exec("DELETE FROM applied_requests WHERE applied_at < ?", now - APPLIED_REQUEST_TTL_MS);
+}
 
 /** Brings the object's schema to SCHEMA_VERSION (each step in one transaction). */
 export function migrate(storage: DurableObjectStorage): void {

@@ -2,7 +2,7 @@
 // oauth4webapi, ...) find the token endpoint and its client authentication by discovery.
 import { createRoute } from "@hono/zod-openapi";
 import { ALL_SCOPES, RESOURCE_SCOPES } from "../auth/scopes";
-import { createRouter, errorResponses, z } from "../lib/openapi";
+import { createRouter, errorResponses, named, z } from "../lib/openapi";
 import { tokenRoute } from "./oauth";
 
 export const METADATA_PATH = "/.well-known/oauth-authorization-server";
@@ -35,6 +35,7 @@ const metadataRoute = createRoute({
   method: "get",
   path: METADATA_PATH,
   operationId: "getAuthorizationServerMetadata",
+  middleware: [named("getAuthorizationServerMetadata")] as const,
   security: [],
   tags: ["Authentication"],
   summary: "OAuth 2.0 Authorization Server Metadata (RFC 8414; no authentication)",
@@ -53,6 +54,7 @@ const metadataRoute = createRoute({
       content: { "application/json": { schema: MetadataSchema } },
     },
     414: errorResponses.uriTooLong,
+    429: errorResponses.tooManyRequests,
   },
 });
 

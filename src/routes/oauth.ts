@@ -7,10 +7,12 @@ import { getSigningKeys } from "../auth/keys";
 import { MAX_AUTHORIZATION_HEADER_CHARS, authenticate } from "../auth/middleware";
 import { isScopeAllowed, parseScopes } from "../auth/scopes";
 import { hashClientSecret } from "../auth/secret-hash";
+import { TOKEN_FAILURE_LIMIT, TOKEN_FAILURE_WINDOW_SECONDS, clearTokenFailures, lockedSeconds, recordTokenFailure } from "../auth/token-failures";
 import { CLOCK_SKEW_LEEWAY_SECONDS, TOKEN_LIFETIME_SECONDS, signAccessToken } from "../auth/tokens";
 import { echo } from "../lib/echo";
+import { limitAuthenticated } from "../lib/rate-limit";
 import { oauthError } from "../lib/errors";
-import { OAuthErrorSchema, createRouter, errorResponses, responseHeaders, z } from "../lib/openapi";
+import { OAuthErrorSchema, createRouter, errorResponses, named, responseHeaders, z } from "../lib/openapi";
 
 /**
  * Longest accepted value of each token-endpoint parameter, in characters. Longer is a 400
@@ -139,6 +141,10 @@ export const tokenRoute = createRoute({
       responseHeaders.wwwAuthenticate,
     ),
     413: oauthErrorResponse("invalid_request: body over 8 KiB"),
+    429: oauthErrorResponse(
+      `too_many_requests: more than ${TOKEN_FAILURE_LIMIT} failed attempts for the client_id within ${TOKEN_FAILURE_WINDOW_SECONDS / 60} minutes (every attempt is refused until the window ends, whatever the secret), or the anonymous rate limit of the caller's address`,
+      responseHeaders.retryAfter,
+    ),
     414: oauthErrorResponse("invalid_request: URL over 8,192 characters"),
     415: oauthErrorResponse("invalid_request: a Content-Type charset other than UTF-8"),
     500: oauthErrorResponse("server_error: signing key not configured"),
@@ -163,11 +169,12 @@ const meRoute = createRoute({
       "an inactive client, or a token issued before the client's last revocation.",
   ].join("\n\n"),
   security: [{ oauth2: [] }],
-  middleware: [authenticate] as const,
+  middleware: [named("getTokenInfo"), authenticate, limitAuthenticated] as const,
   responses: {
     200: { description: "The token's claims", content: { "application/json": { schema: MeResponseSchema } } },
     401: { ...errorResponses.unauthorized, headers: responseHeaders.wwwAuthenticate },
     414: errorResponses.uriTooLong,
+    429: errorResponses.tooManyRequests,
     500: oauthErrorResponse("server_error: signing key not configured"),
     503: oauthErrorResponse("service_unavailable: credential store unreachable", responseHeaders.retryAfter),
   },
@@ -275,13 +282,22 @@ function clientFailure(description: string) {
   return oauthError(401, "invalid_client", description, { headers: { "WWW-Authenticate": 'Basic realm="oauth"' } });
 }
 
+/** Bookkeeping that must not turn a token request into a 5xx when D1 refuses it. */
+async function bestEffort(write: Promise<void>, msg: string): Promise<void> {
+  try {
+    await write;
+  } catch (error) {
+    console.error(JSON.stringify({ level: "error", msg, error: String(error) }));
+  }
+}
+
 // Hash of a throwaway secret, so an unknown client_id costs the same work as a known one.
 const UNKNOWN_CLIENT_HASH = "0".repeat(64);
 
 export const oauthRouter = createRouter();
 
 oauthRouter.openAPIRegistry.registerPath(tokenRoute);
-oauthRouter.post(tokenRoute.path, async (c) => {
+oauthRouter.post(tokenRoute.path, named("issueToken"), async (c) => {
   const keys = await getSigningKeys(c.env.JWT_SIGNING_KEYS);
   const params = checkTokenParams(await readTokenParams(c));
   if (params.grant_type !== "client_credentials") {
@@ -292,9 +308,21 @@ oauthRouter.post(tokenRoute.path, async (c) => {
   if (!clientId || !clientSecret) throw fail();
 
   const client = await findClient(c.env.DB, clientId);
+  const now = Math.floor(Date.now() / 1000);
+  const locked = client ? lockedSeconds(client, now) : 0;
+  if (locked > 0) {
+    throw oauthError(
+      429,
+      "too_many_requests",
+      `Too many failed attempts for this client_id: at most ${TOKEN_FAILURE_LIMIT} per ${TOKEN_FAILURE_WINDOW_SECONDS / 60} minutes; retry after ${locked} s`,
+      { headers: { "Retry-After": String(locked) } },
+    );
+  }
   const presented = await hashClientSecret(clientSecret, client?.secretSalt ?? "");
   const matches = constantTimeEqual(presented, client?.secretHash ?? UNKNOWN_CLIENT_HASH);
+  if (client && !matches) await bestEffort(recordTokenFailure(c.env.DB, client.clientId, now), "token failure not counted");
   if (!client || !matches || !client.active) throw fail();
+  if (client.tokenFailures > 0) await bestEffort(clearTokenFailures(c.env.DB, client.clientId), "token failures not cleared");
 
   const allowed = parseScopes(client.scopes);
   let scope = allowed.join(" ");

@@ -1,3 +1,5 @@
+import { fromBase64, toBase64 } from "../lib/bytes";
+
 // Webhook signing secrets: generated here, shown to the client once, stored only encrypted
 // (AES-256-GCM with a key derived from the WEBHOOK_SECRETS_KEY secret; a random IV per value).
 
@@ -41,15 +43,4 @@ export async function decryptSecret(stored: string, material: string | undefined
   return new TextDecoder().decode(plain);
 }
 
-export function toBase64(bytes: Uint8Array): string {
-  let text = "";
-  for (const b of bytes) text += String.fromCharCode(b);
-  return btoa(text);
-}
-
-export function fromBase64(text: string): Uint8Array {
-  const raw = atob(text);
-  const bytes = new Uint8Array(raw.length);
-  for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
-  return bytes;
-}
+export { fromBase64, toBase64 } from "../lib/bytes";

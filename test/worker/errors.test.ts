@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { AppBindings } from "../../src/env";
 import { apiError, oauthError, renderError } from "../../src/lib/errors";
+import { requestContext } from "../../src/lib/request-context";
 import { describeIssue, validationHook } from "../../src/lib/validation";
 import { call, captureErrorLogs, expectNoStackTrace, expectShapeB, tokenFor, type CallResult } from "./helpers";
 
@@ -14,7 +15,8 @@ const VALID_CONTACT = { first_name: "Err", last_name: "Case", email: "err-case@e
 function expectClientError(res: CallResult, status: number, msg?: RegExp) {
   expectShapeB(res, status, msg);
   expectNoStackTrace(res);
-  expect(Object.keys(res.body).sort()).toEqual(["msg", "success"]);
+  expect(Object.keys(res.body).sort()).toEqual(["msg", "request_id", "success"]);
+  expect(res.body.request_id).toBe(res.headers.get("X-Request-Id"));
 }
 
 const allowOf = (res: CallResult) =>
@@ -210,6 +212,7 @@ describe("the central error handler (unit)", () => {
   const errorLogs = captureErrorLogs();
 
   const app = new Hono<AppBindings>();
+  app.use("*", requestContext());
   app.get("/boom", () => {
     throw new Error("secret detail at /work/main/src/x.ts:1:1");
   });
@@ -237,7 +240,7 @@ describe("the central error handler (unit)", () => {
     for (const path of ["/boom", "/type-error"]) {
       const res = await get(path);
       expect(res.status).toBe(500);
-      expect(res.body).toEqual({ success: false, msg: "Internal server error" });
+      expect(res.body).toEqual({ success: false, msg: "Internal server error", request_id: res.headers.get("X-Request-Id") });
       expectNoStackTrace(res);
     }
     // Logged for the operator (captured here rather than printed), with the path.
@@ -253,11 +256,11 @@ describe("the central error handler (unit)", () => {
   it("renders ApiErrors in their own shape, with their headers", async () => {
     const a = await get("/shape-a");
     expect(a.status).toBe(403);
-    expect(a.body).toEqual({ error: "insufficient_scope", error_description: "needs x", required_scope: "x" });
+    expect(a.body).toEqual({ error: "insufficient_scope", error_description: "needs x", required_scope: "x", request_id: a.headers.get("X-Request-Id") });
     expect(a.headers.get("WWW-Authenticate")).toBe("Bearer");
     const b = await get("/shape-b");
     expect(b.status).toBe(409);
-    expect(b.body).toEqual({ success: false, msg: "duplicate" });
+    expect(b.body).toEqual({ success: false, msg: "duplicate", request_id: b.headers.get("X-Request-Id") });
     expect(b.headers.get("X-Extra")).toBe("1");
   });
 });

@@ -835,13 +835,13 @@ function shapeProblems(op: Operation, res: CallResult): string[] {
   const shapeA = () => {
     if (typeof body.error !== "string" || body.error === "") problems.push("Shape A: `error` is not a non-empty string");
     if (typeof body.error_description !== "string") problems.push("Shape A: `error_description` is not a string");
-    const extra = keys.filter((k) => !["error", "error_description", "required_scope"].includes(k));
+    const extra = keys.filter((k) => !["error", "error_description", "required_scope", "request_id"].includes(k));
     if (extra.length) problems.push(`Shape A has other keys: ${extra.join(", ")}`);
   };
   const shapeB = () => {
     if (body.success !== false) problems.push("Shape B: `success` is not false");
     if (typeof body.msg !== "string" || body.msg.trim() === "") problems.push("Shape B: `msg` is not a non-empty string");
-    const extra = keys.filter((k) => !["success", "msg"].includes(k));
+    const extra = keys.filter((k) => !["success", "msg", "request_id"].includes(k));
     if (extra.length) problems.push(`Shape B has other keys: ${extra.join(", ")}`);
   };
   if (op.tokenEndpoint || res.status === 401) shapeA();

@@ -29,12 +29,12 @@ function registeredRoutes(): Set<string> {
   );
 }
 
-/** Resolves a `$ref` into components, or returns the schema itself. */
+/** Resolves a `$ref` into components (schemas, parameters, headers), or returns the value itself. */
 function deref(schema: Json): Json {
   const ref = schema?.$ref as string | undefined;
   if (!ref) return schema;
-  const name = ref.replace("#/components/schemas/", "");
-  const target = doc.components.schemas[name];
+  const [, kind, name] = /^#\/components\/([^/]+)\/([^/]+)$/.exec(ref) ?? [];
+  const target = kind && name ? doc.components[kind]?.[name] : undefined;
   if (!target) throw new Error(`dangling $ref ${ref}`);
   return target;
 }
@@ -249,11 +249,11 @@ describe("components", () => {
   it("has the two error shapes", () => {
     const { OAuthError, ApiError } = doc.components.schemas;
     expect(OAuthError.type).toBe("object");
-    expect(Object.keys(OAuthError.properties).sort()).toEqual(["error", "error_description", "required_scope"]);
-    expect(OAuthError.required.sort()).toEqual(["error", "error_description"]);
+    expect(Object.keys(OAuthError.properties).sort()).toEqual(["error", "error_description", "request_id", "required_scope"]);
+    expect(OAuthError.required.sort()).toEqual(["error", "error_description", "request_id"]);
     expect(ApiError.type).toBe("object");
-    expect(Object.keys(ApiError.properties).sort()).toEqual(["msg", "success"]);
-    expect(ApiError.required.sort()).toEqual(["msg", "success"]);
+    expect(Object.keys(ApiError.properties).sort()).toEqual(["msg", "request_id", "success"]);
+    expect(ApiError.required.sort()).toEqual(["msg", "request_id", "success"]);
     expect(ApiError.properties.success.enum).toEqual([false]);
   });
 

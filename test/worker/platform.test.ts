@@ -30,7 +30,7 @@ describe("ReminderScheduler Durable Object", () => {
     });
     expect(rows).toEqual([
       { key: "company_id", value: "42" },
-      { key: "schema_version", value: "2" },
+      { key: "schema_version", value: "3" },
     ]);
   });
 
@@ -39,7 +39,7 @@ describe("ReminderScheduler Durable Object", () => {
     const tables = await runInDurableObject(stub, (_instance, state) =>
       state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' ORDER BY name").toArray(),
     );
-    expect(tables.map((t) => t.name)).toEqual(["deliveries", "events", "items", "meta", "reminders", "triggered", "webhook_deliveries"]);
+    expect(tables.map((t) => t.name)).toEqual(["applied_requests", "deliveries", "events", "items", "meta", "reminders", "triggered", "webhook_deliveries"]);
   });
 
   it("has no alarm by default: runDurableObjectAlarm returns false", async () => {

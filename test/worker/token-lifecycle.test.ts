@@ -182,6 +182,19 @@ describe("the per-isolate client cache (CLIENT_STATUS_TTL_SECONDS)", () => {
     // The refreshed record now ends the old token in this isolate too.
     expectInvalidToken(await cached(old), /revoked/);
   });
+
+  it("a client activated again: its new tokens work at once, though this isolate cached it as inactive", async () => {
+    const client = await createClient("*");
+    const old = await issue(client);
+    await revoke(client);
+    expectInvalidToken(await cached(old), /not active/); // caches the client: inactive, generation 1
+    await activate(client);
+    const fresh = await issue(client); // generation 1, the cached one: only its issue time says the record is stale
+    const me = await cached(fresh);
+    expect(me.status, JSON.stringify(me.body)).toBe(200);
+    expect((await callWithEnv({ CLIENT_STATUS_TTL_SECONDS: "60" }, "GET", "/v1/contacts", { token: fresh })).status).toBe(200);
+    expectInvalidToken(await cached(old), /revoked/);
+  });
 });
 
 describe("the effective scope is the token's scope intersected with the client's current scopes", () => {

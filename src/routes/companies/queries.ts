@@ -218,6 +218,7 @@ export async function createCompany(db: Db, caller: Caller, input: CreateCompany
               info: sql`'{}'`,
               settings: sql`${settings}`,
               createdAt: sql`CURRENT_TIMESTAMP`,
+              version: sql`1`,
             })
             .from(accounts)
             // drizzle types insert-select fields as columns; these are bound values in column order.
@@ -236,6 +237,7 @@ export async function createCompany(db: Db, caller: Caller, input: CreateCompany
             docsUsed: sql`0`,
             storageUsedKb: sql`0`,
             createdAt: sql`CURRENT_TIMESTAMP`,
+            version: sql`1`,
           })
           .from(accounts)
           .where(and(eq(accounts.id, caller.accountId), sql`changes() = 1`)) as never,
@@ -250,6 +252,7 @@ export async function createCompany(db: Db, caller: Caller, input: CreateCompany
             nameKey: sql`${nameKey(DEFAULT_GROUP_NAME)}`,
             isDefault: sql`1`,
             createdAt: sql`CURRENT_TIMESTAMP`,
+            version: sql`1`,
           })
           .from(departments)
           .where(sql`${departments.id} = last_insert_rowid() AND changes() = 1`) as never,

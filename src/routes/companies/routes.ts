@@ -1,3 +1,4 @@
+import { conditionalRecord } from "../../lib/conditional";
 import type { Context } from "hono";
 import { COMPANY_SETTINGS, forgetReminders, syncReminders } from "../../reminders/item-events";
 import type { AppBindings } from "../../env";
@@ -30,6 +31,14 @@ import {
 
 const tags = ["Companies"];
 const CompanyParams = idParam("company_id");
+
+/** What If-Match on its PATCH and DELETE compares: the ETag of its GET (src/lib/conditional.ts). */
+const companyRecord = conditionalRecord({
+  what: "Company",
+  table: "companies",
+  params: CompanyParams,
+  load: async (c, { company_id }) => { const row = await getCompany(c.var.db, caller(c), company_id); return { id: row.id, version: row.version, data: detailOutput(row) }; },
+});
 const DetailResult = resultEnvelope(CompanyDetailSchema, "CompanyDetailResult");
 
 const caller = (c: Context<AppBindings>): Caller => ({ accountId: c.var.auth.accountId, companyId: c.var.companyId, isOwner: c.var.auth.isOwner });
@@ -84,6 +93,7 @@ companiesRouter.openapi(
     method: "get",
     path: "/v1/companies/{company_id}",
     operationId: "getCompany",
+    etag: true,
     scope: "companies:read",
     tags,
     summary: "Get a company with its profile and settings",
@@ -102,6 +112,7 @@ companiesRouter.openapi(
     method: "patch",
     path: "/v1/companies/{company_id}",
     operationId: "updateCompany",
+    precondition: companyRecord,
     scope: "companies:write",
     owner: true,
     tags,
@@ -123,6 +134,7 @@ companiesRouter.openapi(
     method: "delete",
     path: "/v1/companies/{company_id}",
     operationId: "deleteCompany",
+    precondition: companyRecord,
     scope: "companies:write",
     owner: true,
     tags,
@@ -148,6 +160,7 @@ companiesRouter.openapi(
     method: "patch",
     path: "/v1/companies/{company_id}/info",
     operationId: "updateCompanyInfo",
+    precondition: companyRecord,
     scope: "companies:write",
     owner: true,
     tags,
@@ -178,6 +191,7 @@ companiesRouter.openapi(
     method: "patch",
     path: "/v1/companies/{company_id}/default",
     operationId: "setDefaultCompany",
+    precondition: companyRecord,
     scope: "companies:write",
     owner: true,
     tags,
@@ -197,6 +211,7 @@ companiesRouter.openapi(
     method: "patch",
     path: "/v1/companies/{company_id}/settings",
     operationId: "updateCompanySettings",
+    precondition: companyRecord,
     scope: "companies:write",
     owner: true,
     tags,

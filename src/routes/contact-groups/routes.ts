@@ -1,3 +1,4 @@
+import { conditionalRecord, rowVersion } from "../../lib/conditional";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { createGroup, deleteGroup, getGroup, groupOutput, listGroups, makeDefaultGroup, updateGroup } from "./queries";
@@ -5,6 +6,14 @@ import { ContactGroupSchema, CreateGroupSchema, GroupListEnvelope, ListGroupsQue
 
 const tags = ["Contact groups"];
 const GroupParams = idParam("group_id");
+
+/** What If-Match on its PATCH and DELETE compares: the ETag of its GET (src/lib/conditional.ts). */
+const groupRecord = conditionalRecord({
+  what: "Contact group",
+  table: "contact_groups",
+  params: GroupParams,
+  load: async (c, { group_id }) => { const version = await rowVersion(c, "contact_groups", group_id); return { id: group_id, version, data: groupOutput(await getGroup(c.var.db, c.var.companyId, group_id)) }; },
+});
 const GroupEnvelope = dataEnvelope(ContactGroupSchema, "ContactGroupEnvelope");
 const GroupResult = resultEnvelope(ContactGroupSchema, "ContactGroupResult");
 
@@ -51,6 +60,7 @@ contactGroupsRouter.openapi(
     method: "get",
     path: "/v1/contact-groups/{group_id}",
     operationId: "getContactGroup",
+    etag: true,
     scope: "contacts:read",
     tags,
     summary: "Get a contact group",
@@ -68,6 +78,7 @@ contactGroupsRouter.openapi(
     method: "patch",
     path: "/v1/contact-groups/{group_id}",
     operationId: "updateContactGroup",
+    precondition: groupRecord,
     scope: "contacts:write",
     tags,
     summary: "Update a contact group",
@@ -87,6 +98,7 @@ contactGroupsRouter.openapi(
     method: "delete",
     path: "/v1/contact-groups/{group_id}",
     operationId: "deleteContactGroup",
+    precondition: groupRecord,
     scope: "contacts:write",
     tags,
     summary: "Delete a contact group",
@@ -106,6 +118,7 @@ contactGroupsRouter.openapi(
     method: "patch",
     path: "/v1/contact-groups/{group_id}/default",
     operationId: "setDefaultContactGroup",
+    precondition: groupRecord,
     scope: "contacts:write",
     tags,
     summary: "Make a group its department's default",

@@ -120,6 +120,7 @@ async function insertContact(db: Db, companyId: number, input: CreateContactInpu
     phoneNumber: sql`${input.phone_number ?? ""}`,
     createdAt: sql`CURRENT_TIMESTAMP`,
     updatedAt: sql`CURRENT_TIMESTAMP`,
+    version: sql`1`,
   };
   try {
     const inserted = await db

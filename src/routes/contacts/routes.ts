@@ -1,3 +1,4 @@
+import { conditionalRecord } from "../../lib/conditional";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { contactOutput, createContact, deleteContact, getContact, listContacts, updateContact } from "./queries";
@@ -5,6 +6,14 @@ import { ContactListEnvelope, ContactSchema, CreateContactSchema, ListContactsQu
 
 const tags = ["Contacts"];
 const ContactParams = idParam("contact_id");
+
+/** What If-Match on its PATCH and DELETE compares: the ETag of its GET (src/lib/conditional.ts). */
+const contactRecord = conditionalRecord({
+  what: "Contact",
+  table: "contacts",
+  params: ContactParams,
+  load: async (c, { contact_id }) => { const row = await getContact(c.var.db, c.var.companyId, contact_id); return { id: row.id, version: row.version, data: contactOutput(row) }; },
+});
 
 export const contactsRouter = createRouter();
 
@@ -53,6 +62,7 @@ contactsRouter.openapi(
     method: "get",
     path: "/v1/contacts/{contact_id}",
     operationId: "getContact",
+    etag: true,
     scope: "contacts:read",
     tags,
     summary: "Get a contact",
@@ -70,6 +80,7 @@ contactsRouter.openapi(
     method: "patch",
     path: "/v1/contacts/{contact_id}",
     operationId: "updateContact",
+    precondition: contactRecord,
     scope: "contacts:write",
     tags,
     summary: "Update a contact",
@@ -92,6 +103,7 @@ contactsRouter.openapi(
     method: "delete",
     path: "/v1/contacts/{contact_id}",
     operationId: "deleteContact",
+    precondition: contactRecord,
     scope: "contacts:write",
     tags,
     summary: "Delete a contact",

@@ -1,3 +1,4 @@
+import { conditionalRecord, rowVersion } from "../../lib/conditional";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { createDepartment, deleteDepartment, departmentOutput, getDepartment, listDepartments, updateDepartment } from "./queries";
@@ -5,6 +6,14 @@ import { CreateDepartmentSchema, DepartmentListEnvelope, DepartmentSchema, ListD
 
 const tags = ["Departments"];
 const DepartmentParams = idParam("dept_id");
+
+/** What If-Match on its PATCH and DELETE compares: the ETag of its GET (src/lib/conditional.ts). */
+const departmentRecord = conditionalRecord({
+  what: "Department",
+  table: "departments",
+  params: DepartmentParams,
+  load: async (c, { dept_id }) => { const version = await rowVersion(c, "departments", dept_id); return { id: dept_id, version, data: departmentOutput(await getDepartment(c.var.db, c.var.companyId, dept_id)) }; },
+});
 const DepartmentEnvelope = dataEnvelope(DepartmentSchema, "DepartmentEnvelope");
 const DepartmentResult = resultEnvelope(DepartmentSchema, "DepartmentResult");
 
@@ -57,6 +66,7 @@ departmentsRouter.openapi(
     method: "get",
     path: "/v1/departments/{dept_id}",
     operationId: "getDepartment",
+    etag: true,
     scope: "departments:read",
     owner: true,
     tags,
@@ -76,6 +86,7 @@ departmentsRouter.openapi(
     method: "patch",
     path: "/v1/departments/{dept_id}",
     operationId: "updateDepartment",
+    precondition: departmentRecord,
     scope: "departments:write",
     owner: true,
     tags,
@@ -96,6 +107,7 @@ departmentsRouter.openapi(
     method: "delete",
     path: "/v1/departments/{dept_id}",
     operationId: "deleteDepartment",
+    precondition: departmentRecord,
     scope: "departments:write",
     owner: true,
     tags,

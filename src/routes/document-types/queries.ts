@@ -270,6 +270,7 @@ export async function createDocumentType(db: Db, caller: Caller, input: CreateDo
                 createdBy: sql`${userId}`,
                 docsCount: sql`0`,
                 createdAt: sql`CURRENT_TIMESTAMP`,
+                version: sql`1`,
               })
               .from(accounts)
               .where(and(eq(accounts.id, accountId), canInsert)) as never,

@@ -1,3 +1,4 @@
+import { conditionalRecord, rowVersion } from "../../lib/conditional";
 import type { Context } from "hono";
 import type { AppBindings } from "../../env";
 import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
@@ -16,6 +17,14 @@ import {
 
 const tags = ["Document types"];
 const TypeParams = idParam("type_id");
+
+/** What If-Match on its PATCH and DELETE compares: the ETag of its GET (src/lib/conditional.ts). */
+const documentTypeRecord = conditionalRecord({
+  what: "Document type",
+  table: "document_types",
+  params: TypeParams,
+  load: async (c, { type_id }) => { const version = await rowVersion(c, "document_types", type_id); return { id: type_id, version, data: documentTypeOutput(await getDocumentType(c.var.db, c.var.companyId, type_id)) }; },
+});
 const TypeEnvelope = dataEnvelope(DocumentTypeSchema, "DocumentTypeEnvelope");
 const TypeResult = resultEnvelope(DocumentTypeSchema, "DocumentTypeResult");
 
@@ -69,6 +78,7 @@ documentTypesRouter.openapi(
     method: "get",
     path: "/v1/document-types/{type_id}",
     operationId: "getDocumentType",
+    etag: true,
     scope: "doctypes:read",
     owner: true,
     tags,
@@ -88,6 +98,7 @@ documentTypesRouter.openapi(
     method: "patch",
     path: "/v1/document-types/{type_id}",
     operationId: "updateDocumentType",
+    precondition: documentTypeRecord,
     scope: "doctypes:write",
     owner: true,
     tags,
@@ -107,6 +118,7 @@ documentTypesRouter.openapi(
     method: "delete",
     path: "/v1/document-types/{type_id}",
     operationId: "deleteDocumentType",
+    precondition: documentTypeRecord,
     scope: "doctypes:write",
     owner: true,
     tags,

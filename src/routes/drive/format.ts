@@ -29,14 +29,8 @@ export function randomBase64url(bytes: number): string {
   return btoa(String.fromCharCode(...raw)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
-export function toHex(bytes: ArrayBuffer | Uint8Array): string {
-  return Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-/** Hex SHA-256 of a string (upload tokens are stored only as this). */
-export async function sha256Hex(text: string): Promise<string> {
-  return toHex(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
-}
+// Upload tokens are stored only as their hex SHA-256.
+export { sha256Hex, toHex } from "../../lib/bytes";
 
 /** A new upload token: `upt_` and 43 base64url characters (256 random bits). */
 export const newUploadToken = () => `upt_${randomBase64url(32)}`;

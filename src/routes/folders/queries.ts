@@ -24,6 +24,7 @@ function folderValues(companyId: number, deptId: number, parentId: SQL, name: st
     nameKey: sql`${nameKey(name)}`,
     description: sql`${description}`,
     createdAt: sql`CURRENT_TIMESTAMP`,
+    version: sql`1`,
   };
 }
 

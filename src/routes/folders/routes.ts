@@ -1,3 +1,4 @@
+import { conditionalRecord } from "../../lib/conditional";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { createFolder, deleteFolder, folderOutput, getFolder, listFolders, updateFolder } from "./queries";
@@ -5,6 +6,14 @@ import { CreateFolderSchema, FolderListEnvelope, FolderSchema, ListFoldersQuery,
 
 const tags = ["Folders"];
 const FolderParams = idParam("folder_id");
+
+/** What If-Match on its PATCH and DELETE compares: the ETag of its GET (src/lib/conditional.ts). */
+const folderRecord = conditionalRecord({
+  what: "Folder",
+  table: "folders",
+  params: FolderParams,
+  load: async (c, { folder_id }) => { const row = await getFolder(c.var.db, c.var.companyId, folder_id); return { id: row.id, version: row.version, data: folderOutput(row) }; },
+});
 const FolderEnvelope = dataEnvelope(FolderSchema, "FolderEnvelope");
 const FolderResult = resultEnvelope(FolderSchema, "FolderResult");
 
@@ -55,6 +64,7 @@ foldersRouter.openapi(
     method: "get",
     path: "/v1/folders/{folder_id}",
     operationId: "getFolder",
+    etag: true,
     scope: "folders:read",
     tags,
     summary: "Get a folder",
@@ -73,6 +83,7 @@ foldersRouter.openapi(
     method: "patch",
     path: "/v1/folders/{folder_id}",
     operationId: "updateFolder",
+    precondition: folderRecord,
     scope: "folders:write",
     tags,
     summary: "Update or move a folder",
@@ -91,6 +102,7 @@ foldersRouter.openapi(
     method: "delete",
     path: "/v1/folders/{folder_id}",
     operationId: "deleteFolder",
+    precondition: folderRecord,
     scope: "folders:write",
     tags,
     summary: "Delete an empty folder",

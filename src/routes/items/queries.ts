@@ -322,6 +322,7 @@ export async function createItem(db: Db, companyId: number, userId: number, inpu
             createdBy: sql`${userId}`,
             createdAt: sql`CURRENT_TIMESTAMP`,
             updatedAt: sql`CURRENT_TIMESTAMP`,
+            version: sql`1`,
           })
           .from(companies)
           // The company's documents_limit and every reference, checked by the INSERT itself.

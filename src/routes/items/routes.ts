@@ -1,3 +1,4 @@
+import { conditionalRecord, rowVersion } from "../../lib/conditional";
 import { MessageEnvelope, createRouter, dataEnvelope, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { syncReminders } from "../../reminders/item-events";
@@ -18,6 +19,17 @@ import {
 const tags = ["Items"];
 const ItemParams = idParam("item_id");
 const ItemResult = resultEnvelope(ItemDetailSchema, "ItemResult");
+
+/** What If-Match on its PATCH and DELETE compares: the ETag of its GET (src/lib/conditional.ts). */
+const itemRecord = conditionalRecord({
+  what: "Item",
+  table: "items",
+  params: ItemParams,
+  load: async (c, { item_id }) => {
+    const version = await rowVersion(c, "items", item_id);
+    return { id: item_id, version, data: await getItem(c.var.db, c.var.companyId, item_id, itemRemindersLoader(c.env, c.var.companyId, item_id)) };
+  },
+});
 
 export const itemsRouter = createRouter();
 
@@ -71,6 +83,7 @@ itemsRouter.openapi(
     method: "get",
     path: "/v1/items/{item_id}",
     operationId: "getItem",
+    etag: true,
     scope: "items:read",
     tags,
     summary: "Get an item with its tags and reminders",
@@ -86,6 +99,7 @@ itemsRouter.openapi(
     method: "patch",
     path: "/v1/items/{item_id}",
     operationId: "updateItem",
+    precondition: itemRecord,
     scope: "items:write",
     tags,
     summary: "Update an item",
@@ -108,6 +122,7 @@ itemsRouter.openapi(
     method: "delete",
     path: "/v1/items/{item_id}",
     operationId: "deleteItem",
+    precondition: itemRecord,
     scope: "items:write",
     tags,
     summary: "Delete an item",
@@ -128,6 +143,7 @@ itemsRouter.openapi(
     method: "patch",
     path: "/v1/items/{item_id}/status",
     operationId: "setItemStatus",
+    precondition: itemRecord,
     scope: "items:write",
     tags,
     summary: "Mark an item completed or pending",
@@ -148,6 +164,7 @@ itemsRouter.openapi(
     method: "patch",
     path: "/v1/items/{item_id}/archive",
     operationId: "archiveItem",
+    precondition: itemRecord,
     scope: "items:write",
     tags,
     summary: "Archive or restore an item",

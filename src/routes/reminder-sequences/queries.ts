@@ -190,13 +190,15 @@ export async function deleteSequence(db: Db, companyId: number, seqId: number): 
       db
         .update(items)
         .set({ seqId: defaultSequenceId(companyId), updatedAt: sql`CURRENT_TIMESTAMP` })
-        .where(and(eq(items.companyId, companyId), eq(items.seqId, seqId), deletable)),
+        .where(and(eq(items.companyId, companyId), eq(items.seqId, seqId), deletable))
+        // Counted from RETURNING: D1's meta.changes also counts the rows triggers change (row versions).
+        .returning({ id: items.id }),
       db
         .delete(reminderSequences)
         .where(and(inCompany(companyId, seqId), eq(reminderSequences.isDefault, 0)))
         .returning({ id: reminderSequences.id }),
     ]);
-    if ((deleted as unknown[]).length > 0) return (moved as { meta?: { changes?: number } }).meta?.changes ?? 0;
+    if ((deleted as unknown[]).length > 0) return (moved as unknown[]).length;
   }
   throw lostSequenceRace();
 }

@@ -54,7 +54,7 @@ remindersRouter.openapi(
     const body = c.req.valid("json");
     await checkChannels(c.env, c.var.companyId, body.channels);
     const { syncFirst } = await itemForReminders(c.env.DB, c.var.companyId, itemId, body.contact_id || undefined);
-    const view = unwrap(await remindersOf(c.env, c.var.companyId).addReminder(c.var.companyId, itemId, reminderInput(body), syncFirst));
+    const view = unwrap(await remindersOf(c.env, c.var.companyId).addReminder(c.var.companyId, itemId, reminderInput(body), syncFirst, c.var.idempotencyKey));
     return created(c, "Reminder queued", view);
   },
 );
@@ -79,7 +79,7 @@ remindersRouter.openapi(
     const body = c.req.valid("json");
     await checkChannels(c.env, c.var.companyId, body.channels);
     const { syncFirst } = await itemForReminders(c.env.DB, c.var.companyId, itemId, body.contact_id || undefined);
-    const view = unwrap(await remindersOf(c.env, c.var.companyId).updateReminder(c.var.companyId, itemId, reminderId, reminderInput(body), syncFirst));
+    const view = unwrap(await remindersOf(c.env, c.var.companyId).updateReminder(c.var.companyId, itemId, reminderId, reminderInput(body), syncFirst, c.var.idempotencyKey));
     return updated(c, "Reminder updated", view);
   },
 );
@@ -99,7 +99,7 @@ remindersRouter.openapi(
   async (c) => {
     const { item_id: itemId, reminder_id: reminderId } = c.req.valid("param");
     const { syncFirst } = await itemForReminders(c.env.DB, c.var.companyId, itemId);
-    unwrap(await remindersOf(c.env, c.var.companyId).deleteReminder(c.var.companyId, itemId, reminderId, syncFirst));
+    unwrap(await remindersOf(c.env, c.var.companyId).deleteReminder(c.var.companyId, itemId, reminderId, syncFirst, c.var.idempotencyKey));
     return done(c, "Reminder deleted");
   },
 );

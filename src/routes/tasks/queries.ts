@@ -209,6 +209,7 @@ export async function createTask(db: Db, caller: Caller, input: CreateTaskInput)
               createdBy: sql`${caller.userId}`,
               createdAt: sql`CURRENT_TIMESTAMP`,
               updatedAt: sql`CURRENT_TIMESTAMP`,
+              version: sql`1`,
             })
             .from(companies)
             // Every reference, checked by the INSERT itself: one deleted since it was read writes nothing.

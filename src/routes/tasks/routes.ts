@@ -1,8 +1,17 @@
+import { conditionalRecord } from "../../lib/conditional";
 import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { MAX_EXACT_SEARCH_TOTAL, MAX_EXACT_TOTAL, createTask, deleteTask, getTask, listTasks, taskOutput, updateTask, type Caller } from "./queries";
 import { nudgeWebhooks } from "../../reminders/item-events";
 import { CreateTaskSchema, ListTasksQuery, TRANSITIONS_DESCRIPTION, TaskListEnvelope, TaskParams, TaskSchema, UpdateTaskSchema } from "./schemas";
+
+/** What If-Match on its PATCH and DELETE compares: the ETag of its GET (src/lib/conditional.ts). */
+const taskRecord = conditionalRecord({
+  what: "Task",
+  table: "tasks",
+  params: TaskParams,
+  load: async (c, { task_id }) => { const row = await getTask(c.var.db, c.var.companyId, task_id); return { id: row.id, version: row.version, data: taskOutput(row) }; },
+});
 
 const tags = ["Tasks"];
 
@@ -68,6 +77,7 @@ tasksRouter.openapi(
     method: "get",
     path: "/v1/tasks/{task_id}",
     operationId: "getTask",
+    etag: true,
     scope: "tasks:read",
     tags,
     summary: "Get a task",
@@ -83,6 +93,7 @@ tasksRouter.openapi(
     method: "patch",
     path: "/v1/tasks/{task_id}",
     operationId: "updateTask",
+    precondition: taskRecord,
     scope: "tasks:write",
     tags,
     summary: "Update a task",
@@ -108,6 +119,7 @@ tasksRouter.openapi(
     method: "delete",
     path: "/v1/tasks/{task_id}",
     operationId: "deleteTask",
+    precondition: taskRecord,
     scope: "tasks:write",
     tags,
     summary: "Delete a task",

@@ -93,7 +93,7 @@ webhookDeliveriesRouter.openapi(
     const { webhook_id: endpointId, delivery_id: deliveryId } = c.req.valid("param");
     const endpoint = await ownEndpoint(c.env.DB, c.var.companyId, endpointId);
     if (!endpoint.enabled) unwrap({ error: { status: 400 as const, msg: `Webhook endpoint ${endpointId} is disabled: enable it (PATCH enabled: true) before retrying` } });
-    const view = unwrap(await schedulerFor(c.env, c.var.companyId).retryWebhookDelivery(c.var.companyId, endpointId, deliveryId));
+    const view = unwrap(await schedulerFor(c.env, c.var.companyId).retryWebhookDelivery(c.var.companyId, endpointId, deliveryId, c.var.idempotencyKey));
     return c.json({ success: true as const, msg: "Delivery queued", data: view }, 202);
   },
 );

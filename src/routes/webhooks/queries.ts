@@ -131,6 +131,7 @@ export async function createEndpoint(
               createdBy: sql`${userId}`,
               createdAt: sql`CURRENT_TIMESTAMP`,
               updatedAt: sql`CURRENT_TIMESTAMP`,
+              version: sql`1`,
             })
             .from(companies)
             .where(and(eq(companies.id, companyId), underLimit)) as never,

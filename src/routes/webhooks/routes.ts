@@ -1,3 +1,4 @@
+import { conditionalRecord, rowVersion } from "../../lib/conditional";
 // Webhook endpoints (docs/webhooks.md): CRUD, secret rotation, a test event, and the event
 // catalogue. Deliveries (list, retry) are in ./deliveries.ts; the engine in the company's Durable
 // Object (src/reminders/scheduler.ts).
@@ -37,6 +38,14 @@ import {
 
 const tags = ["Webhooks"];
 const WebhookParams = idParam("webhook_id");
+
+/** What If-Match on its PATCH and DELETE compares: the ETag of its GET (src/lib/conditional.ts). */
+const webhookRecord = conditionalRecord({
+  what: "Webhook endpoint",
+  table: "webhook_endpoints",
+  params: WebhookParams,
+  load: async (c, { webhook_id }) => { const version = await rowVersion(c, "webhook_endpoints", webhook_id); return { id: webhook_id, version, data: endpointOutput(await getEndpoint(c.var.db, c.var.companyId, webhook_id)) }; },
+});
 const WebhookEnvelope = dataEnvelope(WebhookEndpointSchema, "WebhookEndpointEnvelope");
 const WebhookResult = resultEnvelope(WebhookEndpointSchema, "WebhookEndpointResult");
 const WebhookSecretResult = resultEnvelope(WebhookEndpointWithSecretSchema, "WebhookEndpointSecretResult");
@@ -124,6 +133,7 @@ webhooksRouter.openapi(
     method: "get",
     path: "/v1/webhooks/{webhook_id}",
     operationId: "getWebhook",
+    etag: true,
     scope: "webhooks:read",
     owner: true,
     tags,
@@ -140,6 +150,7 @@ webhooksRouter.openapi(
     method: "patch",
     path: "/v1/webhooks/{webhook_id}",
     operationId: "updateWebhook",
+    precondition: webhookRecord,
     scope: "webhooks:write",
     owner: true,
     tags,
@@ -162,6 +173,7 @@ webhooksRouter.openapi(
     method: "delete",
     path: "/v1/webhooks/{webhook_id}",
     operationId: "deleteWebhook",
+    precondition: webhookRecord,
     scope: "webhooks:write",
     owner: true,
     tags,
@@ -216,7 +228,7 @@ webhooksRouter.openapi(
     secretsKey(c.env);
     const endpoint = await getEndpoint(c.var.db, c.var.companyId, endpointId);
     if (endpoint.enabled !== 1) throw badRequest(`Webhook endpoint ${endpointId} is disabled: enable it (PATCH enabled: true) before testing it`);
-    const result = unwrap(await schedulerFor(c.env, c.var.companyId).testWebhook(c.var.companyId, endpointId));
+    const result = unwrap(await schedulerFor(c.env, c.var.companyId).testWebhook(c.var.companyId, endpointId, c.var.idempotencyKey));
     return c.json({ success: true as const, msg: "Test event queued", data: { delivery_id: result.delivery_id, message_id: result.message_id } }, 202);
   },
 );

@@ -20,11 +20,16 @@ export interface Service {
   output(): string;
   /** Stops the whole process tree and removes the dir. */
   stop(): Promise<void>;
+  /** Kills the whole process tree at once (SIGKILL: no clean-up runs) and keeps the dir, for a restart on it. */
+  kill(): Promise<void>;
 }
 
-/** Starts the service (extra arguments go to start.ts, e.g. `--var K:V`) and waits for /health. */
-export async function startService(prefix: string, extraArgs: string[] = []): Promise<Service> {
-  const persistDir = mkdtempSync(join(tmpdir(), prefix));
+/**
+ * Starts the service (extra arguments go to start.ts, e.g. `--var K:V`) and waits for /health.
+ * `persistDir`: the state of an earlier (killed) service to start on; a new dir otherwise.
+ */
+export async function startService(prefix: string, extraArgs: string[] = [], options: { persistDir?: string } = {}): Promise<Service> {
+  const persistDir = options.persistDir ?? mkdtempSync(join(tmpdir(), prefix));
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   let output = "";
@@ -46,6 +51,9 @@ export async function startService(prefix: string, extraArgs: string[] = []): Pr
       } finally {
         rmSync(persistDir, { recursive: true, force: true });
       }
+    },
+    async kill() {
+      if (server.pid !== undefined) await stopServer(server, "SIGKILL");
     },
   };
   const deadline = Date.now() + 120_000;
@@ -129,7 +137,7 @@ function signal(pid: number, sig: NodeJS.Signals): void {
 }
 
 /** Stops start.ts, wrangler and workerd: the whole process group, then any straggler by pid. */
-async function stopServer(child: ChildProcess): Promise<void> {
+async function stopServer(child: ChildProcess, first: NodeJS.Signals = "SIGTERM"): Promise<void> {
   const pgid = child.pid!;
   // Remember the tree now: once start.ts exits, its descendants are re-parented.
   const tree = serverProcesses(pgid);
@@ -139,7 +147,8 @@ async function stopServer(child: ChildProcess): Promise<void> {
     for (const pid of tree) if (table?.some((p) => p.pid === pid)) now.add(pid);
     return [...now];
   };
-  signal(-pgid, "SIGTERM");
+  signal(-pgid, first);
+  if (first === "SIGKILL") for (const pid of tree) signal(pid, "SIGKILL");
   for (let i = 0; i < 100 && remaining().length > 0; i++) await sleep(100);
   if (remaining().length > 0) {
     console.warn(`e2e: processes still running 10 s after SIGTERM, killing: ${remaining().join(" ")}`);

@@ -1,0 +1,124 @@
+// Idempotency-Key on writes (docs/idempotency.md): the first request runs, its response is kept
+// 24 h, a repeat gets that response back with `Idempotent-Replayed: true` and has no effect.
+import type { Context, MiddlewareHandler } from "hono";
+import type { AppBindings } from "../env";
+import { guardedWrites } from "../lib/context";
+import { apiError } from "../lib/errors";
+import { noteOnLog } from "../lib/request-context";
+import { IDEMPOTENCY_KEY_HEADER, keyHash, openBody, parseIdempotencyKey, requestFingerprint, sealBody } from "./key";
+import { LEASE_MS, claimKey, finishKey, readKey, releaseKey, type KeyRow, type KeyScope } from "./store";
+
+export const REPLAYED_HEADER = "Idempotent-Replayed";
+
+/** Response headers kept with a stored response (the rest are per request: ids, rate limits, dates). */
+const KEPT_HEADERS = ["content-type", "cache-control", "pragma", "location", "content-location", "etag"];
+
+/** How long a repeat waits for the first request when both reached the same isolate. */
+const LOCAL_WAIT_MS = 5_000;
+/** Requests of this isolate still running, by key row: a repeat arriving here waits for the first to finish. */
+const running = new Map<number, Promise<void>>();
+
+export const RESPONSE_LOST =
+  "This request was already applied with this Idempotency-Key, but the service stopped before its response was recorded, " +
+  "so it cannot be replayed; it will not be applied again. Read the affected records to see their state.";
+
+/**
+ * Route middleware of every keyed write (POST, PATCH, PUT, DELETE of a scoped route), after
+ * authentication, rate limiting and the tenant. Without the header it does nothing.
+ */
+export const idempotency: MiddlewareHandler<AppBindings> = async (c, next) => {
+  const header = c.req.header(IDEMPOTENCY_KEY_HEADER);
+  if (header === undefined) return next();
+  const key = parseIdempotencyKey(header);
+  const { clientId, companyId } = c.var.auth;
+  const scope: KeyScope = { companyId, clientId, keyHash: await keyHash(clientId, key) };
+  const fingerprint = await requestFingerprint(c.req.method, c.req.url, await c.req.arrayBuffer());
+  const lease = crypto.randomUUID();
+  const row = await claimKey(c.env.DB, scope, { fingerprint, operationId: c.var.operationId, lease, now: Date.now() });
+  if (row.lease !== lease) return answerExisting(c, scope, row, fingerprint, key);
+
+  const guards = guardedWrites(c);
+  guards.fence = { keyId: row.id, lease, leaseMs: LEASE_MS };
+  c.set("idempotencyKey", `${clientId}:${scope.keyHash}`);
+  let finished!: () => void;
+  running.set(row.id, new Promise<void>((resolve) => (finished = resolve)));
+  try {
+    await next();
+    await record(c, row.id, lease, key, guards.committed > 0);
+  } finally {
+    running.delete(row.id);
+    finished();
+  }
+};
+
+/**
+ * What the request leaves behind: a success, or any answer after it changed data, is kept (a 5xx
+ * after a change is kept as the "response lost" answer: the change happened, the 500 would say
+ * otherwise); a failure that changed nothing frees the key, so a retry runs afresh.
+ */
+async function record(c: Context<AppBindings>, id: number, lease: string, key: string, changedData: boolean): Promise<void> {
+  const res = c.res;
+  try {
+    if (res.status >= 300 && !changedData) {
+      await releaseKey(c.env.DB, id, lease);
+      return;
+    }
+    const response = res.status >= 500 ? lostResponse(c.var.requestId) : { status: res.status, body: await res.clone().text(), headers: keptHeaders(res.headers) };
+    await finishKey(c.env.DB, id, lease, { status: response.status, headers: JSON.stringify(response.headers), body: await sealBody(c.var.auth.clientId, key, response.body) });
+  } catch (error) {
+    // The response still goes out. The key stays running: once its lease runs out, a retry takes it
+    // over when nothing was changed, and is told the response was lost otherwise.
+    console.error(JSON.stringify({ level: "error", msg: "idempotent response not recorded", request_id: c.var.requestId, error: String(error) }));
+  }
+}
+
+function keptHeaders(headers: Headers): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const name of KEPT_HEADERS) {
+    const value = headers.get(name);
+    if (value !== null) kept[name] = value;
+  }
+  return kept;
+}
+
+function lostResponse(requestId: string) {
+  return {
+    status: 409,
+    body: JSON.stringify({ success: false, msg: RESPONSE_LOST, request_id: requestId }),
+    headers: { "content-type": "application/json" },
+  };
+}
+
+/** A repeat: the stored response, or 422 (another request), or 409 (still running, or its response lost). */
+async function answerExisting(c: Context<AppBindings>, scope: KeyScope, first: KeyRow, fingerprint: string, key: string): Promise<Response> {
+  let row: KeyRow | null = first;
+  const local = running.get(row.id);
+  if (row.state === "running" && local && row.fingerprint === fingerprint) {
+    await Promise.race([local, new Promise((resolve) => setTimeout(resolve, LOCAL_WAIT_MS))]);
+    row = (await readKey(c.env.DB, scope)) ?? row;
+  }
+  if (row.fingerprint !== fingerprint) {
+    throw apiError(
+      422,
+      `This ${IDEMPOTENCY_KEY_HEADER} was already used for a different request (${row.operation_id}, or another body): use a new key for a new request`,
+    );
+  }
+  if (row.state === "running") {
+    if (row.applied > 0 && row.lease_until <= Date.now()) return replay(c, lostResponse(c.var.requestId));
+    noteOnLog(c, { idempotency: "in_progress" });
+    throw apiError(409, `A request with this ${IDEMPOTENCY_KEY_HEADER} is still in progress; retry after a moment to get its response`, { "Retry-After": "1" });
+  }
+  let body: string;
+  try {
+    body = await openBody(c.var.auth.clientId, key, row.body ?? "");
+  } catch (error) {
+    console.error(JSON.stringify({ level: "error", msg: "stored idempotent response unreadable", request_id: c.var.requestId, error: String(error) }));
+    return replay(c, lostResponse(c.var.requestId));
+  }
+  return replay(c, { status: row.status ?? 200, body, headers: JSON.parse(row.headers ?? "{}") as Record<string, string> });
+}
+
+function replay(c: Context<AppBindings>, response: { status: number; body: string; headers: Record<string, string> }): Response {
+  noteOnLog(c, { idempotency: "replayed" });
+  return new Response(response.body, { status: response.status, headers: { ...response.headers, [REPLAYED_HEADER]: "true" } });
+}

@@ -1,0 +1,87 @@
+// The idempotency_keys rows (docs/idempotency.md): claimed before a keyed request runs, fenced by
+// every write it commits (src/db/write-guards.ts), and finished with its response.
+
+/** How long a response is kept, and a key stays bound to its request. */
+export const KEY_TTL_MS = 24 * 3600 * 1000;
+/** How long a running request holds its key before a retry may take over (extended by every write it commits). */
+export const LEASE_MS = 10_000;
+
+export interface KeyRow {
+  id: number;
+  fingerprint: string;
+  operation_id: string;
+  state: "running" | "done";
+  lease: string;
+  lease_until: number;
+  applied: number;
+  status: number | null;
+  headers: string | null;
+  body: string | null;
+  expires_at: number;
+}
+
+export interface KeyScope {
+  companyId: number;
+  clientId: string;
+  keyHash: string;
+}
+
+/**
+ * One round trip: insert the key as running under a new lease, or take an existing row over when
+ * it has expired or its request died before changing anything (lease run out, nothing applied,
+ * same request); then read the row. It is ours when it carries our lease.
+ */
+export async function claimKey(db: D1Database, scope: KeyScope, attempt: { fingerprint: string; operationId: string; lease: string; now: number }): Promise<KeyRow> {
+  const { now } = attempt;
+  const [, read] = await db.batch<KeyRow>([
+    db
+      .prepare(
+        `INSERT INTO idempotency_keys (company_id, client_id, key_hash, fingerprint, operation_id, state, lease, lease_until, applied, created_at, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7, 0, ?8, ?9)
+         ON CONFLICT (company_id, client_id, key_hash) DO UPDATE SET
+           fingerprint = excluded.fingerprint, operation_id = excluded.operation_id, state = 'running', lease = excluded.lease,
+           lease_until = excluded.lease_until, applied = 0, status = NULL, headers = NULL, body = NULL,
+           created_at = CASE WHEN idempotency_keys.expires_at <= ?8 THEN excluded.created_at ELSE idempotency_keys.created_at END,
+           expires_at = CASE WHEN idempotency_keys.expires_at <= ?8 THEN excluded.expires_at ELSE idempotency_keys.expires_at END
+         WHERE idempotency_keys.expires_at <= ?8
+           OR (idempotency_keys.state = 'running' AND idempotency_keys.applied = 0 AND idempotency_keys.lease_until <= ?8
+               AND idempotency_keys.fingerprint = excluded.fingerprint)`,
+      )
+      .bind(scope.companyId, scope.clientId, scope.keyHash, attempt.fingerprint, attempt.operationId, attempt.lease, now + LEASE_MS, now, now + KEY_TTL_MS),
+    readStatement(db, scope),
+  ]);
+  return read!.results[0]!;
+}
+
+const readStatement = (db: D1Database, scope: KeyScope) =>
+  db
+    .prepare(
+      "SELECT id, fingerprint, operation_id, state, lease, lease_until, applied, status, headers, body, expires_at FROM idempotency_keys WHERE company_id = ? AND client_id = ? AND key_hash = ?",
+    )
+    .bind(scope.companyId, scope.clientId, scope.keyHash);
+
+export async function readKey(db: D1Database, scope: KeyScope): Promise<KeyRow | null> {
+  return readStatement(db, scope).first<KeyRow>();
+}
+
+/** The response of the request holding `lease`: kept until the key expires. */
+export async function finishKey(db: D1Database, id: number, lease: string, response: { status: number; headers: string; body: string }): Promise<void> {
+  await db
+    .prepare("UPDATE idempotency_keys SET state = 'done', status = ?, headers = ?, body = ? WHERE id = ? AND lease = ? AND state = 'running'")
+    .bind(response.status, response.headers, response.body, id, lease)
+    .run();
+}
+
+/** Frees the key of a request that changed nothing and failed: a retry runs afresh. */
+export async function releaseKey(db: D1Database, id: number, lease: string): Promise<void> {
+  await db.prepare("DELETE FROM idempotency_keys WHERE id = ? AND lease = ? AND state = 'running' AND applied = 0").bind(id, lease).run();
+}
+
+/** The cron's clean-up: expired keys, a bounded number per run (idempotency_keys_expires_idx). */
+export async function pruneKeys(db: D1Database, now: number, limit = 5000): Promise<number> {
+  const result = await db
+    .prepare("DELETE FROM idempotency_keys WHERE id IN (SELECT id FROM idempotency_keys WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)")
+    .bind(now, limit)
+    .run();
+  return result.meta.changes ?? 0;
+}

@@ -1,0 +1,191 @@
+// Rate limits (docs/rate-limits.md): Cloudflare's Rate Limiting binding is the shared counter; each
+// isolate counts request units itself and reserves them from the binding a chunk at a time, so a
+// request costs a binding call only once per RATE_LIMIT_CHUNK units of its key.
+import type { Context, MiddlewareHandler } from "hono";
+import type { AppBindings, Env } from "../env";
+import { bodyRuleFor } from "./body";
+import { apiError, oauthError } from "./errors";
+import { noteOnLog, setResponseHeader } from "./request-context";
+
+/** Request units one binding call reserves; a binding's configured `limit` is its policy's quota divided by this. */
+export const RATE_LIMIT_CHUNK = 10;
+
+export type PolicyName = "client" | "client-burst" | "company" | "anonymous";
+
+export interface Policy {
+  name: PolicyName;
+  /** Request units allowed per window. */
+  quota: number;
+  /** Window in seconds (the binding supports 10 and 60). */
+  window: 10 | 60;
+  binding: "RATE_LIMIT_CLIENT" | "RATE_LIMIT_CLIENT_BURST" | "RATE_LIMIT_COMPANY" | "RATE_LIMIT_ANONYMOUS";
+  /** What the quota is shared by. */
+  partition: string;
+}
+
+/**
+ * The documented defaults. Changing one means changing the binding's `limit` in wrangler.toml to
+ * quota / RATE_LIMIT_CHUNK as well (test/worker/rate-limits.test.ts checks that they agree).
+ */
+export const POLICIES: Record<PolicyName, Policy> = {
+  client: { name: "client", quota: 1200, window: 60, binding: "RATE_LIMIT_CLIENT", partition: "API client" },
+  "client-burst": { name: "client-burst", quota: 300, window: 10, binding: "RATE_LIMIT_CLIENT_BURST", partition: "API client" },
+  company: { name: "company", quota: 3000, window: 60, binding: "RATE_LIMIT_COMPANY", partition: "company (all its clients)" },
+  anonymous: { name: "anonymous", quota: 300, window: 60, binding: "RATE_LIMIT_ANONYMOUS", partition: "IP address (requests without a valid bearer token)" },
+};
+
+/** Request units a request costs: a search (a GET with `q`) 5, a write 2, any other read 1. */
+export const COSTS = { read: 1, search: 5, write: 2 } as const;
+
+export function requestCost(c: Context): number {
+  if (c.req.method !== "GET" && c.req.method !== "HEAD") return COSTS.write;
+  return c.req.query("q")?.trim() ? COSTS.search : COSTS.read;
+}
+
+/** On unless RATE_LIMITS is "off" (no environment at all: the OpenAPI document built in Node, say). */
+export const rateLimitsOn = (env: Pick<Env, "RATE_LIMITS"> | undefined) => env !== undefined && env.RATE_LIMITS?.trim().toLowerCase() !== "off";
+
+// ---- per-isolate counting ----
+
+interface Counter {
+  /** Index of the window (epoch seconds / window), aligned to the clock like the binding's. */
+  window: number;
+  used: number;
+  /** Units reserved from the binding in this window. */
+  reserved: number;
+  /** The binding refused a reservation: the key is over its quota until the window ends. */
+  refused: boolean;
+}
+
+const MAX_COUNTERS = 20_000;
+const counters = new Map<string, Counter>();
+
+function counterFor(key: string, windowIndex: number): Counter {
+  let counter = counters.get(key);
+  if (!counter || counter.window !== windowIndex) {
+    if (!counter && counters.size >= MAX_COUNTERS) counters.delete(counters.keys().next().value!);
+    counter = { window: windowIndex, used: 0, reserved: 0, refused: false };
+    counters.set(key, counter);
+  }
+  return counter;
+}
+
+export interface PolicyState {
+  policy: Policy;
+  remaining: number;
+  /** Seconds until the window resets. */
+  reset: number;
+  allowed: boolean;
+}
+
+/** Spends `cost` units of `policy` for `key`; reserves chunks from the binding as the isolate's count passes them. */
+async function spend(env: Env, policy: Policy, key: string, cost: number, now: number): Promise<PolicyState> {
+  const windowIndex = Math.floor(now / 1000 / policy.window);
+  const reset = Math.max(1, Math.ceil((windowIndex + 1) * policy.window - now / 1000));
+  const counter = counterFor(`${policy.name}:${key}`, windowIndex);
+  const refuse = (): PolicyState => ({ policy, remaining: Math.max(0, policy.quota - counter.used), reset, allowed: false });
+  if (counter.refused || counter.used + cost > policy.quota) return refuse();
+  const binding = env[policy.binding];
+  while (binding && counter.used + cost > counter.reserved) {
+    // Reserved before the call, so concurrent requests of the isolate do not reserve the same chunk twice.
+    counter.reserved += RATE_LIMIT_CHUNK;
+    let outcome: RateLimitOutcome;
+    try {
+      outcome = await binding.limit({ key: `${policy.name}:${key}` });
+    } catch (error) {
+      // The limiter itself failing must not take the API down: this isolate's count still applies.
+      console.error(JSON.stringify({ level: "error", msg: "rate limit binding failed", policy: policy.name, error: String(error) }));
+      break;
+    }
+    if (!outcome.success) {
+      counter.refused = true;
+      return refuse();
+    }
+  }
+  counter.used += cost;
+  return { policy, remaining: Math.max(0, policy.quota - counter.used), reset, allowed: true };
+}
+
+/** `"client";q=1200;w=60, …` (draft-ietf-httpapi-ratelimit-headers: one quota policy per list item). */
+function policyHeader(policies: Policy[]): string {
+  return policies.map((p) => `"${p.name}";q=${p.quota};w=${p.window}`).join(", ");
+}
+
+/**
+ * Spends the request's units on each policy (with its partition key) and sets the RateLimit-Policy
+ * and RateLimit headers; a policy over its quota answers 429 with Retry-After.
+ */
+export async function enforce(c: Context<AppBindings>, limits: Array<[Policy, string]>): Promise<void> {
+  const cost = requestCost(c);
+  const now = Date.now();
+  const states = await Promise.all(limits.map(([policy, key]) => spend(c.env, policy, key, cost, now)));
+  c.set("rateLimits", states);
+  const over = states.find((s) => !s.allowed);
+  if (over) {
+    noteOnLog(c, { rate_limited: over.policy.name });
+    const p = over.policy;
+    const msg =
+      `Rate limit exceeded: the ${p.name} limit allows ${p.quota} request units per ${p.window} s per ${p.partition} ` +
+      `(a read costs ${COSTS.read}, a search ${COSTS.search}, a write ${COSTS.write}); retry after ${over.reset} s`;
+    const headers = { "Retry-After": String(over.reset), ...rateLimitHeaders(states) };
+    // The token endpoint answers every error in Shape A.
+    if (bodyRuleFor(c.req.method, c.req.path).shape === "oauth") throw oauthError(429, "too_many_requests", msg, { headers });
+    throw apiError(429, msg, headers);
+  }
+}
+
+/** The two headers for the policies a request was counted against; RateLimit names the one closest to its quota. */
+export function rateLimitHeaders(states: PolicyState[]): Record<string, string> {
+  if (states.length === 0) return {};
+  const tightest = states.reduce((a, b) => (b.remaining / b.policy.quota < a.remaining / a.policy.quota || (!b.allowed && a.allowed) ? b : a));
+  const reset = tightest.allowed ? tightest.reset : Math.max(...states.filter((s) => !s.allowed).map((s) => s.reset));
+  return {
+    "RateLimit-Policy": policyHeader(states.map((s) => s.policy)),
+    RateLimit: `"${tightest.policy.name}";r=${tightest.remaining};t=${reset}`,
+  };
+}
+
+/** The caller's policies once it is authenticated: its client (per minute and per 10 s) and its company. */
+export function authenticatedLimits(c: Context<AppBindings>): Array<[Policy, string]> {
+  const { clientId, companyId } = c.var.auth;
+  return [
+    [POLICIES.client, clientId],
+    [POLICIES["client-burst"], clientId],
+    [POLICIES.company, String(companyId)],
+  ];
+}
+
+/** Route middleware, after authentication: the client's and the company's limits. */
+export const limitAuthenticated: MiddlewareHandler<AppBindings> = async (c, next) => {
+  if (rateLimitsOn(c.env)) await enforce(c, authenticatedLimits(c));
+  await next();
+};
+
+const clientAddress = (c: Context) => c.req.header("CF-Connecting-IP") ?? c.req.header("X-Real-IP") ?? "unknown";
+
+const BEARER = /^Bearer\s/i;
+
+/**
+ * App-wide, first after the request context: requests without a bearer token (health, the token
+ * endpoint, discovery, the OpenAPI document, unauthenticated calls) count against the anonymous
+ * policy of their IP address before anything else runs. Bearer requests are counted by their route
+ * once authenticated; one that never authenticates (an invalid token, an unknown path) is counted
+ * against the anonymous policy afterwards. Every response gets the RateLimit headers.
+ */
+export function rateLimits(): MiddlewareHandler<AppBindings> {
+  return async (c, next) => {
+    if (!rateLimitsOn(c.env)) return next();
+    const bearer = BEARER.test(c.req.header("Authorization") ?? "");
+    try {
+      if (!bearer) await enforce(c, [[POLICIES.anonymous, clientAddress(c)]]);
+      await next();
+    } finally {
+      let states = c.get("rateLimits");
+      if (!states) {
+        // A bearer request that did not authenticate: counted now, and limited from the next one on.
+        states = [await spend(c.env, POLICIES.anonymous, clientAddress(c), requestCost(c), Date.now())];
+      }
+      for (const [name, value] of Object.entries(rateLimitHeaders(states))) setResponseHeader(c, name, value);
+    }
+  };
+}

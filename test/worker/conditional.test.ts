@@ -1,0 +1,166 @@
+// Conditional requests: strong ETags on single-record reads, If-None-Match → 304, If-Match on PATCH
+// and DELETE → 412 when the record changed, checked inside the write (two writers holding one ETag
+// never both succeed).
+import { beforeAll, describe, expect, it } from "vitest";
+import { call, createAccount, expectShapeB, noServerError, uniqueEmail, uniqueWord, type CallResult, type TestAccount } from "./helpers";
+
+let account: TestAccount;
+
+beforeAll(async () => {
+  account = await createAccount();
+});
+
+const get = (path: string, headers: Record<string, string> = {}) => call("GET", path, { token: account.ownerToken, headers });
+const patch = (path: string, body: unknown, headers: Record<string, string> = {}) => call("PATCH", path, { token: account.ownerToken, body, headers });
+const del = (path: string, headers: Record<string, string> = {}) => call("DELETE", path, { token: account.ownerToken, headers });
+const post = async (path: string, body: unknown) => {
+  const res = await call("POST", path, { token: account.ownerToken, body });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res;
+};
+
+function etagOf(res: CallResult): string {
+  const etag = res.headers.get("ETag");
+  expect(etag, JSON.stringify(res.body)).toMatch(/^"[0-9a-f]{32}"$/);
+  return etag!;
+}
+
+/** One record of each kind that answers ETags: its path, and a PATCH body that changes it. */
+async function records(): Promise<Array<{ what: string; path: string; change: () => unknown }>> {
+  const item = await post("/v1/items", { title: uniqueWord("Item "), expiry_date: "2032-01-01" });
+  const contact = await post("/v1/contacts", { first_name: "E", last_name: "Tag", email: uniqueEmail() });
+  const group = await post("/v1/contact-groups", { group_name: uniqueWord("G") });
+  const folder = await post("/v1/folders", { folder_name: uniqueWord("F") });
+  const task = await post("/v1/tasks", { title: uniqueWord("T"), due_at: "2032-01-01 10:00:00" });
+  const dept = await post("/v1/departments", { dept_name: uniqueWord("D") });
+  const type = await post("/v1/document-types", { doctype_name: uniqueWord("Type") });
+  // Subscribed to an event these tests never cause: nothing is delivered to the closed port.
+  const hook = await post("/v1/webhooks", { url: "http://127.0.0.1:9/hook", events: ["task.deleted"] });
+  return [
+    { what: "item", path: `/v1/items/${item.body.data.item_id}`, change: () => ({ title: uniqueWord("Renamed ") }) },
+    { what: "contact", path: `/v1/contacts/${contact.body.data.contact_id}`, change: () => ({ first_name: uniqueWord("N") }) },
+    { what: "group", path: `/v1/contact-groups/${group.body.data.groupid}`, change: () => ({ group_name: uniqueWord("G") }) },
+    { what: "folder", path: `/v1/folders/${folder.body.data.folderid}`, change: () => ({ folder_name: uniqueWord("F") }) },
+    { what: "task", path: `/v1/tasks/${task.body.data.public_id}`, change: () => ({ title: uniqueWord("T") }) },
+    { what: "department", path: `/v1/departments/${dept.body.data.deptid}`, change: () => ({ dept_name: uniqueWord("D") }) },
+    { what: "document type", path: `/v1/document-types/${type.body.data.typeid}`, change: () => ({ doctype_name: uniqueWord("Type") }) },
+    { what: "webhook", path: `/v1/webhooks/${hook.body.data.webhook_id}`, change: () => ({ description: uniqueWord("d") }) },
+    {
+      what: "company",
+      path: `/v1/companies/${account.companyId}`,
+      change: () => ({ company_name: uniqueWord("Co "), documents_limit: 1000, contacts_limit: 1000, drive_space: 1 }),
+    },
+  ];
+}
+
+describe("ETag and If-None-Match on single-record reads", () => {
+  it("answers a strong ETag, 304 without a body for a matching If-None-Match (weak or in a list, and HEAD), 200 otherwise", async () => {
+    for (const { what, path } of await records()) {
+      const first = await get(path);
+      expect(first.status, what).toBe(200);
+      const etag = etagOf(first);
+      expect(etagOf(await get(path)), `${what}: stable`).toBe(etag);
+      for (const header of [etag, `W/${etag}`, `"other", ${etag}`, "*"]) {
+        const res = await get(path, { "If-None-Match": header });
+        expect(res.status, `${what} If-None-Match: ${header}`).toBe(304);
+        expect(res.body, what).toEqual({});
+        expect(res.headers.get("ETag")).toBe(etag);
+      }
+      const head = await call("HEAD", path, { token: account.ownerToken, headers: { "If-None-Match": etag } });
+      expect(head.status, `${what} HEAD`).toBe(304);
+      expect((await get(path, { "If-None-Match": '"0123456789abcdef0123456789abcdef"' })).status, what).toBe(200);
+    }
+  });
+
+  it("changes the ETag when the record changes", async () => {
+    for (const { what, path, change } of await records()) {
+      const before = etagOf(await get(path));
+      const res = await patch(path, change());
+      expect(res.status, `${what}: ${JSON.stringify(res.body)}`).toBe(200);
+      expect(etagOf(await get(path)), what).not.toBe(before);
+    }
+  });
+});
+
+describe("If-Match on PATCH and DELETE", () => {
+  it("applies a PATCH whose If-Match is current (or *), refuses a stale or weak one with 412 and the current ETag, changing nothing", async () => {
+    for (const { what, path, change } of await records()) {
+      const etag = etagOf(await get(path));
+      const ok = await patch(path, change(), { "If-Match": etag });
+      expect(ok.status, `${what}: ${JSON.stringify(ok.body)}`).toBe(200);
+      const current = etagOf(await get(path));
+      for (const stale of [etag, `W/${current}`, '"not-an-etag"']) {
+        const refused = await patch(path, change(), { "If-Match": stale });
+        expectShapeB(refused, 412, /has changed since the ETag/);
+        expect(refused.headers.get("ETag"), what).toBe(current);
+      }
+      expect(etagOf(await get(path)), `${what}: unchanged by the 412s`).toBe(current);
+      expect((await patch(path, change(), { "If-Match": `"x", ${current}` })).status, what).toBe(200);
+      expect((await patch(path, change(), { "If-Match": "*" })).status, what).toBe(200);
+    }
+  });
+
+  it("deletes only with a current If-Match", async () => {
+    const contact = await post("/v1/contacts", { first_name: "Del", last_name: "Me", email: uniqueEmail() });
+    const path = `/v1/contacts/${contact.body.data.contact_id}`;
+    const etag = etagOf(await get(path));
+    await patch(path, { last_name: "Changed" });
+    expectShapeB(await del(path, { "If-Match": etag }), 412);
+    expect((await get(path)).status).toBe(200);
+    expect((await del(path, { "If-Match": etagOf(await get(path)) })).status).toBe(200);
+    expect((await get(path)).status).toBe(404);
+  });
+
+  it("answers 404, not 412, for a record that does not exist; a malformed id stays 400", async () => {
+    expectShapeB(await patch("/v1/items/999999999", { title: "x" }, { "If-Match": '"x"' }), 404);
+    expectShapeB(await patch("/v1/items/abc", { title: "x" }, { "If-Match": '"x"' }), 400);
+  });
+
+  it("treats a change to the item's tags as a change: the earlier ETag is refused", async () => {
+    const item = await post("/v1/items", { title: uniqueWord("Tagged "), expiry_date: "2032-02-01" });
+    const path = `/v1/items/${item.body.data.item_id}`;
+    const etag = etagOf(await get(path));
+    expect((await call("PUT", `${path}/tags`, { token: account.ownerToken, body: { tags: ["boiler"] } })).status).toBe(200);
+    expectShapeB(await patch(path, { notes: "x" }, { "If-Match": etag }), 412);
+  });
+
+  it("lets exactly one of two concurrent writers holding the same ETag succeed; the other is 412", async () => {
+    for (let round = 0; round < 10; round++) {
+      const item = await post("/v1/items", { title: uniqueWord("Race "), expiry_date: "2032-03-01" });
+      const path = `/v1/items/${item.body.data.item_id}`;
+      const etag = etagOf(await get(path));
+      const results = await Promise.all(["A", "B", "C"].map((who) => patch(path, { notes: who }, { "If-Match": etag })));
+      noServerError(...results);
+      expect(results.filter((r) => r.status === 200), `round ${round}`).toHaveLength(1);
+      for (const r of results.filter((r) => r.status !== 200)) expectShapeB(r, 412);
+      const winner = results.find((r) => r.status === 200)!;
+      expect((await get(path)).body.data.notes).toBe(winner.body.data.notes);
+    }
+  });
+
+  it("also guards a concurrent PATCH and DELETE holding one ETag: never both", async () => {
+    for (let round = 0; round < 10; round++) {
+      const contact = await post("/v1/contacts", { first_name: "Race", last_name: "D", email: uniqueEmail() });
+      const path = `/v1/contacts/${contact.body.data.contact_id}`;
+      const etag = etagOf(await get(path));
+      const [p, d] = await Promise.all([patch(path, { last_name: "P" }, { "If-Match": etag }), del(path, { "If-Match": etag })]);
+      noServerError(p, d);
+      expect([p.status, d.status].filter((s) => s === 200), `round ${round}: ${p.status} ${d.status}`).toHaveLength(1);
+    }
+  });
+
+  it("publishes If-None-Match and ETag on the reads, If-Match and 412 on the writes", async () => {
+    const doc = (await call("GET", "/v1/openapi.json")).body;
+    const op = (path: string, method: string) => doc.paths[path][method];
+    const refs = (o: { parameters?: Array<{ $ref?: string }> }) => (o.parameters ?? []).map((p) => p.$ref);
+    for (const path of ["/v1/items/{item_id}", "/v1/contacts/{contact_id}", "/v1/tasks/{task_id}", "/v1/companies/{company_id}", "/v1/webhooks/{webhook_id}"]) {
+      expect(refs(op(path, "get")), path).toContain("#/components/parameters/IfNoneMatch");
+      expect(Object.keys(op(path, "get").responses), path).toContain("304");
+      expect(op(path, "get").responses["200"].headers.ETag, path).toBeTruthy();
+      for (const method of ["patch", "delete"]) {
+        expect(refs(op(path, method)), `${method} ${path}`).toContain("#/components/parameters/IfMatch");
+        expect(Object.keys(op(path, method).responses), `${method} ${path}`).toContain("412");
+      }
+    }
+  });
+});

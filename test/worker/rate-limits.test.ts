@@ -1,0 +1,192 @@
+// Rate limits (docs/rate-limits.md) with RATE_LIMITS on, as `npm start` runs (the other suites run
+// with them off). Counters are per isolate and per key: every test uses its own clients and
+// addresses. Windows are aligned to the clock, so a test that crossed a window boundary is run again.
+import { describe, expect, it } from "vitest";
+import { COSTS, POLICIES, RATE_LIMIT_CHUNK } from "../../src/lib/rate-limit";
+import { TOKEN_FAILURE_LIMIT } from "../../src/auth/token-failures";
+import { hashClientSecret } from "../../src/auth/secret-hash";
+import { callWithEnv, createAccount, env, expectShapeA, expectShapeB, uniqueWord, type CallOptions, type CallResult } from "./helpers";
+
+const ON = { RATE_LIMITS: "on" };
+const send = (method: string, path: string, options: CallOptions = {}) => callWithEnv(ON, method, path, options);
+
+/** Runs `body` until one run stays within a single window of `seconds` (at most 3 tries). */
+async function withinOneWindow(seconds: number, body: () => Promise<void>) {
+  for (let attempt = 1; ; attempt++) {
+    const window = () => Math.floor(Date.now() / 1000 / seconds);
+    const start = window();
+    try {
+      await body();
+      if (window() === start) return;
+    } catch (error) {
+      if (window() === start || attempt === 3) throw error;
+    }
+    if (attempt === 3) throw new Error(`every try crossed a ${seconds} s window`);
+  }
+}
+
+/** A new `*` client of company `companyId`, with a token issued while limits are on. */
+async function newClient(account: { accountId: number; companyId: number }): Promise<{ clientId: string; secret: string; token: string }> {
+  const clientId = uniqueWord("rl");
+  const secret = `${clientId}-secret`;
+  await env.DB.prepare(
+    `INSERT INTO api_clients (client_id, secret_hash, secret_salt, account_id, company_id, user_id, scopes)
+     VALUES (?, ?, 'salt', ?, ?, (SELECT owner_user_id FROM accounts WHERE id = ?), '*')`,
+  )
+    .bind(clientId, await hashClientSecret(secret, "salt"), account.accountId, account.companyId, account.accountId)
+    .run();
+  const res = await send("POST", "/v1/oauth/token", {
+    body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret },
+    headers: { "CF-Connecting-IP": `10.9.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}` },
+  });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return { clientId, secret, token: res.body.access_token };
+}
+
+function rateLimit(res: CallResult): { policy: string; r: number; t: number } {
+  const match = /^"([a-z-]+)";r=(\d+);t=(\d+)$/.exec(res.headers.get("RateLimit") ?? "");
+  expect(match, `RateLimit: ${res.headers.get("RateLimit")}`).not.toBeNull();
+  return { policy: match![1]!, r: Number(match![2]), t: Number(match![3]) };
+}
+
+describe("headers", () => {
+  it("describes the client's and the company's policies on every authenticated response, errors included", async () => {
+    const account = await createAccount();
+    const client = await newClient(account);
+    const policy = '"client";q=1200;w=60, "client-burst";q=300;w=10, "company";q=3000;w=60';
+    for (const [method, path] of [["GET", "/v1/contacts"], ["GET", "/v1/contacts/999999999"], ["GET", "/v1/oauth/me"], ["POST", "/v1/items"]]) {
+      const res = await send(method!, path!, { token: client.token, body: method === "POST" ? {} : undefined });
+      expect(res.headers.get("RateLimit-Policy"), `${method} ${path} ${res.status}`).toBe(policy);
+      const { policy: name, r, t } = rateLimit(res);
+      expect(["client", "client-burst", "company"]).toContain(name);
+      expect(r).toBeLessThan(3000);
+      expect(t).toBeGreaterThanOrEqual(1);
+      expect(t).toBeLessThanOrEqual(60);
+    }
+  });
+
+  it("counts a search as 5 units, a write as 2 and a read as 1, against the burst policy", async () => {
+    const account = await createAccount();
+    const client = await newClient(account);
+    await withinOneWindow(10, async () => {
+      const burst = async (method: string, path: string) => rateLimit(await send(method, path, { token: client.token, body: method === "POST" ? {} : undefined }));
+      const a = await burst("GET", "/v1/contacts");
+      const b = await burst("GET", "/v1/contacts?q=ada");
+      const c = await burst("POST", "/v1/contacts");
+      // RateLimit names the policy closest to its quota: the burst policy, until the minute ones catch up.
+      expect([a.policy, b.policy, c.policy]).toEqual(["client-burst", "client-burst", "client-burst"]);
+      expect(a.r - b.r).toBe(COSTS.search);
+      expect(b.r - c.r).toBe(COSTS.write);
+    });
+  });
+
+  it("sends none when RATE_LIMITS is off", async () => {
+    const res = await callWithEnv({ RATE_LIMITS: "off" }, "GET", "/health");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("RateLimit-Policy")).toBeNull();
+    expect(res.headers.get("RateLimit")).toBeNull();
+  });
+});
+
+describe("limits", () => {
+  it("answers 429 Shape B with Retry-After once a client spends its burst, and only for that client", async () => {
+    const account = await createAccount();
+    const [client, neighbour] = [await newClient(account), await newClient(account)];
+    await withinOneWindow(10, async () => {
+      const searches = POLICIES["client-burst"].quota / COSTS.search;
+      for (let i = 0; i < searches; i++) {
+        const res = await send("GET", "/v1/contacts?q=x", { token: client.token });
+        expect(res.status, `search ${i + 1}`).toBe(200);
+      }
+      const over = await send("GET", "/v1/contacts?q=x", { token: client.token });
+      expectShapeB(over, 429, /client-burst limit allows 300 request units per 10 s per API client/);
+      const retryAfter = Number(over.headers.get("Retry-After"));
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(retryAfter).toBeLessThanOrEqual(10);
+      expect(rateLimit(over)).toMatchObject({ policy: "client-burst", r: 0, t: retryAfter });
+      // Refused before any work: a write is refused too, and nothing is created.
+      expectShapeB(await send("POST", "/v1/contacts", { token: client.token, body: { first_name: "A", last_name: "B", email: "x@y.test" } }), 429);
+      // Another client of the same company is not affected.
+      expect((await send("GET", "/v1/contacts?q=x", { token: neighbour.token })).status).toBe(200);
+    });
+    const rows = await env.DB.prepare("SELECT count(*) AS n FROM contacts WHERE company_id = ?").bind(account.companyId).first<{ n: number }>();
+    expect(rows!.n).toBe(0);
+  });
+
+  it("shares the company's quota between its clients", async () => {
+    const account = await createAccount();
+    const clients = await Promise.all(Array.from({ length: 11 }, () => newClient(account)));
+    await withinOneWindow(60, async () => {
+      // Each client spends its burst (60 searches = 300 units); ten of them spend the company's 3,000.
+      let spent = 0;
+      for (const client of clients.slice(0, 10)) {
+        for (let i = 0; i < 60 && spent < POLICIES.company.quota; i++, spent += COSTS.search) {
+          const res = await send("GET", "/v1/contacts?q=x", { token: client.token });
+          expect(res.status, `unit ${spent}`).toBe(200);
+        }
+      }
+      const over = await send("GET", "/v1/contacts", { token: clients[10]!.token });
+      expectShapeB(over, 429, /company limit allows 3000 request units per 60 s per company/);
+      const other = await createAccount();
+      expect((await send("GET", "/v1/contacts", { token: (await newClient(other)).token })).status).toBe(200);
+    });
+  });
+
+  it("limits requests without a valid token per address (the anonymous policy)", async () => {
+    const ip = `203.0.113.${Math.floor(Math.random() * 250)}`;
+    await withinOneWindow(60, async () => {
+      for (let i = 0; i < POLICIES.anonymous.quota; i++) {
+        const res = await send("GET", "/health", { headers: { "CF-Connecting-IP": ip } });
+        expect(res.status, `request ${i + 1}`).toBe(200);
+      }
+      const over = await send("GET", "/health", { headers: { "CF-Connecting-IP": ip } });
+      expectShapeB(over, 429, /anonymous limit/);
+      expect(over.headers.get("RateLimit-Policy")).toBe('"anonymous";q=300;w=60');
+      // The token endpoint answers it in Shape A, as all its errors.
+      const token = await send("POST", "/v1/oauth/token", { body: { grant_type: "client_credentials" }, headers: { "CF-Connecting-IP": ip } });
+      expectShapeA(token, 429, "too_many_requests");
+      expect(token.headers.get("Retry-After")).toBeTruthy();
+      // Another address is not affected.
+      expect((await send("GET", "/health", { headers: { "CF-Connecting-IP": `${ip}1` } })).status).toBe(200);
+    });
+  });
+});
+
+describe("the token endpoint and failed attempts", () => {
+  it(`locks a client_id out after ${TOKEN_FAILURE_LIMIT} wrong secrets, even for the right one, until the window ends`, async () => {
+    const account = await createAccount();
+    const client = await newClient(account);
+    const attempt = (secret: string) =>
+      send("POST", "/v1/oauth/token", {
+        body: { grant_type: "client_credentials", client_id: client.clientId, client_secret: secret },
+        headers: { "CF-Connecting-IP": `198.51.100.${Math.floor(Math.random() * 250)}` },
+      });
+    for (let i = 0; i < TOKEN_FAILURE_LIMIT; i++) expectShapeA(await attempt("wrong"), 401, "invalid_client");
+    for (const secret of ["wrong", client.secret]) {
+      const locked = await attempt(secret);
+      expectShapeA(locked, 429, "too_many_requests");
+      expect(Number(locked.headers.get("Retry-After"))).toBeGreaterThan(800);
+    }
+    // The window ends: the right secret works again and the count starts over.
+    await env.DB.prepare("UPDATE api_clients SET token_failures_since = token_failures_since - 900 WHERE client_id = ?").bind(client.clientId).run();
+    expect((await attempt(client.secret)).status).toBe(200);
+    const row = await env.DB.prepare("SELECT token_failures FROM api_clients WHERE client_id = ?").bind(client.clientId).first<{ token_failures: number }>();
+    expect(row!.token_failures).toBe(0);
+  });
+
+  it("does not count a right secret, nor lock an unknown client_id", async () => {
+    const account = await createAccount();
+    const client = await newClient(account);
+    for (let i = 0; i < TOKEN_FAILURE_LIMIT + 2; i++) {
+      expect((await callWithEnv({ RATE_LIMITS: "off" }, "POST", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: client.clientId, client_secret: client.secret } })).status).toBe(200);
+      expectShapeA(await callWithEnv({ RATE_LIMITS: "off" }, "POST", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: "no-such-client", client_secret: "x" } }), 401, "invalid_client");
+    }
+  });
+});
+
+describe("configuration", () => {
+  it("reserves whole chunks: each policy's quota is a multiple of RATE_LIMIT_CHUNK", () => {
+    for (const policy of Object.values(POLICIES)) expect(policy.quota % RATE_LIMIT_CHUNK, policy.name).toBe(0);
+    expect(POLICIES.client.quota).toBeLessThanOrEqual(1200);
+  });
+});
