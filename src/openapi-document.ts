@@ -28,7 +28,24 @@ cut to 80 characters.
 
 Every path answers another HTTP method with 405 (Shape B) and an \`Allow\` header listing the methods
 it supports; an unknown path is 404. A write that loses a race with a concurrent change to the same
-records answers 409 (Shape B) and changes nothing: retry it.`;
+records answers 409 (Shape B) and changes nothing: retry it.
+
+Every response carries \`X-Request-Id\` (the client's own when sane, else a new UUID); error bodies of
+both shapes repeat it as \`request_id\`.
+
+Rate limits (docs/rate-limits.md): a read costs 1 unit, a search (\`q\`) 5, a write 2; an API client may
+spend 1,200 units a minute and 300 in any 10 seconds, a company's clients together 3,000 a minute, and
+requests without a valid token 300 a minute per address. Over a limit: 429 (Shape B) with
+\`Retry-After\`. Every response describes the policies in \`RateLimit-Policy\` and \`RateLimit\`
+(draft-ietf-httpapi-ratelimit-headers). Ten wrong secrets for a client_id within 15 minutes lock it
+out of the token endpoint (429) until the window ends.
+
+Writes take an \`Idempotency-Key\` (docs/idempotency.md): a repeat of the same request within 24 h gets
+the stored answer with \`Idempotent-Replayed: true\` and no new effect; the same key on another
+request is 422, a repeat while the first runs is 409.
+
+Single-record reads answer a strong \`ETag\` (\`If-None-Match\` → 304); \`If-Match\` on their PATCH and
+DELETE applies the change only while the record is unchanged (412 otherwise, nothing written).`;
 
 /** Every tag an operation uses, with its description (the OpenAPI test checks that none is missing). */
 export const TAGS = [

@@ -320,7 +320,9 @@ oauthRouter.post(tokenRoute.path, named("issueToken"), async (c) => {
   }
   const presented = await hashClientSecret(clientSecret, client?.secretSalt ?? "");
   const matches = constantTimeEqual(presented, client?.secretHash ?? UNKNOWN_CLIENT_HASH);
-  if (client && !matches) await bestEffort(recordTokenFailure(c.env.DB, client.clientId, now), "token failure not counted");
+  // Counted for an unknown client_id too (an UPDATE that matches no row), so that the two cost the
+  // same and the endpoint does not tell which client_ids exist.
+  if (!matches) await bestEffort(recordTokenFailure(c.env.DB, clientId, now), "token failure not counted");
   if (!client || !matches || !client.active) throw fail();
   if (client.tokenFailures > 0) await bestEffort(clearTokenFailures(c.env.DB, client.clientId), "token failures not cleared");
 

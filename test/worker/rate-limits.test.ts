@@ -4,8 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { COSTS, POLICIES, RATE_LIMIT_CHUNK } from "../../src/lib/rate-limit";
 import { TOKEN_FAILURE_LIMIT } from "../../src/auth/token-failures";
-import { hashClientSecret } from "../../src/auth/secret-hash";
-import { callWithEnv, createAccount, env, expectShapeA, expectShapeB, uniqueWord, type CallOptions, type CallResult } from "./helpers";
+import { callWithEnv, createAccount, createOwnerClient, env, expectShapeA, expectShapeB, uniqueWord, type CallOptions, type CallResult } from "./helpers";
 
 const ON = { RATE_LIMITS: "on" };
 const send = (method: string, path: string, options: CallOptions = {}) => callWithEnv(ON, method, path, options);
@@ -27,14 +26,7 @@ async function withinOneWindow(seconds: number, body: () => Promise<void>) {
 
 /** A new `*` client of company `companyId`, with a token issued while limits are on. */
 async function newClient(account: { accountId: number; companyId: number }): Promise<{ clientId: string; secret: string; token: string }> {
-  const clientId = uniqueWord("rl");
-  const secret = `${clientId}-secret`;
-  await env.DB.prepare(
-    `INSERT INTO api_clients (client_id, secret_hash, secret_salt, account_id, company_id, user_id, scopes)
-     VALUES (?, ?, 'salt', ?, ?, (SELECT owner_user_id FROM accounts WHERE id = ?), '*')`,
-  )
-    .bind(clientId, await hashClientSecret(secret, "salt"), account.accountId, account.companyId, account.accountId)
-    .run();
+  const { clientId, secret } = await createOwnerClient(account.accountId, account.companyId, "rl");
   const res = await send("POST", "/v1/oauth/token", {
     body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret },
     headers: { "CF-Connecting-IP": `10.9.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}` },

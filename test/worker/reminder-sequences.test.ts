@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { hashClientSecret } from "../../src/auth/secret-hash";
 import { nameKey } from "../../src/lib/text-key";
-import { type Json, call, createAccount, env, expectShapeA, expectShapeB, noServerError, uniqueWord } from "./helpers";
+import { type Json, call, createAccount, createOwnerClient, env, expectShapeA, expectShapeB, noServerError, uniqueWord } from "./helpers";
 
 // Reminder sequences: the default every company starts with, CRUD, validation, names, the one
 // default under concurrency, deletion moving items, the per-company limit, tenancy and scopes.
@@ -29,14 +28,7 @@ async function freshCompany(): Promise<Company> {
   });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   const id = res.body.data.company.companyid as number;
-  const clientId = uniqueWord("seqclient");
-  const secret = `${clientId}-secret`;
-  await env.DB.prepare(
-    `INSERT INTO api_clients (client_id, secret_hash, secret_salt, account_id, company_id, user_id, scopes)
-     VALUES (?, ?, 'salt', ?, ?, (SELECT owner_user_id FROM accounts WHERE id = ?), '*')`,
-  )
-    .bind(clientId, await hashClientSecret(secret, "salt"), account.accountId, id, account.accountId)
-    .run();
+  const { clientId, secret } = await createOwnerClient(account.accountId, id, "seqclient");
   const tokens = new Map<string, string>();
   const token = async (scope?: string) => {
     const cached = tokens.get(scope ?? "*");

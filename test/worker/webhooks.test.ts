@@ -1,7 +1,6 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
-import { hashClientSecret } from "../../src/auth/secret-hash";
 import { schedulerFor } from "../../src/reminders/rpc";
 import { WebhookPayloadSchema } from "../../src/routes/webhooks/schemas";
 import type { ReminderScheduler } from "../../src/reminders/scheduler";
@@ -17,6 +16,7 @@ import {
   call,
   callWithEnv,
   createAccount,
+  createOwnerClient,
   env,
   expectShapeA,
   expectShapeB,
@@ -59,14 +59,7 @@ interface Owner {
 /** A fresh account (owner, member), plus a client of the owner that can ask for narrower scopes. */
 async function freshOwner(): Promise<Owner> {
   const account = await createAccount();
-  const clientId = uniqueWord("whclient");
-  const secret = `${clientId}-secret`;
-  await env.DB.prepare(
-    `INSERT INTO api_clients (client_id, secret_hash, secret_salt, account_id, company_id, user_id, scopes)
-     VALUES (?, ?, 'salt', ?, ?, (SELECT owner_user_id FROM accounts WHERE id = ?), '*')`,
-  )
-    .bind(clientId, await hashClientSecret(secret, "salt"), account.accountId, account.companyId, account.accountId)
-    .run();
+  const { clientId, secret } = await createOwnerClient(account.accountId, account.companyId, "whclient");
   const token = async (scope: string) => {
     const res = await call("POST", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret, scope } });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -795,14 +788,8 @@ describe("webhook endpoints and company deletion", () => {
     });
     expect(made.status, JSON.stringify(made.body)).toBe(201);
     const companyId = made.body.data.company.companyid as number;
-    const clientId = uniqueWord("whdel");
-    await env.DB.prepare(
-      `INSERT INTO api_clients (client_id, secret_hash, secret_salt, account_id, company_id, user_id, scopes)
-       VALUES (?, ?, 'salt', ?, ?, (SELECT owner_user_id FROM accounts WHERE id = ?), '*')`,
-    )
-      .bind(clientId, await hashClientSecret(`${clientId}-secret`, "salt"), account.accountId, companyId, account.accountId)
-      .run();
-    const issued = await call("POST", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: clientId, client_secret: `${clientId}-secret` } });
+    const { clientId, secret } = await createOwnerClient(account.accountId, companyId, "whdel");
+    const issued = await call("POST", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret } });
     const token = issued.body.access_token as string;
     await createEndpoint(token);
     await createEndpoint(token, { events: ["*"] });

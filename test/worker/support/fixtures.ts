@@ -125,6 +125,22 @@ export async function createAccount(
   return { accountId, companyId, deptId: dept!.id, ownerToken: await token(ownerId, "owner"), memberToken: await token(memberId, "member") };
 }
 
+/**
+ * A new `*` API client of the account owner in `companyId`, inserted in D1 (as `client create`
+ * would); its secret is `<client_id>-secret`.
+ */
+export async function createOwnerClient(accountId: number, companyId: number, prefix = "client"): Promise<{ clientId: string; secret: string }> {
+  const clientId = uniqueWord(prefix);
+  const secret = `${clientId}-secret`;
+  await env.DB.prepare(
+    `INSERT INTO api_clients (client_id, secret_hash, secret_salt, account_id, company_id, user_id, scopes)
+     VALUES (?, ?, 'salt', ?, ?, (SELECT owner_user_id FROM accounts WHERE id = ?), '*')`,
+  )
+    .bind(clientId, await hashClientSecret(secret, "salt"), accountId, companyId, accountId)
+    .run();
+  return { clientId, secret };
+}
+
 /** Creates an item through the API (expects 201) and returns its detail. */
 export async function createItem(token: string, body: Record<string, unknown> = {}): Promise<Json> {
   const res = await call("POST", "/v1/items", { token, body: { title: uniqueWord("Item "), expiry_date: "2030-01-15", ...body } });
