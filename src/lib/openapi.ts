@@ -167,16 +167,13 @@ export const named = (operationId: string): MiddlewareHandler<AppBindings> => as
 export function scopedRoute<R extends ScopedRoute>({ scope, owner, etag, precondition, ...config }: R) {
   const hasBody = config.request?.body !== undefined;
   const write = WRITE_METHODS.has(config.method);
-  const own409 = config.responses[409] as { description: string } | undefined;
+  const conflict = (config.responses[409] as { description: string } | undefined) ?? errorResponses.conflict;
   const responses = {
     400: errorResponses.badRequest,
     401: errorResponses.unauthorized,
     403: owner ? errorResponses.forbiddenScopeOrOwner : errorResponses.forbiddenScope,
     ...(config.path.includes("{") && { 404: errorResponses.notFound }),
-    ...(write && {
-      409: { ...errorResponses.conflict, ...own409, description: `${own409?.description ?? errorResponses.conflict.description} ${IDEMPOTENCY_409}` },
-      422: errorResponses.idempotencyKeyReused,
-    }),
+    ...(write && { 422: errorResponses.idempotencyKeyReused }),
     ...(precondition && { 412: errorResponses.preconditionFailed }),
     ...(etag && { 304: errorResponses.notModified }),
     ...(hasBody && { 413: errorResponses.payloadTooLarge, 415: errorResponses.unsupportedMediaType }),
@@ -185,7 +182,8 @@ export function scopedRoute<R extends ScopedRoute>({ scope, owner, etag, precond
     500: errorResponses.serverError,
     503: errorResponses.unavailable,
     ...config.responses,
-    ...(write && own409 && { 409: { ...own409, description: `${own409.description} ${IDEMPOTENCY_409}` } }),
+    // A write's 409 also covers its Idempotency-Key (the operation's own 409 cases come first).
+    ...(write && { 409: { ...conflict, description: `${conflict.description} ${IDEMPOTENCY_409}` } }),
   };
   const parameters = [
     ...(write ? [sharedParameters.idempotencyKey] : []),
