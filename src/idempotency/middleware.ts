@@ -39,7 +39,9 @@ export const idempotency: MiddlewareHandler<AppBindings> = async (c, next) => {
 
   const guards = guardedWrites(c);
   guards.fence = { keyId: row.id, lease, leaseMs: LEASE_MS };
-  c.set("idempotencyKey", `${clientId}:${scope.keyHash}`);
+  // The reminder engine records its changes under this: one use of the key (a retry that takes it
+  // over keeps it; a use after the 24 h is another).
+  c.set("idempotencyKey", `${clientId}:${scope.keyHash}:${row.created_at}`);
   let finished!: () => void;
   running.set(row.id, new Promise<void>((resolve) => (finished = resolve)));
   try {

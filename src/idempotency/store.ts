@@ -17,6 +17,8 @@ export interface KeyRow {
   status: number | null;
   headers: string | null;
   body: string | null;
+  /** When this use of the key began (a key reused after its 24 h starts a new use). */
+  created_at: number;
   expires_at: number;
 }
 
@@ -56,7 +58,7 @@ export async function claimKey(db: D1Database, scope: KeyScope, attempt: { finge
 const readStatement = (db: D1Database, scope: KeyScope) =>
   db
     .prepare(
-      "SELECT id, fingerprint, operation_id, state, lease, lease_until, applied, status, headers, body, expires_at FROM idempotency_keys WHERE company_id = ? AND client_id = ? AND key_hash = ?",
+      "SELECT id, fingerprint, operation_id, state, lease, lease_until, applied, status, headers, body, created_at, expires_at FROM idempotency_keys WHERE company_id = ? AND client_id = ? AND key_hash = ?",
     )
     .bind(scope.companyId, scope.clientId, scope.keyHash);
 

@@ -256,6 +256,22 @@ describe("Idempotency-Key: the Worker dying between the change and the response"
   });
 });
 
+describe("Idempotency-Key: a key used again after its 24 hours", () => {
+  it("is a new request for the reminder engine too: a second reminder, not the first one's answer", async () => {
+    const account = await createAccount();
+    const item = await post(account.ownerToken, "/v1/items", { title: uniqueWord("Again "), expiry_date: "2031-10-01" });
+    const itemId = item.body.data.item_id;
+    const k = key();
+    const body = { date: "2031-09-20", hour: "08:00" };
+    const first = await post(account.ownerToken, `/v1/items/${itemId}/reminders`, body, k);
+    await env.DB.prepare("UPDATE idempotency_keys SET expires_at = ? WHERE company_id = ?").bind(Date.now() - 1, account.companyId).run();
+    const later = await post(account.ownerToken, `/v1/items/${itemId}/reminders`, body, k);
+    expect(later.status).toBe(201);
+    expect(later.headers.get("Idempotent-Replayed")).toBeNull();
+    expect(later.body.data.reminder_id).not.toBe(first.body.data.reminder_id);
+  });
+});
+
 describe("Idempotency-Key: housekeeping and the published contract", () => {
   it("the cron deletes keys past their 24 hours", async () => {
     const account = await createAccount();
