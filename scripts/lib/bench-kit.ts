@@ -70,10 +70,37 @@ export interface AutocannonOptions {
   /** Replace `[<id>]` in the body with a fresh id on every request. */
   idReplacement?: boolean;
   timeout?: number;
-  /** Cycled through by every connection. */
-  requests?: Array<{ path: string; method?: "GET" | "POST"; headers?: Record<string, string>; body?: string }>;
+  /** Cycled through by every connection (each from the first). */
+  requests?: AutocannonRequest[];
+  /** Run the load from this many worker threads (off this process's event loop). */
+  workers?: number;
+}
+export interface AutocannonRequest {
+  path?: string;
+  method?: "GET" | "POST";
+  headers?: Record<string, string>;
+  body?: string;
+  /** Called before each send of this request; returns what to send. */
+  setupRequest?: (request: AutocannonRequest) => AutocannonRequest;
 }
 export type Autocannon = (options: AutocannonOptions) => Promise<AutocannonResult>;
+
+/**
+ * `requests` for autocannon that send `entries` in turn across all connections together, so each
+ * entry gets an equal share of the load (a plain `requests` array is cycled by every connection
+ * from its first entry, and a short run never reaches the last ones).
+ */
+export function roundRobin(entries: Array<{ path: string; headers?: Record<string, string> }>): AutocannonRequest[] {
+  let next = 0;
+  return [
+    {
+      setupRequest: (request) => {
+        const entry = entries[next++ % entries.length]!;
+        return { ...request, path: entry.path, headers: { ...request.headers, ...entry.headers } };
+      },
+    },
+  ];
+}
 export const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon;
 
 // ---------------------------------------------------------------------------------------------
@@ -85,8 +112,12 @@ export interface RouteSpec {
   path: string;
   /** Bearer token; none for /health. */
   token?: string;
-  /** POST with a JSON body; `[<id>]` in it becomes a fresh id per request. */
+  /** POST with a JSON body; `[<id>]` in it (and in `headers`) becomes a fresh id per request. */
   post?: string;
+  /** More request headers, e.g. an `Idempotency-Key`. */
+  headers?: Record<string, string>;
+  /** Sent in turn across all connections (`roundRobin`) instead of `path` and `token` (which `drain` still uses). */
+  requests?: Array<{ path: string; headers: Record<string, string> }>;
   target?: number;
 }
 
@@ -227,7 +258,7 @@ export const CONTENDED = 0.1;
 export function requestHeaders(route: RouteSpec): Record<string, string> {
   const headers: Record<string, string> = route.token ? { Authorization: `Bearer ${route.token}` } : {};
   if (route.post !== undefined) headers["Content-Type"] = "application/json";
-  return headers;
+  return { ...headers, ...route.headers };
 }
 
 /** How `measure` loads the server: autocannon against `base`, `duration` s measured after `warmup` s. */
@@ -260,11 +291,12 @@ export function measurer(settings: MeasureSettings) {
 
   async function measure(route: RouteSpec, serverGroup: number | undefined, warmup: boolean): Promise<RouteResult> {
     const options: AutocannonOptions = {
-      url: settings.base + route.path,
+      url: settings.base + (route.requests ? "" : route.path),
       connections: settings.connections,
       duration: settings.duration,
       timeout: 30,
       headers: requestHeaders(route),
+      ...(route.requests ? { requests: roundRobin(route.requests) } : {}),
       ...(route.post !== undefined ? { method: "POST" as const, body: route.post, idReplacement: true } : {}),
     };
     let warmNon2xx = 0;
