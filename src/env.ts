@@ -25,9 +25,8 @@ export interface Env {
   RATE_LIMITS?: string;
   /** "off" drops the one-line-per-request log (the test suites); anything else, or unset, keeps it. */
   REQUEST_LOGS?: string;
-  /** Rate Limiting bindings (src/lib/rate-limit.ts): each counts reservations of RATE_LIMIT_CHUNK request units. */
+  /** Rate Limiting bindings (src/lib/rate-limit.ts): each counts reservations of 1/20 of its policy's quota. */
   RATE_LIMIT_CLIENT?: RateLimit;
-  RATE_LIMIT_CLIENT_BURST?: RateLimit;
   RATE_LIMIT_COMPANY?: RateLimit;
   RATE_LIMIT_ANONYMOUS?: RateLimit;
 }

@@ -1,16 +1,21 @@
 // Rate limits (docs/rate-limits.md): Cloudflare's Rate Limiting binding is the shared counter; each
-// isolate counts request units itself and reserves them from the binding a chunk at a time, so a
-// request costs a binding call only once per RATE_LIMIT_CHUNK units of its key.
+// isolate counts request units itself and reserves them from the binding a twentieth of the quota
+// at a time, so a key costs a binding call only once per RESERVATIONS_PER_WINDOW-th of its quota.
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppBindings, Env } from "../env";
 import { bodyRuleFor } from "./body";
 import { apiError, oauthError } from "./errors";
 import { noteOnLog, setResponseHeader } from "./request-context";
 
-/** Request units one binding call reserves; a binding's configured `limit` is its policy's quota divided by this. */
-export const RATE_LIMIT_CHUNK = 10;
+/**
+ * Reservations a binding-backed policy's binding allows per window: its `limit` in wrangler.toml.
+ * One reservation is quota / RESERVATIONS_PER_WINDOW units (60 of a client's 1,200), so an isolate
+ * may run ahead of the shared count by at most that much.
+ */
+export const RESERVATIONS_PER_WINDOW = 20;
 
 export type PolicyName = "client" | "client-burst" | "company" | "anonymous";
+type Binding = "RATE_LIMIT_CLIENT" | "RATE_LIMIT_COMPANY" | "RATE_LIMIT_ANONYMOUS";
 
 export interface Policy {
   name: PolicyName;
@@ -18,18 +23,22 @@ export interface Policy {
   quota: number;
   /** Window in seconds (the binding supports 10 and 60). */
   window: 10 | 60;
-  binding: "RATE_LIMIT_CLIENT" | "RATE_LIMIT_CLIENT_BURST" | "RATE_LIMIT_COMPANY" | "RATE_LIMIT_ANONYMOUS";
+  /** The Rate Limiting binding sharing the count between isolates; null: counted per isolate only. */
+  binding: Binding | null;
   /** What the quota is shared by. */
   partition: string;
 }
 
 /**
- * The documented defaults. Changing one means changing the binding's `limit` in wrangler.toml to
- * quota / RATE_LIMIT_CHUNK as well (test/worker/rate-limits.test.ts checks that they agree).
+ * The documented defaults. Changing a binding-backed quota needs nothing in wrangler.toml (its
+ * bindings count reservations, RESERVATIONS_PER_WINDOW per window; test/tools checks them), but
+ * keep each quota a multiple of RESERVATIONS_PER_WINDOW. The burst is counted per isolate: it
+ * smooths one client's spikes, and a binding call per 15 units would cost more than it protects;
+ * the minute policies bound the total across isolates.
  */
 export const POLICIES: Record<PolicyName, Policy> = {
   client: { name: "client", quota: 1200, window: 60, binding: "RATE_LIMIT_CLIENT", partition: "API client" },
-  "client-burst": { name: "client-burst", quota: 300, window: 10, binding: "RATE_LIMIT_CLIENT_BURST", partition: "API client" },
+  "client-burst": { name: "client-burst", quota: 300, window: 10, binding: null, partition: "API client" },
   company: { name: "company", quota: 3000, window: 60, binding: "RATE_LIMIT_COMPANY", partition: "company (all its clients)" },
   anonymous: { name: "anonymous", quota: 300, window: 60, binding: "RATE_LIMIT_ANONYMOUS", partition: "IP address (requests without a valid bearer token)" },
 };
@@ -78,32 +87,57 @@ export interface PolicyState {
   allowed: boolean;
 }
 
-/** Spends `cost` units of `policy` for `key`; reserves chunks from the binding as the isolate's count passes them. */
-async function spend(env: Env, policy: Policy, key: string, cost: number, now: number): Promise<PolicyState> {
-  const windowIndex = Math.floor(now / 1000 / policy.window);
-  const reset = Math.max(1, Math.ceil((windowIndex + 1) * policy.window - now / 1000));
-  const counter = counterFor(`${policy.name}:${key}`, windowIndex);
-  const refuse = (): PolicyState => ({ policy, remaining: Math.max(0, policy.quota - counter.used), reset, allowed: false });
-  if (counter.refused || counter.used + cost > policy.quota) return refuse();
-  const binding = env[policy.binding];
+interface Charge {
+  policy: Policy;
+  key: string;
+  counter: Counter;
+  reset: number;
+}
+
+/** Reserves from the binding what the isolate's count will pass; false when the binding refuses (the key is then over). */
+async function reserve(env: Env, charge: Charge, cost: number): Promise<boolean> {
+  const { policy, counter } = charge;
+  const binding = policy.binding ? env[policy.binding] : undefined;
   while (binding && counter.used + cost > counter.reserved) {
-    // Reserved before the call, so concurrent requests of the isolate do not reserve the same chunk twice.
-    counter.reserved += RATE_LIMIT_CHUNK;
-    let outcome: RateLimitOutcome;
+    // Reserved before the call, so concurrent requests of the isolate do not reserve the same units twice.
+    counter.reserved += policy.quota / RESERVATIONS_PER_WINDOW;
     try {
-      outcome = await binding.limit({ key: `${policy.name}:${key}` });
+      if (!(await binding.limit({ key: `${policy.name}:${charge.key}` })).success) {
+        counter.refused = true;
+        return false;
+      }
     } catch (error) {
       // The limiter itself failing must not take the API down: this isolate's count still applies.
       console.error(JSON.stringify({ level: "error", msg: "rate limit binding failed", policy: policy.name, error: String(error) }));
-      break;
-    }
-    if (!outcome.success) {
-      counter.refused = true;
-      return refuse();
+      return true;
     }
   }
-  counter.used += cost;
-  return { policy, remaining: Math.max(0, policy.quota - counter.used), reset, allowed: true };
+  return true;
+}
+
+/**
+ * Counts a request of `cost` units against each policy (with its partition key). All or nothing: a
+ * request one policy refuses spends nothing of the others (a client over its burst does not use up
+ * its company's quota with refused requests).
+ */
+async function charge(env: Env, limits: Array<[Policy, string]>, cost: number, now: number): Promise<PolicyState[]> {
+  const charges: Charge[] = limits.map(([policy, key]) => {
+    const windowIndex = Math.floor(now / 1000 / policy.window);
+    const reset = Math.max(1, Math.ceil((windowIndex + 1) * policy.window - now / 1000));
+    return { policy, key, counter: counterFor(`${policy.name}:${key}`, windowIndex), reset };
+  });
+  let over = charges.find((ch) => ch.counter.refused || ch.counter.used + cost > ch.policy.quota);
+  if (!over) {
+    const reserved = await Promise.all(charges.map((ch) => reserve(env, ch, cost)));
+    over = charges.find((_, i) => !reserved[i]);
+  }
+  if (!over) for (const ch of charges) ch.counter.used += cost;
+  return charges.map((ch) => ({
+    policy: ch.policy,
+    remaining: ch.counter.refused ? 0 : Math.max(0, ch.policy.quota - ch.counter.used),
+    reset: ch.reset,
+    allowed: ch !== over,
+  }));
 }
 
 /** `"client";q=1200;w=60, …` (draft-ietf-httpapi-ratelimit-headers: one quota policy per list item). */
@@ -116,9 +150,7 @@ function policyHeader(policies: Policy[]): string {
  * and RateLimit headers; a policy over its quota answers 429 with Retry-After.
  */
 export async function enforce(c: Context<AppBindings>, limits: Array<[Policy, string]>): Promise<void> {
-  const cost = requestCost(c);
-  const now = Date.now();
-  const states = await Promise.all(limits.map(([policy, key]) => spend(c.env, policy, key, cost, now)));
+  const states = await charge(c.env, limits, requestCost(c), Date.now());
   c.set("rateLimits", states);
   const over = states.find((s) => !s.allowed);
   if (over) {
@@ -183,7 +215,7 @@ export function rateLimits(): MiddlewareHandler<AppBindings> {
       let states = c.get("rateLimits");
       if (!states) {
         // A bearer request that did not authenticate: counted now, and limited from the next one on.
-        states = [await spend(c.env, POLICIES.anonymous, clientAddress(c), requestCost(c), Date.now())];
+        states = await charge(c.env, [[POLICIES.anonymous, clientAddress(c)]], requestCost(c), Date.now());
       }
       for (const [name, value] of Object.entries(rateLimitHeaders(states))) setResponseHeader(c, name, value);
     }

@@ -2,7 +2,7 @@
 // with them off). Counters are per isolate and per key: every test uses its own clients and
 // addresses. Windows are aligned to the clock, so a test that crossed a window boundary is run again.
 import { describe, expect, it } from "vitest";
-import { COSTS, POLICIES, RATE_LIMIT_CHUNK } from "../../src/lib/rate-limit";
+import { COSTS, POLICIES } from "../../src/lib/rate-limit";
 import { TOKEN_FAILURE_LIMIT } from "../../src/auth/token-failures";
 import { callWithEnv, createAccount, createOwnerClient, env, expectShapeA, expectShapeB, uniqueWord, type CallOptions, type CallResult } from "./helpers";
 
@@ -105,6 +105,18 @@ describe("limits", () => {
     expect(rows!.n).toBe(0);
   });
 
+  it("spends nothing of the other policies on a refused request: a flooding client does not use up its company's quota", async () => {
+    const account = await createAccount();
+    const [flooder, sibling] = [await newClient(account), await newClient(account)];
+    await withinOneWindow(10, async () => {
+      for (let i = 0; i < 60; i++) expect((await send("GET", "/v1/contacts?q=x", { token: flooder.token })).status).toBe(200);
+      for (let i = 0; i < 100; i++) expect((await send("GET", "/v1/contacts?q=x", { token: flooder.token })).status).toBe(429);
+      // The company has spent the flooder's 300 accepted units and the sibling's 1, not the 500 refused.
+      const res = await send("GET", "/v1/contacts", { token: sibling.token });
+      expect(rateLimit(res)).toMatchObject({ policy: "company", r: POLICIES.company.quota - 300 - 1 });
+    });
+  });
+
   it("shares the company's quota between its clients", async () => {
     const account = await createAccount();
     const clients = await Promise.all(Array.from({ length: 11 }, () => newClient(account)));
@@ -177,8 +189,7 @@ describe("the token endpoint and failed attempts", () => {
 });
 
 describe("configuration", () => {
-  it("reserves whole chunks: each policy's quota is a multiple of RATE_LIMIT_CHUNK", () => {
-    for (const policy of Object.values(POLICIES)) expect(policy.quota % RATE_LIMIT_CHUNK, policy.name).toBe(0);
+  it("stays within the documented ceiling: at most 1,200 units a minute per client", () => {
     expect(POLICIES.client.quota).toBeLessThanOrEqual(1200);
   });
 });
