@@ -1,26 +1,30 @@
-// A request's D1, with conditions added to every write it commits (docs/idempotency.md,
-// docs/api-notes.md "Conditional requests"). Each write (a batch, or a single statement run as a
-// batch) gets, inside the same transaction:
-// - the idempotency fence: the request still holds its Idempotency-Key's lease (else the whole
-//   batch fails and nothing of it is written), and the key records that the request changed data;
-// - an If-Match precondition, on the first write only: the record still has the version the
-//   request's ETag was checked against.
-// Both fail the batch through a CHECK constraint of the empty table write_guards, so a lost race
-// is a clean 409 or 412 with nothing written.
+// A request's D1, with conditions added to what it sends (docs/idempotency.md, docs/api-notes.md
+// "Conditional requests"):
+// - a prelude: statements that ride on the request's first D1 call, in the same batch (an
+//   Idempotency-Key's claim), with a check of their results before the request may go on;
+// - on every write (a batch, or a single statement sent as a batch), inside the same transaction:
+//   the idempotency fence (the request still holds its key's lease, else the whole batch fails and
+//   nothing of it is written; the key counts the write), and on the first write only, an If-Match
+//   precondition (the record still has the version its ETag was checked against).
+// Guards fail a batch through a CHECK constraint of the empty table write_guards, so a lost race is
+// a clean 409 or 412 with nothing written.
 import { drizzle } from "drizzle-orm/d1";
 import { apiError } from "../lib/errors";
 import type { Db } from "./client";
 import * as schema from "./schema";
 
 export interface IdempotencyFence {
-  keyId: number;
+  /** The key's row, by its unique scope (known before the claim inserts it). */
+  companyId: number;
+  clientId: string;
+  keyHash: string;
   lease: string;
   /** How far each committed write pushes the lease on (ms). */
   leaseMs: number;
 }
 
 export interface WriteCondition {
-  /** SQL table name (a fixed identifier from the resource definition, never client input). */
+  /** SQL table name (a fixed identifier from the record's definition, never client input). */
   table: string;
   id: number;
   version: number;
@@ -28,10 +32,25 @@ export interface WriteCondition {
   what: string;
 }
 
-/** The state of a request's guarded writes. */
+/** Statements sent with the request's first D1 call, and what to do with their results. */
+export interface Prelude {
+  statements: D1PreparedStatement[];
+  /** Checks the prelude's results; throws to stop the request (the call's own results are dropped). */
+  accept(results: D1Result[]): void;
+  /** The first call was a write refused by the fence: the prelude's claim did not take. Throws. */
+  refused(): Promise<never>;
+}
+
+/** The state of a request's guarded D1. */
 export interface WriteGuards {
   fence?: IdempotencyFence;
   condition?: WriteCondition;
+  /** Pending until a call carried it and its check passed. */
+  prelude?: Prelude;
+  /** Set while a call carries the prelude: other calls of the request wait for it. */
+  preludeRun?: Promise<void>;
+  /** What the prelude's check threw: the request may send nothing more. */
+  stopped?: unknown;
   /** Writes this request committed. */
   committed: number;
 }
@@ -48,10 +67,11 @@ interface GuardedStatement extends D1PreparedStatement {
   readonly inner: D1PreparedStatement;
 }
 
-/** The D1 of one request: every write goes through `guardedBatch`. */
+/** The D1 of one request: writes, and the first call while a prelude waits, go through `guardedBatch`. */
 export function guardedD1(d1: D1Database, guards: WriteGuards): D1Database {
   const wrap = (sql: string, inner: D1PreparedStatement): GuardedStatement => {
-    const run = async () => (isWrite(sql) ? (await guardedBatch(d1, guards, [inner]))[0]! : null);
+    // A statement that needs guards runs as a one-statement batch; its result is adapted below.
+    const run = async () => (needsGuards(guards, isWrite(sql)) ? (await guardedBatch(d1, guards, [inner], isWrite(sql)))[0]! : null);
     return {
       sql,
       inner,
@@ -77,7 +97,7 @@ export function guardedD1(d1: D1Database, guards: WriteGuards): D1Database {
     batch: (statements: D1PreparedStatement[]) => {
       const inner = statements.map((s) => (s as GuardedStatement).inner ?? s);
       const writes = statements.some((s) => isWrite((s as GuardedStatement).sql ?? ""));
-      return writes ? guardedBatch(d1, guards, inner) : d1.batch(inner);
+      return needsGuards(guards, writes) ? guardedBatch(d1, guards, inner, writes) : d1.batch(inner);
     },
     exec: (sql: string) => d1.exec(sql),
     dump: () => d1.dump(),
@@ -85,41 +105,82 @@ export function guardedD1(d1: D1Database, guards: WriteGuards): D1Database {
   } as D1Database;
 }
 
-/** `statements` as one batch with the request's guards; the guards' own results are dropped. */
-async function guardedBatch(d1: D1Database, guards: WriteGuards, statements: D1PreparedStatement[]): Promise<D1Result[]> {
+const needsGuards = (guards: WriteGuards, write: boolean) => write || guards.prelude !== undefined || guards.stopped !== undefined;
+
+/** Runs the prelude now, alone, unless a call carried it already (before a change made outside D1). */
+export async function runPrelude(d1: D1Database, guards: WriteGuards): Promise<void> {
+  if (needsGuards(guards, false)) await guardedBatch(d1, guards, [], false);
+}
+
+/** `statements` as one batch with the request's prelude (if it waits) and guards (on a write); only their own results are returned. */
+async function guardedBatch(d1: D1Database, guards: WriteGuards, statements: D1PreparedStatement[], write: boolean): Promise<D1Result[]> {
+  while (guards.preludeRun) await guards.preludeRun; // another call of the request carries the prelude
+  if (guards.stopped) throw guards.stopped;
+  const prelude = guards.prelude;
+  let settled!: () => void;
+  if (prelude) guards.preludeRun = new Promise<void>((resolve) => (settled = resolve));
   const { fence, condition } = guards;
+  const first = prelude?.statements ?? [];
   const before: D1PreparedStatement[] = [];
   const after: D1PreparedStatement[] = [];
-  if (condition) {
-    // First: the version the ETag was checked against, before this batch's own write bumps it.
+  if (write && condition) {
+    // The version the ETag was checked against, before this batch's own write bumps it.
     before.push(
       d1
         .prepare(`INSERT INTO write_guards (${PRECONDITION_FAILED}) SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM "${condition.table}" WHERE id = ? AND version = ?)`)
         .bind(condition.id, condition.version),
     );
   }
-  if (fence) {
+  if (write && fence) {
+    const key = [fence.companyId, fence.clientId, fence.keyHash] as const;
+    const row = "FROM idempotency_keys WHERE company_id = ? AND client_id = ? AND key_hash = ?";
     after.push(
-      d1.prepare(`INSERT INTO write_guards (${LEASE_LOST}) SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE id = ? AND lease = ?)`).bind(fence.keyId, fence.lease),
-      d1.prepare("UPDATE idempotency_keys SET applied = applied + 1, lease_until = max(lease_until, ?) WHERE id = ?").bind(Date.now() + fence.leaseMs, fence.keyId),
+      d1.prepare(`INSERT INTO write_guards (${LEASE_LOST}) SELECT 1 WHERE NOT EXISTS (SELECT 1 ${row} AND lease = ?)`).bind(...key, fence.lease),
+      d1.prepare(`UPDATE idempotency_keys SET applied = applied + 1, lease_until = max(lease_until, ?) WHERE id = (SELECT id ${row})`).bind(Date.now() + fence.leaseMs, ...key),
     );
   }
-  let results: D1Result[];
   try {
-    results = await d1.batch([...before, ...statements, ...after]);
-  } catch (error) {
-    const message = String((error as Error)?.message ?? error) + String((error as { cause?: unknown })?.cause ?? "");
-    if (message.includes(PRECONDITION_FAILED) && condition) {
-      throw apiError(412, `${condition.what} ${condition.id} has changed since the ETag sent in If-Match: read it again (GET) and retry with its new ETag`);
+    let results: D1Result[];
+    try {
+      results = await d1.batch([...first, ...before, ...statements, ...after]);
+    } catch (error) {
+      const message = String((error as Error)?.message ?? error) + String((error as { cause?: unknown })?.cause ?? "");
+      if (message.includes(PRECONDITION_FAILED) && condition) {
+        throw apiError(412, `${condition.what} ${condition.id} has changed since the ETag sent in If-Match: read it again (GET) and retry with its new ETag`);
+      }
+      if (message.includes(LEASE_LOST)) {
+        if (prelude) stop(guards, await prelude.refused().catch((refusal: unknown) => refusal));
+        throw apiError(409, "A retry with the same Idempotency-Key took this request over; nothing of it was written");
+      }
+      throw error; // the batch, the prelude with it, did not happen: a later call carries the prelude again
     }
-    if (message.includes(LEASE_LOST)) {
-      throw apiError(409, "A retry with the same Idempotency-Key took this request over; nothing of it was written");
+    if (prelude) {
+      try {
+        prelude.accept(results.slice(0, first.length));
+      } catch (refusal) {
+        stop(guards, refusal);
+      }
+      guards.prelude = undefined;
     }
-    throw error;
+    if (write) {
+      guards.committed++;
+      guards.condition = undefined; // the record's own write has happened: later writes of the request are not conditional
+    }
+    const own = first.length + before.length;
+    return results.slice(own, own + statements.length);
+  } finally {
+    if (prelude) {
+      guards.preludeRun = undefined;
+      settled();
+    }
   }
-  guards.committed++;
-  guards.condition = undefined; // the record's own write has happened: later writes of the request are not conditional
-  return results.slice(before.length, before.length + statements.length);
+}
+
+/** The prelude refused the request: this call and every later one throw `refusal`. */
+function stop(guards: WriteGuards, refusal: unknown): never {
+  guards.prelude = undefined;
+  guards.stopped = refusal;
+  throw refusal;
 }
 
 /** A drizzle handle over the request's guarded D1. */

@@ -2,11 +2,12 @@
 // 24 h, a repeat gets that response back with `Idempotent-Replayed: true` and has no effect.
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppBindings } from "../env";
+import { runPrelude } from "../db/write-guards";
 import { guardedWrites } from "../lib/context";
-import { apiError } from "../lib/errors";
+import { ApiError, apiError, renderError } from "../lib/errors";
 import { noteOnLog } from "../lib/request-context";
 import { IDEMPOTENCY_KEY_HEADER, keyHash, openBody, parseIdempotencyKey, requestFingerprint, sealBody } from "./key";
-import { LEASE_MS, claimKey, finishKey, readKey, releaseKey, type KeyRow, type KeyScope } from "./store";
+import { LEASE_MS, claimStatements, claimedRow, finishKey, readKey, releaseKey, type KeyRow, type KeyScope } from "./store";
 
 export const REPLAYED_HEADER = "Idempotent-Replayed";
 
@@ -15,16 +16,30 @@ const KEPT_HEADERS = ["content-type", "cache-control", "pragma", "location", "co
 
 /** How long a repeat waits for the first request when both reached the same isolate. */
 const LOCAL_WAIT_MS = 5_000;
-/** Requests of this isolate still running, by key row: a repeat arriving here waits for the first to finish. */
-const running = new Map<number, Promise<void>>();
+/** Requests of this isolate still running, by key scope: a repeat arriving here waits for the first to finish. */
+const running = new Map<string, Promise<void>>();
 
 export const RESPONSE_LOST =
   "This request was already applied with this Idempotency-Key, but the service stopped before its response was recorded, " +
   "so it cannot be replayed; it will not be applied again. Read the affected records to see their state.";
 
+const IN_PROGRESS = `A request with this ${IDEMPOTENCY_KEY_HEADER} is still in progress; retry after a moment to get its response`;
+
+/**
+ * Thrown into the operation by its first D1 call when the key is not this request's. The middleware
+ * answers for the key; as an ApiError it renders quietly should anything else see it.
+ */
+class KeyTaken extends ApiError {
+  constructor(readonly row: KeyRow | null) {
+    super(409, { success: false, msg: IN_PROGRESS }, { "Retry-After": "1" });
+  }
+}
+
 /**
  * Route middleware of every keyed write (POST, PATCH, PUT, DELETE of a scoped route), after
- * authentication, rate limiting and the tenant. Without the header it does nothing.
+ * authentication, rate limiting and the tenant. Without the header it does nothing. The key is
+ * claimed by the operation's first D1 call, in the same batch (no round trip of its own): before
+ * anything is written, and in the same transaction as the first write when that comes first.
  */
 export const idempotency: MiddlewareHandler<AppBindings> = async (c, next) => {
   const header = c.req.header(IDEMPOTENCY_KEY_HEADER);
@@ -34,24 +49,58 @@ export const idempotency: MiddlewareHandler<AppBindings> = async (c, next) => {
   const scope: KeyScope = { companyId, clientId, keyHash: await keyHash(clientId, key) };
   const fingerprint = await requestFingerprint(c.req.method, c.req.url, await c.req.arrayBuffer());
   const lease = crypto.randomUUID();
-  const row = await claimKey(c.env.DB, scope, { fingerprint, operationId: c.var.operationId, lease, now: Date.now() });
-  if (row.lease !== lease) return answerExisting(c, scope, row, fingerprint, key);
+  const scopeKey = `${clientId}:${scope.keyHash}`;
+  let claimed: KeyRow | undefined;
+  let finished: (() => void) | undefined;
 
   const guards = guardedWrites(c);
-  guards.fence = { keyId: row.id, lease, leaseMs: LEASE_MS };
-  // The reminder engine records its changes under this: one use of the key (a retry that takes it
-  // over keeps it; a use after the 24 h is another).
-  c.set("idempotencyKey", `${clientId}:${scope.keyHash}:${row.created_at}`);
-  let finished!: () => void;
-  running.set(row.id, new Promise<void>((resolve) => (finished = resolve)));
+  guards.fence = { ...scope, lease, leaseMs: LEASE_MS };
+  guards.prelude = {
+    statements: claimStatements(c.env.DB, scope, { fingerprint, operationId: c.var.operationId, lease, now: Date.now() }),
+    accept: (results) => {
+      const row = claimedRow(results);
+      if (row.lease !== lease) throw new KeyTaken(row);
+      claimed = row;
+      // The reminder engine records its changes under this: one use of the key (a retry that takes
+      // it over keeps it; a use after the 24 h is another).
+      c.set("idempotencyKey", `${scopeKey}:${row.created_at}`);
+      running.set(scopeKey, new Promise<void>((resolve) => (finished = resolve)));
+    },
+    refused: async () => {
+      throw new KeyTaken(await readKey(c.env.DB, scope));
+    },
+  };
   try {
     await next();
-    await record(c, row.id, lease, key, guards.committed > 0);
+    const taken = keyTaken(c.error);
+    if (taken) c.res = await answerExisting(c, scope, taken.row, fingerprint, key);
+    else if (claimed) await record(c, claimed.id, lease, key, guards.committed > 0);
+    // Else the operation never reached D1 (a refusal before it): there is nothing to keep.
   } finally {
-    running.delete(row.id);
-    finished();
+    if (finished) {
+      running.delete(scopeKey);
+      finished();
+    }
   }
 };
+
+/** A KeyTaken the operation let through (drizzle wraps what the D1 layer throws). */
+function keyTaken(error: unknown): KeyTaken | undefined {
+  if (error instanceof KeyTaken) return error;
+  const cause = (error as { cause?: unknown } | undefined)?.cause;
+  return cause instanceof KeyTaken ? cause : undefined;
+}
+
+/**
+ * For an operation whose change is made outside D1 (by the reminder engine): claims the key now
+ * unless a D1 call has already, and answers what the change is recorded under there (undefined
+ * without a key). Throws, for the middleware to answer, when the key is another request's.
+ */
+export async function idempotencyKeyFor(c: Context<AppBindings>): Promise<string | undefined> {
+  const guards = c.get("writeGuards");
+  if (guards) await runPrelude(c.env.DB, guards);
+  return c.get("idempotencyKey");
+}
 
 /**
  * What the request leaves behind: a success, or any answer after it changed data, is kept (a 5xx
@@ -92,23 +141,21 @@ function lostResponse(requestId: string) {
 }
 
 /** A repeat: the stored response, or 422 (another request), or 409 (still running, or its response lost). */
-async function answerExisting(c: Context<AppBindings>, scope: KeyScope, first: KeyRow, fingerprint: string, key: string): Promise<Response> {
-  let row: KeyRow | null = first;
-  const local = running.get(row.id);
-  if (row.state === "running" && local && row.fingerprint === fingerprint) {
+async function answerExisting(c: Context<AppBindings>, scope: KeyScope, first: KeyRow | null, fingerprint: string, key: string): Promise<Response> {
+  let row = first;
+  const local = running.get(`${scope.clientId}:${scope.keyHash}`);
+  if (row?.state === "running" && local && row.fingerprint === fingerprint) {
     await Promise.race([local, new Promise((resolve) => setTimeout(resolve, LOCAL_WAIT_MS))]);
     row = (await readKey(c.env.DB, scope)) ?? row;
   }
+  if (!row) return stillRunning(c); // freed meanwhile by a first request that failed: the client retries
   if (row.fingerprint !== fingerprint) {
-    throw apiError(
-      422,
-      `This ${IDEMPOTENCY_KEY_HEADER} was already used for a different request (${row.operation_id}, or another body): use a new key for a new request`,
-    );
+    const msg = `This ${IDEMPOTENCY_KEY_HEADER} was already used for a different request (${row.operation_id}, or another body): use a new key for a new request`;
+    return renderError(apiError(422, msg), c);
   }
   if (row.state === "running") {
     if (row.applied > 0 && row.lease_until <= Date.now()) return replay(c, lostResponse(c.var.requestId));
-    noteOnLog(c, { idempotency: "in_progress" });
-    throw apiError(409, `A request with this ${IDEMPOTENCY_KEY_HEADER} is still in progress; retry after a moment to get its response`, { "Retry-After": "1" });
+    return stillRunning(c);
   }
   let body: string;
   try {
@@ -118,6 +165,11 @@ async function answerExisting(c: Context<AppBindings>, scope: KeyScope, first: K
     return replay(c, lostResponse(c.var.requestId));
   }
   return replay(c, { status: row.status ?? 200, body, headers: JSON.parse(row.headers ?? "{}") as Record<string, string> });
+}
+
+function stillRunning(c: Context<AppBindings>): Response {
+  noteOnLog(c, { idempotency: "in_progress" });
+  return renderError(apiError(409, IN_PROGRESS, { "Retry-After": "1" }), c);
 }
 
 function replay(c: Context<AppBindings>, response: { status: number; body: string; headers: Record<string, string> }): Response {

@@ -29,13 +29,18 @@ export interface KeyScope {
 }
 
 /**
- * One round trip: insert the key as running under a new lease, or take an existing row over when
- * it has expired or its request died before changing anything (lease run out, nothing applied,
- * same request); then read the row. It is ours when it carries our lease.
+ * The claim, two statements for one batch: insert the key as running under a new lease, or take an
+ * existing row over when it has expired or its request died before changing anything (lease run
+ * out, nothing applied, same request); then read the row. It is ours when it carries our lease.
+ * Sent with the request's first D1 call (src/db/write-guards.ts); `claimedRow` reads the result.
  */
-export async function claimKey(db: D1Database, scope: KeyScope, attempt: { fingerprint: string; operationId: string; lease: string; now: number }): Promise<KeyRow> {
+export function claimStatements(
+  db: D1Database,
+  scope: KeyScope,
+  attempt: { fingerprint: string; operationId: string; lease: string; now: number },
+): D1PreparedStatement[] {
   const { now } = attempt;
-  const [, read] = await db.batch<KeyRow>([
+  return [
     db
       .prepare(
         `INSERT INTO idempotency_keys (company_id, client_id, key_hash, fingerprint, operation_id, state, lease, lease_until, applied, created_at, expires_at)
@@ -51,9 +56,11 @@ export async function claimKey(db: D1Database, scope: KeyScope, attempt: { finge
       )
       .bind(scope.companyId, scope.clientId, scope.keyHash, attempt.fingerprint, attempt.operationId, attempt.lease, now + LEASE_MS, now, now + KEY_TTL_MS),
     readStatement(db, scope),
-  ]);
-  return read!.results[0]!;
+  ];
 }
+
+/** The key's row as the claim's batch left it. */
+export const claimedRow = (results: D1Result[]) => results[1]!.results[0] as KeyRow;
 
 const readStatement = (db: D1Database, scope: KeyScope) =>
   db

@@ -60,6 +60,19 @@ describe("Idempotency-Key: a repeat replays the first answer", () => {
     expect(before.body.data.queued.length).toBeGreaterThan(0);
   });
 
+  it("replays a DELETE's 200 rather than answering the 404 the record's absence would give now", async () => {
+    const account = await createAccount();
+    const contact = await post(account.ownerToken, "/v1/contacts", { first_name: "Del", last_name: "Once", email: `${uniqueWord("e")}@example.test` });
+    const k = key();
+    const del = () => call("DELETE", `/v1/contacts/${contact.body.data.contact_id}`, { token: account.ownerToken, headers: { "Idempotency-Key": k } });
+    const first = await del();
+    expect(first.status).toBe(200);
+    const again = await del();
+    expect(again.status).toBe(200);
+    expect(again.headers.get("Idempotent-Replayed")).toBe("true");
+    expect(again.body).toEqual(first.body);
+  });
+
   it("accepts the key bare or as a Structured Field string: both name the same key", async () => {
     const account = await createAccount();
     const body = { title: uniqueWord("Quoted "), expiry_date: "2031-02-01" };
@@ -226,7 +239,8 @@ describe("Idempotency-Key: the Worker dying between the change and the response"
     await post(account.ownerToken, "/v1/items", { title: uniqueWord("Fence "), expiry_date: "2031-09-04" }, key());
     const [row] = await keyRows(account.companyId);
     // The slow first attempt still holds its old lease; a retry has since taken a new one.
-    const stale = guardedDb(env.DB, { committed: 0, fence: { keyId: row!.id as number, lease: "lease-of-a-slow-first-attempt", leaseMs: 10_000 } });
+    const fence = { companyId: account.companyId, clientId: row!.client_id as string, keyHash: row!.key_hash as string };
+    const stale = guardedDb(env.DB, { committed: 0, fence: { ...fence, lease: "lease-of-a-slow-first-attempt", leaseMs: 10_000 } });
     const before = await env.DB.prepare("SELECT count(*) AS n FROM items").first<{ n: number }>();
     await expect(
       stale.update(items).set({ title: "late write" }).where(eq(items.companyId, account.companyId)),

@@ -1,3 +1,4 @@
+import { idempotencyKeyFor } from "../../idempotency/middleware";
 import { MessageEnvelope, createRouter, dataEnvelope, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { created, done, ok, updated } from "../../lib/respond";
 import { checkChannels, itemForReminders, reminderInput, remindersOf, unwrap } from "./queries";
@@ -54,7 +55,7 @@ remindersRouter.openapi(
     const body = c.req.valid("json");
     await checkChannels(c.env, c.var.companyId, body.channels);
     const { syncFirst } = await itemForReminders(c.env.DB, c.var.companyId, itemId, body.contact_id || undefined);
-    const view = unwrap(await remindersOf(c.env, c.var.companyId).addReminder(c.var.companyId, itemId, reminderInput(body), syncFirst, c.var.idempotencyKey));
+    const view = unwrap(await remindersOf(c.env, c.var.companyId).addReminder(c.var.companyId, itemId, reminderInput(body), syncFirst, await idempotencyKeyFor(c)));
     return created(c, "Reminder queued", view);
   },
 );
@@ -79,7 +80,7 @@ remindersRouter.openapi(
     const body = c.req.valid("json");
     await checkChannels(c.env, c.var.companyId, body.channels);
     const { syncFirst } = await itemForReminders(c.env.DB, c.var.companyId, itemId, body.contact_id || undefined);
-    const view = unwrap(await remindersOf(c.env, c.var.companyId).updateReminder(c.var.companyId, itemId, reminderId, reminderInput(body), syncFirst, c.var.idempotencyKey));
+    const view = unwrap(await remindersOf(c.env, c.var.companyId).updateReminder(c.var.companyId, itemId, reminderId, reminderInput(body), syncFirst, await idempotencyKeyFor(c)));
     return updated(c, "Reminder updated", view);
   },
 );
@@ -99,7 +100,7 @@ remindersRouter.openapi(
   async (c) => {
     const { item_id: itemId, reminder_id: reminderId } = c.req.valid("param");
     const { syncFirst } = await itemForReminders(c.env.DB, c.var.companyId, itemId);
-    unwrap(await remindersOf(c.env, c.var.companyId).deleteReminder(c.var.companyId, itemId, reminderId, syncFirst, c.var.idempotencyKey));
+    unwrap(await remindersOf(c.env, c.var.companyId).deleteReminder(c.var.companyId, itemId, reminderId, syncFirst, await idempotencyKeyFor(c)));
     return done(c, "Reminder deleted");
   },
 );
