@@ -14,8 +14,10 @@
 //        limit (300 per minute per address) is never reached; any 429 on B makes the run invalid;
 //      - POST /v1/items on A without and with a unique Idempotency-Key (alternating);
 //      - on B, company Y's point read at a fixed 15 requests/s (open loop, timed here to the
-//        microsecond) alone, then while company X's one client floods `GET /v1/items?q=…` with 32
-//        connections from a worker thread (mostly answered 429);
+//        microsecond) alone, then while company X's one client floods `GET /v1/items?q=…` at
+//        200 req/s (50 times its search quota; the target), then with 32 connections as fast as
+//        they go (saturating the local isolate and wrangler's proxy; for information), from a
+//        worker thread (mostly answered 429);
 //   4. tables of medians over rounds, the targets, and the per-client arithmetic of measurement 1.
 // Exits non-zero on errors (non-2xx where none may be, a 429 on B, failed setup), not on missed targets.
 import type { ChildProcess } from "node:child_process";
@@ -66,8 +68,12 @@ const Y_COMPANY = X_COMPANY + 1;
 const FIRST_CONTACT = 1_001;
 const CLIENT_SECRET = "bench-limits-secret";
 const SEARCH = "insp";
-/** Company Y's read: requests/s, seconds per measurement, and the flood's head start. */
-const FAIR = { rate: 15, seconds: 10, floodLead: 1.5 };
+/**
+ * Company Y's read: requests/s, seconds per measurement, and the flood's head start. X floods twice:
+ * at `floodRate` searches/s (50 times its quota of 4 searches/s; the target) and as fast as 32
+ * connections go (which saturates the one local isolate and wrangler's proxy; for information).
+ */
+const FAIR = { rate: 15, seconds: 10, floodLead: 1.5, floodRate: 200 };
 const TARGETS = { limitsCost: 0.05, idempotencyCost: 0.15, fairness: 1.5 };
 /** The quotas of src/lib/rate-limit.ts POLICIES (units; a read costs 1). */
 const QUOTA = { client: 1_200, clientBurst: 300, company: 3_000, anonymous: 300 };
@@ -430,10 +436,10 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
         `alone and while company X floods GET ${xPath} (${options.connections} connections, worker thread)`,
     );
     await paced(yUrl, yHeaders, FAIR.rate, 1);
-    type Fair = { unloaded: Paced; loaded: Paced; flood: { requestsPerSecond: number; ok: number; limited: number; other: number; errors: number; p50ok: number } };
-    const m3: Fair[] = [];
-    for (let round = 0; round < options.rounds; round++) {
-      const unloaded = await paced(yUrl, yHeaders, FAIR.rate, FAIR.seconds);
+    type Flood = { requestsPerSecond: number; ok: number; limited: number; other: number; errors: number; p50ok: number };
+    type Fair = { unloaded: Paced; loaded: Paced; flood: Flood; saturated: Paced; saturating: Flood };
+    /** Y's paced read while X's one client floods (at `overallRate` searches/s, or as fast as it can). */
+    const underFlood = async (overallRate?: number): Promise<{ loaded: Paced; flood: Flood }> => {
       const floodRun = autocannon({
         url: base.B + xPath,
         connections: options.connections,
@@ -441,6 +447,7 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
         timeout: 30,
         headers: { Authorization: `Bearer ${tokens.get(X_COMPANY)}` },
         workers: 1,
+        ...(overallRate ? { overallRate } : {}),
       });
       await sleep(FAIR.floodLead * 1000);
       const loaded = await paced(yUrl, yHeaders, FAIR.rate, FAIR.seconds);
@@ -455,15 +462,25 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
         errors: x.errors,
         p50ok: x.latency.p50,
       };
-      m3.push({ unloaded, loaded, flood });
+      return { loaded, flood };
+    };
+    const m3: Fair[] = [];
+    for (let round = 0; round < options.rounds; round++) {
+      const unloaded = await paced(yUrl, yHeaders, FAIR.rate, FAIR.seconds);
+      const { loaded, flood } = await underFlood(FAIR.floodRate);
+      const { loaded: saturated, flood: saturating } = await underFlood();
+      m3.push({ unloaded, loaded, flood, saturated, saturating });
       log(
-        `  round ${round + 1}: Y p50 ${unloaded.p50.toFixed(2)} ms alone, ${loaded.p50.toFixed(2)} ms under the flood (p99 ${unloaded.p99.toFixed(1)} / ${loaded.p99.toFixed(1)} ms), ` +
-          `Y status ${JSON.stringify(unloaded.statusCodes)} / ${JSON.stringify(loaded.statusCodes)}; X ${flood.requestsPerSecond.toFixed(0)} req/s: ${flood.ok} × 200, ${flood.limited} × 429, ${flood.other} other, ${flood.errors} errors`,
+        `  round ${round + 1}: Y p50 ${unloaded.p50.toFixed(2)} ms alone, ${loaded.p50.toFixed(2)} ms under X's ${FAIR.floodRate}/s flood, ${saturated.p50.toFixed(2)} ms under X's saturating flood ` +
+          `(p99 ${unloaded.p99.toFixed(1)} / ${loaded.p99.toFixed(1)} / ${saturated.p99.toFixed(1)} ms); X ${flood.requestsPerSecond.toFixed(0)} req/s: ${flood.ok} × 200, ${flood.limited} × 429; ` +
+          `saturating ${saturating.requestsPerSecond.toFixed(0)} req/s: ${saturating.ok} × 200, ${saturating.limited} × 429`,
       );
-      for (const [when, y] of [["alone", unloaded], ["under the flood", loaded]] as const) {
+      for (const [when, y] of [["alone", unloaded], ["under the flood", loaded], ["under the saturating flood", saturated]] as const) {
         if (y.non2xx > 0 || y.errors > 0) errors.push(`fairness round ${round + 1}: company Y ${when}: ${y.non2xx} non-2xx ${JSON.stringify(y.statusCodes)}, ${y.errors} errors`);
       }
-      if (flood.other > 0 || flood.errors > 0) errors.push(`fairness round ${round + 1}: X's flood got ${flood.other} answers other than 200/429 and ${flood.errors} errors`);
+      for (const f of [flood, saturating]) {
+        if (f.other > 0 || f.errors > 0) errors.push(`fairness round ${round + 1}: X's flood got ${f.other} answers other than 200/429 and ${f.errors} errors`);
+      }
     }
 
     // ---- report
@@ -490,7 +507,8 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
     const idempotencyCost = med(idempotencyCosts);
     const fairRatios = m3.map((f) => f.loaded.p50 / f.unloaded.p50);
     const fairness = med(fairRatios);
-    const yNon2xx = m3.reduce((n, f) => n + f.unloaded.non2xx + f.loaded.non2xx + f.unloaded.errors + f.loaded.errors, 0);
+    const saturatedRatios = m3.map((f) => f.saturated.p50 / f.unloaded.p50);
+    const yNon2xx = m3.reduce((n, f) => n + [f.unloaded, f.loaded, f.saturated].reduce((k, y) => k + y.non2xx + y.errors, 0), 0);
     const perRound = (xs: number[], digits = 2) => xs.map((x) => x.toFixed(digits)).join(" ");
     const percent = (x: number) => `${(x * 100).toFixed(1)}%`;
     const verdict = (met: boolean) => (met ? "MET" : "MISSED");
@@ -540,23 +558,25 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
         `(target <= ${pct(TARGETS.idempotencyCost)}) -> ${verdict(idempotencyCost <= TARGETS.idempotencyCost)}`,
     );
 
-    console.log(`\n3. Fairness on B: company Y's GET /v1/contacts/{id} at ${FAIR.rate} req/s, alone and while company X floods GET ${xPath}\n`);
+    console.log(
+      `\n3. Fairness on B: company Y's GET /v1/contacts/{id} at ${FAIR.rate} req/s, alone, while company X's client floods GET ${xPath} at ` +
+        `${FAIR.floodRate} req/s (50 times its search quota), and while it floods with ${options.connections} connections as fast as they go\n`,
+    );
+    const yRow = (label: string, ys: Paced[]) => [label, med(ys.map((y) => y.p50)).toFixed(2), med(ys.map((y) => y.p99)).toFixed(1), perRound(ys.map((y) => y.p50))];
     printColumns(
       ["company Y", "p50 ms", "p99 ms", "per-round p50"],
-      [
-        ["alone", med(m3.map((f) => f.unloaded.p50)).toFixed(2), med(m3.map((f) => f.unloaded.p99)).toFixed(1), perRound(m3.map((f) => f.unloaded.p50))],
-        ["under X's flood", med(m3.map((f) => f.loaded.p50)).toFixed(2), med(m3.map((f) => f.loaded.p99)).toFixed(1), perRound(m3.map((f) => f.loaded.p50))],
-      ],
+      [yRow("alone", m3.map((f) => f.unloaded)), yRow(`X at ${FAIR.floodRate}/s`, m3.map((f) => f.loaded)), yRow("X saturating", m3.map((f) => f.saturated))],
     );
-    const floodRps = med(m3.map((f) => f.flood.requestsPerSecond));
+    const floodRps = med(m3.map((f) => f.saturating.requestsPerSecond));
     console.log(
-      `\nratio p50 under the flood / alone, per round ${perRound(fairRatios)}; median ${fairness.toFixed(2)} (target <= ${TARGETS.fairness.toFixed(2)}) -> ${verdict(fairness <= TARGETS.fairness)}; ` +
+      `\nratio p50 under X's ${FAIR.floodRate}/s flood / alone, per round ${perRound(fairRatios)}; median ${fairness.toFixed(2)} (target <= ${TARGETS.fairness.toFixed(2)}) -> ${verdict(fairness <= TARGETS.fairness)}; ` +
         `company Y non-2xx or errors: ${yNon2xx} (must be 0)`,
     );
     console.log(
-      `company X per round: ${m3.map((f) => `${f.flood.ok} × 200, ${f.flood.limited} × 429`).join("; ")}; ${floodRps.toFixed(0)} req/s (median), ` +
-        `${(floodRps / b.health).toFixed(2)} of B's /health; p50 of X's 200s ${med(m3.map((f) => f.flood.p50ok)).toFixed(0)} ms; ` +
-        `queueing behind X's ${options.connections} open requests at that rate (Little's law): about ${((options.connections / floodRps) * 1000).toFixed(0)} ms`,
+      `company X at ${FAIR.floodRate}/s per round: ${m3.map((f) => `${f.flood.ok} × 200, ${f.flood.limited} × 429`).join("; ")}; ` +
+        `saturating: ${m3.map((f) => `${f.saturating.ok} × 200, ${f.saturating.limited} × 429`).join("; ")}, ${floodRps.toFixed(0)} req/s (median), ` +
+        `${(floodRps / b.health).toFixed(2)} of B's /health; Y's ratio then ${perRound(saturatedRatios)} (for information: one isolate and wrangler's proxy saturated, ` +
+        `Y queues behind X's ${options.connections} open requests, about ${((options.connections / floodRps) * 1000).toFixed(0)} ms by Little's law)`,
     );
 
     const summary = {
@@ -576,6 +596,8 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
         p99Loaded: med(m3.map((f) => f.loaded.p99)),
         ratio: fairness,
         ratios: fairRatios,
+        p50Saturated: med(m3.map((f) => f.saturated.p50)),
+        saturatedRatios,
         yNon2xx,
         x: m3.map((f) => f.flood),
         target: TARGETS.fairness,

@@ -49,7 +49,9 @@ export function requestContext(): MiddlewareHandler<AppBindings> {
 
 function logRequest(c: Context<AppBindings>, requestId: string, durationMs: number): void {
   const auth = c.get("auth");
-  console.log(
+  // console.info, not console.log: Workers Logs records it at level info, and wrangler dev passes
+  // info lines on as they are (it source-maps every console.log line before filtering it).
+  console.info(
     JSON.stringify({
       level: "info",
       msg: "request",

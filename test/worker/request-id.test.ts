@@ -42,7 +42,7 @@ describe("the request log line", () => {
 
   function captureLines() {
     const lines: Array<Record<string, unknown>> = [];
-    vi.spyOn(console, "log").mockImplementation((line: unknown) => {
+    vi.spyOn(console, "info").mockImplementation((line: unknown) => {
       if (typeof line === "string" && line.startsWith("{")) lines.push(JSON.parse(line));
     });
     return lines;
