@@ -4,22 +4,25 @@
 //   1. migrations + demo seed; account 3 with 200 tenant companies (one `*` API client and one
 //      contact each), company X with 3,000 items (most titles match the search) and company Y with
 //      one contact; company 1's documents_limit raised so the POST runs never reach it; the state
-//      dir copied, so both servers start from the same data;
-//   2. two `wrangler dev` servers, --log-level warn and X_LOCAL_OBSERVABILITY=false as the other
-//      sets: A (port P) with RATE_LIMITS=off and REQUEST_LOGS=off, B (port P+10) with the defaults
-//      (both on, as `npm start` runs); tokens come from A's token endpoint (same signing keys);
-//   3. per round (--rounds, default 3; the order of A and B swaps every round):
+//      dir copied, so every server starts from the same data;
+//   2. three `wrangler dev` servers, --log-level warn and X_LOCAL_OBSERVABILITY=false as the other
+//      sets: A (port P) with RATE_LIMITS=off and REQUEST_LOGS=off, B (P+10) with rate limits on and
+//      REQUEST_LOGS=off, C (P+20) with the defaults (both on, as `npm start` runs); tokens come from
+//      A's token endpoint (same signing keys);
+//   3. per round (--rounds, default 3; the order of the servers turns every round):
 //      - GET /health, then GET /v1/contacts/{id} cycling through the 200 tenants' (token, contact),
-//        on A and on B; /health cycles through 2,048 CF-Connecting-IP addresses, so B's anonymous
-//        limit (300 per minute per address) is never reached; any 429 on B makes the run invalid;
+//        on A, B and C: B vs A is the cost of rate limiting (and request ids, on everywhere), C vs B
+//        that of the request log; /health cycles through 2,048 CF-Connecting-IP addresses, so the
+//        anonymous limit (300 per minute per address) is never reached; any 429 on B or C makes
+//        the run invalid;
 //      - POST /v1/items on A without and with a unique Idempotency-Key (alternating);
-//      - on B, company Y's point read at a fixed 15 requests/s (open loop, timed here to the
+//      - on C, company Y's point read at a fixed 15 requests/s (open loop, timed here to the
 //        microsecond) alone, then while company X's one client floods `GET /v1/items?q=…` at
 //        200 req/s (50 times its search quota; the target), then with 32 connections as fast as
 //        they go (saturating the local isolate and wrangler's proxy; for information), from a
 //        worker thread (mostly answered 429);
 //   4. tables of medians over rounds, the targets, and the per-client arithmetic of measurement 1.
-// Exits non-zero on errors (non-2xx where none may be, a 429 on B, failed setup), not on missed targets.
+// Exits non-zero on errors (non-2xx where none may be, a 429 on B or C, failed setup), not on missed targets.
 import type { ChildProcess } from "node:child_process";
 import { cpSync, mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -78,11 +81,17 @@ const TARGETS = { limitsCost: 0.05, idempotencyCost: 0.15, fairness: 1.5 };
 /** The quotas of src/lib/rate-limit.ts POLICIES (units; a read costs 1). */
 const QUOTA = { client: 1_200, clientBurst: 300, company: 3_000, anonymous: 300 };
 
-const A_VARS = { RATE_LIMITS: "off", REQUEST_LOGS: "off" };
-const SETTING = {
+type Name = "A" | "B" | "C";
+const NAMES = ["A", "B", "C"] as const;
+/** A: neither; B: rate limits (and request ids, always on): the target; C: the defaults, with the request log too. */
+const VARS: Record<Name, Record<string, string>> = { A: { RATE_LIMITS: "off", REQUEST_LOGS: "off" }, B: { REQUEST_LOGS: "off" }, C: {} };
+const SETTING: Record<Name, string> = {
   A: "RATE_LIMITS=off, REQUEST_LOGS=off (--var)",
-  B: "RATE_LIMITS and REQUEST_LOGS unset: both on (the defaults, as `npm start` runs)",
+  B: "RATE_LIMITS unset: on; REQUEST_LOGS=off (--var)",
+  C: "RATE_LIMITS and REQUEST_LOGS unset: both on (the defaults, as `npm start` runs)",
 };
+/** The servers whose rate limits are on: a 429 there in measurement 1 makes the run invalid. */
+const limited = (name: Name) => name !== "A";
 
 const INVALID = "INVALID RUN: a 429 in measurement 1 means some tenant or address reached its quota, so B was not measured unthrottled:";
 
@@ -242,10 +251,10 @@ async function expectPortFree(port: number): Promise<void> {
 export async function runLimitsBench(options: LimitsBenchOptions): Promise<number> {
   const started = Date.now();
   const log = (message: string) => console.log(`[bench:limits +${((Date.now() - started) / 1000).toFixed(0)}s] ${message}`);
-  const ports = { A: options.port, B: options.port + 10 };
-  const base = { A: `http://127.0.0.1:${ports.A}`, B: `http://127.0.0.1:${ports.B}` };
-  const scopeA = tempServerScope("expiry-bench-limits-a-", log);
-  const scopeB = tempServerScope("expiry-bench-limits-b-", log);
+  const ports: Record<Name, number> = { A: options.port, B: options.port + 10, C: options.port + 20 };
+  const base = Object.fromEntries(NAMES.map((n) => [n, `http://127.0.0.1:${ports[n]}`])) as Record<Name, string>;
+  const scopes = Object.fromEntries(NAMES.map((n) => [n, tempServerScope(`expiry-bench-limits-${n.toLowerCase()}-`, log)])) as Record<Name, ReturnType<typeof tempServerScope>>;
+  const scopeA = scopes.A;
   const errors: string[] = [];
   try {
     const loadBefore = await prepareBenchState(scopeA.persistTo, log);
@@ -261,30 +270,29 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
       counts?.companies === TENANTS + 2 && counts.clients === TENANTS + 2 && counts.contacts === TENANTS + 1 && counts.xItems === X_ITEMS && counts.fts === X_ITEMS,
       `seeded rows: ${JSON.stringify(counts)}`,
     );
-    cpSync(scopeA.persistTo, scopeB.persistTo, { recursive: true });
+    for (const n of ["B", "C"] as const) cpSync(scopeA.persistTo, scopes[n].persistTo, { recursive: true });
     log(
       `seeded ${TENANTS} tenant companies (one client, one contact each), company X (${X_COMPANY}, ${X_ITEMS} items), company Y (${Y_COMPANY}); ` +
-        `state copied for B (${((Date.now() - t) / 1000).toFixed(1)} s)`,
+        `state copied for B and C (${((Date.now() - t) / 1000).toFixed(1)} s)`,
     );
 
-    await expectPortFree(ports.A);
-    await expectPortFree(ports.B);
+    for (const n of NAMES) await expectPortFree(ports[n]);
     t = Date.now();
     const devArgs = (port: number, persistTo: string) => [
       "--port", String(port), "--persist-to", persistTo, "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(port + 1),
     ];
-    const servers: Record<"A" | "B", ChildProcess> = {} as Record<"A" | "B", ChildProcess>;
-    servers.A = await startDev([...devArgs(ports.A, scopeA.persistTo), ...Object.entries(A_VARS).flatMap(([k, v]) => ["--var", `${k}:${v}`])], {
-      port: ports.A,
-      env: { X_LOCAL_OBSERVABILITY: "false" },
-    });
-    scopeA.setServer(servers.A);
-    servers.B = await startDev(devArgs(ports.B, scopeB.persistTo), { port: ports.B, env: { X_LOCAL_OBSERVABILITY: "false" } });
-    scopeB.setServer(servers.B);
+    const servers = {} as Record<Name, ChildProcess>;
+    for (const n of NAMES) {
+      servers[n] = await startDev([...devArgs(ports[n], scopes[n].persistTo), ...Object.entries(VARS[n]).flatMap(([k, v]) => ["--var", `${k}:${v}`])], {
+        port: ports[n],
+        env: { X_LOCAL_OBSERVABILITY: "false" },
+      });
+      scopes[n].setServer(servers[n]);
+    }
     // The request log is console.log in the Worker: count the lines each server prints.
-    const logLines = { A: 0, B: 0 };
-    const lastOutput = { A: "", B: "" };
-    for (const name of ["A", "B"] as const) {
+    const logLines: Record<Name, number> = { A: 0, B: 0, C: 0 };
+    const lastOutput: Record<Name, string> = { A: "", B: "", C: "" };
+    for (const name of NAMES) {
       const onData = (chunk: Buffer) => {
         const text = chunk.toString();
         logLines[name] += text.split('"msg":"request"').length - 1;
@@ -293,32 +301,33 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
       servers[name].stdout?.on("data", onData);
       servers[name].stderr?.on("data", onData);
     }
-    log(`servers up (${((Date.now() - t) / 1000).toFixed(1)} s): A ${base.A}: ${SETTING.A}; B ${base.B}: ${SETTING.B}; both --log-level warn, X_LOCAL_OBSERVABILITY=false`);
+    log(`servers up (${((Date.now() - t) / 1000).toFixed(1)} s): ${NAMES.map((n) => `${n} ${base[n]}: ${SETTING[n]}`).join("; ")}; all --log-level warn, X_LOCAL_OBSERVABILITY=false`);
 
     // ---- tokens (from A: no anonymous limit there; B verifies them with the same keys) and checks
     const httpA = httpClient(base.A);
-    const httpB = httpClient(base.B);
+    const httpC = httpClient(base.C);
     const tenants = Array.from({ length: TENANTS }, (_, i) => FIRST_COMPANY + i);
     const tokens = new Map<number, string>();
     for (const company of [...tenants, X_COMPANY, Y_COMPANY]) tokens.set(company, await httpA.fetchToken(clientId(company), CLIENT_SECRET));
     const ownerToken = await httpA.fetchToken();
     const contactPath = (company: number) => `/v1/contacts/${contactOf(company)}`;
-    for (const [name, http] of [["A", httpA], ["B", httpB]] as const) {
+    for (const name of NAMES) {
+      const http = httpClient(base[name]);
       const own = await fetch(base[name] + contactPath(tenants[0]!), { headers: { Authorization: `Bearer ${tokens.get(tenants[0]!)}` } });
       const body = (await own.json()) as { data?: { contact_id?: number } };
       expect(own.status === 200 && body.data?.contact_id === contactOf(tenants[0]!), `${name}: GET ${contactPath(tenants[0]!)}: ${own.status}`);
       const policy = own.headers.get("RateLimit-Policy");
-      expect(name === "A" ? policy === null : policy?.includes('"client"') === true, `${name}: RateLimit-Policy ${policy} (rate limits ${name === "A" ? "off" : "on"})`);
+      expect(limited(name) ? policy?.includes('"client"') === true : policy === null, `${name}: RateLimit-Policy ${policy} (rate limits ${limited(name) ? "on" : "off"})`);
       const foreign = await http.getJson(contactPath(tenants[1]!), tokens.get(tenants[0]!));
       expect(foreign.status === 404, `${name}: another tenant's contact must be 404, got ${foreign.status}`);
     }
-    const search = await httpB.getJson(`/v1/items?q=${SEARCH}&limit=50`, tokens.get(X_COMPANY));
-    expect(search.status === 200 && search.body.data?.length === 50, `B: X's search: ${search.status}`);
+    const search = await httpC.getJson(`/v1/items?q=${SEARCH}&limit=50`, tokens.get(X_COMPANY));
+    expect(search.status === 200 && search.body.data?.length === 50, `C: X's search: ${search.status}`);
     await sleep(500);
-    expect(logLines.A === 0, `A printed ${logLines.A} request log lines with REQUEST_LOGS=off`);
+    expect(logLines.A === 0 && logLines.B === 0, `A and B printed ${logLines.A} and ${logLines.B} request log lines with REQUEST_LOGS=off`);
     log(
-      `checks ok: tenancy, RateLimit-Policy only on B, X's search meta.total ${search.body.meta?.total} (capped at 1,000); ` +
-        `request log lines printed so far: A ${logLines.A}, B ${logLines.B}`,
+      `checks ok: tenancy, RateLimit-Policy only on B and C, X's search meta.total ${search.body.meta?.total} (capped at 1,000); ` +
+        `request log lines printed so far: ${JSON.stringify(logLines)}`,
     );
 
     // ---- 1. GET /v1/contacts/{id} on A and B
@@ -335,15 +344,14 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
       token: tokens.get(tenants[0]!),
       requests: tenants.map((company) => ({ path: contactPath(company), headers: { Authorization: `Bearer ${tokens.get(company)}` } })),
     };
-    const measurers = {
-      A: measurer({ base: base.A, connections: options.connections, duration: options.duration, warmup: options.warmup, log }),
-      B: measurer({ base: base.B, connections: options.connections, duration: options.duration, warmup: options.warmup, log }),
-    };
+    const measurers = Object.fromEntries(
+      NAMES.map((n) => [n, measurer({ base: base[n], connections: options.connections, duration: options.duration, warmup: options.warmup, log })]),
+    ) as Record<Name, ReturnType<typeof measurer>>;
     const loadOnB: Record<"health" | "contacts", Interval[]> = { health: [], contacts: [] };
     if (options.serverWarmup > 0) {
       log(`server warm-up: ${options.serverWarmup} s of /health and the contact reads on each server`);
       const mixed = Array.from({ length: HEALTH_ADDRESSES * 2 }, (_, i) => (i % 2 === 0 ? health.requests![(i / 2) % HEALTH_ADDRESSES]! : contacts.requests![((i - 1) / 2) % TENANTS]!));
-      for (const name of ["A", "B"] as const) {
+      for (const name of NAMES) {
         const start = Date.now();
         const warm = await autocannon({ url: base[name], connections: options.connections, duration: options.serverWarmup, timeout: 30, requests: roundRobin(mixed) });
         if (warm.non2xx > 0 || warm.errors > 0) {
@@ -355,11 +363,11 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
       }
     }
     type Pair = { health: RouteResult; route: RouteResult; cpu: { wrangler: number; workerd: number } };
-    const m1: Record<"A" | "B", Pair[]> = { A: [], B: [] };
+    const m1: Record<Name, Pair[]> = { A: [], B: [], C: [] };
     const runs: Array<RouteResult & { server: string }> = [];
     /** Shares of one core the server's Node and workerd processes used during the last run (warm-up and drain included). */
     let lastCpu = { wrangler: 0, workerd: 0 };
-    const runOn = async (name: "A" | "B", route: RouteSpec, round: number): Promise<RouteResult> => {
+    const runOn = async (name: Name, route: RouteSpec, round: number): Promise<RouteResult> => {
       const start = Date.now();
       const cpuBefore = serverCpu(servers[name].pid);
       const result = { ...(await measurers[name].measure(route, servers[name].pid, round === 0)), round };
@@ -380,7 +388,7 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
         const message =
           `${name} ${route.label} (round ${round + 1}): ${result.non2xx} non-2xx ${JSON.stringify(result.statusCodes)}, ${result.errors} errors; ` +
           `warm-up ${result.warmupNon2xx} non-2xx, ${result.warmupErrors} errors`;
-        if (name === "B" && result.statusCodes["429"]) {
+        if (limited(name) && result.statusCodes["429"]) {
           throw new Error(`${INVALID} ${message}`);
         }
         errors.push(message);
@@ -388,9 +396,10 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
       return result;
     };
 
-    log(`1. GET /v1/contacts/{id}: A (${SETTING.A}) against B (${SETTING.B}), ${options.rounds} round(s)`);
+    log(`1. GET /v1/contacts/{id}: ${NAMES.map((n) => `${n} (${SETTING[n]})`).join(", ")}, ${options.rounds} round(s)`);
     for (let round = 0; round < options.rounds; round++) {
-      for (const name of round % 2 === 0 ? (["A", "B"] as const) : (["B", "A"] as const)) {
+      // The order turns every round: A B C, B C A, C A B.
+      for (const name of NAMES.map((_, i) => NAMES[(i + round) % NAMES.length]!)) {
         const h = await runOn(name, health, round);
         const route = await runOn(name, contacts, round);
         m1[name].push({ health: h, route, cpu: lastCpu });
@@ -426,12 +435,12 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
       }
     }
 
-    // ---- 3. fairness on B
-    const yUrl = base.B + contactPath(Y_COMPANY);
+    // ---- 3. fairness on C
+    const yUrl = base.C + contactPath(Y_COMPANY);
     const yHeaders = { Authorization: `Bearer ${tokens.get(Y_COMPANY)}` };
     const xPath = `/v1/items?q=${SEARCH}&limit=50`;
     log(
-      `3. fairness on B: company Y GET ${contactPath(Y_COMPANY)} at ${FAIR.rate} req/s for ${FAIR.seconds} s ` +
+      `3. fairness on C: company Y GET ${contactPath(Y_COMPANY)} at ${FAIR.rate} req/s for ${FAIR.seconds} s ` +
         `(${FAIR.rate * 10} units per 10 s of ${QUOTA.clientBurst}, at most ${FAIR.rate * 60} per minute of ${QUOTA.client}), ` +
         `alone and while company X floods GET ${xPath} (${options.connections} connections, worker thread)`,
     );
@@ -441,7 +450,7 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
     /** Y's paced read while X's one client floods (at `overallRate` searches/s, or as fast as it can). */
     const underFlood = async (overallRate?: number): Promise<{ loaded: Paced; flood: Flood }> => {
       const floodRun = autocannon({
-        url: base.B + xPath,
+        url: base.C + xPath,
         connections: options.connections,
         duration: FAIR.seconds + FAIR.floodLead + 0.5,
         timeout: 30,
@@ -452,7 +461,7 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
       await sleep(FAIR.floodLead * 1000);
       const loaded = await paced(yUrl, yHeaders, FAIR.rate, FAIR.seconds);
       const x = await floodRun;
-      await (await fetch(base.B + xPath, { headers: { Authorization: `Bearer ${tokens.get(X_COMPANY)}` } })).arrayBuffer();
+      await (await fetch(base.C + xPath, { headers: { Authorization: `Bearer ${tokens.get(X_COMPANY)}` } })).arrayBuffer();
       const codes = Object.fromEntries(Object.entries(x.statusCodeStats ?? {}).map(([code, s]) => [code, Number(s.count)]));
       const flood = {
         requestsPerSecond: x.requests.total / x.duration,
@@ -486,7 +495,7 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
     // ---- report
     const loadAfter = loadavg()[0]!;
     const med = (xs: number[]) => median(xs);
-    const server = (name: "A" | "B") => {
+    const server = (name: Name) => {
       const pairs = m1[name];
       return {
         requestsPerSecond: med(pairs.map((p) => p.route.requestsPerSecond)),
@@ -500,8 +509,13 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
     };
     const a = server("A");
     const b = server("B");
-    const limitsCosts = m1.A.map((p, i) => 1 - m1.B[i]!.route.requestsPerSecond / p.route.requestsPerSecond);
-    const healthCosts = m1.A.map((p, i) => 1 - m1.B[i]!.health.requestsPerSecond / p.health.requestsPerSecond);
+    const cs = server("C");
+    /** 1 - req/s on `of` / req/s on `against`, per round. */
+    const costs = (of: Name, against: Name, kind: "route" | "health") => m1[against].map((p, i) => 1 - m1[of][i]![kind].requestsPerSecond / p[kind].requestsPerSecond);
+    const limitsCosts = costs("B", "A", "route");
+    const healthCosts = costs("B", "A", "health");
+    const logCosts = costs("C", "B", "route");
+    const allCosts = costs("C", "A", "route");
     const limitsCost = med(limitsCosts);
     const idempotencyCosts = m2.plain.map((p, i) => 1 - m2.keyed[i]!.requestsPerSecond / p.requestsPerSecond);
     const idempotencyCost = med(idempotencyCosts);
@@ -518,23 +532,28 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
         `X_LOCAL_OBSERVABILITY=false; ${options.rounds} round(s), medians; ${options.connections} connections, ${options.duration} s runs ` +
         `(${options.warmup} s warm-up in round 1); load ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after`,
     );
-    console.log(`server A (port ${ports.A}): ${SETTING.A}\nserver B (port ${ports.B}): ${SETTING.B}\n`);
+    for (const n of NAMES) console.log(`server ${n} (port ${ports[n]}): ${SETTING[n]}`);
+    console.log("");
     console.log(`1. GET /v1/contacts/{id}, cycling through ${TENANTS} tenants (one client and one contact each); /health through ${HEALTH_ADDRESSES} client addresses\n`);
     const row = (label: string, s: ReturnType<typeof server>) => [
       label, s.requestsPerSecond.toFixed(0), s.p50.toFixed(0), s.p99.toFixed(0), s.health.toFixed(0), s.ratio.toFixed(2), pct(s.wranglerCpu), pct(s.workerdCpu),
     ];
     printColumns(
       ["server", "req/s", "p50 ms", "p99 ms", "/health req/s", "ratio to /health", "wrangler CPU", "workerd CPU"],
-      [row("A  limits off, log off", a), row("B  limits on, log on", b)],
+      [row("A  limits off, log off", a), row("B  limits on, log off", b), row("C  limits on, log on", cs)],
     );
     console.log("(CPU: share of one core used by the server's Node process, which receives the Worker's console output, and by workerd, during the contact runs)");
     console.log(
       `\ncost B vs A = 1 - req/s B / req/s A, per round: ${perRound(limitsCosts.map((c) => c * 100), 1)} (%); median ${percent(limitsCost)} ` +
         `(target <= ${pct(TARGETS.limitsCost)}) -> ${verdict(limitsCost <= TARGETS.limitsCost)}`,
     );
-    console.log(`/health on B vs A (B's /health pays the anonymous limit and the log line): cost per round ${perRound(healthCosts.map((c) => c * 100), 1)} (%), median ${percent(med(healthCosts))}`);
-    console.log(`request log lines printed by the servers over the whole run: A ${logLines.A}, B ${logLines.B}`);
-    // The quota arithmetic: round-robin spreads B's load evenly over the tenants and the addresses.
+    console.log(`/health on B vs A (B's /health pays the anonymous limit): cost per round ${perRound(healthCosts.map((c) => c * 100), 1)} (%), median ${percent(med(healthCosts))}`);
+    console.log(
+      `the request log line (C vs B), per round ${perRound(logCosts.map((c) => c * 100), 1)} (%), median ${percent(med(logCosts))}; everything (C vs A) median ${percent(med(allCosts))} ` +
+        `(wrangler's Node process receives every line, even at --log-level warn: see wrangler CPU)`,
+    );
+    console.log(`request log lines printed by the servers over the whole run: ${JSON.stringify(logLines)}`);
+    // The quota arithmetic: round-robin spreads B's (and C's smaller) load evenly over the tenants and the addresses.
     const peakContacts = Math.max(...m1.B.map((p) => p.route.requestsPerSecond));
     const peakHealth = Math.max(...m1.B.map((p) => p.health.requestsPerSecond));
     const minuteContacts = busiestMinute(loadOnB.contacts) / TENANTS;
@@ -545,9 +564,9 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
       perAddressPerMinute: minuteHealth,
     };
     console.log(
-      `quotas on B: at the fastest contact run (${peakContacts.toFixed(0)} req/s) each client spends about ${quotas.perClientPer10s.toFixed(0)} units per 10 s ` +
+      `quotas on B (C is slower): at the fastest contact run (${peakContacts.toFixed(0)} req/s) each client spends about ${quotas.perClientPer10s.toFixed(0)} units per 10 s ` +
         `(client-burst ${QUOTA.clientBurst}); in the busiest minute about ${minuteContacts.toFixed(0)} per client and company (client ${QUOTA.client}, company ${QUOTA.company}); ` +
-        `/health at ${peakHealth.toFixed(0)} req/s: about ${minuteHealth.toFixed(0)} per address in the busiest minute (anonymous ${QUOTA.anonymous}); 429s seen on B: 0`,
+        `/health at ${peakHealth.toFixed(0)} req/s: about ${minuteHealth.toFixed(0)} per address in the busiest minute (anonymous ${QUOTA.anonymous}); 429s seen on B and C: 0`,
     );
 
     console.log(`\n2. POST /v1/items on A (${SETTING.A}), company 1, a unique title (and key) per request\n`);
@@ -559,7 +578,7 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
     );
 
     console.log(
-      `\n3. Fairness on B: company Y's GET /v1/contacts/{id} at ${FAIR.rate} req/s, alone, while company X's client floods GET ${xPath} at ` +
+      `\n3. Fairness on C: company Y's GET /v1/contacts/{id} at ${FAIR.rate} req/s, alone, while company X's client floods GET ${xPath} at ` +
         `${FAIR.floodRate} req/s (50 times its search quota), and while it floods with ${options.connections} connections as fast as they go\n`,
     );
     const yRow = (label: string, ys: Paced[]) => [label, med(ys.map((y) => y.p50)).toFixed(2), med(ys.map((y) => y.p99)).toFixed(1), perRound(ys.map((y) => y.p50))];
@@ -575,12 +594,12 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
     console.log(
       `company X at ${FAIR.floodRate}/s per round: ${m3.map((f) => `${f.flood.ok} × 200, ${f.flood.limited} × 429`).join("; ")}; ` +
         `saturating: ${m3.map((f) => `${f.saturating.ok} × 200, ${f.saturating.limited} × 429`).join("; ")}, ${floodRps.toFixed(0)} req/s (median), ` +
-        `${(floodRps / b.health).toFixed(2)} of B's /health; Y's ratio then ${perRound(saturatedRatios)} (for information: one isolate and wrangler's proxy saturated, ` +
+        `${(floodRps / cs.health).toFixed(2)} of C's /health; Y's ratio then ${perRound(saturatedRatios)} (for information: one isolate and wrangler's proxy saturated, ` +
         `Y queues behind X's ${options.connections} open requests, about ${((options.connections / floodRps) * 1000).toFixed(0)} ms by Little's law)`,
     );
 
     const summary = {
-      limits: { A: a, B: b, cost: limitsCost, costs: limitsCosts, healthCosts, target: TARGETS.limitsCost, met: limitsCost <= TARGETS.limitsCost, logLines, quotas },
+      limits: { A: a, B: b, C: cs, cost: limitsCost, costs: limitsCosts, healthCosts, logCosts, allCosts, target: TARGETS.limitsCost, met: limitsCost <= TARGETS.limitsCost, logLines, quotas },
       idempotency: {
         without: { requestsPerSecond: med(m2.plain.map((r) => r.requestsPerSecond)), p50: med(m2.plain.map((r) => r.p50)) },
         with: { requestsPerSecond: med(m2.keyed.map((r) => r.requestsPerSecond)), p50: med(m2.keyed.map((r) => r.p50)) },
@@ -605,10 +624,10 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
       },
     };
     for (const message of errors) console.error(`ERROR ${message}`);
-    if (errors.length > 0) for (const name of ["A", "B"] as const) if (lastOutput[name].trim()) console.error(`server ${name} output (last 4,000 characters):\n${lastOutput[name]}`);
+    if (errors.length > 0) for (const name of NAMES) if (lastOutput[name].trim()) console.error(`server ${name} output (last 4,000 characters):\n${lastOutput[name]}`);
     if (options.json) {
       mkdirSync(dirname(options.json), { recursive: true });
-      const settings = { servers: { A: SETTING.A, B: SETTING.B }, tenants: TENANTS, healthAddresses: HEALTH_ADDRESSES, xItems: X_ITEMS, search: SEARCH, fair: FAIR };
+      const settings = { servers: SETTING, tenants: TENANTS, healthAddresses: HEALTH_ADDRESSES, xItems: X_ITEMS, search: SEARCH, fair: FAIR };
       writeFileSync(
         options.json,
         JSON.stringify({ started: new Date(started).toISOString(), options, settings, loadAverage: { before: loadBefore, after: loadAfter }, summary, errors, runs, fairness: m3 }, null, 2) + "\n",
@@ -617,7 +636,6 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
     }
     return errors.length > 0 ? 1 : 0;
   } finally {
-    await scopeB.close();
-    await scopeA.close();
+    for (const n of ["C", "B", "A"] as const) await scopes[n].close();
   }
 }

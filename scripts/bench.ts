@@ -81,7 +81,7 @@ if (argv.includes("--help") || argv.includes("-h")) {
                      5 minutes): GET /v1/contacts/{id} over 200 tenants on server A (RATE_LIMITS=off,
                      REQUEST_LOGS=off) against server B (the defaults: both on), POST /v1/items with
                      and without an Idempotency-Key, one company's reads while another floods searches
-                     past its limit; --rounds defaults to 3, --server-warmup to 5, port 8980 (B takes P+10)
+                     past its limit; --rounds defaults to 3, --server-warmup to 5, port 8980 (B takes P+10, C P+20)
   --duration S       measured seconds per route (default 10)
   --connections N    concurrent connections (default 32)
   --warmup S         unmeasured seconds per route before its first measured run (default 2)

@@ -1,6 +1,6 @@
 // A request's D1, with conditions added to what it sends (docs/idempotency.md, docs/api-notes.md
 // "Conditional requests"):
-// - a prelude: statements that ride on the request's first D1 call, in the same batch (an
+// - a prelude: statements that ride on the request's first write, in the same batch (an
 //   Idempotency-Key's claim), with a check of their results before the request may go on;
 // - on every write (a batch, or a single statement sent as a batch), inside the same transaction:
 //   the idempotency fence (the request still holds its key's lease, else the whole batch fails and
@@ -32,7 +32,7 @@ export interface WriteCondition {
   what: string;
 }
 
-/** Statements sent with the request's first D1 call, and what to do with their results. */
+/** Statements sent with the request's first write (or alone, by `runPrelude`), and what to do with their results. */
 export interface Prelude {
   statements: D1PreparedStatement[];
   /** Checks the prelude's results; throws to stop the request (the call's own results are dropped). */
@@ -67,7 +67,7 @@ interface GuardedStatement extends D1PreparedStatement {
   readonly inner: D1PreparedStatement;
 }
 
-/** The D1 of one request: writes, and the first call while a prelude waits, go through `guardedBatch`. */
+/** The D1 of one request: writes go through `guardedBatch`; reads too once the prelude has stopped the request. */
 export function guardedD1(d1: D1Database, guards: WriteGuards): D1Database {
   const wrap = (sql: string, inner: D1PreparedStatement): GuardedStatement => {
     // A statement that needs guards runs as a one-statement batch; its result is adapted below.
@@ -105,18 +105,19 @@ export function guardedD1(d1: D1Database, guards: WriteGuards): D1Database {
   } as D1Database;
 }
 
-const needsGuards = (guards: WriteGuards, write: boolean) => write || guards.prelude !== undefined || guards.stopped !== undefined;
+const needsGuards = (guards: WriteGuards, write: boolean) => write || guards.stopped !== undefined;
 
-/** Runs the prelude now, alone, unless a call carried it already (before a change made outside D1). */
+/** Runs the prelude now, alone, unless a write carried it already (before a change made outside D1). */
 export async function runPrelude(d1: D1Database, guards: WriteGuards): Promise<void> {
-  if (needsGuards(guards, false)) await guardedBatch(d1, guards, [], false);
+  if (guards.prelude || guards.stopped !== undefined) await guardedBatch(d1, guards, [], false);
 }
 
 /** `statements` as one batch with the request's prelude (if it waits) and guards (on a write); only their own results are returned. */
 async function guardedBatch(d1: D1Database, guards: WriteGuards, statements: D1PreparedStatement[], write: boolean): Promise<D1Result[]> {
   while (guards.preludeRun) await guards.preludeRun; // another call of the request carries the prelude
   if (guards.stopped) throw guards.stopped;
-  const prelude = guards.prelude;
+  // The prelude rides on a write (a read needs no claim: it changes nothing), or goes alone.
+  const prelude = write || statements.length === 0 ? guards.prelude : undefined;
   let settled!: () => void;
   if (prelude) guards.preludeRun = new Promise<void>((resolve) => (settled = resolve));
   const { fence, condition } = guards;

@@ -38,8 +38,8 @@ class KeyTaken extends ApiError {
 /**
  * Route middleware of every keyed write (POST, PATCH, PUT, DELETE of a scoped route), after
  * authentication, rate limiting and the tenant. Without the header it does nothing. The key is
- * claimed by the operation's first D1 call, in the same batch (no round trip of its own): before
- * anything is written, and in the same transaction as the first write when that comes first.
+ * claimed in the same batch, so the same transaction, as the operation's first write: no round
+ * trip nor transaction of its own, and never a change without its key.
  */
 export const idempotency: MiddlewareHandler<AppBindings> = async (c, next) => {
   const header = c.req.header(IDEMPOTENCY_KEY_HEADER);
@@ -73,9 +73,21 @@ export const idempotency: MiddlewareHandler<AppBindings> = async (c, next) => {
   try {
     await next();
     const taken = keyTaken(c.error);
-    if (taken) c.res = await answerExisting(c, scope, taken.row, fingerprint, key);
-    else if (claimed) await record(c, claimed.id, lease, key, guards.committed > 0);
-    // Else the operation never reached D1 (a refusal before it): there is nothing to keep.
+    if (taken) throw taken;
+    if (!claimed) {
+      // The operation wrote nothing, so it has not claimed the key: a success claims it now (to be
+      // kept); a failure (not kept) only looks whether the key holds an earlier request's answer.
+      if (c.res.status < 300) await runPrelude(c.env.DB, guards);
+      else {
+        const earlier = await readKey(c.env.DB, scope);
+        if (earlier) throw new KeyTaken(earlier);
+      }
+    }
+    if (claimed) await record(c, claimed.id, lease, key, guards.committed > 0);
+  } catch (error) {
+    const taken = keyTaken(error);
+    if (!taken) throw error;
+    c.res = await answerExisting(c, scope, taken.row, fingerprint, key);
   } finally {
     if (finished) {
       running.delete(scopeKey);
