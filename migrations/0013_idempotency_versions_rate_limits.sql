@@ -13,16 +13,16 @@ CREATE TABLE `idempotency_keys` (
 	`headers` text,
 	`body` text,
 	`created_at` integer NOT NULL,
-	`expires_at` integer NOT NULL
+	`expires_at` integer NOT NULL,
+	`fence` integer DEFAULT 1 NOT NULL,
+	CONSTRAINT "idempotency_lease_lost" CHECK("idempotency_keys"."fence" = 1)
 );
 --> statement-breakpoint
 CREATE UNIQUE INDEX `idempotency_keys_scope_uq` ON `idempotency_keys` (`company_id`,`client_id`,`key_hash`);--> statement-breakpoint
 CREATE INDEX `idempotency_keys_expires_idx` ON `idempotency_keys` (`expires_at`);--> statement-breakpoint
 CREATE TABLE `write_guards` (
 	`precondition_failed` integer,
-	`idempotency_lease_lost` integer,
-	CONSTRAINT "precondition_failed" CHECK("write_guards"."precondition_failed" IS NULL),
-	CONSTRAINT "idempotency_lease_lost" CHECK("write_guards"."idempotency_lease_lost" IS NULL)
+	CONSTRAINT "precondition_failed" CHECK("write_guards"."precondition_failed" IS NULL)
 );
 --> statement-breakpoint
 ALTER TABLE `api_clients` ADD `token_failures` integer DEFAULT 0 NOT NULL;--> statement-breakpoint

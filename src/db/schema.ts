@@ -602,19 +602,25 @@ export const idempotencyKeys = sqliteTable(
     body: text("body"),
     createdAt: integer("created_at").notNull(),
     expiresAt: integer("expires_at").notNull(),
+    // Always 1: a write of the request sets it to "the row still holds my lease", and the CHECK
+    // fails the whole batch when it does not (src/db/write-guards.ts).
+    fence: integer("fence").notNull().default(1),
   },
-  (t) => [uniqueIndex("idempotency_keys_scope_uq").on(t.companyId, t.clientId, t.keyHash), index("idempotency_keys_expires_idx").on(t.expiresAt)],
+  (t) => [
+    uniqueIndex("idempotency_keys_scope_uq").on(t.companyId, t.clientId, t.keyHash),
+    index("idempotency_keys_expires_idx").on(t.expiresAt),
+    check("idempotency_lease_lost", sql`${t.fence} = 1`),
+  ],
 );
 
 /**
- * Always empty: a guarded write inserts a row here only when its condition fails, and the CHECK
- * then fails the whole batch (src/db/write-guards.ts). The constraint names tell the two apart.
+ * Always empty: an If-Match write inserts a row here only when the record's version has changed,
+ * and the CHECK then fails the whole batch (src/db/write-guards.ts).
  */
 export const writeGuards = sqliteTable(
   "write_guards",
   {
     preconditionFailed: integer("precondition_failed"),
-    idempotencyLeaseLost: integer("idempotency_lease_lost"),
   },
-  (t) => [check("precondition_failed", sql`${t.preconditionFailed} IS NULL`), check("idempotency_lease_lost", sql`${t.idempotencyLeaseLost} IS NULL`)],
+  (t) => [check("precondition_failed", sql`${t.preconditionFailed} IS NULL`)],
 );

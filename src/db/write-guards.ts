@@ -6,8 +6,8 @@
 //   the idempotency fence (the request still holds its key's lease, else the whole batch fails and
 //   nothing of it is written; the key counts the write), and on the first write only, an If-Match
 //   precondition (the record still has the version its ETag was checked against).
-// Guards fail a batch through a CHECK constraint of the empty table write_guards, so a lost race is
-// a clean 409 or 412 with nothing written.
+// Guards fail a batch through a named CHECK constraint (of idempotency_keys.fence, of the empty table
+// write_guards), so a lost race is a clean 409 or 412 with nothing written.
 import { drizzle } from "drizzle-orm/d1";
 import { apiError } from "../lib/errors";
 import type { Db } from "./client";
@@ -133,11 +133,14 @@ async function guardedBatch(d1: D1Database, guards: WriteGuards, statements: D1P
     );
   }
   if (write && fence) {
-    const key = [fence.companyId, fence.clientId, fence.keyHash] as const;
-    const row = "FROM idempotency_keys WHERE company_id = ? AND client_id = ? AND key_hash = ?";
+    // Counts the write and pushes the lease on; `fence` takes "the row holds my lease", and its
+    // CHECK (= 1) fails the whole batch when another request holds the key.
     after.push(
-      d1.prepare(`INSERT INTO write_guards (${LEASE_LOST}) SELECT 1 WHERE NOT EXISTS (SELECT 1 ${row} AND lease = ?)`).bind(...key, fence.lease),
-      d1.prepare(`UPDATE idempotency_keys SET applied = applied + 1, lease_until = max(lease_until, ?) WHERE id = (SELECT id ${row})`).bind(Date.now() + fence.leaseMs, ...key),
+      d1
+        .prepare(
+          "UPDATE idempotency_keys SET applied = applied + 1, lease_until = max(lease_until, ?), fence = (lease = ?) WHERE company_id = ? AND client_id = ? AND key_hash = ?",
+        )
+        .bind(Date.now() + fence.leaseMs, fence.lease, fence.companyId, fence.clientId, fence.keyHash),
     );
   }
   try {

@@ -115,9 +115,10 @@ export async function idempotencyKeyFor(c: Context<AppBindings>): Promise<string
 }
 
 /**
- * What the request leaves behind: a success, or any answer after it changed data, is kept (a 5xx
- * after a change is kept as the "response lost" answer: the change happened, the 500 would say
- * otherwise); a failure that changed nothing frees the key, so a retry runs afresh.
+ * What the request leaves behind, recorded before its response goes out: a success, or any answer
+ * after it changed data, is kept (a 5xx after a change is kept as the "response lost" answer: the
+ * change happened, the 500 would say otherwise); a failure that changed nothing frees the key, so
+ * a retry runs afresh.
  */
 async function record(c: Context<AppBindings>, id: number, lease: string, key: string, changedData: boolean): Promise<void> {
   const res = c.res;

@@ -28,11 +28,14 @@ export interface KeyScope {
   keyHash: string;
 }
 
+const COLUMNS = "id, fingerprint, operation_id, state, lease, lease_until, applied, status, headers, body, created_at, expires_at";
+
 /**
- * The claim, two statements for one batch: insert the key as running under a new lease, or take an
- * existing row over when it has expired or its request died before changing anything (lease run
- * out, nothing applied, same request); then read the row. It is ours when it carries our lease.
- * Sent with the request's first D1 call (src/db/write-guards.ts); `claimedRow` reads the result.
+ * The claim, one statement for the request's first write batch: insert the key as running under a
+ * new lease, or take an existing row over when it has expired or its request died before changing
+ * anything (lease run out, nothing applied, same request), and answer the row either way (an
+ * existing row not taken over is "updated" to itself, so RETURNING has it). It is ours when it
+ * carries our lease. `claimedRow` reads the result.
  */
 export function claimStatements(
   db: D1Database,
@@ -40,32 +43,42 @@ export function claimStatements(
   attempt: { fingerprint: string; operationId: string; lease: string; now: number },
 ): D1PreparedStatement[] {
   const { now } = attempt;
+  const expired = "idempotency_keys.expires_at <= ?8";
+  const takeOver = `(${expired} OR (idempotency_keys.state = 'running' AND idempotency_keys.applied = 0 AND idempotency_keys.lease_until <= ?8
+    AND idempotency_keys.fingerprint = excluded.fingerprint))`;
+  const taken = (column: string, value: string) => `${column} = CASE WHEN ${takeOver} THEN ${value} ELSE idempotency_keys.${column} END`;
   return [
     db
       .prepare(
         `INSERT INTO idempotency_keys (company_id, client_id, key_hash, fingerprint, operation_id, state, lease, lease_until, applied, created_at, expires_at)
          VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7, 0, ?8, ?9)
          ON CONFLICT (company_id, client_id, key_hash) DO UPDATE SET
-           fingerprint = excluded.fingerprint, operation_id = excluded.operation_id, state = 'running', lease = excluded.lease,
-           lease_until = excluded.lease_until, applied = 0, status = NULL, headers = NULL, body = NULL,
-           created_at = CASE WHEN idempotency_keys.expires_at <= ?8 THEN excluded.created_at ELSE idempotency_keys.created_at END,
-           expires_at = CASE WHEN idempotency_keys.expires_at <= ?8 THEN excluded.expires_at ELSE idempotency_keys.expires_at END
-         WHERE idempotency_keys.expires_at <= ?8
-           OR (idempotency_keys.state = 'running' AND idempotency_keys.applied = 0 AND idempotency_keys.lease_until <= ?8
-               AND idempotency_keys.fingerprint = excluded.fingerprint)`,
+           ${[
+             taken("fingerprint", "excluded.fingerprint"),
+             taken("operation_id", "excluded.operation_id"),
+             taken("state", "'running'"),
+             taken("lease", "excluded.lease"),
+             taken("lease_until", "excluded.lease_until"),
+             taken("applied", "0"),
+             taken("status", "NULL"),
+             taken("headers", "NULL"),
+             taken("body", "NULL"),
+             `created_at = CASE WHEN ${expired} THEN excluded.created_at ELSE idempotency_keys.created_at END`,
+             `expires_at = CASE WHEN ${expired} THEN excluded.expires_at ELSE idempotency_keys.expires_at END`,
+           ].join(",\n           ")}
+         RETURNING ${COLUMNS}`,
       )
       .bind(scope.companyId, scope.clientId, scope.keyHash, attempt.fingerprint, attempt.operationId, attempt.lease, now + LEASE_MS, now, now + KEY_TTL_MS),
-    readStatement(db, scope),
   ];
 }
 
-/** The key's row as the claim's batch left it. */
-export const claimedRow = (results: D1Result[]) => results[1]!.results[0] as KeyRow;
+/** The key's row as the claim left it. */
+export const claimedRow = (results: D1Result[]) => results[0]!.results[0] as KeyRow;
 
 const readStatement = (db: D1Database, scope: KeyScope) =>
   db
     .prepare(
-      "SELECT id, fingerprint, operation_id, state, lease, lease_until, applied, status, headers, body, created_at, expires_at FROM idempotency_keys WHERE company_id = ? AND client_id = ? AND key_hash = ?",
+      `SELECT ${COLUMNS} FROM idempotency_keys WHERE company_id = ? AND client_id = ? AND key_hash = ?`,
     )
     .bind(scope.companyId, scope.clientId, scope.keyHash);
 
@@ -73,7 +86,7 @@ export async function readKey(db: D1Database, scope: KeyScope): Promise<KeyRow |
   return readStatement(db, scope).first<KeyRow>();
 }
 
-/** The response of the request holding `lease`: kept until the key expires. */
+/** The answer of the request holding `lease`: kept until the key expires. */
 export async function finishKey(db: D1Database, id: number, lease: string, response: { status: number; headers: string; body: string }): Promise<void> {
   await db
     .prepare("UPDATE idempotency_keys SET state = 'done', status = ?, headers = ?, body = ? WHERE id = ? AND lease = ? AND state = 'running'")
