@@ -44,19 +44,12 @@ import {
   wranglerVersion,
   type RouteResult,
   type RouteSpec,
+  type SuiteOptions,
 } from "./lib/bench-kit.ts";
 import { executeSql, queryRows, startDev } from "./lib/local.ts";
 import { procStats, readProcFile } from "./lib/procs.ts";
 
-export interface LimitsBenchOptions {
-  port: number;
-  connections: number;
-  duration: number;
-  warmup: number;
-  serverWarmup: number;
-  rounds: number;
-  json?: string;
-}
+export type LimitsBenchOptions = SuiteOptions;
 
 const TENANTS = 200;
 const HEALTH_ADDRESSES = 2_048;

@@ -53,19 +53,11 @@ import {
   type CpuSample,
   type RouteResult,
   type RouteSpec,
+  type SuiteOptions,
 } from "./lib/bench-kit.ts";
 import { applyMigrations, ensureDevVars, executeSql, queryRows, seedLocal, startDev } from "./lib/local.ts";
 
-export interface ReminderBenchOptions {
-  port: number;
-  connections: number;
-  /** Measured seconds of each autocannon run (GET /v1/items/{id} and its /health runs). */
-  duration: number;
-  warmup: number;
-  serverWarmup: number;
-  rounds: number;
-  json?: string;
-}
+export type ReminderBenchOptions = SuiteOptions;
 
 // ---------------------------------------------------------------------------------------------
 // Volumes and targets

@@ -943,38 +943,24 @@ async function main(): Promise<number> {
   }
 }
 
+/** The options every set run on its own takes (each reads what it needs). */
+const suite = {
+  port: PORT,
+  connections: CONNECTIONS,
+  duration: DURATION,
+  warmup: WARMUP,
+  serverWarmup: SERVER_WARMUP,
+  rounds: ROUNDS,
+  json: JSON_OUT,
+};
 const run = REMINDERS
-  ? import("./bench-reminders.ts").then(({ runReminderBench }) =>
-      runReminderBench({
-        port: PORT,
-        connections: CONNECTIONS,
-        duration: DURATION,
-        warmup: WARMUP,
-        serverWarmup: SERVER_WARMUP,
-        rounds: ROUNDS,
-        json: JSON_OUT,
-      }),
-    )
+  ? import("./bench-reminders.ts").then(({ runReminderBench }) => runReminderBench(suite))
   : WEBHOOKS
-    ? import("./bench-webhooks.ts").then(({ runWebhookBench }) =>
-        runWebhookBench({ port: PORT, connections: CONNECTIONS, duration: DURATION, warmup: WARMUP }),
-      )
+    ? import("./bench-webhooks.ts").then(({ runWebhookBench }) => runWebhookBench(suite))
     : DRIVE
-      ? import("./bench-drive.ts").then(({ runDriveBench }) =>
-          runDriveBench({ port: PORT, connections: CONNECTIONS, duration: DURATION, warmup: WARMUP, rounds: ROUNDS, json: JSON_OUT }),
-        )
+      ? import("./bench-drive.ts").then(({ runDriveBench }) => runDriveBench(suite))
       : LIMITS
-        ? import("./bench-limits.ts").then(({ runLimitsBench }) =>
-            runLimitsBench({
-              port: PORT,
-              connections: CONNECTIONS,
-              duration: DURATION,
-              warmup: WARMUP,
-              serverWarmup: SERVER_WARMUP,
-              rounds: ROUNDS,
-              json: JSON_OUT,
-            }),
-          )
+        ? import("./bench-limits.ts").then(({ runLimitsBench }) => runLimitsBench(suite))
         : main();
 run.then(
   (code) => process.exit(code),

@@ -432,3 +432,15 @@ export function printColumns(header: string[], cells: string[][], leftAligned = 
   console.log(widths.map((w) => "-".repeat(w)).join("  "));
   for (const row of cells) console.log(line(row));
 }
+
+/** What a set run on its own (`--only reminders`, `--only limits`, …) is given; each reads what it needs. */
+export interface SuiteOptions {
+  port: number;
+  connections: number;
+  /** Measured seconds of each autocannon run. */
+  duration: number;
+  warmup: number;
+  serverWarmup: number;
+  rounds: number;
+  json?: string;
+}
