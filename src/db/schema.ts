@@ -279,8 +279,11 @@ export const items = sqliteTable(
     createdAt: createdAt(),
     updatedAt: text("updated_at").notNull().default(sql`CURRENT_TIMESTAMP`),
     version: version(),
+    // The client's own key for the item (imports update the item whose external_id a row carries).
+    externalId: text("external_id"),
   },
   (t) => [
+    uniqueIndex("items_company_external_id_uq").on(t.companyId, t.externalId).where(sql`external_id IS NOT NULL`),
     index("items_company_date_idx").on(t.companyId, t.archived, t.expiryDate, t.id),
     index("items_company_status_date_idx").on(t.companyId, t.archived, t.status, t.expiryDate, t.id),
     index("items_company_kind_date_idx").on(t.companyId, t.archived, t.itemType, t.expiryDate, t.id),
@@ -623,4 +626,91 @@ export const writeGuards = sqliteTable(
     preconditionFailed: integer("precondition_failed"),
   },
   (t) => [check("precondition_failed", sql`${t.preconditionFailed} IS NULL`)],
+);
+
+/** An item's values of its document type's custom fields, by field (`autonum`). */
+export const itemFieldValues = sqliteTable(
+  "item_field_values",
+  {
+    itemId: integer("item_id")
+      .notNull()
+      .references(() => items.id, { onDelete: "cascade" }),
+    fieldId: integer("field_id")
+      .notNull()
+      .references(() => documentTypeFields.id, { onDelete: "cascade" }),
+    companyId: companyId(),
+    value: text("value").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.itemId, t.fieldId] }), index("item_field_values_field_idx").on(t.fieldId)],
+);
+
+/**
+ * Import jobs (docs/imports.md). The body waits in R2 under `body_key`; a Workflow instance named
+ * after the id runs the job. `next_row` is how far the write steps have got: each step's batch moves
+ * it on from exactly the value the step started from, and the CHECK on `fence` fails the batch when
+ * it does not (the step already ran, or the job was canceled), so no row is written twice.
+ */
+export const imports = sqliteTable(
+  "imports",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    companyId: companyId(),
+    clientId: text("client_id").notNull(),
+    userId: integer("user_id").notNull(),
+    resource: text("resource").notNull(),
+    format: text("format").notNull(),
+    status: text("status").notNull(),
+    dryRun: integer("dry_run").notNull().default(0),
+    onError: text("on_error").notNull(),
+    dateFormat: text("date_format").notNull(),
+    bodyKey: text("body_key").notNull(),
+    bodyBytes: integer("body_bytes").notNull(),
+    rows: integer("rows").notNull().default(0),
+    valid: integer("valid").notNull().default(0),
+    created: integer("created").notNull().default(0),
+    updated: integer("updated").notNull().default(0),
+    skipped: integer("skipped").notNull().default(0),
+    failed: integer("failed").notNull().default(0),
+    chunks: integer("chunks").notNull().default(0),
+    nextRow: integer("next_row").notNull().default(0),
+    message: text("message").notNull().default(""),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+    finishedAt: integer("finished_at"),
+    fence: integer("fence").notNull().default(1),
+  },
+  (t) => [
+    index("imports_company_idx").on(t.companyId, t.id),
+    index("imports_status_updated_idx").on(t.status, t.updatedAt),
+    check("import_step_replayed", sql`${t.fence} = 1`),
+  ],
+);
+
+/** Row errors of an import: row numbers count from 1, the first data row. */
+export const importErrors = sqliteTable(
+  "import_errors",
+  {
+    importId: integer("import_id")
+      .notNull()
+      .references(() => imports.id, { onDelete: "cascade" }),
+    rowNumber: integer("row_number").notNull(),
+    column: text("column").notNull(),
+    value: text("value").notNull(),
+    message: text("message").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.importId, t.rowNumber, t.column] })],
+);
+
+/** iCalendar feeds: the URL's token is shown once; only its SHA-256 is kept. */
+export const calendarFeeds = sqliteTable(
+  "calendar_feeds",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    companyId: companyId(),
+    clientId: text("client_id").notNull(),
+    tokenHash: text("token_hash").notNull(),
+    filters: text("filters").notNull().default("{}"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [uniqueIndex("calendar_feeds_token_hash_uq").on(t.tokenHash), index("calendar_feeds_company_idx").on(t.companyId, t.id)],
 );
