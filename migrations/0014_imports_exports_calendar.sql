@@ -65,4 +65,6 @@ CREATE TABLE `item_field_values` (
 --> statement-breakpoint
 CREATE INDEX `item_field_values_field_idx` ON `item_field_values` (`field_id`);--> statement-breakpoint
 ALTER TABLE `items` ADD `external_id` text;--> statement-breakpoint
-CREATE UNIQUE INDEX `items_company_external_id_uq` ON `items` (`company_id`,`external_id`) WHERE external_id IS NOT NULL;
+ALTER TABLE `items` ADD `import_ref` integer;--> statement-breakpoint
+CREATE UNIQUE INDEX `items_company_external_id_uq` ON `items` (`company_id`,`external_id`) WHERE external_id IS NOT NULL;--> statement-breakpoint
+CREATE UNIQUE INDEX `items_import_ref_uq` ON `items` (`import_ref`) WHERE import_ref IS NOT NULL;

@@ -281,9 +281,13 @@ export const items = sqliteTable(
     version: version(),
     // The client's own key for the item (imports update the item whose external_id a row carries).
     externalId: text("external_id"),
+    // The import row that last created or changed the item (import_id * 1,000,000 + row number):
+    // lets an import's batch find the items it just inserted (docs/imports.md).
+    importRef: integer("import_ref"),
   },
   (t) => [
     uniqueIndex("items_company_external_id_uq").on(t.companyId, t.externalId).where(sql`external_id IS NOT NULL`),
+    uniqueIndex("items_import_ref_uq").on(t.importRef).where(sql`import_ref IS NOT NULL`),
     index("items_company_date_idx").on(t.companyId, t.archived, t.expiryDate, t.id),
     index("items_company_status_date_idx").on(t.companyId, t.archived, t.status, t.expiryDate, t.id),
     index("items_company_kind_date_idx").on(t.companyId, t.archived, t.itemType, t.expiryDate, t.id),
