@@ -22,6 +22,7 @@ import { remindersRouter } from "./routes/reminders/routes";
 import { tasksRouter } from "./routes/tasks/routes";
 import { webhookDeliveriesRouter } from "./routes/webhooks/deliveries";
 import { webhooksRouter } from "./routes/webhooks/routes";
+import { importsRouter } from "./routes/imports/routes";
 import { oauthRouter } from "./routes/oauth";
 import { systemRouter } from "./routes/system";
 
@@ -49,6 +50,7 @@ app.route("/", remindersRouter);
 app.route("/", tasksRouter);
 app.route("/", driveRouter);
 app.route("/", webhooksRouter);
+app.route("/", importsRouter);
 app.route("/", webhookDeliveriesRouter);
 
 let openApiDocument: ReturnType<typeof buildOpenApiDocument> | undefined;

@@ -29,6 +29,8 @@ export interface Env {
   RATE_LIMIT_CLIENT?: RateLimit;
   RATE_LIMIT_COMPANY?: RateLimit;
   RATE_LIMIT_ANONYMOUS?: RateLimit;
+  /** Import jobs (src/imports/workflow.ts): one Workflow instance per job, named `import-<id>`. */
+  IMPORTS: Workflow<{ importId: number }>;
 }
 
 /** What the authentication middleware learns from a verified token. */

@@ -3,6 +3,7 @@ import type { Env } from "./env";
 import { handleScheduled } from "./scheduled";
 
 export { ReminderScheduler } from "./reminders/scheduler";
+export { ImportWorkflow } from "./imports/workflow";
 
 export default {
   fetch: app.fetch,

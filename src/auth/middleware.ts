@@ -1,4 +1,5 @@
 import { createMiddleware } from "hono/factory";
+import type { Context } from "hono";
 import type { AppBindings } from "../env";
 import { forbidden, invalidToken, oauthError } from "../lib/errors";
 import { findClientCached, type ClientRecord } from "./clients";
@@ -55,13 +56,14 @@ export const authenticate = createMiddleware<AppBindings>(async (c, next) => {
   await next();
 });
 
-/** Requires `scope` (or `*`) of an authenticated request; a missing scope is a Shape A 403. */
-export function checkScope(scope: string) {
+/** 403 Shape A unless the token grants the scope (any one of a list; `required(c)`: the one the request names). */
+export function checkScope(required: string | readonly string[] | ((c: Context<AppBindings>) => string)) {
   return createMiddleware<AppBindings>(async (c, next) => {
-    if (!grants(c.var.auth.scopes, scope)) {
-      throw oauthError(403, "insufficient_scope", `This call needs the ${scope} scope`, {
-        requiredScope: scope,
-        headers: { "WWW-Authenticate": `Bearer error="insufficient_scope", scope="${scope}"` },
+    const wanted = typeof required === "function" ? [required(c)] : typeof required === "string" ? [required] : required;
+    if (!wanted.some((s) => grants(c.var.auth.scopes, s))) {
+      throw oauthError(403, "insufficient_scope", `This call needs the ${wanted.join(" or ")} scope`, {
+        requiredScope: wanted[0]!,
+        headers: { "WWW-Authenticate": `Bearer error="insufficient_scope", scope="${wanted.join(" ")}"` },
       });
     }
     await next();

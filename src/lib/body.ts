@@ -49,6 +49,8 @@ export const BODY_RULES: readonly BodyRule[] = [
   { method: "POST", path: "/v1/oauth/token", limit: 8 * KiB, shape: "oauth" },
   // Raw file bytes, streamed into R2 by the route (src/routes/drive/storage.ts): never buffered here.
   { method: "PUT", path: "/v1/uploads", limit: MAX_UPLOAD_BYTES, mode: "stream" },
+  // An import file (src/routes/imports/routes.ts): read whole, then stored in R2 for the job.
+  { method: "POST", path: "/v1/imports", limit: 20 * MiB },
 ];
 
 const DEFAULT_RULE: Required<BodyRule> = { method: "*", path: "*", limit: DEFAULT_BODY_LIMIT, mode: "buffer", shape: "api" };

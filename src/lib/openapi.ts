@@ -1,6 +1,6 @@
 import { OpenAPIHono, createRoute, z, type RouteConfig } from "@hono/zod-openapi";
 import type { AppBindings } from "../env";
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { authenticate, checkScope, requireOwner } from "../auth/middleware";
 import { idempotency } from "../idempotency/middleware";
 import { checkIfMatch, etagged, type ConditionalRecord } from "./conditional";
@@ -127,7 +127,9 @@ export function idParam<N extends string>(name: N) {
 }
 
 type ScopedRoute = Omit<RouteConfig, "security" | "middleware" | "operationId"> & {
-  scope: string;
+  /** The scope; several: any one of them (or, with `scopeOf`, the one the request names), each published as an alternative. */
+  scope: string | string[];
+  scopeOf?: (c: Context<AppBindings>) => string;
   operationId: string;
   /** Account owner only (company, department and document-type management): 403 Shape B otherwise. */
   owner?: boolean;
@@ -164,7 +166,8 @@ export const named = (operationId: string): MiddlewareHandler<AppBindings> => as
  * id), 409 and 422 (writes), 412, 413 and 415 (operations with a body), 414, 429, 500 and 503.
  * A route lists only its success responses and its own extra errors (409, ...).
  */
-export function scopedRoute<R extends ScopedRoute>({ scope, owner, etag, precondition, ...config }: R) {
+export function scopedRoute<R extends ScopedRoute>({ scope, scopeOf, owner, etag, precondition, ...config }: R) {
+  const scopes = typeof scope === "string" ? [scope] : scope;
   const hasBody = config.request?.body !== undefined;
   const write = WRITE_METHODS.has(config.method);
   const conflict = (config.responses[409] as { description: string } | undefined) ?? errorResponses.conflict;
@@ -194,7 +197,7 @@ export function scopedRoute<R extends ScopedRoute>({ scope, owner, etag, precond
     named(config.operationId),
     authenticate,
     limitAuthenticated,
-    checkScope(scope),
+    checkScope(scopeOf ?? scopes),
     ...(owner ? [requireOwner] : []),
     provideTenant,
     ...(write ? [idempotency] : []),
@@ -206,10 +209,10 @@ export function scopedRoute<R extends ScopedRoute>({ scope, owner, etag, precond
     ...config,
     ...(parameters.length > 0 && { parameters }),
     responses,
-    security: [{ oauth2: [scope] }],
+    security: scopes.map((s) => ({ oauth2: [s] })),
     middleware: middleware as [typeof provideTenant],
-    description: `${config.description ?? ""}\n\nRequired scope: \`${scope}\` (or \`*\`).${who}`.trim(),
-  } as Omit<R, "scope" | "owner" | "etag" | "precondition"> & {
+    description: `${config.description ?? ""}\n\nRequired scope: ${scopes.map((s) => `\`${s}\``).join(" or ")} (or \`*\`).${who}`.trim(),
+  } as Omit<R, "scope" | "scopeOf" | "owner" | "etag" | "precondition"> & {
     security: RouteConfig["security"];
     middleware: [typeof provideTenant];
   });

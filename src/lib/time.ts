@@ -214,3 +214,29 @@ export function shiftDate(date: string, amount: number, unit: CalendarUnit): str
       return addYears(date, amount);
   }
 }
+
+const DATE_PARTS: Record<DateFormat, RegExp> = {
+  "YYYY-MM-DD": /^(?<y>\d{4})-(?<m>\d{2})-(?<d>\d{2})$/,
+  "DD.MM.YYYY": /^(?<d>\d{2})\.(?<m>\d{2})\.(?<y>\d{4})$/,
+  "DD/MM/YYYY": /^(?<d>\d{2})\/(?<m>\d{2})\/(?<y>\d{4})$/,
+  "MM/DD/YYYY": /^(?<m>\d{2})\/(?<d>\d{2})\/(?<y>\d{4})$/,
+  "DD-MM-YYYY": /^(?<d>\d{2})-(?<m>\d{2})-(?<y>\d{4})$/,
+  "YYYY/MM/DD": /^(?<y>\d{4})\/(?<m>\d{2})\/(?<d>\d{2})$/,
+  "D MMM YYYY": /^(?<d>\d{1,2}) (?<mon>[A-Za-z]{3}) (?<y>\d{4})$/,
+  "MMM D, YYYY": /^(?<mon>[A-Za-z]{3}) (?<d>\d{1,2}), (?<y>\d{4})$/,
+};
+
+/**
+ * A date written in `format` as `YYYY-MM-DD`, or null: strictly that format (two-digit day and
+ * month where the format says DD and MM, four-digit years, English month abbreviations in any
+ * case), and a real calendar date (years 1900-9999). Never guesses: `03/04/2027` is only read in a
+ * format that says which part is the month, and text in another format is null.
+ */
+export function parseDate(text: string, format: DateFormat): string | null {
+  const groups = DATE_PARTS[format].exec(text.trim())?.groups;
+  if (!groups) return null;
+  const month = groups.mon === undefined ? Number(groups.m) : MONTHS.findIndex((m) => m.toLowerCase() === groups.mon!.toLowerCase()) + 1;
+  if (month < 1) return null;
+  const date = `${groups.y}-${String(month).padStart(2, "0")}-${groups.d!.padStart(2, "0")}`;
+  return isCalendarDate(date) ? date : null;
+}
