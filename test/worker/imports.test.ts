@@ -1,0 +1,249 @@
+// Imports (docs/imports.md): jobs run as Workflows; rows checked strictly, written in fenced
+// chunks; dry run, abort and skip; re-imports change nothing; quotas; contacts; scopes.
+import { beforeAll, describe, expect, it } from "vitest";
+import { writeChunk } from "../../src/imports/job";
+import { parseDate } from "../../src/lib/time";
+import { csvRecords } from "../../src/imports/parse";
+import { BASE, call, createAccount, env, expectShapeA, expectShapeB, readResult, tokenFor, uniqueEmail, uniqueWord, type Json, type TestAccount } from "./helpers";
+import { exports } from "cloudflare:workers";
+
+let account: TestAccount;
+
+beforeAll(async () => {
+  account = await createAccount({ documents: 100_000 }, { documents: 5_000, contacts: 5_000 });
+});
+
+async function upload(query: string, body: string, contentType = "text/csv", token = account.ownerToken, headers: Record<string, string> = {}) {
+  return readResult(
+    await exports.default.fetch(
+      new Request(`${BASE}/v1/imports?${query}`, { method: "POST", headers: { Authorization: `Bearer ${token}`, "Content-Type": contentType, ...headers }, body }),
+    ),
+  );
+}
+
+async function finished(importId: number, token = account.ownerToken): Promise<Json> {
+  for (let i = 0; i < 600; i++) {
+    const res = await call("GET", `/v1/imports/${importId}`, { token });
+    expect(res.status).toBe(200);
+    if (["completed", "failed", "canceled"].includes(res.body.data.status)) return res.body.data;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`import ${importId} did not finish`);
+}
+
+async function run(query: string, body: string, contentType = "text/csv"): Promise<Json> {
+  const res = await upload(query, body, contentType);
+  expect(res.status, JSON.stringify(res.body)).toBe(202);
+  expect(res.body.data.status).toBe("queued");
+  return finished(res.body.data.import_id);
+}
+
+async function errorsOf(importId: number): Promise<Json[]> {
+  const res = await call("GET", `/v1/imports/${importId}/errors?limit=1000`, { token: account.ownerToken });
+  expect(res.status).toBe(200);
+  return res.body.data;
+}
+
+const countItems = async (prefix: string) =>
+  (await env.DB.prepare("SELECT count(*) AS n FROM items WHERE company_id = ? AND external_id LIKE ?").bind(account.companyId, `${prefix}%`).first<number>("n"))!;
+
+/** A CSV of `n` rows with external ids `<prefix>-<k>`; `bad` row numbers get an impossible date. */
+function itemsCsv(prefix: string, n: number, bad: number[] = []): string {
+  const lines = ["external_id,title,expiry_date,notes,tags"];
+  for (let k = 1; k <= n; k++) lines.push(`${prefix}-${k},"Cert ${k}, ""A""",${bad.includes(k) ? "2027-02-30" : "2028-03-15"},,x|y`);
+  return lines.join("\r\n") + "\r\n";
+}
+
+describe("item imports", () => {
+  it("a 1,000-row CSV with 3 bad rows: dry run reports exactly those rows, abort writes nothing, skip writes 997, a re-import changes nothing", async () => {
+    const prefix = uniqueWord("imp");
+    const csv = itemsCsv(prefix, 1000, [7, 500, 1000]);
+
+    const dry = await run("resource=items&dry_run=true", csv);
+    expect(dry).toMatchObject({ status: "completed", dry_run: true, counts: { rows: 1000, valid: 997, failed: 3, created: 0 } });
+    expect((await errorsOf(dry.import_id)).map((e) => [e.row, e.column, e.value])).toEqual([
+      [7, "expiry_date", "2027-02-30"],
+      [500, "expiry_date", "2027-02-30"],
+      [1000, "expiry_date", "2027-02-30"],
+    ]);
+    expect(await countItems(prefix)).toBe(0);
+
+    const aborted = await run("resource=items", csv);
+    expect(aborted).toMatchObject({ status: "failed", counts: { failed: 3, created: 0 } });
+    expect(aborted.message).toMatch(/nothing was written/);
+    expect(await countItems(prefix)).toBe(0);
+
+    const skipped = await run("resource=items&on_error=skip", csv);
+    expect(skipped).toMatchObject({ status: "completed", progress: 1, counts: { rows: 1000, valid: 997, created: 997, updated: 0, failed: 3 } });
+    expect(await countItems(prefix)).toBe(997);
+    // Reminders queued like a POST's: every new item is in the reminder engine's outbox or applied.
+    const item = await env.DB.prepare("SELECT id FROM items WHERE company_id = ? AND external_id = ?").bind(account.companyId, `${prefix}-1`).first<number>("id");
+    const detail = await call("GET", `/v1/items/${item}`, { token: account.ownerToken });
+    expect(detail.body.data).toMatchObject({ title: 'Cert 1, "A"', expiry_date: "2028-03-15", tags: ["x", "y"] });
+
+    const again = await run("resource=items&on_error=skip", csv);
+    expect(again.counts).toMatchObject({ created: 0, updated: 0, skipped: 997, failed: 3 });
+    expect(await countItems(prefix)).toBe(997);
+    const version = await env.DB.prepare("SELECT version FROM items WHERE id = ?").bind(item).first<number>("version");
+    expect(version).toBe(1);
+  });
+
+  it("a changed row updates its item by external_id; empty cells keep the stored value", async () => {
+    const ext = uniqueWord("upd");
+    await run("resource=items", `external_id,title,expiry_date,notes\n${ext},First,2029-01-01,keep me\n`);
+    const done = await run("resource=items", `external_id,title,expiry_date,notes\n${ext},,2029-06-30,\n`);
+    expect(done.counts).toMatchObject({ created: 0, updated: 1 });
+    const row = await env.DB.prepare("SELECT title, notes, expiry_date, reminder_anchor FROM items WHERE external_id = ?").bind(ext).first();
+    expect(row).toEqual({ title: "First", notes: "keep me", expiry_date: "2029-06-30", reminder_anchor: "2029-06-30" });
+  });
+
+  it("reads dates strictly in date_format, never guessing", async () => {
+    const ext = uniqueWord("d");
+    const done = await run(
+      "resource=items&date_format=DD.MM.YYYY&dry_run=true",
+      `external_id,title,expiry_date\n${ext}1,A,31.01.2027\n${ext}2,B,2027-01-31\n${ext}3,C,29.02.2027\n${ext}4,D,1.2.2027\n${ext}5,E,29.02.2028\n`,
+    );
+    expect((await errorsOf(done.import_id)).map((e) => e.row)).toEqual([2, 3, 4]);
+    expect(parseDate("03/04/2027", "MM/DD/YYYY")).toBe("2027-03-04");
+    expect(parseDate("03/04/2027", "DD/MM/YYYY")).toBe("2027-04-03");
+    expect(parseDate("Feb 29, 2028", "MMM D, YYYY")).toBe("2028-02-29");
+    expect(parseDate("Feb 29, 2027", "MMM D, YYYY")).toBeNull();
+    expect(parseDate("", "YYYY-MM-DD")).toBeNull();
+  });
+
+  it("reports missing and invalid columns by row and column, and within-file duplicate external ids", async () => {
+    const ext = uniqueWord("v");
+    const done = await run(
+      "resource=items&dry_run=true",
+      `external_id,title,expiry_date,item_type,Unknown\n${ext},,2027-01-01,exp,\n${ext},T,2027-01-01,nope,\n${ext}b,T,2027-01-01,,value\n`,
+    );
+    const errors = await errorsOf(done.import_id);
+    expect(errors.map((e) => [e.row, e.column])).toEqual([
+      [1, "title"],
+      [2, "external_id"],
+      [2, "item_type"],
+      [3, "Unknown"],
+    ]);
+  });
+
+  it("takes JSON and NDJSON bodies, tags as arrays and custom fields by name", async () => {
+    const type = await call("POST", "/v1/document-types", {
+      token: account.ownerToken,
+      body: { doctype_name: uniqueWord("Insp"), fields: [{ field_name: "Inspector", field_type: "text" }, { field_name: "Result", field_type: "select", field_data: "Passed\nFailed" }] },
+    });
+    expect(type.status, JSON.stringify(type.body)).toBe(201);
+    const name = type.body.data.doctype_name ?? type.body.data.name;
+    const ext = uniqueWord("j");
+    const json = JSON.stringify([{ external_id: ext, title: "J", expiry_date: "2027-05-05", document_type: name, Inspector: "Ada", tags: ["a,b", "c;d"], fields: { Result: "Passed" } }]);
+    expect((await run("resource=items", json, "application/json")).counts).toMatchObject({ created: 1, failed: 0 });
+    const stored = await env.DB.prepare(
+      "SELECT group_concat(v.value, '|') AS v FROM item_field_values v JOIN items i ON i.id = v.item_id WHERE i.external_id = ? ORDER BY v.field_id",
+    )
+      .bind(ext)
+      .first<string>("v");
+    expect(stored?.split("|").sort()).toEqual(["Ada", "Passed"]);
+    const nd = `{"external_id":"${ext}n","title":"N","expiry_date":"2027-05-05","document_type":${JSON.stringify(name)},"Result":"Maybe"}\nnot json\n`;
+    const failed = await run("resource=items&on_error=skip", nd, "application/x-ndjson");
+    expect((await errorsOf(failed.import_id)).map((e) => [e.row, e.column])).toEqual([
+      [1, "Result"],
+      [2, ""],
+    ]);
+  });
+
+  it("stops at documents_limit: abort refuses the whole file up front, skip writes what fits and fails the rest", async () => {
+    const small = await createAccount({}, { documents: 5 });
+    const up = (query: string, body: string) => upload(query, body, "text/csv", small.ownerToken);
+    const csv = ["external_id,title,expiry_date", ...Array.from({ length: 8 }, (_, k) => `q${k},T${k},2027-01-01`)].join("\n");
+    const abort = await finished((await up("resource=items", csv)).body.data.import_id, small.ownerToken);
+    expect(abort).toMatchObject({ status: "failed", counts: { created: 0 } });
+    expect(abort.message).toMatch(/documents_limit/);
+    const skip = await finished((await up("resource=items&on_error=skip", csv)).body.data.import_id, small.ownerToken);
+    expect(skip.counts).toMatchObject({ created: 5, failed: 3 });
+    const used = await env.DB.prepare("SELECT documents_used FROM companies WHERE id = ?").bind(small.companyId).first<number>("documents_used");
+    expect(used).toBe(5);
+  });
+
+  it("a chunk written twice (a retried step) writes its rows once", async () => {
+    const prefix = uniqueWord("twice");
+    const res = await upload("resource=items", itemsCsv(prefix, 5));
+    const job = await finished(res.body.data.import_id);
+    expect(job.counts.created).toBe(5);
+    // Replay the step as a crashed-and-retried Workflow would: the job is past it.
+    await env.DB.prepare("UPDATE imports SET status = 'running' WHERE id = ?").bind(job.import_id).run();
+    await writeChunk(env as never, job.import_id, 0);
+    expect(await countItems(prefix)).toBe(5);
+  });
+});
+
+describe("contact imports", () => {
+  it("creates, then updates by email, with group by name", async () => {
+    const email = uniqueEmail();
+    const group = await call("POST", "/v1/contact-groups", { token: account.ownerToken, body: { group_name: uniqueWord("Grp") } });
+    const csv = `first_name,last_name,email,group_name\nAda,Lovelace,${email},${group.body.data.group_name}\nBad,Row,not-an-email,\n`;
+    const first = await run("resource=contacts&on_error=skip", csv);
+    expect(first.counts).toMatchObject({ created: 1, failed: 1 });
+    const again = await run("resource=contacts", `first_name,email\nAugusta,${email.toUpperCase()}\n`);
+    expect(again.counts).toMatchObject({ created: 0, updated: 1 });
+    const row = await env.DB.prepare("SELECT first_name, last_name, group_id FROM contacts WHERE email_key = ? AND company_id = ?").bind(email.toLowerCase(), account.companyId).first();
+    expect(row).toMatchObject({ first_name: "Augusta", last_name: "Lovelace", group_id: group.body.data.groupid });
+  });
+});
+
+describe("the job API", () => {
+  it("answers 202 with the job, lists it, 404s another company's, and refuses bad requests in Shape B", async () => {
+    const res = await upload("resource=items&dry_run=true", "title,expiry_date\nA,2027-01-01\n");
+    expect(res.status).toBe(202);
+    const list = await call("GET", "/v1/imports?limit=100", { token: account.ownerToken });
+    expect(list.body.data.map((j: Json) => j.import_id)).toContain(res.body.data.import_id);
+    const other = await createAccount();
+    expectShapeB(await call("GET", `/v1/imports/${res.body.data.import_id}`, { token: other.ownerToken }), 404);
+    expectShapeB(await upload("resource=things", "a\n1\n"), 400, /resource/);
+    expectShapeB(await upload("resource=items&date_format=YY", "a\n1\n"), 400, /date_format/);
+    expectShapeB(await upload("resource=items", "a,b\n1,2\n", "text/plain"), 415);
+    expectShapeB(await upload("resource=items", ""), 400);
+    await finished(res.body.data.import_id);
+  });
+
+  it("needs items:write for items and contacts:write for contacts", async () => {
+    const token = await tokenFor("demo-readonly");
+    expectShapeA(await upload("resource=items", "title\nA\n", "text/csv", token), 403, "insufficient_scope");
+    expectShapeA(await upload("resource=contacts", "email\na@b.c\n", "text/csv", token), 403, "insufficient_scope");
+  });
+
+  it("fails a file it cannot read with a message, writing nothing", async () => {
+    const job = await run("resource=items", 'title,expiry_date\n"open,2027-01-01\n');
+    expect(job).toMatchObject({ status: "failed" });
+    expect(job.message).toMatch(/never closed/);
+    expect((await run("resource=items", "{", "application/json")).message).toMatch(/not valid JSON/);
+  });
+
+  it("cancels an unfinished job and refuses to cancel a finished one", async () => {
+    const res = await upload("resource=items", itemsCsv(uniqueWord("c"), 50));
+    const canceled = await call("DELETE", `/v1/imports/${res.body.data.import_id}`, { token: account.ownerToken });
+    if (canceled.status === 200) expect(canceled.body.data.status).toBe("canceled");
+    else expectShapeB(canceled, 400, /finished/);
+    const done = await finished(res.body.data.import_id);
+    expectShapeB(await call("DELETE", `/v1/imports/${done.import_id}`, { token: account.ownerToken }), 400, /finished/);
+  });
+
+  it("honours Idempotency-Key: a retried upload is the same job", async () => {
+    const key = crypto.randomUUID();
+    const body = "title,expiry_date\nIdem,2027-01-01\n";
+    const a = await upload("resource=items&dry_run=true", body, "text/csv", account.ownerToken, { "Idempotency-Key": key });
+    const b = await upload("resource=items&dry_run=true", body, "text/csv", account.ownerToken, { "Idempotency-Key": key });
+    expect(b.status).toBe(202);
+    expect(b.headers.get("Idempotent-Replayed")).toBe("true");
+    expect(b.body.data.import_id).toBe(a.body.data.import_id);
+    await finished(a.body.data.import_id);
+  });
+});
+
+describe("CSV reading", () => {
+  it("follows RFC 4180: quotes, doubled quotes, CRLF and LF, newlines in fields, a BOM", () => {
+    expect([...csvRecords('\uFEFFa,b\r\n"x,1","say ""hi"""\n"multi\nline",\n')]).toEqual([
+      ["a", "b"],
+      ["x,1", 'say "hi"'],
+      ["multi\nline", ""],
+    ]);
+  });
+});
