@@ -74,6 +74,11 @@ export const TAGS = [
     description:
       "Signed event delivery (Standard Webhooks) to a company's HTTPS endpoints, managed by the account owner (scopes webhooks:read / webhooks:write): endpoints, secret rotation, test events, deliveries and retries. The event catalogue is the WebhookEventType schema (and GET /v1/webhook-event-types); each POSTed body is a WebhookPayload {type, timestamp, data}. See docs/webhooks.md.",
   },
+  {
+    name: "Imports",
+    description:
+      "Items and contacts from a CSV, JSON or NDJSON file, run as a job (202, then GET its status, counts, progress and row errors): dry runs, on_error=abort|skip, strict dates, updates by external_id (items) or email (contacts), quotas, reminders queued as for a POST. See docs/imports.md.",
+  },
   { name: "System", description: "Liveness of the service; no authentication." },
 ];
 

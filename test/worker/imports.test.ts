@@ -175,6 +175,27 @@ describe("item imports", () => {
   });
 });
 
+describe("external_id on items", () => {
+  it("is set by POST and PATCH, unique in the company (409), shown in detail and filterable in the list", async () => {
+    const ext = uniqueWord("ext");
+    const created = await call("POST", "/v1/items", { token: account.ownerToken, body: { title: "E", expiry_date: "2030-01-01", external_id: ext } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const id = created.body.data.item_id;
+    expectShapeB(await call("POST", "/v1/items", { token: account.ownerToken, body: { title: "E2", expiry_date: "2030-01-01", external_id: ext } }), 409, /external_id/);
+    const detail = await call("GET", `/v1/items/${id}`, { token: account.ownerToken });
+    expect(detail.body.data).toMatchObject({ external_id: ext, fields: [] });
+    const listed = await call("GET", `/v1/items?external_id=${encodeURIComponent(ext)}`, { token: account.ownerToken });
+    expect(listed.body.data.map((i: Json) => i.item_id)).toEqual([id]);
+    const other = await call("POST", "/v1/items", { token: account.ownerToken, body: { title: "E3", expiry_date: "2030-01-01" } });
+    expectShapeB(await call("PATCH", `/v1/items/${other.body.data.item_id}`, { token: account.ownerToken, body: { external_id: ext } }), 409, /external_id/);
+    const cleared = await call("PATCH", `/v1/items/${id}`, { token: account.ownerToken, body: { external_id: null } });
+    expect(cleared.body.data.external_id).toBeNull();
+    // Another company may use the same key.
+    const elsewhere = await createAccount();
+    expect((await call("POST", "/v1/items", { token: elsewhere.ownerToken, body: { title: "E", expiry_date: "2030-01-01", external_id: ext } })).status).toBe(201);
+  });
+});
+
 describe("contact imports", () => {
   it("creates, then updates by email, with group by name", async () => {
     const email = uniqueEmail();

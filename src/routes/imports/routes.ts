@@ -16,7 +16,7 @@ const tags = ["Imports"];
 const ImportParams = idParam("import_id");
 const WRITE_SCOPE = { items: "items:write", contacts: "contacts:write" } as const;
 /** A job is seen with any scope of its two resources. */
-const READ_SCOPES = ["items:read", "contacts:read", "items:write", "contacts:write"];
+const READ_SCOPES = ["items:read", "contacts:read"];
 const fileBody = { schema: { type: "string" as const, description: "The file" } };
 
 export const importsRouter = createRouter();

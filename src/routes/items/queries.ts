@@ -1,11 +1,11 @@
 import { and, asc, count, eq, gte, inArray, isNull, lt, lte, sql, type SQL } from "drizzle-orm";
-import type { Db } from "../../db/client";
+import { isUniqueViolation, type Db } from "../../db/client";
 import { selectDepartment } from "../../db/departments";
 import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
 import { listPage } from "../../db/pages";
-import { companies, contacts, departments, documentTypes, folders, itemRenewals, items, reminderSync, type ItemRow } from "../../db/schema";
+import { companies, contacts, departments, documentTypeFields, documentTypes, folders, itemFieldValues, itemRenewals, items, reminderSync, type ItemRow } from "../../db/schema";
 import { echo } from "../../lib/echo";
-import { badRequest, notFound } from "../../lib/errors";
+import { badRequest, conflict, notFound } from "../../lib/errors";
 import { prefixMatchQuery } from "../../lib/sql";
 import { nameKey } from "../../lib/text-key";
 import { DEFAULT_TIME_ZONE, addYears, isCalendarDate, todayIn } from "../../lib/time";
@@ -112,6 +112,7 @@ export function itemListQueries(db: Db, companyId: number, query: ListItemsInput
   if (query.document_type_id !== undefined) filter(eq(items.documentTypeId, query.document_type_id));
   if (query.contact_id !== undefined) filter(eq(items.contactId, query.contact_id));
   if (query.folder_id !== undefined) filter(query.folder_id === 0 ? isNull(items.folderId) : eq(items.folderId, query.folder_id));
+  if (query.external_id !== undefined) filter(eq(items.externalId, query.external_id));
   if (query.period) {
     const range = periodRange(query.period, today);
     filter(range.from ? gte(items.expiryDate, range.from) : undefined);
@@ -195,9 +196,9 @@ export async function getItem(db: Db, companyId: number, itemId: number, loadRem
   // applied yet (a failed sync) is it asked again, to apply it first.
   const remindersNow = loadReminders(false);
   remindersNow.catch(() => {});
-  const [[row], tagRows, renewals, [sync]] = await db.batch([
+  const [[row], tagRows, renewals, [sync], fieldValues] = await db.batch([
     db
-      .select({ ...itemColumns, notes: items.notes, contactId: items.contactId, seqId: items.seqId, createdAt: items.createdAt })
+      .select({ ...itemColumns, notes: items.notes, contactId: items.contactId, seqId: items.seqId, createdAt: items.createdAt, externalId: items.externalId })
       .from(items)
       .leftJoin(documentTypes, eq(documentTypes.id, items.documentTypeId))
       .where(inCompany(companyId, itemId)),
@@ -211,6 +212,12 @@ export async function getItem(db: Db, companyId: number, itemId: number, loadRem
       .select({ pending: sql<number>`${reminderSync.version} > ${reminderSync.syncedVersion}` })
       .from(reminderSync)
       .where(and(eq(reminderSync.companyId, companyId), eq(reminderSync.itemId, itemId))),
+    db
+      .select({ autonum: documentTypeFields.id, field_name: documentTypeFields.fieldName, value: itemFieldValues.value })
+      .from(itemFieldValues)
+      .innerJoin(documentTypeFields, eq(documentTypeFields.id, itemFieldValues.fieldId))
+      .where(and(eq(itemFieldValues.itemId, itemId), eq(itemFieldValues.companyId, companyId)))
+      .orderBy(asc(documentTypeFields.position), asc(documentTypeFields.id)),
   ]);
   if (!row) throw notFound("Item");
   const reminders = !sync || sync.pending ? await loadReminders(true) : await remindersNow;
@@ -223,6 +230,8 @@ export async function getItem(db: Db, companyId: number, itemId: number, loadRem
     seqid: row.seqId ?? 0,
     renewals,
     add_date: row.createdAt,
+    external_id: row.externalId,
+    fields: fieldValues,
   };
 }
 
@@ -292,6 +301,16 @@ async function resolveRefs(
 
 // ---- writes ----
 
+/** A write that may set external_id: another item of the company holding it is a 409. */
+async function externalIdUnique<T>(externalId: string | null | undefined, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    if (externalId && isUniqueViolation(err, "items.external_id")) throw conflict(`external_id "${echo(externalId)}" belongs to another item of the company`);
+    throw err;
+  }
+}
+
 export async function createItem(db: Db, companyId: number, userId: number, input: CreateItemInput): Promise<ItemRow> {
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const { dept, type } = await resolveRefs(db, companyId, input);
@@ -299,7 +318,7 @@ export async function createItem(db: Db, companyId: number, userId: number, inpu
     if (!deptId) throw badRequest("The company has no default department; send deptid");
     const folderId = input.folder_path !== undefined ? await ensureFolderPath(db, companyId, deptId, input.folder_path) : (input.folder_id ?? null);
     const refs: Refs = { deptId, documentTypeId: type?.id ?? null, folderId, contactId: input.contact_id ?? null };
-    const [row] = await db
+    const [row] = await externalIdUnique(input.external_id, () => db
       .insert(items)
       .select((qb) =>
         qb
@@ -323,6 +342,8 @@ export async function createItem(db: Db, companyId: number, userId: number, inpu
             createdAt: sql`CURRENT_TIMESTAMP`,
             updatedAt: sql`CURRENT_TIMESTAMP`,
             version: sql`1`,
+            externalId: sql`${input.external_id ?? null}`,
+            importRef: sql`NULL`,
           })
           .from(companies)
           // The company's documents_limit and every reference, checked by the INSERT itself.
@@ -335,7 +356,7 @@ export async function createItem(db: Db, companyId: number, userId: number, inpu
             ),
           ) as never,
       )
-      .returning();
+      .returning());
     if (row) return row;
     const company = await db.select({ used: companies.documentsUsed, limit: companies.documentsLimit }).from(companies).where(eq(companies.id, companyId)).get();
     if (!company || company.used >= company.limit) {
@@ -368,11 +389,12 @@ export async function updateItem(db: Db, companyId: number, itemId: number, inpu
     if (input.folder_id !== undefined) changes.folderId = input.folder_id || null;
     if (input.document_type_id !== undefined) changes.documentTypeId = input.document_type_id || null;
     if (input.contact_id !== undefined) changes.contactId = input.contact_id || null;
-    const [row] = await db
+    if (input.external_id !== undefined) changes.externalId = input.external_id;
+    const [row] = await externalIdUnique(input.external_id, () => db
       .update(items)
       .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
       .where(and(inCompany(companyId, itemId), refsHold(companyId, { documentTypeId: changes.documentTypeId, folderId: changes.folderId, contactId: changes.contactId })))
-      .returning();
+      .returning());
     if (row) return { row, previousDate: current.expiryDate };
   }
   throw lostRace("item");

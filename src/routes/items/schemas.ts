@@ -34,6 +34,10 @@ export const ItemDetailSchema = ItemListEntrySchema.extend({
     .array(z.object({ previous_date: z.string(), new_date: z.string(), renewed_at: Timestamp }))
     .openapi({ description: "Extension: the renewal history, oldest first" }),
   add_date: Timestamp,
+  external_id: z.string().nullable().openapi({ example: "CERT-2041", description: "Extension: the client's own key of the item (unique in the company); null when none" }),
+  fields: z
+    .array(z.object({ autonum: z.number().int(), field_name: z.string(), value: z.string() }))
+    .openapi({ description: "Extension: the item's custom field values (set by imports), in the document type's field order" }),
 }).openapi("ItemDetail");
 
 export const CreatedItemSchema = z
@@ -48,6 +52,10 @@ export const calendarDate = (field: string) =>
     .openapi({ type: "string", format: "date", example: "2027-03-31" });
 
 const title = requiredText("title", 200).openapi({ example: "Fire safety certificate" });
+export const externalIdField = requiredText("external_id", 255).openapi({
+  example: "CERT-2041",
+  description: "Extension: your own key for the item, unique in the company (409 when another item has it); imports update the item by it",
+});
 const notes = optionalText("notes", 5000, { multiline: true }).openapi({ example: "Renew with the city office" });
 /** An id that may be 0 to mean "none" (clears the reference on PATCH). */
 const optionalRef = (field: string) =>
@@ -82,6 +90,7 @@ export const CreateItemSchema = z
         description: "Reminder sequence of the company (GET /v1/reminder-sequences); default: the company's default sequence; 0: none. Unknown is 400.",
       }),
     notes,
+    external_id: externalIdField.optional(),
   })
   .superRefine((v, ctx) => {
     if (v.folder_id !== undefined && v.folder_path !== undefined) {
@@ -103,6 +112,7 @@ export const UpdateItemSchema = z
       .boolean({ error: "reschedule_reminders must be a boolean" })
       .optional()
       .openapi({ description: "With a new expiry_date: recompute the reminders that are relative to the date" }),
+    external_id: externalIdField.nullable().optional().openapi({ description: "Extension: your own key of the item (409 when another item has it); null removes it" }),
   })
   .refine((v) => Object.entries(v).some(([k, x]) => x !== undefined && k !== "reschedule_reminders"), { error: "No updatable fields provided" })
   .openapi("UpdateItem");
@@ -150,6 +160,10 @@ export const ListItemsQuery = z.object({
   q: searchQuery.openapi({
     description: "Word-prefix search over title and notes; every word must match (case- and accent-insensitive).",
   }),
+  external_id: cleanText("external_id")
+    .max(255, { error: "external_id must be at most 255 characters" })
+    .optional()
+    .openapi({ param: { name: "external_id", in: "query" }, description: "Extension: only the item with this external_id" }),
   cursor: cleanText("cursor")
     .max(100, { error: "cursor is invalid" })
     .optional()
