@@ -1,3 +1,4 @@
+import { startStrandedImports } from "./imports/workflow";
 import { getDb } from "./db/client";
 import { pruneKeys } from "./idempotency/store";
 import type { Env } from "./env";
@@ -26,6 +27,16 @@ export async function handleScheduled(controller: ScheduledController, env: Env,
   } finally {
     await releaseExpiredUploads(env);
     await pruneIdempotencyKeys(env, controller.scheduledTime);
+    await restartImports(env, controller.scheduledTime);
+  }
+}
+
+/** Import jobs queued for a minute without a Workflow (the request died before starting it): started now. */
+async function restartImports(env: Env, now: number): Promise<void> {
+  try {
+    await startStrandedImports(env, now);
+  } catch (error) {
+    console.error(JSON.stringify({ level: "error", msg: "stranded import restart failed", error: String(error) }));
   }
 }
 

@@ -24,3 +24,14 @@ export async function startImport(env: Env, importId: number): Promise<void> {
     if (!/already exists|already_exists|duplicate/i.test(String(err))) throw err;
   }
 }
+
+/** Jobs still `queued` a minute after they were accepted (their request died before starting them): started again. Bounded per run. */
+export async function startStrandedImports(env: Env, now: number): Promise<void> {
+  const { results } = await env.DB.prepare("SELECT id FROM imports WHERE status = 'queued' AND updated_at < ? ORDER BY updated_at LIMIT 20")
+    .bind(now - 60_000)
+    .all<{ id: number }>();
+  for (const { id } of results) {
+    await startImport(env, id);
+    await env.DB.prepare("UPDATE imports SET updated_at = ? WHERE id = ? AND status = 'queued'").bind(now, id).run();
+  }
+}
