@@ -1,4 +1,4 @@
-import { startStrandedImports } from "./imports/workflow";
+import { startStrandedImports } from "./imports/start";
 import { getDb } from "./db/client";
 import { pruneKeys } from "./idempotency/store";
 import type { Env } from "./env";

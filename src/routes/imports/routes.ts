@@ -7,7 +7,7 @@ import { ok, page, updated } from "../../lib/respond";
 import { removeFiles } from "../../imports/job";
 import { IMPORT_FORMATS, MAX_IMPORT_BYTES, MAX_IMPORT_ROWS } from "../../imports/parse";
 import { TAG_SEPARATOR } from "../../imports/items";
-import { startImport } from "../../imports/workflow";
+import { startImport } from "../../imports/start";
 import { settingsOf } from "../companies/queries";
 import { cancelImport, createImport, getImport, importOutput, listImportErrors, listImports } from "./queries";
 import { CreateImportQuery, ImportErrorListEnvelope, ImportListEnvelope, ImportSchema, ListImportErrorsQuery, ListImportsQuery, MAX_OPEN_IMPORTS } from "./schemas";
