@@ -74,6 +74,11 @@ export const TAGS = [
     description:
       "Signed event delivery (Standard Webhooks) to a company's HTTPS endpoints, managed by the account owner (scopes webhooks:read / webhooks:write): endpoints, secret rotation, test events, deliveries and retries. The event catalogue is the WebhookEventType schema (and GET /v1/webhook-event-types); each POSTed body is a WebhookPayload {type, timestamp, data}. See docs/webhooks.md.",
   },
+  {
+    name: "Calendar feeds",
+    description:
+      "A company's items as iCalendar (RFC 5545) subscriptions: feeds with the item list's filters, managed with items:read; the feed itself is fetched without a token header, its URL being its credential.",
+  },
   { name: "System", description: "Liveness of the service; no authentication." },
 ];
 
