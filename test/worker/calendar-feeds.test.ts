@@ -375,6 +375,26 @@ describe("ETag and 304", () => {
   });
 });
 
+describe("changes the reminder engine has not applied yet", () => {
+  it("are applied before the feed answers, and the ETag moves until none is left", async () => {
+    const account = await createAccount();
+    const item = await createItem(account.ownerToken, { title: "Changed in D1 only", expiry_date: "2032-10-10" });
+    const path = (await createFeed(account.ownerToken)).path;
+    const first = await fetchFeed(path);
+    expect(triggers(eventOf(parse(first), item.item_id)!)).toHaveLength(5);
+    // As if the request's call to the Durable Object had failed: D1 changed, the outbox row waits.
+    await env.DB.prepare("UPDATE items SET status = 'completed' WHERE id = ?").bind(item.item_id).run();
+    const changed = await fetchFeed(path, { "If-None-Match": etagOf(first) });
+    expect(triggers(eventOf(parse(changed), item.item_id)!)).toEqual([]);
+    const outbox = await env.DB.prepare("SELECT version > synced_version AS pending FROM reminder_sync WHERE item_id = ?").bind(item.item_id).first<{ pending: number }>();
+    expect(outbox!.pending).toBe(0);
+    // The 200 read its fingerprint while the change was still pending: the next fetch answers 200 once more, then 304.
+    const settled = await fetchFeed(path, { "If-None-Match": etagOf(changed) });
+    expect(settled.status).toBe(200);
+    expect((await fetchFeed(path, { "If-None-Match": etagOf(settled) })).status).toBe(304);
+  });
+});
+
 describe("the feed URL", () => {
   let path: string;
   beforeAll(async () => {

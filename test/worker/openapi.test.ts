@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { app } from "../../src/app";
 import { RESOURCE_SCOPES } from "../../src/auth/scopes";
-import { call, expectShapeA, tokenFor, type Json } from "./helpers";
+import { call, documentedPath, expectShapeA, tokenFor, type Json } from "./helpers";
 
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const;
 /** Operations that need no token. */
@@ -22,15 +22,12 @@ beforeAll(async () => {
   );
 });
 
-/**
- * `METHOD /openapi/{path}` for every route registered on the Hono app (middleware entries folded). A
- * regex parameter ending in an extension (`:token{[A-Za-z0-9_-]+\.ics}`) is documented as `{token}.ics`.
- */
+/** `METHOD /openapi/{path}` for every route registered on the Hono app (middleware entries folded). */
 function registeredRoutes(): Set<string> {
   return new Set(
     app.routes
       .filter((r) => r.method !== "ALL" && r.path !== "/v1/openapi.json")
-      .map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:(\w+)\{[^/]*\\\.(\w+)\}/g, "{$1}.$2").replace(/:([^/]+)/g, "{$1}")}`),
+      .map((r) => `${r.method.toLowerCase()} ${documentedPath(r.path)}`),
   );
 }
 

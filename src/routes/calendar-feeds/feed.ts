@@ -4,14 +4,17 @@
 //
 // The ETag is not a hash of the body: it is computed from what the body is made of, so that a 304
 // reads no item content. It hashes the feed (id, filters), the company's name, the (id, version) of
-// every item in the feed, of their document types and of the folders on their paths (every UPDATE
-// of those rows bumps `version`; ids are never reused), and the revision of the company's queued
-// reminders (bumped by triggers in its Durable Object on every change to them). Those determine the
-// body, so the ETag changes whenever the body would. A 200 reads the fingerprint in the same D1
+// every item in the feed, (count, max id, sum of versions) of the company's document types and
+// folders, and the revision of the company's queued reminders (bumped by triggers in its Durable
+// Object on every change to them). Every UPDATE of an item, type or folder bumps its `version`, and
+// ids only grow (AUTOINCREMENT, never reused), so a whole table's (count, max id, sum of versions)
+// changes with any insert (max id), delete (count, when nothing newer was inserted) or update
+// (sum). Those determine the body, so the ETag changes whenever the body would (and sometimes when
+// it would not: a folder no item of the feed is in). A 200 reads the fingerprint in the same D1
 // batch as the rows it renders, and the revision in the same Durable Object turn as the alarms.
 import type { Env } from "../../env";
 import { sha256Hex } from "../../lib/bytes";
-import { etagOf } from "../../lib/conditional";
+import { etagOf, noneMatch } from "../../lib/conditional";
 import { escapeText, icalDate, icalText, icalTimestamp, icalUtc } from "../../lib/ical";
 import { addDays } from "../../lib/time";
 import { SYNC_BATCH } from "../../reminders/d1";
@@ -23,27 +26,40 @@ import type { FeedFilters } from "./schemas";
 const FEED_FORMAT = "ics-1";
 const TOKEN = /^[A-Za-z0-9_-]{43}$/;
 
-export interface Feed {
+/** What a token's feed is: immutable while the feed exists (feeds are not edited, tokens are random). */
+interface Feed {
   id: number;
   companyId: number;
-  companyName: string;
   /** As stored (part of the ETag). */
   filtersJson: string;
   filters: FeedFilters;
 }
 
-/** The feed of a token (null for a malformed, unknown or revoked one): one indexed read, never cached. */
-export async function findFeed(d1: D1Database, token: string): Promise<Feed | null> {
-  if (!TOKEN.test(token)) return null;
+/**
+ * Feeds by token hash, per isolate, so that a request needs a single D1 round trip. It holds only
+ * what never changes: every request still reads the feed's row in its own batch (`stillThere`), so
+ * a revoked feed is 404 from the next request on.
+ */
+const feeds = new Map<string, Feed>();
+const MAX_CACHED_FEEDS = 10_000;
+
+async function feedOf(d1: D1Database, tokenHash: string): Promise<Feed | null> {
+  const cached = feeds.get(tokenHash);
+  if (cached) return cached;
   const row = await d1
-    .prepare(
-      `SELECT f.id, f.company_id AS companyId, c.name AS companyName, f.filters AS filtersJson
-       FROM calendar_feeds f JOIN companies c ON c.id = f.company_id WHERE f.token_hash = ?`,
-    )
-    .bind(await sha256Hex(token))
+    .prepare("SELECT id, company_id AS companyId, filters AS filtersJson FROM calendar_feeds WHERE token_hash = ?")
+    .bind(tokenHash)
     .first<Omit<Feed, "filters">>();
-  return row && { ...row, filters: parseFilters(row.filtersJson) };
+  if (!row) return null;
+  if (feeds.size >= MAX_CACHED_FEEDS) feeds.delete(feeds.keys().next().value!);
+  const feed = { ...row, filters: parseFilters(row.filtersJson) };
+  feeds.set(tokenHash, feed);
+  return feed;
 }
+
+/** The feed's row, still there, and its company's name (the calendar's name). */
+const stillThere = (d1: D1Database, tokenHash: string) =>
+  d1.prepare("SELECT c.name FROM calendar_feeds f JOIN companies c ON c.id = f.company_id WHERE f.token_hash = ?").bind(tokenHash);
 
 /**
  * The feed's items: `WHERE` over `items i` with numbered parameters (?1 the company, ?2 the bound),
@@ -77,33 +93,29 @@ interface Fingerprint {
   items: string | null;
   types: string | null;
   folders: string | null;
+  pending: number;
 }
 
-/** `id.version` lists of the feed's items, their document types and the folders on their paths. */
+/**
+ * One indexed statement: the `id.version` list of the feed's items (one range scan of the filter's
+ * index), `count.max(id).sum(version)` of the company's document types and folders, and how many of
+ * the company's changes its reminder engine has still to apply (up to SYNC_BATCH + 1): while that
+ * number moves, the ETag does too, so each fetch applies the next batch of them.
+ */
 function fingerprintStatement(d1: D1Database, feed: Feed): D1PreparedStatement {
   const { where, params } = itemFilter(feed);
+  const table = (name: string) => `(SELECT count(*) || '.' || max(id) || '.' || sum(version) FROM ${name} WHERE company_id = ?1)`;
   return d1
     .prepare(
-      `WITH RECURSIVE fi AS MATERIALIZED (SELECT i.id, i.version, i.document_type_id, i.folder_id FROM items i WHERE ${where} ${ORDER}),
-       ${FOLDER_PATHS}
-       SELECT (SELECT group_concat(id || '.' || version) FROM fi) AS items,
-         (SELECT group_concat(id || '.' || version) FROM document_types WHERE id IN (SELECT document_type_id FROM fi)) AS types,
-         (SELECT group_concat(id || '.' || version) FROM folders WHERE id IN (SELECT id FROM path)) AS folders`,
+      `SELECT (SELECT group_concat(id || '.' || version) FROM (SELECT i.id, i.version FROM items i WHERE ${where} ${ORDER})) AS items,
+         ${table("document_types")} AS types, ${table("folders")} AS folders,
+         (SELECT count(*) FROM (SELECT 1 FROM reminder_sync WHERE company_id = ?1 AND version > synced_version LIMIT ${SYNC_BATCH + 1})) AS pending`,
     )
     .bind(...params);
 }
 
-const etagFor = (feed: Feed, fingerprint: Fingerprint | null, revision: number) =>
-  etagOf(JSON.stringify([FEED_FORMAT, feed.id, feed.filtersJson, feed.companyName, fingerprint, revision]));
-
-/** The feed's current ETag, for If-None-Match: one D1 statement and one Durable Object read, side by side. */
-export async function currentEtag(env: Env, feed: Feed): Promise<string> {
-  const [fingerprint, revision] = await Promise.all([
-    fingerprintStatement(env.DB, feed).first<Fingerprint>(),
-    schedulerFor(env, feed.companyId).queuedRevision(feed.companyId),
-  ]);
-  return etagFor(feed, fingerprint, revision);
-}
+const etagFor = (feed: Feed, companyName: string, fingerprint: Fingerprint | undefined, revision: number) =>
+  etagOf(JSON.stringify([FEED_FORMAT, feed.id, feed.filtersJson, companyName, fingerprint ?? null, revision]));
 
 export interface FeedItem {
   id: number;
@@ -124,15 +136,36 @@ export interface FeedFolder {
   name: string;
 }
 
+export type FeedAnswer = { status: 304; etag: string } | { status: 200; etag: string; body: string };
+
 /**
- * The feed's body and its ETag. One D1 batch (one transaction) reads the fingerprint, the items,
- * the folders on their paths and the company's changes not yet applied to its reminders; then the
- * Durable Object applies those of the feed's items (at most SYNC_BATCH) and answers their queued
- * reminders with the revision.
+ * The answer for a token: null when no feed has it (malformed, unknown or revoked). With
+ * If-None-Match: one D1 statement (beside the feed's row) and, side by side, the Durable Object's
+ * revision give the current ETag, and a match is 304. Otherwise one D1 batch (one transaction)
+ * reads the fingerprint, the items, the folders on their paths and the feed's items whose changes
+ * the reminder engine has still to apply; the Durable Object applies those (at most SYNC_BATCH) and
+ * answers the items' queued reminders with the revision, in one turn.
  */
-export async function readFeed(env: Env, feed: Feed): Promise<{ etag: string; body: string }> {
+export async function serveFeed(env: Env, token: string, ifNoneMatch: string | undefined): Promise<FeedAnswer | null> {
+  if (!TOKEN.test(token)) return null;
+  const tokenHash = await sha256Hex(token);
+  const feed = await feedOf(env.DB, tokenHash);
+  if (!feed) return null;
+  const scheduler = schedulerFor(env, feed.companyId);
+  const gone = () => (feeds.delete(tokenHash), null);
+  if (ifNoneMatch !== undefined) {
+    const [[row, fingerprint], revision] = await Promise.all([
+      env.DB.batch<unknown>([stillThere(env.DB, tokenHash), fingerprintStatement(env.DB, feed)]),
+      scheduler.queuedRevision(feed.companyId),
+    ]);
+    const company = row!.results[0] as { name: string } | undefined;
+    if (!company) return gone();
+    const etag = await etagFor(feed, company.name, fingerprint!.results[0] as Fingerprint | undefined, revision);
+    if (noneMatch(ifNoneMatch, etag)) return { status: 304, etag };
+  }
   const { where, params } = itemFilter(feed);
-  const [fingerprint, items, folders, pending] = await env.DB.batch<unknown>([
+  const [row, fingerprint, items, folders, pending] = await env.DB.batch<unknown>([
+    stillThere(env.DB, tokenHash),
     fingerprintStatement(env.DB, feed),
     env.DB.prepare(
       `SELECT i.id, i.title, i.notes, i.item_type, i.expiry_date, i.status, i.archived, i.folder_id, d.name AS document_type, i.created_at, i.updated_at
@@ -142,16 +175,21 @@ export async function readFeed(env: Env, feed: Feed): Promise<{ etag: string; bo
       `WITH RECURSIVE fi AS MATERIALIZED (SELECT i.folder_id FROM items i WHERE ${where} ${ORDER}), ${FOLDER_PATHS}
        SELECT id, parent_id, name FROM folders WHERE id IN (SELECT id FROM path)`,
     ).bind(...params),
-    env.DB.prepare(`SELECT item_id FROM reminder_sync WHERE company_id = ?1 AND version > synced_version LIMIT ${SYNC_BATCH}`).bind(feed.companyId),
+    // 0 stands for the company's settings (a time zone change moves the reminders).
+    env.DB.prepare(
+      `SELECT item_id FROM reminder_sync WHERE company_id = ?1 AND version > synced_version
+         AND (item_id = 0 OR item_id IN (SELECT i.id FROM items i WHERE ${where} ${ORDER})) LIMIT ${SYNC_BATCH}`,
+    ).bind(...params),
   ]);
+  const company = row!.results[0] as { name: string } | undefined;
+  if (!company) return gone();
   const rows = items!.results as FeedItem[];
-  const ids = new Set(rows.map((r) => r.id));
-  // 0 stands for the company's settings (a time zone change moves the reminders).
-  const syncFirst = (pending!.results as Array<{ item_id: number }>).map((r) => r.item_id).filter((id) => id === 0 || ids.has(id));
-  const { revision, alarms } = await schedulerFor(env, feed.companyId).feedAlarms(feed.companyId, [...ids], syncFirst);
+  const syncFirst = (pending!.results as Array<{ item_id: number }>).map((r) => r.item_id);
+  const { revision, alarms } = await scheduler.feedAlarms(feed.companyId, rows.map((r) => r.id), syncFirst);
   return {
-    etag: await etagFor(feed, (fingerprint!.results[0] as Fingerprint | undefined) ?? null, revision),
-    body: renderFeed(feed, rows, folders!.results as FeedFolder[], alarms),
+    status: 200,
+    etag: await etagFor(feed, company.name, fingerprint!.results[0] as Fingerprint | undefined, revision),
+    body: renderFeed({ companyId: feed.companyId, companyName: company.name }, rows, folders!.results as FeedFolder[], alarms),
   };
 }
 
@@ -172,7 +210,7 @@ export function eventDescription(item: FeedItem, folderPath: string): string {
 }
 
 /** The iCalendar object (pure: the same rows give the same bytes). */
-export function renderFeed(feed: Pick<Feed, "companyId" | "companyName">, items: FeedItem[], folders: FeedFolder[], alarms: Record<number, number[]>): string {
+export function renderFeed(feed: { companyId: number; companyName: string }, items: FeedItem[], folders: FeedFolder[], alarms: Record<number, number[]>): string {
   const byId = new Map(folders.map((f) => [f.id, f]));
   const pathOf = (folderId: number | null) => {
     const names: string[] = [];

@@ -94,7 +94,7 @@ export async function listFeeds(db: Db, companyId: number, window: { limit: numb
   return { rows: result.rows.map(feedOutput), meta: result.meta };
 }
 
-/** Revokes a feed: its row goes, so its URL is 404 from the next request on (nothing caches a feed lookup). */
+/** Revokes a feed: its row goes, so its URL is 404 from the next request on (each one reads the row). */
 export async function deleteFeed(db: Db, companyId: number, feedId: number): Promise<void> {
   const deleted = await db
     .delete(calendarFeeds)

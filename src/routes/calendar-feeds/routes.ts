@@ -1,7 +1,6 @@
 // Calendar feeds (docs/api-notes.md, "Calendar feeds"): a company's items as an iCalendar
 // subscription. The feed operations are scoped like item reads; the feed itself is public, its
 // unguessable URL being its only credential (./feed.ts).
-import { noneMatch } from "../../lib/conditional";
 import { notFound } from "../../lib/errors";
 import {
   ApiErrorSchema,
@@ -18,7 +17,7 @@ import {
 } from "../../lib/openapi";
 import { created, done, page } from "../../lib/respond";
 import { MAX_FEED_EVENTS } from "../../reminders/rpc";
-import { currentEtag, findFeed, readFeed } from "./feed";
+import { serveFeed } from "./feed";
 import { createFeed, deleteFeed, listFeeds, normalizeFilters } from "./queries";
 import { CalendarFeedListEnvelope, CreateFeedSchema, CreatedCalendarFeedSchema, ListFeedsQuery, MAX_FEEDS } from "./schemas";
 
@@ -82,7 +81,7 @@ calendarFeedsRouter.openapi(
     scope: "items:read",
     tags,
     summary: "Revoke a calendar feed",
-    description: `Extension. The feed's URL answers 404 from the next request on (nothing caches a feed). Another company's feed is 404. ${SCOPE_NOTE}`,
+    description: `Extension. The feed's URL answers 404 from the next request on (every request of the feed reads its row). Another company's feed is 404. ${SCOPE_NOTE}`,
     request: { params: FeedParams },
     responses: { 200: jsonResponse(MessageEnvelope, "Feed revoked") },
   }),
@@ -137,14 +136,9 @@ calendarFeedsRouter.openAPIRegistry.registerPath({
 });
 
 calendarFeedsRouter.get("/v1/calendar/:token{[A-Za-z0-9_-]+\\.ics}", named(FEED_OPERATION), async (c) => {
-  const feed = await findFeed(c.env.DB, c.req.param("token").slice(0, -".ics".length));
-  if (!feed) throw notFound("Calendar feed");
-  const headers = { "Cache-Control": CACHE_CONTROL };
-  const ifNoneMatch = c.req.header("If-None-Match");
-  if (ifNoneMatch !== undefined) {
-    const etag = await currentEtag(c.env, feed);
-    if (noneMatch(ifNoneMatch, etag)) return c.body(null, 304, { ...headers, ETag: etag });
-  }
-  const { etag, body } = await readFeed(c.env, feed);
-  return c.body(body, 200, { ...headers, ETag: etag, "Content-Type": ICS_TYPE });
+  const answer = await serveFeed(c.env, c.req.param("token").slice(0, -".ics".length), c.req.header("If-None-Match"));
+  if (!answer) throw notFound("Calendar feed");
+  const headers = { "Cache-Control": CACHE_CONTROL, ETag: answer.etag };
+  if (answer.status === 304) return c.body(null, 304, headers);
+  return c.body(answer.body, 200, { ...headers, "Content-Type": ICS_TYPE });
 });
