@@ -7,6 +7,7 @@ import { echo } from "./lib/echo";
 import { apiError, renderError } from "./lib/errors";
 import { createRouter } from "./lib/openapi";
 import { buildOpenApiDocument } from "./openapi-document";
+import { calendarFeedsRouter } from "./routes/calendar-feeds/routes";
 import { contactGroupsRouter } from "./routes/contact-groups/routes";
 import { companiesRouter } from "./routes/companies/routes";
 import { contactsRouter } from "./routes/contacts/routes";
@@ -52,6 +53,7 @@ app.route("/", driveRouter);
 app.route("/", webhooksRouter);
 app.route("/", importsRouter);
 app.route("/", webhookDeliveriesRouter);
+app.route("/", calendarFeedsRouter);
 
 let openApiDocument: ReturnType<typeof buildOpenApiDocument> | undefined;
 app.get("/v1/openapi.json", (c) => {
@@ -61,10 +63,13 @@ app.get("/v1/openapi.json", (c) => {
 
 // Path patterns of every registered route, for telling 405 from 404 (built on first miss).
 let routeTable: Array<{ pattern: RegExp; method: string }> | undefined;
-// `/v1/contacts/:contact_id` -> `^/v1/contacts/[^/]+$`: literal parts match exactly (`.` too), and
-// no optional trailing slash, since Hono routes strictly (`/v1/contacts/` is another path).
+// `/v1/contacts/:contact_id` -> `^/v1/contacts/[^/]+$`: literal parts match exactly (`.` too), a
+// regex parameter (`:token{[A-Za-z0-9_-]+\.ics}`) by its regex, and no optional trailing slash, since Hono
+// routes strictly (`/v1/contacts/` is another path).
 function routePattern(path: string): RegExp {
-  const parts = path.split(/(:[^/]+)/).map((part) => (part.startsWith(":") ? "[^/]+" : part.replace(/[.*+?^$()|[\]{}\\]/g, "\\$&")));
+  const parts = path.split(/(:[^/]+)/).map((part) =>
+    part.startsWith(":") ? `(?:${/^:[^{]+\{(.+)\}$/.exec(part)?.[1] ?? "[^/]+"})` : part.replace(/[.*+?^$()|[\]{}\\]/g, "\\$&"),
+  );
   return new RegExp(`^${parts.join("")}$`);
 }
 function methodsFor(path: string): string[] {

@@ -79,6 +79,11 @@ export const TAGS = [
     description:
       "Items and contacts from a CSV, JSON or NDJSON file, run as a job (202, then GET its status, counts, progress and row errors): dry runs, on_error=abort|skip, strict dates, updates by external_id (items) or email (contacts), quotas, reminders queued as for a POST. See docs/imports.md.",
   },
+  {
+    name: "Calendar feeds",
+    description:
+      "A company's items as iCalendar (RFC 5545) subscriptions: feeds with the item list's filters, managed with items:read; the feed itself is fetched without a token header, its URL being its credential.",
+  },
   { name: "System", description: "Liveness of the service; no authentication." },
 ];
 

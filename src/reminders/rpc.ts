@@ -12,3 +12,6 @@ export const isFailure = (value: unknown): value is Failure => typeof value === 
 export function schedulerFor(env: Env, companyId: number) {
   return env.REMINDERS.get(env.REMINDERS.idFromName(`company:${companyId}`));
 }
+
+/** The most events (items) a calendar feed holds, and the most item ids `feedAlarms` reads reminders for. */
+export const MAX_FEED_EVENTS = 5_000;

@@ -12,6 +12,7 @@ import {
   itemMirror,
   migrate,
   nextWake,
+  queuedRevision,
   queueSequence,
   reanchor,
   recordApplied,
@@ -26,7 +27,7 @@ import {
 } from "./store";
 import { DEFAULT_HOUR, stepDate } from "./steps";
 import { availableChannels } from "./channels";
-import { isFailure, type Failure } from "./rpc";
+import { isFailure, MAX_FEED_EVENTS, type Failure } from "./rpc";
 import { fetchTransport, type WebhookTransport } from "../webhooks/delivery";
 import { deleteTaken, pullEvents as pullD1Events } from "../webhooks/outbox";
 import {
@@ -508,6 +509,32 @@ export class ReminderScheduler extends DurableObject<Env> {
       )
       .toArray()
       .map((t) => ({ ...t, due_at: new Date(t.due_at).toISOString(), sent_at: new Date(t.sent_at).toISOString() }));
+  }
+
+  // ---- calendar feeds (src/routes/calendar-feeds/feed.ts) ----
+
+  /** The revision of the company's queued reminders: a feed's ETag carries it, so a 304 reads only this. */
+  queuedRevision(companyId: number): number {
+    this.claimCompany(companyId);
+    return queuedRevision(this.sql);
+  }
+
+  /**
+   * The instants of the queued reminders of `itemIds` (at most MAX_FEED_EVENTS), by item, with the
+   * revision they were read at (in the same turn, so the two agree). `syncFirst`: items whose D1
+   * changes the object has not applied yet (at most SYNC_BATCH), applied first.
+   */
+  async feedAlarms(companyId: number, itemIds: number[], syncFirst: number[]): Promise<{ revision: number; alarms: Record<number, number[]> }> {
+    this.claimCompany(companyId);
+    if (syncFirst.length > 0) await this.sync(companyId, syncFirst.slice(0, SYNC_BATCH));
+    const rows = this.sql.exec<{ item_id: number; due_at: number }>(
+      `SELECT item_id, due_at FROM reminders WHERE item_id IN (SELECT value FROM json_each(?)) AND state = 'queued' AND origin <> 'expiry'
+       ORDER BY item_id, due_at, reminder_id`,
+      JSON.stringify(itemIds.slice(0, MAX_FEED_EVENTS)),
+    );
+    const alarms: Record<number, number[]> = {};
+    for (const row of rows) (alarms[row.item_id] ??= []).push(row.due_at);
+    return { revision: queuedRevision(this.sql), alarms };
   }
 
   // ---- firing ----

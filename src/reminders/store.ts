@@ -4,7 +4,7 @@
 import { isCalendarDate, localToInstant, type CalendarUnit } from "../lib/time";
 import { stepDate, type Step } from "./steps";
 
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 const MIGRATIONS: string[][] = [
   [], // version 0: nothing
@@ -62,6 +62,20 @@ const MIGRATIONS: string[][] = [
     `CREATE TABLE applied_requests (request_key TEXT PRIMARY KEY, result TEXT NOT NULL, applied_at INTEGER NOT NULL)`,
     `CREATE INDEX applied_requests_age ON applied_requests (applied_at)`,
   ],
+  [
+    // Version 4: a revision of the queued reminders (what calendar feeds show as alarms), bumped by
+    // every change to that set: a queued reminder added or removed, fired, held or resumed, or moved
+    // to another instant. A feed's ETag carries it (src/routes/calendar-feeds/feed.ts), so a 304
+    // costs one read of it instead of reading the reminders. Triggers, so no code path can forget it.
+    `INSERT OR IGNORE INTO meta (key, value) VALUES ('queued_revision', '0')`,
+    `CREATE TRIGGER reminders_queued_insert AFTER INSERT ON reminders WHEN new.state = 'queued' AND new.origin <> 'expiry'
+     BEGIN UPDATE meta SET value = value + 1 WHERE key = 'queued_revision'; END`,
+    `CREATE TRIGGER reminders_queued_delete AFTER DELETE ON reminders WHEN old.state = 'queued' AND old.origin <> 'expiry'
+     BEGIN UPDATE meta SET value = value + 1 WHERE key = 'queued_revision'; END`,
+    `CREATE TRIGGER reminders_queued_update AFTER UPDATE OF state, due_at ON reminders
+     WHEN new.origin <> 'expiry' AND 'queued' IN (old.state, new.state) AND (new.state IS NOT old.state OR new.due_at IS NOT old.due_at)
+     BEGIN UPDATE meta SET value = value + 1 WHERE key = 'queued_revision'; END`,
+  ],
 ];
 
 /** How long an applied request is remembered: longer than an Idempotency-Key lives (24 h). */
@@ -95,6 +109,9 @@ export function migrate(storage: DurableObjectStorage): void {
     version = next;
   }
 }
+
+/** The revision of the queued reminders (migration 4's triggers bump it). */
+export const queuedRevision = (sql: SqlStorage): number => Number(getMeta(sql, "queued_revision") ?? 0);
 
 export function getMeta(sql: SqlStorage, key: string): string | null {
   const row = sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0];

@@ -48,6 +48,7 @@ import {
   createDocumentType,
   createGroup,
   createItem,
+  documentedPath,
   readResult,
   signTestToken,
   uniqueWord,
@@ -1152,7 +1153,7 @@ describe("coverage (runs last)", () => {
     for (const key of documented) expect(exercised, `${key} was never exercised`).toContain(key);
     const registered = app.routes
       .filter((r) => r.method !== "ALL" && r.path !== "/v1/openapi.json")
-      .map((r) => `${r.method} ${r.path.replace(/:([^/]+)/g, "{$1}")}`);
+      .map((r) => `${r.method} ${documentedPath(r.path)}`);
     for (const key of registered) expect(exercised, `registered route ${key} was never exercised`).toContain(key);
     for (const op of operations.filter((o) => o.body?.json?.properties)) {
       expect(bodyValidated, `${op.key}: no case reached body validation (a 400 naming a field)`).toContain(op.key);

@@ -30,7 +30,8 @@ describe("ReminderScheduler Durable Object", () => {
     });
     expect(rows).toEqual([
       { key: "company_id", value: "42" },
-      { key: "schema_version", value: "3" },
+      { key: "queued_revision", value: "0" },
+      { key: "schema_version", value: "4" },
     ]);
   });
 

@@ -245,7 +245,8 @@ interface Refs {
   contactId?: number | null;
 }
 
-const refExists = (table: typeof departments | typeof documentTypes | typeof folders | typeof contacts, companyId: number, id: number) =>
+/** `EXISTS` a row `id` of `table` in the company (also the calendar feeds' filter check). */
+export const refExists = (table: typeof departments | typeof documentTypes | typeof folders | typeof contacts, companyId: number, id: number) =>
   sql`EXISTS (SELECT 1 FROM ${table} WHERE ${table.id} = ${id} AND ${table.companyId} = ${companyId})`;
 
 /** Every reference the write sets still exists in the company (re-checked by the statement itself). */

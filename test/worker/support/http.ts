@@ -90,3 +90,9 @@ export function expectNoStackTrace(res: CallResult) {
 }
 
 export const TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
+
+/**
+ * A Hono route path as the OpenAPI document writes it: `:id` → `{id}`, and a regex parameter that
+ * ends in an extension (`:token{[A-Za-z0-9_-]+\.ics}`) → `{token}.ics`.
+ */
+export const documentedPath = (honoPath: string) => honoPath.replace(/:(\w+)\{[^/]*\\\.(\w+)\}/g, "{$1}.$2").replace(/:([^/]+)/g, "{$1}");
