@@ -10,6 +10,11 @@ CREATE TABLE `calendar_feeds` (
 --> statement-breakpoint
 CREATE UNIQUE INDEX `calendar_feeds_token_hash_uq` ON `calendar_feeds` (`token_hash`);--> statement-breakpoint
 CREATE INDEX `calendar_feeds_company_idx` ON `calendar_feeds` (`company_id`,`id`);--> statement-breakpoint
+CREATE TABLE `company_revisions` (
+	`company_id` integer PRIMARY KEY NOT NULL,
+	`records` integer DEFAULT 0 NOT NULL
+);
+--> statement-breakpoint
 CREATE TABLE `import_errors` (
 	`import_id` integer NOT NULL,
 	`row_number` integer NOT NULL,
@@ -67,4 +72,34 @@ CREATE INDEX `item_field_values_field_idx` ON `item_field_values` (`field_id`);-
 ALTER TABLE `items` ADD `external_id` text;--> statement-breakpoint
 ALTER TABLE `items` ADD `import_ref` integer;--> statement-breakpoint
 CREATE UNIQUE INDEX `items_company_external_id_uq` ON `items` (`company_id`,`external_id`) WHERE external_id IS NOT NULL;--> statement-breakpoint
-CREATE UNIQUE INDEX `items_import_ref_uq` ON `items` (`import_ref`) WHERE import_ref IS NOT NULL;
+CREATE UNIQUE INDEX `items_import_ref_uq` ON `items` (`import_ref`) WHERE import_ref IS NOT NULL;--> statement-breakpoint
+-- company_revisions.records moves on every change to a company's items, folders and document types
+-- (a calendar feed's ETag reads it: src/routes/calendar-feeds/feed.ts). An UPDATE counts once: after
+-- the version triggers' bump (every UPDATE of these tables bumps version exactly once).
+CREATE TRIGGER `revision_items_after_insert` AFTER INSERT ON `items` BEGIN
+  INSERT INTO `company_revisions` (`company_id`, `records`) VALUES (new.company_id, 1) ON CONFLICT (`company_id`) DO UPDATE SET `records` = `records` + 1;
+END;--> statement-breakpoint
+CREATE TRIGGER `revision_items_after_update` AFTER UPDATE ON `items` WHEN new.version <> old.version BEGIN
+  INSERT INTO `company_revisions` (`company_id`, `records`) VALUES (new.company_id, 1) ON CONFLICT (`company_id`) DO UPDATE SET `records` = `records` + 1;
+END;--> statement-breakpoint
+CREATE TRIGGER `revision_items_after_delete` AFTER DELETE ON `items` BEGIN
+  INSERT INTO `company_revisions` (`company_id`, `records`) VALUES (old.company_id, 1) ON CONFLICT (`company_id`) DO UPDATE SET `records` = `records` + 1;
+END;--> statement-breakpoint
+CREATE TRIGGER `revision_folders_after_insert` AFTER INSERT ON `folders` BEGIN
+  INSERT INTO `company_revisions` (`company_id`, `records`) VALUES (new.company_id, 1) ON CONFLICT (`company_id`) DO UPDATE SET `records` = `records` + 1;
+END;--> statement-breakpoint
+CREATE TRIGGER `revision_folders_after_update` AFTER UPDATE ON `folders` WHEN new.version <> old.version BEGIN
+  INSERT INTO `company_revisions` (`company_id`, `records`) VALUES (new.company_id, 1) ON CONFLICT (`company_id`) DO UPDATE SET `records` = `records` + 1;
+END;--> statement-breakpoint
+CREATE TRIGGER `revision_folders_after_delete` AFTER DELETE ON `folders` BEGIN
+  INSERT INTO `company_revisions` (`company_id`, `records`) VALUES (old.company_id, 1) ON CONFLICT (`company_id`) DO UPDATE SET `records` = `records` + 1;
+END;--> statement-breakpoint
+CREATE TRIGGER `revision_document_types_after_insert` AFTER INSERT ON `document_types` BEGIN
+  INSERT INTO `company_revisions` (`company_id`, `records`) VALUES (new.company_id, 1) ON CONFLICT (`company_id`) DO UPDATE SET `records` = `records` + 1;
+END;--> statement-breakpoint
+CREATE TRIGGER `revision_document_types_after_update` AFTER UPDATE ON `document_types` WHEN new.version <> old.version BEGIN
+  INSERT INTO `company_revisions` (`company_id`, `records`) VALUES (new.company_id, 1) ON CONFLICT (`company_id`) DO UPDATE SET `records` = `records` + 1;
+END;--> statement-breakpoint
+CREATE TRIGGER `revision_document_types_after_delete` AFTER DELETE ON `document_types` BEGIN
+  INSERT INTO `company_revisions` (`company_id`, `records`) VALUES (old.company_id, 1) ON CONFLICT (`company_id`) DO UPDATE SET `records` = `records` + 1;
+END;

@@ -705,6 +705,15 @@ export const importErrors = sqliteTable(
   (t) => [primaryKey({ columns: [t.importId, t.rowNumber, t.column] })],
 );
 
+/**
+ * A counter per company that triggers move on every insert, update and delete of its items, folders
+ * and document types: a calendar feed's ETag reads it instead of every item's version (one point read).
+ */
+export const companyRevisions = sqliteTable("company_revisions", {
+  companyId: integer("company_id").primaryKey(),
+  records: integer("records").notNull().default(0),
+});
+
 /** iCalendar feeds: the URL's token is shown once; only its SHA-256 is kept. */
 export const calendarFeeds = sqliteTable(
   "calendar_feeds",

@@ -3,15 +3,14 @@
 // folders on the items' paths.
 //
 // The ETag is not a hash of the body: it is computed from what the body is made of, so that a 304
-// reads no item content. It hashes the feed (id, filters), the company's name, the (id, version) of
-// every item in the feed, (count, max id, sum of versions) of the company's document types and
-// folders, and the revision of the company's queued reminders (bumped by triggers in its Durable
-// Object on every change to them). Every UPDATE of an item, type or folder bumps its `version`, and
-// ids only grow (AUTOINCREMENT, never reused), so a whole table's (count, max id, sum of versions)
-// changes with any insert (max id), delete (count, when nothing newer was inserted) or update
-// (sum). Those determine the body, so the ETag changes whenever the body would (and sometimes when
-// it would not: a folder no item of the feed is in). A 200 reads the fingerprint in the same D1
-// batch as the rows it renders, and the revision in the same Durable Object turn as the alarms.
+// reads no item content. It hashes the feed (id, filters), the company's name, the company's record
+// revision (company_revisions.records, moved by triggers on every insert, update and delete of its
+// items, folders and document types: one point read), how many of its changes the reminder engine
+// has still to apply, and the revision of its queued reminders (bumped by triggers in its Durable
+// Object on every change to them). Those determine the body, so the ETag changes whenever the body
+// would (and also when a record outside the feed changes: a refetch, never a stale calendar). A 200
+// reads the fingerprint in the same D1 batch as the rows it renders, and the revision in the same
+// Durable Object turn as the alarms.
 import type { Env } from "../../env";
 import { sha256Hex } from "../../lib/bytes";
 import { etagOf, noneMatch } from "../../lib/conditional";
@@ -90,28 +89,22 @@ const FOLDER_PATHS = `path(id) AS (SELECT folder_id FROM fi WHERE folder_id IS N
   UNION SELECT f.parent_id FROM folders f JOIN path p ON f.id = p.id WHERE f.company_id = ?1 AND f.parent_id <> 0)`;
 
 interface Fingerprint {
-  items: string | null;
-  types: string | null;
-  folders: string | null;
+  records: number | null;
   pending: number;
 }
 
 /**
- * One indexed statement: the `id.version` list of the feed's items (one range scan of the filter's
- * index), `count.max(id).sum(version)` of the company's document types and folders, and how many of
- * the company's changes its reminder engine has still to apply (up to SYNC_BATCH + 1): while that
- * number moves, the ETag does too, so each fetch applies the next batch of them.
+ * Two point reads: the company's record revision, and how many of its changes its reminder engine
+ * has still to apply (up to SYNC_BATCH + 1): while that number moves, the ETag does too, so each
+ * fetch applies the next batch of them.
  */
 function fingerprintStatement(d1: D1Database, feed: Feed): D1PreparedStatement {
-  const { where, params } = itemFilter(feed);
-  const table = (name: string) => `(SELECT count(*) || '.' || max(id) || '.' || sum(version) FROM ${name} WHERE company_id = ?1)`;
   return d1
     .prepare(
-      `SELECT (SELECT group_concat(id || '.' || version) FROM (SELECT i.id, i.version FROM items i WHERE ${where} ${ORDER})) AS items,
-         ${table("document_types")} AS types, ${table("folders")} AS folders,
+      `SELECT (SELECT records FROM company_revisions WHERE company_id = ?1) AS records,
          (SELECT count(*) FROM (SELECT 1 FROM reminder_sync WHERE company_id = ?1 AND version > synced_version LIMIT ${SYNC_BATCH + 1})) AS pending`,
     )
-    .bind(...params);
+    .bind(feed.companyId);
 }
 
 const etagFor = (feed: Feed, companyName: string, fingerprint: Fingerprint | undefined, revision: number) =>

@@ -3,7 +3,7 @@ import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../../db/client";
 import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
 import { DEFAULT_DEPARTMENT_NAME, DEFAULT_GROUP_NAME } from "../../db/departments";
-import { accounts, apiClients, calendarFeeds, companies, contactGroups, departments, imports, reminderSequences, webhookEndpoints, webhookEvents, type CompanyRow } from "../../db/schema";
+import { accounts, apiClients, calendarFeeds, companies, companyRevisions, contactGroups, departments, imports, reminderSequences, webhookEndpoints, webhookEvents, type CompanyRow } from "../../db/schema";
 import { nameKey } from "../../lib/text-key";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { toFlag } from "../../lib/schemas";
@@ -393,6 +393,7 @@ export async function deleteCompany(db: Db, caller: Caller, companyId: number): 
     // Its calendar feeds (their URLs answer 404 at once) and import jobs (their errors cascade).
     db.delete(calendarFeeds).where(and(eq(calendarFeeds.companyId, companyId), deletable)),
     db.delete(imports).where(and(eq(imports.companyId, companyId), deletable)),
+    db.delete(companyRevisions).where(and(eq(companyRevisions.companyId, companyId), deletable)),
     db.delete(companies).where(and(inAccount(caller, companyId), eq(companies.isDefault, 0), deletable)).returning({ id: companies.id }),
   ];
   const results = await db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
