@@ -35,7 +35,7 @@ import {
   type RouteSpec,
 } from "./lib/bench-kit.ts";
 import { ROOT, executeSql, startDev } from "./lib/local.ts";
-import { procStats, readProcFile } from "./lib/procs.ts";
+import { rssSampler } from "./lib/procs.ts";
 
 export interface DriveBenchOptions {
   port: number;
@@ -119,32 +119,6 @@ function apiCompatibilityDate(): string {
 // ---------------------------------------------------------------------------------------------
 // Memory: VmRSS of every process in a server's process group, sampled while a transfer runs.
 
-function groupPids(group: number): number[] {
-  return procStats()
-    .filter(({ fields }) => Number(fields[2]) === group)
-    .map(({ pid }) => pid);
-}
-
-const processName = (pid: number) => readProcFile(`/proc/${pid}/comm`)?.trim() ?? "?";
-const rssKb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readProcFile(`/proc/${pid}/status`) ?? "")?.[1] ?? 0);
-
-/** Samples the summed RSS of the workerd processes of `group` every 10 ms; `stop()` gives idle and peak (KiB). */
-function rssSampler(group: number) {
-  const pids = groupPids(group).filter((pid) => processName(pid).startsWith("workerd"));
-  const total = () => pids.reduce((sum, pid) => sum + rssKb(pid), 0);
-  const idle = total();
-  let peak = idle;
-  const timer = setInterval(() => {
-    peak = Math.max(peak, total());
-  }, 10);
-  return {
-    stop() {
-      clearInterval(timer);
-      peak = Math.max(peak, total());
-      return { idleKb: idle, peakKb: peak };
-    },
-  };
-}
 
 // ---------------------------------------------------------------------------------------------
 // Transfers

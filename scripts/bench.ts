@@ -1,11 +1,12 @@
-// `npm run bench [-- --only items|contacts|reminders|webhooks|drive|limits|feeds|all --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
+// `npm run bench [-- --only items|contacts|reminders|webhooks|drive|limits|feeds|imports|all --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
 //
 // `--only reminders` runs scripts/bench-reminders.ts instead (the reminder engine: queueing, firing,
 // lateness; on its own data and server, default port 8920; about 6 minutes, see docs/performance.md);
 // `--only webhooks`, `--only drive` and `--only limits` likewise run scripts/bench-webhooks.ts,
 // scripts/bench-drive.ts and scripts/bench-limits.ts (rate limits, the request log and
 // Idempotency-Key: two servers, A with both off, B with the defaults; about 5 minutes), and
-// `--only feeds` scripts/bench-feeds.ts (a calendar feed's 304 and 200 against a point read). `all` (the
+// `--only feeds` scripts/bench-feeds.ts (a calendar feed's 304 and 200 against a point read), `--only
+// imports` scripts/bench-imports.ts (imports against POSTs, 100,000 rows). `all` (the
 // default) is items + contacts and leaves those sets out: they answer other questions, and the
 // reminder set waits for wall-clock minutes.
 //
@@ -65,7 +66,7 @@ import { ROOT, applyMigrations, ensureDevVars, optionValue, seedLocal, startDev,
 const argv = process.argv.slice(2);
 if (argv.includes("--help") || argv.includes("-h")) {
   console.log(`Usage: npm run bench -- [options]
-  --only SET         items | contacts | reminders | webhooks | drive | limits | feeds | all (default all): which data to seed and which routes to
+  --only SET         items | contacts | reminders | webhooks | drive | limits | feeds | imports | all (default all): which data to seed and which routes to
                      measure; items: the item routes at 100,000 and 1,000 items; contacts: the contact, company
                      and department routes; all: items and contacts. reminders (not part of all): the reminder
                      engine (scripts/bench-reminders.ts, about 6 minutes): 100,000 reminders
@@ -86,6 +87,9 @@ if (argv.includes("--help") || argv.includes("-h")) {
                      feeds (not part of all; scripts/bench-feeds.ts, about 2.5 minutes): a calendar feed of 1,000 items
                      with If-None-Match (304) and in full (200) against GET /v1/contacts/{id} and /health, RATE_LIMITS=off
                      and REQUEST_LOGS=off; --rounds defaults to 3, --server-warmup to 5, port 9020
+                     imports (not part of all; scripts/bench-imports.ts, about 8 minutes): 10,000 items through
+                     POST /v1/items against one CSV import of them (to completed), and an import of 100,000 rows
+                     with the server's memory; RATE_LIMITS=off and REQUEST_LOGS=off; --rounds defaults to 3, port 9040
   --duration S       measured seconds per route (default 10)
   --connections N    concurrent connections (default 32)
   --warmup S         unmeasured seconds per route before its first measured run (default 2)
@@ -114,7 +118,7 @@ function numberOption(name: string, fallback: number, min: number): number {
   return value;
 }
 
-const ONLY_VALUES = ["items", "contacts", "reminders", "webhooks", "drive", "limits", "feeds", "all"] as const;
+const ONLY_VALUES = ["items", "contacts", "reminders", "webhooks", "drive", "limits", "feeds", "imports", "all"] as const;
 const ONLY = (optionValue(argv, "--only") ?? "all") as (typeof ONLY_VALUES)[number];
 if (!ONLY_VALUES.includes(ONLY)) {
   console.error(`--only must be one of ${ONLY_VALUES.join(", ")} (got ${ONLY})`);
@@ -127,13 +131,14 @@ const WEBHOOKS = ONLY === "webhooks";
 const DRIVE = ONLY === "drive";
 const LIMITS = ONLY === "limits";
 const FEEDS = ONLY === "feeds";
+const IMPORTS = ONLY === "imports";
 
 const DURATION = numberOption("--duration", 10, 1);
 const CONNECTIONS = Math.round(numberOption("--connections", 32, 1));
 const WARMUP = numberOption("--warmup", 2, 0);
 const SERVER_WARMUP = numberOption("--server-warmup", REMINDERS || LIMITS || FEEDS ? 5 : 10, 0);
-const ROUNDS = Math.round(numberOption("--rounds", DRIVE || LIMITS || FEEDS ? 3 : 1, 1));
-const PORT = Math.round(numberOption("--port", REMINDERS ? 8920 : WEBHOOKS ? 8940 : DRIVE ? 8960 : LIMITS ? 8980 : FEEDS ? 9020 : 8900, 1));
+const ROUNDS = Math.round(numberOption("--rounds", DRIVE || LIMITS || FEEDS || IMPORTS ? 3 : 1, 1));
+const PORT = Math.round(numberOption("--port", REMINDERS ? 8920 : WEBHOOKS ? 8940 : DRIVE ? 8960 : LIMITS ? 8980 : FEEDS ? 9020 : IMPORTS ? 9040 : 8900, 1));
 const INSPECTOR_PORT = PORT + 1;
 
 function jsonOutputPath(): string | undefined {
@@ -958,17 +963,16 @@ const suite = {
   rounds: ROUNDS,
   json: JSON_OUT,
 };
-const run = REMINDERS
-  ? import("./bench-reminders.ts").then(({ runReminderBench }) => runReminderBench(suite))
-  : WEBHOOKS
-    ? import("./bench-webhooks.ts").then(({ runWebhookBench }) => runWebhookBench(suite))
-    : DRIVE
-      ? import("./bench-drive.ts").then(({ runDriveBench }) => runDriveBench(suite))
-      : LIMITS
-        ? import("./bench-limits.ts").then(({ runLimitsBench }) => runLimitsBench(suite))
-        : FEEDS
-          ? import("./bench-feeds.ts").then(({ runFeedsBench }) => runFeedsBench(suite))
-          : main();
+/** The sets that run on their own data and server (not part of `all`). */
+const SUITES: Partial<Record<(typeof ONLY_VALUES)[number], () => Promise<number>>> = {
+  reminders: () => import("./bench-reminders.ts").then(({ runReminderBench }) => runReminderBench(suite)),
+  webhooks: () => import("./bench-webhooks.ts").then(({ runWebhookBench }) => runWebhookBench(suite)),
+  drive: () => import("./bench-drive.ts").then(({ runDriveBench }) => runDriveBench(suite)),
+  limits: () => import("./bench-limits.ts").then(({ runLimitsBench }) => runLimitsBench(suite)),
+  feeds: () => import("./bench-feeds.ts").then(({ runFeedsBench }) => runFeedsBench(suite)),
+  imports: () => import("./bench-imports.ts").then(({ runImportsBench }) => runImportsBench(suite)),
+};
+const run = (SUITES[ONLY] ?? main)();
 run.then(
   (code) => process.exit(code),
   (err: unknown) => {

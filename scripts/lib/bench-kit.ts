@@ -74,6 +74,8 @@ export interface AutocannonOptions {
   requests?: AutocannonRequest[];
   /** Run the load from this many worker threads (off this process's event loop). */
   workers?: number;
+  /** Stop after this many requests (before `duration` runs out). */
+  amount?: number;
   /** Requests per second over all connections (open loop); unset: as fast as the connections go. */
   overallRate?: number;
 }

@@ -21,3 +21,32 @@ export function procStats(): Array<{ pid: number; fields: string[] }> {
   }
   return stats;
 }
+
+// Memory: VmRSS of every process in a server's process group.
+
+export function groupPids(group: number): number[] {
+  return procStats()
+    .filter(({ fields }) => Number(fields[2]) === group)
+    .map(({ pid }) => pid);
+}
+
+export const processName = (pid: number) => readProcFile(`/proc/${pid}/comm`)?.trim() ?? "?";
+export const rssKb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readProcFile(`/proc/${pid}/status`) ?? "")?.[1] ?? 0);
+
+/** Samples the summed RSS of the workerd processes of `group` every 10 ms; `stop()` gives idle and peak (KiB). */
+export function rssSampler(group: number) {
+  const pids = groupPids(group).filter((pid) => processName(pid).startsWith("workerd"));
+  const total = () => pids.reduce((sum, pid) => sum + rssKb(pid), 0);
+  const idle = total();
+  let peak = idle;
+  const timer = setInterval(() => {
+    peak = Math.max(peak, total());
+  }, 10);
+  return {
+    stop() {
+      clearInterval(timer);
+      peak = Math.max(peak, total());
+      return { idleKb: idle, peakKb: peak };
+    },
+  };
+}
