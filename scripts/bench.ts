@@ -1,4 +1,4 @@
-// `npm run bench [-- --only items|contacts|reminders|webhooks|drive|limits|feeds|imports|all --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
+// `npm run bench [-- --only items|contacts|reminders|webhooks|drive|limits|feeds|imports|exports|all --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
 //
 // `--only reminders` runs scripts/bench-reminders.ts instead (the reminder engine: queueing, firing,
 // lateness; on its own data and server, default port 8920; about 6 minutes, see docs/performance.md);
@@ -6,7 +6,8 @@
 // scripts/bench-drive.ts and scripts/bench-limits.ts (rate limits, the request log and
 // Idempotency-Key: two servers, A with both off, B with the defaults; about 5 minutes), and
 // `--only feeds` scripts/bench-feeds.ts (a calendar feed's 304 and 200 against a point read), `--only
-// imports` scripts/bench-imports.ts (imports against POSTs, 100,000 rows). `all` (the
+// imports` scripts/bench-imports.ts (imports against POSTs, 100,000 rows), `--only exports`
+// scripts/bench-exports.ts (streamed CSV/NDJSON exports of 100,000 items). `all` (the
 // default) is items + contacts and leaves those sets out: they answer other questions, and the
 // reminder set waits for wall-clock minutes.
 //
@@ -66,7 +67,7 @@ import { ROOT, applyMigrations, ensureDevVars, optionValue, seedLocal, startDev,
 const argv = process.argv.slice(2);
 if (argv.includes("--help") || argv.includes("-h")) {
   console.log(`Usage: npm run bench -- [options]
-  --only SET         items | contacts | reminders | webhooks | drive | limits | feeds | imports | all (default all): which data to seed and which routes to
+  --only SET         items | contacts | reminders | webhooks | drive | limits | feeds | imports | exports | all (default all): which data to seed and which routes to
                      measure; items: the item routes at 100,000 and 1,000 items; contacts: the contact, company
                      and department routes; all: items and contacts. reminders (not part of all): the reminder
                      engine (scripts/bench-reminders.ts, about 6 minutes): 100,000 reminders
@@ -90,12 +91,15 @@ if (argv.includes("--help") || argv.includes("-h")) {
                      imports (not part of all; scripts/bench-imports.ts, about 8 minutes): 10,000 items through
                      POST /v1/items against one CSV import of them (to completed), and an import of 100,000 rows
                      with the server's memory; RATE_LIMITS=off and REQUEST_LOGS=off; --rounds defaults to 3, port 9040
+                     exports (not part of all; scripts/bench-exports.ts, about 4 minutes): 100,000 items seeded by SQL,
+                     GET /v1/items/export as CSV and NDJSON read to the end: rows/s and the server's workerd memory
+                     (RSS before, peak during, after); RATE_LIMITS=off; --rounds defaults to 3, port 9060
   --duration S       measured seconds per route (default 10)
   --connections N    concurrent connections (default 32)
   --warmup S         unmeasured seconds per route before its first measured run (default 2)
   --server-warmup S  unmeasured seconds of mixed load over all routes once the server is up (default 10)
-  --rounds R         measure every route R times, interleaved; the table shows medians (default 1; 3 for drive and limits)
-  --port P           wrangler dev port (default 8900; 8920 reminders, 8940 webhooks, 8960 drive, 8980 limits; its inspector takes P+1)
+  --rounds R         measure every route R times, interleaved; the table shows medians (default 1; 3 for drive, limits, feeds, imports and exports)
+  --port P           wrangler dev port (default 8900; 8920 reminders, 8940 webhooks, 8960 drive, 8980 limits, 9020 feeds, 9040 imports, 9060 exports; its inspector takes P+1)
   --json [FILE]      also write the results as JSON (default .bench/bench-<timestamp>.json)`);
   process.exit(0);
 }
@@ -118,7 +122,7 @@ function numberOption(name: string, fallback: number, min: number): number {
   return value;
 }
 
-const ONLY_VALUES = ["items", "contacts", "reminders", "webhooks", "drive", "limits", "feeds", "imports", "all"] as const;
+const ONLY_VALUES = ["items", "contacts", "reminders", "webhooks", "drive", "limits", "feeds", "imports", "exports", "all"] as const;
 const ONLY = (optionValue(argv, "--only") ?? "all") as (typeof ONLY_VALUES)[number];
 if (!ONLY_VALUES.includes(ONLY)) {
   console.error(`--only must be one of ${ONLY_VALUES.join(", ")} (got ${ONLY})`);
@@ -132,13 +136,14 @@ const DRIVE = ONLY === "drive";
 const LIMITS = ONLY === "limits";
 const FEEDS = ONLY === "feeds";
 const IMPORTS = ONLY === "imports";
+const EXPORTS = ONLY === "exports";
 
 const DURATION = numberOption("--duration", 10, 1);
 const CONNECTIONS = Math.round(numberOption("--connections", 32, 1));
 const WARMUP = numberOption("--warmup", 2, 0);
 const SERVER_WARMUP = numberOption("--server-warmup", REMINDERS || LIMITS || FEEDS ? 5 : 10, 0);
-const ROUNDS = Math.round(numberOption("--rounds", DRIVE || LIMITS || FEEDS || IMPORTS ? 3 : 1, 1));
-const PORT = Math.round(numberOption("--port", REMINDERS ? 8920 : WEBHOOKS ? 8940 : DRIVE ? 8960 : LIMITS ? 8980 : FEEDS ? 9020 : IMPORTS ? 9040 : 8900, 1));
+const ROUNDS = Math.round(numberOption("--rounds", DRIVE || LIMITS || FEEDS || IMPORTS || EXPORTS ? 3 : 1, 1));
+const PORT = Math.round(numberOption("--port", REMINDERS ? 8920 : WEBHOOKS ? 8940 : DRIVE ? 8960 : LIMITS ? 8980 : FEEDS ? 9020 : IMPORTS ? 9040 : EXPORTS ? 9060 : 8900, 1));
 const INSPECTOR_PORT = PORT + 1;
 
 function jsonOutputPath(): string | undefined {

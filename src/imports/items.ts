@@ -3,6 +3,7 @@
 // batch (new items inserted, changed ones updated by external_id, unchanged ones left alone).
 import { getDb } from "../db/client";
 import type { Env } from "../env";
+import { splitCsvList } from "../lib/csv";
 import { requiredText, optionalText } from "../lib/schemas";
 import { nameKey } from "../lib/text-key";
 import { parseDate } from "../lib/time";
@@ -46,6 +47,7 @@ const COLUMNS = new Set([
 ]);
 /** Columns of an export that an import reads past (they describe, they do not set). */
 const IGNORED = new Set(["item_id", "add_date"]);
+/** Tags in one CSV cell: `|`-separated, `\|` and `\\` inside a name (joinCsvList, as exports write them). */
 export const TAG_SEPARATOR = "|";
 
 /** A checked row; absent fields are left as they are on an existing item, or take the API's defaults on a new one. */
@@ -224,7 +226,7 @@ export const itemImport: ImportResource<ItemRow> = {
       if (raw.cells.has("notes")) out.notes = checkCell(e, "notes", notes, cellText(e, "notes", cellOf(raw, "notes")));
       const tagCell = cellOf(raw, "tags");
       if (tagCell !== undefined) {
-        const names = Array.isArray(tagCell) ? tagCell : typeof tagCell === "string" ? tagCell.split(TAG_SEPARATOR) : [tagCell];
+        const names = Array.isArray(tagCell) ? tagCell : typeof tagCell === "string" ? splitCsvList(tagCell) : [tagCell];
         const checked = names.filter((n) => !(typeof n === "string" && n.trim() === "")).map((n) => checkCell(e, "tags", tagName, n));
         if (checked.length > MAX_TAGS_PER_ITEM) e.add("tags", tagCell, `tags may name at most ${MAX_TAGS_PER_ITEM} tags`);
         if (checked.every((n) => n !== undefined)) out.tags = distinctTagNames(checked as string[]);

@@ -1,5 +1,6 @@
 // Reading an import body into rows (docs/imports.md): CSV (RFC 4180, header row, UTF-8 with or
 // without a BOM), a JSON array of objects, or NDJSON. Row numbers count from 1, the first data row.
+import { restoreCsvFormula } from "../lib/csv";
 
 export const MAX_IMPORT_ROWS = 100_000;
 export const MAX_IMPORT_BYTES = 20 * 1024 * 1024;
@@ -18,13 +19,6 @@ export interface RawRow {
 
 /** The body is not a file of its format at all: the job fails with this message. */
 export class UnreadableFile extends Error {}
-
-const FORMULA_GUARD = /^'[=+\-@\t\r]/;
-
-/** Undoes the export's formula-injection guard: one leading `'` before = + - @ tab or CR. */
-export function unguardCell(value: string): string {
-  return FORMULA_GUARD.test(value) ? value.slice(1) : value;
-}
 
 /** The records of an RFC 4180 text (CRLF or LF line ends). Throws UnreadableFile on a quote left open. */
 export function* csvRecords(text: string): Generator<string[]> {
@@ -105,7 +99,7 @@ function csvRows(text: string): RawRow[] {
   const records = csvRecords(text);
   const first = records.next();
   if (first.done) throw new UnreadableFile("CSV: the file is empty; it needs a header row");
-  const header = first.value.map((name) => name.trim());
+  const header = first.value.map((name) => restoreCsvFormula(name.trim()));
   if (header.length > MAX_COLUMNS) throw new UnreadableFile(`CSV: at most ${MAX_COLUMNS} columns`);
   const seen = new Set<string>();
   for (const name of header) {
@@ -123,7 +117,7 @@ function csvRows(text: string): RawRow[] {
     const cells = new Map<string, unknown>();
     header.forEach((name, k) => {
       const value = record[k];
-      if (value !== undefined && value !== "") cells.set(name, unguardCell(value));
+      if (value !== undefined && value !== "") cells.set(name, restoreCsvFormula(value));
     });
     rows.push(record.length > header.length ? { row, cells, unreadable: `the row has ${record.length} fields; the header has ${header.length}` } : { row, cells });
   }
