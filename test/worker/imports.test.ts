@@ -268,3 +268,73 @@ describe("CSV reading", () => {
     ]);
   });
 });
+
+describe("export, then import into another company", () => {
+  async function exportOf(token: string, format: "csv" | "ndjson"): Promise<string> {
+    const res = await exports.default.fetch(new Request(`${BASE}/v1/items/export?format=${format}&archived=any`, { headers: { Authorization: `Bearer ${token}` } }));
+    expect(res.status).toBe(200);
+    return res.text();
+  }
+  /** The export without the columns that differ between companies by nature (item_id, add_date). */
+  const comparable = (text: string, format: "csv" | "ndjson") =>
+    format === "csv"
+      ? [...csvRecords(text)].map((r) => r.slice(1, -1))
+      : text
+          .trim()
+          .split("\n")
+          .map((line) => {
+            const { item_id: _id, add_date: _added, ...rest } = JSON.parse(line);
+            return rest;
+          });
+
+  for (const format of ["csv", "ndjson"] as const) {
+    it(`yields the same items (${format})`, async () => {
+      const from = await createAccount();
+      const to = await createAccount();
+      const tokenA = from.ownerToken;
+      for (const token of [tokenA, to.ownerToken]) {
+        const type = await call("POST", "/v1/document-types", { token, body: { doctype_name: "Permit", fields: [{ field_name: "Inspector", field_type: "text" }] } });
+        expect(type.status, JSON.stringify(type.body)).toBe(201);
+        await call("POST", "/v1/contacts", { token, body: { first_name: "Ada", last_name: "L", email: "ada@example.com" } });
+      }
+      const make = async (body: Record<string, unknown>) => {
+        const res = await call("POST", "/v1/items", { token: tokenA, body });
+        expect(res.status, JSON.stringify(res.body)).toBe(201);
+        return res.body.data.item_id as number;
+      };
+      await make({ title: "=SUM(A1:A9), \"quoted\"; semi", expiry_date: "2027-01-31", folder_path: "Permits/City", notes: "line 1\nline 2, with comma", external_id: "X-1" });
+      const done = await make({ title: "Lift 🛗 inspection", expiry_date: "2027-02-28", item_type: "due", document_type: "Permit", external_id: "X-2" });
+      await call("PATCH", `/v1/items/${done}/status`, { token: tokenA, body: { status: "completed" } });
+      const archived = await make({ title: "+44 hotline", expiry_date: "2028-02-29", item_type: "evt" });
+      await call("PATCH", `/v1/items/${archived}/archive`, { token: tokenA, body: { archived: true } });
+      await call("PUT", `/v1/items/${done}/tags`, { token: tokenA, body: { tags: ["a|b", "c\\d", "plain"] } });
+      const contact = await env.DB.prepare("SELECT id FROM contacts WHERE company_id = ?").bind(from.companyId).first<number>("id");
+      await call("PATCH", `/v1/items/${archived}`, { token: tokenA, body: { contact_id: contact } });
+      // A custom field value, as an import would set it.
+      await env.DB.prepare(
+        "INSERT INTO item_field_values (item_id, field_id, company_id, value) SELECT ?, f.id, ?, 'Grace' FROM document_type_fields f JOIN document_types t ON t.id = f.type_id WHERE t.company_id = ?",
+      )
+        .bind(done, from.companyId, from.companyId)
+        .run();
+
+      const first = await exportOf(tokenA, format);
+      expect(first).toContain("Grace");
+      expect(first).toContain(format === "csv" ? "\"'=SUM(A1:A9), \"\"quoted\"\"; semi\"" : "=SUM(A1:A9)");
+      expect(comparable(first, format)).toHaveLength(format === "csv" ? 4 : 3);
+      const upload = await readResult(
+        await exports.default.fetch(
+          new Request(`${BASE}/v1/imports?resource=items`, {
+            method: "POST",
+            headers: { Authorization: `Bearer ${to.ownerToken}`, "Content-Type": format === "csv" ? "text/csv" : "application/x-ndjson" },
+            body: first,
+          }),
+        ),
+      );
+      expect(upload.status, JSON.stringify(upload.body)).toBe(202);
+      const job = await finished(upload.body.data.import_id, to.ownerToken);
+      expect(job, JSON.stringify(job)).toMatchObject({ status: "completed", counts: { created: 3, failed: 0 } });
+      const second = await exportOf(to.ownerToken, format);
+      expect(comparable(second, format)).toEqual(comparable(first, format));
+    });
+  }
+});
