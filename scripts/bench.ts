@@ -976,6 +976,7 @@ const SUITES: Partial<Record<(typeof ONLY_VALUES)[number], () => Promise<number>
   limits: () => import("./bench-limits.ts").then(({ runLimitsBench }) => runLimitsBench(suite)),
   feeds: () => import("./bench-feeds.ts").then(({ runFeedsBench }) => runFeedsBench(suite)),
   imports: () => import("./bench-imports.ts").then(({ runImportsBench }) => runImportsBench(suite)),
+  exports: () => import("./bench-exports.ts").then(({ runExportsBench }) => runExportsBench(suite)),
 };
 const run = (SUITES[ONLY] ?? main)();
 run.then(
