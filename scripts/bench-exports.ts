@@ -43,7 +43,7 @@ const SUBSET = `period=${day(0)}..${day(DAYS / 10 - 1)}`;
 /** Company 2 holds every 21st id; company 1 the rest. */
 const companyOf = (id: number) => (id % 21 === 0 ? 2 : 1);
 
-export function seedStatements(): { statements: string[]; subset: number } {
+function seedStatements(): { statements: string[]; subset: number } {
   const random = prng(20261123);
   const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
   const statements = [
