@@ -323,6 +323,7 @@ export async function createItem(db: Db, companyId: number, userId: number, inpu
             createdAt: sql`CURRENT_TIMESTAMP`,
             updatedAt: sql`CURRENT_TIMESTAMP`,
             version: sql`1`,
+            externalId: sql`NULL`,
           })
           .from(companies)
           // The company's documents_limit and every reference, checked by the INSERT itself.
