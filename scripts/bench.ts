@@ -1,10 +1,11 @@
-// `npm run bench [-- --only items|contacts|reminders|webhooks|drive|limits|all --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
+// `npm run bench [-- --only items|contacts|reminders|webhooks|drive|limits|exports|all --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
 //
 // `--only reminders` runs scripts/bench-reminders.ts instead (the reminder engine: queueing, firing,
 // lateness; on its own data and server, default port 8920; about 6 minutes, see docs/performance.md);
 // `--only webhooks`, `--only drive` and `--only limits` likewise run scripts/bench-webhooks.ts,
 // scripts/bench-drive.ts and scripts/bench-limits.ts (rate limits, the request log and
-// Idempotency-Key: two servers, A with both off, B with the defaults; about 5 minutes). `all` (the
+// Idempotency-Key: two servers, A with both off, B with the defaults; about 5 minutes).
+// `--only exports` runs scripts/bench-exports.ts (streamed CSV/NDJSON exports of 100,000 items). `all` (the
 // default) is items + contacts and leaves those sets out: they answer other questions, and the
 // reminder set waits for wall-clock minutes.
 //
@@ -64,7 +65,7 @@ import { ROOT, applyMigrations, ensureDevVars, optionValue, seedLocal, startDev,
 const argv = process.argv.slice(2);
 if (argv.includes("--help") || argv.includes("-h")) {
   console.log(`Usage: npm run bench -- [options]
-  --only SET         items | contacts | reminders | webhooks | drive | limits | all (default all): which data to seed and which routes to
+  --only SET         items | contacts | reminders | webhooks | drive | limits | exports | all (default all): which data to seed and which routes to
                      measure; items: the item routes at 100,000 and 1,000 items; contacts: the contact, company
                      and department routes; all: items and contacts. reminders (not part of all): the reminder
                      engine (scripts/bench-reminders.ts, about 6 minutes): 100,000 reminders
@@ -81,13 +82,16 @@ if (argv.includes("--help") || argv.includes("-h")) {
                      5 minutes): GET /v1/contacts/{id} over 200 tenants on server A (RATE_LIMITS=off,
                      REQUEST_LOGS=off) against server B (the defaults: both on), POST /v1/items with
                      and without an Idempotency-Key, one company's reads while another floods searches
-                     past its limit; --rounds defaults to 3, --server-warmup to 5, port 8980 (B takes P+10, C P+20)
+                     past its limit; --rounds defaults to 3, --server-warmup to 5, port 8980 (B takes P+10, C P+20);
+                     exports (not part of all; scripts/bench-exports.ts, about 4 minutes): 100,000 items seeded by SQL,
+                     GET /v1/items/export as CSV and NDJSON read to the end: rows/s and the server's workerd memory
+                     (RSS before, peak during, after); RATE_LIMITS=off; --rounds defaults to 3, port 9020
   --duration S       measured seconds per route (default 10)
   --connections N    concurrent connections (default 32)
   --warmup S         unmeasured seconds per route before its first measured run (default 2)
   --server-warmup S  unmeasured seconds of mixed load over all routes once the server is up (default 10)
-  --rounds R         measure every route R times, interleaved; the table shows medians (default 1; 3 for drive and limits)
-  --port P           wrangler dev port (default 8900; 8920 reminders, 8940 webhooks, 8960 drive, 8980 limits; its inspector takes P+1)
+  --rounds R         measure every route R times, interleaved; the table shows medians (default 1; 3 for drive, limits and exports)
+  --port P           wrangler dev port (default 8900; 8920 reminders, 8940 webhooks, 8960 drive, 8980 limits, 9020 exports; its inspector takes P+1)
   --json [FILE]      also write the results as JSON (default .bench/bench-<timestamp>.json)`);
   process.exit(0);
 }
@@ -110,7 +114,7 @@ function numberOption(name: string, fallback: number, min: number): number {
   return value;
 }
 
-const ONLY_VALUES = ["items", "contacts", "reminders", "webhooks", "drive", "limits", "all"] as const;
+const ONLY_VALUES = ["items", "contacts", "reminders", "webhooks", "drive", "limits", "exports", "all"] as const;
 const ONLY = (optionValue(argv, "--only") ?? "all") as (typeof ONLY_VALUES)[number];
 if (!ONLY_VALUES.includes(ONLY)) {
   console.error(`--only must be one of ${ONLY_VALUES.join(", ")} (got ${ONLY})`);
@@ -122,13 +126,14 @@ const REMINDERS = ONLY === "reminders";
 const WEBHOOKS = ONLY === "webhooks";
 const DRIVE = ONLY === "drive";
 const LIMITS = ONLY === "limits";
+const EXPORTS = ONLY === "exports";
 
 const DURATION = numberOption("--duration", 10, 1);
 const CONNECTIONS = Math.round(numberOption("--connections", 32, 1));
 const WARMUP = numberOption("--warmup", 2, 0);
 const SERVER_WARMUP = numberOption("--server-warmup", REMINDERS || LIMITS ? 5 : 10, 0);
-const ROUNDS = Math.round(numberOption("--rounds", DRIVE || LIMITS ? 3 : 1, 1));
-const PORT = Math.round(numberOption("--port", REMINDERS ? 8920 : WEBHOOKS ? 8940 : DRIVE ? 8960 : LIMITS ? 8980 : 8900, 1));
+const ROUNDS = Math.round(numberOption("--rounds", DRIVE || LIMITS || EXPORTS ? 3 : 1, 1));
+const PORT = Math.round(numberOption("--port", REMINDERS ? 8920 : WEBHOOKS ? 8940 : DRIVE ? 8960 : LIMITS ? 8980 : EXPORTS ? 9020 : 8900, 1));
 const INSPECTOR_PORT = PORT + 1;
 
 function jsonOutputPath(): string | undefined {
@@ -961,7 +966,9 @@ const run = REMINDERS
       ? import("./bench-drive.ts").then(({ runDriveBench }) => runDriveBench(suite))
       : LIMITS
         ? import("./bench-limits.ts").then(({ runLimitsBench }) => runLimitsBench(suite))
-        : main();
+        : EXPORTS
+          ? import("./bench-exports.ts").then(({ runExportsBench }) => runExportsBench(suite))
+          : main();
 run.then(
   (code) => process.exit(code),
   (err: unknown) => {

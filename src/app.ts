@@ -14,6 +14,7 @@ import { departmentsRouter } from "./routes/departments/routes";
 import { discoveryRouter } from "./routes/discovery";
 import { documentTypesRouter } from "./routes/document-types/routes";
 import { driveRouter } from "./routes/drive/routes";
+import { exportsRouter } from "./routes/exports/routes";
 import { foldersRouter } from "./routes/folders/routes";
 import { itemsRouter } from "./routes/items/routes";
 import { reminderSequencesRouter } from "./routes/reminder-sequences/routes";
@@ -36,6 +37,8 @@ app.use("*", requestGuard());
 app.route("/", systemRouter);
 app.route("/", oauthRouter);
 app.route("/", discoveryRouter);
+// Before the contacts and items routers: /v1/{contacts,items}/export must not reach /{id}.
+app.route("/", exportsRouter);
 app.route("/", contactsRouter);
 app.route("/", contactGroupsRouter);
 app.route("/", companiesRouter);

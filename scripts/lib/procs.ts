@@ -21,3 +21,8 @@ export function procStats(): Array<{ pid: number; fields: string[] }> {
   }
   return stats;
 }
+
+/** Resident memory (VmRSS, KiB) of a process, 0 when it is gone. */
+export function rssKb(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(readProcFile(`/proc/${pid}/status`) ?? "")?.[1] ?? 0);
+}

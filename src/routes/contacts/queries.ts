@@ -28,7 +28,14 @@ export function contactOutput(row: ContactRow): ContactOutput {
 const EMAIL_UNIQUE = "contacts.email_key";
 const duplicateEmail = (email: string) => conflict(`A contact with email ${email} already exists`);
 
-export async function listContacts(db: Db, companyId: number, query: ListContactsInput) {
+/** The list's filters, without its window: what the export takes too. */
+export type ContactFilterInput = Omit<ListContactsInput, "limit" | "offset">;
+
+/**
+ * The conditions of the contact list and the contact export: the company and every filter. Null
+ * when `q` has no searchable word (nothing matches).
+ */
+export function contactFilter(companyId: number, query: ContactFilterInput): SQL[] | null {
   const conditions: SQL[] = [eq(contacts.companyId, companyId)];
   if (query.deptid !== undefined) conditions.push(eq(contacts.deptId, query.deptid));
   if (query.groupid !== undefined) {
@@ -36,9 +43,15 @@ export async function listContacts(db: Db, companyId: number, query: ListContact
   }
   if (query.q) {
     const match = prefixMatchQuery(query.q);
-    if (!match) return { rows: [], meta: { total: 0, limit: query.limit, offset: query.offset } };
+    if (!match) return null;
     conditions.push(sql`${contacts.id} IN (SELECT rowid FROM contacts_fts WHERE contacts_fts MATCH ${match})`);
   }
+  return conditions;
+}
+
+export async function listContacts(db: Db, companyId: number, query: ListContactsInput) {
+  const conditions = contactFilter(companyId, query);
+  if (!conditions) return { rows: [], meta: { total: 0, limit: query.limit, offset: query.offset } };
   const where = and(...conditions);
   return listPage(
     db,

@@ -94,11 +94,16 @@ async function companyTimeZone(db: Db, companyId: number): Promise<string> {
   return row?.zone || DEFAULT_TIME_ZONE;
 }
 
+/** The list's filters, without its window (limit, offset, cursor): what the export takes too. */
+export type ItemFilterInput = Omit<ListItemsInput, "limit" | "offset" | "cursor">;
+
 /**
- * The page and total queries of a list request, unexecuted (tests read their query plans).
- * `today` is the company's today, needed only for `period`. Null when `q` has no searchable word.
+ * The WHERE of the item list and the item export: the company, `archived` and every filter.
+ * `filtered` is false when only the company and `archived` remain (the list's total is then a
+ * counter). `today` is the company's today, needed only for `period`. Null when `q` has no
+ * searchable word (nothing matches).
  */
-export function itemListQueries(db: Db, companyId: number, query: ListItemsInput, today: string, search: "matches" | "date" = "matches") {
+export function itemFilter(companyId: number, query: ItemFilterInput, today: string, search: "matches" | "date" = "matches"): { where: SQL; filtered: boolean } | null {
   const conditions: SQL[] = [eq(items.companyId, companyId)];
   let filtered = false;
   const filter = (condition: SQL | undefined) => {
@@ -127,12 +132,25 @@ export function itemListQueries(db: Db, companyId: number, query: ListItemsInput
     // driving the query from the matches), so a page stops after its 50 hits.
     filter(search === "date" ? sql`+${items.id} IN ${matches}` : sql`${items.id} IN ${matches}`);
   }
-  const where = and(...conditions);
-  let pageWhere = where;
+  return { where: and(...conditions)!, filtered };
+}
+
+/** Rows after `after` in the list's order (expiry_date, item_id): the keyset of cursors and export pages. */
+export const itemsAfter = (after: { date: string; id: number }) => sql`(${items.expiryDate}, ${items.id}) > (${after.date}, ${after.id})`;
+
+/**
+ * The page and total queries of a list request, unexecuted (tests read their query plans).
+ * `today` is the company's today, needed only for `period`. Null when `q` has no searchable word.
+ */
+export function itemListQueries(db: Db, companyId: number, query: ListItemsInput, today: string, search: "matches" | "date" = "matches") {
+  const filter = itemFilter(companyId, query, today, search);
+  if (!filter) return null;
+  const { where, filtered } = filter;
+  let pageWhere: SQL | undefined = where;
   if (query.cursor) {
     if (query.offset !== 0) throw badRequest("offset must be 0 when cursor is given");
     const after = decodeCursor(query.cursor);
-    pageWhere = and(where, sql`(${items.expiryDate}, ${items.id}) > (${after.date}, ${after.id})`);
+    pageWhere = and(where, itemsAfter(after));
   }
   const unfilteredTotal =
     query.archived === "true"
@@ -160,7 +178,7 @@ export function itemListQueries(db: Db, companyId: number, query: ListItemsInput
 export const COMMON_TERM_MATCHES = 2_000;
 
 /** How to run a search: from its matches when they are few, along the date index when they are many. */
-async function searchStrategy(db: Db, q: string): Promise<"matches" | "date"> {
+export async function searchStrategy(db: Db, q: string): Promise<"matches" | "date"> {
   const match = prefixMatchQuery(q);
   if (!match) return "matches";
   const row = await db.get<{ n: number }>(
