@@ -4,7 +4,7 @@
 import type { Env } from "../env";
 import { DATE_FORMATS, type DateFormat } from "../lib/time";
 import { contactImport } from "./contacts";
-import type { ImportJob, ImportResource, RowError } from "./context";
+import { roomLeft, type ImportJob, type ImportResource, type RowError } from "./context";
 import { itemImport } from "./items";
 import { UnreadableFile, parseRows, type ImportFormat } from "./parse";
 
@@ -104,19 +104,13 @@ export async function checkRows(env: Env, importId: number): Promise<{ chunks: n
   if (row.on_error === "abort" && failedRows > 0 && row.dry_run === 0) {
     return fail(env, importId, `${failedRows} of ${rows.length} rows are invalid, so nothing was written (on_error=abort); see the errors`, counts);
   }
-  const room = await env.DB.prepare(
-    job.resource === "items"
-      ? "SELECT documents_limit - documents_used AS room FROM companies WHERE id = ?"
-      : "SELECT contacts_limit - contacts_used AS room FROM companies WHERE id = ?",
-  )
-    .bind(job.companyId)
-    .first<number>("room");
+  const room = (await env.DB.prepare(`SELECT ${roomLeft(job)} AS room`).first<number>("room")) ?? 0;
   const limitName = job.resource === "items" ? "documents_limit" : "contacts_limit";
-  if (row.on_error === "abort" && row.dry_run === 0 && creates > (room ?? 0)) {
-    return fail(env, importId, `The file would create ${creates} ${job.resource}; the company has room for ${Math.max(0, room ?? 0)} more (${limitName}), so nothing was written`, counts);
+  if (row.on_error === "abort" && row.dry_run === 0 && creates > room) {
+    return fail(env, importId, `The file would create ${creates} ${job.resource}; the company has room for ${room} more (${limitName}), so nothing was written`, counts);
   }
   if (row.dry_run === 1) {
-    const over = creates > (room ?? 0) ? `; the company has room for only ${Math.max(0, room ?? 0)} more (${limitName})` : "";
+    const over = creates > room ? `; the company has room for only ${room} more (${limitName})` : "";
     await env.DB.prepare(
       `UPDATE imports SET status = 'completed', rows = ?2, valid = ?3, failed = ?4, message = ?5, updated_at = ?6, finished_at = ?6
        WHERE id = ?1 AND status = 'validating'`,

@@ -54,6 +54,12 @@ function parseObject(text: string): Record<string, unknown> {
   }
 }
 
+/** A company's settings by id (the defaults when it is gone). */
+export async function companySettings(db: Db, companyId: number): Promise<CompanySettings> {
+  const row = await db.select().from(companies).where(eq(companies.id, companyId)).get();
+  return row ? settingsOf(row) : { timezone: DEFAULT_TIME_ZONE, date_format: DEFAULT_DATE_FORMAT };
+}
+
 export function settingsOf(row: CompanyRow): CompanySettings {
   const stored = parseObject(row.settings);
   const format = DATE_FORMATS.includes(stored.date_format as DateFormat) ? (stored.date_format as DateFormat) : DEFAULT_DATE_FORMAT;

@@ -4,7 +4,7 @@ import { companies, contactGroups, contacts, documentTypeFields, documentTypes, 
 import { joinCsvList } from "../../lib/csv";
 import { nameKey } from "../../lib/text-key";
 import { DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, formatDate, todayIn, type DateFormat } from "../../lib/time";
-import { settingsOf } from "../companies/queries";
+import { companySettings } from "../companies/queries";
 import { contactFilter } from "../contacts/queries";
 import { itemFilter, itemsAfter, searchStrategy } from "../items/queries";
 import { CONTACT_COLUMNS, FIELD_PREFIX, ITEM_COLUMNS, ITEM_LAST_COLUMN, type ContactExportRecord, type ExportContactsInput, type ExportItemsInput, type ItemExportRecord } from "./schemas";
@@ -23,11 +23,6 @@ export const ITEM_PAGE_ROWS = 1_000;
 export const CONTACT_PAGE_ROWS = 2_000;
 /** Deeper folders than this get an empty folder_path (none is: moves refuse loops, and paths are created 10 deep at most). */
 const MAX_FOLDER_DEPTH = 100;
-
-async function companySettings(db: Db, companyId: number) {
-  const row = await db.select().from(companies).where(eq(companies.id, companyId)).get();
-  return row ? settingsOf(row) : { timezone: DEFAULT_TIME_ZONE, date_format: DEFAULT_DATE_FORMAT };
-}
 
 // ---- items ----
 

@@ -1,6 +1,3 @@
-import { getDb } from "../../db/client";
-import { companies } from "../../db/schema";
-import { eq } from "drizzle-orm";
 import { apiError } from "../../lib/errors";
 import { createRouter, dataEnvelope, idParam, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { ok, page, updated } from "../../lib/respond";
@@ -8,7 +5,7 @@ import { removeFiles } from "../../imports/job";
 import { IMPORT_FORMATS, MAX_IMPORT_BYTES, MAX_IMPORT_ROWS } from "../../imports/parse";
 import { TAG_SEPARATOR } from "../../imports/items";
 import { startImport } from "../../imports/start";
-import { settingsOf } from "../companies/queries";
+import { companySettings } from "../companies/queries";
 import { cancelImport, createImport, getImport, importOutput, listImportErrors, listImports } from "./queries";
 import { CreateImportQuery, ImportErrorListEnvelope, ImportListEnvelope, ImportSchema, ListImportErrorsQuery, ListImportsQuery, MAX_OPEN_IMPORTS } from "./schemas";
 
@@ -58,11 +55,7 @@ importsRouter.openapi(
     const bytes = await c.req.arrayBuffer();
     if (bytes.byteLength === 0) throw apiError(400, "The body is empty: send the file");
     if (bytes.byteLength > MAX_IMPORT_BYTES) throw apiError(413, "An import file may be at most 20 MiB");
-    let dateFormat = query.date_format;
-    if (!dateFormat) {
-      const company = await getDb(c.env.DB).select().from(companies).where(eq(companies.id, c.var.companyId)).get();
-      dateFormat = company ? settingsOf(company).date_format : "YYYY-MM-DD";
-    }
+    const dateFormat = query.date_format ?? (await companySettings(c.var.db, c.var.companyId)).date_format;
     const bodyKey = `imports/${c.var.companyId}/upload-${crypto.randomUUID()}`;
     await c.env.FILES.put(bodyKey, bytes);
     let row;
