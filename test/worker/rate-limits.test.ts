@@ -9,7 +9,10 @@ import { callWithEnv, createAccount, createOwnerClient, env, expectShapeA, expec
 const ON = { RATE_LIMITS: "on" };
 const send = (method: string, path: string, options: CallOptions = {}) => callWithEnv(ON, method, path, options);
 
-/** Runs `body` until one run stays within a single window of `seconds` (at most 3 tries). */
+/**
+ * Runs `body` until one run stays within a single window of `seconds` (at most 3 tries). Each try
+ * makes its own clients (and address): a try that crossed a window left units in the new one.
+ */
 async function withinOneWindow(seconds: number, body: () => Promise<void>) {
   for (let attempt = 1; ; attempt++) {
     const window = () => Math.floor(Date.now() / 1000 / seconds);
@@ -59,8 +62,8 @@ describe("headers", () => {
 
   it("counts a search as 5 units, a write as 2 and a read as 1, against the burst policy", async () => {
     const account = await createAccount();
-    const client = await newClient(account);
     await withinOneWindow(10, async () => {
+      const client = await newClient(account);
       const burst = async (method: string, path: string) => rateLimit(await send(method, path, { token: client.token, body: method === "POST" ? {} : undefined }));
       const a = await burst("GET", "/v1/contacts");
       const b = await burst("GET", "/v1/contacts?q=ada");
@@ -83,8 +86,8 @@ describe("headers", () => {
 describe("limits", () => {
   it("answers 429 Shape B with Retry-After once a client spends its burst, and only for that client", async () => {
     const account = await createAccount();
-    const [client, neighbour] = [await newClient(account), await newClient(account)];
     await withinOneWindow(10, async () => {
+      const [client, neighbour] = [await newClient(account), await newClient(account)];
       const searches = POLICIES["client-burst"].quota / COSTS.search;
       for (let i = 0; i < searches; i++) {
         const res = await send("GET", "/v1/contacts?q=x", { token: client.token });
@@ -106,9 +109,9 @@ describe("limits", () => {
   });
 
   it("spends nothing of the other policies on a refused request: a flooding client does not use up its company's quota", async () => {
-    const account = await createAccount();
-    const [flooder, sibling] = [await newClient(account), await newClient(account)];
     await withinOneWindow(10, async () => {
+      const account = await createAccount();
+      const [flooder, sibling] = [await newClient(account), await newClient(account)];
       for (let i = 0; i < 60; i++) expect((await send("GET", "/v1/contacts?q=x", { token: flooder.token })).status).toBe(200);
       for (let i = 0; i < 100; i++) expect((await send("GET", "/v1/contacts?q=x", { token: flooder.token })).status).toBe(429);
       // The company has spent the flooder's 300 accepted units and the sibling's 1, not the 500 refused.
@@ -118,9 +121,9 @@ describe("limits", () => {
   });
 
   it("shares the company's quota between its clients", async () => {
-    const account = await createAccount();
-    const clients = await Promise.all(Array.from({ length: 11 }, () => newClient(account)));
     await withinOneWindow(60, async () => {
+      const account = await createAccount();
+      const clients = await Promise.all(Array.from({ length: 11 }, () => newClient(account)));
       // Each client spends its burst (60 searches = 300 units); ten of them spend the company's 3,000.
       let spent = 0;
       for (const client of clients.slice(0, 10)) {
@@ -138,8 +141,8 @@ describe("limits", () => {
   }, 30_000);
 
   it("limits requests without a valid token per address (the anonymous policy)", async () => {
-    const ip = `203.0.113.${Math.floor(Math.random() * 250)}`;
     await withinOneWindow(60, async () => {
+      const ip = `203.0.113.${Math.floor(Math.random() * 250)}`;
       for (let i = 0; i < POLICIES.anonymous.quota; i++) {
         const res = await send("GET", "/health", { headers: { "CF-Connecting-IP": ip } });
         expect(res.status, `request ${i + 1}`).toBe(200);
