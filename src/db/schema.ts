@@ -158,6 +158,8 @@ export const contacts = sqliteTable(
     iso: text("iso").notNull().default(""),
     mobileCode: text("mobile_code").notNull().default(""),
     phoneNumber: text("phone_number").notNull().default(""),
+    // The words search finds the contact by (src/lib/search.ts); triggers index them (docs/search.md).
+    searchWords: text("search_words").notNull().default("[]"),
     createdAt: createdAt(),
     updatedAt: text("updated_at").notNull().default(sql`CURRENT_TIMESTAMP`),
     version: version(),
@@ -284,6 +286,8 @@ export const items = sqliteTable(
     // The import row that last created or changed the item (import_id * 1,000,000 + row number):
     // lets an import's batch find the items it just inserted (docs/imports.md).
     importRef: integer("import_ref"),
+    // The words of title and notes (src/lib/search.ts); triggers index them (docs/search.md).
+    searchWords: text("search_words").notNull().default("[]"),
   },
   (t) => [
     uniqueIndex("items_company_external_id_uq").on(t.companyId, t.externalId).where(sql`external_id IS NOT NULL`),
@@ -403,6 +407,15 @@ export const reminderWakeups = sqliteTable(
   },
   (t) => [index("reminder_wakeups_due_idx").on(t.dueAt)],
 );
+
+// ---- search ----
+
+/**
+ * Every word longer than the FTS prefix indexes cover, behind its company's mark
+ * (src/lib/search.ts): a long search term expands to the words that start with it. Written by the
+ * search triggers; never pruned (a word no record has any more only expands to nothing).
+ */
+export const searchTerms = sqliteTable("search_terms", { term: text("term").primaryKey() });
 
 // ---- tasks ----
 

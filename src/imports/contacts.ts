@@ -3,9 +3,11 @@
 import type { Env } from "../env";
 import { nameKey } from "../lib/text-key";
 import { CreateContactSchema } from "../routes/contacts/schemas";
+import { contactWords } from "../routes/contacts/queries";
 import { RowErrors, cellText, chunkLead, fenceRefused, integerCell, lookup, type ImportResource, type RowError } from "./context";
 
 const FIELDS = ["first_name", "last_name", "email", "country_code", "iso", "mobile_code", "phone_number"] as const;
+const wordsOf = (v: Record<string, string>) => contactWords({ firstName: v.first_name!, lastName: v.last_name!, email: v.email!, phoneNumber: v.phone_number! });
 const IGNORED = new Set(["contact_id", "add_date"]);
 
 export interface ContactRow {
@@ -115,20 +117,20 @@ export const contactImport: ImportResource<ContactRow> = {
     for (const r of chunk) {
       const was = current.get(r.key);
       if (!was) {
-        creates.push({ ...r.values, row: r.row, nth: creates.length + 1, key: r.key, dept: r.dept, group: r.group });
+        creates.push({ ...r.values, words: wordsOf(r.values), row: r.row, nth: creates.length + 1, key: r.key, dept: r.dept, group: r.group });
         continue;
       }
       const changed = FIELDS.some((f) => r.values[f] !== was[f]) || (r.dept !== undefined && (r.dept !== was.dept_id || r.group !== was.group_id));
       if (!changed) skips++;
-      else updates.push({ ...r.values, id: was.id, dept: r.dept ?? was.dept_id, group: r.dept !== undefined ? r.group : was.group_id });
+      else updates.push({ ...r.values, words: wordsOf(r.values), id: was.id, dept: r.dept ?? was.dept_id, group: r.dept !== undefined ? r.group : was.group_id });
     }
     const col = (name: string) => `json_extract(j.value, '$.${name}')`;
     const statements = [
       ...chunkLead(db, job, fence.index, { creates: creates.map((c) => ({ row: c.row, nth: c.nth })), updates: updates.length, skips }, fence.now),
       db
         .prepare(
-          `INSERT INTO contacts (company_id, dept_id, group_id, ${FIELDS.join(", ")}, email_key, created_at, updated_at, version)
-           SELECT ?1, ${col("dept")}, ${col("group")}, ${FIELDS.map(col).join(", ")}, ${col("key")}, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 1
+          `INSERT INTO contacts (company_id, dept_id, group_id, ${FIELDS.join(", ")}, email_key, search_words, created_at, updated_at, version)
+           SELECT ?1, ${col("dept")}, ${col("group")}, ${FIELDS.map(col).join(", ")}, ${col("key")}, ${col("words")}, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 1
            FROM json_each(?2) AS j WHERE ${col("nth")} <= (SELECT max(0, contacts_limit - contacts_used) FROM companies WHERE id = ?1) ORDER BY j.key`,
         )
         .bind(job.companyId, JSON.stringify(creates)),
@@ -137,7 +139,7 @@ export const contactImport: ImportResource<ContactRow> = {
       statements.push(
         db
           .prepare(
-            `UPDATE contacts SET ${FIELDS.map((f) => `${f} = ${col(f)}`).join(", ")}, dept_id = ${col("dept")}, group_id = ${col("group")}, updated_at = CURRENT_TIMESTAMP
+            `UPDATE contacts SET ${FIELDS.map((f) => `${f} = ${col(f)}`).join(", ")}, search_words = ${col("words")}, dept_id = ${col("dept")}, group_id = ${col("group")}, updated_at = CURRENT_TIMESTAMP
              FROM json_each(?2) AS j WHERE contacts.id = ${col("id")} AND contacts.company_id = ?1`,
           )
           .bind(job.companyId, JSON.stringify(updates)),

@@ -5,6 +5,7 @@ import { getDb } from "../db/client";
 import type { Env } from "../env";
 import { splitCsvList } from "../lib/csv";
 import { requiredText, optionalText } from "../lib/schemas";
+import { searchWords } from "../lib/search";
 import { nameKey } from "../lib/text-key";
 import { parseDate } from "../lib/time";
 import { syncReminders } from "../reminders/item-events";
@@ -301,6 +302,10 @@ export const itemImport: ImportResource<ItemRow> = {
       const fieldsChange = (r.fields ?? []).filter((f) => !was || oldFields[f.id] !== f.value);
       if (tagsChange) tagRows.push({ row: r.row, tags: r.tags!.map((t, position) => ({ ...t, position })) });
       for (const f of fieldsChange) fieldRows.push({ row: r.row, ...f });
+      if (r.title !== undefined || r.notes !== undefined) {
+        const words = searchWords(r.title ?? (was?.title as string | undefined), r.notes ?? (was?.notes as string | undefined));
+        if (!was || words !== searchWords(String(was.title), String(was.notes))) wanted.search_words = words;
+      }
       if (!was) {
         creates.push({ ...wanted, row: r.row, nth: creates.length + 1, ext: r.ext, dept: r.dept, seq_given: r.seq !== undefined ? 1 : 0 });
         continue;
@@ -322,11 +327,11 @@ export const itemImport: ImportResource<ItemRow> = {
       db
         .prepare(
           `INSERT INTO items (company_id, dept_id, document_type_id, folder_id, contact_id, seq_id, reminder_anchor, schedule_epoch, title, notes, item_type,
-             expiry_date, status, archived, created_by, created_at, updated_at, version, external_id, import_ref)
+             expiry_date, status, archived, created_by, created_at, updated_at, version, external_id, import_ref, search_words)
            SELECT ?1, ${col("dept")}, ${col("document_type_id")}, ${col("folder_id")}, ${col("contact_id")},
              CASE WHEN ${col("seq_given")} = 1 THEN ${col("seq_id")} ELSE (SELECT s.id FROM reminder_sequences AS s WHERE s.company_id = ?1 AND s.is_default = 1) END,
              ${col("expiry_date")}, 1, ${col("title")}, coalesce(${col("notes")}, ''), coalesce(${col("item_type")}, 'exp'), ${col("expiry_date")},
-             coalesce(${col("status")}, 'pending'), coalesce(${col("archived")}, 0), ?2, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 1, ${col("ext")}, ?3 + ${col("row")}
+             coalesce(${col("status")}, 'pending'), coalesce(${col("archived")}, 0), ?2, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 1, ${col("ext")}, ?3 + ${col("row")}, coalesce(${col("search_words")}, '[]')
            FROM json_each(?4) AS j WHERE ${col("nth")} <= (SELECT max(0, documents_limit - documents_used) FROM companies WHERE id = ?1) ORDER BY j.key`,
         )
         .bind(job.companyId, job.userId, ref, rows),
@@ -336,7 +341,7 @@ export const itemImport: ImportResource<ItemRow> = {
         db
           .prepare(
             // A new date moves the reminders with it, as PATCH with reschedule_reminders does.
-            `UPDATE items SET ${["title", "notes", "item_type", "document_type_id", "folder_id", "contact_id", "seq_id", "status", "archived"].map((c) => setCol(c)).join(", ")},
+            `UPDATE items SET ${["title", "notes", "search_words", "item_type", "document_type_id", "folder_id", "contact_id", "seq_id", "status", "archived"].map((c) => setCol(c)).join(", ")},
                ${setCol("expiry_date")},
                reminder_anchor = CASE WHEN ${given("expiry_date")} THEN json_extract(j.value, '$.set.expiry_date') ELSE items.reminder_anchor END,
                import_ref = ?2 + json_extract(j.value, '$.row'), updated_at = CURRENT_TIMESTAMP

@@ -44,7 +44,7 @@ describe("GET /v1/contacts: envelope and pagination parameters", () => {
   it("returns data and meta {total, limit, offset} with limit 50 by default", async () => {
     await createContact(owner);
     const body = await list("");
-    expect(Object.keys(body.meta).sort()).toEqual(["limit", "offset", "total"]);
+    expect(Object.keys(body.meta).sort()).toEqual(["limit", "offset", "total", "total_exact"]);
     expect(body.meta).toMatchObject({ limit: 50, offset: 0 });
     expect(body.meta.total).toBeGreaterThan(0);
     expect(body.data.length).toBeLessThanOrEqual(50);
@@ -56,10 +56,10 @@ describe("GET /v1/contacts: envelope and pagination parameters", () => {
     await Promise.all(Array.from({ length: 55 }, () => createContact(owner, { deptid: dept })));
     const body = await list(`deptid=${dept}`);
     expect(body.data).toHaveLength(50);
-    expect(body.meta).toEqual({ total: 55, limit: 50, offset: 0 });
+    expect(body.meta).toEqual({ total: 55, limit: 50, offset: 0, total_exact: true });
     const rest = await list(`deptid=${dept}&offset=50`);
     expect(rest.data).toHaveLength(5);
-    expect(rest.meta).toEqual({ total: 55, limit: 50, offset: 50 });
+    expect(rest.meta).toEqual({ total: 55, limit: 50, offset: 50, total_exact: true });
   });
 
   for (const query of ["limit=0", "limit=201", "limit=abc", "limit=-1", "limit=1.5", "limit="]) {
@@ -93,7 +93,7 @@ describe("GET /v1/contacts: envelope and pagination parameters", () => {
     const seen: number[] = [];
     for (const offset of [0, 3, 6]) {
       const page = await list(`deptid=${dept}&limit=3&offset=${offset}`);
-      expect(page.meta).toEqual({ total: 7, limit: 3, offset });
+      expect(page.meta).toEqual({ total: 7, limit: 3, offset, total_exact: true });
       seen.push(...ids(page.data));
     }
     expect(seen).toEqual([...created].sort((a, b) => a - b));
@@ -211,7 +211,7 @@ describe("GET /v1/contacts: q search", () => {
   it("a term matching nothing gives an empty list with total 0", async () => {
     const body = await search(uniqueWord("nomatch"));
     expect(body.data).toEqual([]);
-    expect(body.meta).toEqual({ total: 0, limit: 50, offset: 0 });
+    expect(body.meta).toEqual({ total: 0, limit: 50, offset: 0, total_exact: true });
   });
 
   for (const q of ["!!!", "...", "@", "-", "\"*\"", "( )"]) {
@@ -249,10 +249,10 @@ describe("GET /v1/contacts: q search", () => {
     for (let i = 0; i < 3; i++) created.push((await createContact(owner, { last_name: word })).contact_id);
     const first = await search(word, owner, "&limit=2");
     expect(ids(first.data)).toEqual(created.slice(0, 2));
-    expect(first.meta).toEqual({ total: 3, limit: 2, offset: 0 });
+    expect(first.meta).toEqual({ total: 3, limit: 2, offset: 0, total_exact: true });
     const second = await search(word, owner, "&limit=2&offset=2");
     expect(ids(second.data)).toEqual(created.slice(2));
-    expect(second.meta).toEqual({ total: 3, limit: 2, offset: 2 });
+    expect(second.meta).toEqual({ total: 3, limit: 2, offset: 2, total_exact: true });
   });
 
   it("combines q with deptid and groupid", async () => {

@@ -329,8 +329,8 @@ describe("totals past the counting cap", () => {
     const account = await createAccount({ documents: 20000 }, { documents: 20000 });
     await env.DB.prepare(
       `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10300)
-       INSERT INTO items (company_id, dept_id, title, expiry_date, status, created_by)
-       SELECT ?1, ?2, 'Bulk ' || i, '2031-01-01', CASE WHEN i % 100 = 0 THEN 'completed' ELSE 'pending' END, 1 FROM n`,
+       INSERT INTO items (company_id, dept_id, title, expiry_date, status, created_by, search_words)
+       SELECT ?1, ?2, 'Bulk ' || i, '2031-01-01', CASE WHEN i % 100 = 0 THEN 'completed' ELSE 'pending' END, 1, json_array('bulk', CAST(i AS TEXT)) FROM n`,
     )
       .bind(account.companyId, account.deptId)
       .run();

@@ -1,11 +1,11 @@
-import { and, asc, count, eq, isNull, lt, sql, type SQL } from "drizzle-orm";
+import { and, asc, count, eq, getTableColumns, isNull, lt, sql, type SQL } from "drizzle-orm";
 import { getCountryCallingCode, type CountryCode } from "libphonenumber-js/min";
 import { isForeignKeyViolation, isUniqueViolation, type Db } from "../../db/client";
 import { selectDepartment } from "../../db/departments";
 import { listPage } from "../../db/pages";
 import { companies, contactGroups, contacts, type ContactRow } from "../../db/schema";
 import { badRequest, conflict, notFound } from "../../lib/errors";
-import { prefixMatchQuery } from "../../lib/sql";
+import { matchExpression, searchWords } from "../../lib/search";
 import { nameKey } from "../../lib/text-key";
 import type { ContactOutput, CreateContactInput, ListContactsInput, UpdateContactInput } from "./schemas";
 
@@ -42,18 +42,28 @@ export function contactFilter(companyId: number, query: ContactFilterInput): SQL
     conditions.push(query.groupid === 0 ? isNull(contacts.groupId) : eq(contacts.groupId, query.groupid));
   }
   if (query.q) {
-    const match = prefixMatchQuery(query.q);
+    const match = matchExpression(companyId, query.q);
     if (!match) return null;
-    conditions.push(sql`${contacts.id} IN (SELECT rowid FROM contacts_fts WHERE contacts_fts MATCH ${match})`);
+    conditions.push(sql`${contacts.id} IN (SELECT rowid FROM contacts_search WHERE contacts_search MATCH ${match})`);
   }
   return conditions;
 }
 
+/** A search's total is counted up to this many matches; beyond it `meta.total_exact` is false. */
+export const MAX_EXACT_SEARCH_TOTAL = 1_000;
+
 export async function listContacts(db: Db, companyId: number, query: ListContactsInput) {
-  const conditions = contactFilter(companyId, query);
-  if (!conditions) return { rows: [], meta: { total: 0, limit: query.limit, offset: query.offset } };
+  const none = { rows: [], meta: { total: 0, limit: query.limit, offset: query.offset, total_exact: true } };
+  if (query.q) {
+    const queries = contactSearchQueries(db, companyId, query);
+    if (!queries) return none;
+    const result = await listPage(db, query, queries.page, queries.total);
+    const exact = result.meta.total <= MAX_EXACT_SEARCH_TOTAL;
+    return { rows: result.rows, meta: { ...result.meta, total: exact ? result.meta.total : MAX_EXACT_SEARCH_TOTAL, total_exact: exact } };
+  }
+  const conditions = contactFilter(companyId, query)!;
   const where = and(...conditions);
-  return listPage(
+  const result = await listPage(
     db,
     query,
     db.select().from(contacts).where(where).orderBy(asc(contacts.id)).limit(query.limit).offset(query.offset),
@@ -62,6 +72,35 @@ export async function listContacts(db: Db, companyId: number, query: ListContact
       ? db.select({ n: count() }).from(contacts).where(where)
       : db.select({ n: companies.contactsUsed }).from(companies).where(eq(companies.id, companyId)),
   );
+  return { rows: result.rows, meta: { ...result.meta, total_exact: true } };
+}
+
+/**
+ * A list with `q`: the company's matches stream from contacts_search in contact_id order (its
+ * rowid), and only the other filters read the contact row. A page stops after its `limit` hits
+ * and the total after the cap + 1 matches, whatever the term (docs/search.md).
+ */
+export function contactSearchQueries(db: Db, companyId: number, query: ListContactsInput) {
+  const match = matchExpression(companyId, query.q!);
+  if (!match) return null;
+  const rest = contactFilter(companyId, { ...query, q: undefined })!;
+  const matching = sql`contacts_search MATCH ${match}`;
+  const onContact = sql`${contacts.id} = contacts_search.rowid`;
+  const firstMatches =
+    rest.length > 1
+      ? db.select({ one: sql`1` }).from(sql`contacts_search`).innerJoin(contacts, onContact).where(and(matching, ...rest))
+      : db.select({ one: sql`1` }).from(sql`contacts_search`).where(matching);
+  return {
+    page: db
+      .select(getTableColumns(contacts))
+      .from(sql`contacts_search`)
+      .innerJoin(contacts, onContact)
+      .where(and(matching, ...rest))
+      .orderBy(sql`contacts_search.rowid`)
+      .limit(query.limit)
+      .offset(query.offset),
+    total: db.select({ n: count() }).from(firstMatches.limit(MAX_EXACT_SEARCH_TOTAL + 1).as("matches")),
+  };
 }
 
 export async function getContact(db: Db, companyId: number, contactId: number): Promise<ContactRow> {
@@ -131,6 +170,7 @@ async function insertContact(db: Db, companyId: number, input: CreateContactInpu
     iso: sql`${input.iso ?? ""}`,
     mobileCode: sql`${input.mobile_code ?? ""}`,
     phoneNumber: sql`${input.phone_number ?? ""}`,
+    searchWords: sql`${contactWords({ firstName: input.first_name, lastName: input.last_name, email: input.email, phoneNumber: input.phone_number ?? "" })}`,
     createdAt: sql`CURRENT_TIMESTAMP`,
     updatedAt: sql`CURRENT_TIMESTAMP`,
     version: sql`1`,
@@ -173,6 +213,12 @@ export async function createContact(db: Db, companyId: number, input: CreateCont
   }
 }
 
+/** The fields search reads. */
+const SEARCHED = ["firstName", "lastName", "email", "phoneNumber"] as const;
+
+/** `search_words` of a contact: the words of its names, email and phone number. */
+export const contactWords = (c: Pick<ContactRow, (typeof SEARCHED)[number]>) => searchWords(c.firstName, c.lastName, c.email, c.phoneNumber);
+
 export async function updateContact(db: Db, companyId: number, contactId: number, input: UpdateContactInput): Promise<ContactRow> {
   const changes: Partial<typeof contacts.$inferInsert> = {};
   if (input.first_name !== undefined) changes.firstName = input.first_name;
@@ -193,6 +239,13 @@ export async function updateContact(db: Db, companyId: number, contactId: number
     changes.countryCode = `+${getCountryCallingCode(iso)}`;
   }
   if (input.groupid === 0) changes.groupId = null;
+  // The words come from all four searchable fields: those not changed must still be the ones read.
+  const wordsHold: SQL[] = [];
+  if (SEARCHED.some((field) => changes[field] !== undefined)) {
+    const current = await getContact(db, companyId, contactId);
+    changes.searchWords = contactWords({ ...current, ...changes });
+    for (const field of SEARCHED) if (changes[field] === undefined) wordsHold.push(eq(contacts[field], current[field]));
+  }
   for (let attempt = 1; ; attempt++) {
     let placement: { deptId: number; groupId: number | null } = { deptId: 0, groupId: null };
     if (input.groupid) {
@@ -207,7 +260,7 @@ export async function updateContact(db: Db, companyId: number, contactId: number
       updated = await db
         .update(contacts)
         .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
-        .where(and(eq(contacts.id, contactId), eq(contacts.companyId, companyId), placementHolds(companyId, placement)))
+        .where(and(eq(contacts.id, contactId), eq(contacts.companyId, companyId), ...wordsHold, placementHolds(companyId, placement)))
         .returning()
         .get();
     } catch (err) {

@@ -6,7 +6,7 @@ import { nameKey } from "../../lib/text-key";
 import { DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, formatDate, todayIn, type DateFormat } from "../../lib/time";
 import { companySettings } from "../companies/queries";
 import { contactFilter } from "../contacts/queries";
-import { itemFilter, itemsAfter, searchStrategy } from "../items/queries";
+import { itemFilter, itemsAfter } from "../items/queries";
 import { CONTACT_COLUMNS, FIELD_PREFIX, ITEM_COLUMNS, ITEM_LAST_COLUMN, type ContactExportRecord, type ExportContactsInput, type ExportItemsInput, type ItemExportRecord } from "./schemas";
 import type { ExportSource } from "./stream";
 
@@ -124,7 +124,7 @@ export async function itemExport(db: Db, companyId: number, query: ExportItemsIn
   const settings = await companySettings(db, companyId);
   const today = todayIn(settings.timezone);
   const dateFormat: DateFormat = query.date_format ?? settings.date_format;
-  const filter = itemFilter(companyId, query, today, query.q ? await searchStrategy(db, query.q) : "matches");
+  const filter = itemFilter(companyId, query, today);
 
   // The custom field columns, known before the first row: one per field name (case-insensitive,
   // as names are unique within a type), headed by its first spelling.

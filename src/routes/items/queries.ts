@@ -6,7 +6,7 @@ import { listPage } from "../../db/pages";
 import { companies, contacts, departments, documentTypeFields, documentTypes, folders, itemFieldValues, itemRenewals, items, reminderSync, type ItemRow } from "../../db/schema";
 import { echo } from "../../lib/echo";
 import { badRequest, conflict, notFound } from "../../lib/errors";
-import { prefixMatchQuery } from "../../lib/sql";
+import { ARCHIVED_TOKEN, LIVE_TOKEN, matchExpression, searchWords } from "../../lib/search";
 import { nameKey } from "../../lib/text-key";
 import { DEFAULT_TIME_ZONE, addYears, isCalendarDate, todayIn } from "../../lib/time";
 import { ensureFolderPath } from "../folders/queries";
@@ -103,7 +103,7 @@ export type ItemFilterInput = Omit<ListItemsInput, "limit" | "offset" | "cursor"
  * counter). `today` is the company's today, needed only for `period`. Null when `q` has no
  * searchable word (nothing matches).
  */
-export function itemFilter(companyId: number, query: ItemFilterInput, today: string, search: "matches" | "date" = "matches"): { where: SQL; filtered: boolean } | null {
+export function itemFilter(companyId: number, query: ItemFilterInput, today: string): { where: SQL; filtered: boolean } | null {
   const conditions: SQL[] = [eq(items.companyId, companyId)];
   let filtered = false;
   const filter = (condition: SQL | undefined) => {
@@ -125,13 +125,10 @@ export function itemFilter(companyId: number, query: ItemFilterInput, today: str
     if (range.pendingOnly && query.status === "any") conditions.push(eq(items.status, "pending"));
   }
   if (query.q) {
-    const match = prefixMatchQuery(query.q);
+    // The export's filter (the list with q has its own plan: itemSearchQueries).
+    const match = matchExpression(companyId, query.q);
     if (!match) return null;
-    const matches = sql`(SELECT rowid FROM items_fts WHERE items_fts MATCH ${match})`;
-    // A rare term: read its matches and sort them. A common one (search "date"): walk the
-    // company's date index in order and keep the rows that match (the unary + keeps SQLite from
-    // driving the query from the matches), so a page stops after its 50 hits.
-    filter(search === "date" ? sql`+${items.id} IN ${matches}` : sql`${items.id} IN ${matches}`);
+    filter(sql`${items.id} IN (SELECT rowid & ${SEARCH_ID_MASK} FROM items_search WHERE items_search MATCH ${match})`);
   }
   return { where: and(...conditions)!, filtered };
 }
@@ -139,19 +136,24 @@ export function itemFilter(companyId: number, query: ItemFilterInput, today: str
 /** Rows after `after` in the list's order (expiry_date, item_id): the keyset of cursors and export pages. */
 export const itemsAfter = (after: { date: string; id: number }) => sql`(${items.expiryDate}, ${items.id}) > (${after.date}, ${after.id})`;
 
+/** The low 32 bits of an items_search rowid: the item id (docs/search.md). */
+const SEARCH_ID_MASK = sql.raw("4294967295");
+/** The items_search rowid of (date, id): the list's order, as the search triggers compute it. */
+const searchKey = (date: string, id: number) => sql`(((CAST(julianday(${date}) AS INTEGER) - 2415020) << 32) | ${id})`;
+
 /**
  * The page and total queries of a list request, unexecuted (tests read their query plans).
  * `today` is the company's today, needed only for `period`. Null when `q` has no searchable word.
  */
-export function itemListQueries(db: Db, companyId: number, query: ListItemsInput, today: string, search: "matches" | "date" = "matches") {
-  const filter = itemFilter(companyId, query, today, search);
+export function itemListQueries(db: Db, companyId: number, query: ListItemsInput, today: string) {
+  if (query.q) return itemSearchQueries(db, companyId, query, today);
+  const filter = itemFilter(companyId, query, today);
   if (!filter) return null;
   const { where, filtered } = filter;
   let pageWhere: SQL | undefined = where;
   if (query.cursor) {
     if (query.offset !== 0) throw badRequest("offset must be 0 when cursor is given");
-    const after = decodeCursor(query.cursor);
-    pageWhere = and(where, itemsAfter(after));
+    pageWhere = and(where, itemsAfter(decodeCursor(query.cursor)));
   }
   const unfilteredTotal =
     query.archived === "true"
@@ -159,7 +161,6 @@ export function itemListQueries(db: Db, companyId: number, query: ListItemsInput
       : query.archived === "false"
         ? sql<number>`${companies.documentsUsed} - ${companies.itemsArchived}`
         : companies.documentsUsed;
-  const cap = query.q ? MAX_EXACT_SEARCH_TOTAL : MAX_EXACT_TOTAL;
   // The page's ids come from the index alone (ordered, skipping `offset` entries without
   // touching rows); only those rows are read and joined.
   const ids = db.select({ id: items.id }).from(items).where(pageWhere).orderBy(asc(items.expiryDate), asc(items.id)).limit(query.limit).offset(query.offset);
@@ -167,30 +168,56 @@ export function itemListQueries(db: Db, companyId: number, query: ListItemsInput
     ids,
     page: selectEntries(db).where(inArray(items.id, ids)).orderBy(asc(items.expiryDate), asc(items.id)),
     // Unfiltered, the total is the company's trigger-maintained counters (exact); filtered, an
-    // index count that stops after `cap` + 1 matches.
+    // index count that stops after the cap + 1 matches.
     total: filtered
-      ? db.select({ n: count() }).from(db.select({ one: sql`1` }).from(items).where(where).limit(cap + 1).as("matches"))
+      ? db.select({ n: count() }).from(db.select({ one: sql`1` }).from(items).where(where).limit(MAX_EXACT_TOTAL + 1).as("matches"))
       : db.select({ n: sql<number>`${unfilteredTotal}` }).from(companies).where(eq(companies.id, companyId)),
-    cap: filtered ? cap : Number.POSITIVE_INFINITY,
+    cap: filtered ? MAX_EXACT_TOTAL : Number.POSITIVE_INFINITY,
   };
 }
 
-/** Above this many matches (all companies), a search walks the date index instead of sorting its matches. */
-export const COMMON_TERM_MATCHES = 2_000;
-
-/** How to run a search: from its matches when they are few, along the date index when they are many. */
-export async function searchStrategy(db: Db, q: string): Promise<"matches" | "date"> {
-  const match = prefixMatchQuery(q);
-  if (!match) return "matches";
-  const row = await db.get<{ n: number }>(
-    sql`SELECT count(*) AS n FROM (SELECT rowid FROM items_fts WHERE items_fts MATCH ${match} LIMIT ${COMMON_TERM_MATCHES + 1})`,
-  );
-  return (row?.n ?? 0) > COMMON_TERM_MATCHES ? "date" : "matches";
+/**
+ * A list with `q`: the company's matches stream from items_search in list order (its rowid is
+ * (expiry_date, id)), `archived` is a state token in the same match, and only the other filters
+ * read the item row. A page stops after its `limit` hits and the total after the cap + 1
+ * matches, whatever the term (docs/search.md).
+ */
+function itemSearchQueries(db: Db, companyId: number, query: ListItemsInput, today: string) {
+  const state = query.archived === "any" ? [] : [query.archived === "true" ? ARCHIVED_TOKEN : LIVE_TOKEN];
+  const match = matchExpression(companyId, query.q!, state);
+  if (!match) return null;
+  const rest = itemFilter(companyId, { ...query, q: undefined, archived: "any" }, today)!;
+  const matching = sql`items_search MATCH ${match}`;
+  let pageMatching = matching;
+  if (query.cursor) {
+    if (query.offset !== 0) throw badRequest("offset must be 0 when cursor is given");
+    const after = decodeCursor(query.cursor);
+    pageMatching = sql`${matching} AND items_search.rowid > ${searchKey(after.date, after.id)}`;
+  }
+  const onItem = sql`${items.id} = (items_search.rowid & ${SEARCH_ID_MASK})`;
+  const ids = db
+    .select({ id: items.id })
+    .from(sql`items_search`)
+    .innerJoin(items, onItem)
+    .where(and(pageMatching, rest.where))
+    .orderBy(sql`items_search.rowid`)
+    .limit(query.limit)
+    .offset(query.offset);
+  // Only `q` and `archived`: the matches are counted in the index alone.
+  const firstMatches = rest.filtered
+    ? db.select({ one: sql`1` }).from(sql`items_search`).innerJoin(items, onItem).where(and(matching, rest.where)).limit(MAX_EXACT_SEARCH_TOTAL + 1)
+    : db.select({ one: sql`1` }).from(sql`items_search`).where(matching).limit(MAX_EXACT_SEARCH_TOTAL + 1);
+  return {
+    ids,
+    page: selectEntries(db).where(inArray(items.id, ids)).orderBy(asc(items.expiryDate), asc(items.id)),
+    total: db.select({ n: count() }).from(firstMatches.as("matches")),
+    cap: MAX_EXACT_SEARCH_TOTAL,
+  };
 }
 
 export async function listItems(db: Db, companyId: number, query: ListItemsInput) {
   const today = query.period ? todayIn(await companyTimeZone(db, companyId)) : "";
-  const queries = itemListQueries(db, companyId, query, today, query.q ? await searchStrategy(db, query.q) : "matches");
+  const queries = itemListQueries(db, companyId, query, today);
   if (!queries) return { rows: [], meta: { total: 0, limit: query.limit, offset: query.offset, total_exact: true, next_cursor: null } };
   const result = await listPage(db, query, queries.page, queries.total);
   const exact = result.meta.total <= queries.cap;
@@ -363,6 +390,7 @@ export async function createItem(db: Db, companyId: number, userId: number, inpu
             version: sql`1`,
             externalId: sql`${input.external_id ?? null}`,
             importRef: sql`NULL`,
+            searchWords: sql`${searchWords(input.title, input.notes)}`,
           })
           .from(companies)
           // The company's documents_limit and every reference, checked by the INSERT itself.
@@ -391,7 +419,7 @@ export async function createItem(db: Db, companyId: number, userId: number, inpu
 
 export async function updateItem(db: Db, companyId: number, itemId: number, input: UpdateItemInput): Promise<{ row: ItemRow; previousDate: string }> {
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    const current = await db.select({ expiryDate: items.expiryDate }).from(items).where(inCompany(companyId, itemId)).get();
+    const current = await db.select({ expiryDate: items.expiryDate, title: items.title, notes: items.notes }).from(items).where(inCompany(companyId, itemId)).get();
     if (!current) throw notFound("Item");
     await resolveRefs(db, companyId, {
       document_type_id: input.document_type_id || undefined,
@@ -409,10 +437,17 @@ export async function updateItem(db: Db, companyId: number, itemId: number, inpu
     if (input.document_type_id !== undefined) changes.documentTypeId = input.document_type_id || null;
     if (input.contact_id !== undefined) changes.contactId = input.contact_id || null;
     if (input.external_id !== undefined) changes.externalId = input.external_id;
+    // The words come from both texts: the one not changed must still be the one read.
+    const wordsHold = [sql`1`];
+    if (input.title !== undefined || input.notes !== undefined) {
+      changes.searchWords = searchWords(input.title ?? current.title, input.notes ?? current.notes);
+      if (input.title === undefined) wordsHold.push(eq(items.title, current.title));
+      if (input.notes === undefined) wordsHold.push(eq(items.notes, current.notes));
+    }
     const [row] = await externalIdUnique(input.external_id, () => db
       .update(items)
       .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
-      .where(and(inCompany(companyId, itemId), refsHold(companyId, { documentTypeId: changes.documentTypeId, folderId: changes.folderId, contactId: changes.contactId })))
+      .where(and(inCompany(companyId, itemId), ...wordsHold, refsHold(companyId, { documentTypeId: changes.documentTypeId, folderId: changes.folderId, contactId: changes.contactId })))
       .returning());
     if (row) return { row, previousDate: current.expiryDate };
   }
@@ -442,7 +477,7 @@ export const setItemArchived = (db: Db, companyId: number, itemId: number, archi
  */
 export async function renewItem(db: Db, companyId: number, userId: number, itemId: number, requested?: string) {
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    const current = await db.select({ expiryDate: items.expiryDate }).from(items).where(inCompany(companyId, itemId)).get();
+    const current = await db.select({ expiryDate: items.expiryDate, title: items.title, notes: items.notes }).from(items).where(inCompany(companyId, itemId)).get();
     if (!current) throw notFound("Item");
     const next = requested ?? addYears(current.expiryDate, 1);
     if (next <= current.expiryDate) {

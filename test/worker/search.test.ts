@@ -1,0 +1,143 @@
+// Company-scoped search (docs/search.md): the same matching rules as before (word prefixes, every
+// word, case and accents folded as SQLite's unicode61 folds them, every script), postings per
+// company, and list order, paging and totals unchanged.
+import { describe, expect, it } from "vitest";
+import { companyMark, searchWords, tokenize } from "../../src/lib/search";
+import { call, createAccount, createContact, createItem, env, uniqueWord, type Json } from "./helpers";
+
+const get = async (token: string, path: string) => {
+  const res = await call("GET", path, { token });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body as Json;
+};
+const itemIds = (body: Json) => body.data.map((i: Json) => i.item_id);
+
+describe("tokenize: the words unicode61 (remove_diacritics 2) makes", () => {
+  it("folds case and Latin accents, keeps what unicode61 keeps, splits where it splits", () => {
+    expect(tokenize("Ölprüfung, Café-Bar")).toEqual(["olprufung", "cafe", "bar"]);
+    expect(tokenize("cafe\u0301 naïve")).toEqual(["cafe", "naive"]);
+    expect(tokenize("Άδεια ЙОД")).toEqual(["άδεια", "йод"]);
+    expect(tokenize("東京タワー点検、年次")).toEqual(["東京タワー点検", "年次"]);
+    expect(tokenize("निरीक्षण")).toEqual(["न", "र", "क", "षण"]);
+    expect(tokenize("ada@example.com +44 20")).toEqual(["ada", "example", "com", "44", "20"]);
+    // Private-use characters are reserved for the company marks: never part of a word.
+    expect(tokenize("a\ue000b")).toEqual(["a", "b"]);
+  });
+
+  it("search_words is the distinct words of every text, in order", () => {
+    expect(JSON.parse(searchWords("Boiler boiler", null, "Annual BOILER check"))).toEqual(["boiler", "annual", "check"]);
+    expect(companyMark(1)).toHaveLength(2);
+    expect(companyMark(6_401)).not.toBe(companyMark(1));
+  });
+});
+
+describe("GET /v1/items?q=", () => {
+  it("finds word prefixes of any length, every word, accent- and case-insensitively, and in every script", async () => {
+    const a = await createAccount();
+    const w = uniqueWord("zq");
+    const boiler = await createItem(a.ownerToken, { title: `Kesselprüfung ${w}`, notes: "Jährliche Wartung", expiry_date: "2031-03-01" });
+    const tokyo = await createItem(a.ownerToken, { title: `東京タワー点検 ${w}`, expiry_date: "2031-01-01" });
+    const greek = await createItem(a.ownerToken, { title: `Άδεια ${w}`, expiry_date: "2031-02-01" });
+    for (const [q, expected] of [
+      [`${w} kess`, [boiler.item_id]],
+      [`${w} KESSELPRUF`, [boiler.item_id]],
+      [`${w} kesselprüfung`, [boiler.item_id]],
+      [`${w} jahrl wart`, [boiler.item_id]],
+      [`${w} jahrliche`, [boiler.item_id]],
+      [`${w} kesselprufungx`, []],
+      [`${w} 東京`, [tokyo.item_id]],
+      [`${w} άδ`, [greek.item_id]],
+      [`${w.slice(0, 3)}`, [tokyo.item_id, greek.item_id, boiler.item_id]],
+      [w, [tokyo.item_id, greek.item_id, boiler.item_id]],
+    ] as const) {
+      expect(itemIds(await get(a.ownerToken, `/v1/items?q=${encodeURIComponent(q)}`)), q).toEqual(expected);
+    }
+  });
+
+  it("never returns another company's items, for short and long terms alike", async () => {
+    const a = await createAccount();
+    const b = await createAccount();
+    const w = uniqueWord("tenant");
+    await createItem(b.ownerToken, { title: `${w} inspection` });
+    const mine = await createItem(a.ownerToken, { title: `${w}` });
+    for (const q of [w.slice(0, 2), w.slice(0, 4), w, `${w} insp`, "inspection"]) {
+      const found = itemIds(await get(a.ownerToken, `/v1/items?q=${q}&archived=any`));
+      expect(found, q).toEqual(q.startsWith("insp") || q.includes("insp") ? [] : [mine.item_id]);
+    }
+  });
+
+  it("follows title, notes, date, archive and delete; keeps list order and pages by cursor", async () => {
+    const a = await createAccount();
+    const w = uniqueWord("flow");
+    const made = [];
+    for (let i = 0; i < 7; i++) made.push(await createItem(a.ownerToken, { title: `${w} number${i}`, expiry_date: `2031-0${(i % 3) + 1}-1${i}` }));
+    const all = itemIds(await get(a.ownerToken, `/v1/items?q=${w}`));
+    expect(all).toEqual(itemIds(await get(a.ownerToken, `/v1/items?limit=200`)).filter((id: number) => made.some((m) => m.item_id === id)));
+    // Cursor pages of 3 walk the same order.
+    const paged: number[] = [];
+    let cursor = "";
+    for (let page = 0; page < 4; page++) {
+      const body = await get(a.ownerToken, `/v1/items?q=${w}&limit=3${cursor ? `&cursor=${cursor}` : ""}`);
+      paged.push(...itemIds(body));
+      if (!body.meta.next_cursor) break;
+      cursor = body.meta.next_cursor;
+    }
+    expect(paged).toEqual(all);
+    // A new title is found by its words, not the old ones; notes alone keep the title's words.
+    const first = made[0]!.item_id;
+    expect((await call("PATCH", `/v1/items/${first}`, { token: a.ownerToken, body: { title: `${w} renamed` } })).status).toBe(200);
+    expect(itemIds(await get(a.ownerToken, `/v1/items?q=${w} number0`))).toEqual([]);
+    expect(itemIds(await get(a.ownerToken, `/v1/items?q=${w} renamed`))).toEqual([first]);
+    expect((await call("PATCH", `/v1/items/${first}`, { token: a.ownerToken, body: { notes: "extraordinarily" } })).status).toBe(200);
+    expect(itemIds(await get(a.ownerToken, `/v1/items?q=${w} renamed extraord`))).toEqual([first]);
+    // A new date moves the item in the search's order as in the list's.
+    expect((await call("PATCH", `/v1/items/${first}`, { token: a.ownerToken, body: { expiry_date: "2039-12-31" } })).status).toBe(200);
+    expect(itemIds(await get(a.ownerToken, `/v1/items?q=${w}`)).at(-1)).toBe(first);
+    // Archived items: only with archived=true|any.
+    expect((await call("PATCH", `/v1/items/${first}/archive`, { token: a.ownerToken, body: { archived: true } })).status).toBe(200);
+    expect(itemIds(await get(a.ownerToken, `/v1/items?q=${w}`))).not.toContain(first);
+    expect(itemIds(await get(a.ownerToken, `/v1/items?q=${w}&archived=true`))).toEqual([first]);
+    expect(itemIds(await get(a.ownerToken, `/v1/items?q=${w}&archived=any`))).toContain(first);
+    expect((await call("DELETE", `/v1/items/${made[1]!.item_id}`, { token: a.ownerToken })).status).toBe(200);
+    expect(itemIds(await get(a.ownerToken, `/v1/items?q=${w}&archived=any`))).not.toContain(made[1]!.item_id);
+  });
+
+  it("a long term that starts more than 64 different words still finds every one of them", async () => {
+    const a = await createAccount();
+    const w = uniqueWord("ser");
+    await env.DB.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 80)
+       INSERT INTO items (company_id, dept_id, title, expiry_date, created_by, search_words)
+       SELECT ?1, ?2, ?3 || printf('%03d', i), '2031-01-01', 1, json_array(?3 || printf('%03d', i)) FROM n`,
+    )
+      .bind(a.companyId, a.deptId, w)
+      .run();
+    const body = await get(a.ownerToken, `/v1/items?q=${w}0&limit=200`);
+    expect(body.meta).toMatchObject({ total: 80, total_exact: true });
+    expect((await get(a.ownerToken, `/v1/items?q=${w}07`)).meta.total).toBe(10);
+    expect((await get(a.ownerToken, `/v1/items?q=${w}080`)).meta.total).toBe(1);
+  });
+});
+
+describe("GET /v1/contacts?q=", () => {
+  it("finds names, email and phone by word prefix in contact order, follows updates, and stays in the company", async () => {
+    const a = await createAccount();
+    const b = await createAccount();
+    const w = uniqueWord("ct");
+    const ada = await createContact(a.ownerToken, { first_name: "Ada", last_name: `Lovelace${w}`, email: `${w}@analytical.example` });
+    const bob = await createContact(a.ownerToken, { first_name: "Bob", last_name: w, phone_number: "7946 0958" });
+    await createContact(b.ownerToken, { first_name: "Ada", last_name: `Lovelace${w}` });
+    const found = async (q: string) => (await get(a.ownerToken, `/v1/contacts?q=${encodeURIComponent(q)}`)).data.map((c: Json) => c.contact_id);
+    expect(await found(`lovelace${w}`)).toEqual([ada.contact_id]);
+    expect(await found(`ada love`)).toEqual([ada.contact_id]);
+    expect(await found(`analytical ${w}`)).toEqual([ada.contact_id]);
+    expect(await found(w)).toEqual([ada.contact_id, bob.contact_id]);
+    expect(await found(`7946 ${w}`)).toEqual([bob.contact_id]);
+    expect((await call("PATCH", `/v1/contacts/${bob.contact_id}`, { token: a.ownerToken, body: { first_name: "Robert" } })).status).toBe(200);
+    expect(await found(`robert ${w}`)).toEqual([bob.contact_id]);
+    expect(await found(`bob ${w}`)).toEqual([]);
+    expect(await found(`7946 ${w}`)).toEqual([bob.contact_id]);
+    const meta = (await get(a.ownerToken, `/v1/contacts?q=${w}&limit=1`)).meta;
+    expect(meta).toEqual({ total: 2, limit: 1, offset: 0, total_exact: true });
+  });
+});
