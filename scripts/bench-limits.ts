@@ -28,6 +28,7 @@ import { cpSync, mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname } from "node:path";
 import { hashClientSecret } from "../src/auth/secret-hash.ts";
+import { searchWords } from "../src/lib/search.ts";
 import {
   autocannon,
   expect,
@@ -134,9 +135,9 @@ async function seedStatements(): Promise<string[]> {
   const itemRows = Array.from({ length: X_ITEMS }, (_, i) => {
     const expiry = new Date(Date.UTC(2027, 0, 1) + (i % 730) * 86_400_000).toISOString().slice(0, 10);
     const title = `${subjects[i % 3]} – ${objects[i % objects.length]} ${i}`;
-    return `(${X_COMPANY}, ${X_COMPANY}, ${sqlText(title)}, 'seeded by bench-limits', '${expiry}', ${USER})`;
+    return `(${X_COMPANY}, ${X_COMPANY}, ${sqlText(title)}, 'seeded by bench-limits', '${expiry}', ${USER}, ${sqlText(searchWords(title, "seeded by bench-limits"))})`;
   });
-  statements.push(...multiRowInserts("INSERT INTO items (company_id, dept_id, title, notes, expiry_date, created_by) VALUES\n", itemRows));
+  statements.push(...multiRowInserts("INSERT INTO items (company_id, dept_id, title, notes, expiry_date, created_by, search_words) VALUES\n", itemRows));
   return statements;
 }
 
@@ -257,7 +258,7 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
       { persistTo: scopeA.persistTo },
       `SELECT (SELECT COUNT(*) FROM companies WHERE account_id = ${ACCOUNT}) AS companies, (SELECT COUNT(*) FROM api_clients WHERE account_id = ${ACCOUNT}) AS clients, ` +
         `(SELECT COUNT(*) FROM contacts WHERE company_id >= ${FIRST_COMPANY}) AS contacts, (SELECT documents_used FROM companies WHERE id = ${X_COMPANY}) AS xItems, ` +
-        `(SELECT COUNT(*) FROM items_fts) AS fts`,
+        `(SELECT COUNT(*) FROM items WHERE company_id = ${X_COMPANY} AND search_words <> '[]') AS fts`,
     );
     expect(
       counts?.companies === TENANTS + 2 && counts.clients === TENANTS + 2 && counts.contacts === TENANTS + 1 && counts.xItems === X_ITEMS && counts.fts === X_ITEMS,

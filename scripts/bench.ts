@@ -40,6 +40,7 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { hashClientSecret } from "../src/auth/secret-hash.ts";
+import { searchWords, tokenize } from "../src/lib/search.ts";
 import {
   CONTENDED,
   autocannon,
@@ -165,7 +166,7 @@ const COMPANY2_CONTACTS = 2_000;
 /** A common first-name prefix: Maria, Mark, Martin, Marta (and any word starting with it). */
 const SEARCH_PREFIX = "mar";
 const LIST_OFFSET = 5_000;
-const TARGETS = { point: 0.5, list: 0.4, structure: 0.4 };
+const TARGETS = { point: 0.5, list: 0.4, structure: 0.4, searchAll: 0.4 };
 
 const FIRST_NAMES = [
   "James", "Mary", "John", "Patricia", "Robert", "Jennifer", "Michael", "Linda", "David", "Elizabeth",
@@ -212,11 +213,11 @@ function buildContactStatements(): { statements: string[]; company1Ids: number[]
     const created = new Date(start + id * 47 * 60_000).toISOString().slice(0, 19).replace("T", " ");
     rows.push(
       `(${id}, ${companyId}, ${deptId}, NULL, ${sqlText(first)}, ${sqlText(last)}, ${sqlText(email)}, ${sqlText(email.toLowerCase())}, ` +
-        `${sqlText(code)}, ${sqlText(iso)}, ${sqlText(code)}, ${sqlText(phone)}, ${sqlText(created)}, ${sqlText(created)})`,
+        `${sqlText(code)}, ${sqlText(iso)}, ${sqlText(code)}, ${sqlText(phone)}, ${sqlText(created)}, ${sqlText(created)}, ${sqlText(searchWords(first, last, email, phone))})`,
     );
   }
   const head =
-    "INSERT INTO contacts (id, company_id, dept_id, group_id, first_name, last_name, email, email_key, country_code, iso, mobile_code, phone_number, created_at, updated_at) VALUES\n";
+    "INSERT INTO contacts (id, company_id, dept_id, group_id, first_name, last_name, email, email_key, country_code, iso, mobile_code, phone_number, created_at, updated_at, search_words) VALUES\n";
   return { statements: multiRowInserts(head, rows), company1Ids, company2Ids };
 }
 
@@ -248,7 +249,7 @@ const ITEM_DEEP_OFFSET = 20_000;
 const DEEP_SHARE = 0.8;
 /** The keyset page starts after this many rows: 20,000 at 100k, 200 at 1k (the same share). */
 const KEYSET_POSITION = { big: 20_000, small: 200 };
-const ITEM_TARGETS = { list: 0.4, filtered: 0.35, growth: 1.5 };
+const ITEM_TARGETS = { list: 0.4, filtered: 0.35, searchAll: 0.4, searchRare: 0.45, growth: 1.5 };
 const ITEM_TYPE_VALUES = ["exp", "due", "apt", "evt"] as const;
 
 function range(from: number, to: number): number[] {
@@ -366,7 +367,8 @@ function buildItemStatements(today: string): { statements: string[]; items: Seed
     const typeId = company.typeIds.length > 0 && random() >= 0.1 ? pick(company.typeIds) : null;
     const folderId = company.folderIds.length > 0 && random() >= 0.3 ? pick(company.folderIds) : null;
     const title = `${pick(TITLE_SUBJECTS)} – ${pick(TITLE_OBJECTS)}, ${pick(TITLE_PLACES)}`;
-    const notes = pick(NOTES);
+    // Every item is a "record" (a term matching all of a company's items); every 100th also "quarterly" (1%).
+    const notes = `${pick(NOTES)} Record ${id}.${id % 100 === 0 ? " Quarterly review." : ""}`;
     const itemType = pick(ITEM_TYPE_VALUES);
     const expiry = addDaysIso(today, Math.floor(random() * (2 * 1096 + 1)) - 1096);
     const status = random() < 0.8 ? "pending" : "completed";
@@ -374,7 +376,7 @@ function buildItemStatements(today: string): { statements: string[]; items: Seed
     const created = new Date(start + id * 11 * 60_000).toISOString().slice(0, 19).replace("T", " ");
     itemRows.push(
       `(${id}, ${company.id}, ${deptId}, ${typeId ?? "NULL"}, ${folderId ?? "NULL"}, ${sqlText(title)}, ${sqlText(notes)}, ` +
-        `'${itemType}', '${expiry}', '${status}', ${archived}, 1, '${created}', '${created}')`,
+        `'${itemType}', '${expiry}', '${status}', ${archived}, 1, '${created}', '${created}', ${sqlText(searchWords(title, notes))})`,
     );
     // Tags on every 25th item of company 1 (4,000 items), 1-3 distinct tags each.
     let tagCount = 0;
@@ -387,7 +389,7 @@ function buildItemStatements(today: string): { statements: string[]; items: Seed
   }
   statements.push(
     ...multiRowInserts(
-      "INSERT INTO items (id, company_id, dept_id, document_type_id, folder_id, title, notes, item_type, expiry_date, status, archived, created_by, created_at, updated_at) VALUES\n",
+      "INSERT INTO items (id, company_id, dept_id, document_type_id, folder_id, title, notes, item_type, expiry_date, status, archived, created_by, created_at, updated_at, search_words) VALUES\n",
       itemRows,
     ),
     ...multiRowInserts("INSERT INTO item_tags (item_id, tag_id, company_id, position) VALUES\n", tagRows),
@@ -405,14 +407,8 @@ async function smallClientStatement(): Promise<string> {
   );
 }
 
-/** Word-prefix match as items_fts (unicode61, diacritics removed) does it for one lower-case ASCII prefix. */
-const matchesPrefix = (text: string, prefix: string) =>
-  text
-    .normalize("NFD")
-    .replace(/[\u0300-\u036f]/g, "")
-    .toLowerCase()
-    .split(/[^\p{L}\p{N}]+/u)
-    .some((w) => w.startsWith(prefix));
+/** Word-prefix match as the search does it (src/lib/search.ts: unicode61's words). */
+const matchesPrefix = (text: string, prefix: string) => tokenize(text).some((w) => w.startsWith(prefix));
 
 // ---------------------------------------------------------------------------------------------
 // Run
@@ -546,7 +542,7 @@ async function preflightItems(
   const routes: RouteSpec[] = [];
   const deep: RouteSpec[] = [];
   const pairs: GrowthPair[] = [];
-  const kinds = ["list", "period", "type", "q", "keyset"] as const;
+  const kinds = ["list", "period", "type", "q", "q-all", "q-1%", "keyset"] as const;
   const perCompany: Record<"big" | "small", RouteSpec[]> = { big: [], small: [] };
 
   for (const size of ["big", "small"] as const) {
@@ -559,6 +555,8 @@ async function preflightItems(
       { kind: "period", query: "status=pending&period=next_90_days", expected: live.filter((i) => i.status === "pending" && i.expiry >= today && i.expiry <= until).length },
       { kind: "type", query: `document_type_id=${typeId}`, expected: live.filter((i) => i.typeId === typeId).length },
       { kind: "q", query: `q=${ITEM_SEARCH_PREFIX}`, expected: live.filter((i) => matchesPrefix(i.text, ITEM_SEARCH_PREFIX)).length },
+      { kind: "q-all", query: "q=record", expected: live.length, target: ITEM_TARGETS.searchAll },
+      { kind: "q-1%", query: "q=quarterly", expected: live.filter((i) => matchesPrefix(i.text, "quarterly")).length, target: ITEM_TARGETS.searchRare },
     ];
     const list = await itemPage("/v1/items?limit=50", tokens[size], company);
     expectTotal("/v1/items?limit=50", list, live.length);
@@ -577,7 +575,7 @@ async function preflightItems(
       const page = await itemPage(path, token, company, Math.min(50, f.expected));
       expectTotal(path, page, f.expected);
       totals[f.kind] = page.meta.total;
-      perCompany[size].push(route(f.kind, `GET ${path}`, path, ITEM_TARGETS.filtered));
+      perCompany[size].push(route(f.kind, `GET ${path}`, path, "target" in f ? f.target : ITEM_TARGETS.filtered));
     }
     // Keyset: the cursor of the page that ends at the deep position; its next page must be the
     // rows right after it, as an offset read gives them.
@@ -752,13 +750,13 @@ async function main(): Promise<number> {
           "(SELECT COUNT(*) FROM items i WHERE i.company_id = companies.id AND i.archived = 1) AS archived FROM companies ORDER BY id",
       );
       const [other] = query<{ fts: number; links: number; tagged: number }>(
-        "SELECT (SELECT COUNT(*) FROM items_fts) AS fts, (SELECT COUNT(*) FROM item_tags) AS links, (SELECT SUM(items_count) FROM tags) AS tagged",
+        "SELECT (SELECT COUNT(*) FROM items WHERE search_words <> '[]') AS fts, (SELECT COUNT(*) FROM item_tags) AS links, (SELECT SUM(items_count) FROM tags) AS tagged",
       );
       log(
         `inserted ${ITEM_TOTAL} items in ${itemInserts} INSERTs, ${built.tagged} tag links, structure and the bench-small client ` +
           `(${itemSeedSeconds.toFixed(1)} s, the items' counter and FTS triggers included): ` +
           companies.map((c) => `company ${c.id}: ${c.n} items (${c.archived} archived), documents_used ${c.documents_used}/${c.documents_limit}, items_archived ${c.items_archived}`).join("; ") +
-          `; items_fts ${other?.fts} rows, item_tags ${other?.links}, tags.items_count sum ${other?.tagged}`,
+          `; items with search words ${other?.fts}, item_tags ${other?.links}, tags.items_count sum ${other?.tagged}`,
       );
       for (const company of ITEM_COMPANIES) {
         const row = companies.find((c) => c.id === company.id);
@@ -766,7 +764,7 @@ async function main(): Promise<number> {
         expect(row?.n === company.items && row.documents_used === company.items, `company ${company.id}: ${row?.n} items, documents_used ${row?.documents_used}`);
         expect(row?.items_archived === archived && row.archived === archived, `company ${company.id}: items_archived ${row?.items_archived}, expected ${archived}`);
       }
-      expect(other?.fts === ITEM_TOTAL && other.links === built.tagged && other.tagged === built.tagged, `items_fts / item_tags / tags.items_count: ${JSON.stringify(other)}`);
+      expect(other?.fts === ITEM_TOTAL && other.links === built.tagged && other.tagged === built.tagged, `search_words / item_tags / tags.items_count: ${JSON.stringify(other)}`);
     }
 
     t = Date.now();
@@ -795,6 +793,8 @@ async function main(): Promise<number> {
         { key: "point", label: `GET /v1/contacts/${contactId}`, path: `/v1/contacts/${contactId}`, token, target: TARGETS.point },
         { key: "list", label: "GET /v1/contacts?limit=50", path: "/v1/contacts?limit=50", token, target: TARGETS.list },
         { key: "search", label: `GET /v1/contacts?limit=50&q=${SEARCH_PREFIX}`, path: `/v1/contacts?limit=50&q=${SEARCH_PREFIX}`, token },
+        // Every contact's email is at an example domain: a term matching all 10,000 rows.
+        { key: "search-all", label: "GET /v1/contacts?limit=50&q=example", path: "/v1/contacts?limit=50&q=example", token, target: TARGETS.searchAll },
         { key: "offset", label: `GET /v1/contacts?limit=50&offset=${LIST_OFFSET}`, path: `/v1/contacts?limit=50&offset=${LIST_OFFSET}`, token },
         // Counters, not scans: the company holding 10,000 contacts lists as cheaply as an empty one.
         { key: "companies", label: "GET /v1/companies", path: "/v1/companies", token, target: TARGETS.structure },

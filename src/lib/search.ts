@@ -6,7 +6,7 @@
 // The FTS rowid is the list's sort key, so a page of matches streams from the index in list order.
 
 import { sql, type SQL } from "drizzle-orm";
-import { FOLDS, TOKEN_RANGES } from "./search-table";
+import { FOLDS, TOKEN_RANGES } from "./search-table.ts";
 
 /** Characters of a term the FTS prefix indexes cover (`prefix = '3 4 5 6'`: the mark's 2 + 1..4). */
 export const INDEXED_PREFIX = 4;

@@ -69,7 +69,7 @@ describe("GET /v1/items?q=", () => {
   it("follows title, notes, date, archive and delete; keeps list order and pages by cursor", async () => {
     const a = await createAccount();
     const w = uniqueWord("flow");
-    const made = [];
+    const made: Json[] = [];
     for (let i = 0; i < 7; i++) made.push(await createItem(a.ownerToken, { title: `${w} number${i}`, expiry_date: `2031-0${(i % 3) + 1}-1${i}` }));
     const all = itemIds(await get(a.ownerToken, `/v1/items?q=${w}`));
     expect(all).toEqual(itemIds(await get(a.ownerToken, `/v1/items?limit=200`)).filter((id: number) => made.some((m) => m.item_id === id)));
