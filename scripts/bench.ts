@@ -769,14 +769,15 @@ async function main(): Promise<number> {
 
     t = Date.now();
     child = await startDev(
-      ["--port", String(PORT), "--persist-to", persistTo, "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(INSPECTOR_PORT)],
+      // Rate limits off: the load is one client's, far above its quota (docs/rate-limits.md).
+      ["--port", String(PORT), "--persist-to", persistTo, "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(INSPECTOR_PORT), "--var", "RATE_LIMITS:off"],
       { port: PORT, env: { X_LOCAL_OBSERVABILITY: "false" } },
     );
     scope.setServer(child);
     let serverOutput = "";
     child.stdout?.on("data", (chunk) => (serverOutput += chunk));
     child.stderr?.on("data", (chunk) => (serverOutput += chunk));
-    log(`wrangler dev up on ${base} (${((Date.now() - t) / 1000).toFixed(1)} s): --log-level warn, X_LOCAL_OBSERVABILITY=false`);
+    log(`wrangler dev up on ${base} (${((Date.now() - t) / 1000).toFixed(1)} s): --log-level warn, X_LOCAL_OBSERVABILITY=false, RATE_LIMITS=off`);
 
     const health: RouteSpec = { key: "health", label: "GET /health", path: "/health" };
     expect((await getJson("/health")).status === 200, "/health");
