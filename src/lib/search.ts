@@ -14,6 +14,8 @@ export const INDEXED_PREFIX = 4;
 export const MAX_EXPANSION = 64;
 /** Words of a query that count (the rest are ignored, as before). */
 export const MAX_QUERY_WORDS = 8;
+/** A search's total is counted up to this many matches (items, contacts, tasks); beyond it `meta.total_exact` is false. */
+export const MAX_EXACT_SEARCH_TOTAL = 1_000;
 /** Distinct words kept per record (title and notes of 10,000 characters stay well below). */
 export const MAX_RECORD_WORDS = 2_000;
 
@@ -27,9 +29,6 @@ export function companyMark(companyId: number): string {
   if (!Number.isSafeInteger(companyId) || companyId < 0 || companyId > MAX_SEARCH_COMPANY) throw new Error(`company id ${companyId} has no search mark`);
   return String.fromCharCode(PRIVATE_USE + Math.floor(companyId / MARKS), PRIVATE_USE + (companyId % MARKS));
 }
-
-/** The same mark computed by SQL from a company id column (triggers). */
-export const MARK_SQL = (column: string) => `char(57344 + ${column} / 6400, 57344 + ${column} % 6400)`;
 
 const FOLD = new Map(FOLDS);
 

@@ -5,7 +5,7 @@ import { selectDepartment } from "../../db/departments";
 import { listPage } from "../../db/pages";
 import { companies, contactGroups, contacts, type ContactRow } from "../../db/schema";
 import { badRequest, conflict, notFound } from "../../lib/errors";
-import { matchExpression, searchWords } from "../../lib/search";
+import { MAX_EXACT_SEARCH_TOTAL, matchExpression, searchWords } from "../../lib/search";
 import { nameKey } from "../../lib/text-key";
 import type { ContactOutput, CreateContactInput, ListContactsInput, UpdateContactInput } from "./schemas";
 
@@ -48,9 +48,6 @@ export function contactFilter(companyId: number, query: ContactFilterInput): SQL
   }
   return conditions;
 }
-
-/** A search's total is counted up to this many matches; beyond it `meta.total_exact` is false. */
-export const MAX_EXACT_SEARCH_TOTAL = 1_000;
 
 export async function listContacts(db: Db, companyId: number, query: ListContactsInput) {
   const none = { rows: [], meta: { total: 0, limit: query.limit, offset: query.offset, total_exact: true } };

@@ -6,7 +6,7 @@ import { listPage } from "../../db/pages";
 import { companies, contacts, departments, documentTypeFields, documentTypes, folders, itemFieldValues, itemRenewals, items, reminderSync, type ItemRow } from "../../db/schema";
 import { echo } from "../../lib/echo";
 import { badRequest, conflict, notFound } from "../../lib/errors";
-import { ARCHIVED_TOKEN, LIVE_TOKEN, matchExpression, searchWords } from "../../lib/search";
+import { ARCHIVED_TOKEN, LIVE_TOKEN, MAX_EXACT_SEARCH_TOTAL, matchExpression, searchWords } from "../../lib/search";
 import { nameKey } from "../../lib/text-key";
 import { DEFAULT_TIME_ZONE, addYears, isCalendarDate, todayIn } from "../../lib/time";
 import { ensureFolderPath } from "../folders/queries";
@@ -17,8 +17,6 @@ import type { CreateItemInput, ItemDetail, ItemListEntry, ListItemsInput, Update
 
 /** Filtered totals are counted up to this many matches; beyond it `meta.total_exact` is false. */
 export const MAX_EXACT_TOTAL = 10_000;
-/** The same with `q`: a search's matches are not in index order, so each one counted costs more. */
-export const MAX_EXACT_SEARCH_TOTAL = 1_000;
 
 const itemColumns = {
   id: items.id,

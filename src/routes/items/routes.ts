@@ -3,7 +3,8 @@ import { MessageEnvelope, createRouter, dataEnvelope, idParam, jsonBody, jsonRes
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { syncReminders } from "../../reminders/item-events";
 import { itemRemindersLoader } from "../reminders/queries";
-import { MAX_EXACT_SEARCH_TOTAL, MAX_EXACT_TOTAL, createItem, deleteItem, getItem, listItems, renewItem, setItemArchived, setItemStatus, updateItem, itemEntry } from "./queries";
+import { MAX_EXACT_SEARCH_TOTAL } from "../../lib/search";
+import { MAX_EXACT_TOTAL, createItem, deleteItem, getItem, listItems, renewItem, setItemArchived, setItemStatus, updateItem, itemEntry } from "./queries";
 import {
   CreateItemSchema,
   CreatedItemSchema,

@@ -5,13 +5,12 @@ import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
 import { listPage } from "../../db/pages";
 import { companies, contacts, items, taskCounts, tasks, users, type TaskRow } from "../../db/schema";
 import { badRequest, notFound } from "../../lib/errors";
+import { MAX_EXACT_SEARCH_TOTAL } from "../../lib/search";
 import { prefixMatchQuery } from "../../lib/sql";
 import { allowedNext, type CreateTaskInput, type ListTasksInput, type TaskOutput, type TaskRef, type TaskStatus, type UpdateTaskInput } from "./schemas";
 
 /** Totals of lists filtered by assignee, item or `q` are counted up to this many matches; beyond it `meta.total_exact` is false. */
 export const MAX_EXACT_TOTAL = 10_000;
-/** The same with `q`: a search's matches are not in index order, so each one counted costs more. */
-export const MAX_EXACT_SEARCH_TOTAL = 1_000;
 
 /** Who is calling: the token's company, account and user. */
 export interface Caller {

@@ -1,7 +1,8 @@
 import { conditionalRecord } from "../../lib/conditional";
 import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { created, done, ok, page, updated } from "../../lib/respond";
-import { MAX_EXACT_SEARCH_TOTAL, MAX_EXACT_TOTAL, createTask, deleteTask, getTask, listTasks, taskOutput, updateTask, type Caller } from "./queries";
+import { MAX_EXACT_SEARCH_TOTAL } from "../../lib/search";
+import { MAX_EXACT_TOTAL, createTask, deleteTask, getTask, listTasks, taskOutput, updateTask, type Caller } from "./queries";
 import { nudgeWebhooks } from "../../reminders/item-events";
 import { CreateTaskSchema, ListTasksQuery, TRANSITIONS_DESCRIPTION, TaskListEnvelope, TaskParams, TaskSchema, UpdateTaskSchema } from "./schemas";
 
