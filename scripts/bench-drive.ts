@@ -12,7 +12,7 @@
 //      SHA-256 of what was sent. Meanwhile the resident memory (VmRSS) of every process of each
 //      server is sampled every 10 ms: the peak over the idle value before the transfer;
 //   4. autocannon, per round: GET /health, GET /v1/tasks?limit=50 (the target), `status=open` and
-//      `q=renew`, GET /health again; ratios to the mean of the two /health runs, medians over rounds.
+//      `q=renew` (about 1/6 of the tasks), `q=lapses` (every task: the target), GET /health again; ratios to the mean of the two /health runs, medians over rounds.
 // Exits non-zero on errors (non-2xx, wrong bytes, failed setup), not on missed targets.
 import type { ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
@@ -35,6 +35,7 @@ import {
   type RouteSpec,
 } from "./lib/bench-kit.ts";
 import { ROOT, executeSql, startDev } from "./lib/local.ts";
+import { searchWords } from "../src/lib/search.ts";
 import { rssSampler } from "./lib/procs.ts";
 
 export interface DriveBenchOptions {
@@ -50,7 +51,7 @@ const MiB = 1024 * 1024;
 const SIZES = [10 * MiB, 50 * MiB];
 const DOWNLOADS_PER_RUN = 3;
 const TASKS = { company1: 50_000, company2: 5_000 };
-const TARGETS = { upload: 0.8, download: 0.8, taskList: 0.4 };
+const TARGETS = { upload: 0.8, download: 0.8, taskList: 0.4, taskSearchAll: 0.4 };
 const TASK_STATUSES = ["open", "todo", "in_progress", "review", "completed", "canceled"];
 const WORDS = ["renew", "inspect", "review", "call", "send", "sign", "update", "check", "order", "file", "archive", "prepare"];
 const OBJECTS = ["insurance", "licence", "contract", "permit", "certificate", "lease", "warranty", "visa", "audit", "registration"];
@@ -72,11 +73,12 @@ function taskRows(): string[] {
     const day = new Date(Date.UTC(2026, 0, 1) + Math.floor(random() * 730) * 86_400_000).toISOString().slice(0, 10);
     const due = `${day} ${String(Math.floor(random() * 24)).padStart(2, "0")}:${pick(["00", "15", "30", "45"])}:00`;
     const title = `${pick(WORDS)} ${pick(OBJECTS)} ${i}`;
+    const description = `${pick(WORDS)} the ${pick(OBJECTS)} before it lapses`;
     const assigned = company === 1 && random() < 0.5;
     rows.push(
-      `(${sqlText(publicId())}, ${company}, ${sqlText(title)}, ${sqlText(`${pick(WORDS)} the ${pick(OBJECTS)} before it lapses`)}, ` +
+      `(${sqlText(publicId())}, ${company}, ${sqlText(title)}, ${sqlText(description)}, ` +
         `${sqlText(pick(TASK_STATUSES))}, ${sqlText(pick(["low", "normal", "high", "urgent"]))}, ${sqlText(due)}, ${owner}, ` +
-        `${assigned ? "'user'" : "NULL"}, ${assigned ? pick([1, 2]) : "NULL"}, ${owner})`,
+        `${assigned ? "'user'" : "NULL"}, ${assigned ? pick([1, 2]) : "NULL"}, ${owner}, ${sqlText(searchWords(title, description))})`,
     );
   }
   return rows;
@@ -181,12 +183,12 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
     executeSql(
       { persistTo: scope.persistTo },
       multiRowInserts(
-        "INSERT INTO tasks (public_id, company_id, title, description, status, priority, due_at, owner_id, assignee_type, assignee_id, created_by) VALUES ",
+        "INSERT INTO tasks (public_id, company_id, title, description, status, priority, due_at, owner_id, assignee_type, assignee_id, created_by, search_words) VALUES ",
         taskRows(),
       ),
     );
     api = await startDev(
-      ["--port", String(options.port), "--persist-to", scope.persistTo, "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(options.port + 1)],
+      ["--port", String(options.port), "--persist-to", scope.persistTo, "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(options.port + 1), "--var", "RATE_LIMITS:off"],
       { port: options.port, env: { X_LOCAL_OBSERVABILITY: "false" } },
     );
     scope.setServer(api);
@@ -206,6 +208,12 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
     expect(taskPage.body.data.length === 50, "GET /v1/tasks?limit=50 returns 50 tasks");
     const otherPage = await getJson("/v1/tasks?limit=1", await fetchToken("demo-other", "demo-other-secret"));
     expect(otherPage.body.meta?.total === TASKS.company2, `company 2 sees its ${TASKS.company2} tasks only (got ${otherPage.body.meta?.total})`);
+    const everyTask = await getJson("/v1/tasks?q=lapses&limit=50", token);
+    expect(
+      JSON.stringify(everyTask.body.data.map((t: { task_id: number }) => t.task_id)) === JSON.stringify(taskPage.body.data.map((t: { task_id: number }) => t.task_id)) &&
+        everyTask.body.meta?.total_exact === false,
+      "GET /v1/tasks?q=lapses (every task) is the unfiltered first page, with a capped total",
+    );
 
     // ---- bytes
     const payload = randomBytes(Math.max(...SIZES));
@@ -290,6 +298,7 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
       { key: "tasks", label: "GET /v1/tasks?limit=50", path: "/v1/tasks?limit=50", token, target: TARGETS.taskList },
       { key: "tasks-status", label: "GET /v1/tasks?status=open&limit=50", path: "/v1/tasks?status=open&limit=50", token },
       { key: "tasks-q", label: "GET /v1/tasks?q=renew&limit=50", path: "/v1/tasks?q=renew&limit=50", token },
+      { key: "tasks-q-all", label: "GET /v1/tasks?q=lapses&limit=50", path: "/v1/tasks?q=lapses&limit=50", token, target: TARGETS.taskSearchAll },
     ];
     const ratios = new Map<string, number[]>(taskRoutes.map((r) => [r.key, []]));
     const runs: RouteResult[] = [];
@@ -312,7 +321,7 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
     // ---- report
     const loadAfter = loadavg()[0]!;
     console.log(
-      `\nDrive and tasks ${new Date(started).toISOString()}: ${options.rounds} round(s), medians; ${options.connections} connections, ${options.duration} s runs; ` +
+      `\nDrive and tasks ${new Date(started).toISOString()}: RATE_LIMITS=off; ${options.rounds} round(s), medians; ${options.connections} connections, ${options.duration} s runs; ` +
         `load ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after\n`,
     );
     const mb = (kb: number) => `${(kb / 1024).toFixed(1)} MiB`;

@@ -438,6 +438,8 @@ export const tasks = sqliteTable(
     createdAt: createdAt(),
     updatedAt: text("updated_at").notNull().default(sql`CURRENT_TIMESTAMP`),
     version: version(),
+    /** Words of title and description (src/lib/search.ts), indexed by triggers in tasks_search. */
+    searchWords: text("search_words").notNull().default("[]"),
   },
   (t) => [
     uniqueIndex("tasks_public_id_uq").on(t.publicId),

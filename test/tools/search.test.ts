@@ -1,5 +1,5 @@
-// The search tokenizer's table is SQLite's own (scripts/gen-search-table.ts), and migration 0015
-// moves a database that already holds items and contacts onto company-scoped search.
+// The search tokenizer's table is SQLite's own (scripts/gen-search-table.ts), and migrations 0015
+// and 0016 move a database that already holds items, contacts and tasks onto company-scoped search.
 import { readFileSync, readdirSync } from "node:fs";
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
@@ -64,5 +64,43 @@ describe("migration 0015 on a database holding data", () => {
     expect(contacts(6408, '"@ada"*')).toEqual([2]);
     // The old shared tables are gone.
     expect(db.prepare("SELECT name FROM sqlite_master WHERE name IN ('items_fts', 'contacts_fts')").all()).toEqual([]);
+  });
+});
+
+describe("migration 0016 on a database holding tasks", () => {
+  it("indexes existing tasks per company in (due minute, id) rowid order, with the Worker's words", () => {
+    const db = new DatabaseSync(":memory:");
+    const upTo = migrationFiles.indexOf("0016_tasks_search.sql");
+    for (const file of migrationFiles.slice(0, upTo)) apply(db, file);
+    db.exec(`INSERT INTO accounts (id, name, max_companies, max_documents, max_contacts, max_drive_space_mb, max_document_types) VALUES (1, 'a', 5, 100, 100, 100, 5);
+      INSERT INTO companies (id, account_id, name, documents_limit, contacts_limit, drive_space_mb) VALUES (7, 1, 'Seven', 10, 10, 10), (6408, 1, 'Other', 10, 10, 10);
+      INSERT INTO tasks (id, public_id, company_id, title, description, due_at, owner_id, created_by) VALUES
+        (1, 't1', 7, 'Renew Genehmigung', 'städtisch', '2031-05-01 10:00:59', 1, 1),
+        (2, 't2', 7, 'Renew early', '', '1900-01-01 00:00:00', 1, 1),
+        (3, 't3', 6408, 'Renew other', '', '9999-12-31 23:59:59', 1, 1),
+        (4, 't4', 7, 'Renew same minute', '', '2031-05-01 10:00:01', 1, 1);`);
+    apply(db, migrationFiles[upTo]!);
+    const words = db.prepare("SELECT search_words FROM tasks WHERE id = 1").get() as { search_words: string };
+    expect(new Set(JSON.parse(words.search_words))).toEqual(new Set(JSON.parse(searchWords("Renew Genehmigung", "städtisch"))));
+    const tasks = (company: number, match: string) =>
+      (
+        db.prepare("SELECT rowid >> 31 AS minute, rowid & 2147483647 AS id FROM tasks_search WHERE tasks_search MATCH ? ORDER BY rowid").all(match.replaceAll("@", companyMark(company))) as Array<{
+          minute: number;
+          id: number;
+        }>
+      ).map((r) => [r.minute, r.id]);
+    const minute = (at: string) => (Date.parse(at.replace(" ", "T") + "Z") - Date.UTC(1900, 0, 1)) / 60_000;
+    // Rowid order is (minute, id): the two tasks of 10:00 come by id, the query sorts them by second.
+    expect(tasks(7, '"@ren"*')).toEqual([[0, 2], [Math.floor(minute("2031-05-01 10:00:00")), 1], [Math.floor(minute("2031-05-01 10:00:00")), 4]]);
+    expect(tasks(6408, '"@renew"')).toEqual([[Math.floor(minute("9999-12-31 23:59:00")), 3]]);
+    expect(tasks(7, '"@stad"*')).toEqual([[Math.floor(minute("2031-05-01 10:00:00")), 1]]);
+    const terms = (db.prepare("SELECT term FROM search_terms").all() as Array<{ term: string }>).map((r) => r.term);
+    expect(terms).toContain(`${companyMark(7)}genehmigung`);
+    // A changed date moves the task's row; the old shared table is gone.
+    db.exec("UPDATE tasks SET due_at = '2040-01-01 00:00:00' WHERE id = 2");
+    expect(tasks(7, '"@ren"*').map(([, id]) => id)).toEqual([1, 4, 2]);
+    db.exec("DELETE FROM tasks WHERE id = 1");
+    expect(tasks(7, '"@ren"*').map(([, id]) => id)).toEqual([4, 2]);
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'tasks_fts'").all()).toEqual([]);
   });
 });

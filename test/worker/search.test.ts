@@ -141,3 +141,66 @@ describe("GET /v1/contacts?q=", () => {
     expect(meta).toEqual({ total: 2, limit: 1, offset: 0, total_exact: true });
   });
 });
+
+describe("GET /v1/tasks?q=", () => {
+  const createTask = async (token: string, body: Json) => {
+    const res = await call("POST", "/v1/tasks", { token, body });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return res.body.data as Json;
+  };
+
+  it("keeps (due_at, task_id) order when a page ends inside a minute, at every offset", async () => {
+    const a = await createAccount();
+    const w = uniqueWord("tk");
+    // Created in this order: ids rise while the seconds fall within 09:00, so rowid order (minute, id) differs from list order.
+    const dues = ["2031-01-01 09:00:59", "2031-01-01 09:00:30", "2031-01-01 09:00:00", "2031-01-01 08:59:59", "2031-01-01 09:01:00", "2031-01-01 09:00:30"];
+    const made: Json[] = [];
+    for (const [i, due_at] of dues.entries()) made.push(await createTask(a.ownerToken, { title: `${w} ${i}`, due_at }));
+    const expected = made
+      .map((t) => ({ id: t.task_id as number, due: t.due_at as string }))
+      .sort((x, y) => x.due.localeCompare(y.due) || x.id - y.id)
+      .map((t) => t.id);
+    const unfiltered = (await get(a.ownerToken, `/v1/tasks?limit=100`)).data.map((t: Json) => t.task_id);
+    expect(unfiltered).toEqual(expected);
+    for (const limit of [1, 2, 3, 4]) {
+      for (let offset = 0; offset < dues.length; offset += 1) {
+        const body = await get(a.ownerToken, `/v1/tasks?q=${w}&limit=${limit}&offset=${offset}`);
+        expect(body.data.map((t: Json) => t.task_id), `limit ${limit} offset ${offset}`).toEqual(expected.slice(offset, offset + limit));
+        expect(body.meta).toEqual({ total: dues.length, limit, offset, total_exact: true });
+      }
+    }
+    // With another filter, the page's minute is found among the filtered matches.
+    await call("PATCH", `/v1/tasks/${made[2]!.task_id}`, { token: a.ownerToken, body: { status: "in_progress" } });
+    await call("PATCH", `/v1/tasks/${made[1]!.task_id}`, { token: a.ownerToken, body: { status: "in_progress" } });
+    const open = expected.filter((id) => id !== made[2]!.task_id && id !== made[1]!.task_id);
+    for (let offset = 0; offset < open.length; offset += 1) {
+      const body = await get(a.ownerToken, `/v1/tasks?q=${w}&status=open&limit=2&offset=${offset}`);
+      expect(body.data.map((t: Json) => t.task_id), `status=open offset ${offset}`).toEqual(open.slice(offset, offset + 2));
+    }
+  });
+
+  it("follows title, description, due_at and delete, and never finds another company's tasks", async () => {
+    const a = await createAccount();
+    const b = await createAccount();
+    const w = uniqueWord("tq");
+    const long = `${w}verylongword`;
+    const task = await createTask(a.ownerToken, { title: `Renew ${long}`, description: "Stadtwerke Zürich", due_at: "2032-02-29 12:00:00" });
+    await createTask(b.ownerToken, { title: `Renew ${long}`, description: "Stadtwerke Zürich", due_at: "2032-02-29 12:00:00" });
+    const found = async (q: string) => (await get(a.ownerToken, `/v1/tasks?q=${encodeURIComponent(q)}`)).data.map((t: Json) => t.task_id);
+    expect(await found(long)).toEqual([task.task_id]);
+    expect(await found(`${w} zuri`)).toEqual([task.task_id]);
+    const patch = async (body: Json) => expect((await call("PATCH", `/v1/tasks/${task.task_id}`, { token: a.ownerToken, body })).status).toBe(200);
+    // A title change keeps the description's words, and a description change keeps the title's.
+    await patch({ title: `Replace ${w}` });
+    expect(await found(`replace ${w} stadtwerke`)).toEqual([task.task_id]);
+    expect(await found(long)).toEqual([]);
+    await patch({ description: "Genève" });
+    expect(await found(`replace ${w} geneve`)).toEqual([task.task_id]);
+    expect(await found(`${w} stadtwerke`)).toEqual([]);
+    await patch({ due_at: "1900-01-01 00:00:00" });
+    expect(await found(w)).toEqual([task.task_id]);
+    expect((await call("DELETE", `/v1/tasks/${task.task_id}`, { token: a.ownerToken })).status).toBe(200);
+    expect(await found(w)).toEqual([]);
+    expect((await get(b.ownerToken, `/v1/tasks?q=${long}`)).meta.total).toBe(1);
+  });
+});

@@ -5,11 +5,10 @@ import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
 import { listPage } from "../../db/pages";
 import { companies, contacts, items, taskCounts, tasks, users, type TaskRow } from "../../db/schema";
 import { badRequest, notFound } from "../../lib/errors";
-import { MAX_EXACT_SEARCH_TOTAL } from "../../lib/search";
-import { prefixMatchQuery } from "../../lib/sql";
+import { MAX_EXACT_SEARCH_TOTAL, matchExpression, searchWords } from "../../lib/search";
 import { allowedNext, type CreateTaskInput, type ListTasksInput, type TaskOutput, type TaskRef, type TaskStatus, type UpdateTaskInput } from "./schemas";
 
-/** Totals of lists filtered by assignee, item or `q` are counted up to this many matches; beyond it `meta.total_exact` is false. */
+/** Totals of lists filtered by assignee or item are counted up to this many matches (`q`: MAX_EXACT_SEARCH_TOTAL); beyond it `meta.total_exact` is false. */
 export const MAX_EXACT_TOTAL = 10_000;
 
 /** Who is calling: the token's company, account and user. */
@@ -70,27 +69,63 @@ export function taskListQueries(db: Db, companyId: number, query: ListTasksInput
     conditions.push(eq(tasks.itemId, query.item_id));
     counted = true;
   }
-  if (query.q) {
-    const match = prefixMatchQuery(query.q);
-    if (!match) return null;
-    conditions.push(sql`${tasks.id} IN (SELECT rowid FROM tasks_fts WHERE tasks_fts MATCH ${match})`);
-    counted = true;
-  }
+  if (query.q) return taskSearchQueries(db, companyId, query, conditions);
   const where = and(...conditions);
   const ids = db.select({ id: tasks.id }).from(tasks).where(where).orderBy(asc(tasks.dueAt), asc(tasks.id)).limit(query.limit).offset(query.offset);
-  const cap = query.q ? MAX_EXACT_SEARCH_TOTAL : MAX_EXACT_TOTAL;
   return {
     ids,
     page: db.select().from(tasks).where(inArray(tasks.id, ids)).orderBy(asc(tasks.dueAt), asc(tasks.id)),
     // Unfiltered or by status: the trigger-maintained counters (exact, a primary-key read).
     // Otherwise an index count that stops after `cap` + 1 matches.
     total: counted
-      ? db.select({ n: count() }).from(db.select({ one: sql`1` }).from(tasks).where(where).limit(cap + 1).as("matches"))
+      ? db.select({ n: count() }).from(db.select({ one: sql`1` }).from(tasks).where(where).limit(MAX_EXACT_TOTAL + 1).as("matches"))
       : db
           .select({ n: sql<number>`coalesce(sum(${taskCounts.total}), 0)` })
           .from(taskCounts)
           .where(and(eq(taskCounts.companyId, companyId), query.status !== undefined ? eq(taskCounts.status, query.status) : undefined)),
-    cap: counted ? cap : Number.POSITIVE_INFINITY,
+    cap: counted ? MAX_EXACT_TOTAL : Number.POSITIVE_INFINITY,
+  };
+}
+
+/** The low 31 bits of a tasks_search rowid: the task id (docs/search.md). */
+const SEARCH_ID_MASK = sql.raw("2147483647");
+
+/**
+ * A list with `q`: the company's matches stream from tasks_search, whose rowid is the list order
+ * at minute precision ((minutes since 1900) << 31 | id). The page needs the first offset + limit
+ * matches in (due_at, id) order: they are all in or before the minute of the (offset + limit)-th
+ * match in rowid order, so the query reads up to the end of that minute and sorts only those.
+ * A page costs about offset + limit postings (plus the tasks due in that same minute), and the
+ * total stops after the cap + 1 matches, whatever the term.
+ */
+function taskSearchQueries(db: Db, companyId: number, query: ListTasksInput, rest: SQL[]) {
+  const match = matchExpression(companyId, query.q!);
+  if (!match) return null;
+  const matching = sql`tasks_search MATCH ${match}`;
+  const onTask = sql`${tasks.id} = (tasks_search.rowid & ${SEARCH_ID_MASK})`;
+  const filtered = rest.length > 1;
+  const lastMinute = filtered
+    ? sql`(SELECT tasks_search.rowid >> 31 FROM tasks_search JOIN ${tasks} ON ${onTask} WHERE ${and(matching, ...rest)}
+        ORDER BY tasks_search.rowid LIMIT 1 OFFSET ${query.offset + query.limit - 1})`
+    : sql`(SELECT rowid >> 31 FROM tasks_search WHERE ${matching} ORDER BY rowid LIMIT 1 OFFSET ${query.offset + query.limit - 1})`;
+  // Fewer matches than offset + limit: all of them.
+  const bound = sql`tasks_search.rowid < coalesce((${lastMinute} + 1) << 31, 9223372036854775807)`;
+  const ids = db
+    .select({ id: tasks.id })
+    .from(sql`tasks_search`)
+    .innerJoin(tasks, onTask)
+    .where(and(matching, bound, ...rest))
+    .orderBy(asc(tasks.dueAt), asc(tasks.id))
+    .limit(query.limit)
+    .offset(query.offset);
+  const firstMatches = filtered
+    ? db.select({ one: sql`1` }).from(sql`tasks_search`).innerJoin(tasks, onTask).where(and(matching, ...rest))
+    : db.select({ one: sql`1` }).from(sql`tasks_search`).where(matching);
+  return {
+    ids,
+    page: db.select().from(tasks).where(inArray(tasks.id, ids)).orderBy(asc(tasks.dueAt), asc(tasks.id)),
+    total: db.select({ n: count() }).from(firstMatches.limit(MAX_EXACT_SEARCH_TOTAL + 1).as("matches")),
+    cap: MAX_EXACT_SEARCH_TOTAL,
   };
 }
 
@@ -209,6 +244,7 @@ export async function createTask(db: Db, caller: Caller, input: CreateTaskInput)
               createdAt: sql`CURRENT_TIMESTAMP`,
               updatedAt: sql`CURRENT_TIMESTAMP`,
               version: sql`1`,
+              searchWords: sql`${searchWords(input.title, input.description)}`,
             })
             .from(companies)
             // Every reference, checked by the INSERT itself: one deleted since it was read writes nothing.
@@ -246,7 +282,11 @@ export async function updateTask(db: Db, caller: Caller, ref: TaskRef, input: Up
   }
   if (input.item_id !== undefined) changes.itemId = input.item_id || null;
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    const current = await db.select({ id: tasks.id, status: tasks.status }).from(tasks).where(inCompany(caller.companyId, ref)).get();
+    const current = await db
+      .select({ id: tasks.id, status: tasks.status, title: tasks.title, description: tasks.description })
+      .from(tasks)
+      .where(inCompany(caller.companyId, ref))
+      .get();
     if (!current) throw notFound("Task");
     const from = current.status as TaskStatus;
     if (input.status !== undefined && input.status !== from) {
@@ -256,10 +296,25 @@ export async function updateTask(db: Db, caller: Caller, ref: TaskRef, input: Up
       }
     }
     await resolveRefs(db, caller, refs);
+    // New words come from both texts: the one not sent must still be the one read.
+    const words = input.title !== undefined || input.description !== undefined;
     const [row] = await db
       .update(tasks)
-      .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
-      .where(and(eq(tasks.id, current.id), eq(tasks.companyId, caller.companyId), eq(tasks.status, from), refsHold(caller, refs)))
+      .set({
+        ...changes,
+        ...(words ? { searchWords: searchWords(input.title ?? current.title, input.description ?? current.description) } : {}),
+        updatedAt: sql`CURRENT_TIMESTAMP`,
+      })
+      .where(
+        and(
+          eq(tasks.id, current.id),
+          eq(tasks.companyId, caller.companyId),
+          eq(tasks.status, from),
+          refsHold(caller, refs),
+          words && input.title === undefined ? eq(tasks.title, current.title) : undefined,
+          words && input.description === undefined ? eq(tasks.description, current.description) : undefined,
+        ),
+      )
       .returning();
     if (row) return row;
   }
