@@ -1,4 +1,6 @@
+import { count, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
+import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Db } from "./client";
 
 /** A drizzle query that can go into a batch and resolves to `T`. */
@@ -24,4 +26,16 @@ export async function listPage<Row>(
 ): Promise<{ rows: Row[]; meta: PageMeta }> {
   const [pageRows, totals] = (await db.batch([rows, total])) as [Row[], Array<{ n: number }>];
   return { rows: pageRows, meta: { total: totals[0]?.n ?? 0, limit: window.limit, offset: window.offset } };
+}
+
+/** A total counted up to `cap` + 1 matches: beyond `cap` it is reported as `cap` with `total_exact: false`. */
+export function cappedMeta<M extends PageMeta>(meta: M, cap: number): M & { total_exact: boolean } {
+  const exact = meta.total <= cap;
+  return { ...meta, total: exact ? meta.total : cap, total_exact: exact };
+}
+
+/** `{ n }`: the rows of `table` matching `where`, counted up to `cap` + 1 (no cap: all of them). */
+export function countMatches(db: Db, table: SQLiteTable, where: SQL | undefined, cap = Number.POSITIVE_INFINITY) {
+  if (cap === Number.POSITIVE_INFINITY) return db.select({ n: count() }).from(table).where(where);
+  return db.select({ n: count() }).from(db.select({ one: sql`1` }).from(table).where(where).limit(cap + 1).as("matches"));
 }

@@ -136,6 +136,8 @@ export const contactGroups = sqliteTable(
   },
   (t) => [
     index("contact_groups_company_dept_idx").on(t.companyId, t.deptId),
+    // The list's order (id) with the name key: `q` streams a page and counts from the index alone.
+    index("contact_groups_company_id_name_idx").on(t.companyId, t.id, t.nameKey),
     uniqueIndex("contact_groups_dept_name_key_uq").on(t.deptId, t.nameKey),
     uniqueIndex("contact_groups_one_default_uq").on(t.deptId).where(sql`is_default = 1`),
   ],
@@ -245,6 +247,8 @@ export const folders = sqliteTable(
   },
   (t) => [
     uniqueIndex("folders_sibling_name_key_uq").on(t.companyId, t.parentId, t.nameKey),
+    // The list's order (id) with the name key: a page streams without a sort, `q` counts from the index alone.
+    index("folders_company_id_name_idx").on(t.companyId, t.id, t.nameKey),
     index("folders_dept_idx").on(t.deptId),
   ],
 );
@@ -336,7 +340,11 @@ export const tags = sqliteTable(
     itemsCount: integer("items_count").notNull().default(0),
     createdAt: createdAt(),
   },
-  (t) => [uniqueIndex("tags_company_name_key_uq").on(t.companyId, t.nameKey)],
+  (t) => [
+    uniqueIndex("tags_company_name_key_uq").on(t.companyId, t.nameKey),
+    // The list (tags in use, by name) and its `q` count from the index alone.
+    index("tags_company_name_count_idx").on(t.companyId, t.nameKey, t.itemsCount),
+  ],
 );
 
 export const itemTags = sqliteTable(

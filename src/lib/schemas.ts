@@ -114,3 +114,16 @@ export const PageMeta = z
 export function pageEnvelope<T extends z.ZodType>(item: T, name: string) {
   return z.object({ success: z.literal(true), data: z.array(item), meta: PageMeta }).openapi(name);
 }
+
+/** A list with `q` whose total is counted up to 1,000 matches (MAX_EXACT_SEARCH_TOTAL): meta adds `total_exact`. */
+export function searchPageEnvelope<T extends z.ZodType>(item: T, name: string) {
+  return z
+    .object({
+      success: z.literal(true),
+      data: z.array(item),
+      meta: PageMeta.extend({
+        total_exact: z.boolean().openapi({ description: "false when a search (q) has more than 1,000 matches: total is then that lower bound" }),
+      }),
+    })
+    .openapi(name);
+}

@@ -235,7 +235,7 @@ describe("GET /v1/folders", () => {
     await createFolder({ parent_id: children[0]!.folderid }); // a grandchild: not listed
     const list = await listFolders(`parent_id=${parent.folderid}`);
     expect(list.data).toEqual(children);
-    expect(list.meta).toEqual({ total: 2, limit: 200, offset: 0 });
+    expect(list.meta).toEqual({ total: 2, limit: 200, offset: 0, total_exact: true });
     for (const folder of list.data) expect(Object.keys(folder).sort()).toEqual(FOLDER_FIELDS);
   });
 
@@ -278,7 +278,7 @@ describe("GET /v1/folders", () => {
     for (let i = 0; i < 5; i++) children.push(await createFolder({ parent_id: parent.folderid }));
     const page = await listFolders(`parent_id=${parent.folderid}&limit=2&offset=2`);
     expect(page.data).toEqual(children.slice(2, 4));
-    expect(page.meta).toEqual({ total: 5, limit: 2, offset: 2 });
+    expect(page.meta).toEqual({ total: 5, limit: 2, offset: 2, total_exact: true });
     expect((await listFolders(`parent_id=${parent.folderid}&offset=10`)).data).toEqual([]);
   });
 

@@ -168,7 +168,7 @@ describe("GET /v1/contact-groups", () => {
   it("lists the company's groups ordered by groupid with meta", async () => {
     await createGroup(owner);
     const body = await listGroups();
-    expect(Object.keys(body.meta).sort()).toEqual(["limit", "offset", "total"]);
+    expect(Object.keys(body.meta).sort()).toEqual(["limit", "offset", "total", "total_exact"]);
     expect(body.meta.offset).toBe(0);
     const { results } = await env.DB.prepare("SELECT id FROM contact_groups WHERE company_id = 1 ORDER BY id").all<{ id: number }>();
     expect(body.meta.total).toBe(results.length);

@@ -3,7 +3,16 @@
 // company, and list order, paging and totals unchanged.
 import { describe, expect, it } from "vitest";
 import { companyMark, searchWords, tokenize } from "../../src/lib/search";
-import { call, createAccount, createContact, createItem, env, uniqueWord, type Json } from "./helpers";
+import { getDb } from "../../src/db/client";
+import { groupListQueries } from "../../src/routes/contact-groups/queries";
+import { ListGroupsQuery } from "../../src/routes/contact-groups/schemas";
+import { folderListQueries } from "../../src/routes/folders/queries";
+import { ListFoldersQuery } from "../../src/routes/folders/schemas";
+import { tagListQueries } from "../../src/routes/tags/queries";
+import { ListTagsQuery } from "../../src/routes/tags/schemas";
+import { call, createAccount, createContact, createItem, env, queryPlan, uniqueWord, type Json } from "./helpers";
+
+type Plannable = Parameters<typeof queryPlan>[0];
 
 const get = async (token: string, path: string) => {
   const res = await call("GET", path, { token });
@@ -202,5 +211,36 @@ describe("GET /v1/tasks?q=", () => {
     expect((await call("DELETE", `/v1/tasks/${task.task_id}`, { token: a.ownerToken })).status).toBe(200);
     expect(await found(w)).toEqual([]);
     expect((await get(b.ownerToken, `/v1/tasks?q=${long}`)).meta.total).toBe(1);
+  });
+});
+
+describe("name search (q) on contact groups, folders and tags", () => {
+  it("streams a page in list order and counts from the index alone, up to the cap", async () => {
+    const db = getDb(env.DB);
+    const cases: Array<[string, { page: Plannable; total: Plannable }, string, string]> = [
+      ["contact_groups", groupListQueries(db, 1, ListGroupsQuery.parse({ q: "ops" })), "contact_groups_company_id_name_idx", "contact_groups_company_id_name_idx"],
+      ["folders", folderListQueries(db, 1, ListFoldersQuery.parse({ q: "permits" })), "folders_company_id_name_idx", "folders_company_id_name_idx"],
+      ["tags", tagListQueries(db, 1, ListTagsQuery.parse({ q: "urgent" })), "tags_company_name_key_uq", "tags_company_name_count_idx"],
+    ];
+    for (const [table, built, pageIndex, totalIndex] of cases) {
+      const page = await queryPlan(built.page);
+      expect(page, page).toMatch(new RegExp(`SEARCH ${table} USING (COVERING )?INDEX ${pageIndex} \\(company_id=\\?\\)`));
+      expect(page, page).not.toMatch(/TEMP B-TREE/);
+      const total = await queryPlan(built.total);
+      expect(total, total).toMatch(new RegExp(`SEARCH ${table} USING COVERING INDEX ${totalIndex} \\(company_id=\\?\\)`));
+    }
+  });
+
+  it("reports a total of 1,000 with total_exact false past 1,000 matches, and exact ones below", async () => {
+    const a = await createAccount();
+    const w = uniqueWord("nm");
+    const values = Array.from({ length: 1_005 }, (_, i) => `(${a.companyId}, '${w}-${i}', '${w}-${i}', 1)`).join(", ");
+    await env.DB.prepare(`INSERT INTO tags (company_id, name, name_key, items_count) VALUES ${values}`).run();
+    const many = await get(a.ownerToken, `/v1/tags?q=${w}&limit=2`);
+    expect(many.meta).toEqual({ total: 1_000, limit: 2, offset: 0, total_exact: false });
+    expect(many.data.map((t: Json) => t.name)).toEqual([`${w}-0`, `${w}-1`]);
+    const few = await get(a.ownerToken, `/v1/tags?q=${w}-100&limit=2`);
+    expect(few.meta).toEqual({ total: 6, limit: 2, offset: 0, total_exact: true }); // -100, -1000 .. -1004
+    expect((await get(a.ownerToken, `/v1/tags?limit=1`)).meta).toEqual({ total: 1_005, limit: 1, offset: 0, total_exact: true });
   });
 });

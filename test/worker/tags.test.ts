@@ -341,7 +341,7 @@ describe("GET /v1/tags", () => {
     await setTags(a, ["banana", "Apple", "cherry", "Éclair"], token);
     await setTags(b, ["apple", "Zebra"], token);
     const list = await listTags("", token);
-    expect(list.meta).toEqual({ total: 5, limit: 200, offset: 0 });
+    expect(list.meta).toEqual({ total: 5, limit: 200, offset: 0, total_exact: true });
     for (const tag of list.data) {
       expect(Object.keys(tag).sort()).toEqual(TAG_FIELDS);
       expect(tag.tag_id).toEqual(expect.any(Number));
@@ -360,7 +360,7 @@ describe("GET /v1/tags", () => {
 
   it("is empty for a company without tags", async () => {
     const account = await createAccount();
-    expect(await listTags("", account.ownerToken)).toEqual({ success: true, data: [], meta: { total: 0, limit: 200, offset: 0 } });
+    expect(await listTags("", account.ownerToken)).toEqual({ success: true, data: [], meta: { total: 0, limit: 200, offset: 0, total_exact: true } });
   });
 
   it("q: case-insensitive substring in every script, % and _ taken literally", async () => {
@@ -390,7 +390,7 @@ describe("GET /v1/tags", () => {
     const item = await createItem(account.companyId, account.deptId);
     await setTags(item, ["e", "d", "c", "b", "a"], token);
     const second = await listTags("limit=2&offset=2", token);
-    expect(second.meta).toEqual({ total: 5, limit: 2, offset: 2 });
+    expect(second.meta).toEqual({ total: 5, limit: 2, offset: 2, total_exact: true });
     expect(second.data.map((t) => t.name)).toEqual(["c", "d"]);
     expect((await listTags("limit=2&offset=4", token)).data.map((t) => t.name)).toEqual(["e"]);
     expect((await listTags("offset=5", token)).data).toEqual([]);

@@ -1,4 +1,4 @@
-import { and, asc, count, eq, ne, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, ne, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../../db/client";
 import { MAX_ATTEMPTS, lostRace, writeBatch } from "../../db/guarded";
@@ -7,7 +7,8 @@ import { selectDepartment } from "../../db/departments";
 import { contactGroups, contacts, departments } from "../../db/schema";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { toFlag } from "../../lib/schemas";
-import { listPage } from "../../db/pages";
+import { cappedMeta, countMatches, listPage } from "../../db/pages";
+import { MAX_EXACT_SEARCH_TOTAL } from "../../lib/search";
 import { nameKey } from "../../lib/text-key";
 import type { ContactGroupOutput, CreateGroupInput, ListGroupsInput, UpdateGroupInput } from "./schemas";
 
@@ -54,18 +55,26 @@ const writeGroup = (db: Db, name: string | undefined, statements: BatchItem<"sql
   writeBatch(db, statements, "contact group", { marker: "contact_groups.name_key", error: () => duplicateName(name ?? "") });
 const lostGroupRace = () => lostRace("contact group");
 
-export async function listGroups(db: Db, companyId: number, query: ListGroupsInput) {
+/** The page and total of a list request, unexecuted (tests read their query plans). */
+export function groupListQueries(db: Db, companyId: number, query: ListGroupsInput) {
   const conditions: SQL[] = [eq(contactGroups.companyId, companyId)];
   if (query.deptid !== undefined) conditions.push(eq(contactGroups.deptId, query.deptid));
   // instr() on the folded key: case-insensitive for every script, and no LIKE pattern limit.
   if (query.q) conditions.push(sql`instr(${contactGroups.nameKey}, ${nameKey(query.q)}) > 0`);
   const where = and(...conditions);
-  return listPage(
-    db,
-    query,
-    db.select(groupColumns).from(contactGroups).where(where).orderBy(asc(contactGroups.id)).limit(query.limit).offset(query.offset),
-    db.select({ n: count() }).from(contactGroups).where(where),
-  );
+  // With `q` the total stops counting after the cap + 1 matches.
+  const cap = query.q ? MAX_EXACT_SEARCH_TOTAL : Number.POSITIVE_INFINITY;
+  return {
+    page: db.select(groupColumns).from(contactGroups).where(where).orderBy(asc(contactGroups.id)).limit(query.limit).offset(query.offset),
+    total: countMatches(db, contactGroups, where, cap),
+    cap,
+  };
+}
+
+export async function listGroups(db: Db, companyId: number, query: ListGroupsInput) {
+  const { page, total, cap } = groupListQueries(db, companyId, query);
+  const result = await listPage(db, query, page, total);
+  return { rows: result.rows, meta: cappedMeta(result.meta, cap) };
 }
 
 export async function getGroup(db: Db, companyId: number, groupId: number): Promise<GroupRow> {

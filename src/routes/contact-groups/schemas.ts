@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { Flag, Timestamp, flagField, idField, idQuery, pageEnvelope, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
+import { Flag, Timestamp, flagField, idField, idQuery, searchPageEnvelope, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
 
 export const ContactGroupSchema = z
   .object({
@@ -37,7 +37,7 @@ export const ListGroupsQuery = z.object({
   q: searchQuery.openapi({ description: "Substring of group_name, compared case-insensitively (Unicode case folding)." }),
 });
 
-export const GroupListEnvelope = pageEnvelope(ContactGroupSchema, "ContactGroupList");
+export const GroupListEnvelope = searchPageEnvelope(ContactGroupSchema, "ContactGroupList");
 
 export type ContactGroupOutput = z.infer<typeof ContactGroupSchema>;
 export type CreateGroupInput = z.infer<typeof CreateGroupSchema>;

@@ -2,7 +2,7 @@ import { and, asc, count, eq, getTableColumns, isNull, lt, sql, type SQL } from 
 import { getCountryCallingCode, type CountryCode } from "libphonenumber-js/min";
 import { isForeignKeyViolation, isUniqueViolation, type Db } from "../../db/client";
 import { selectDepartment } from "../../db/departments";
-import { listPage } from "../../db/pages";
+import { cappedMeta, listPage } from "../../db/pages";
 import { companies, contactGroups, contacts, type ContactRow } from "../../db/schema";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { MAX_EXACT_SEARCH_TOTAL, matchExpression, searchWords } from "../../lib/search";
@@ -55,8 +55,7 @@ export async function listContacts(db: Db, companyId: number, query: ListContact
     const queries = contactSearchQueries(db, companyId, query);
     if (!queries) return none;
     const result = await listPage(db, query, queries.page, queries.total);
-    const exact = result.meta.total <= MAX_EXACT_SEARCH_TOTAL;
-    return { rows: result.rows, meta: { ...result.meta, total: exact ? result.meta.total : MAX_EXACT_SEARCH_TOTAL, total_exact: exact } };
+    return { rows: result.rows, meta: cappedMeta(result.meta, MAX_EXACT_SEARCH_TOTAL) };
   }
   const conditions = contactFilter(companyId, query)!;
   const where = and(...conditions);

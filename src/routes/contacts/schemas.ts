@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { isSupportedCountry } from "libphonenumber-js/min";
-import { PageMeta, Timestamp, cleanText, idField, idQuery, integerString, optionalText, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
+import { Timestamp, cleanText, idField, idQuery, integerString, optionalText, paginationQuery, requiredText, searchPageEnvelope, searchQuery } from "../../lib/schemas";
 
 export const ContactSchema = z
   .object({
@@ -109,15 +109,7 @@ export const ListContactsQuery = z.object({
   }),
 });
 
-export const ContactListEnvelope = z
-  .object({
-    success: z.literal(true),
-    data: z.array(ContactSchema),
-    meta: PageMeta.extend({
-      total_exact: z.boolean().openapi({ description: "false when a search (q) has more than 1,000 matches: total is then that lower bound" }),
-    }),
-  })
-  .openapi("ContactList");
+export const ContactListEnvelope = searchPageEnvelope(ContactSchema, "ContactList");
 
 export type ContactOutput = z.infer<typeof ContactSchema>;
 export type CreateContactInput = z.infer<typeof CreateContactSchema>;

@@ -1,9 +1,10 @@
-import { and, asc, count, eq, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { isForeignKeyViolation, type Db } from "../../db/client";
 import { selectDepartment } from "../../db/departments";
 import { MAX_ATTEMPTS, lostRace, writeBatch } from "../../db/guarded";
-import { listPage } from "../../db/pages";
+import { cappedMeta, countMatches, listPage } from "../../db/pages";
+import { MAX_EXACT_SEARCH_TOTAL } from "../../lib/search";
 import { departments, folders } from "../../db/schema";
 import { echo } from "../../lib/echo";
 import { badRequest, conflict, notFound } from "../../lib/errors";
@@ -87,19 +88,27 @@ const lostFolderRace = () => lostRace("folder");
 const writeFolder = (db: Db, name: string, parentId: number, statements: BatchItem<"sqlite">[]) =>
   writeBatch(db, statements, "folder", { marker: "folders.name_key", error: () => duplicateName(name, parentId) });
 
-export async function listFolders(db: Db, companyId: number, query: ListFoldersInput) {
+/** The page and total of a list request, unexecuted (tests read their query plans). */
+export function folderListQueries(db: Db, companyId: number, query: ListFoldersInput) {
   const conditions: SQL[] = [eq(folders.companyId, companyId)];
   if (query.deptid !== undefined) conditions.push(eq(folders.deptId, query.deptid));
   if (query.parent_id !== undefined) conditions.push(eq(folders.parentId, query.parent_id));
   // instr() on the folded key: case-insensitive in every script, % and _ are plain characters.
   if (query.q) conditions.push(sql`instr(${folders.nameKey}, ${nameKey(query.q)}) > 0`);
   const filter = and(...conditions);
-  return listPage(
-    db,
-    query,
-    db.select().from(folders).where(filter).orderBy(asc(folders.id)).limit(query.limit).offset(query.offset),
-    db.select({ n: count() }).from(folders).where(filter),
-  );
+  // With `q` the total stops counting after the cap + 1 matches.
+  const cap = query.q ? MAX_EXACT_SEARCH_TOTAL : Number.POSITIVE_INFINITY;
+  return {
+    page: db.select().from(folders).where(filter).orderBy(asc(folders.id)).limit(query.limit).offset(query.offset),
+    total: countMatches(db, folders, filter, cap),
+    cap,
+  };
+}
+
+export async function listFolders(db: Db, companyId: number, query: ListFoldersInput) {
+  const { page, total, cap } = folderListQueries(db, companyId, query);
+  const result = await listPage(db, query, page, total);
+  return { rows: result.rows, meta: cappedMeta(result.meta, cap) };
 }
 
 export async function getFolder(db: Db, companyId: number, folderId: number): Promise<FolderRow> {

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { Timestamp, idField, idQuery, integerString, optionalText, pageEnvelope, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
+import { Timestamp, idField, idQuery, integerString, optionalText, searchPageEnvelope, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
 
 /** Longest folder name, and longest segment of an item's folder_path. */
 export const MAX_FOLDER_NAME = 100;
@@ -71,7 +71,7 @@ export const ListFoldersQuery = z.object({
   q: searchQuery.openapi({ description: "Substring of folder_name, compared case-insensitively (Unicode case folding)." }),
 });
 
-export const FolderListEnvelope = pageEnvelope(FolderSchema, "FolderList");
+export const FolderListEnvelope = searchPageEnvelope(FolderSchema, "FolderList");
 
 export type FolderOutput = z.infer<typeof FolderSchema>;
 export type CreateFolderInput = z.infer<typeof CreateFolderSchema>;

@@ -2,7 +2,7 @@ import { and, asc, count, eq, gte, inArray, isNull, lt, lte, sql, type SQL } fro
 import { isUniqueViolation, type Db } from "../../db/client";
 import { selectDepartment } from "../../db/departments";
 import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
-import { listPage } from "../../db/pages";
+import { cappedMeta, listPage } from "../../db/pages";
 import { companies, contacts, departments, documentTypeFields, documentTypes, folders, itemFieldValues, itemRenewals, items, reminderSync, type ItemRow } from "../../db/schema";
 import { echo } from "../../lib/echo";
 import { badRequest, conflict, notFound } from "../../lib/errors";
@@ -218,14 +218,11 @@ export async function listItems(db: Db, companyId: number, query: ListItemsInput
   const queries = itemListQueries(db, companyId, query, today);
   if (!queries) return { rows: [], meta: { total: 0, limit: query.limit, offset: query.offset, total_exact: true, next_cursor: null } };
   const result = await listPage(db, query, queries.page, queries.total);
-  const exact = result.meta.total <= queries.cap;
   const last = result.rows[result.rows.length - 1];
   return {
     rows: result.rows,
     meta: {
-      ...result.meta,
-      total: exact ? result.meta.total : queries.cap,
-      total_exact: exact,
+      ...cappedMeta(result.meta, queries.cap),
       next_cursor: last && result.rows.length === query.limit ? encodeCursor(last) : null,
     },
   };

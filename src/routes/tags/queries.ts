@@ -1,8 +1,9 @@
-import { and, asc, count, eq, gt, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../../db/client";
 import { writeBatch } from "../../db/guarded";
-import { listPage } from "../../db/pages";
+import { cappedMeta, countMatches, listPage } from "../../db/pages";
+import { MAX_EXACT_SEARCH_TOTAL } from "../../lib/search";
 import { items, itemTags, tags } from "../../db/schema";
 import { notFound } from "../../lib/errors";
 import { nameKey } from "../../lib/text-key";
@@ -198,22 +199,30 @@ export async function setItemTags(db: Db, companyId: number, itemId: number, nam
   return (results[readAt + 2] as Array<{ name: string }>).map((r) => r.name);
 }
 
-export async function listTags(db: Db, companyId: number, query: ListTagsInput) {
+/** The page and total of a list request, unexecuted (tests read their query plans). */
+export function tagListQueries(db: Db, companyId: number, query: ListTagsInput) {
   // Tags in use only: a tag left at 0 by a write that did not clean up is never listed.
   const conditions: SQL[] = [eq(tags.companyId, companyId), gt(tags.itemsCount, 0)];
   // instr() on the folded key: case-insensitive in every script, % and _ are plain characters.
   if (query.q) conditions.push(sql`instr(${tags.nameKey}, ${nameKey(query.q)}) > 0`);
   const where = and(...conditions);
-  return listPage(
-    db,
-    query,
-    db
+  // With `q` the total stops counting after the cap + 1 matches.
+  const cap = query.q ? MAX_EXACT_SEARCH_TOTAL : Number.POSITIVE_INFINITY;
+  return {
+    page: db
       .select({ id: tags.id, name: tags.name, itemsCount: tags.itemsCount })
       .from(tags)
       .where(where)
       .orderBy(asc(tags.nameKey), asc(tags.id))
       .limit(query.limit)
       .offset(query.offset),
-    db.select({ n: count() }).from(tags).where(where),
-  );
+    total: countMatches(db, tags, where, cap),
+    cap,
+  };
+}
+
+export async function listTags(db: Db, companyId: number, query: ListTagsInput) {
+  const { page, total, cap } = tagListQueries(db, companyId, query);
+  const result = await listPage(db, query, page, total);
+  return { rows: result.rows, meta: cappedMeta(result.meta, cap) };
 }

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { pageEnvelope, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
+import { searchPageEnvelope, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
 
 /** The most tags an item may carry (and the most entries `PUT /v1/items/{item_id}/tags` takes). */
 export const MAX_TAGS_PER_ITEM = 20;
@@ -40,7 +40,7 @@ export const ListTagsQuery = z.object({
   }),
 });
 
-export const TagListEnvelope = pageEnvelope(TagSchema, "TagList");
+export const TagListEnvelope = searchPageEnvelope(TagSchema, "TagList");
 
 export type TagOutput = z.infer<typeof TagSchema>;
 export type SetItemTagsInput = z.infer<typeof SetItemTagsSchema>;

@@ -2,7 +2,7 @@ import { and, asc, count, eq, inArray, isNull, sql, type SQL } from "drizzle-orm
 import type { BatchItem } from "drizzle-orm/batch";
 import { isUniqueViolation, type Db } from "../../db/client";
 import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
-import { listPage } from "../../db/pages";
+import { cappedMeta, listPage } from "../../db/pages";
 import { companies, contacts, items, taskCounts, tasks, users, type TaskRow } from "../../db/schema";
 import { badRequest, notFound } from "../../lib/errors";
 import { MAX_EXACT_SEARCH_TOTAL, matchExpression, searchWords } from "../../lib/search";
@@ -133,8 +133,7 @@ export async function listTasks(db: Db, companyId: number, query: ListTasksInput
   const queries = taskListQueries(db, companyId, query);
   if (!queries) return { rows: [], meta: { total: 0, limit: query.limit, offset: query.offset, total_exact: true } };
   const result = await listPage(db, query, queries.page, queries.total);
-  const exact = result.meta.total <= queries.cap;
-  return { rows: result.rows, meta: { ...result.meta, total: exact ? result.meta.total : queries.cap, total_exact: exact } };
+  return { rows: result.rows, meta: cappedMeta(result.meta, queries.cap) };
 }
 
 export async function getTask(db: Db, companyId: number, ref: TaskRef): Promise<TaskRow> {
