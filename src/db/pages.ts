@@ -39,3 +39,13 @@ export function countMatches(db: Db, table: SQLiteTable, where: SQL | undefined,
   if (cap === Number.POSITIVE_INFINITY) return db.select({ n: count() }).from(table).where(where);
   return db.select({ n: count() }).from(db.select({ one: sql`1` }).from(table).where(where).limit(cap + 1).as("matches"));
 }
+
+/** `listPage` of a list whose total is counted up to `cap` (see cappedMeta). */
+export async function cappedListPage<Row>(
+  db: Db,
+  window: { limit: number; offset: number },
+  queries: { page: Query<Row[]>; total: Query<Array<{ n: number }>>; cap: number },
+): Promise<{ rows: Row[]; meta: PageMeta & { total_exact: boolean } }> {
+  const result = await listPage(db, window, queries.page, queries.total);
+  return { rows: result.rows, meta: cappedMeta(result.meta, queries.cap) };
+}

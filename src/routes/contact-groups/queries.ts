@@ -7,7 +7,7 @@ import { selectDepartment } from "../../db/departments";
 import { contactGroups, contacts, departments } from "../../db/schema";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { toFlag } from "../../lib/schemas";
-import { cappedMeta, countMatches, listPage } from "../../db/pages";
+import { cappedListPage, countMatches } from "../../db/pages";
 import { MAX_EXACT_SEARCH_TOTAL } from "../../lib/search";
 import { nameKey } from "../../lib/text-key";
 import type { ContactGroupOutput, CreateGroupInput, ListGroupsInput, UpdateGroupInput } from "./schemas";
@@ -72,9 +72,7 @@ export function groupListQueries(db: Db, companyId: number, query: ListGroupsInp
 }
 
 export async function listGroups(db: Db, companyId: number, query: ListGroupsInput) {
-  const { page, total, cap } = groupListQueries(db, companyId, query);
-  const result = await listPage(db, query, page, total);
-  return { rows: result.rows, meta: cappedMeta(result.meta, cap) };
+  return cappedListPage(db, query, groupListQueries(db, companyId, query));
 }
 
 export async function getGroup(db: Db, companyId: number, groupId: number): Promise<GroupRow> {

@@ -3,7 +3,7 @@ import type { BatchItem } from "drizzle-orm/batch";
 import { isForeignKeyViolation, type Db } from "../../db/client";
 import { selectDepartment } from "../../db/departments";
 import { MAX_ATTEMPTS, lostRace, writeBatch } from "../../db/guarded";
-import { cappedMeta, countMatches, listPage } from "../../db/pages";
+import { cappedListPage, countMatches } from "../../db/pages";
 import { MAX_EXACT_SEARCH_TOTAL } from "../../lib/search";
 import { departments, folders } from "../../db/schema";
 import { echo } from "../../lib/echo";
@@ -106,9 +106,7 @@ export function folderListQueries(db: Db, companyId: number, query: ListFoldersI
 }
 
 export async function listFolders(db: Db, companyId: number, query: ListFoldersInput) {
-  const { page, total, cap } = folderListQueries(db, companyId, query);
-  const result = await listPage(db, query, page, total);
-  return { rows: result.rows, meta: cappedMeta(result.meta, cap) };
+  return cappedListPage(db, query, folderListQueries(db, companyId, query));
 }
 
 export async function getFolder(db: Db, companyId: number, folderId: number): Promise<FolderRow> {

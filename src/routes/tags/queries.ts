@@ -2,7 +2,7 @@ import { and, asc, eq, gt, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../../db/client";
 import { writeBatch } from "../../db/guarded";
-import { cappedMeta, countMatches, listPage } from "../../db/pages";
+import { cappedListPage, countMatches } from "../../db/pages";
 import { MAX_EXACT_SEARCH_TOTAL } from "../../lib/search";
 import { items, itemTags, tags } from "../../db/schema";
 import { notFound } from "../../lib/errors";
@@ -222,7 +222,5 @@ export function tagListQueries(db: Db, companyId: number, query: ListTagsInput) 
 }
 
 export async function listTags(db: Db, companyId: number, query: ListTagsInput) {
-  const { page, total, cap } = tagListQueries(db, companyId, query);
-  const result = await listPage(db, query, page, total);
-  return { rows: result.rows, meta: cappedMeta(result.meta, cap) };
+  return cappedListPage(db, query, tagListQueries(db, companyId, query));
 }

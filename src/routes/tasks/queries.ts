@@ -2,7 +2,7 @@ import { and, asc, count, eq, inArray, isNull, sql, type SQL } from "drizzle-orm
 import type { BatchItem } from "drizzle-orm/batch";
 import { isUniqueViolation, type Db } from "../../db/client";
 import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
-import { cappedMeta, listPage } from "../../db/pages";
+import { cappedListPage } from "../../db/pages";
 import { companies, contacts, items, taskCounts, tasks, users, type TaskRow } from "../../db/schema";
 import { badRequest, notFound } from "../../lib/errors";
 import { MAX_EXACT_SEARCH_TOTAL, matchExpression, searchWords } from "../../lib/search";
@@ -132,8 +132,7 @@ function taskSearchQueries(db: Db, companyId: number, query: ListTasksInput, res
 export async function listTasks(db: Db, companyId: number, query: ListTasksInput) {
   const queries = taskListQueries(db, companyId, query);
   if (!queries) return { rows: [], meta: { total: 0, limit: query.limit, offset: query.offset, total_exact: true } };
-  const result = await listPage(db, query, queries.page, queries.total);
-  return { rows: result.rows, meta: cappedMeta(result.meta, queries.cap) };
+  return cappedListPage(db, query, queries);
 }
 
 export async function getTask(db: Db, companyId: number, ref: TaskRef): Promise<TaskRow> {
