@@ -3,12 +3,16 @@ import { isUniqueViolation, type Db } from "../../db/client";
 import { selectDepartment } from "../../db/departments";
 import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
 import { listPage } from "../../db/pages";
-import { companies, contacts, departments, documentTypeFields, documentTypes, folders, itemFieldValues, itemRenewals, items, reminderSync, type ItemRow } from "../../db/schema";
+import { alias } from "drizzle-orm/sqlite-core";
+import { companies, contacts, departments, documentTypeFields, documentTypes, folders, itemFieldValues, itemRenewals, itemReminderViews, items, reminderSync, type ItemRow } from "../../db/schema";
 import { echo } from "../../lib/echo";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { ARCHIVED_TOKEN, LIVE_TOKEN, MAX_EXACT_SEARCH_TOTAL, matchExpression, searchWords } from "../../lib/search";
 import { nameKey } from "../../lib/text-key";
 import { DEFAULT_TIME_ZONE, addYears, isCalendarDate, todayIn } from "../../lib/time";
+import { snapshotQueries, toSnapshots, type Snapshots } from "../../reminders/d1";
+import { COMPANY_SETTINGS } from "../../reminders/item-events";
+import { trustedReminders } from "../../reminders/views";
 import { ensureFolderPath } from "../folders/queries";
 import { defaultSequenceId, sequenceInCompany } from "../reminder-sequences/queries";
 import { deleteItemTags, tagsOfItems } from "../tags/queries";
@@ -234,27 +238,47 @@ export async function listItems(db: Db, companyId: number, query: ListItemsInput
 /** Reads an item's reminders from the company's Durable Object (`syncFirst`: apply the item's D1 state first). */
 export type RemindersLoader = (syncFirst: boolean) => Promise<ItemDetail["reminders"]>;
 
+const zoneSync = alias(reminderSync, "zone_sync");
+
+/**
+ * The item row with, by primary key, its reminder view and the outbox rows (the item's, the
+ * company settings') the view is checked against (src/reminders/views.ts `trustedReminders`).
+ */
+export function itemDetailQuery(db: Db, companyId: number, itemId: number) {
+  return db
+    .select({
+      ...itemColumns,
+      notes: items.notes,
+      contactId: items.contactId,
+      seqId: items.seqId,
+      createdAt: items.createdAt,
+      externalId: items.externalId,
+      syncVersion: reminderSync.version,
+      syncedVersion: reminderSync.syncedVersion,
+      zoneVersion: zoneSync.version,
+      zoneSyncedVersion: zoneSync.syncedVersion,
+      viewReminders: itemReminderViews.reminders,
+      viewVersion: itemReminderViews.version,
+      viewZoneVersion: itemReminderViews.zoneVersion,
+      viewStaleAt: itemReminderViews.staleAt,
+    })
+    .from(items)
+    .leftJoin(documentTypes, eq(documentTypes.id, items.documentTypeId))
+    .leftJoin(reminderSync, and(eq(reminderSync.companyId, companyId), eq(reminderSync.itemId, items.id)))
+    .leftJoin(zoneSync, and(eq(zoneSync.companyId, companyId), eq(zoneSync.itemId, COMPANY_SETTINGS)))
+    .leftJoin(itemReminderViews, and(eq(itemReminderViews.companyId, companyId), eq(itemReminderViews.itemId, items.id)))
+    .where(inCompany(companyId, itemId));
+}
+
 export async function getItem(db: Db, companyId: number, itemId: number, loadReminders: RemindersLoader): Promise<ItemDetail> {
-  // The Durable Object is asked at the same time as D1; only when D1 shows a change it has not
-  // applied yet (a failed sync) is it asked again, to apply it first.
-  const remindersNow = loadReminders(false);
-  remindersNow.catch(() => {});
-  const [[row], tagRows, renewals, [sync], fieldValues] = await db.batch([
-    db
-      .select({ ...itemColumns, notes: items.notes, contactId: items.contactId, seqId: items.seqId, createdAt: items.createdAt, externalId: items.externalId })
-      .from(items)
-      .leftJoin(documentTypes, eq(documentTypes.id, items.documentTypeId))
-      .where(inCompany(companyId, itemId)),
+  const [[row], tagRows, renewals, fieldValues] = await db.batch([
+    itemDetailQuery(db, companyId, itemId),
     tagsOfItems(db, companyId, [itemId]),
     db
       .select({ previous_date: itemRenewals.previousDate, new_date: itemRenewals.newDate, renewed_at: itemRenewals.renewedAt })
       .from(itemRenewals)
       .where(and(eq(itemRenewals.itemId, itemId), eq(itemRenewals.companyId, companyId)))
       .orderBy(asc(itemRenewals.id)),
-    db
-      .select({ pending: sql<number>`${reminderSync.version} > ${reminderSync.syncedVersion}` })
-      .from(reminderSync)
-      .where(and(eq(reminderSync.companyId, companyId), eq(reminderSync.itemId, itemId))),
     db
       .select({ autonum: documentTypeFields.id, field_name: documentTypeFields.fieldName, value: itemFieldValues.value })
       .from(itemFieldValues)
@@ -263,7 +287,11 @@ export async function getItem(db: Db, companyId: number, itemId: number, loadRem
       .orderBy(asc(documentTypeFields.position), asc(documentTypeFields.id)),
   ]);
   if (!row) throw notFound("Item");
-  const reminders = !sync || sync.pending ? await loadReminders(true) : await remindersNow;
+  // The D1 view when it can be trusted; otherwise the Durable Object, which applies a change it
+  // has not seen yet (a failed sync) first, and writes the view for the next read.
+  const reminders =
+    trustedReminders<ItemDetail["reminders"]>(row, Date.now()) ??
+    (await loadReminders(row.syncVersion === null || row.syncVersion > (row.syncedVersion ?? 0)));
   return {
     ...itemEntry(row),
     tags: tagRows.map((t) => t.name),
@@ -355,14 +383,27 @@ async function externalIdUnique<T>(externalId: string | null | undefined, write:
   }
 }
 
-export async function createItem(db: Db, companyId: number, userId: number, input: CreateItemInput): Promise<ItemRow> {
+/** A write's row and the reminder snapshot its batch read after it (for `syncReminders`; null when nothing was written). */
+export interface Written<R> {
+  row: R;
+  snapshot: Snapshots | null;
+}
+
+/** Runs `write` with the reminder snapshot of `itemIds` (or of the row it inserts) in the same batch: one round trip. */
+async function withSnapshot<R>(db: Db, companyId: number, itemIds: number[] | "inserted", write: Parameters<Db["batch"]>[0][number]): Promise<Written<R | undefined>> {
+  const [rows, ...snapshot] = (await db.batch([write, ...snapshotQueries(db, companyId, itemIds)] as const)) as unknown as [R[], ...Parameters<typeof toSnapshots>[0]];
+  const row = rows[0];
+  return { row, snapshot: row ? toSnapshots(snapshot) : null };
+}
+
+export async function createItem(db: Db, companyId: number, userId: number, input: CreateItemInput): Promise<Written<ItemRow>> {
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const { dept, type } = await resolveRefs(db, companyId, input);
     const deptId = input.deptid ?? type?.deptId ?? dept?.id;
     if (!deptId) throw badRequest("The company has no default department; send deptid");
     const folderId = input.folder_path !== undefined ? await ensureFolderPath(db, companyId, deptId, input.folder_path) : (input.folder_id ?? null);
     const refs: Refs = { deptId, documentTypeId: type?.id ?? null, folderId, contactId: input.contact_id ?? null };
-    const [row] = await externalIdUnique(input.external_id, () => db
+    const { row, snapshot } = await externalIdUnique(input.external_id, () => withSnapshot<ItemRow>(db, companyId, "inserted", db
       .insert(items)
       .select((qb) =>
         qb
@@ -401,8 +442,8 @@ export async function createItem(db: Db, companyId: number, userId: number, inpu
             ),
           ) as never,
       )
-      .returning());
-    if (row) return row;
+      .returning()));
+    if (row) return { row, snapshot };
     const company = await db.select({ used: companies.documentsUsed, limit: companies.documentsLimit }).from(companies).where(eq(companies.id, companyId)).get();
     if (!company || company.used >= company.limit) {
       throw badRequest(`Document limit reached: the company may hold at most ${company?.limit ?? 0} documents (documents_limit)`);

@@ -73,8 +73,8 @@ itemsRouter.openapi(
     responses: { 201: jsonResponse(resultEnvelope(CreatedItemSchema, "ItemCreated"), "Item created") },
   }),
   async (c) => {
-    const row = await createItem(c.var.db, c.var.companyId, c.var.auth.userId, c.req.valid("json"));
-    await syncReminders(c.env, c.var.companyId, [row.id]);
+    const { row, snapshot } = await createItem(c.var.db, c.var.companyId, c.var.auth.userId, c.req.valid("json"));
+    await syncReminders(c.env, c.var.companyId, [row.id], snapshot);
     return created(c, "Item created", { item_id: row.id, title: row.title, expiry_date: row.expiryDate, item_type: row.itemType as "exp" });
   },
 );
