@@ -42,6 +42,7 @@ export interface Snapshots {
  * The statements of a snapshot, for one D1 batch: the object's own read (`itemIds`), or appended
  * to a Worker's write batch so the snapshot comes back with the write (`"inserted"`: the item the
  * batch's previous statement inserted, nothing if it inserted no row). Absent ids read as not present.
+ * Each statement's column names must stay distinct: a drizzle batch maps rows by name.
  */
 export function snapshotQueries(db: Db, companyId: number, itemIds: number[] | "inserted") {
   const source =

@@ -23,18 +23,18 @@ export interface ViewRow {
 /**
  * Writes the rows, each only over an older generation: a write that was computed earlier but
  * lands later (the object does not wait for D1 between two turns) never replaces a newer one.
+ * `WHERE true`: SQLite's upsert after INSERT ... SELECT needs it to parse the ON CONFLICT.
  */
+export const WRITE_VIEWS_SQL = `INSERT INTO item_reminder_views (company_id, item_id, reminders, version, zone_version, gen, stale_at)
+  SELECT ?1, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5 FROM json_each(?2) WHERE true
+  ON CONFLICT (company_id, item_id) DO UPDATE SET reminders = excluded.reminders, version = excluded.version,
+    zone_version = excluded.zone_version, gen = excluded.gen, stale_at = excluded.stale_at
+  WHERE excluded.gen > item_reminder_views.gen`;
+export const DELETE_VIEWS_SQL = "DELETE FROM item_reminder_views WHERE company_id = ?1 AND item_id IN (SELECT value FROM json_each(?2))";
+export const DELETE_COMPANY_VIEWS_SQL = "DELETE FROM item_reminder_views WHERE company_id = ?";
+
 export function writeViewsStatement(db: D1Database, companyId: number, rows: ViewRow[]): D1PreparedStatement {
-  return db
-    .prepare(
-      // `WHERE true`: SQLite's upsert after INSERT ... SELECT needs it to parse the ON CONFLICT.
-      `INSERT INTO item_reminder_views (company_id, item_id, reminders, version, zone_version, gen, stale_at)
-       SELECT ?1, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5 FROM json_each(?2) WHERE true
-       ON CONFLICT (company_id, item_id) DO UPDATE SET reminders = excluded.reminders, version = excluded.version,
-         zone_version = excluded.zone_version, gen = excluded.gen, stale_at = excluded.stale_at
-       WHERE excluded.gen > item_reminder_views.gen`,
-    )
-    .bind(companyId, JSON.stringify(rows.map((r) => [r.itemId, r.reminders, r.version, r.zoneVersion, r.gen, r.staleAt])));
+  return db.prepare(WRITE_VIEWS_SQL).bind(companyId, JSON.stringify(rows.map((r) => [r.itemId, r.reminders, r.version, r.zoneVersion, r.gen, r.staleAt])));
 }
 
 /** Invalidation: a row no reader trusts, at generation `gen` (so an older write cannot land over it). */
@@ -43,8 +43,8 @@ export const invalidRows = (itemIds: number[], gen: number): ViewRow[] =>
 
 export function deleteViewsStatement(db: D1Database, companyId: number, itemIds: number[] | "all"): D1PreparedStatement {
   return itemIds === "all"
-    ? db.prepare("DELETE FROM item_reminder_views WHERE company_id = ?").bind(companyId)
-    : db.prepare("DELETE FROM item_reminder_views WHERE company_id = ?1 AND item_id IN (SELECT value FROM json_each(?2))").bind(companyId, JSON.stringify(itemIds));
+    ? db.prepare(DELETE_COMPANY_VIEWS_SQL).bind(companyId)
+    : db.prepare(DELETE_VIEWS_SQL).bind(companyId, JSON.stringify(itemIds));
 }
 
 /** What the item read brings back with the item row (one statement: src/routes/items/queries.ts). */

@@ -253,14 +253,15 @@ export function itemDetailQuery(db: Db, companyId: number, itemId: number) {
       seqId: items.seqId,
       createdAt: items.createdAt,
       externalId: items.externalId,
-      syncVersion: reminderSync.version,
-      syncedVersion: reminderSync.syncedVersion,
-      zoneVersion: zoneSync.version,
-      zoneSyncedVersion: zoneSync.syncedVersion,
-      viewReminders: itemReminderViews.reminders,
-      viewVersion: itemReminderViews.version,
-      viewZoneVersion: itemReminderViews.zoneVersion,
-      viewStaleAt: itemReminderViews.staleAt,
+      // Aliased: a batch maps its rows by column name, and three of these tables have a `version`.
+      syncVersion: sql<number | null>`${reminderSync.version}`.as("sync_version"),
+      syncedVersion: sql<number | null>`${reminderSync.syncedVersion}`.as("sync_synced_version"),
+      zoneVersion: sql<number | null>`${zoneSync.version}`.as("zone_version"),
+      zoneSyncedVersion: sql<number | null>`${zoneSync.syncedVersion}`.as("zone_synced_version"),
+      viewReminders: sql<string | null>`${itemReminderViews.reminders}`.as("view_reminders"),
+      viewVersion: sql<number | null>`${itemReminderViews.version}`.as("view_version"),
+      viewZoneVersion: sql<number | null>`${itemReminderViews.zoneVersion}`.as("view_zone_version"),
+      viewStaleAt: sql<number | null>`${itemReminderViews.staleAt}`.as("view_stale_at"),
     })
     .from(items)
     .leftJoin(documentTypes, eq(documentTypes.id, items.documentTypeId))
