@@ -397,53 +397,95 @@ async function withSnapshot<R>(db: Db, companyId: number, itemIds: number[] | "i
   return { row, snapshot: row ? toSnapshots(snapshot) : null };
 }
 
+/** The create's INSERT ... SELECT: references given as values or as scalar subqueries, `guard` re-checks them. */
+function insertItem(
+  db: Db,
+  companyId: number,
+  userId: number,
+  input: CreateItemInput,
+  refs: { deptId: number | SQL; documentTypeId: number | SQL | null; folderId: number | null; contactId: number | null },
+  guard: SQL,
+) {
+  return db
+    .insert(items)
+    .select((qb) =>
+      qb
+        .select({
+          id: sql`NULL`,
+          companyId: sql`${companyId}`,
+          deptId: sql`${refs.deptId}`,
+          documentTypeId: sql`${refs.documentTypeId}`,
+          folderId: sql`${refs.folderId}`,
+          contactId: sql`${refs.contactId}`,
+          seqId: input.seqid === undefined ? defaultSequenceId(companyId) : sql`${input.seqid || null}`,
+          reminderAnchor: sql`${input.expiry_date}`,
+          scheduleEpoch: sql`1`,
+          title: sql`${input.title}`,
+          notes: sql`${input.notes ?? ""}`,
+          itemType: sql`${input.item_type ?? "exp"}`,
+          expiryDate: sql`${input.expiry_date}`,
+          status: sql`'pending'`,
+          archived: sql`0`,
+          createdBy: sql`${userId}`,
+          createdAt: sql`CURRENT_TIMESTAMP`,
+          updatedAt: sql`CURRENT_TIMESTAMP`,
+          version: sql`1`,
+          externalId: sql`${input.external_id ?? null}`,
+          importRef: sql`NULL`,
+          searchWords: sql`${searchWords(input.title, input.notes)}`,
+        })
+        .from(companies)
+        // The company's documents_limit and every reference, checked by the INSERT itself.
+        .where(
+          and(
+            eq(companies.id, companyId),
+            lt(companies.documentsUsed, companies.documentsLimit),
+            guard,
+            input.seqid ? sequenceInCompany(companyId, input.seqid) : undefined,
+          ),
+        ) as never,
+    )
+    .returning();
+}
+
+/**
+ * The create with its references looked up inside the INSERT (no round trip before it): the
+ * department (given, the document type's, or the company's default) and the document type (by id
+ * or name) as scalar subqueries, which must find a row. Null when that cannot be done in one
+ * statement (folder_path creates folders first; document_type with document_type_id must agree).
+ */
+export function createItemInsert(db: Db, companyId: number, userId: number, input: CreateItemInput) {
+  if (input.folder_path !== undefined || (input.document_type !== undefined && input.document_type_id !== undefined)) return null;
+  const typeGiven = input.document_type_id !== undefined || input.document_type !== undefined;
+  const typeWhere = input.document_type_id !== undefined ? sql`t.id = ${input.document_type_id}` : sql`t.name_key = ${nameKey(input.document_type ?? "")}`;
+  const typeColumn = (column: "id" | "dept_id") => sql`(SELECT t.${sql.raw(column)} FROM document_types AS t WHERE t.company_id = ${companyId} AND ${typeWhere})`;
+  const deptId =
+    input.deptid ?? (typeGiven ? typeColumn("dept_id") : sql`(SELECT d.id FROM departments AS d WHERE d.company_id = ${companyId} AND d.is_default = 1)`);
+  const documentTypeId = typeGiven ? typeColumn("id") : null;
+  const guards: SQL[] = [sql`${deptId} IS NOT NULL`];
+  if (input.deptid !== undefined) guards.push(refExists(departments, companyId, input.deptid));
+  if (documentTypeId) guards.push(sql`${documentTypeId} IS NOT NULL`);
+  if (input.folder_id) guards.push(refExists(folders, companyId, input.folder_id));
+  if (input.contact_id) guards.push(refExists(contacts, companyId, input.contact_id));
+  return insertItem(db, companyId, userId, input, { deptId, documentTypeId, folderId: input.folder_id ?? null, contactId: input.contact_id ?? null }, and(...guards)!);
+}
+
 export async function createItem(db: Db, companyId: number, userId: number, input: CreateItemInput): Promise<Written<ItemRow>> {
+  const inline = createItemInsert(db, companyId, userId, input);
+  if (inline) {
+    const { row, snapshot } = await externalIdUnique(input.external_id, () => withSnapshot<ItemRow>(db, companyId, "inserted", inline));
+    if (row) return { row, snapshot };
+    // Refused: the lookups below find which reference (or the limit) it was, or try again.
+  }
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const { dept, type } = await resolveRefs(db, companyId, input);
     const deptId = input.deptid ?? type?.deptId ?? dept?.id;
     if (!deptId) throw badRequest("The company has no default department; send deptid");
     const folderId = input.folder_path !== undefined ? await ensureFolderPath(db, companyId, deptId, input.folder_path) : (input.folder_id ?? null);
     const refs: Refs = { deptId, documentTypeId: type?.id ?? null, folderId, contactId: input.contact_id ?? null };
-    const { row, snapshot } = await externalIdUnique(input.external_id, () => withSnapshot<ItemRow>(db, companyId, "inserted", db
-      .insert(items)
-      .select((qb) =>
-        qb
-          .select({
-            id: sql`NULL`,
-            companyId: sql`${companyId}`,
-            deptId: sql`${deptId}`,
-            documentTypeId: sql`${refs.documentTypeId}`,
-            folderId: sql`${refs.folderId}`,
-            contactId: sql`${refs.contactId}`,
-            seqId: input.seqid === undefined ? defaultSequenceId(companyId) : sql`${input.seqid || null}`,
-            reminderAnchor: sql`${input.expiry_date}`,
-            scheduleEpoch: sql`1`,
-            title: sql`${input.title}`,
-            notes: sql`${input.notes ?? ""}`,
-            itemType: sql`${input.item_type ?? "exp"}`,
-            expiryDate: sql`${input.expiry_date}`,
-            status: sql`'pending'`,
-            archived: sql`0`,
-            createdBy: sql`${userId}`,
-            createdAt: sql`CURRENT_TIMESTAMP`,
-            updatedAt: sql`CURRENT_TIMESTAMP`,
-            version: sql`1`,
-            externalId: sql`${input.external_id ?? null}`,
-            importRef: sql`NULL`,
-            searchWords: sql`${searchWords(input.title, input.notes)}`,
-          })
-          .from(companies)
-          // The company's documents_limit and every reference, checked by the INSERT itself.
-          .where(
-            and(
-              eq(companies.id, companyId),
-              lt(companies.documentsUsed, companies.documentsLimit),
-              refsHold(companyId, refs),
-              input.seqid ? sequenceInCompany(companyId, input.seqid) : undefined,
-            ),
-          ) as never,
-      )
-      .returning()));
+    const { row, snapshot } = await externalIdUnique(input.external_id, () =>
+      withSnapshot<ItemRow>(db, companyId, "inserted", insertItem(db, companyId, userId, input, { deptId, documentTypeId: refs.documentTypeId ?? null, folderId, contactId: refs.contactId ?? null }, refsHold(companyId, refs))),
+    );
     if (row) return { row, snapshot };
     const company = await db.select({ used: companies.documentsUsed, limit: companies.documentsLimit }).from(companies).where(eq(companies.id, companyId)).get();
     if (!company || company.used >= company.limit) {
