@@ -499,7 +499,7 @@ export async function createItem(db: Db, companyId: number, userId: number, inpu
   throw lostRace("item");
 }
 
-export async function updateItem(db: Db, companyId: number, itemId: number, input: UpdateItemInput): Promise<{ row: ItemRow; previousDate: string }> {
+export async function updateItem(db: Db, companyId: number, itemId: number, input: UpdateItemInput): Promise<Written<ItemRow> & { previousDate: string }> {
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const current = await db.select({ expiryDate: items.expiryDate, title: items.title, notes: items.notes }).from(items).where(inCompany(companyId, itemId)).get();
     if (!current) throw notFound("Item");
@@ -526,24 +526,24 @@ export async function updateItem(db: Db, companyId: number, itemId: number, inpu
       if (input.title === undefined) wordsHold.push(eq(items.title, current.title));
       if (input.notes === undefined) wordsHold.push(eq(items.notes, current.notes));
     }
-    const [row] = await externalIdUnique(input.external_id, () => db
+    const { row, snapshot } = await externalIdUnique(input.external_id, () => withSnapshot<ItemRow>(db, companyId, [itemId], db
       .update(items)
       .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
       .where(and(inCompany(companyId, itemId), ...wordsHold, refsHold(companyId, { documentTypeId: changes.documentTypeId, folderId: changes.folderId, contactId: changes.contactId })))
-      .returning());
-    if (row) return { row, previousDate: current.expiryDate };
+      .returning()));
+    if (row) return { row, snapshot, previousDate: current.expiryDate };
   }
   throw lostRace("item");
 }
 
-async function setColumns(db: Db, companyId: number, itemId: number, changes: Partial<typeof items.$inferInsert>): Promise<ItemRow> {
-  const [row] = await db
+async function setColumns(db: Db, companyId: number, itemId: number, changes: Partial<typeof items.$inferInsert>): Promise<Written<ItemRow>> {
+  const { row, snapshot } = await withSnapshot<ItemRow>(db, companyId, [itemId], db
     .update(items)
     .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
     .where(inCompany(companyId, itemId))
-    .returning();
+    .returning());
   if (!row) throw notFound("Item");
-  return row;
+  return { row, snapshot };
 }
 
 export const setItemStatus = (db: Db, companyId: number, itemId: number, status: "pending" | "completed") =>
@@ -566,7 +566,7 @@ export async function renewItem(db: Db, companyId: number, userId: number, itemI
       throw badRequest(`expiry_date must be later than the item's current expiry date ${current.expiryDate}`);
     }
     const unchanged = and(inCompany(companyId, itemId), eq(items.expiryDate, current.expiryDate));
-    const [, [row]] = await db.batch([
+    const [, [row], ...snapshot] = await db.batch([
       db.insert(itemRenewals).select((qb) =>
         qb
           .select({
@@ -587,17 +587,24 @@ export async function renewItem(db: Db, companyId: number, userId: number, itemI
         .set({ expiryDate: next, reminderAnchor: next, scheduleEpoch: sql`${items.scheduleEpoch} + 1`, status: "pending", updatedAt: sql`CURRENT_TIMESTAMP` })
         .where(unchanged)
         .returning(),
+      ...snapshotQueries(db, companyId, [itemId]),
     ]);
-    if (row) return { row, previousDate: current.expiryDate };
+    if (row) return { row, snapshot: toSnapshots(snapshot), previousDate: current.expiryDate };
   }
   throw lostRace("item");
 }
 
-/** Deletes the item (its tag links and renewal history go with it by cascade) and tags no item uses any more. */
-export async function deleteItem(db: Db, companyId: number, itemId: number): Promise<void> {
-  const [deleted] = await db.batch([
+/**
+ * Deletes the item (its tag links and renewal history go with it by cascade) and tags no item uses
+ * any more; returns the reminder snapshot read after it (the item absent).
+ */
+export async function deleteItem(db: Db, companyId: number, itemId: number): Promise<Snapshots> {
+  const tagStatements = deleteItemTags(db, companyId, itemId);
+  const [deleted, ...rest] = await db.batch([
     db.delete(items).where(inCompany(companyId, itemId)).returning({ id: items.id }),
-    ...deleteItemTags(db, companyId, itemId),
+    ...tagStatements,
+    ...snapshotQueries(db, companyId, [itemId]),
   ]);
   if (deleted.length === 0) throw notFound("Item");
+  return toSnapshots(rest.slice(tagStatements.length) as unknown as Parameters<typeof toSnapshots>[0]);
 }
