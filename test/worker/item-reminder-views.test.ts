@@ -6,7 +6,7 @@ import { getDb } from "../../src/db/client";
 import { snapshotQueries } from "../../src/reminders/d1";
 import { schedulerFor } from "../../src/reminders/rpc";
 import { DELETE_COMPANY_VIEWS_SQL, DELETE_VIEWS_SQL, WRITE_VIEWS_SQL, writeViewsStatement } from "../../src/reminders/views";
-import { createItemInsert, itemDetailQuery } from "../../src/routes/items/queries";
+import { createItem as createItemRow, createItemInsert, itemDetailQuery, setItemStatus } from "../../src/routes/items/queries";
 import { CreateItemSchema } from "../../src/routes/items/schemas";
 import { addDays, todayIn } from "../../src/lib/time";
 import { call, createAccount, createItem, env, fullScansOf, queryPlan } from "./helpers";
@@ -212,6 +212,18 @@ describe("the item's reminder view", () => {
       expect(after.reminders.sent.map((r: { reminder_id: number }) => r.reminder_id)).toEqual([rid]);
       expect(after.reminders).toEqual(await truth(ownerToken, item.item_id));
     });
+  });
+
+  it("an item write returns the snapshot its own batch read (what sync applies without reading D1 again)", async () => {
+    const { companyId } = await createAccount();
+    const db = getDb(env.DB);
+    const input = CreateItemSchema.parse({ title: "Snapshot", expiry_date: futureDate(50) });
+    const { row, snapshot } = await createItemRow(db, companyId, 1, input);
+    expect(snapshot?.company).toMatchObject({ exists: true, timezone: "UTC" });
+    expect(snapshot?.items).toEqual([expect.objectContaining({ itemId: row.id, present: true, title: "Snapshot", anchor: input.expiry_date, epoch: 1, held: false, version: 1 })]);
+    expect(snapshot!.items[0]!.steps).toHaveLength(5);
+    const completed = await setItemStatus(db, companyId, row.id, "completed");
+    expect(completed.snapshot?.items).toEqual([expect.objectContaining({ itemId: row.id, held: true, version: 2 })]);
   });
 
   it("a write of an older generation never replaces a newer view", async () => {

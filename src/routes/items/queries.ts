@@ -394,7 +394,11 @@ export interface Written<R> {
 async function withSnapshot<R>(db: Db, companyId: number, itemIds: number[] | "inserted", write: Parameters<Db["batch"]>[0][number]): Promise<Written<R | undefined>> {
   const [rows, ...snapshot] = (await db.batch([write, ...snapshotQueries(db, companyId, itemIds)] as const)) as unknown as [R[], ...Parameters<typeof toSnapshots>[0]];
   const row = rows[0];
-  return { row, snapshot: row ? toSnapshots(snapshot) : null };
+  if (!row) return { row, snapshot: null };
+  const read = toSnapshots(snapshot);
+  // Only a snapshot of exactly the rows written is handed on (else the object reads its own).
+  const expected = itemIds === "inserted" ? [(row as { id?: number }).id] : itemIds;
+  return { row, snapshot: read.items.map((i) => i.itemId).join() === expected.join() ? read : null };
 }
 
 /** The create's INSERT ... SELECT: references given as values or as scalar subqueries, `guard` re-checks them. */
