@@ -54,6 +54,35 @@ export const MAX_WAITING_PER_ITEM = 100;
 export const LATEST_ALARM = Date.UTC(2180, 0, 1);
 /** Entries kept in the triggered feed (the newest). */
 export const TRIGGERED_KEEP = 10_000;
+/** Views one merged bookkeeping batch carries at most; the others are not mirrored (their reads ask the object). */
+const VIEWS_PER_RECORD = 100;
+
+interface PendingRecord {
+  applied: Applied[];
+  views: ViewRow[];
+  wakeup: number | null | undefined;
+  done: Promise<void>;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+function newRecord(): PendingRecord {
+  let resolve!: () => void;
+  let reject!: (error: unknown) => void;
+  const done = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
+  done.catch(() => {}); // a caller that has not awaited yet must not make it unhandled
+  return { applied: [], views: [], wakeup: undefined, done, resolve, reject };
+}
+
+/** One mark per item, the highest version (an UPDATE ... FROM with two rows for one item takes either). */
+function mergeApplied(applied: Applied[]): Applied[] {
+  const byItem = new Map<number, Applied>();
+  for (const a of applied) {
+    const known = byItem.get(a.itemId);
+    if (!known || a.version > known.version) byItem.set(a.itemId, a);
+  }
+  return [...byItem.values()];
+}
 
 /**
  * The instant the alarm is armed at for work due at `due`: strictly after `now`, never after
@@ -138,6 +167,9 @@ export class ReminderScheduler extends DurableObject<Env> {
   webhookTransport: WebhookTransport = fetchTransport;
   /** Items whose reminders a call is changing (their D1 view invalidated, the change not yet made): no view of them is written. */
   private readonly changing = new Map<number, number>();
+  /** Bookkeeping waiting for the D1 write in flight (`recording`): calls made meanwhile share the next one. */
+  private nextRecord: PendingRecord | null = null;
+  private recording = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -280,11 +312,44 @@ export class ReminderScheduler extends DurableObject<Env> {
       // Bookkeeping only: if D1 cannot take it now, the outbox rows stay pending (a replay is a
       // no-op) and the wakeup is written with the next change; the reminders themselves are safe.
       try {
-        await recordSync(this.env.DB, companyId, applied, changed ? wake : undefined, views);
-        if (changed) setMeta(this.sql, "wakeup", String(wake));
+        await this.record(companyId, applied, changed ? wake : undefined, views);
       } catch (error) {
         console.error(JSON.stringify({ level: "error", msg: "reminder bookkeeping in D1 failed", companyId, error: String(error) }));
       }
+    }
+  }
+
+  /**
+   * One D1 batch at a time: what calls record while one is in flight goes, merged, into the next
+   * (under a burst of item writes the object sends one bookkeeping batch per round trip, not per
+   * call). Resolves once the caller's part is written.
+   */
+  private record(companyId: number, applied: Applied[], wakeup: number | null | undefined, views: ViewRow[]): Promise<void> {
+    const next = (this.nextRecord ??= newRecord());
+    next.applied.push(...applied);
+    next.views.push(...views.slice(0, Math.max(0, VIEWS_PER_RECORD - next.views.length)));
+    // Computed later than what is already in it: the company's current next wakeup.
+    if (wakeup !== undefined) next.wakeup = wakeup;
+    if (!this.recording) void this.flushRecords(companyId);
+    return next.done;
+  }
+
+  private async flushRecords(companyId: number): Promise<void> {
+    this.recording = true;
+    try {
+      while (this.nextRecord) {
+        const batch = this.nextRecord;
+        this.nextRecord = null;
+        try {
+          await recordSync(this.env.DB, companyId, mergeApplied(batch.applied), batch.wakeup, batch.views);
+          if (batch.wakeup !== undefined) setMeta(this.sql, "wakeup", String(batch.wakeup));
+          batch.resolve();
+        } catch (error) {
+          batch.reject(error);
+        }
+      }
+    } finally {
+      this.recording = false;
     }
   }
 

@@ -226,6 +226,23 @@ describe("the item's reminder view", () => {
     expect(completed.snapshot?.items).toEqual([expect.objectContaining({ itemId: row.id, held: true, version: 2 })]);
   });
 
+  it("a burst of creates (bookkeeping merged into shared D1 batches) leaves every item synced with its own view", async () => {
+    const { companyId, ownerToken } = await createAccount();
+    const created = await Promise.all(
+      Array.from({ length: 24 }, (_, i) => call("POST", "/v1/items", { token: ownerToken, body: { title: `Burst ${i}`, expiry_date: futureDate(40 + i) } })),
+    );
+    for (const res of created) {
+      expect(res.status).toBe(201);
+      const id = res.body.data.item_id;
+      const outbox = (await outboxOf(companyId, id))!;
+      expect(outbox.synced_version).toBe(outbox.version);
+      const view = (await viewOf(companyId, id))!;
+      expect(view.version).toBe(outbox.version);
+      expect(JSON.parse(view.reminders!)).toEqual(await truth(ownerToken, id));
+      expect(JSON.parse(view.reminders!).queued.at(-1).date).toBe(res.body.data.expiry_date);
+    }
+  });
+
   it("a write of an older generation never replaces a newer view", async () => {
     const { companyId } = await createAccount();
     const row = (gen: number, text: string) => ({ itemId: 424242, reminders: text, version: 1, zoneVersion: 0, gen, staleAt: null });
