@@ -7,7 +7,7 @@
 //      --file`: 20,000 items for company 1 (dates 60-400 days ahead, the company's default sequence,
 //      schedule_epoch 1; the item triggers write their reminder_sync outbox rows), and 30 "light"
 //      companies (ids 101-130, six time zones, one API client each);
-//   2. `wrangler dev --port P --persist-to DIR --log-level warn` with X_LOCAL_OBSERVABILITY=false;
+//   2. `wrangler dev --port P --persist-to DIR --log-level warn --var RATE_LIMITS:off` with X_LOCAL_OBSERVABILITY=false;
 //   3. light run, set up first: per light company one item and one reminder at each of the next
 //      three minute boundaries (local date and hour in its zone);
 //   4. queue 100,000: the cron sweep (GET /cdn-cgi/local/scheduled, which runs `scheduled()` with
@@ -303,7 +303,8 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
     // ---- 2. server
     t = Date.now();
     child = await startDev(
-      ["--port", String(options.port), "--persist-to", persistTo, "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(options.port + 1)],
+      // RATE_LIMITS=off: one client sends far more than its 1,200 units a minute (429s otherwise).
+      ["--port", String(options.port), "--persist-to", persistTo, "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(options.port + 1), "--var", "RATE_LIMITS:off"],
       { port: options.port, env: { X_LOCAL_OBSERVABILITY: "false" } },
     );
     scope.setServer(child);
@@ -653,7 +654,7 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
     ];
     console.log("");
     console.log(
-      `Reminder engine ${new Date(started).toISOString()} — wrangler ${version} dev, --log-level warn, X_LOCAL_OBSERVABILITY=false; ` +
+      `Reminder engine ${new Date(started).toISOString()} — wrangler ${version} dev, --log-level warn, X_LOCAL_OBSERVABILITY=false, RATE_LIMITS=off; ` +
         `${options.connections} connections; 1-min load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after; runtime ${runtime.toFixed(0)} s`,
     );
     console.log("");

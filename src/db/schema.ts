@@ -580,6 +580,29 @@ export const webhookEndpoints = sqliteTable(
 );
 
 /**
+ * What the company's reminder Durable Object last showed for an item (`{queued, sent}` as
+ * GET /v1/items/{id} answers it), so that read needs no call to the object while nothing is pending
+ * (docs/reminders.md, "The item's reminders in D1"). Written only by the object; `gen` (its own
+ * counter) orders the writes, so an older one never replaces a newer one. `version` / `zone_version`
+ * are the reminder_sync versions of the item and of the company's settings it reflects; `stale_at`
+ * (Unix ms) the earliest instant it can change by itself (a reminder due, a delivery attempt).
+ * `reminders` NULL: invalidated.
+ */
+export const itemReminderViews = sqliteTable(
+  "item_reminder_views",
+  {
+    companyId: integer("company_id").notNull(),
+    itemId: integer("item_id").notNull(),
+    reminders: text("reminders"),
+    version: integer("version").notNull(),
+    zoneVersion: integer("zone_version").notNull(),
+    gen: integer("gen").notNull(),
+    staleAt: integer("stale_at"),
+  },
+  (t) => [primaryKey({ columns: [t.companyId, t.itemId] })],
+);
+
+/**
  * The D1 event outbox: events of D1 changes (items, tasks, files), written by triggers in the same
  * statement as the change, only while the company has an enabled endpoint. The company's Durable
  * Object takes them (fan-out to endpoints, delivery, retries) and deletes them.

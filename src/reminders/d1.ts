@@ -2,8 +2,12 @@
 // mirrors), the outbox bookkeeping (reminder_sync), its company's wakeup instant, and the details a
 // delivery needs. Each function is one round trip.
 
+import { asc, eq, sql } from "drizzle-orm";
+import { getDb, type Db } from "../db/client";
+import { companies, webhookEvents } from "../db/schema";
 import { DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, DATE_FORMATS, type DateFormat } from "../lib/time";
 import { parseSteps, type Step } from "./steps";
+import { deleteViewsStatement, writeViewsStatement, type ViewRow } from "./views";
 
 /** Items synced per round trip (json_each keeps it to one bound parameter). */
 export const SYNC_BATCH = 500;
@@ -27,49 +31,66 @@ export interface ItemSnapshot {
   expiry: string;
 }
 
-interface SnapshotRow {
-  id: number;
-  present: number;
-  title: string | null;
-  anchor: string | null;
-  epoch: number | null;
-  held: number | null;
-  steps: string | null;
-  version: number;
-  expiry: string | null;
+/** What `sync` applies: the company's time zone, the items' D1 state, and webhook events waiting in D1. */
+export interface Snapshots {
+  company: CompanySnapshot;
+  items: ItemSnapshot[];
+  events: PulledEvent[];
 }
 
-/** The company's time zone, the D1 state of `itemIds` (absent ones as not present), and webhook events waiting in D1. */
-export async function readSnapshots(
-  db: D1Database,
-  companyId: number,
-  itemIds: number[],
-): Promise<{ company: CompanySnapshot; items: ItemSnapshot[]; events: PulledEvent[] }> {
-  const [companyResult, itemResult, eventResult] = await db.batch([
+/**
+ * The statements of a snapshot, for one D1 batch: the object's own read (`itemIds`), or appended
+ * to a Worker's write batch so the snapshot comes back with the write (`"inserted"`: the item the
+ * batch's previous statement inserted, nothing if it inserted no row). Absent ids read as not present.
+ * Each statement's column names must stay distinct: a drizzle batch maps rows by name.
+ */
+export function snapshotQueries(db: Db, companyId: number, itemIds: number[] | "inserted") {
+  const source =
+    itemIds === "inserted" ? sql`(SELECT last_insert_rowid() AS value WHERE changes() = 1)` : sql`json_each(${JSON.stringify(itemIds)})`;
+  return [
     db
-      .prepare(
-        `SELECT json_extract(c.settings, '$.timezone') AS timezone,
-           coalesce((SELECT version FROM reminder_sync WHERE company_id = ?1 AND item_id = 0), 0) AS version
-         FROM companies c WHERE c.id = ?1`,
-      )
-      .bind(companyId),
+      .select({
+        timezone: sql<string | null>`json_extract(${companies.settings}, '$.timezone')`,
+        version: sql<number>`coalesce((SELECT version FROM reminder_sync WHERE company_id = ${companyId} AND item_id = 0), 0)`,
+      })
+      .from(companies)
+      .where(eq(companies.id, companyId)),
     db
-      .prepare(
-        `SELECT j.value AS id, i.id IS NOT NULL AS present, i.title, coalesce(i.reminder_anchor, i.expiry_date) AS anchor,
-           i.schedule_epoch AS epoch, (i.status = 'completed' OR i.archived = 1) AS held, s.steps,
-           coalesce(rs.version, 0) AS version, i.expiry_date AS expiry
-         FROM json_each(?2) AS j
-         LEFT JOIN items i ON i.id = j.value AND i.company_id = ?1
-         LEFT JOIN reminder_sequences s ON s.id = i.seq_id AND s.company_id = ?1
-         LEFT JOIN reminder_sync rs ON rs.company_id = ?1 AND rs.item_id = j.value`,
-      )
-      .bind(companyId, JSON.stringify(itemIds)),
-    pullStatement(db, companyId),
-  ]);
-  const company = (companyResult!.results as Array<{ timezone: string | null; version: number }>)[0];
+      .select({
+        id: sql<number>`j.value`,
+        present: sql<number>`i.id IS NOT NULL`,
+        title: sql<string | null>`i.title`,
+        anchor: sql<string | null>`coalesce(i.reminder_anchor, i.expiry_date)`,
+        epoch: sql<number | null>`i.schedule_epoch`,
+        held: sql<number | null>`(i.status = 'completed' OR i.archived = 1)`,
+        steps: sql<string | null>`s.steps`,
+        version: sql<number>`coalesce(rs.version, 0)`,
+        expiry: sql<string | null>`i.expiry_date`,
+      })
+      .from(
+        sql`${source} AS j
+          LEFT JOIN items i ON i.id = j.value AND i.company_id = ${companyId}
+          LEFT JOIN reminder_sequences s ON s.id = i.seq_id AND s.company_id = ${companyId}
+          LEFT JOIN reminder_sync rs ON rs.company_id = ${companyId} AND rs.item_id = j.value`,
+      ),
+    db
+      .select({ id: webhookEvents.id, type: webhookEvents.type, data: webhookEvents.data, created_at: webhookEvents.createdAt })
+      .from(webhookEvents)
+      .where(eq(webhookEvents.companyId, companyId))
+      .orderBy(asc(webhookEvents.id))
+      .limit(PULL_BATCH),
+  ] as const;
+}
+
+type Queries = ReturnType<typeof snapshotQueries>;
+/** The results of `snapshotQueries`, in order (a batch's tail). */
+export type SnapshotResults = [Awaited<Queries[0]>, Awaited<Queries[1]>, Awaited<Queries[2]>];
+
+export function toSnapshots([companyRows, itemRows, events]: SnapshotResults): Snapshots {
+  const company = companyRows[0];
   return {
     company: { exists: !!company, timezone: company?.timezone || DEFAULT_TIME_ZONE, version: company?.version ?? 0 },
-    items: (itemResult!.results as unknown as SnapshotRow[]).map((r) => ({
+    items: itemRows.map((r) => ({
       itemId: Number(r.id),
       present: r.present === 1,
       title: r.title ?? "",
@@ -80,8 +101,15 @@ export async function readSnapshots(
       version: r.version,
       expiry: r.expiry ?? "",
     })),
-    events: eventResult!.results as unknown as PulledEvent[],
+    events,
   };
+}
+
+/** The company's time zone, the D1 state of `itemIds` (absent ones as not present), and webhook events waiting in D1. */
+export async function readSnapshots(d1: D1Database, companyId: number, itemIds: number[]): Promise<Snapshots> {
+  const db = getDb(d1);
+  const [companyRows, itemRows, events] = await db.batch(snapshotQueries(db, companyId, itemIds));
+  return toSnapshots([companyRows, itemRows, events]);
 }
 
 // ---- the webhook event outbox (written by D1 triggers, migration 0011) ----
@@ -94,10 +122,6 @@ export interface PulledEvent {
   type: string;
   data: string;
   created_at: number;
-}
-
-function pullStatement(db: D1Database, companyId: number): D1PreparedStatement {
-  return db.prepare("SELECT id, type, data, created_at FROM webhook_events WHERE company_id = ? ORDER BY id LIMIT ?").bind(companyId, PULL_BATCH);
 }
 
 /** Item ids (0: the company's settings) whose changes the Durable Object has not applied yet. */
@@ -117,10 +141,19 @@ export interface Applied {
 
 /**
  * Records what the object applied (a later change keeps its row pending: synced_version only
- * grows, and only to the version that was read) and, when it changed, the company's next wakeup.
+ * grows, and only to the version that was read), the items' reminder views (in the same batch, so
+ * a view and the synced_version it matches commit together) and, when it changed, the company's
+ * next wakeup.
  */
-export async function recordSync(db: D1Database, companyId: number, applied: Applied[], wakeup: number | null | undefined): Promise<void> {
+export async function recordSync(
+  db: D1Database,
+  companyId: number,
+  applied: Applied[],
+  wakeup: number | null | undefined,
+  views: ViewRow[] = [],
+): Promise<void> {
   const statements: D1PreparedStatement[] = [];
+  if (views.length > 0) statements.push(writeViewsStatement(db, companyId, views));
   if (applied.length > 0) {
     const marks = JSON.stringify(applied.map((a) => [a.itemId, a.version]));
     statements.push(
@@ -140,6 +173,7 @@ export async function recordSync(db: D1Database, companyId: number, applied: App
         db
           .prepare("DELETE FROM reminder_sync WHERE company_id = ?1 AND item_id IN (SELECT value FROM json_each(?2)) AND version <= synced_version")
           .bind(companyId, JSON.stringify(gone)),
+        deleteViewsStatement(db, companyId, gone),
       );
     }
   }

@@ -5,15 +5,20 @@
 // writes leaves neither a lost nor an orphan reminder, only a late one.
 
 import type { Env } from "../env";
+import type { Snapshots } from "./d1";
 import { schedulerFor } from "./rpc";
 
 /** Item id standing for the company's settings (its time zone) in the outbox. */
 export const COMPANY_SETTINGS = 0;
 
-/** Applies the D1 state of `itemIds` to the company's reminders; never throws (the outbox keeps the change). */
-export async function syncReminders(env: Env, companyId: number, itemIds: number[]): Promise<void> {
+/**
+ * Applies the D1 state of `itemIds` to the company's reminders; never throws (the outbox keeps the
+ * change). `snapshot`: that state as the write's own batch read it (src/reminders/d1.ts
+ * `snapshotQueries`), which spares the object reading it again.
+ */
+export async function syncReminders(env: Env, companyId: number, itemIds: number[], snapshot?: Snapshots | null): Promise<void> {
   try {
-    await schedulerFor(env, companyId).sync(companyId, itemIds);
+    await schedulerFor(env, companyId).sync(companyId, itemIds, snapshot ?? undefined);
   } catch (error) {
     console.error(JSON.stringify({ level: "error", msg: "reminder sync deferred to the sweep", companyId, itemIds: itemIds.slice(0, 20), error: String(error) }));
   }

@@ -1,7 +1,8 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
 import { isCalendarDate, localToInstant, type CalendarUnit } from "../lib/time";
-import { readSnapshots, recordSync, pendingItems, SYNC_BATCH, type Applied, type PulledEvent } from "./d1";
+import { readSnapshots, recordSync, pendingItems, SYNC_BATCH, type Applied, type PulledEvent, type Snapshots } from "./d1";
+import { INVALIDATE_BATCH, VIEWS_PER_BATCH, deleteViewsStatement, invalidRows, writeViewsStatement, type ViewRow } from "./views";
 import { deliverDue, type Transports, defaultTransports } from "./delivery";
 import {
   appliedResult,
@@ -53,6 +54,35 @@ export const MAX_WAITING_PER_ITEM = 100;
 export const LATEST_ALARM = Date.UTC(2180, 0, 1);
 /** Entries kept in the triggered feed (the newest). */
 export const TRIGGERED_KEEP = 10_000;
+/** Views one merged bookkeeping batch carries at most; the others are not mirrored (their reads ask the object). */
+const VIEWS_PER_RECORD = 100;
+
+interface PendingRecord {
+  applied: Applied[];
+  views: ViewRow[];
+  wakeup: number | null | undefined;
+  done: Promise<void>;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+function newRecord(): PendingRecord {
+  let resolve!: () => void;
+  let reject!: (error: unknown) => void;
+  const done = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
+  done.catch(() => {}); // a caller that has not awaited yet must not make it unhandled
+  return { applied: [], views: [], wakeup: undefined, done, resolve, reject };
+}
+
+/** One mark per item, the highest version (an UPDATE ... FROM with two rows for one item takes either). */
+function mergeApplied(applied: Applied[]): Applied[] {
+  const byItem = new Map<number, Applied>();
+  for (const a of applied) {
+    const known = byItem.get(a.itemId);
+    if (!known || a.version > known.version) byItem.set(a.itemId, a);
+  }
+  return [...byItem.values()];
+}
 
 /**
  * The instant the alarm is armed at for work due at `due`: strictly after `now`, never after
@@ -103,6 +133,7 @@ export interface ReminderView {
   sent_at: string | null;
   deliveries: DeliveryView[];
 }
+export type ItemReminders = { queued: ReminderView[]; sent: ReminderView[] };
 export interface TriggeredView {
   reminder_id: number;
   item_id: number;
@@ -134,6 +165,11 @@ export class ReminderScheduler extends DurableObject<Env> {
   transports: Transports;
   /** How webhook deliveries leave (fetch, 5 s timeout); replaced by tests, which capture the requests. */
   webhookTransport: WebhookTransport = fetchTransport;
+  /** Items whose reminders a call is changing (their D1 view invalidated, the change not yet made): no view of them is written. */
+  private readonly changing = new Map<number, number>();
+  /** Bookkeeping waiting for the D1 write in flight (`recording`): calls made meanwhile share the next one. */
+  private nextRecord: PendingRecord | null = null;
+  private recording = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -169,12 +205,14 @@ export class ReminderScheduler extends DurableObject<Env> {
    * Applies the D1 state of `itemIds` (0: the company's settings): queue, hold, resume, move or
    * forget reminders. Idempotent; an older snapshot than the one applied is ignored.
    */
-  async sync(companyId: number, itemIds: number[]): Promise<void> {
+  async sync(companyId: number, itemIds: number[], given?: Snapshots): Promise<void> {
     this.claimCompany(companyId);
     let pulled: PulledEvent[] | null = null;
     for (let i = 0; i < itemIds.length; i += SYNC_BATCH) {
       const ids = [...new Set(itemIds.slice(i, i + SYNC_BATCH))];
-      const snapshot = await readSnapshots(this.env.DB, companyId, ids.filter((id) => id !== 0));
+      // A snapshot the Worker read with its write (same round trip) is as good as one read now: an
+      // older one than the object applied is ignored below like any other.
+      const snapshot = i === 0 && given ? given : await readSnapshots(this.env.DB, companyId, ids.filter((id) => id !== 0));
       pulled ??= snapshot.events;
       const now = Date.now();
       const applied: Applied[] = [];
@@ -241,9 +279,10 @@ export class ReminderScheduler extends DurableObject<Env> {
           applied.push({ itemId: item.itemId, version: item.version, gone: false });
         }
       });
+      const views = this.viewRows(applied.filter((a) => !a.gone && a.itemId !== 0).slice(0, VIEWS_PER_BATCH).map((a) => a.itemId));
       // Webhook events D1 triggers recorded with the change were read in the same round trip.
       if (i === 0) await this.pump(companyId, pulled ?? []);
-      await this.afterChange(companyId, applied);
+      await this.afterChange(companyId, applied, false, views);
     }
   }
 
@@ -253,7 +292,7 @@ export class ReminderScheduler extends DurableObject<Env> {
   }
 
   /** Arms the alarm for the earliest work and tells D1 what was applied and when to wake the company. */
-  private async afterChange(companyId: number, applied: Applied[] = [], inAlarm = false): Promise<void> {
+  private async afterChange(companyId: number, applied: Applied[] = [], inAlarm = false, views: ViewRow[] = []): Promise<void> {
     const wake = nextWake(this.sql);
     // Inside the alarm handler the alarm that fired may still be reported: always set it there.
     const current = inAlarm ? null : await this.ctx.storage.getAlarm();
@@ -269,33 +308,82 @@ export class ReminderScheduler extends DurableObject<Env> {
     }
     const written = getMeta(this.sql, "wakeup");
     const changed = String(wake) !== written;
-    if (applied.length > 0 || changed) {
+    if (applied.length > 0 || changed || views.length > 0) {
       // Bookkeeping only: if D1 cannot take it now, the outbox rows stay pending (a replay is a
       // no-op) and the wakeup is written with the next change; the reminders themselves are safe.
       try {
-        await recordSync(this.env.DB, companyId, applied, changed ? wake : undefined);
-        if (changed) setMeta(this.sql, "wakeup", String(wake));
+        await this.record(companyId, applied, changed ? wake : undefined, views);
       } catch (error) {
         console.error(JSON.stringify({ level: "error", msg: "reminder bookkeeping in D1 failed", companyId, error: String(error) }));
       }
     }
   }
 
+  /**
+   * One D1 batch at a time: what calls record while one is in flight goes, merged, into the next
+   * (under a burst of item writes the object sends one bookkeeping batch per round trip, not per
+   * call). Resolves once the caller's part is written.
+   */
+  private record(companyId: number, applied: Applied[], wakeup: number | null | undefined, views: ViewRow[]): Promise<void> {
+    const next = (this.nextRecord ??= newRecord());
+    next.applied.push(...applied);
+    next.views.push(...views.slice(0, Math.max(0, VIEWS_PER_RECORD - next.views.length)));
+    // Computed later than what is already in it: the company's current next wakeup.
+    if (wakeup !== undefined) next.wakeup = wakeup;
+    if (!this.recording) void this.flushRecords(companyId);
+    return next.done;
+  }
+
+  private async flushRecords(companyId: number): Promise<void> {
+    this.recording = true;
+    try {
+      while (this.nextRecord) {
+        const batch = this.nextRecord;
+        this.nextRecord = null;
+        try {
+          await recordSync(this.env.DB, companyId, mergeApplied(batch.applied), batch.wakeup, batch.views);
+          if (batch.wakeup !== undefined) setMeta(this.sql, "wakeup", String(batch.wakeup));
+          batch.resolve();
+        } catch (error) {
+          batch.reject(error);
+        }
+      }
+    } finally {
+      this.recording = false;
+    }
+  }
+
   // ---- reminders of an item ----
 
-  private async ensureItem(companyId: number, itemId: number, syncFirst: boolean): Promise<Failure | null> {
+  /** The item is known here (synced first when asked or when new: `synced`, its view then written), or 404. */
+  private async ensureItem(companyId: number, itemId: number, syncFirst: boolean): Promise<Failure | { synced: boolean }> {
     this.claimCompany(companyId);
     const mirror = itemMirror(this.sql, itemId);
     // A deleted item stays deleted (its tombstone): no D1 round trip for it.
     if (mirror?.gone) return { error: { status: 404, msg: "Item not found" } };
-    if (syncFirst || !mirror) await this.sync(companyId, [itemId]);
+    const synced = syncFirst || !mirror;
+    if (synced) await this.sync(companyId, [itemId]);
     const now = itemMirror(this.sql, itemId);
-    return now && !now.gone ? null : { error: { status: 404, msg: "Item not found" } };
+    return now && !now.gone ? { synced } : { error: { status: 404, msg: "Item not found" } };
   }
 
-  async itemReminders(companyId: number, itemId: number, syncFirst: boolean): Promise<{ queued: ReminderView[]; sent: ReminderView[] } | Failure> {
-    const missing = await this.ensureItem(companyId, itemId, syncFirst);
-    if (missing) return missing;
+  /**
+   * The item's reminders. `fill` (GET /v1/items/{id}, whose D1 view could not be trusted): the view
+   * is written to D1 before answering, unless the sync just wrote it.
+   */
+  async itemReminders(companyId: number, itemId: number, syncFirst: boolean, fill = false): Promise<ItemReminders | Failure> {
+    const ensured = await this.ensureItem(companyId, itemId, syncFirst);
+    if (isFailure(ensured)) return ensured;
+    const current = this.remindersOf(itemId);
+    if (fill && !ensured.synced) {
+      const views = this.viewRows([itemId], current);
+      if (views.length > 0) await this.writeViews(companyId, views);
+    }
+    return current.reminders;
+  }
+
+  /** The item's reminders as GET shows them, and the earliest instant they can change without a call (null: never). */
+  private remindersOf(itemId: number): { reminders: ItemReminders; staleAt: number | null } {
     const rows = this.sql
       .exec<ReminderRow>(
         `SELECT * FROM reminders WHERE item_id = ? AND state IN ('queued', 'held') AND origin <> 'expiry'
@@ -306,10 +394,73 @@ export class ReminderScheduler extends DurableObject<Env> {
       .toArray();
     const deliveries = this.deliveriesOf(rows.filter((r) => r.state === "sent").map((r) => r.reminder_id));
     const views = rows.map((r) => this.view(r, deliveries.get(r.reminder_id) ?? []));
+    // What changes by itself: a queued reminder fires at its due_at, a pending delivery is attempted
+    // at its next attempt. Held reminders change only with their item (a D1 change: its version).
+    let staleAt: number | null = null;
+    const earliest = (at: number) => (staleAt = staleAt === null ? at : Math.min(staleAt, at));
+    for (const r of rows) if (r.state === "queued") earliest(r.due_at);
+    for (const list of deliveries.values()) for (const d of list) if (d.state === "pending") earliest(d.next_attempt_at ? Date.parse(d.next_attempt_at) : 0);
     return {
-      queued: views.filter((v) => !v.sent).sort((a, b) => a.due_at.localeCompare(b.due_at) || a.reminder_id - b.reminder_id),
-      sent: views.filter((v) => v.sent),
+      reminders: {
+        queued: views.filter((v) => !v.sent).sort((a, b) => a.due_at.localeCompare(b.due_at) || a.reminder_id - b.reminder_id),
+        sent: views.filter((v) => v.sent),
+      },
+      staleAt,
     };
+  }
+
+  // ---- the items' reminder views in D1 (src/reminders/views.ts) ----
+
+  /** The next generation of the views this object writes: later computed, higher. */
+  private nextGen(): number {
+    const gen = Number(getMeta(this.sql, "view_gen") ?? 0) + 1;
+    setMeta(this.sql, "view_gen", String(gen));
+    return gen;
+  }
+
+  /** Views of the items as they are now (`current`: already computed for a single item), except items being changed. */
+  private viewRows(itemIds: number[], current?: ReturnType<ReminderScheduler["remindersOf"]>): ViewRow[] {
+    const zone = getMeta(this.sql, "zone_version");
+    const rows: ViewRow[] = [];
+    let gen = 0;
+    for (const itemId of itemIds) {
+      const mirror = itemMirror(this.sql, itemId);
+      if (!mirror || mirror.gone || this.changing.has(itemId)) continue;
+      const { reminders, staleAt } = current ?? this.remindersOf(itemId);
+      gen ||= this.nextGen();
+      rows.push({ itemId, reminders: JSON.stringify(reminders), version: mirror.version, zoneVersion: zone === null ? -1 : Number(zone), gen, staleAt });
+    }
+    return rows;
+  }
+
+  /** Best effort: a view not written only sends the next read to the object. */
+  private async writeViews(companyId: number, views: ViewRow[]): Promise<void> {
+    try {
+      await writeViewsStatement(this.env.DB, companyId, views).run();
+    } catch (error) {
+      console.error(JSON.stringify({ level: "error", msg: "reminder view not written", companyId, error: String(error) }));
+    }
+  }
+
+  /**
+   * A change to an item's reminders made here (no D1 change announces it): its D1 view is
+   * invalidated first, so once the change is visible no reader trusts the old view (a failure to
+   * invalidate refuses the change: it throws), then `change` runs (synchronously), then the new
+   * view is written with the bookkeeping.
+   */
+  private async changeReminders<T>(companyId: number, itemId: number, change: () => T): Promise<T> {
+    this.changing.set(itemId, (this.changing.get(itemId) ?? 0) + 1);
+    let result: T;
+    try {
+      await writeViewsStatement(this.env.DB, companyId, invalidRows([itemId], this.nextGen())).run();
+      result = change();
+    } finally {
+      const left = this.changing.get(itemId)! - 1;
+      if (left > 0) this.changing.set(itemId, left);
+      else this.changing.delete(itemId);
+    }
+    await this.afterChange(companyId, [], false, this.viewRows([itemId]));
+    return result;
   }
 
   private deliveriesOf(reminderIds: number[]): Map<number, DeliveryView[]> {
@@ -383,39 +534,40 @@ export class ReminderScheduler extends DurableObject<Env> {
     const earlier = appliedResult<ReminderView>(this.sql, requestKey);
     if (earlier) return earlier;
     const missing = await this.ensureItem(companyId, itemId, syncFirst);
-    if (missing) return missing;
-    const mirror = itemMirror(this.sql, itemId)!;
-    const now = Date.now();
-    const time = this.resolveTime(mirror.anchor, input, now);
-    if (isFailure(time)) return time;
-    let created: ReminderView | undefined;
-    let failure: Failure | null = null;
-    this.ctx.storage.transactionSync(() => {
-      created = appliedResult<ReminderView>(this.sql, requestKey);
-      if (created) return;
-      const waiting = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM reminders WHERE item_id = ? AND state IN ('queued', 'held') AND origin <> 'expiry'", itemId).one().n;
-      if (waiting >= MAX_WAITING_PER_ITEM) {
-        failure = { error: { status: 400, msg: `An item may have at most ${MAX_WAITING_PER_ITEM} queued reminders` } };
-        return;
-      }
-      const id = insertReminder(this.sql, {
-        itemId,
-        origin: "manual",
-        date: time.date,
-        hour: time.hour,
-        dueAt: time.dueAt,
-        relative: time.relative,
-        contactId: input.contactId ?? null,
-        channels: input.channels ?? this.defaultChannels(),
-        held: mirror.held === 1,
-        now,
+    if (isFailure(missing)) return missing;
+    return this.changeReminders(companyId, itemId, (): ReminderView | Failure => {
+      const mirror = itemMirror(this.sql, itemId);
+      if (!mirror || mirror.gone) return { error: { status: 404, msg: "Item not found" } };
+      const now = Date.now();
+      const time = this.resolveTime(mirror.anchor, input, now);
+      if (isFailure(time)) return time;
+      let created: ReminderView | undefined;
+      let failure: Failure | null = null;
+      this.ctx.storage.transactionSync(() => {
+        created = appliedResult<ReminderView>(this.sql, requestKey);
+        if (created) return;
+        const waiting = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM reminders WHERE item_id = ? AND state IN ('queued', 'held') AND origin <> 'expiry'", itemId).one().n;
+        if (waiting >= MAX_WAITING_PER_ITEM) {
+          failure = { error: { status: 400, msg: `An item may have at most ${MAX_WAITING_PER_ITEM} queued reminders` } };
+          return;
+        }
+        const id = insertReminder(this.sql, {
+          itemId,
+          origin: "manual",
+          date: time.date,
+          hour: time.hour,
+          dueAt: time.dueAt,
+          relative: time.relative,
+          contactId: input.contactId ?? null,
+          channels: input.channels ?? this.defaultChannels(),
+          held: mirror.held === 1,
+          now,
+        });
+        created = this.view(reminder(this.sql, itemId, id)!, []);
+        recordApplied(this.sql, requestKey, created, now);
       });
-      created = this.view(reminder(this.sql, itemId, id)!, []);
-      recordApplied(this.sql, requestKey, created, now);
+      return failure ?? created!;
     });
-    if (failure) return failure;
-    await this.afterChange(companyId);
-    return created!;
   }
 
   async updateReminder(
@@ -430,74 +582,76 @@ export class ReminderScheduler extends DurableObject<Env> {
     const earlier = appliedResult<ReminderView>(this.sql, requestKey);
     if (earlier) return earlier;
     const missing = await this.ensureItem(companyId, itemId, syncFirst);
-    if (missing) return missing;
-    const current = reminder(this.sql, itemId, reminderId);
-    if (!current) return { error: { status: 404, msg: "Reminder not found" } };
-    if (current.state === "sent") return { error: { status: 400, msg: `Reminder ${reminderId} was already sent and cannot be changed` } };
-    const mirror = itemMirror(this.sql, itemId)!;
-    const timeGiven = input.date !== undefined || input.period !== undefined || input.hour !== undefined || input.unit !== undefined || input.rtype !== undefined;
-    let time: ResolvedTime | null = null;
-    if (timeGiven) {
-      // Fields not sent keep their values; a relative reminder stays relative unless a date is sent.
-      const merged: ReminderTime =
-        input.date !== undefined
-          ? { date: input.date, hour: input.hour ?? current.hour }
-          : input.period !== undefined || current.period !== null
-            ? {
-                period: input.period ?? current.period ?? undefined,
-                unit: input.unit ?? current.unit ?? undefined,
-                rtype: (input.rtype ?? current.rtype ?? undefined) as 1 | 2 | undefined,
-                hour: input.hour ?? current.hour,
-              }
-            : { date: current.date, hour: input.hour ?? current.hour };
-      if (merged.period !== undefined && (merged.unit === undefined || merged.rtype === undefined)) {
-        return { error: { status: 400, msg: "A relative reminder needs period, unit and rtype" } };
+    if (isFailure(missing)) return missing;
+    return this.changeReminders(companyId, itemId, (): ReminderView | Failure => {
+      const current = reminder(this.sql, itemId, reminderId);
+      if (!current) return { error: { status: 404, msg: "Reminder not found" } };
+      if (current.state === "sent") return { error: { status: 400, msg: `Reminder ${reminderId} was already sent and cannot be changed` } };
+      const mirror = itemMirror(this.sql, itemId)!;
+      const timeGiven = input.date !== undefined || input.period !== undefined || input.hour !== undefined || input.unit !== undefined || input.rtype !== undefined;
+      let time: ResolvedTime | null = null;
+      if (timeGiven) {
+        // Fields not sent keep their values; a relative reminder stays relative unless a date is sent.
+        const merged: ReminderTime =
+          input.date !== undefined
+            ? { date: input.date, hour: input.hour ?? current.hour }
+            : input.period !== undefined || current.period !== null
+              ? {
+                  period: input.period ?? current.period ?? undefined,
+                  unit: input.unit ?? current.unit ?? undefined,
+                  rtype: (input.rtype ?? current.rtype ?? undefined) as 1 | 2 | undefined,
+                  hour: input.hour ?? current.hour,
+                }
+              : { date: current.date, hour: input.hour ?? current.hour };
+        if (merged.period !== undefined && (merged.unit === undefined || merged.rtype === undefined)) {
+          return { error: { status: 400, msg: "A relative reminder needs period, unit and rtype" } };
+        }
+        const resolved = this.resolveTime(mirror.anchor, merged, Date.now());
+        if (isFailure(resolved)) return resolved;
+        time = resolved;
       }
-      const resolved = this.resolveTime(mirror.anchor, merged, Date.now());
-      if (isFailure(resolved)) return resolved;
-      time = resolved;
-    }
-    let updated: ReminderView | undefined;
-    this.ctx.storage.transactionSync(() => {
-      const sql = this.sql;
-      updated = appliedResult<ReminderView>(sql, requestKey);
-      if (updated) return;
-      if (time) {
-        sql.exec(
-          "UPDATE reminders SET date = ?, hour = ?, due_at = ?, period = ?, unit = ?, rtype = ? WHERE reminder_id = ? AND state <> 'sent'",
-          time.date,
-          time.hour,
-          time.dueAt,
-          time.relative?.period ?? null,
-          time.relative?.unit ?? null,
-          time.relative?.rtype ?? null,
-          reminderId,
-        );
-      }
-      if (input.contactId !== undefined) sql.exec("UPDATE reminders SET contact_id = ? WHERE reminder_id = ? AND state <> 'sent'", input.contactId, reminderId);
-      if (input.channels !== undefined) sql.exec("UPDATE reminders SET channels = ? WHERE reminder_id = ? AND state <> 'sent'", JSON.stringify(input.channels), reminderId);
-      updated = this.view(reminder(sql, itemId, reminderId)!, []);
-      recordApplied(sql, requestKey, updated, Date.now());
+      let updated: ReminderView | undefined;
+      this.ctx.storage.transactionSync(() => {
+        const sql = this.sql;
+        updated = appliedResult<ReminderView>(sql, requestKey);
+        if (updated) return;
+        if (time) {
+          sql.exec(
+            "UPDATE reminders SET date = ?, hour = ?, due_at = ?, period = ?, unit = ?, rtype = ? WHERE reminder_id = ? AND state <> 'sent'",
+            time.date,
+            time.hour,
+            time.dueAt,
+            time.relative?.period ?? null,
+            time.relative?.unit ?? null,
+            time.relative?.rtype ?? null,
+            reminderId,
+          );
+        }
+        if (input.contactId !== undefined) sql.exec("UPDATE reminders SET contact_id = ? WHERE reminder_id = ? AND state <> 'sent'", input.contactId, reminderId);
+        if (input.channels !== undefined) sql.exec("UPDATE reminders SET channels = ? WHERE reminder_id = ? AND state <> 'sent'", JSON.stringify(input.channels), reminderId);
+        updated = this.view(reminder(sql, itemId, reminderId)!, []);
+        recordApplied(sql, requestKey, updated, Date.now());
+      });
+      return updated!;
     });
-    await this.afterChange(companyId);
-    return updated!;
   }
 
   async deleteReminder(companyId: number, itemId: number, reminderId: number, syncFirst: boolean, requestKey?: string): Promise<{ deleted: true } | Failure> {
     this.claimCompany(companyId);
     if (appliedResult(this.sql, requestKey)) return { deleted: true };
     const missing = await this.ensureItem(companyId, itemId, syncFirst);
-    if (missing) return missing;
-    const current = reminder(this.sql, itemId, reminderId);
-    if (!current) return { error: { status: 404, msg: "Reminder not found" } };
-    if (current.state === "sent") return { error: { status: 400, msg: `Reminder ${reminderId} was already sent and stays in the history` } };
-    this.ctx.storage.transactionSync(() => {
-      if (appliedResult(this.sql, requestKey)) return;
-      this.sql.exec("DELETE FROM reminders WHERE reminder_id = ? AND state <> 'sent' AND origin <> 'expiry'", reminderId);
-      recordApplied(this.sql, requestKey, { deleted: true }, Date.now());
+    if (isFailure(missing)) return missing;
+    return this.changeReminders(companyId, itemId, (): { deleted: true } | Failure => {
+      const current = reminder(this.sql, itemId, reminderId);
+      if (!current) return { error: { status: 404, msg: "Reminder not found" } };
+      if (current.state === "sent") return { error: { status: 400, msg: `Reminder ${reminderId} was already sent and stays in the history` } };
+      this.ctx.storage.transactionSync(() => {
+        if (appliedResult(this.sql, requestKey)) return;
+        this.sql.exec("DELETE FROM reminders WHERE reminder_id = ? AND state <> 'sent' AND origin <> 'expiry'", reminderId);
+        recordApplied(this.sql, requestKey, { deleted: true }, Date.now());
+      });
+      return { deleted: true };
     });
-    await this.afterChange(companyId);
-    return { deleted: true };
   }
 
   triggered(companyId: number, limit: number): TriggeredView[] {
@@ -576,10 +730,12 @@ export class ReminderScheduler extends DurableObject<Env> {
     // providers do not delay firing.
     const now = Date.now();
     let claimed = 0;
+    const fired = new Set<number>();
     for (let batch = 0; batch < CLAIM_BATCHES_PER_RUN; batch++) {
-      claimed = this.claimDue(now);
+      claimed = this.claimDue(now, fired);
       if (claimed < CLAIM_BATCH) break;
     }
+    if (fired.size > 0) await this.invalidateFired(companyId, [...fired]);
     // Events D1 recorded (items, tasks, files) join those just born here; then both are fanned out.
     try {
       await this.pump(companyId);
@@ -601,7 +757,7 @@ export class ReminderScheduler extends DurableObject<Env> {
    * queued -> sent for every reminder due by `now` (up to CLAIM_BATCH), its triggered entry and its
    * deliveries, in one transaction: a repeated alarm finds nothing left to claim.
    */
-  private claimDue(now: number): number {
+  private claimDue(now: number, fired: Set<number>): number {
     let claimed = 0;
     this.ctx.storage.transactionSync(() => {
       const sql = this.sql;
@@ -621,6 +777,7 @@ export class ReminderScheduler extends DurableObject<Env> {
           continue;
         }
         sql.exec("UPDATE reminders SET state = 'sent', sent_at = ? WHERE reminder_id = ? AND state = 'queued'", now, r.reminder_id);
+        fired.add(r.item_id);
         // reminder.sent for every fired reminder; the item's entry is added from D1 at fan-out.
         const { deliveries: _none, ...sentView } = this.view({ ...r, state: "sent", sent_at: now }, []);
         recordEvent(sql, { type: "reminder.sent", data: JSON.stringify(sentView), itemId: r.item_id, now });
@@ -649,6 +806,21 @@ export class ReminderScheduler extends DurableObject<Env> {
       }
     });
     return claimed;
+  }
+
+  /**
+   * The views of items whose reminders just fired. Their stale_at (at most the fired reminder's
+   * due_at) already kept readers away; this is the second fence. Never throws: firing does not depend on D1.
+   */
+  private async invalidateFired(companyId: number, itemIds: number[]): Promise<void> {
+    const rows = invalidRows(itemIds, this.nextGen());
+    try {
+      const statements: D1PreparedStatement[] = [];
+      for (let i = 0; i < rows.length; i += INVALIDATE_BATCH) statements.push(writeViewsStatement(this.env.DB, companyId, rows.slice(i, i + INVALIDATE_BATCH)));
+      await this.env.DB.batch(statements);
+    } catch (error) {
+      console.error(JSON.stringify({ level: "error", msg: "views of fired items not invalidated (their stale_at has passed)", companyId, error: String(error) }));
+    }
   }
 
   // ---- webhooks (docs/webhooks.md) ----
@@ -749,6 +921,7 @@ export class ReminderScheduler extends DurableObject<Env> {
     await this.env.DB.batch([
       this.env.DB.prepare("DELETE FROM reminder_wakeups WHERE company_id = ?").bind(companyId),
       this.env.DB.prepare("DELETE FROM reminder_sync WHERE company_id = ?").bind(companyId),
+      deleteViewsStatement(this.env.DB, companyId, "all"),
     ]);
   }
 }

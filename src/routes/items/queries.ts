@@ -3,12 +3,16 @@ import { isUniqueViolation, type Db } from "../../db/client";
 import { selectDepartment } from "../../db/departments";
 import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
 import { cappedMeta, listPage } from "../../db/pages";
-import { companies, contacts, departments, documentTypeFields, documentTypes, folders, itemFieldValues, itemRenewals, items, reminderSync, type ItemRow } from "../../db/schema";
+import { alias } from "drizzle-orm/sqlite-core";
+import { companies, contacts, departments, documentTypeFields, documentTypes, folders, itemFieldValues, itemRenewals, itemReminderViews, items, reminderSync, type ItemRow } from "../../db/schema";
 import { echo } from "../../lib/echo";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { ARCHIVED_TOKEN, LIVE_TOKEN, MAX_EXACT_SEARCH_TOTAL, matchExpression, searchWords } from "../../lib/search";
 import { nameKey } from "../../lib/text-key";
 import { DEFAULT_TIME_ZONE, addYears, isCalendarDate, todayIn } from "../../lib/time";
+import { snapshotQueries, toSnapshots, type Snapshots } from "../../reminders/d1";
+import { COMPANY_SETTINGS } from "../../reminders/item-events";
+import { trustedReminders } from "../../reminders/views";
 import { ensureFolderPath } from "../folders/queries";
 import { defaultSequenceId, sequenceInCompany } from "../reminder-sequences/queries";
 import { deleteItemTags, tagsOfItems } from "../tags/queries";
@@ -231,27 +235,48 @@ export async function listItems(db: Db, companyId: number, query: ListItemsInput
 /** Reads an item's reminders from the company's Durable Object (`syncFirst`: apply the item's D1 state first). */
 export type RemindersLoader = (syncFirst: boolean) => Promise<ItemDetail["reminders"]>;
 
+const zoneSync = alias(reminderSync, "zone_sync");
+
+/**
+ * The item row with, by primary key, its reminder view and the outbox rows (the item's, the
+ * company settings') the view is checked against (src/reminders/views.ts `trustedReminders`).
+ */
+export function itemDetailQuery(db: Db, companyId: number, itemId: number) {
+  return db
+    .select({
+      ...itemColumns,
+      notes: items.notes,
+      contactId: items.contactId,
+      seqId: items.seqId,
+      createdAt: items.createdAt,
+      externalId: items.externalId,
+      // Aliased: a batch maps its rows by column name, and three of these tables have a `version`.
+      syncVersion: sql<number | null>`${reminderSync.version}`.as("sync_version"),
+      syncedVersion: sql<number | null>`${reminderSync.syncedVersion}`.as("sync_synced_version"),
+      zoneVersion: sql<number | null>`${zoneSync.version}`.as("zone_version"),
+      zoneSyncedVersion: sql<number | null>`${zoneSync.syncedVersion}`.as("zone_synced_version"),
+      viewReminders: sql<string | null>`${itemReminderViews.reminders}`.as("view_reminders"),
+      viewVersion: sql<number | null>`${itemReminderViews.version}`.as("view_version"),
+      viewZoneVersion: sql<number | null>`${itemReminderViews.zoneVersion}`.as("view_zone_version"),
+      viewStaleAt: sql<number | null>`${itemReminderViews.staleAt}`.as("view_stale_at"),
+    })
+    .from(items)
+    .leftJoin(documentTypes, eq(documentTypes.id, items.documentTypeId))
+    .leftJoin(reminderSync, and(eq(reminderSync.companyId, companyId), eq(reminderSync.itemId, items.id)))
+    .leftJoin(zoneSync, and(eq(zoneSync.companyId, companyId), eq(zoneSync.itemId, COMPANY_SETTINGS)))
+    .leftJoin(itemReminderViews, and(eq(itemReminderViews.companyId, companyId), eq(itemReminderViews.itemId, items.id)))
+    .where(inCompany(companyId, itemId));
+}
+
 export async function getItem(db: Db, companyId: number, itemId: number, loadReminders: RemindersLoader): Promise<ItemDetail> {
-  // The Durable Object is asked at the same time as D1; only when D1 shows a change it has not
-  // applied yet (a failed sync) is it asked again, to apply it first.
-  const remindersNow = loadReminders(false);
-  remindersNow.catch(() => {});
-  const [[row], tagRows, renewals, [sync], fieldValues] = await db.batch([
-    db
-      .select({ ...itemColumns, notes: items.notes, contactId: items.contactId, seqId: items.seqId, createdAt: items.createdAt, externalId: items.externalId })
-      .from(items)
-      .leftJoin(documentTypes, eq(documentTypes.id, items.documentTypeId))
-      .where(inCompany(companyId, itemId)),
+  const [[row], tagRows, renewals, fieldValues] = await db.batch([
+    itemDetailQuery(db, companyId, itemId),
     tagsOfItems(db, companyId, [itemId]),
     db
       .select({ previous_date: itemRenewals.previousDate, new_date: itemRenewals.newDate, renewed_at: itemRenewals.renewedAt })
       .from(itemRenewals)
       .where(and(eq(itemRenewals.itemId, itemId), eq(itemRenewals.companyId, companyId)))
       .orderBy(asc(itemRenewals.id)),
-    db
-      .select({ pending: sql<number>`${reminderSync.version} > ${reminderSync.syncedVersion}` })
-      .from(reminderSync)
-      .where(and(eq(reminderSync.companyId, companyId), eq(reminderSync.itemId, itemId))),
     db
       .select({ autonum: documentTypeFields.id, field_name: documentTypeFields.fieldName, value: itemFieldValues.value })
       .from(itemFieldValues)
@@ -260,7 +285,11 @@ export async function getItem(db: Db, companyId: number, itemId: number, loadRem
       .orderBy(asc(documentTypeFields.position), asc(documentTypeFields.id)),
   ]);
   if (!row) throw notFound("Item");
-  const reminders = !sync || sync.pending ? await loadReminders(true) : await remindersNow;
+  // The D1 view when it can be trusted; otherwise the Durable Object, which applies a change it
+  // has not seen yet (a failed sync) first, and writes the view for the next read.
+  const reminders =
+    trustedReminders<ItemDetail["reminders"]>(row, Date.now()) ??
+    (await loadReminders(row.syncVersion === null || row.syncVersion > (row.syncedVersion ?? 0)));
   return {
     ...itemEntry(row),
     tags: tagRows.map((t) => t.name),
@@ -352,54 +381,113 @@ async function externalIdUnique<T>(externalId: string | null | undefined, write:
   }
 }
 
-export async function createItem(db: Db, companyId: number, userId: number, input: CreateItemInput): Promise<ItemRow> {
+/** A write's row and the reminder snapshot its batch read after it (for `syncReminders`; null when nothing was written). */
+export interface Written<R> {
+  row: R;
+  snapshot: Snapshots | null;
+}
+
+/** Runs `write` with the reminder snapshot of `itemIds` (or of the row it inserts) in the same batch: one round trip. */
+async function withSnapshot<R>(db: Db, companyId: number, itemIds: number[] | "inserted", write: Parameters<Db["batch"]>[0][number]): Promise<Written<R | undefined>> {
+  const [rows, ...snapshot] = (await db.batch([write, ...snapshotQueries(db, companyId, itemIds)] as const)) as unknown as [R[], ...Parameters<typeof toSnapshots>[0]];
+  const row = rows[0];
+  if (!row) return { row, snapshot: null };
+  const read = toSnapshots(snapshot);
+  // Only a snapshot of exactly the rows written is handed on (else the object reads its own).
+  const expected = itemIds === "inserted" ? [(row as { id?: number }).id] : itemIds;
+  return { row, snapshot: read.items.map((i) => i.itemId).join() === expected.join() ? read : null };
+}
+
+/** The create's INSERT ... SELECT: references given as values or as scalar subqueries, `guard` re-checks them. */
+function insertItem(
+  db: Db,
+  companyId: number,
+  userId: number,
+  input: CreateItemInput,
+  refs: { deptId: number | SQL; documentTypeId: number | SQL | null; folderId: number | null; contactId: number | null },
+  guard: SQL,
+) {
+  return db
+    .insert(items)
+    .select((qb) =>
+      qb
+        .select({
+          id: sql`NULL`,
+          companyId: sql`${companyId}`,
+          deptId: sql`${refs.deptId}`,
+          documentTypeId: sql`${refs.documentTypeId}`,
+          folderId: sql`${refs.folderId}`,
+          contactId: sql`${refs.contactId}`,
+          seqId: input.seqid === undefined ? defaultSequenceId(companyId) : sql`${input.seqid || null}`,
+          reminderAnchor: sql`${input.expiry_date}`,
+          scheduleEpoch: sql`1`,
+          title: sql`${input.title}`,
+          notes: sql`${input.notes ?? ""}`,
+          itemType: sql`${input.item_type ?? "exp"}`,
+          expiryDate: sql`${input.expiry_date}`,
+          status: sql`'pending'`,
+          archived: sql`0`,
+          createdBy: sql`${userId}`,
+          createdAt: sql`CURRENT_TIMESTAMP`,
+          updatedAt: sql`CURRENT_TIMESTAMP`,
+          version: sql`1`,
+          externalId: sql`${input.external_id ?? null}`,
+          importRef: sql`NULL`,
+          searchWords: sql`${searchWords(input.title, input.notes)}`,
+        })
+        .from(companies)
+        // The company's documents_limit and every reference, checked by the INSERT itself.
+        .where(
+          and(
+            eq(companies.id, companyId),
+            lt(companies.documentsUsed, companies.documentsLimit),
+            guard,
+            input.seqid ? sequenceInCompany(companyId, input.seqid) : undefined,
+          ),
+        ) as never,
+    )
+    .returning();
+}
+
+/**
+ * The create with its references looked up inside the INSERT (no round trip before it): the
+ * department (given, the document type's, or the company's default) and the document type (by id
+ * or name) as scalar subqueries, which must find a row. Null when that cannot be done in one
+ * statement (folder_path creates folders first; document_type with document_type_id must agree).
+ */
+export function createItemInsert(db: Db, companyId: number, userId: number, input: CreateItemInput) {
+  if (input.folder_path !== undefined || (input.document_type !== undefined && input.document_type_id !== undefined)) return null;
+  const typeGiven = input.document_type_id !== undefined || input.document_type !== undefined;
+  const typeWhere = input.document_type_id !== undefined ? sql`t.id = ${input.document_type_id}` : sql`t.name_key = ${nameKey(input.document_type ?? "")}`;
+  const typeColumn = (column: "id" | "dept_id") => sql`(SELECT t.${sql.raw(column)} FROM document_types AS t WHERE t.company_id = ${companyId} AND ${typeWhere})`;
+  const deptId =
+    input.deptid ?? (typeGiven ? typeColumn("dept_id") : sql`(SELECT d.id FROM departments AS d WHERE d.company_id = ${companyId} AND d.is_default = 1)`);
+  const documentTypeId = typeGiven ? typeColumn("id") : null;
+  const guards: SQL[] = [sql`${deptId} IS NOT NULL`];
+  if (input.deptid !== undefined) guards.push(refExists(departments, companyId, input.deptid));
+  if (documentTypeId) guards.push(sql`${documentTypeId} IS NOT NULL`);
+  if (input.folder_id) guards.push(refExists(folders, companyId, input.folder_id));
+  if (input.contact_id) guards.push(refExists(contacts, companyId, input.contact_id));
+  return insertItem(db, companyId, userId, input, { deptId, documentTypeId, folderId: input.folder_id ?? null, contactId: input.contact_id ?? null }, and(...guards)!);
+}
+
+export async function createItem(db: Db, companyId: number, userId: number, input: CreateItemInput): Promise<Written<ItemRow>> {
+  const inline = createItemInsert(db, companyId, userId, input);
+  if (inline) {
+    const { row, snapshot } = await externalIdUnique(input.external_id, () => withSnapshot<ItemRow>(db, companyId, "inserted", inline));
+    if (row) return { row, snapshot };
+    // Refused: the lookups below find which reference (or the limit) it was, or try again.
+  }
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const { dept, type } = await resolveRefs(db, companyId, input);
     const deptId = input.deptid ?? type?.deptId ?? dept?.id;
     if (!deptId) throw badRequest("The company has no default department; send deptid");
     const folderId = input.folder_path !== undefined ? await ensureFolderPath(db, companyId, deptId, input.folder_path) : (input.folder_id ?? null);
     const refs: Refs = { deptId, documentTypeId: type?.id ?? null, folderId, contactId: input.contact_id ?? null };
-    const [row] = await externalIdUnique(input.external_id, () => db
-      .insert(items)
-      .select((qb) =>
-        qb
-          .select({
-            id: sql`NULL`,
-            companyId: sql`${companyId}`,
-            deptId: sql`${deptId}`,
-            documentTypeId: sql`${refs.documentTypeId}`,
-            folderId: sql`${refs.folderId}`,
-            contactId: sql`${refs.contactId}`,
-            seqId: input.seqid === undefined ? defaultSequenceId(companyId) : sql`${input.seqid || null}`,
-            reminderAnchor: sql`${input.expiry_date}`,
-            scheduleEpoch: sql`1`,
-            title: sql`${input.title}`,
-            notes: sql`${input.notes ?? ""}`,
-            itemType: sql`${input.item_type ?? "exp"}`,
-            expiryDate: sql`${input.expiry_date}`,
-            status: sql`'pending'`,
-            archived: sql`0`,
-            createdBy: sql`${userId}`,
-            createdAt: sql`CURRENT_TIMESTAMP`,
-            updatedAt: sql`CURRENT_TIMESTAMP`,
-            version: sql`1`,
-            externalId: sql`${input.external_id ?? null}`,
-            importRef: sql`NULL`,
-            searchWords: sql`${searchWords(input.title, input.notes)}`,
-          })
-          .from(companies)
-          // The company's documents_limit and every reference, checked by the INSERT itself.
-          .where(
-            and(
-              eq(companies.id, companyId),
-              lt(companies.documentsUsed, companies.documentsLimit),
-              refsHold(companyId, refs),
-              input.seqid ? sequenceInCompany(companyId, input.seqid) : undefined,
-            ),
-          ) as never,
-      )
-      .returning());
-    if (row) return row;
+    const { row, snapshot } = await externalIdUnique(input.external_id, () =>
+      withSnapshot<ItemRow>(db, companyId, "inserted", insertItem(db, companyId, userId, input, { deptId, documentTypeId: refs.documentTypeId ?? null, folderId, contactId: refs.contactId ?? null }, refsHold(companyId, refs))),
+    );
+    if (row) return { row, snapshot };
     const company = await db.select({ used: companies.documentsUsed, limit: companies.documentsLimit }).from(companies).where(eq(companies.id, companyId)).get();
     if (!company || company.used >= company.limit) {
       throw badRequest(`Document limit reached: the company may hold at most ${company?.limit ?? 0} documents (documents_limit)`);
@@ -412,7 +500,7 @@ export async function createItem(db: Db, companyId: number, userId: number, inpu
   throw lostRace("item");
 }
 
-export async function updateItem(db: Db, companyId: number, itemId: number, input: UpdateItemInput): Promise<{ row: ItemRow; previousDate: string }> {
+export async function updateItem(db: Db, companyId: number, itemId: number, input: UpdateItemInput): Promise<Written<ItemRow> & { previousDate: string }> {
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const current = await db.select({ expiryDate: items.expiryDate, title: items.title, notes: items.notes }).from(items).where(inCompany(companyId, itemId)).get();
     if (!current) throw notFound("Item");
@@ -439,24 +527,24 @@ export async function updateItem(db: Db, companyId: number, itemId: number, inpu
       if (input.title === undefined) wordsHold.push(eq(items.title, current.title));
       if (input.notes === undefined) wordsHold.push(eq(items.notes, current.notes));
     }
-    const [row] = await externalIdUnique(input.external_id, () => db
+    const { row, snapshot } = await externalIdUnique(input.external_id, () => withSnapshot<ItemRow>(db, companyId, [itemId], db
       .update(items)
       .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
       .where(and(inCompany(companyId, itemId), ...wordsHold, refsHold(companyId, { documentTypeId: changes.documentTypeId, folderId: changes.folderId, contactId: changes.contactId })))
-      .returning());
-    if (row) return { row, previousDate: current.expiryDate };
+      .returning()));
+    if (row) return { row, snapshot, previousDate: current.expiryDate };
   }
   throw lostRace("item");
 }
 
-async function setColumns(db: Db, companyId: number, itemId: number, changes: Partial<typeof items.$inferInsert>): Promise<ItemRow> {
-  const [row] = await db
+async function setColumns(db: Db, companyId: number, itemId: number, changes: Partial<typeof items.$inferInsert>): Promise<Written<ItemRow>> {
+  const { row, snapshot } = await withSnapshot<ItemRow>(db, companyId, [itemId], db
     .update(items)
     .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
     .where(inCompany(companyId, itemId))
-    .returning();
+    .returning());
   if (!row) throw notFound("Item");
-  return row;
+  return { row, snapshot };
 }
 
 export const setItemStatus = (db: Db, companyId: number, itemId: number, status: "pending" | "completed") =>
@@ -479,7 +567,7 @@ export async function renewItem(db: Db, companyId: number, userId: number, itemI
       throw badRequest(`expiry_date must be later than the item's current expiry date ${current.expiryDate}`);
     }
     const unchanged = and(inCompany(companyId, itemId), eq(items.expiryDate, current.expiryDate));
-    const [, [row]] = await db.batch([
+    const [, [row], ...snapshot] = await db.batch([
       db.insert(itemRenewals).select((qb) =>
         qb
           .select({
@@ -500,17 +588,24 @@ export async function renewItem(db: Db, companyId: number, userId: number, itemI
         .set({ expiryDate: next, reminderAnchor: next, scheduleEpoch: sql`${items.scheduleEpoch} + 1`, status: "pending", updatedAt: sql`CURRENT_TIMESTAMP` })
         .where(unchanged)
         .returning(),
+      ...snapshotQueries(db, companyId, [itemId]),
     ]);
-    if (row) return { row, previousDate: current.expiryDate };
+    if (row) return { row, snapshot: toSnapshots(snapshot), previousDate: current.expiryDate };
   }
   throw lostRace("item");
 }
 
-/** Deletes the item (its tag links and renewal history go with it by cascade) and tags no item uses any more. */
-export async function deleteItem(db: Db, companyId: number, itemId: number): Promise<void> {
-  const [deleted] = await db.batch([
+/**
+ * Deletes the item (its tag links and renewal history go with it by cascade) and tags no item uses
+ * any more; returns the reminder snapshot read after it (the item absent).
+ */
+export async function deleteItem(db: Db, companyId: number, itemId: number): Promise<Snapshots> {
+  const tagStatements = deleteItemTags(db, companyId, itemId);
+  const [deleted, ...rest] = await db.batch([
     db.delete(items).where(inCompany(companyId, itemId)).returning({ id: items.id }),
-    ...deleteItemTags(db, companyId, itemId),
+    ...tagStatements,
+    ...snapshotQueries(db, companyId, [itemId]),
   ]);
   if (deleted.length === 0) throw notFound("Item");
+  return toSnapshots(rest.slice(tagStatements.length) as unknown as Parameters<typeof toSnapshots>[0]);
 }

@@ -73,8 +73,8 @@ itemsRouter.openapi(
     responses: { 201: jsonResponse(resultEnvelope(CreatedItemSchema, "ItemCreated"), "Item created") },
   }),
   async (c) => {
-    const row = await createItem(c.var.db, c.var.companyId, c.var.auth.userId, c.req.valid("json"));
-    await syncReminders(c.env, c.var.companyId, [row.id]);
+    const { row, snapshot } = await createItem(c.var.db, c.var.companyId, c.var.auth.userId, c.req.valid("json"));
+    await syncReminders(c.env, c.var.companyId, [row.id], snapshot);
     return created(c, "Item created", { item_id: row.id, title: row.title, expiry_date: row.expiryDate, item_type: row.itemType as "exp" });
   },
 );
@@ -112,8 +112,8 @@ itemsRouter.openapi(
   }),
   async (c) => {
     const input = c.req.valid("json");
-    const { row } = await updateItem(c.var.db, c.var.companyId, c.req.valid("param").item_id, input);
-    await syncReminders(c.env, c.var.companyId, [row.id]);
+    const { row, snapshot } = await updateItem(c.var.db, c.var.companyId, c.req.valid("param").item_id, input);
+    await syncReminders(c.env, c.var.companyId, [row.id], snapshot);
     return updated(c, "Item updated", await getItem(c.var.db, c.var.companyId, row.id, itemRemindersLoader(c.env, c.var.companyId, row.id)));
   },
 );
@@ -133,8 +133,8 @@ itemsRouter.openapi(
   }),
   async (c) => {
     const itemId = c.req.valid("param").item_id;
-    await deleteItem(c.var.db, c.var.companyId, itemId);
-    await syncReminders(c.env, c.var.companyId, [itemId]);
+    const snapshot = await deleteItem(c.var.db, c.var.companyId, itemId);
+    await syncReminders(c.env, c.var.companyId, [itemId], snapshot);
     return done(c, "Item deleted");
   },
 );
@@ -154,8 +154,8 @@ itemsRouter.openapi(
   }),
   async (c) => {
     const { status } = c.req.valid("json");
-    const row = await setItemStatus(c.var.db, c.var.companyId, c.req.valid("param").item_id, status);
-    await syncReminders(c.env, c.var.companyId, [row.id]);
+    const { row, snapshot } = await setItemStatus(c.var.db, c.var.companyId, c.req.valid("param").item_id, status);
+    await syncReminders(c.env, c.var.companyId, [row.id], snapshot);
     return updated(c, status === "completed" ? "Item marked completed" : "Item marked pending", await getItem(c.var.db, c.var.companyId, row.id, itemRemindersLoader(c.env, c.var.companyId, row.id)));
   },
 );
@@ -175,8 +175,8 @@ itemsRouter.openapi(
   }),
   async (c) => {
     const archived = c.req.valid("json")?.archived ?? true;
-    const row = await setItemArchived(c.var.db, c.var.companyId, c.req.valid("param").item_id, archived);
-    await syncReminders(c.env, c.var.companyId, [row.id]);
+    const { row, snapshot } = await setItemArchived(c.var.db, c.var.companyId, c.req.valid("param").item_id, archived);
+    await syncReminders(c.env, c.var.companyId, [row.id], snapshot);
     return updated(c, archived ? "Item archived" : "Item restored", await getItem(c.var.db, c.var.companyId, row.id, itemRemindersLoader(c.env, c.var.companyId, row.id)));
   },
 );
@@ -197,8 +197,8 @@ itemsRouter.openapi(
     responses: { 200: jsonResponse(ItemResult, "Item renewed") },
   }),
   async (c) => {
-    const { row } = await renewItem(c.var.db, c.var.companyId, c.var.auth.userId, c.req.valid("param").item_id, c.req.valid("json")?.expiry_date);
-    await syncReminders(c.env, c.var.companyId, [row.id]);
+    const { row, snapshot } = await renewItem(c.var.db, c.var.companyId, c.var.auth.userId, c.req.valid("param").item_id, c.req.valid("json")?.expiry_date);
+    await syncReminders(c.env, c.var.companyId, [row.id], snapshot);
     return updated(c, `Item renewed until ${row.expiryDate}`, await getItem(c.var.db, c.var.companyId, row.id, itemRemindersLoader(c.env, c.var.companyId, row.id)));
   },
 );

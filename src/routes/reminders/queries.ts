@@ -63,6 +63,6 @@ export function reminderInput(body: Partial<CreateReminderInput>): ReminderInput
 
 export const remindersOf = (env: Env, companyId: number) => schedulerFor(env, companyId);
 
-/** The loader `getItem` uses for the item detail's `reminders`. */
+/** The loader `getItem` uses for the item detail's `reminders` when its D1 view cannot be trusted (the object then writes it). */
 export const itemRemindersLoader = (env: Env, companyId: number, itemId: number) => async (syncFirst: boolean) =>
-  unwrap(await schedulerFor(env, companyId).itemReminders(companyId, itemId, syncFirst));
+  unwrap(await schedulerFor(env, companyId).itemReminders(companyId, itemId, syncFirst, true));
