@@ -143,6 +143,20 @@ describe("Idempotency-Key: a repeat replays the first answer", () => {
     expect(again.body).toEqual(first.body);
   });
 
+  it("creates folder_path's folders and the item in one write, so no crash can leave one without the other", async () => {
+    const account = await createAccount();
+    const k = key();
+    const folder = uniqueWord("F");
+    const created = await post(account.ownerToken, "/v1/items", { title: uniqueWord("Filed "), expiry_date: "2031-05-01", folder_path: `${folder}/Sub/Deep` }, k);
+    expect(created.status).toBe(201);
+    // Every committed write counts itself on the key's row: one transaction held folders and item.
+    const [row] = (await env.DB.prepare("SELECT applied FROM idempotency_keys WHERE company_id = ?").bind(account.companyId).all<{ applied: number }>()).results;
+    expect(row!.applied).toBe(1);
+    const item = await call("GET", `/v1/items/${created.body.data.item_id}`, { token: account.ownerToken });
+    const deep = await env.DB.prepare("SELECT id FROM folders WHERE company_id = ? AND name = 'Deep'").bind(account.companyId).first<{ id: number }>();
+    expect(item.body.data.folder_id).toBe(deep!.id);
+  });
+
   it("runs the request afresh once the key's 24 hours are over", async () => {
     const account = await createAccount();
     const k = key();

@@ -310,6 +310,22 @@ const folderAtDepth = (companyId: number, keys: string, depth: number): SQL =>
  * folder can be deleted between this batch and that write.
  */
 export async function ensureFolderPath(db: Db, companyId: number, deptId: number, path: string): Promise<number> {
+  const { statements, lastFolder } = folderPathWrites(db, companyId, deptId, path);
+  statements.push(db.select({ id: folders.id }).from(folders).where(and(eq(folders.companyId, companyId), sql`${folders.id} = ${lastFolder}`)));
+  const results = await writeBatch(db, statements, "folder");
+  const [found] = results[results.length - 1] as Array<{ id: number }>;
+  if (found) return found.id;
+  // A folder was missing and could not be created: the department is not (or no longer) in the company.
+  if (!(await selectDepartment(db, companyId, deptId).get())) throw badRequest(`deptid ${deptId} does not exist`);
+  throw lostFolderRace();
+}
+
+/**
+ * The statements of `ensureFolderPath` without its final read, for a caller that puts them at the
+ * head of its own batch (an item created with `folder_path`: folders and item in one transaction),
+ * and `lastFolder`, the last folder's id as a scalar subquery (NULL when it could not be created).
+ */
+export function folderPathWrites(db: Db, companyId: number, deptId: number, path: string): { statements: BatchItem<"sqlite">[]; lastFolder: SQL } {
   const segments = folderPathSegments(path);
   const keys = JSON.stringify(segments.map(nameKey));
   const statements: BatchItem<"sqlite">[] = segments.map((name, depth) => {
@@ -326,16 +342,5 @@ export async function ensureFolderPath(db: Db, companyId: number, deptId: number
       )
       .onConflictDoNothing();
   });
-  statements.push(
-    db
-      .select({ id: folders.id })
-      .from(folders)
-      .where(and(eq(folders.companyId, companyId), sql`${folders.id} = ${folderAtDepth(companyId, keys, segments.length)}`)),
-  );
-  const results = await writeBatch(db, statements, "folder");
-  const [found] = results[results.length - 1] as Array<{ id: number }>;
-  if (found) return found.id;
-  // A folder was missing and could not be created: the department is not (or no longer) in the company.
-  if (!(await selectDepartment(db, companyId, deptId).get())) throw badRequest(`deptid ${deptId} does not exist`);
-  throw lostFolderRace();
+  return { statements, lastFolder: folderAtDepth(companyId, keys, segments.length) };
 }

@@ -13,7 +13,7 @@ import { DEFAULT_TIME_ZONE, addYears, isCalendarDate, todayIn } from "../../lib/
 import { snapshotQueries, toSnapshots, type Snapshots } from "../../reminders/d1";
 import { COMPANY_SETTINGS } from "../../reminders/item-events";
 import { trustedReminders } from "../../reminders/views";
-import { ensureFolderPath } from "../folders/queries";
+import { folderPathWrites } from "../folders/queries";
 import { defaultSequenceId, sequenceInCompany } from "../reminder-sequences/queries";
 import { deleteItemTags, tagsOfItems } from "../tags/queries";
 import { periodRange } from "./period";
@@ -388,8 +388,16 @@ export interface Written<R> {
 }
 
 /** Runs `write` with the reminder snapshot of `itemIds` (or of the row it inserts) in the same batch: one round trip. */
-async function withSnapshot<R>(db: Db, companyId: number, itemIds: number[] | "inserted", write: Parameters<Db["batch"]>[0][number]): Promise<Written<R | undefined>> {
-  const [rows, ...snapshot] = (await db.batch([write, ...snapshotQueries(db, companyId, itemIds)] as const)) as unknown as [R[], ...Parameters<typeof toSnapshots>[0]];
+/** `write` (after the `before` statements of the same batch), then the snapshot of what it wrote. */
+async function withSnapshot<R>(
+  db: Db,
+  companyId: number,
+  itemIds: number[] | "inserted",
+  write: Parameters<Db["batch"]>[0][number],
+  before: Array<Parameters<Db["batch"]>[0][number]> = [],
+): Promise<Written<R | undefined>> {
+  const results = await db.batch([...before, write, ...snapshotQueries(db, companyId, itemIds)] as unknown as Parameters<Db["batch"]>[0]);
+  const [rows, ...snapshot] = results.slice(before.length) as unknown as [R[], ...Parameters<typeof toSnapshots>[0]];
   const row = rows[0];
   if (!row) return { row, snapshot: null };
   const read = toSnapshots(snapshot);
@@ -404,7 +412,7 @@ function insertItem(
   companyId: number,
   userId: number,
   input: CreateItemInput,
-  refs: { deptId: number | SQL; documentTypeId: number | SQL | null; folderId: number | null; contactId: number | null },
+  refs: { deptId: number | SQL; documentTypeId: number | SQL | null; folderId: number | SQL | null; contactId: number | null },
   guard: SQL,
 ) {
   return db
@@ -482,10 +490,15 @@ export async function createItem(db: Db, companyId: number, userId: number, inpu
     const { dept, type } = await resolveRefs(db, companyId, input);
     const deptId = input.deptid ?? type?.deptId ?? dept?.id;
     if (!deptId) throw badRequest("The company has no default department; send deptid");
-    const folderId = input.folder_path !== undefined ? await ensureFolderPath(db, companyId, deptId, input.folder_path) : (input.folder_id ?? null);
+    // folder_path: its folders are created in the insert's own batch, so a request that dies
+    // leaves both or neither (a key's retry then never finds folders without their item).
+    const path = input.folder_path !== undefined ? folderPathWrites(db, companyId, deptId, input.folder_path) : null;
+    const folderId = input.folder_id ?? null;
     const refs: Refs = { deptId, documentTypeId: type?.id ?? null, folderId, contactId: input.contact_id ?? null };
+    const guard = path ? and(refsHold(companyId, refs), sql`${path.lastFolder} IS NOT NULL`)! : refsHold(companyId, refs);
+    const values = { deptId, documentTypeId: refs.documentTypeId ?? null, folderId: path ? path.lastFolder : folderId, contactId: refs.contactId ?? null };
     const { row, snapshot } = await externalIdUnique(input.external_id, () =>
-      withSnapshot<ItemRow>(db, companyId, "inserted", insertItem(db, companyId, userId, input, { deptId, documentTypeId: refs.documentTypeId ?? null, folderId, contactId: refs.contactId ?? null }, refsHold(companyId, refs))),
+      withSnapshot<ItemRow>(db, companyId, "inserted", insertItem(db, companyId, userId, input, values, guard), path?.statements),
     );
     if (row) return { row, snapshot };
     const company = await db.select({ used: companies.documentsUsed, limit: companies.documentsLimit }).from(companies).where(eq(companies.id, companyId)).get();
