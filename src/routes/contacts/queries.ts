@@ -1,4 +1,4 @@
-import { and, asc, count, eq, getTableColumns, isNull, lt, sql, type SQL } from "drizzle-orm";
+import { and, asc, count, eq, inArray, isNull, lt, sql, type SQL } from "drizzle-orm";
 import { getCountryCallingCode, type CountryCode } from "libphonenumber-js/min";
 import { isForeignKeyViolation, isUniqueViolation, type Db } from "../../db/client";
 import { selectDepartment } from "../../db/departments";
@@ -86,15 +86,25 @@ export function contactSearchQueries(db: Db, companyId: number, query: ListConta
     rest.length > 1
       ? db.select({ one: sql`1` }).from(sql`contacts_search`).innerJoin(contacts, onContact).where(and(matching, ...rest))
       : db.select({ one: sql`1` }).from(sql`contacts_search`).where(matching);
+  // Without other filters the page's ids come from the postings alone: an offset skips postings, not rows.
+  const ids =
+    rest.length > 1
+      ? db
+          .select({ id: contacts.id })
+          .from(sql`contacts_search`)
+          .innerJoin(contacts, onContact)
+          .where(and(matching, ...rest))
+          .orderBy(sql`contacts_search.rowid`)
+          .limit(query.limit)
+          .offset(query.offset)
+      : db.select({ id: sql<number>`contacts_search.rowid` }).from(sql`contacts_search`).where(matching).orderBy(sql`contacts_search.rowid`).limit(query.limit).offset(query.offset);
   return {
+    ids,
     page: db
-      .select(getTableColumns(contacts))
-      .from(sql`contacts_search`)
-      .innerJoin(contacts, onContact)
-      .where(and(matching, ...rest))
-      .orderBy(sql`contacts_search.rowid`)
-      .limit(query.limit)
-      .offset(query.offset),
+      .select()
+      .from(contacts)
+      .where(and(eq(contacts.companyId, companyId), inArray(contacts.id, ids)))
+      .orderBy(asc(contacts.id)),
     total: db.select({ n: count() }).from(firstMatches.limit(MAX_EXACT_SEARCH_TOTAL + 1).as("matches")),
   };
 }

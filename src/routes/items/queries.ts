@@ -197,21 +197,33 @@ function itemSearchQueries(db: Db, companyId: number, query: ListItemsInput, tod
     pageMatching = sql`${matching} AND items_search.rowid > ${searchKey(after.date, after.id)}`;
   }
   const onItem = sql`${items.id} = (items_search.rowid & ${SEARCH_ID_MASK})`;
-  const ids = db
-    .select({ id: items.id })
-    .from(sql`items_search`)
-    .innerJoin(items, onItem)
-    .where(and(pageMatching, rest.where))
-    .orderBy(sql`items_search.rowid`)
-    .limit(query.limit)
-    .offset(query.offset);
+  // Only `q` and `archived`: the ids come from the postings alone, so an offset skips postings,
+  // not rows. Other filters need the row of every match they test.
+  const ids = rest.filtered
+    ? db
+        .select({ id: items.id })
+        .from(sql`items_search`)
+        .innerJoin(items, onItem)
+        .where(and(pageMatching, rest.where))
+        .orderBy(sql`items_search.rowid`)
+        .limit(query.limit)
+        .offset(query.offset)
+    : db
+        .select({ id: sql<number>`items_search.rowid & ${SEARCH_ID_MASK}` })
+        .from(sql`items_search`)
+        .where(pageMatching)
+        .orderBy(sql`items_search.rowid`)
+        .limit(query.limit)
+        .offset(query.offset);
   // Only `q` and `archived`: the matches are counted in the index alone.
   const firstMatches = rest.filtered
     ? db.select({ one: sql`1` }).from(sql`items_search`).innerJoin(items, onItem).where(and(matching, rest.where)).limit(MAX_EXACT_SEARCH_TOTAL + 1)
     : db.select({ one: sql`1` }).from(sql`items_search`).where(matching).limit(MAX_EXACT_SEARCH_TOTAL + 1);
   return {
     ids,
-    page: selectEntries(db).where(inArray(items.id, ids)).orderBy(asc(items.expiryDate), asc(items.id)),
+    page: selectEntries(db)
+      .where(and(eq(items.companyId, companyId), inArray(items.id, ids)))
+      .orderBy(asc(items.expiryDate), asc(items.id)),
     total: db.select({ n: count() }).from(firstMatches.as("matches")),
     cap: MAX_EXACT_SEARCH_TOTAL,
   };
