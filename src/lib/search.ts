@@ -8,7 +8,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { FOLDS, TOKEN_RANGES } from "./search-table.ts";
 
-/** Characters of a term the FTS prefix indexes cover (`prefix = '3 4 5 6'`: the mark's 2 + 1..4). */
+/** Characters of a term the FTS prefix indexes cover (contacts, tasks `prefix = '3 4 5 6'`: the mark's 2 + 1..4; items '4 5 6 7': mark, state, 1..4). */
 export const INDEXED_PREFIX = 4;
 /** Longer terms expand to the company's words that start with them, up to this many. */
 export const MAX_EXPANSION = 64;
@@ -84,23 +84,37 @@ const NOTHING = '"\uf8ff\uf8ff"';
  * stream; a longer one becomes an OR of the company's words that start with it (read from
  * search_terms in the same statement), since FTS5 would otherwise merge every posting of a
  * prefix before returning the first row. Null when `q` has no searchable word.
+ *
+ * `states` (items): the tokens are `mark + state + word`, so a term is looked up under each
+ * state asked for (one: a single stream of the records in that state; both: an OR of two).
  */
-export function matchExpression(companyId: number, q: string, extra: string[] = []): SQL | null {
+export function matchExpression(companyId: number, q: string, states: string[] = [""]): SQL | null {
   const terms = [...new Set(tokenize(q))].slice(0, MAX_QUERY_WORDS);
   if (terms.length === 0) return null;
   const mark = companyMark(companyId);
   const parts = terms.map((term) => {
-    if ([...term].length <= INDEXED_PREFIX) return sql`${`"${mark}${term}"*`}`;
-    const from = mark + term;
-    return sql`(SELECT CASE WHEN count(*) = 0 THEN ${NOTHING} WHEN count(*) > ${MAX_EXPANSION} THEN ${`"${from}"*`}
-      ELSE '(' || group_concat('"' || term || '"', ' OR ') || ')' END
-      FROM (SELECT term FROM search_terms WHERE term >= ${from} AND term < ${from + "\u{10ffff}"} ORDER BY term LIMIT ${MAX_EXPANSION + 1}))`;
+    const perState = states.map((state) => termExpression(mark, state, term));
+    return perState.length === 1 ? perState[0]! : sql`'(' || ${sql.join(perState, sql` || ' OR ' || `)} || ')'`;
   });
-  for (const token of extra) parts.push(sql`${`"${mark}${token}"`}`);
   return sql.join(parts, sql` || ' AND ' || `);
 }
 
-/** The state token of a live (not archived) item: private-use, so no word can be it. */
-export const LIVE_TOKEN = "\uf8fel";
-/** The state token of an archived item. */
-export const ARCHIVED_TOKEN = "\uf8fea";
+/** One term under one token prefix (`mark + state`): a prefix query, or the expansion of a long term. */
+function termExpression(mark: string, state: string, term: string): SQL {
+  const prefix = mark + state;
+  if ([...term].length <= INDEXED_PREFIX) return sql`${`"${prefix}${term}"*`}`;
+  const from = mark + term;
+  // search_terms holds `mark + word`; the token of that word in this state is `mark + state + word`.
+  return sql`(SELECT CASE WHEN count(*) = 0 THEN ${NOTHING} WHEN count(*) > ${MAX_EXPANSION} THEN ${`"${prefix}${term}"*`}
+      ELSE '(' || group_concat('"' || ${prefix} || substr(term, ${[...mark].length + 1}) || '"', ' OR ') || ')' END
+      FROM (SELECT term FROM search_terms WHERE term >= ${from} AND term < ${from + "\u{10ffff}"} ORDER BY term LIMIT ${MAX_EXPANSION + 1}))`;
+}
+
+/** The state character of a live (not archived) item's tokens: private-use, so no word starts with it. */
+export const LIVE_STATE = "\uf8fd";
+/** The state character of an archived item's tokens. */
+export const ARCHIVED_STATE = "\uf8fc";
+
+/** The states an item search covers for the list's `archived` filter (default false: live items). */
+export const itemStates = (archived: "true" | "false" | "any" | undefined) =>
+  archived === "any" ? [LIVE_STATE, ARCHIVED_STATE] : [archived === "true" ? ARCHIVED_STATE : LIVE_STATE];

@@ -104,3 +104,32 @@ describe("migration 0016 on a database holding tasks", () => {
     expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'tasks_fts'").all()).toEqual([]);
   });
 });
+
+describe("migration 0019 on a database holding items", () => {
+  it("re-indexes every item with its state in each token, and the triggers keep it so", () => {
+    const db = new DatabaseSync(":memory:");
+    const upTo = migrationFiles.indexOf("0019_item_search_states.sql");
+    for (const file of migrationFiles.slice(0, upTo)) apply(db, file);
+    const words = (...t: string[]) => `'${searchWords(...t)}'`;
+    db.exec(`INSERT INTO accounts (id, name, max_companies, max_documents, max_contacts, max_drive_space_mb, max_document_types) VALUES (1, 'a', 5, 100, 100, 100, 5);
+      INSERT INTO companies (id, account_id, name, documents_limit, contacts_limit, drive_space_mb) VALUES (7, 1, 'Seven', 10, 10, 10), (6408, 1, 'Other', 10, 10, 10);
+      INSERT INTO departments (id, company_id, name, name_key) VALUES (1, 7, 'D', 'd'), (2, 6408, 'D', 'd');
+      INSERT INTO items (id, company_id, dept_id, title, notes, expiry_date, archived, created_by, search_words) VALUES
+        (1, 7, 1, 'Kesselprüfung Nord', '', '2031-05-01', 0, 1, ${words("Kesselprüfung Nord")}),
+        (2, 7, 1, 'Kessel old', '', '2030-01-01', 1, 1, ${words("Kessel old")}),
+        (3, 6408, 2, 'Kesselprüfung Süd', '', '2029-01-01', 0, 1, ${words("Kesselprüfung Süd")});`);
+    apply(db, migrationFiles[upTo]!);
+    const items = (company: number, match: string) =>
+      (db.prepare("SELECT rowid & 4294967295 AS id FROM items_search WHERE items_search MATCH ? ORDER BY rowid").all(match.replaceAll("@", companyMark(company))) as Array<{ id: number }>).map((r) => r.id);
+    const live = "@\uf8fd";
+    const archived = "@\uf8fc";
+    expect(items(7, `"${live}kess"*`)).toEqual([1]);
+    expect(items(7, `"${archived}kess"*`)).toEqual([2]);
+    expect(items(7, `"${live}kess"* OR "${archived}kess"*`)).toEqual([2, 1]);
+    expect(items(6408, `"${live}kesselprufung"`)).toEqual([3]);
+    expect(items(7, '"@\uf8fel"')).toEqual([]); // the old state token is gone
+    db.exec("UPDATE items SET archived = 1 WHERE id = 1");
+    expect(items(7, `"${archived}kess"*`)).toEqual([2, 1]);
+    expect(items(7, `"${live}kess"*`)).toEqual([]);
+  });
+});

@@ -7,7 +7,7 @@ import { alias } from "drizzle-orm/sqlite-core";
 import { companies, contacts, departments, documentTypeFields, documentTypes, folders, itemFieldValues, itemRenewals, itemReminderViews, items, reminderSync, type ItemRow } from "../../db/schema";
 import { echo } from "../../lib/echo";
 import { badRequest, conflict, notFound } from "../../lib/errors";
-import { ARCHIVED_TOKEN, LIVE_TOKEN, MAX_EXACT_SEARCH_TOTAL, matchExpression, searchWords } from "../../lib/search";
+import { MAX_EXACT_SEARCH_TOTAL, itemStates, matchExpression, searchWords } from "../../lib/search";
 import { nameKey } from "../../lib/text-key";
 import { DEFAULT_TIME_ZONE, addYears, isCalendarDate, todayIn } from "../../lib/time";
 import { snapshotQueries, toSnapshots, type Snapshots } from "../../reminders/d1";
@@ -128,7 +128,7 @@ export function itemFilter(companyId: number, query: ItemFilterInput, today: str
   }
   if (query.q) {
     // The export's filter (the list with q has its own plan: itemSearchQueries).
-    const match = matchExpression(companyId, query.q);
+    const match = matchExpression(companyId, query.q, itemStates(query.archived));
     if (!match) return null;
     filter(sql`${items.id} IN (SELECT rowid & ${SEARCH_ID_MASK} FROM items_search WHERE items_search MATCH ${match})`);
   }
@@ -180,13 +180,12 @@ export function itemListQueries(db: Db, companyId: number, query: ListItemsInput
 
 /**
  * A list with `q`: the company's matches stream from items_search in list order (its rowid is
- * (expiry_date, id)), `archived` is a state token in the same match, and only the other filters
+ * (expiry_date, id)), `archived` picks the postings (every token carries the item's state), and only the other filters
  * read the item row. A page stops after its `limit` hits and the total after the cap + 1
  * matches, whatever the term (docs/search.md).
  */
 function itemSearchQueries(db: Db, companyId: number, query: ListItemsInput, today: string) {
-  const state = query.archived === "any" ? [] : [query.archived === "true" ? ARCHIVED_TOKEN : LIVE_TOKEN];
-  const match = matchExpression(companyId, query.q!, state);
+  const match = matchExpression(companyId, query.q!, itemStates(query.archived));
   if (!match) return null;
   const rest = itemFilter(companyId, { ...query, q: undefined, archived: "any" }, today)!;
   const matching = sql`items_search MATCH ${match}`;
