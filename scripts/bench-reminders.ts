@@ -75,7 +75,7 @@ const LIGHT_COMPANIES = 30;
 const LIGHT_BOUNDARIES = 3;
 const LIGHT_ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata", "Asia/Kathmandu", "Australia/Adelaide"];
 const SAMPLES = 100;
-const TARGETS = { fireSeconds: 10, pointRatio: 0.4, lightP99Seconds: 1 };
+const TARGETS = { fireSeconds: 10, pointRatio: 0.5, lightP99Seconds: 1 };
 /** The sweep replays outbox rows older than this (src/scheduled.ts SYNC_GRACE_SECONDS), plus 1 s. */
 const SYNC_GRACE_MS = 31_000;
 /** Load stops this long before a fire instant... */

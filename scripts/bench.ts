@@ -249,7 +249,7 @@ const ITEM_DEEP_OFFSET = 20_000;
 const DEEP_SHARE = 0.8;
 /** The keyset page starts after this many rows: 20,000 at 100k, 200 at 1k (the same share). */
 const KEYSET_POSITION = { big: 20_000, small: 200 };
-const ITEM_TARGETS = { list: 0.4, filtered: 0.35, searchAll: 0.4, searchRare: 0.45, growth: 1.5 };
+const ITEM_TARGETS = { list: 0.4, filtered: 0.35, searchAll: 0.4, searchRare: 0.45, growth: 1.5, point: 0.5, create: 0.3 };
 const ITEM_TYPE_VALUES = ["exp", "due", "apt", "evt"] as const;
 
 function range(from: number, to: number): number[] {
@@ -608,7 +608,7 @@ async function preflightItems(
         point.status === 200 && point.body?.data?.item_id === item.id && point.body.data.tags?.length === item.tags,
         `GET /v1/items/${item.id}: ${point.status}, tags ${JSON.stringify(point.body?.data?.tags)} (expected ${item.tags})`,
       );
-      deep.push({ key: "items-point", label: `${tag} GET /v1/items/${item.id}`, path: `/v1/items/${item.id}`, token });
+      deep.push({ key: "items-point", label: `${tag} GET /v1/items/${item.id}`, path: `/v1/items/${item.id}`, token, target: ITEM_TARGETS.point });
       // Tenancy both ways.
       const otherItem = seeded.filter((i) => i.companyId === OTHER.id)[Math.floor(OTHER.items / 2)]!;
       const foreign = await getJson(`/v1/items/${otherItem.id}`, token);
@@ -624,7 +624,7 @@ async function preflightItems(
       });
       const createdText = await created.text();
       expect(created.status === 201, `POST /v1/items: ${created.status} ${createdText.slice(0, 300)}`);
-      deep.push({ key: "items-create", label: `${tag} POST /v1/items ${body}`, path: "/v1/items", token, post: body });
+      deep.push({ key: "items-create", label: `${tag} POST /v1/items ${body}`, path: "/v1/items", token, post: body, target: ITEM_TARGETS.create });
       check.pointItem = item.id;
       check.deepPaths = deepPaths.map((d) => d.path);
     }
