@@ -51,6 +51,8 @@ describe("query plans of the item list", () => {
       }
       const page = await plan(built.page);
       expect(fullScanOfItems(page), page).toEqual([]);
+      // Only the page's rows are read, by id (never a walk of the company's index).
+      expect(page.split("\n")[0], page).toMatch(/^SEARCH items USING INTEGER PRIMARY KEY \(rowid=\?\)/);
       const total = await plan(built.total);
       expect(fullScanOfItems(total), total).toEqual([]);
       if (index && index !== "items_company_date_idx" && label !== "deep offset") expect(total, total).toMatch(new RegExp(`COVERING INDEX ${index}`));

@@ -188,6 +188,8 @@ describe("query plans of the contact list", () => {
       // Without deptid the page's ids are postings alone: an offset skips postings, not rows.
       if (dept) expect(ids, ids).toMatch(/SEARCH contacts USING INTEGER PRIMARY KEY/);
       else expect(ids, ids).not.toMatch(/ contacts /);
+      const page = (await plan(built.page)).join("\n");
+      expect(page, page).toMatch(/SEARCH contacts USING (INTEGER PRIMARY KEY|INDEX contacts_company_idx \(company_id=\? AND rowid=\?\))/);
       for (const query of [built.page, built.total]) {
         const details = await plan(query);
         const text = details.join("\n");

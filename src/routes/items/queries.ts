@@ -220,8 +220,10 @@ function itemSearchQueries(db: Db, companyId: number, query: ListItemsInput, tod
     : db.select({ one: sql`1` }).from(sql`items_search`).where(matching).limit(MAX_EXACT_SEARCH_TOTAL + 1);
   return {
     ids,
+    // The ids are the company's already; the check on the row is `+company_id` so that the
+    // planner reads the rows by id, not the company's whole index (as `company_id = ?` made it).
     page: selectEntries(db)
-      .where(and(eq(items.companyId, companyId), inArray(items.id, ids)))
+      .where(and(sql`+${items.companyId} = ${companyId}`, inArray(items.id, ids)))
       .orderBy(asc(items.expiryDate), asc(items.id)),
     total: db.select({ n: count() }).from(firstMatches.as("matches")),
     cap: MAX_EXACT_SEARCH_TOTAL,
