@@ -1,4 +1,4 @@
-import { count, sql, type SQL } from "drizzle-orm";
+import { count, sql, type SQL, type Subquery } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Db } from "./client";
@@ -34,10 +34,15 @@ export function cappedMeta<M extends PageMeta>(meta: M, cap: number): M & { tota
   return { ...meta, total: exact ? meta.total : cap, total_exact: exact };
 }
 
+/** `{ n }`: the rows `matches` selects (any select: joins, virtual tables), counted up to `cap` + 1. */
+export function countUpTo(db: Db, matches: { limit(limit: number): { as(alias: string): Subquery } }, cap: number) {
+  return db.select({ n: count() }).from(matches.limit(cap + 1).as("matches"));
+}
+
 /** `{ n }`: the rows of `table` matching `where`, counted up to `cap` + 1 (no cap: all of them). */
 export function countMatches(db: Db, table: SQLiteTable, where: SQL | undefined, cap = Number.POSITIVE_INFINITY) {
   if (cap === Number.POSITIVE_INFINITY) return db.select({ n: count() }).from(table).where(where);
-  return db.select({ n: count() }).from(db.select({ one: sql`1` }).from(table).where(where).limit(cap + 1).as("matches"));
+  return countUpTo(db, db.select({ one: sql`1` }).from(table).where(where), cap);
 }
 
 /** `listPage` of a list whose total is counted up to `cap` (see cappedMeta). */

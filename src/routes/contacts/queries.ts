@@ -2,7 +2,7 @@ import { and, asc, count, eq, inArray, isNull, lt, sql, type SQL } from "drizzle
 import { getCountryCallingCode, type CountryCode } from "libphonenumber-js/min";
 import { isForeignKeyViolation, isUniqueViolation, type Db } from "../../db/client";
 import { selectDepartment } from "../../db/departments";
-import { cappedMeta, listPage } from "../../db/pages";
+import { cappedListPage, countUpTo, listPage } from "../../db/pages";
 import { companies, contactGroups, contacts, type ContactRow } from "../../db/schema";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { MAX_EXACT_SEARCH_TOTAL, matchExpression, searchWords } from "../../lib/search";
@@ -54,8 +54,7 @@ export async function listContacts(db: Db, companyId: number, query: ListContact
   if (query.q) {
     const queries = contactSearchQueries(db, companyId, query);
     if (!queries) return none;
-    const result = await listPage(db, query, queries.page, queries.total);
-    return { rows: result.rows, meta: cappedMeta(result.meta, MAX_EXACT_SEARCH_TOTAL) };
+    return cappedListPage(db, query, queries);
   }
   const conditions = contactFilter(companyId, query)!;
   const where = and(...conditions);
@@ -105,7 +104,8 @@ export function contactSearchQueries(db: Db, companyId: number, query: ListConta
       .from(contacts)
       .where(and(eq(contacts.companyId, companyId), inArray(contacts.id, ids)))
       .orderBy(asc(contacts.id)),
-    total: db.select({ n: count() }).from(firstMatches.limit(MAX_EXACT_SEARCH_TOTAL + 1).as("matches")),
+    total: countUpTo(db, firstMatches, MAX_EXACT_SEARCH_TOTAL),
+    cap: MAX_EXACT_SEARCH_TOTAL,
   };
 }
 

@@ -1,8 +1,8 @@
-import { and, asc, count, eq, gte, inArray, isNull, lt, lte, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gte, inArray, isNull, lt, lte, sql, type SQL } from "drizzle-orm";
 import { isUniqueViolation, type Db } from "../../db/client";
 import { selectDepartment } from "../../db/departments";
 import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
-import { cappedMeta, listPage } from "../../db/pages";
+import { cappedMeta, countMatches, countUpTo, listPage } from "../../db/pages";
 import { alias } from "drizzle-orm/sqlite-core";
 import { companies, contacts, departments, documentTypeFields, documentTypes, folders, itemFieldValues, itemRenewals, itemReminderViews, items, reminderSync, type ItemRow } from "../../db/schema";
 import { echo } from "../../lib/echo";
@@ -10,7 +10,7 @@ import { badRequest, conflict, notFound } from "../../lib/errors";
 import { MAX_EXACT_SEARCH_TOTAL, itemStates, matchExpression, searchWords } from "../../lib/search";
 import { nameKey } from "../../lib/text-key";
 import { DEFAULT_TIME_ZONE, addYears, isCalendarDate, todayIn } from "../../lib/time";
-import { snapshotQueries, toSnapshots, type Snapshots } from "../../reminders/d1";
+import { snapshotQueries, toSnapshots, type SnapshotResults, type Snapshots } from "../../reminders/d1";
 import { COMPANY_SETTINGS } from "../../reminders/item-events";
 import { trustedReminders } from "../../reminders/views";
 import { folderPathWrites } from "../folders/queries";
@@ -172,7 +172,7 @@ export function itemListQueries(db: Db, companyId: number, query: ListItemsInput
     // Unfiltered, the total is the company's trigger-maintained counters (exact); filtered, an
     // index count that stops after the cap + 1 matches.
     total: filtered
-      ? db.select({ n: count() }).from(db.select({ one: sql`1` }).from(items).where(where).limit(MAX_EXACT_TOTAL + 1).as("matches"))
+      ? countMatches(db, items, where, MAX_EXACT_TOTAL)
       : db.select({ n: sql<number>`${unfilteredTotal}` }).from(companies).where(eq(companies.id, companyId)),
     cap: filtered ? MAX_EXACT_TOTAL : Number.POSITIVE_INFINITY,
   };
@@ -216,8 +216,8 @@ function itemSearchQueries(db: Db, companyId: number, query: ListItemsInput, tod
         .offset(query.offset);
   // Only `q` and `archived`: the matches are counted in the index alone.
   const firstMatches = rest.filtered
-    ? db.select({ one: sql`1` }).from(sql`items_search`).innerJoin(items, onItem).where(and(matching, rest.where)).limit(MAX_EXACT_SEARCH_TOTAL + 1)
-    : db.select({ one: sql`1` }).from(sql`items_search`).where(matching).limit(MAX_EXACT_SEARCH_TOTAL + 1);
+    ? db.select({ one: sql`1` }).from(sql`items_search`).innerJoin(items, onItem).where(and(matching, rest.where))
+    : db.select({ one: sql`1` }).from(sql`items_search`).where(matching);
   return {
     ids,
     // The ids are the company's already; the check on the row is `+company_id` so that the
@@ -225,7 +225,7 @@ function itemSearchQueries(db: Db, companyId: number, query: ListItemsInput, tod
     page: selectEntries(db)
       .where(and(sql`+${items.companyId} = ${companyId}`, inArray(items.id, ids)))
       .orderBy(asc(items.expiryDate), asc(items.id)),
-    total: db.select({ n: count() }).from(firstMatches.as("matches")),
+    total: countUpTo(db, firstMatches, MAX_EXACT_SEARCH_TOTAL),
     cap: MAX_EXACT_SEARCH_TOTAL,
   };
 }
@@ -400,8 +400,10 @@ export interface Written<R> {
   snapshot: Snapshots | null;
 }
 
-/** Runs `write` with the reminder snapshot of `itemIds` (or of the row it inserts) in the same batch: one round trip. */
-/** `write` (after the `before` statements of the same batch), then the snapshot of what it wrote. */
+/**
+ * Runs `write` (after the `before` statements of the same batch) with the reminder snapshot of
+ * `itemIds`, or of the row it inserts, in the same batch: one round trip.
+ */
 async function withSnapshot<R>(
   db: Db,
   companyId: number,
@@ -410,7 +412,7 @@ async function withSnapshot<R>(
   before: Array<Parameters<Db["batch"]>[0][number]> = [],
 ): Promise<Written<R | undefined>> {
   const results = await db.batch([...before, write, ...snapshotQueries(db, companyId, itemIds)] as unknown as Parameters<Db["batch"]>[0]);
-  const [rows, ...snapshot] = results.slice(before.length) as unknown as [R[], ...Parameters<typeof toSnapshots>[0]];
+  const [rows, ...snapshot] = results.slice(before.length) as unknown as [R[], ...SnapshotResults];
   const row = rows[0];
   if (!row) return { row, snapshot: null };
   const read = toSnapshots(snapshot);
@@ -593,30 +595,28 @@ export async function renewItem(db: Db, companyId: number, userId: number, itemI
       throw badRequest(`expiry_date must be later than the item's current expiry date ${current.expiryDate}`);
     }
     const unchanged = and(inCompany(companyId, itemId), eq(items.expiryDate, current.expiryDate));
-    const [, [row], ...snapshot] = await db.batch([
-      db.insert(itemRenewals).select((qb) =>
-        qb
-          .select({
-            id: sql`NULL`,
-            itemId: items.id,
-            companyId: items.companyId,
-            previousDate: items.expiryDate,
-            newDate: sql`${next}`,
-            renewedBy: sql`${userId}`,
-            renewedAt: sql`CURRENT_TIMESTAMP`,
-          })
-          .from(items)
-          .where(unchanged) as never,
-      ),
-      // A new schedule epoch: the reminder engine queues the sequence again for the new date.
-      db
-        .update(items)
-        .set({ expiryDate: next, reminderAnchor: next, scheduleEpoch: sql`${items.scheduleEpoch} + 1`, status: "pending", updatedAt: sql`CURRENT_TIMESTAMP` })
-        .where(unchanged)
-        .returning(),
-      ...snapshotQueries(db, companyId, [itemId]),
-    ]);
-    if (row) return { row, snapshot: toSnapshots(snapshot), previousDate: current.expiryDate };
+    const renewal = db.insert(itemRenewals).select((qb) =>
+      qb
+        .select({
+          id: sql`NULL`,
+          itemId: items.id,
+          companyId: items.companyId,
+          previousDate: items.expiryDate,
+          newDate: sql`${next}`,
+          renewedBy: sql`${userId}`,
+          renewedAt: sql`CURRENT_TIMESTAMP`,
+        })
+        .from(items)
+        .where(unchanged) as never,
+    );
+    // A new schedule epoch: the reminder engine queues the sequence again for the new date.
+    const update = db
+      .update(items)
+      .set({ expiryDate: next, reminderAnchor: next, scheduleEpoch: sql`${items.scheduleEpoch} + 1`, status: "pending", updatedAt: sql`CURRENT_TIMESTAMP` })
+      .where(unchanged)
+      .returning();
+    const { row, snapshot } = await withSnapshot<ItemRow>(db, companyId, [itemId], update, [renewal]);
+    if (row) return { row, snapshot, previousDate: current.expiryDate };
   }
   throw lostRace("item");
 }
@@ -633,5 +633,5 @@ export async function deleteItem(db: Db, companyId: number, itemId: number): Pro
     ...snapshotQueries(db, companyId, [itemId]),
   ]);
   if (deleted.length === 0) throw notFound("Item");
-  return toSnapshots(rest.slice(tagStatements.length) as unknown as Parameters<typeof toSnapshots>[0]);
+  return toSnapshots(rest.slice(tagStatements.length) as unknown as SnapshotResults);
 }

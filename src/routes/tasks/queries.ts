@@ -1,8 +1,8 @@
-import { and, asc, count, eq, inArray, isNull, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, inArray, isNull, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { isUniqueViolation, type Db } from "../../db/client";
 import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
-import { cappedListPage } from "../../db/pages";
+import { cappedListPage, countMatches, countUpTo } from "../../db/pages";
 import { companies, contacts, items, taskCounts, tasks, users, type TaskRow } from "../../db/schema";
 import { badRequest, notFound } from "../../lib/errors";
 import { MAX_EXACT_SEARCH_TOTAL, matchExpression, searchWords } from "../../lib/search";
@@ -78,7 +78,7 @@ export function taskListQueries(db: Db, companyId: number, query: ListTasksInput
     // Unfiltered or by status: the trigger-maintained counters (exact, a primary-key read).
     // Otherwise an index count that stops after `cap` + 1 matches.
     total: counted
-      ? db.select({ n: count() }).from(db.select({ one: sql`1` }).from(tasks).where(where).limit(MAX_EXACT_TOTAL + 1).as("matches"))
+      ? countMatches(db, tasks, where, MAX_EXACT_TOTAL)
       : db
           .select({ n: sql<number>`coalesce(sum(${taskCounts.total}), 0)` })
           .from(taskCounts)
@@ -124,7 +124,7 @@ function taskSearchQueries(db: Db, companyId: number, query: ListTasksInput, res
   return {
     ids,
     page: db.select().from(tasks).where(inArray(tasks.id, ids)).orderBy(asc(tasks.dueAt), asc(tasks.id)),
-    total: db.select({ n: count() }).from(firstMatches.limit(MAX_EXACT_SEARCH_TOTAL + 1).as("matches")),
+    total: countUpTo(db, firstMatches, MAX_EXACT_SEARCH_TOTAL),
     cap: MAX_EXACT_SEARCH_TOTAL,
   };
 }
