@@ -11,6 +11,19 @@ const apply = (db: DatabaseSync, file: string) => {
   for (const statement of readFileSync(`migrations/${file}`, "utf8").split("--> statement-breakpoint")) if (statement.trim()) db.exec(statement);
 };
 
+/**
+ * A database migrated up to (not including) `migration`, holding an account, the companies 7 and
+ * 6408 (marks that differ in both characters) and a department in each.
+ */
+function databaseBefore(migration: string): DatabaseSync {
+  const db = new DatabaseSync(":memory:");
+  for (const file of migrationFiles.slice(0, migrationFiles.indexOf(migration))) apply(db, file);
+  db.exec(`INSERT INTO accounts (id, name, max_companies, max_documents, max_contacts, max_drive_space_mb, max_document_types) VALUES (1, 'a', 5, 100, 100, 100, 5);
+    INSERT INTO companies (id, account_id, name, documents_limit, contacts_limit, drive_space_mb) VALUES (7, 1, 'Seven', 10, 10, 10), (6408, 1, 'Other', 10, 10, 10);
+    INSERT INTO departments (id, company_id, name, name_key) VALUES (1, 7, 'D', 'd'), (2, 6408, 'D', 'd');`);
+  return db;
+}
+
 describe("search tokenizer", () => {
   it("src/lib/search-table.ts is what scripts/gen-search-table.ts makes from SQLite's unicode61", () => {
     expect(readFileSync("src/lib/search-table.ts", "utf8")).toBe(render(unicode61Table()));
@@ -28,20 +41,15 @@ describe("search tokenizer", () => {
 
 describe("migration 0015 on a database holding data", () => {
   it("indexes existing items and contacts per company, with the words the Worker would write", () => {
-    const db = new DatabaseSync(":memory:");
-    const upTo = migrationFiles.indexOf("0015_company_search.sql");
-    for (const file of migrationFiles.slice(0, upTo)) apply(db, file);
-    db.exec(`INSERT INTO accounts (id, name, max_companies, max_documents, max_contacts, max_drive_space_mb, max_document_types) VALUES (1, 'a', 5, 100, 100, 100, 5);
-      INSERT INTO companies (id, account_id, name, documents_limit, contacts_limit, drive_space_mb) VALUES (7, 1, 'Seven', 10, 10, 10), (6408, 1, 'Other', 10, 10, 10);
-      INSERT INTO departments (id, company_id, name, name_key) VALUES (1, 7, 'D', 'd'), (2, 6408, 'D', 'd');
-      INSERT INTO items (id, company_id, dept_id, title, notes, expiry_date, archived, created_by) VALUES
+    const db = databaseBefore("0015_company_search.sql");
+    db.exec(`INSERT INTO items (id, company_id, dept_id, title, notes, expiry_date, archived, created_by) VALUES
         (1, 7, 1, 'Kesselprüfung Nord', 'jährlich', '2031-05-01', 0, 1),
         (2, 7, 1, 'Inspection old', '', '2030-01-01', 1, 1),
         (3, 6408, 2, 'Kesselprüfung Süd', '', '2029-01-01', 0, 1);
       INSERT INTO contacts (id, company_id, dept_id, first_name, last_name, email, email_key) VALUES
         (1, 7, 1, 'Ada', 'Lovelace', 'ada@analytical.example', 'ada@analytical.example'),
         (2, 6408, 2, 'Ada', 'Byron', 'ada@byron.example', 'ada@byron.example');`);
-    apply(db, migrationFiles[upTo]!);
+    apply(db, "0015_company_search.sql");
     const words = db.prepare("SELECT id, search_words FROM items ORDER BY id").all() as Array<{ id: number; search_words: string }>;
     expect(words.map((w) => new Set(JSON.parse(w.search_words)))).toEqual([
       new Set(JSON.parse(searchWords("Kesselprüfung Nord", "jährlich"))),
@@ -69,17 +77,13 @@ describe("migration 0015 on a database holding data", () => {
 
 describe("migration 0016 on a database holding tasks", () => {
   it("indexes existing tasks per company in (due minute, id) rowid order, with the Worker's words", () => {
-    const db = new DatabaseSync(":memory:");
-    const upTo = migrationFiles.indexOf("0016_tasks_search.sql");
-    for (const file of migrationFiles.slice(0, upTo)) apply(db, file);
-    db.exec(`INSERT INTO accounts (id, name, max_companies, max_documents, max_contacts, max_drive_space_mb, max_document_types) VALUES (1, 'a', 5, 100, 100, 100, 5);
-      INSERT INTO companies (id, account_id, name, documents_limit, contacts_limit, drive_space_mb) VALUES (7, 1, 'Seven', 10, 10, 10), (6408, 1, 'Other', 10, 10, 10);
-      INSERT INTO tasks (id, public_id, company_id, title, description, due_at, owner_id, created_by) VALUES
+    const db = databaseBefore("0016_tasks_search.sql");
+    db.exec(`INSERT INTO tasks (id, public_id, company_id, title, description, due_at, owner_id, created_by) VALUES
         (1, 't1', 7, 'Renew Genehmigung', 'städtisch', '2031-05-01 10:00:59', 1, 1),
         (2, 't2', 7, 'Renew early', '', '1900-01-01 00:00:00', 1, 1),
         (3, 't3', 6408, 'Renew other', '', '9999-12-31 23:59:59', 1, 1),
         (4, 't4', 7, 'Renew same minute', '', '2031-05-01 10:00:01', 1, 1);`);
-    apply(db, migrationFiles[upTo]!);
+    apply(db, "0016_tasks_search.sql");
     const words = db.prepare("SELECT search_words FROM tasks WHERE id = 1").get() as { search_words: string };
     expect(new Set(JSON.parse(words.search_words))).toEqual(new Set(JSON.parse(searchWords("Renew Genehmigung", "städtisch"))));
     const tasks = (company: number, match: string) =>
@@ -107,18 +111,13 @@ describe("migration 0016 on a database holding tasks", () => {
 
 describe("migration 0019 on a database holding items", () => {
   it("re-indexes every item with its state in each token, and the triggers keep it so", () => {
-    const db = new DatabaseSync(":memory:");
-    const upTo = migrationFiles.indexOf("0019_item_search_states.sql");
-    for (const file of migrationFiles.slice(0, upTo)) apply(db, file);
+    const db = databaseBefore("0019_item_search_states.sql");
     const words = (...t: string[]) => `'${searchWords(...t)}'`;
-    db.exec(`INSERT INTO accounts (id, name, max_companies, max_documents, max_contacts, max_drive_space_mb, max_document_types) VALUES (1, 'a', 5, 100, 100, 100, 5);
-      INSERT INTO companies (id, account_id, name, documents_limit, contacts_limit, drive_space_mb) VALUES (7, 1, 'Seven', 10, 10, 10), (6408, 1, 'Other', 10, 10, 10);
-      INSERT INTO departments (id, company_id, name, name_key) VALUES (1, 7, 'D', 'd'), (2, 6408, 'D', 'd');
-      INSERT INTO items (id, company_id, dept_id, title, notes, expiry_date, archived, created_by, search_words) VALUES
+    db.exec(`INSERT INTO items (id, company_id, dept_id, title, notes, expiry_date, archived, created_by, search_words) VALUES
         (1, 7, 1, 'Kesselprüfung Nord', '', '2031-05-01', 0, 1, ${words("Kesselprüfung Nord")}),
         (2, 7, 1, 'Kessel old', '', '2030-01-01', 1, 1, ${words("Kessel old")}),
         (3, 6408, 2, 'Kesselprüfung Süd', '', '2029-01-01', 0, 1, ${words("Kesselprüfung Süd")});`);
-    apply(db, migrationFiles[upTo]!);
+    apply(db, "0019_item_search_states.sql");
     const items = (company: number, match: string) =>
       (db.prepare("SELECT rowid & 4294967295 AS id FROM items_search WHERE items_search MATCH ? ORDER BY rowid").all(match.replaceAll("@", companyMark(company))) as Array<{ id: number }>).map((r) => r.id);
     const live = "@\uf8fd";
