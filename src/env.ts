@@ -1,11 +1,18 @@
 import type { Db } from "./db/client";
+import type { ImportParams } from "./imports/start";
+import type { RequestSession } from "./db/session";
 import type { WriteGuards } from "./db/write-guards";
 import type { PolicyState } from "./lib/rate-limit";
 import type { ReminderScheduler } from "./reminders/scheduler";
 
 /** Bindings declared in wrangler.toml plus the secrets from .dev.vars / `wrangler secret put`. */
 export interface Env {
+  /** Shard 0, the home database (it holds the directory too). Reach it through src/db/shards.ts, never by name. */
   DB: D1Database;
+  /** The D1 bindings of the shards, in shard order, space-separated ("DB DB_1"); unset: DB alone (docs/scale.md). */
+  D1_SHARDS?: string;
+  /** "on" adds each request's D1 work (queries, rows read and written, duration) to its log line (scripts/measure-d1.ts). */
+  D1_STATS?: string;
   FILES: R2Bucket;
   REMINDERS: DurableObjectNamespace<ReminderScheduler>;
   /** Space-separated `kid:secret` pairs; the first one signs. */
@@ -30,7 +37,7 @@ export interface Env {
   RATE_LIMIT_COMPANY?: RateLimit;
   RATE_LIMIT_ANONYMOUS?: RateLimit;
   /** Import jobs (src/imports/workflow.ts): one Workflow instance per job, named `import-<id>`. */
-  IMPORTS: Workflow<{ importId: number }>;
+  IMPORTS: Workflow<ImportParams>;
 }
 
 /** What the authentication middleware learns from a verified token. */
@@ -42,6 +49,8 @@ export interface AuthContext {
   isOwner: boolean;
   scopes: ReadonlySet<string>;
   scope: string;
+  /** The shard that holds the account's rows (the token's, or where the account moved since). */
+  shard: number;
   iat: number;
   exp: number;
 }
@@ -60,6 +69,9 @@ export interface AppBindings {
     auth: AuthContext;
     /** Set for every scoped route (src/lib/openapi.ts): the drizzle handle and the caller's company. */
     db: Db;
+    /** The request's D1 session on its account's shard (src/db/session.ts), for raw statements. */
+    d1: D1Database;
+    session: RequestSession;
     companyId: number;
     /** Set when the request's writes are guarded (Idempotency-Key, If-Match): src/lib/context.ts. */
     writeGuards: WriteGuards;

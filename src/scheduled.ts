@@ -2,6 +2,8 @@ import { startStrandedImports } from "./imports/start";
 import { getDb } from "./db/client";
 import { pruneKeys } from "./idempotency/store";
 import type { Env } from "./env";
+import { primarySession } from "./db/session";
+import { shardBindings } from "./db/shards";
 import { schedulerFor } from "./reminders/rpc";
 import { releaseAbandonedUploads } from "./routes/drive/queries";
 
@@ -22,52 +24,59 @@ const CONCURRENCY = 10;
  * failed, and expired idempotency keys are deleted.
  */
 export async function handleScheduled(controller: ScheduledController, env: Env, _ctx: ExecutionContext): Promise<void> {
+  // Every shard, side by side; each on its primary (a replica could hide a change still to apply).
+  const shards = shardBindings(env).map((_, shard) => shard);
+  await Promise.allSettled(shards.map((shard) => sweepShard(controller, env, shard)));
+}
+
+async function sweepShard(controller: ScheduledController, env: Env, shard: number): Promise<void> {
+  const d1 = primarySession(env, shard);
   try {
-    await sweepReminders(controller, env);
+    await sweepReminders(controller, env, d1, shard);
   } finally {
-    await releaseExpiredUploads(env);
-    await pruneIdempotencyKeys(env, controller.scheduledTime);
-    await restartImports(env, controller.scheduledTime);
+    await releaseExpiredUploads(env, d1);
+    await pruneIdempotencyKeys(d1, controller.scheduledTime);
+    await restartImports(env, shard, controller.scheduledTime);
   }
 }
 
 /** Import jobs queued for a minute without a Workflow (the request died before starting it): started now. */
-async function restartImports(env: Env, now: number): Promise<void> {
+async function restartImports(env: Env, shard: number, now: number): Promise<void> {
   try {
-    await startStrandedImports(env, now);
+    await startStrandedImports(env, shard, now);
   } catch (error) {
     console.error(JSON.stringify({ level: "error", msg: "stranded import restart failed", error: String(error) }));
   }
 }
 
 /** Idempotency keys past their 24 h (docs/idempotency.md): a bounded delete per run. */
-async function pruneIdempotencyKeys(env: Env, now: number): Promise<void> {
+async function pruneIdempotencyKeys(d1: D1Database, now: number): Promise<void> {
   try {
-    await pruneKeys(env.DB, now);
+    await pruneKeys(d1, now);
   } catch (error) {
     console.error(JSON.stringify({ level: "error", msg: "idempotency key pruning failed", error: String(error) }));
   }
 }
 
 /** Uploads whose Worker stopped mid-stream: their reservations are released (releaseAbandonedUploads, all companies). */
-async function releaseExpiredUploads(env: Env): Promise<void> {
+async function releaseExpiredUploads(env: Env, d1: D1Database): Promise<void> {
   try {
-    await releaseAbandonedUploads(getDb(env.DB), env.FILES);
+    await releaseAbandonedUploads(getDb(d1), env.FILES);
   } catch (error) {
     console.error(JSON.stringify({ level: "error", msg: "abandoned upload cleanup failed", error: String(error) }));
   }
 }
 
-async function sweepReminders(controller: ScheduledController, env: Env): Promise<void> {
+async function sweepReminders(controller: ScheduledController, env: Env, d1: D1Database, shard: number): Promise<void> {
   const now = controller.scheduledTime;
-  const [pending, overdue, events] = await env.DB.batch<{ company_id: number }>([
-    env.DB.prepare("SELECT DISTINCT company_id FROM reminder_sync WHERE version > synced_version AND changed_at <= ? LIMIT ?").bind(
+  const [pending, overdue, events] = await d1.batch<{ company_id: number }>([
+    d1.prepare("SELECT DISTINCT company_id FROM reminder_sync WHERE version > synced_version AND changed_at <= ? LIMIT ?").bind(
       Math.floor(now / 1000) - SYNC_GRACE_SECONDS,
       SWEEP_LIMIT,
     ),
-    env.DB.prepare("SELECT company_id FROM reminder_wakeups WHERE due_at <= ? ORDER BY due_at LIMIT ?").bind(now - WAKE_GRACE_MS, SWEEP_LIMIT),
+    d1.prepare("SELECT company_id FROM reminder_wakeups WHERE due_at <= ? ORDER BY due_at LIMIT ?").bind(now - WAKE_GRACE_MS, SWEEP_LIMIT),
     // Webhook events of D1 changes whose Durable Object was not nudged (webhook_events_created_idx).
-    env.DB.prepare("SELECT DISTINCT company_id FROM webhook_events WHERE created_at <= ? LIMIT ?").bind(now - SYNC_GRACE_SECONDS * 1000, SWEEP_LIMIT),
+    d1.prepare("SELECT DISTINCT company_id FROM webhook_events WHERE created_at <= ? LIMIT ?").bind(now - SYNC_GRACE_SECONDS * 1000, SWEEP_LIMIT),
   ]);
   const companies = [...new Set([...pending!.results, ...overdue!.results, ...events!.results].map((r) => r.company_id))];
   let failed = 0;
@@ -85,6 +94,7 @@ async function sweepReminders(controller: ScheduledController, env: Env): Promis
       level: "info",
       msg: "reminder sweep",
       cron: controller.cron,
+      shard,
       at: new Date(now).toISOString(),
       pending: pending!.results.length,
       overdue: overdue!.results.length,

@@ -4,7 +4,7 @@ import { appendFileSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rm
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { buildSeedStatements } from "../seed-data.ts";
+import { buildSeedStatements, buildShardOneSeedStatements } from "../seed-data.ts";
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const WRANGLER = join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
@@ -13,6 +13,8 @@ const WRANGLER = join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
 export interface Target {
   remote?: boolean;
   persistTo?: string;
+  /** The D1 binding (a shard, docs/scale.md); DB, shard 0, when absent. */
+  binding?: string;
 }
 
 function targetArgs(target: Target): string[] {
@@ -35,17 +37,26 @@ export function wrangler(args: string[], options: { quiet?: boolean } = {}): str
   return result.stdout;
 }
 
-export function applyMigrations(target: Target): void {
-  wrangler(["d1", "migrations", "apply", "DB", ...targetArgs(target)], { quiet: true });
+/** The shards' D1 bindings, in shard order, as wrangler.toml's D1_SHARDS lists them (docs/scale.md). */
+export function shardBindingNames(): string[] {
+  const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
+  const listed = /^\s*D1_SHARDS\s*=\s*"([^"]*)"/m.exec(toml)?.[1];
+  const names = (listed ?? "").split(/[\s,]+/).filter(Boolean);
+  return names.length > 0 ? names : ["DB"];
 }
 
-/** Executes SQL statements (one file, one transaction per wrangler call). */
+/** Applies the migrations to every shard (or to the one binding given). */
+export function applyMigrations(target: Target, bindings: string[] = shardBindingNames()): void {
+  for (const binding of bindings) wrangler(["d1", "migrations", "apply", binding, ...targetArgs(target)], { quiet: true });
+}
+
+/** Executes SQL statements (one file, one transaction per wrangler call) on shard 0, or on `target.binding`. */
 export function executeSql(target: Target, statements: string[]): void {
   const dir = mkdtempSync(join(tmpdir(), "expiry-sql-"));
   try {
     const file = join(dir, "statements.sql");
     writeFileSync(file, statements.map((s) => `${s.trim().replace(/;$/, "")};`).join("\n"));
-    wrangler(["d1", "execute", "DB", ...targetArgs(target), "--file", file, "-y"], { quiet: true });
+    wrangler(["d1", "execute", target.binding ?? "DB", ...targetArgs(target), "--file", file, "-y"], { quiet: true });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -53,13 +64,16 @@ export function executeSql(target: Target, statements: string[]): void {
 
 /** Runs one query and returns its rows. */
 export function queryRows<T = Record<string, unknown>>(target: Target, sql: string): T[] {
-  const out = wrangler(["d1", "execute", "DB", ...targetArgs(target), "--command", sql, "--json", "-y"], { quiet: true });
+  const out = wrangler(["d1", "execute", target.binding ?? "DB", ...targetArgs(target), "--command", sql, "--json", "-y"], { quiet: true });
   const parsed = JSON.parse(out) as Array<{ results: T[] }>;
   return parsed.flatMap((r) => r.results ?? []);
 }
 
+/** The demo data: on shard 0, and the shard-1 demo account when a second shard is configured. */
 export async function seedLocal(target: Target): Promise<void> {
   executeSql(target, await buildSeedStatements());
+  const second = shardBindingNames()[1];
+  if (second) executeSql({ ...target, binding: second }, await buildShardOneSeedStatements());
 }
 
 /**

@@ -16,6 +16,8 @@ export interface ClientRecord {
   /** Failed token requests in the window that started at tokenFailuresSince (unix s; null: none). */
   tokenFailures: number;
   tokenFailuresSince: number | null;
+  /** 'read_only' while the account moves to another shard (writes are refused with 503). */
+  shardState: string;
 }
 
 interface ClientRow {
@@ -31,11 +33,12 @@ interface ClientRow {
   token_generation: number;
   token_failures: number;
   token_failures_since: number | null;
+  shard_state: string;
 }
 
 // Raw SQL on purpose: this runs on every cache miss of every authenticated request.
 const CLIENT_SQL = `SELECT c.client_id, c.secret_hash, c.secret_salt, c.account_id, c.company_id, c.user_id,
-  c.scopes, c.active, (a.owner_user_id = c.user_id) AS is_owner, c.token_generation, c.token_failures, c.token_failures_since
+  c.scopes, c.active, (a.owner_user_id = c.user_id) AS is_owner, c.token_generation, c.token_failures, c.token_failures_since, a.shard_state
   FROM api_clients c JOIN accounts a ON a.id = c.account_id
   WHERE c.client_id = ?`;
 
@@ -64,6 +67,7 @@ export async function findClient(db: D1Database, clientId: string): Promise<Clie
     tokenGeneration: row.token_generation,
     tokenFailures: row.token_failures,
     tokenFailuresSince: row.token_failures_since,
+    shardState: row.shard_state,
   };
 }
 
@@ -77,7 +81,7 @@ const MAX_CACHED_CLIENTS = 1000;
 const statusCache = new Map<string, CachedStatus>();
 
 /**
- * The client behind a token, from a short per-isolate cache so that a bearer request costs no
+ * The client behind a token on `shard`, from a short per-isolate cache so that a bearer request costs no
  * extra query most of the time. `ttlSeconds` bounds how long a change to the client (revocation,
  * token generation, allowed scopes) can go unnoticed by this isolate. `fetchedSince` (unix ms)
  * skips an entry read before that instant (and replaces it): for a token issued after the entry
@@ -85,18 +89,20 @@ const statusCache = new Map<string, CachedStatus>();
  */
 export async function findClientCached(
   db: D1Database,
+  shard: number,
   clientId: string,
   ttlSeconds: number,
   options: { fetchedSince?: number } = {},
 ): Promise<ClientRecord | null> {
   const now = Date.now();
-  const hit = ttlSeconds <= 0 ? undefined : statusCache.get(clientId);
+  const key = `${shard}:${clientId}`;
+  const hit = ttlSeconds <= 0 ? undefined : statusCache.get(key);
   if (hit && hit.expiresAt > now && hit.fetchedAt >= (options.fetchedSince ?? 0)) return hit.client;
   const client = await findClient(db, clientId);
   if (ttlSeconds > 0) {
-    statusCache.delete(clientId); // re-inserted last: the oldest entry is the first evicted
+    statusCache.delete(key); // re-inserted last: the oldest entry is the first evicted
     if (statusCache.size >= MAX_CACHED_CLIENTS) statusCache.delete(statusCache.keys().next().value!);
-    statusCache.set(clientId, { client, fetchedAt: now, expiresAt: now + ttlSeconds * 1000 });
+    statusCache.set(key, { client, fetchedAt: now, expiresAt: now + ttlSeconds * 1000 });
   }
   return client;
 }

@@ -1,11 +1,18 @@
 import { createMiddleware } from "hono/factory";
 import type { Context } from "hono";
 import type { AppBindings } from "../env";
-import { forbidden, invalidToken, oauthError } from "../lib/errors";
+import { shardOfClient } from "../db/directory";
+import { answerBookmark, requestSession, type RequestSession } from "../db/session";
+import { isShard } from "../db/shards";
+import { apiError, forbidden, invalidToken, oauthError } from "../lib/errors";
 import { findClientCached, type ClientRecord } from "./clients";
 import { getSigningKeys } from "./keys";
 import { effectiveScopes, grants, parseScopes } from "./scopes";
 import { verifyAccessToken } from "./tokens";
+
+/** Methods an account that is moving between shards still answers. */
+const READS = new Set(["GET", "HEAD", "OPTIONS"]);
+const MOVE_RETRY_AFTER_SECONDS = 60;
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 /** Longest Authorization header the bearer check reads; our tokens are well under 1,000 characters. */
@@ -28,19 +35,40 @@ export const authenticate = createMiddleware<AppBindings>(async (c, next) => {
   const claims = await verifyAccessToken(keys, token);
   const configuredTtl = Number(c.env.CLIENT_STATUS_TTL_SECONDS ?? 15);
   const ttl = Number.isFinite(configuredTtl) ? configuredTtl : 15;
+  if (!isShard(c.env, claims.shard)) throw invalidToken("The access token is invalid: it names a database this service does not have");
   const refuses = (record: ClientRecord | null) =>
     !record || !record.active || record.companyId !== claims.companyId || record.tokenGeneration !== claims.generation;
-  let client = await findClientCached(c.env.DB, claims.clientId, ttl);
-  // A cached record read before this token was issued may be stale for it: the client may have
-  // been activated again, or revoked and activated (a newer generation), since. Read it afresh
-  // rather than refuse a new token; an old token's refusal costs this read at most once per entry.
-  if (refuses(client)) client = await findClientCached(c.env.DB, claims.clientId, ttl, { fetchedSince: (claims.iat + 1) * 1000 });
+  const lookUp = async (session: RequestSession) => {
+    let record = await findClientCached(session.d1, session.shard, claims.clientId, ttl);
+    // A cached record read before this token was issued may be stale for it: the client may have
+    // been activated again, or revoked and activated (a newer generation), since. Read it afresh
+    // rather than refuse a new token; an old token's refusal costs this read at most once per entry.
+    if (refuses(record)) record = await findClientCached(session.d1, session.shard, claims.clientId, ttl, { fetchedSince: (claims.iat + 1) * 1000 });
+    return record;
+  };
+  let session = requestSession(c, claims.shard);
+  let client = await lookUp(session);
+  if (!client) {
+    // Issued before the client's account moved to another shard: the directory says where it is now.
+    const now = await shardOfClient(c.env, claims.clientId);
+    if (now !== claims.shard && isShard(c.env, now)) {
+      session = requestSession(c, now);
+      client = await lookUp(session);
+    }
+  }
   if (!client || !client.active || client.companyId !== claims.companyId) {
     throw invalidToken("The client of this token is not active");
   }
   if (client.tokenGeneration !== claims.generation) {
     throw invalidToken("The access token has been revoked");
   }
+  if (client.shardState === "read_only" && !READS.has(c.req.method)) {
+    throw apiError(503, `The account is moving to another database and is read-only for a few minutes; retry after ${MOVE_RETRY_AFTER_SECONDS} s`, {
+      "Retry-After": String(MOVE_RETRY_AFTER_SECONDS),
+    });
+  }
+  c.set("session", session);
+  c.set("d1", session.d1);
   const scopes = effectiveScopes(parseScopes(claims.scope), parseScopes(client.scopes));
   c.set("auth", {
     clientId: claims.clientId,
@@ -50,10 +78,12 @@ export const authenticate = createMiddleware<AppBindings>(async (c, next) => {
     isOwner: client.isOwner,
     scope: scopes.join(" "),
     scopes: new Set(scopes),
+    shard: session.shard,
     iat: claims.iat,
     exp: claims.exp,
   });
   await next();
+  answerBookmark(c, session);
 });
 
 /** 403 Shape A unless the token grants the scope (any one of a list; `required(c)`: the one the request names). */

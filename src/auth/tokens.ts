@@ -17,6 +17,8 @@ export interface TokenClaims {
   scope: string;
   /** The client's token generation when the token was issued (0 for tokens without `gen`). */
   generation: number;
+  /** The shard of the client's account when the token was issued (0 for tokens without `shd`). */
+  shard: number;
   iat: number;
   exp: number;
 }
@@ -26,13 +28,14 @@ interface Payload extends JWTPayload {
   userid: number;
   scope: string;
   gen?: number;
+  shd?: number;
 }
 
 export async function signAccessToken(
   keys: SigningKeys,
-  claims: { clientId: string; companyId: number; userId: number; scope: string; generation: number },
+  claims: { clientId: string; companyId: number; userId: number; scope: string; generation: number; shard: number },
 ): Promise<string> {
-  return new SignJWT({ company_id: claims.companyId, userid: claims.userId, scope: claims.scope, gen: claims.generation })
+  return new SignJWT({ company_id: claims.companyId, userid: claims.userId, scope: claims.scope, gen: claims.generation, shd: claims.shard })
     .setProtectedHeader({ alg: "HS256", kid: keys.current.kid, typ: "JWT" })
     .setIssuer(TOKEN_ISSUER)
     .setSubject(claims.clientId)
@@ -65,13 +68,17 @@ export async function verifyAccessToken(keys: SigningKeys, token: string): Promi
   }
   // Tokens issued before generations existed carry no `gen`: generation 0, the column's default.
   const gen = payload.gen === undefined ? 0 : payload.gen;
+  // Tokens issued before shards existed carry no `shd`: shard 0, where every account then lived.
+  const shard = payload.shd === undefined ? 0 : payload.shd;
   if (
     typeof payload.sub !== "string" ||
     !Number.isSafeInteger(payload.company_id) ||
     !Number.isSafeInteger(payload.userid) ||
     typeof payload.scope !== "string" ||
     !Number.isSafeInteger(gen) ||
-    gen < 0
+    gen < 0 ||
+    !Number.isSafeInteger(shard) ||
+    shard < 0
   ) {
     throw invalidToken("The access token is invalid");
   }
@@ -90,6 +97,7 @@ export async function verifyAccessToken(keys: SigningKeys, token: string): Promi
     userId: payload.userid,
     scope: payload.scope,
     generation: gen,
+    shard,
     iat,
     exp,
   };

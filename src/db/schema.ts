@@ -29,6 +29,8 @@ export const accounts = sqliteTable("accounts", {
   maxDriveSpaceMb: integer("max_drive_space_mb").notNull(),
   maxDocumentTypes: integer("max_document_types").notNull(),
   createdAt: createdAt(),
+  // 'read_only' while the account moves to another shard (docs/scale.md): writes are refused with 503.
+  shardState: text("shard_state").notNull().default("active"),
 });
 
 export const users = sqliteTable(
@@ -773,3 +775,31 @@ export const calendarFeeds = sqliteTable(
   },
   (t) => [uniqueIndex("calendar_feeds_token_hash_uq").on(t.tokenHash), index("calendar_feeds_company_idx").on(t.companyId, t.id)],
 );
+
+// The directory (src/db/directory.ts, docs/scale.md): used in the home database (shard 0) only;
+// every shard has the tables, since every shard runs the same migrations.
+
+/** A client whose account is not on shard 0. */
+export const directoryClients = sqliteTable("directory_clients", {
+  clientId: text("client_id").primaryKey(),
+  accountId: integer("account_id").notNull(),
+  shard: integer("shard").notNull(),
+});
+
+/** A company whose rows are not on the shard that allocated its id (its account moved). */
+export const directoryCompanies = sqliteTable(
+  "directory_companies",
+  {
+    companyId: integer("company_id").primaryKey(),
+    accountId: integer("account_id").notNull(),
+    shard: integer("shard").notNull(),
+  },
+  (t) => [index("directory_companies_account_idx").on(t.accountId)],
+);
+
+/** Where each account lives when not on shard 0, and its moves (operator CLI: `shard list`). */
+export const directoryAccounts = sqliteTable("directory_accounts", {
+  accountId: integer("account_id").primaryKey(),
+  shard: integer("shard").notNull(),
+  movedAt: integer("moved_at"),
+});

@@ -8,10 +8,8 @@
 //   precondition (the record still has the version its ETag was checked against).
 // Guards fail a batch through a named CHECK constraint (of idempotency_keys.fence, of the empty table
 // write_guards), so a lost race is a clean 409 or 412 with nothing written.
-import { drizzle } from "drizzle-orm/d1";
 import { apiError } from "../lib/errors";
-import type { Db } from "./client";
-import * as schema from "./schema";
+import { getDb, type Db } from "./client";
 
 export interface IdempotencyFence {
   /** The key's row, by its unique scope (known before the claim inserts it). */
@@ -189,5 +187,5 @@ function stop(guards: WriteGuards, refusal: unknown): never {
 
 /** A drizzle handle over the request's guarded D1. */
 export function guardedDb(d1: D1Database, guards: WriteGuards): Db {
-  return drizzle(guardedD1(d1, guards), { schema });
+  return getDb(guardedD1(d1, guards));
 }

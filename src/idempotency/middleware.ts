@@ -56,7 +56,7 @@ export const idempotency: MiddlewareHandler<AppBindings> = async (c, next) => {
   const guards = guardedWrites(c);
   guards.fence = { ...scope, lease, leaseMs: LEASE_MS };
   guards.prelude = {
-    statements: claimStatements(c.env.DB, scope, { fingerprint, operationId: c.var.operationId, lease, now: Date.now() }),
+    statements: claimStatements(c.var.d1, scope, { fingerprint, operationId: c.var.operationId, lease, now: Date.now() }),
     accept: (results) => {
       const row = claimedRow(results);
       if (row.lease !== lease) throw new KeyTaken(row);
@@ -67,7 +67,7 @@ export const idempotency: MiddlewareHandler<AppBindings> = async (c, next) => {
       running.set(scopeKey, new Promise<void>((resolve) => (finished = resolve)));
     },
     refused: async () => {
-      throw new KeyTaken(await readKey(c.env.DB, scope));
+      throw new KeyTaken(await readKey(c.var.d1, scope));
     },
   };
   try {
@@ -77,9 +77,9 @@ export const idempotency: MiddlewareHandler<AppBindings> = async (c, next) => {
     if (!claimed) {
       // The operation wrote nothing, so it has not claimed the key: a success claims it now (to be
       // kept); a failure (not kept) only looks whether the key holds an earlier request's answer.
-      if (c.res.status < 300) await runPrelude(c.env.DB, guards);
+      if (c.res.status < 300) await runPrelude(c.var.d1, guards);
       else {
-        const earlier = await readKey(c.env.DB, scope);
+        const earlier = await readKey(c.var.d1, scope);
         if (earlier) throw new KeyTaken(earlier);
       }
     }
@@ -110,7 +110,7 @@ function keyTaken(error: unknown): KeyTaken | undefined {
  */
 export async function idempotencyKeyFor(c: Context<AppBindings>): Promise<string | undefined> {
   const guards = c.get("writeGuards");
-  if (guards) await runPrelude(c.env.DB, guards);
+  if (guards) await runPrelude(c.var.d1, guards);
   return c.get("idempotencyKey");
 }
 
@@ -124,11 +124,11 @@ async function record(c: Context<AppBindings>, id: number, lease: string, key: s
   const res = c.res;
   try {
     if (res.status >= 300 && !changedData) {
-      await releaseKey(c.env.DB, id, lease);
+      await releaseKey(c.var.d1, id, lease);
       return;
     }
     const response = res.status >= 500 ? lostResponse(c.var.requestId) : { status: res.status, body: await res.clone().text(), headers: keptHeaders(res.headers) };
-    await finishKey(c.env.DB, id, lease, { status: response.status, headers: JSON.stringify(response.headers), body: await sealBody(c.var.auth.clientId, key, response.body) });
+    await finishKey(c.var.d1, id, lease, { status: response.status, headers: JSON.stringify(response.headers), body: await sealBody(c.var.auth.clientId, key, response.body) });
   } catch (error) {
     // The response still goes out. The key stays running: once its lease runs out, a retry takes it
     // over when nothing was changed, and is told the response was lost otherwise.
@@ -159,7 +159,7 @@ async function answerExisting(c: Context<AppBindings>, scope: KeyScope, first: K
   const local = running.get(`${scope.clientId}:${scope.keyHash}`);
   if (row?.state === "running" && local && row.fingerprint === fingerprint) {
     await Promise.race([local, new Promise((resolve) => setTimeout(resolve, LOCAL_WAIT_MS))]);
-    row = (await readKey(c.env.DB, scope)) ?? row;
+    row = (await readKey(c.var.d1, scope)) ?? row;
   }
   if (!row) return stillRunning(c); // freed meanwhile by a first request that failed: the client retries
   if (row.fingerprint !== fingerprint) {

@@ -33,9 +33,9 @@ async function placements(db: D1Database, companyId: number) {
   };
 }
 
-async function existingContacts(env: Env, companyId: number, keys: string[]): Promise<Map<string, Existing>> {
+async function existingContacts(d1: D1Database, companyId: number, keys: string[]): Promise<Map<string, Existing>> {
   const rows = await lookup<Existing>(
-    env.DB,
+    d1,
     keys,
     `SELECT id, email_key, dept_id, group_id, ${FIELDS.join(", ")} FROM contacts WHERE company_id = ?2 AND email_key IN (SELECT value FROM json_each(?1))`,
     companyId,
@@ -45,9 +45,9 @@ async function existingContacts(env: Env, companyId: number, keys: string[]): Pr
 
 export const contactImport: ImportResource<ContactRow> = {
   async validate(env, job, rows) {
-    const place = await placements(env.DB, job.companyId);
+    const place = await placements(job.d1, job.companyId);
     const keys = [...new Set(rows.map((r) => r.cells.get("email")).filter((v): v is string => typeof v === "string").map((v) => nameKey(v.normalize("NFC").trim())))];
-    const existing = await existingContacts(env, job.companyId, keys);
+    const existing = await existingContacts(job.d1, job.companyId, keys);
     const errors: RowError[] = [];
     const valid: ContactRow[] = [];
     const seen = new Map<string, number>();
@@ -109,8 +109,8 @@ export const contactImport: ImportResource<ContactRow> = {
   },
 
   async write(env, job, chunk, fence) {
-    const db = env.DB;
-    const current = await existingContacts(env, job.companyId, chunk.map((r) => r.key));
+    const db = job.d1;
+    const current = await existingContacts(job.d1, job.companyId, chunk.map((r) => r.key));
     const creates: Array<Record<string, unknown>> = [];
     const updates: Array<Record<string, unknown>> = [];
     let skips = 0;

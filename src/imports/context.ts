@@ -9,6 +9,8 @@ import type { RawRow } from "./parse";
 
 export interface ImportJob {
   id: number;
+  /** The job's shard, on its primary (the rows it checks decide what it writes). */
+  d1: D1Database;
   companyId: number;
   userId: number;
   resource: "items" | "contacts";

@@ -133,7 +133,7 @@ function checkField(errors: RowErrors, column: string, field: { type: string; op
 
 export const itemImport: ImportResource<ItemRow> = {
   async validate(env, job, rows) {
-    const db = env.DB;
+    const db = job.d1;
     const refs = await companyRefs(db, job.companyId);
     const errors: RowError[] = [];
     const cellOf = (r: RawRow, name: string) => r.cells.get(name);
@@ -256,7 +256,7 @@ export const itemImport: ImportResource<ItemRow> = {
   },
 
   async write(env, job, chunk, fence) {
-    const db = env.DB;
+    const db = job.d1;
     const drizzle = getDb(db);
     // Folders first (mkdir -p, idempotent): the batch needs their ids.
     const folderIds = new Map<string, number>();

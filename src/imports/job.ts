@@ -1,6 +1,7 @@
 // The steps of an import job (docs/imports.md), each safe to run again: the Workflow
 // (src/imports/workflow.ts) retries a step that failed and resumes after the last one that
 // completed, so a step must leave the same state however often it runs.
+import { primarySession } from "../db/session";
 import type { Env } from "../env";
 import { DATE_FORMATS, type DateFormat } from "../lib/time";
 import { contactImport } from "./contacts";
@@ -33,17 +34,18 @@ interface JobRow {
   chunks: number;
 }
 
-async function loadJob(env: Env, importId: number): Promise<{ row: JobRow; job: ImportJob } | null> {
-  const row = await env.DB.prepare("SELECT * FROM imports WHERE id = ?").bind(importId).first<JobRow>();
+async function loadJob(env: Env, shard: number, importId: number): Promise<{ row: JobRow; job: ImportJob } | null> {
+  const d1 = primarySession(env, shard);
+  const row = await d1.prepare("SELECT * FROM imports WHERE id = ?").bind(importId).first<JobRow>();
   if (!row) return null;
   const dateFormat = (DATE_FORMATS as readonly string[]).includes(row.date_format) ? (row.date_format as DateFormat) : "YYYY-MM-DD";
-  return { row, job: { id: row.id, companyId: row.company_id, userId: row.user_id, resource: row.resource, dateFormat, format: row.format } };
+  return { row, job: { id: row.id, d1, companyId: row.company_id, userId: row.user_id, resource: row.resource, dateFormat, format: row.format } };
 }
 
 export const chunkKey = (row: { company_id: number; id: number }, index: number) => `imports/${row.company_id}/${row.id}/chunk-${index}.json`;
 
-async function fail(env: Env, importId: number, message: string, counts: { rows?: number; valid?: number; failed?: number } = {}): Promise<{ chunks: number }> {
-  await env.DB.prepare(
+async function fail(d1: D1Database, importId: number, message: string, counts: { rows?: number; valid?: number; failed?: number } = {}): Promise<{ chunks: number }> {
+  await d1.prepare(
     `UPDATE imports SET status = 'failed', message = ?2, rows = ?3, valid = ?4, failed = ?5, updated_at = ?6, finished_at = ?6
      WHERE id = ?1 AND status IN ('queued', 'validating')`,
   )
@@ -73,45 +75,45 @@ async function storeErrors(db: D1Database, importId: number, errors: RowError[])
  * the valid rows in R2 as chunks. Ends the job when it is a dry run, when `on_error=abort` meets an
  * invalid row, or when the new records would pass the company's limit; otherwise starts the writing.
  */
-export async function checkRows(env: Env, importId: number): Promise<{ chunks: number }> {
-  const loaded = await loadJob(env, importId);
+export async function checkRows(env: Env, shard: number, importId: number): Promise<{ chunks: number }> {
+  const loaded = await loadJob(env, shard, importId);
   if (!loaded) return { chunks: 0 };
   const { row, job } = loaded;
   if (row.status === "running") return { chunks: row.chunks };
   if (row.status !== "queued" && row.status !== "validating") return { chunks: 0 };
-  await env.DB.prepare("UPDATE imports SET status = 'validating', updated_at = ? WHERE id = ? AND status = 'queued'").bind(Date.now(), importId).run();
+  await job.d1.prepare("UPDATE imports SET status = 'validating', updated_at = ? WHERE id = ? AND status = 'queued'").bind(Date.now(), importId).run();
 
   const body = await env.FILES.get(row.body_key);
-  if (!body) return fail(env, importId, "The uploaded file is gone");
+  if (!body) return fail(job.d1, importId, "The uploaded file is gone");
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(await body.arrayBuffer());
   } catch {
-    return fail(env, importId, "The file is not UTF-8 text");
+    return fail(job.d1, importId, "The file is not UTF-8 text");
   }
   let rows;
   try {
     rows = parseRows(text, job.format);
   } catch (err) {
-    if (err instanceof UnreadableFile) return fail(env, importId, err.message);
+    if (err instanceof UnreadableFile) return fail(job.d1, importId, err.message);
     throw err;
   }
   const resource = resources[job.resource];
   const { valid, errors, creates } = await resource.validate(env, job, rows);
-  await storeErrors(env.DB, importId, errors);
+  await storeErrors(job.d1, importId, errors);
   const failedRows = new Set(errors.map((e) => e.row)).size;
   const counts = { rows: rows.length, valid: valid.length, failed: failedRows };
   if (row.on_error === "abort" && failedRows > 0 && row.dry_run === 0) {
-    return fail(env, importId, `${failedRows} of ${rows.length} rows are invalid, so nothing was written (on_error=abort); see the errors`, counts);
+    return fail(job.d1, importId, `${failedRows} of ${rows.length} rows are invalid, so nothing was written (on_error=abort); see the errors`, counts);
   }
-  const room = (await env.DB.prepare(`SELECT ${roomLeft(job)} AS room`).first<number>("room")) ?? 0;
+  const room = (await job.d1.prepare(`SELECT ${roomLeft(job)} AS room`).first<number>("room")) ?? 0;
   const limitName = job.resource === "items" ? "documents_limit" : "contacts_limit";
   if (row.on_error === "abort" && row.dry_run === 0 && creates > room) {
-    return fail(env, importId, `The file would create ${creates} ${job.resource}; the company has room for ${room} more (${limitName}), so nothing was written`, counts);
+    return fail(job.d1, importId, `The file would create ${creates} ${job.resource}; the company has room for ${room} more (${limitName}), so nothing was written`, counts);
   }
   if (row.dry_run === 1) {
     const over = creates > room ? `; the company has room for only ${room} more (${limitName})` : "";
-    await env.DB.prepare(
+    await job.d1.prepare(
       `UPDATE imports SET status = 'completed', rows = ?2, valid = ?3, failed = ?4, message = ?5, updated_at = ?6, finished_at = ?6
        WHERE id = ?1 AND status = 'validating'`,
     )
@@ -121,7 +123,7 @@ export async function checkRows(env: Env, importId: number): Promise<{ chunks: n
   }
   const chunks = Math.ceil(valid.length / CHUNK_ROWS);
   for (let k = 0; k < chunks; k++) await env.FILES.put(chunkKey(row, k), JSON.stringify(valid.slice(k * CHUNK_ROWS, (k + 1) * CHUNK_ROWS)));
-  await env.DB.prepare(
+  await job.d1.prepare(
     `UPDATE imports SET status = 'running', rows = ?2, valid = ?3, failed = ?4, chunks = ?5, next_row = 0, updated_at = ?6
      WHERE id = ?1 AND status = 'validating'`,
   )
@@ -131,8 +133,8 @@ export async function checkRows(env: Env, importId: number): Promise<{ chunks: n
 }
 
 /** Step 2, once per chunk: writes it in one batch, unless the fence finds it written (or the job canceled). */
-export async function writeChunk(env: Env, importId: number, index: number): Promise<void> {
-  const loaded = await loadJob(env, importId);
+export async function writeChunk(env: Env, shard: number, importId: number, index: number): Promise<void> {
+  const loaded = await loadJob(env, shard, importId);
   if (!loaded || loaded.row.status !== "running") return;
   const object = await env.FILES.get(chunkKey(loaded.row, index));
   if (!object) return;
@@ -141,10 +143,10 @@ export async function writeChunk(env: Env, importId: number, index: number): Pro
 }
 
 /** Last step: the job's outcome, and its files in R2 go. */
-export async function finishJob(env: Env, importId: number): Promise<void> {
-  const loaded = await loadJob(env, importId);
+export async function finishJob(env: Env, shard: number, importId: number): Promise<void> {
+  const loaded = await loadJob(env, shard, importId);
   if (!loaded) return;
-  await env.DB.prepare(
+  await loaded.job.d1.prepare(
     `UPDATE imports SET status = CASE WHEN on_error = 'abort' AND failed > 0 THEN 'failed' ELSE 'completed' END,
        message = CASE WHEN on_error = 'abort' AND failed > 0 THEN 'The company reached its limit while the import ran: the rows past it were not written' ELSE message END,
        updated_at = ?2, finished_at = ?2 WHERE id = ?1 AND status = 'running'`,

@@ -83,5 +83,5 @@ export function checkIfMatch<P extends z.ZodType>(record: ConditionalRecord<P>):
 
 /** The row's version, read before its representation (so a change in between makes the guarded write fail: 412). */
 export async function rowVersion(c: Context<AppBindings>, table: string, id: number): Promise<number> {
-  return (await c.env.DB.prepare(`SELECT version FROM "${table}" WHERE id = ?`).bind(id).first<number>("version")) ?? 0;
+  return (await c.var.d1.prepare(`SELECT version FROM "${table}" WHERE id = ?`).bind(id).first<number>("version")) ?? 0;
 }

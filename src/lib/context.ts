@@ -4,9 +4,9 @@ import { getDb } from "../db/client";
 import { guardedDb, type WriteGuards } from "../db/write-guards";
 import type { AppBindings } from "../env";
 
-/** What every authenticated handler needs: `c.var.db` and `c.var.companyId` (the token's company). */
+/** What every authenticated handler needs: `c.var.db` (over the request's D1 session, `c.var.d1`) and `c.var.companyId` (the token's company). */
 export const provideTenant = createMiddleware<AppBindings>(async (c, next) => {
-  c.set("db", getDb(c.env.DB));
+  c.set("db", getDb(c.var.d1));
   c.set("companyId", c.var.auth.companyId);
   await next();
 });
@@ -20,7 +20,7 @@ export function guardedWrites(c: Context<AppBindings>): WriteGuards {
   if (!guards) {
     guards = { committed: 0 };
     c.set("writeGuards", guards);
-    c.set("db", guardedDb(c.env.DB, guards));
+    c.set("db", guardedDb(c.var.d1, guards));
   }
   return guards;
 }

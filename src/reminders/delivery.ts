@@ -66,7 +66,7 @@ type Outcome =
   | { state: "no_recipient" | "skipped"; recipient: null; error: string }
   | { state: "retry"; recipient: string | null; error: string };
 
-export async function deliverDue(storage: DurableObjectStorage, env: Env, companyId: number, transports: Transports): Promise<{ more: boolean }> {
+export async function deliverDue(storage: DurableObjectStorage, env: Env, d1: D1Database, companyId: number, transports: Transports): Promise<{ more: boolean }> {
   const now = Date.now();
   let leased: Leased[] = [];
   storage.transactionSync(() => {
@@ -87,7 +87,7 @@ export async function deliverDue(storage: DurableObjectStorage, env: Env, compan
   const outcomes = new Map<string, Outcome>();
   try {
     const targets: DeliveryTarget[] = leased.map((d) => ({ reminderId: d.reminder_id, itemId: d.item_id, contactId: d.contact_id }));
-    const { company, details } = await deliveryDetails(env.DB, companyId, targets);
+    const { company, details } = await deliveryDetails(d1, companyId, targets);
     const today = todayIn(company.timezone);
     const send = async (d: Leased) => {
       const key = `${d.reminder_id}:${d.channel}`;

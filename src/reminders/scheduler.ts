@@ -1,5 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
+import { shardOfCompany } from "../db/directory";
+import { primarySession } from "../db/session";
 import { isCalendarDate, localToInstant, type CalendarUnit } from "../lib/time";
 import { readSnapshots, recordSync, pendingItems, SYNC_BATCH, type Applied, type PulledEvent, type Snapshots } from "./d1";
 import { INVALIDATE_BATCH, VIEWS_PER_BATCH, deleteViewsStatement, invalidRows, writeViewsStatement, type ViewRow } from "./views";
@@ -193,6 +195,15 @@ export class ReminderScheduler extends DurableObject<Env> {
   }
 
   /** What the object holds, for operators and tests. */
+  /**
+   * The company's shard, on its primary: the object decides from these reads what to queue and
+   * fire, so a replica's past state must never be one of them (docs/scale.md "Which reads use the
+   * primary"). The shard comes from the directory (cached for a minute) and follows a moved account.
+   */
+  private async db(companyId: number): Promise<D1Database> {
+    return primarySession(this.env, await shardOfCompany(this.env, companyId));
+  }
+
   async status(companyId: number): Promise<{ companyId: number; queued: number; alarm: number | null }> {
     this.claimCompany(companyId);
     const queued = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM reminders WHERE state = 'queued' AND origin <> 'expiry'").one().n;
@@ -212,7 +223,7 @@ export class ReminderScheduler extends DurableObject<Env> {
       const ids = [...new Set(itemIds.slice(i, i + SYNC_BATCH))];
       // A snapshot the Worker read with its write (same round trip) is as good as one read now: an
       // older one than the object applied is ignored below like any other.
-      const snapshot = i === 0 && given ? given : await readSnapshots(this.env.DB, companyId, ids.filter((id) => id !== 0));
+      const snapshot = i === 0 && given ? given : await readSnapshots((await this.db(companyId)), companyId, ids.filter((id) => id !== 0));
       pulled ??= snapshot.events;
       const now = Date.now();
       const applied: Applied[] = [];
@@ -341,7 +352,7 @@ export class ReminderScheduler extends DurableObject<Env> {
         const batch = this.nextRecord;
         this.nextRecord = null;
         try {
-          await recordSync(this.env.DB, companyId, mergeApplied(batch.applied), batch.wakeup, batch.views);
+          await recordSync((await this.db(companyId)), companyId, mergeApplied(batch.applied), batch.wakeup, batch.views);
           if (batch.wakeup !== undefined) setMeta(this.sql, "wakeup", String(batch.wakeup));
           batch.resolve();
         } catch (error) {
@@ -436,7 +447,7 @@ export class ReminderScheduler extends DurableObject<Env> {
   /** Best effort: a view not written only sends the next read to the object. */
   private async writeViews(companyId: number, views: ViewRow[]): Promise<void> {
     try {
-      await writeViewsStatement(this.env.DB, companyId, views).run();
+      await writeViewsStatement((await this.db(companyId)), companyId, views).run();
     } catch (error) {
       console.error(JSON.stringify({ level: "error", msg: "reminder view not written", companyId, error: String(error) }));
     }
@@ -452,7 +463,7 @@ export class ReminderScheduler extends DurableObject<Env> {
     this.changing.set(itemId, (this.changing.get(itemId) ?? 0) + 1);
     let result: T;
     try {
-      await writeViewsStatement(this.env.DB, companyId, invalidRows([itemId], this.nextGen())).run();
+      await writeViewsStatement((await this.db(companyId)), companyId, invalidRows([itemId], this.nextGen())).run();
       result = change();
     } finally {
       const left = this.changing.get(itemId)! - 1;
@@ -707,7 +718,7 @@ export class ReminderScheduler extends DurableObject<Env> {
   /** Applies up to REPAIR_PAGES pages of pending changes; true when more remain (the caller re-arms). */
   private async repair(companyId: number): Promise<boolean> {
     for (let page = 0; page < REPAIR_PAGES; page++) {
-      const pending = await pendingItems(this.env.DB, companyId);
+      const pending = await pendingItems((await this.db(companyId)), companyId);
       if (pending.length > 0) await this.sync(companyId, pending);
       if (pending.length < SYNC_BATCH) return false;
     }
@@ -742,8 +753,8 @@ export class ReminderScheduler extends DurableObject<Env> {
     } catch (error) {
       console.error(JSON.stringify({ level: "error", msg: "webhook events not taken", companyId, error: String(error) }));
     }
-    const delivered = await deliverDue(this.ctx.storage, this.env, companyId, this.transports);
-    const hooks = await deliverWebhooks(this.ctx.storage, this.env, companyId, this.webhookTransport);
+    const delivered = await deliverDue(this.ctx.storage, this.env, await this.db(companyId), companyId, this.transports);
+    const hooks = await deliverWebhooks(this.ctx.storage, this.env, await this.db(companyId), companyId, this.webhookTransport);
     pruneWebhooks(this.ctx.storage);
     // Re-armed last: a setAlarm() before a throw would suppress the runtime's retries.
     if (moreToRepair || claimed >= CLAIM_BATCH || delivered.more || hooks.more) {
@@ -816,8 +827,9 @@ export class ReminderScheduler extends DurableObject<Env> {
     const rows = invalidRows(itemIds, this.nextGen());
     try {
       const statements: D1PreparedStatement[] = [];
-      for (let i = 0; i < rows.length; i += INVALIDATE_BATCH) statements.push(writeViewsStatement(this.env.DB, companyId, rows.slice(i, i + INVALIDATE_BATCH)));
-      await this.env.DB.batch(statements);
+      const d1 = await this.db(companyId);
+      for (let i = 0; i < rows.length; i += INVALIDATE_BATCH) statements.push(writeViewsStatement(d1, companyId, rows.slice(i, i + INVALIDATE_BATCH)));
+      await d1.batch(statements);
     } catch (error) {
       console.error(JSON.stringify({ level: "error", msg: "views of fired items not invalidated (their stale_at has passed)", companyId, error: String(error) }));
     }
@@ -835,7 +847,7 @@ export class ReminderScheduler extends DurableObject<Env> {
     let events = pulled;
     if (events === undefined) {
       try {
-        events = await pullD1Events(this.env.DB, companyId);
+        events = await pullD1Events((await this.db(companyId)), companyId);
       } catch (error) {
         console.error(JSON.stringify({ level: "error", msg: "webhook events not pulled from D1", companyId, error: String(error) }));
         events = [];
@@ -844,12 +856,12 @@ export class ReminderScheduler extends DurableObject<Env> {
     storePulled(this.ctx.storage, events, now);
     if (events.length > 0) {
       try {
-        await deleteTaken(this.env.DB, companyId, events.map((e) => e.id));
+        await deleteTaken((await this.db(companyId)), companyId, events.map((e) => e.id));
       } catch (error) {
         console.error(JSON.stringify({ level: "error", msg: "taken webhook events not deleted from D1 (a repeat is ignored)", companyId, error: String(error) }));
       }
     }
-    await fanOut(this.ctx.storage, this.env, companyId, now);
+    await fanOut(this.ctx.storage, this.env, await this.db(companyId), companyId, now);
   }
 
   /** From the Worker after a task or file write: takes the events D1 recorded and arms the alarm to deliver them. */
@@ -872,7 +884,7 @@ export class ReminderScheduler extends DurableObject<Env> {
       eventId = recordEvent(this.sql, { type: "webhook.test", data, endpointId, now });
       recordApplied(this.sql, requestKey, { eventId }, now);
     });
-    await fanOut(this.ctx.storage, this.env, companyId, now);
+    await fanOut(this.ctx.storage, this.env, await this.db(companyId), companyId, now);
     const row = this.sql
       .exec<{ delivery_id: number; message_id: string }>("SELECT delivery_id, message_id FROM webhook_deliveries WHERE event_id = ? AND endpoint_id = ?", eventId, endpointId)
       .toArray()[0];
@@ -918,10 +930,11 @@ export class ReminderScheduler extends DurableObject<Env> {
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     migrate(this.ctx.storage);
-    await this.env.DB.batch([
-      this.env.DB.prepare("DELETE FROM reminder_wakeups WHERE company_id = ?").bind(companyId),
-      this.env.DB.prepare("DELETE FROM reminder_sync WHERE company_id = ?").bind(companyId),
-      deleteViewsStatement(this.env.DB, companyId, "all"),
+    const d1 = await this.db(companyId);
+    await d1.batch([
+      d1.prepare("DELETE FROM reminder_wakeups WHERE company_id = ?").bind(companyId),
+      d1.prepare("DELETE FROM reminder_sync WHERE company_id = ?").bind(companyId),
+      deleteViewsStatement(d1, companyId, "all"),
     ]);
   }
 }

@@ -123,7 +123,7 @@ type NewEvent = {
  * endpoint. Events of the object that carry an item get its entry from D1 first. An event nobody
  * is subscribed to is dropped. Returns false when D1 could not be read (tried again later).
  */
-export async function fanOut(storage: DurableObjectStorage, env: Env, companyId: number, now = Date.now()): Promise<boolean> {
+export async function fanOut(storage: DurableObjectStorage, env: Env, d1: D1Database, companyId: number, now = Date.now()): Promise<boolean> {
   const sql = storage.sql;
   const fresh = sql.exec<NewEvent>("SELECT event_id, type, data, item_id, endpoint_id FROM events WHERE state = 'new' AND next_at <= ? ORDER BY event_id LIMIT ?", now, FAN_OUT_BATCH).toArray();
   if (fresh.length === 0) return true;
@@ -131,7 +131,7 @@ export async function fanOut(storage: DurableObjectStorage, env: Env, companyId:
   const entries = new Map<number, string>();
   try {
     const itemIds = [...new Set(fresh.filter((e) => e.item_id !== null && e.endpoint_id === null).map((e) => e.item_id!))];
-    const [endpointRows, entryRows] = await env.DB.batch([endpointsStatement(env.DB, companyId), itemEntriesStatement(env.DB, companyId, itemIds)]);
+    const [endpointRows, entryRows] = await d1.batch([endpointsStatement(d1, companyId), itemEntriesStatement(d1, companyId, itemIds)]);
     endpoints = await toEndpoints(endpointRows!.results, env.WEBHOOK_SECRETS_KEY, now);
     for (const r of entryRows!.results as Array<{ item_id: number; entry: string }>) entries.set(r.item_id, r.entry);
   } catch (error) {
@@ -182,7 +182,7 @@ type Leased = DeliveryRow & { data: string; event_created_at: number };
  * first (attempt counted), so two runs never send it at once. A deleted endpoint's deliveries are
  * dropped, a disabled one's fail; an endpoint failing everything for FAILING_DISABLE_MS is disabled.
  */
-export async function deliverWebhooks(storage: DurableObjectStorage, env: Env, companyId: number, transport: WebhookTransport): Promise<{ more: boolean }> {
+export async function deliverWebhooks(storage: DurableObjectStorage, env: Env, d1: D1Database, companyId: number, transport: WebhookTransport): Promise<{ more: boolean }> {
   const sql = storage.sql;
   const now = Date.now();
   let leased: Leased[] = [];
@@ -201,7 +201,7 @@ export async function deliverWebhooks(storage: DurableObjectStorage, env: Env, c
 
   let endpoints: Map<number, Endpoint>;
   try {
-    const { results } = await endpointsStatement(env.DB, companyId).all();
+    const { results } = await endpointsStatement(d1, companyId).all();
     endpoints = new Map((await toEndpoints(results, env.WEBHOOK_SECRETS_KEY)).map((e) => [e.id, e]));
   } catch (error) {
     // Not an attempt: given back, tried again later.
@@ -268,7 +268,7 @@ export async function deliverWebhooks(storage: DurableObjectStorage, env: Env, c
     }
   });
   try {
-    await recordHealth(env.DB, companyId, health, done);
+    await recordHealth(d1, companyId, health, done);
   } catch (error) {
     console.error(JSON.stringify({ level: "error", msg: "webhook endpoint health not recorded", companyId, error: String(error) }));
   }

@@ -1,6 +1,9 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { AppBindings } from "../env";
+import type { AppBindings, Env } from "../env";
+import { shardOfClient } from "../db/directory";
+import { bookmarkOnAnswer, openRequestSession } from "../db/session";
+import { isShard } from "../db/shards";
 import { findClient } from "../auth/clients";
 import { constantTimeEqual } from "../auth/constant-time";
 import { getSigningKeys } from "../auth/keys";
@@ -291,6 +294,21 @@ async function bestEffort(write: Promise<void>, msg: string): Promise<void> {
   }
 }
 
+/** The shard of a client's account, from the directory; a shard this deployment lacks or an unreachable directory is 503. */
+async function clientShard(env: Env, clientId: string): Promise<number> {
+  let shard: number;
+  try {
+    shard = await shardOfClient(env, clientId, { fresh: true });
+  } catch (error) {
+    console.error(JSON.stringify({ level: "error", msg: "directory unavailable", error: String(error) }));
+    shard = -1;
+  }
+  if (!isShard(env, shard)) {
+    throw oauthError(503, "service_unavailable", "The credential store is unavailable; try again shortly", { headers: { "Retry-After": "5" } });
+  }
+  return shard;
+}
+
 // Hash of a throwaway secret, so an unknown client_id costs the same work as a known one.
 const UNKNOWN_CLIENT_HASH = "0".repeat(64);
 
@@ -307,7 +325,8 @@ oauthRouter.post(tokenRoute.path, named("issueToken"), async (c) => {
   const fail = () => clientFailure("Client authentication failed");
   if (!clientId || !clientSecret) throw fail();
 
-  const client = await findClient(c.env.DB, clientId);
+  const session = openRequestSession(c.env, await clientShard(c.env, clientId), { write: true, bookmark: null });
+  const client = await findClient(session.d1, clientId);
   const now = Math.floor(Date.now() / 1000);
   const locked = client ? lockedSeconds(client, now) : 0;
   if (locked > 0) {
@@ -322,9 +341,9 @@ oauthRouter.post(tokenRoute.path, named("issueToken"), async (c) => {
   const matches = constantTimeEqual(presented, client?.secretHash ?? UNKNOWN_CLIENT_HASH);
   // Counted for an unknown client_id too (an UPDATE that matches no row), so that the two cost the
   // same and the endpoint does not tell which client_ids exist.
-  if (!matches) await bestEffort(recordTokenFailure(c.env.DB, clientId, now), "token failure not counted");
+  if (!matches) await bestEffort(recordTokenFailure(session.d1, clientId, now), "token failure not counted");
   if (!client || !matches || !client.active) throw fail();
-  if (client.tokenFailures > 0) await bestEffort(clearTokenFailures(c.env.DB, client.clientId), "token failures not cleared");
+  if (client.tokenFailures > 0) await bestEffort(clearTokenFailures(session.d1, client.clientId), "token failures not cleared");
 
   const allowed = parseScopes(client.scopes);
   let scope = allowed.join(" ");
@@ -342,7 +361,9 @@ oauthRouter.post(tokenRoute.path, named("issueToken"), async (c) => {
     userId: client.userId,
     scope,
     generation: client.tokenGeneration,
+    shard: session.shard,
   });
+  bookmarkOnAnswer(c, session);
   c.header("Cache-Control", "no-store");
   c.header("Pragma", "no-cache");
   return c.json({ success: true as const, token_type: "Bearer" as const, access_token: accessToken, expires_in: TOKEN_LIFETIME_SECONDS, scope }, 200);

@@ -22,7 +22,8 @@ import {
   type TestAccount,
 } from "./helpers";
 
-const FEED_URL = /^https:\/\/api\.test\/v1\/calendar\/([A-Za-z0-9_-]{43})\.ics$/;
+// `c<company id, base 36>_` and 32 random bytes in base64url (43 characters).
+const FEED_URL = /^https:\/\/api\.test\/v1\/calendar\/(c[0-9a-z]+_[A-Za-z0-9_-]{43})\.ics$/;
 const DEFAULT_FILTERS = { item_type: "all", status: "any", include_archived: false };
 
 async function createFeed(token: string, body?: Json): Promise<{ feedId: number; url: string; path: string; token: string; data: Json }> {

@@ -170,7 +170,7 @@ describe("item imports", () => {
     expect(job.counts.created).toBe(5);
     // Replay the step as a crashed-and-retried Workflow would: the job is past it.
     await env.DB.prepare("UPDATE imports SET status = 'running' WHERE id = ?").bind(job.import_id).run();
-    await writeChunk(env as never, job.import_id, 0);
+    await writeChunk(env as never, 0, job.import_id, 0);
     expect(await countItems(prefix)).toBe(5);
   });
 });

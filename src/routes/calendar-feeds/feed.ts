@@ -11,6 +11,8 @@
 // would (and also when a record outside the feed changes: a refetch, never a stale calendar). A 200
 // reads the fingerprint in the same D1 batch as the rows it renders, and the revision in the same
 // Durable Object turn as the alarms.
+import { shardOfCompany } from "../../db/directory";
+import { isShard } from "../../db/shards";
 import type { Env } from "../../env";
 import { sha256Hex } from "../../lib/bytes";
 import { etagOf, noneMatch } from "../../lib/conditional";
@@ -23,7 +25,18 @@ import type { FeedFilters } from "./schemas";
 
 /** Changes whenever the rendering does, so that a new deployment's bodies get new ETags. */
 const FEED_FORMAT = "ics-1";
-const TOKEN = /^[A-Za-z0-9_-]{43}$/;
+// `c<company id, base 36>_<43 base64url>` (the company says which shard to read), or the 43
+// characters alone: a feed made before shards existed, on shard 0.
+const TOKEN = /^(?:c([0-9a-z]{1,8})_)?[A-Za-z0-9_-]{43}$/;
+
+/** The shard to read a token's feed from; null for a malformed token. */
+export async function feedShard(env: Env, token: string): Promise<number | null> {
+  const match = TOKEN.exec(token);
+  if (!match) return null;
+  if (match[1] === undefined) return 0;
+  const shard = await shardOfCompany(env, parseInt(match[1], 36));
+  return isShard(env, shard) ? shard : null;
+}
 
 /** What a token's feed is: immutable while the feed exists (feeds are not edited, tokens are random). */
 interface Feed {
@@ -139,16 +152,15 @@ export type FeedAnswer = { status: 304; etag: string } | { status: 200; etag: st
  * the reminder engine has still to apply; the Durable Object applies those (at most SYNC_BATCH) and
  * answers the items' queued reminders with the revision, in one turn.
  */
-export async function serveFeed(env: Env, token: string, ifNoneMatch: string | undefined): Promise<FeedAnswer | null> {
-  if (!TOKEN.test(token)) return null;
+export async function serveFeed(env: Env, d1: D1Database, token: string, ifNoneMatch: string | undefined): Promise<FeedAnswer | null> {
   const tokenHash = await sha256Hex(token);
-  const feed = await feedOf(env.DB, tokenHash);
+  const feed = await feedOf(d1, tokenHash);
   if (!feed) return null;
   const scheduler = schedulerFor(env, feed.companyId);
   const gone = () => (feeds.delete(tokenHash), null);
   if (ifNoneMatch !== undefined) {
     const [[row, fingerprint], revision] = await Promise.all([
-      env.DB.batch<unknown>([stillThere(env.DB, tokenHash), fingerprintStatement(env.DB, feed)]),
+      d1.batch<unknown>([stillThere(d1, tokenHash), fingerprintStatement(d1, feed)]),
       scheduler.queuedRevision(feed.companyId),
     ]);
     const company = row!.results[0] as { name: string } | undefined;
@@ -157,19 +169,19 @@ export async function serveFeed(env: Env, token: string, ifNoneMatch: string | u
     if (noneMatch(ifNoneMatch, etag)) return { status: 304, etag };
   }
   const { where, params } = itemFilter(feed);
-  const [row, fingerprint, items, folders, pending] = await env.DB.batch<unknown>([
-    stillThere(env.DB, tokenHash),
-    fingerprintStatement(env.DB, feed),
-    env.DB.prepare(
+  const [row, fingerprint, items, folders, pending] = await d1.batch<unknown>([
+    stillThere(d1, tokenHash),
+    fingerprintStatement(d1, feed),
+    d1.prepare(
       `SELECT i.id, i.title, i.notes, i.item_type, i.expiry_date, i.status, i.archived, i.folder_id, d.name AS document_type, i.created_at, i.updated_at
        FROM items i LEFT JOIN document_types d ON d.id = i.document_type_id WHERE ${where} ${ORDER}`,
     ).bind(...params),
-    env.DB.prepare(
+    d1.prepare(
       `WITH RECURSIVE fi AS MATERIALIZED (SELECT i.folder_id FROM items i WHERE ${where} ${ORDER}), ${FOLDER_PATHS}
        SELECT id, parent_id, name FROM folders WHERE id IN (SELECT id FROM path)`,
     ).bind(...params),
     // 0 stands for the company's settings (a time zone change moves the reminders).
-    env.DB.prepare(
+    d1.prepare(
       `SELECT item_id FROM reminder_sync WHERE company_id = ?1 AND version > synced_version
          AND (item_id = 0 OR item_id IN (SELECT i.id FROM items i WHERE ${where} ${ORDER})) LIMIT ${SYNC_BATCH}`,
     ).bind(...params),

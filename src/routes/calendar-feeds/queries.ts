@@ -47,7 +47,8 @@ function references(companyId: number, filters: FeedFilters): Array<[field: stri
  * nothing, a read names the reason (400), or, the state having changed in between, it tries again.
  */
 export async function createFeed(db: Db, companyId: number, clientId: string, filters: FeedFilters): Promise<{ row: CalendarFeedOutput; token: string }> {
-  const token = toBase64Url(crypto.getRandomValues(new Uint8Array(32)));
+  // The company's id (base 36) first: the feed has no bearer token, and the company says which shard holds it.
+  const token = `c${companyId.toString(36)}_${toBase64Url(crypto.getRandomValues(new Uint8Array(32)))}`;
   const tokenHash = await sha256Hex(token);
   const refs = references(companyId, filters);
   const underCap = sql`(SELECT count(*) FROM ${calendarFeeds} AS q WHERE q.company_id = ${companyId}) < ${MAX_FEEDS}`;

@@ -17,7 +17,8 @@ import {
 } from "../../lib/openapi";
 import { created, done, page } from "../../lib/respond";
 import { MAX_FEED_EVENTS } from "../../reminders/rpc";
-import { serveFeed } from "./feed";
+import { feedShard, serveFeed } from "./feed";
+import { BOOKMARK_HEADER, bookmarkFor, bookmarkOnAnswer, openRequestSession } from "../../db/session";
 import { createFeed, deleteFeed, listFeeds, normalizeFilters } from "./queries";
 import { CalendarFeedListEnvelope, CreateFeedSchema, CreatedCalendarFeedSchema, ListFeedsQuery, MAX_FEEDS } from "./schemas";
 
@@ -136,7 +137,12 @@ calendarFeedsRouter.openAPIRegistry.registerPath({
 });
 
 calendarFeedsRouter.get("/v1/calendar/:token{[A-Za-z0-9_-]+\\.ics}", named(FEED_OPERATION), async (c) => {
-  const answer = await serveFeed(c.env, c.req.param("token").slice(0, -".ics".length), c.req.header("If-None-Match"));
+  const token = c.req.param("token").slice(0, -".ics".length);
+  const shard = await feedShard(c.env, token);
+  if (shard === null) throw notFound("Calendar feed");
+  const session = openRequestSession(c.env, shard, { write: false, bookmark: bookmarkFor(c.req.header(BOOKMARK_HEADER), shard) });
+  const answer = await serveFeed(c.env, session.d1, token, c.req.header("If-None-Match"));
+  bookmarkOnAnswer(c, session);
   if (!answer) throw notFound("Calendar feed");
   const headers = { "Cache-Control": CACHE_CONTROL, ETag: answer.etag };
   if (answer.status === 304) return c.body(null, 304, headers);

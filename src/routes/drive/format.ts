@@ -32,9 +32,14 @@ export function randomBase64url(bytes: number): string {
 // Upload tokens are stored only as their hex SHA-256.
 export { sha256Hex, toHex } from "../../lib/bytes";
 
-/** A new upload token: `upt_` and 43 base64url characters (256 random bits). */
-export const newUploadToken = () => `upt_${randomBase64url(32)}`;
-export const UPLOAD_TOKEN_PATTERN = /^upt_[A-Za-z0-9_-]{43}$/;
+/**
+ * A new upload token: `upt`, the shard that holds the upload session (none for shard 0), `_` and 43
+ * base64url characters (256 random bits). The PUT has no bearer token: its shard comes from here.
+ */
+export const newUploadToken = (shard: number) => `upt${shard === 0 ? "" : shard}_${randomBase64url(32)}`;
+export const UPLOAD_TOKEN_PATTERN = /^upt(\d{0,2})_[A-Za-z0-9_-]{43}$/;
+/** The shard named by a token that matches UPLOAD_TOKEN_PATTERN. */
+export const uploadTokenShard = (token: string) => Number(UPLOAD_TOKEN_PATTERN.exec(token)?.[1] || 0);
 
 /** A new public file id: `fil_` and 22 base64url characters (128 random bits). */
 export const newFileId = () => `fil_${randomBase64url(16)}`;

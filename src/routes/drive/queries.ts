@@ -67,8 +67,8 @@ async function placeUpload(db: Db, companyId: number, input: CreateUploadInput) 
  * guarded INSERT ... SELECT: it writes only while the department and folder read a moment ago are
  * still in the company.
  */
-export async function createUploadSession(db: Db, companyId: number, userId: number, input: CreateUploadInput) {
-  const token = newUploadToken();
+export async function createUploadSession(db: Db, shard: number, companyId: number, userId: number, input: CreateUploadInput) {
+  const token = newUploadToken(shard);
   const tokenHash = await sha256Hex(token);
   const contentType = input.content_type ?? contentTypeFor(input.filename);
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {

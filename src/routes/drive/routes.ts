@@ -44,6 +44,7 @@ import {
   UploadedFileSchema,
 } from "./schemas";
 import { receiveUpload, serveFile } from "./storage";
+import { bookmarkOnAnswer } from "../../db/session";
 import { nudgeWebhooks } from "../../reminders/item-events";
 
 const tags = ["Drive"];
@@ -95,7 +96,7 @@ driveRouter.openapi(
   async (c) => {
     // Clean-up of this company's abandoned uploads rides along (indexed; usually finds nothing).
     await releaseAbandonedUploads(c.var.db, c.env.FILES, c.var.companyId);
-    const { token } = await createUploadSession(c.var.db, c.var.companyId, c.var.auth.userId, c.req.valid("json"));
+    const { token } = await createUploadSession(c.var.db, c.var.auth.shard, c.var.companyId, c.var.auth.userId, c.req.valid("json"));
     c.header("Cache-Control", "no-store");
     return created(c, "Upload session created", {
       upload_url: new URL("/v1/uploads", c.req.url).toString(),
@@ -160,6 +161,7 @@ driveRouter.openapi(
   async (c) => {
     const { file } = await receiveUpload(c);
     await nudgeWebhooks(c.env, file.companyId);
+    bookmarkOnAnswer(c, c.var.session);
     return updated(c, "File uploaded", {
       file_id: file.publicId,
       file_name: file.fileName,

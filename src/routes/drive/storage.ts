@@ -3,10 +3,12 @@
 // FixedLengthStream -> R2 with back-pressure; the download hands R2's stream to the response.
 import type { Context } from "hono";
 import { getDb } from "../../db/client";
+import { openRequestSession } from "../../db/session";
+import { isShard } from "../../db/shards";
 import type { AppBindings } from "../../env";
 import { MAX_UPLOAD_BYTES, describeBytes } from "../../lib/body";
 import { ApiError, apiError, badRequest, conflict, notFound, oauthError } from "../../lib/errors";
-import { contentDisposition, etagMatches, kbOf, newFileId, objectKey, parseRange, sha256Hex, toHex, UPLOAD_TOKEN_PATTERN } from "./format";
+import { contentDisposition, etagMatches, kbOf, newFileId, objectKey, parseRange, sha256Hex, toHex, UPLOAD_TOKEN_PATTERN, uploadTokenShard } from "./format";
 import { claimUpload, completeUpload, explainRefusedClaim, explainRefusedCompletion, releaseUpload, type ClaimedUpload, type FileRow } from "./queries";
 import { UPLOAD_TOKEN_HEADER } from "./schemas";
 
@@ -118,7 +120,12 @@ export async function receiveUpload(c: Context<AppBindings>) {
   const size = Number(declared.trim());
   if (size > MAX_UPLOAD_BYTES) throw apiError(413, `The file exceeds the upload limit of ${describeBytes(MAX_UPLOAD_BYTES)}`);
 
-  const db = getDb(c.env.DB);
+  // No bearer token: the upload token names the shard of its session.
+  const shard = uploadTokenShard(token);
+  if (!isShard(c.env, shard)) throw invalidUploadToken("The upload token is not valid");
+  const session = openRequestSession(c.env, shard, { write: true, bookmark: null });
+  c.set("session", session);
+  const db = getDb(session.d1);
   const tokenHash = await sha256Hex(token);
   const upload = await claimUpload(db, tokenHash, kbOf(size));
   if (!upload) {

@@ -78,7 +78,7 @@ importsRouter.openapi(
       throw err;
     }
     // Should this fail, the job stays queued and the cron sweep starts it.
-    await startImport(c.env, row.id).catch((error) => console.error(JSON.stringify({ level: "error", msg: "import left to the sweep", importId: row.id, error: String(error) })));
+    await startImport(c.env, c.var.auth.shard, row.id).catch((error) => console.error(JSON.stringify({ level: "error", msg: "import left to the sweep", importId: row.id, error: String(error) })));
     return c.json({ success: true as const, msg: "Import queued", data: importOutput(row) }, 202);
   },
 );

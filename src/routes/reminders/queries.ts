@@ -37,10 +37,10 @@ export async function itemForReminders(db: D1Database, companyId: number, itemId
  * 400 for a channel this deployment cannot deliver; `webhook` needs an enabled endpoint of the
  * company subscribed to reminder.sent (one D1 query, only when the webhook channel is asked for).
  */
-export async function checkChannels(env: Env, companyId: number, channels: Channel[] | undefined): Promise<void> {
+export async function checkChannels(env: Env, d1: D1Database, companyId: number, channels: Channel[] | undefined): Promise<void> {
   for (const channel of channels ?? []) {
     if (channel === "webhook") {
-      if (!(await hasSubscriber(env.DB, companyId, "reminder.sent"))) throw badRequest(WEBHOOK_CHANNEL_PROBLEM);
+      if (!(await hasSubscriber(d1, companyId, "reminder.sent"))) throw badRequest(WEBHOOK_CHANNEL_PROBLEM);
       continue;
     }
     const problem = channelProblem(env, channel);

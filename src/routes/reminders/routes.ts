@@ -26,7 +26,7 @@ remindersRouter.openapi(
   }),
   async (c) => {
     const itemId = c.req.valid("param").item_id;
-    const { syncFirst } = await itemForReminders(c.env.DB, c.var.companyId, itemId);
+    const { syncFirst } = await itemForReminders(c.var.d1, c.var.companyId, itemId);
     return ok(c, unwrap(await remindersOf(c.env, c.var.companyId).itemReminders(c.var.companyId, itemId, syncFirst)));
   },
 );
@@ -53,8 +53,8 @@ remindersRouter.openapi(
   async (c) => {
     const itemId = c.req.valid("param").item_id;
     const body = c.req.valid("json");
-    await checkChannels(c.env, c.var.companyId, body.channels);
-    const { syncFirst } = await itemForReminders(c.env.DB, c.var.companyId, itemId, body.contact_id || undefined);
+    await checkChannels(c.env, c.var.d1, c.var.companyId, body.channels);
+    const { syncFirst } = await itemForReminders(c.var.d1, c.var.companyId, itemId, body.contact_id || undefined);
     const view = unwrap(await remindersOf(c.env, c.var.companyId).addReminder(c.var.companyId, itemId, reminderInput(body), syncFirst, await idempotencyKeyFor(c)));
     return created(c, "Reminder queued", view);
   },
@@ -78,8 +78,8 @@ remindersRouter.openapi(
   async (c) => {
     const { item_id: itemId, reminder_id: reminderId } = c.req.valid("param");
     const body = c.req.valid("json");
-    await checkChannels(c.env, c.var.companyId, body.channels);
-    const { syncFirst } = await itemForReminders(c.env.DB, c.var.companyId, itemId, body.contact_id || undefined);
+    await checkChannels(c.env, c.var.d1, c.var.companyId, body.channels);
+    const { syncFirst } = await itemForReminders(c.var.d1, c.var.companyId, itemId, body.contact_id || undefined);
     const view = unwrap(await remindersOf(c.env, c.var.companyId).updateReminder(c.var.companyId, itemId, reminderId, reminderInput(body), syncFirst, await idempotencyKeyFor(c)));
     return updated(c, "Reminder updated", view);
   },
@@ -99,7 +99,7 @@ remindersRouter.openapi(
   }),
   async (c) => {
     const { item_id: itemId, reminder_id: reminderId } = c.req.valid("param");
-    const { syncFirst } = await itemForReminders(c.env.DB, c.var.companyId, itemId);
+    const { syncFirst } = await itemForReminders(c.var.d1, c.var.companyId, itemId);
     unwrap(await remindersOf(c.env, c.var.companyId).deleteReminder(c.var.companyId, itemId, reminderId, syncFirst, await idempotencyKeyFor(c)));
     return done(c, "Reminder deleted");
   },

@@ -85,39 +85,46 @@ export interface TestAccount {
 export async function createAccount(
   ceilings: { companies?: number; documents?: number; contacts?: number; driveMb?: number; documentTypes?: number } = {},
   company: { documents?: number; contacts?: number; driveMb?: number } = {},
+  where: { shard?: 0 | 1 } = {},
 ): Promise<TestAccount> {
   const word = uniqueWord("acct");
-  const account = await env.DB.prepare(
+  const shard = where.shard ?? 0;
+  const db = shard === 1 ? env.DB_1 : env.DB;
+  const account = await db.prepare(
     `INSERT INTO accounts (name, max_companies, max_documents, max_contacts, max_drive_space_mb, max_document_types)
      VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
   )
     .bind(word, ceilings.companies ?? 5, ceilings.documents ?? 10000, ceilings.contacts ?? 10000, ceilings.driveMb ?? 10240, ceilings.documentTypes ?? 20)
     .first<{ id: number }>();
   const accountId = account!.id;
-  const users = await env.DB.batch([
-    env.DB.prepare("INSERT INTO users (account_id, email, name) VALUES (?, ?, 'Owner') RETURNING id").bind(accountId, `${word}-owner@example.test`),
-    env.DB.prepare("INSERT INTO users (account_id, email, name) VALUES (?, ?, 'Member') RETURNING id").bind(accountId, `${word}-member@example.test`),
+  const users = await db.batch([
+    db.prepare("INSERT INTO users (account_id, email, name) VALUES (?, ?, 'Owner') RETURNING id").bind(accountId, `${word}-owner@example.test`),
+    db.prepare("INSERT INTO users (account_id, email, name) VALUES (?, ?, 'Member') RETURNING id").bind(accountId, `${word}-member@example.test`),
   ]);
   const ownerId = (users[0]!.results[0] as { id: number }).id;
   const memberId = (users[1]!.results[0] as { id: number }).id;
-  const companyRow = await env.DB.prepare(
+  const companyRow = await db.prepare(
     `INSERT INTO companies (account_id, name, is_default, documents_limit, contacts_limit, drive_space_mb) VALUES (?, ?, 1, ?, ?, ?) RETURNING id`,
   )
     .bind(accountId, `${word} Co`, company.documents ?? 1000, company.contacts ?? 1000, company.driveMb ?? 1024)
     .first<{ id: number }>();
   const companyId = companyRow!.id;
-  const dept = await env.DB.prepare("INSERT INTO departments (company_id, name, name_key, is_default) VALUES (?, 'General', 'general', 1) RETURNING id")
+  const dept = await db.prepare("INSERT INTO departments (company_id, name, name_key, is_default) VALUES (?, 'General', 'general', 1) RETURNING id")
     .bind(companyId)
     .first<{ id: number }>();
-  await env.DB.prepare("UPDATE accounts SET owner_user_id = ? WHERE id = ?").bind(ownerId, accountId).run();
+  await db.prepare("UPDATE accounts SET owner_user_id = ? WHERE id = ?").bind(ownerId, accountId).run();
   const token = async (userId: number, role: string) => {
     const clientId = `${word}-${role}`;
     const secret = `${clientId}-secret`;
-    await env.DB.prepare(
+    await db.prepare(
       `INSERT INTO api_clients (client_id, secret_hash, secret_salt, account_id, company_id, user_id, scopes) VALUES (?, ?, 'salt', ?, ?, ?, '*')`,
     )
       .bind(clientId, await hashClientSecret(secret, "salt"), accountId, companyId, userId)
       .run();
+    // Off shard 0, the directory (home database) says where the client is, as the operator CLI writes it.
+    if (shard !== 0) {
+      await env.DB.prepare("INSERT INTO directory_clients (client_id, account_id, shard) VALUES (?, ?, ?)").bind(clientId, accountId, shard).run();
+    }
     const res = await call("POST", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret } });
     if (res.status !== 200) throw new Error(`token for ${clientId}: ${res.status} ${JSON.stringify(res.body)}`);
     return res.body.access_token as string;
