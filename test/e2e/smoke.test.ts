@@ -7,7 +7,7 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import * as oidc from "openid-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../../scripts/lib/local.ts";
-import { DEMO_CLIENTS } from "../../scripts/seed-data.ts";
+import { DEMO_CLIENTS, SHARD_ONE_DEMO as DEMO_CLIENTS_SHARD_ONE } from "../../scripts/seed-data.ts";
 import { sleep, startService, type Service } from "./support/service.ts";
 
 const owner = DEMO_CLIENTS.find((c) => c.clientId === "demo-owner")!;
@@ -306,4 +306,41 @@ describe("operator CLI against the running service", () => {
     const contacts = await http("GET", "/v1/contacts", { headers: bearer(token.body.access_token) });
     expect(contacts.status, JSON.stringify(contacts.body)).toBe(200);
   });
+
+describe("two shards (docs/scale.md)", () => {
+  it("serves the shard-1 demo account and a CLI-made shard-1 account, each seeing only its own data, with bookmarks", async () => {
+    const shardOne = DEMO_CLIENTS_SHARD_ONE;
+    const token = await tokenRequest({ client_id: shardOne.clientId, client_secret: shardOne.secret });
+    expect(token.status, JSON.stringify(token.body)).toBe(200);
+    const headers = { ...bearer(token.body.access_token), "Content-Type": "application/json" };
+    const created = await http("POST", "/v1/contacts", { headers, body: JSON.stringify({ first_name: "Shard", last_name: "One", email: "s1@example.test" }) });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const bookmark = created.headers.get("X-D1-Bookmark");
+    expect(bookmark).toMatch(/^1:/);
+    const read = await http("GET", `/v1/contacts/${created.body.data.contact_id}`, { headers: { ...headers, "X-D1-Bookmark": bookmark! } });
+    expect(read.status).toBe(200);
+    expect((await http("GET", "/v1/contacts", { headers: { ...headers, "X-D1-Bookmark": "garbage" } })).status).toBe(400);
+
+    const account = await cli("account", "create", "--name", "Far", "--owner-email", "ops@far.example", "--company", "Far Ltd", "--shard", "1");
+    expect(account.code, account.stderr).toBe(0);
+    const companyId = Number(field(account.stdout, "company_id"));
+    expect(companyId).toBeGreaterThan(500_000); // shard 1's id block
+    const client = await cli("client", "create", "--company", String(companyId), "--scopes", "*");
+    expect(client.code, client.stderr).toBe(0);
+    const farToken = await tokenRequest({ client_id: field(client.stdout, "client_id"), client_secret: field(client.stdout, "client_secret") });
+    expect(farToken.status, JSON.stringify(farToken.body)).toBe(200);
+    const far = bearer(farToken.body.access_token);
+    expect((await http("GET", `/v1/contacts/${created.body.data.contact_id}`, { headers: far })).status).toBe(404);
+    expect((await http("GET", "/v1/contacts", { headers: far })).body.data).toEqual([]);
+
+    const list = await cli("client", "list", "--company", String(companyId), "--json");
+    expect(list.code, list.stderr).toBe(0);
+    expect(JSON.parse(list.stdout)).toHaveLength(1);
+    const revoke = await cli("client", "revoke", "--client-id", field(client.stdout, "client_id"));
+    expect(revoke.code, revoke.stderr).toBe(0);
+    const shards = await cli("shard", "list");
+    expect(shards.code, shards.stderr).toBe(0);
+    expect(shards.stdout).toMatch(/shard 1 +DB_1 +accounts 2 +companies 2/);
+  });
 });
+

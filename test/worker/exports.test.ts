@@ -455,18 +455,21 @@ describe("exports over several pages", () => {
   describe("a D1 failure mid-stream", () => {
     const logged = captureErrorLogs();
 
-    /** env.DB whose `nth` page query of the item export is a statement D1 refuses. */
+    /** env.DB whose sessions' `nth` page query of the item export is a statement D1 refuses. */
     function failingDb(nth: number): D1Database {
       let pages = 0;
-      return new Proxy(env.DB, {
-        get(target, property) {
-          if (property === "prepare") {
-            return (query: string) => (query.includes("json_group_array") && ++pages === nth ? target.prepare("SELECT * FROM no_such_table") : target.prepare(query));
-          }
-          const value = Reflect.get(target, property, target);
-          return typeof value === "function" ? value.bind(target) : value;
-        },
-      });
+      const failing = <T extends { prepare(query: string): D1PreparedStatement }>(inner: T): T =>
+        new Proxy(inner, {
+          get(target, property) {
+            if (property === "prepare") {
+              return (query: string) => (query.includes("json_group_array") && ++pages === nth ? target.prepare("SELECT * FROM no_such_table") : target.prepare(query));
+            }
+            if (property === "withSession") return (constraint?: string) => failing((target as unknown as D1Database).withSession(constraint));
+            const value = Reflect.get(target, property, target);
+            return typeof value === "function" ? value.bind(target) : value;
+          },
+        });
+      return failing(env.DB);
     }
 
     it("errors the stream (a truncated transfer, not a complete-looking file) and logs it with the request id", async () => {

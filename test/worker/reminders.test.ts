@@ -569,7 +569,8 @@ async function runSweep(at: number): Promise<Record<string, number>> {
     const ctx = createExecutionContext();
     await worker.scheduled!(createScheduledController({ scheduledTime: at, cron: "* * * * *" }), env, ctx);
     await waitOnExecutionContext(ctx);
-    const entry = log.mock.calls.map((args) => JSON.parse(String(args[0]))).find((e) => e.msg === "reminder sweep");
+    // One line per shard: the test accounts are on shard 0.
+    const entry = log.mock.calls.map((args) => JSON.parse(String(args[0]))).find((e) => e.msg === "reminder sweep" && e.shard === 0);
     return entry;
   } finally {
     log.mockRestore();

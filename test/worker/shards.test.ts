@@ -6,6 +6,9 @@ import { COMPANY_ID_BLOCK, ROW_ID_BLOCK } from "../../src/db/id-blocks";
 import worker from "../../src/index";
 import { addDays, todayIn } from "../../src/lib/time";
 import { schedulerFor } from "../../src/reminders/rpc";
+import type { ReminderScheduler } from "../../src/reminders/scheduler";
+import type { WebhookRequest } from "../../src/webhooks/delivery";
+import { Webhook } from "standardwebhooks";
 import { BASE, call, createAccount, createContact, createItem, env, expectShapeB, readResult, signTestToken, tokenFor, uniqueWord, type TestAccount } from "./helpers";
 
 // Two accounts on two D1 databases (docs/scale.md): shard 0 (DB) and shard 1 (DB_1), end to end
@@ -23,11 +26,11 @@ beforeAll(async () => {
 
 const rowIn = (db: D1Database, table: string, id: number) => db.prepare(`SELECT id FROM "${table}" WHERE id = ?`).bind(id).first();
 
-async function runCronSweep() {
+async function runCronSweep(at = Date.now()) {
   const log = vi.spyOn(console, "log").mockImplementation(() => {});
   try {
     const ctx = createExecutionContext();
-    await worker.scheduled!(createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" }), env, ctx);
+    await worker.scheduled!(createScheduledController({ scheduledTime: at, cron: "* * * * *" }), env, ctx);
     await waitOnExecutionContext(ctx);
   } finally {
     log.mockRestore();
@@ -45,7 +48,7 @@ describe("accounts on two shards", () => {
 
   it("issues the shard-1 demo client a token for its own company, whose writes land in DB_1 only", async () => {
     const token = await tokenFor(SHARD_ONE_DEMO.clientId);
-    const me = await call("GET", "/v1/me", { token });
+    const me = await call("GET", "/v1/oauth/me", { token });
     expect(me.status).toBe(200);
     expect(me.body.company_id).toBe(SHARD_ONE_DEMO.companyId);
     const item = await createItem(token, { title: uniqueWord("shard1") });
@@ -92,23 +95,40 @@ describe("accounts on two shards", () => {
     ]);
   });
 
-  it("sweeps every shard: a shard-1 change its Durable Object missed is applied by the cron", async () => {
-    const item = await createItem(one.ownerToken, { expiry_date: addDays(todayIn("UTC"), 40) });
-    const stub = schedulerFor(env, one.companyId);
-    const queuedBefore = (await stub.status(one.companyId)).queued;
-    // The change as if the request died before telling the object: the item's due changes in D1 alone.
-    await env.DB_1.batch([
-      env.DB_1.prepare("UPDATE items SET expiry_date = ? WHERE id = ?").bind(addDays(todayIn("UTC"), 60), item.item_id),
-      env.DB_1.prepare("UPDATE reminder_sync SET changed_at = changed_at - 600 WHERE company_id = ?").bind(one.companyId),
-    ]);
-    const pending = await env.DB_1.prepare("SELECT count(*) AS n FROM reminder_sync WHERE company_id = ? AND version > synced_version").bind(one.companyId).first<number>("n");
-    expect(pending).toBeGreaterThan(0);
-    await runCronSweep();
-    const left = await env.DB_1.prepare("SELECT count(*) AS n FROM reminder_sync WHERE company_id = ? AND version > synced_version").bind(one.companyId).first<number>("n");
-    expect(left).toBe(0);
-    const detail = await call("GET", `/v1/items/${item.item_id}/reminders`, { token: one.ownerToken });
-    expect(detail.body.data.queued[0].date).toBe(addDays(addDays(todayIn("UTC"), 60), -30));
-    expect((await stub.status(one.companyId)).queued).toBe(queuedBefore);
+  it("sweeps every shard: a shard-1 item whose sync never reached its Durable Object is queued by the cron", async () => {
+    const account = await createAccount({}, {}, { shard: 1 });
+    // The request wrote D1 and failed before calling the object: the trigger left the change in the outbox.
+    const date = addDays(todayIn("UTC"), 60);
+    const row = await env.DB_1.prepare(
+      `INSERT INTO items (company_id, dept_id, title, expiry_date, reminder_anchor, seq_id, created_by)
+       VALUES (?, ?, 'Crashed write', ?, ?, (SELECT id FROM reminder_sequences WHERE company_id = ? AND is_default = 1), 1) RETURNING id`,
+    )
+      .bind(account.companyId, account.deptId, date, date, account.companyId)
+      .first<{ id: number }>();
+    const stub = schedulerFor(env, account.companyId);
+    expect(await stub.status(account.companyId)).toMatchObject({ queued: 0 });
+    await runCronSweep(Date.now() + 60_000);
+    expect(await stub.status(account.companyId)).toMatchObject({ queued: 5 });
+    expect(await env.DB_1.prepare("SELECT version, synced_version FROM reminder_sync WHERE item_id = ?").bind(row!.id).first()).toEqual({ version: 1, synced_version: 1 });
+    const detail = await call("GET", `/v1/items/${row!.id}/reminders`, { token: account.ownerToken });
+    expect(detail.body.data.queued).toHaveLength(5);
+  });
+
+  it("delivers a shard-1 company's webhook, signed, from the endpoint and item it reads in DB_1", async () => {
+    const account = await createAccount({}, {}, { shard: 1 });
+    const endpoint = await call("POST", "/v1/webhooks", { token: account.ownerToken, body: { url: "http://127.0.0.1:9/hook", events: ["item.created"] } });
+    expect(endpoint.status, JSON.stringify(endpoint.body)).toBe(201);
+    expect(await env.DB_1.prepare("SELECT company_id FROM webhook_endpoints WHERE id = ?").bind(endpoint.body.data.webhook_id ?? endpoint.body.data.id).first<number>("company_id")).toBe(account.companyId);
+    const stub = schedulerFor(env, account.companyId);
+    const received: WebhookRequest[] = [];
+    await runInDurableObject(stub, (instance: ReminderScheduler) => {
+      instance.webhookTransport = async (request) => (received.push(request), { status: 200 });
+    });
+    const item = await createItem(account.ownerToken, { expiry_date: addDays(todayIn("UTC"), 30), seqid: 0 });
+    for (let i = 0; i < 10 && received.length === 0; i++) await runDurableObjectAlarm(stub);
+    expect(received).toHaveLength(1);
+    const payload = new Webhook(endpoint.body.data.secret).verify(received[0]!.body, received[0]!.headers) as { type: string; data: { item_id: number } };
+    expect(payload).toMatchObject({ type: "item.created", data: { item_id: item.item_id } });
   });
 
   it("uploads a file on shard 1 through an upload token that names the shard", async () => {
@@ -150,13 +170,13 @@ describe("accounts on two shards", () => {
 
 describe("X-D1-Bookmark", () => {
   it("answers every call that touched D1 with a bookmark of the caller's shard, and reads what was written when sent back", async () => {
-    const created = await call("POST", "/v1/contacts", { token: one.ownerToken, body: { name: "Bookmarked", email: `${uniqueWord("b")}@example.test` } });
+    const created = await call("POST", "/v1/contacts", { token: one.ownerToken, body: { first_name: "Bookmarked", last_name: "Contact", email: `${uniqueWord("b")}@example.test` } });
     expect(created.status).toBe(201);
     const bookmark = created.headers.get("X-D1-Bookmark");
     expect(bookmark).toMatch(BOOKMARK);
     const read = await call("GET", `/v1/contacts/${created.body.data.contact_id}`, { token: one.ownerToken, headers: { "X-D1-Bookmark": bookmark! } });
     expect(read.status).toBe(200);
-    expect(read.body.data.name).toBe("Bookmarked");
+    expect(read.body.data.firstname).toBe("Bookmarked");
     const later = read.headers.get("X-D1-Bookmark")!;
     expect(later).toMatch(BOOKMARK);
     expect(later >= bookmark!).toBe(true); // D1 bookmarks sort oldest to newest
@@ -173,7 +193,7 @@ describe("X-D1-Bookmark", () => {
     for (const value of ["garbage", "1:", "0:zzzzzzzz-00000000-00000000-00", "9".repeat(300), "1:00000001-00000002-00000003-0123456789abcdef0123456789abcdef; drop table"]) {
       for (const [method, path, body] of [
         ["GET", "/v1/items", undefined],
-        ["POST", "/v1/contacts", { name: "x" }],
+        ["POST", "/v1/contacts", { first_name: "x", last_name: "y", email: "x@example.test" }],
       ] as const) {
         const res = await call(method, path, { token: one.ownerToken, headers: { "X-D1-Bookmark": value }, ...(body && { body }) });
         expectShapeB(res, 400, /X-D1-Bookmark/);
@@ -207,7 +227,7 @@ describe("moving accounts", () => {
     await env.DB_1.prepare("UPDATE accounts SET shard_state = 'read_only' WHERE id = ?").bind(account.accountId).run();
     try {
       expect((await call("GET", "/v1/items", { token: account.ownerToken })).status).toBe(200);
-      const write = await call("POST", "/v1/contacts", { token: account.ownerToken, body: { name: "Nope" } });
+      const write = await call("POST", "/v1/contacts", { token: account.ownerToken, body: { first_name: "Nope", last_name: "Contact", email: `${uniqueWord("n")}@example.test` } });
       expectShapeB(write, 503, /read-only/);
       expect(write.headers.get("Retry-After")).toBe("60");
       const count = await env.DB_1.prepare("SELECT count(*) AS n FROM contacts WHERE company_id = ?").bind(account.companyId).first<number>("n");
@@ -215,7 +235,7 @@ describe("moving accounts", () => {
     } finally {
       await env.DB_1.prepare("UPDATE accounts SET shard_state = 'active' WHERE id = ?").bind(account.accountId).run();
     }
-    expect((await call("POST", "/v1/contacts", { token: account.ownerToken, body: { name: "Now" } })).status).toBe(201);
+    expect((await call("POST", "/v1/contacts", { token: account.ownerToken, body: { first_name: "Now", last_name: "Contact", email: `${uniqueWord("w")}@example.test` } })).status).toBe(201);
   });
 });
 
