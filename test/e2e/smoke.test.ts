@@ -306,6 +306,7 @@ describe("operator CLI against the running service", () => {
     const contacts = await http("GET", "/v1/contacts", { headers: bearer(token.body.access_token) });
     expect(contacts.status, JSON.stringify(contacts.body)).toBe(200);
   });
+});
 
 describe("two shards (docs/scale.md)", () => {
   it("serves the shard-1 demo account and a CLI-made shard-1 account, each seeing only its own data, with bookmarks", async () => {
