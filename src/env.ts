@@ -11,7 +11,7 @@ export interface Env {
   DB: D1Database;
   /** The D1 bindings of the shards, in shard order, space-separated ("DB DB_1"); unset: DB alone (docs/scale.md). */
   D1_SHARDS?: string;
-  /** "on" adds each request's D1 work (queries, rows read and written, duration) to its log line (scripts/measure-d1.ts). */
+  /** "on" adds each request's D1 work (queries, rows read and written, duration) to its log line (docs/scale.md). */
   D1_STATS?: string;
   FILES: R2Bucket;
   REMINDERS: DurableObjectNamespace<ReminderScheduler>;

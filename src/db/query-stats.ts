@@ -1,5 +1,5 @@
 // D1_STATS=on: counts a request's D1 work (queries, rows read and written, D1's own duration) from
-// each result's `meta`, for the request's log line; scripts/measure-d1.ts reads it to build
+// each result's `meta`, for the request's log line; a measuring run reads it for
 // docs/scale.md. Off by default: it costs a wrapper per statement.
 
 export interface D1Stats {
