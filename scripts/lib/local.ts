@@ -4,6 +4,7 @@ import { appendFileSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rm
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseShardList } from "../../src/db/id-blocks.ts";
 import { buildSeedStatements, buildShardOneSeedStatements } from "../seed-data.ts";
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -41,8 +42,7 @@ export function wrangler(args: string[], options: { quiet?: boolean } = {}): str
 export function shardBindingNames(): string[] {
   const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
   const listed = /^\s*D1_SHARDS\s*=\s*"([^"]*)"/m.exec(toml)?.[1];
-  const names = (listed ?? "").split(/[\s,]+/).filter(Boolean);
-  return names.length > 0 ? names : ["DB"];
+  return parseShardList(listed);
 }
 
 /** Applies the migrations to every shard (or to the one binding given). */

@@ -2,7 +2,7 @@ import { createMiddleware } from "hono/factory";
 import type { Context } from "hono";
 import type { AppBindings } from "../env";
 import { shardOfClient } from "../db/directory";
-import { answerBookmark, requestSession, type RequestSession } from "../db/session";
+import { READS, answerBookmark, requestSession, type RequestSession } from "../db/session";
 import { isShard } from "../db/shards";
 import { apiError, forbidden, invalidToken, oauthError } from "../lib/errors";
 import { findClientCached, type ClientRecord } from "./clients";
@@ -10,8 +10,6 @@ import { getSigningKeys } from "./keys";
 import { effectiveScopes, grants, parseScopes } from "./scopes";
 import { verifyAccessToken } from "./tokens";
 
-/** Methods an account that is moving between shards still answers. */
-const READS = new Set(["GET", "HEAD", "OPTIONS"]);
 const MOVE_RETRY_AFTER_SECONDS = 60;
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;

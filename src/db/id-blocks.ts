@@ -1,6 +1,12 @@
 // Id ranges per shard (docs/scale.md "Ids across shards"). Plain TypeScript with no Worker types:
 // the operator scripts (seed, `npm run shard`) import it in Node.
 
+/** The shard bindings a D1_SHARDS value lists, in shard order (space- or comma-separated); none: DB alone. */
+export function parseShardList(value: string | undefined): string[] {
+  const listed = (value ?? "").split(/[\s,]+/).filter(Boolean);
+  return listed.length > 0 ? listed.slice(0, MAX_SHARDS) : ["DB"];
+}
+
 /** The most shards the id ranges below leave room for. */
 export const MAX_SHARDS = 64;
 

@@ -41,7 +41,8 @@ export function bookmarkFor(header: string | undefined, shard: number): string |
   return Number(match[1]) === shard ? match[2]! : null;
 }
 
-const READS = new Set(["GET", "HEAD", "OPTIONS"]);
+/** Methods that only read: their session may start on a replica; a moving (read-only) account still answers them. */
+export const READS: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /** The request's session on its account's shard, from its X-D1-Bookmark (400 when malformed). */
 export function requestSession(c: Context<AppBindings>, shard: number): RequestSession {

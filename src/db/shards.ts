@@ -3,7 +3,7 @@
 // Shard 0 is also the home database: it holds the directory (account and client -> shard), read
 // when a token is issued, and by the operator CLI.
 import type { Env } from "../env";
-import { MAX_SHARDS } from "./id-blocks";
+import { parseShardList } from "./id-blocks";
 
 export { MAX_SHARDS, originShardOfCompany } from "./id-blocks";
 
@@ -13,8 +13,7 @@ const parsedShards = new Map<string | undefined, readonly string[]>();
 export function shardBindings(env: Pick<Env, "D1_SHARDS">): readonly string[] {
   let names = parsedShards.get(env.D1_SHARDS);
   if (names === undefined) {
-    const listed = (env.D1_SHARDS ?? "").split(/[\s,]+/).filter(Boolean);
-    names = listed.length > 0 ? listed.slice(0, MAX_SHARDS) : ["DB"];
+    names = parseShardList(env.D1_SHARDS);
     parsedShards.set(env.D1_SHARDS, names);
   }
   return names;

@@ -18,7 +18,7 @@ import {
 import { created, done, page } from "../../lib/respond";
 import { MAX_FEED_EVENTS } from "../../reminders/rpc";
 import { feedShard, serveFeed } from "./feed";
-import { BOOKMARK_HEADER, bookmarkFor, bookmarkOnAnswer, openRequestSession } from "../../db/session";
+import { bookmarkOnAnswer, requestSession } from "../../db/session";
 import { createFeed, deleteFeed, listFeeds, normalizeFilters } from "./queries";
 import { CalendarFeedListEnvelope, CreateFeedSchema, CreatedCalendarFeedSchema, ListFeedsQuery, MAX_FEEDS } from "./schemas";
 
@@ -140,7 +140,7 @@ calendarFeedsRouter.get("/v1/calendar/:token{[A-Za-z0-9_-]+\\.ics}", named(FEED_
   const token = c.req.param("token").slice(0, -".ics".length);
   const shard = await feedShard(c.env, token);
   if (shard === null) throw notFound("Calendar feed");
-  const session = openRequestSession(c.env, shard, { write: false, bookmark: bookmarkFor(c.req.header(BOOKMARK_HEADER), shard) });
+  const session = requestSession(c, shard);
   const answer = await serveFeed(c.env, session.d1, token, c.req.header("If-None-Match"));
   bookmarkOnAnswer(c, session);
   if (!answer) throw notFound("Calendar feed");
