@@ -3,6 +3,8 @@
 #   bash scripts/dev.sh start [wrangler dev args]   migrate + seed the local D1, then wrangler dev (npm start)
 #   bash scripts/dev.sh test                        type checks + every test (npm test)
 #   bash scripts/dev.sh bench [args]                the benchmark (npm run bench)
+#   bash scripts/dev.sh measure [args]              D1 per-route measurements for docs/scale.md (npm run measure)
+#   bash scripts/dev.sh capacity [args]             the capacity model from those measurements (npm run capacity)
 #   bash scripts/dev.sh client <command> [args]     operator CLI: API clients (scripts/admin.ts client)
 #   bash scripts/dev.sh account <command> [args]    operator CLI: accounts (scripts/admin.ts account)
 #   bash scripts/dev.sh shard <command> [args]      operator CLI: D1 shards (scripts/admin.ts shard)
@@ -14,13 +16,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  echo "usage: bash scripts/dev.sh start [wrangler dev args] | test | bench [args] | client <command> [args] | account <command> [args] | shard <command> [args] | wrangler [args]" >&2
+  echo "usage: bash scripts/dev.sh start [wrangler dev args] | test | bench [args] | measure [args] | capacity [args] | client <command> [args] | account <command> [args] | shard <command> [args] | wrangler [args]" >&2
 }
 
 cmd="${1:-}"
 shift || true
 case "$cmd" in
-  start | test | bench | client | account | shard | wrangler) ;;
+  start | test | bench | measure | capacity | client | account | shard | wrangler) ;;
   *) usage; exit 2 ;;
 esac
 
@@ -56,7 +58,7 @@ if [ "$installed" = false ] || [ package-lock.json -nt node_modules/.package-loc
   stale=true
 fi
 case "$cmd" in
-  start | test | bench)
+  start | test | bench | measure)
     if [ "$stale" = true ] || [ "${CI:-}" = "true" ]; then npm ci --no-audit --no-fund >&2; fi
     ;;
   *)
@@ -72,6 +74,8 @@ case "$cmd" in
   start) exec npm start -- "$@" ;;
   test) exec npm test ;;
   bench) exec npm run bench -- "$@" ;;
+  measure) exec node scripts/measure-d1.ts "$@" ;;
+  capacity) exec node scripts/capacity-model.ts "$@" ;;
   client | account | shard) exec node scripts/admin.ts "$cmd" "$@" ;;
   wrangler) exec node node_modules/wrangler/bin/wrangler.js "$@" ;;
 esac
