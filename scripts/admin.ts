@@ -8,7 +8,8 @@
 // Targets the local D1 by default (`--persist-to DIR` for a non-default local state directory,
 // relative to the project root) or the deployed database with `--remote`.
 // Exit codes: 0 success, 1 failure (validation, not found, database error), 2 usage error.
-import { applyMigrations, executeSql, queryRows, shardBindingNames, type Target } from "./lib/local.ts";
+import { applyMigrations, executeSql, queryEach, queryRows, shardBindingNames, type Target } from "./lib/local.ts";
+import { MoveError, moveAccount, type ShardAccess } from "./lib/account-move.ts";
 import { idBaseStatements, originShardOfCompany } from "../src/db/id-blocks.ts";
 import { ALL_SCOPES, RESOURCE_SCOPES, isKnownScope, parseScopes } from "../src/auth/scopes.ts";
 import { generateClientId, generateClientSecret, hashClientSecret, randomHex } from "../src/auth/secret-hash.ts";
@@ -32,6 +33,13 @@ const USAGE = `Usage:
       Creates the account, its owner user, its default company (quotas default to the account
       ceilings and may not exceed them) and the company's default department "General", in one
       transaction.
+  bash scripts/dev.sh account move --account <id> --to <shard> [--settle 20] [--drain-timeout 1200]
+      [--cleanup-after 120] [target]
+      Moves the account to a higher shard (docs/scale.md "Moving an account"): read-only (writes
+      answer 503, reads go on), wait --settle s, wait for in-flight work (imports, uploads, webhook
+      events, reminder changes; gives up after --drain-timeout s and makes it writable again), copy
+      every row with its ids, compare counts, flip the directory, then after --cleanup-after s delete
+      the old copy. Run it again to resume a move that stopped.
 
   bash scripts/dev.sh shard init --shard <n> [target]
       Migrates shard n (the n-th binding of wrangler.toml's D1_SHARDS) and starts its id blocks, so
@@ -90,6 +98,7 @@ const COMMANDS: Record<string, Record<string, FlagSpec>> = {
       "--company-contacts-limit": "string",
       "--company-drive-space-mb": "string",
     },
+    move: { "--account": "string", "--to": "string", "--settle": "string", "--drain-timeout": "string", "--cleanup-after": "string" },
   },
 };
 
@@ -488,6 +497,34 @@ function accountCreate(flags: Flags, home: Target): void {
   );
 }
 
+async function accountMove(flags: Flags, home: Target): Promise<void> {
+  const seconds = (flag: string, fallback: number) => {
+    const value = str(flags, flag);
+    if (value === undefined) return fallback;
+    if (!/^\d{1,6}$/.test(value)) throw new UsageError(`${flag} must be a number of seconds`);
+    return Number(value);
+  };
+  const shards: ShardAccess = {
+    query: (shard, sql) => queryRows(onShard(home, shard), sql),
+    queryEach: (shard, sqls) => queryEach(onShard(home, shard), sqls),
+    execute: (shard, statements) => executeSql(onShard(home, shard), statements),
+  };
+  try {
+    await moveAccount(shards, shardBindingNames().length, {
+      accountId: positiveInt("--account", required(flags, "--account")),
+      to: Number(required(flags, "--to")),
+      settleSeconds: seconds("--settle", 20),
+      drainTimeoutSeconds: seconds("--drain-timeout", 1200),
+      cleanupAfterSeconds: seconds("--cleanup-after", 120),
+      log: (line) => console.log(line),
+      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    });
+  } catch (err) {
+    if (err instanceof MoveError) throw new CliError(err.message);
+    throw err;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // shard
 
@@ -541,6 +578,8 @@ async function run(argv: string[]): Promise<number> {
     else if (command === "revoke") clientRevoke(flags, target);
     else if (command === "activate") clientActivate(flags, target);
     else clientList(flags, target);
+  } else if (command === "move") {
+    await accountMove(flags, target);
   } else {
     accountCreate(flags, target);
   }

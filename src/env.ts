@@ -18,6 +18,8 @@ export interface Env {
   /** Space-separated `kid:secret` pairs; the first one signs. */
   JWT_SIGNING_KEYS?: string;
   CLIENT_STATUS_TTL_SECONDS?: string;
+  /** How long an isolate trusts a directory answer (default 60; docs/scale.md). `account move` waits longer before deleting the old copy. */
+  DIRECTORY_TTL_SECONDS?: string;
   /** Cloudflare Email Service binding for reminder emails; without it (or EMAIL_FROM) email is not offered. */
   EMAIL?: SendEmail;
   EMAIL_FROM?: string;

@@ -62,6 +62,14 @@ export function executeSql(target: Target, statements: string[]): void {
   }
 }
 
+/** Runs several queries in one wrangler call and returns each one's rows. */
+export function queryEach<T = Record<string, unknown>>(target: Target, sqls: string[]): T[][] {
+  const out = wrangler(["d1", "execute", target.binding ?? "DB", ...targetArgs(target), "--command", sqls.join(";\n"), "--json", "-y"], { quiet: true });
+  const parsed = JSON.parse(out) as Array<{ results: T[] }>;
+  if (parsed.length !== sqls.length) throw new Error(`wrangler answered ${parsed.length} results for ${sqls.length} queries`);
+  return parsed.map((r) => r.results ?? []);
+}
+
 /** Runs one query and returns its rows. */
 export function queryRows<T = Record<string, unknown>>(target: Target, sql: string): T[] {
   const out = wrangler(["d1", "execute", target.binding ?? "DB", ...targetArgs(target), "--command", sql, "--json", "-y"], { quiet: true });

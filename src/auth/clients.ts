@@ -16,7 +16,7 @@ export interface ClientRecord {
   /** Failed token requests in the window that started at tokenFailuresSince (unix s; null: none). */
   tokenFailures: number;
   tokenFailuresSince: number | null;
-  /** 'read_only' while the account moves to another shard (writes are refused with 503). */
+  /** 'read_only' while the account moves to another shard (writes are refused with 503); 'moved' on the shard it left. */
   shardState: string;
 }
 

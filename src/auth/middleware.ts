@@ -46,15 +46,16 @@ export const authenticate = createMiddleware<AppBindings>(async (c, next) => {
   };
   let session = requestSession(c, claims.shard);
   let client = await lookUp(session);
-  if (!client) {
+  if (!client || client.shardState === "moved") {
     // Issued before the client's account moved to another shard: the directory says where it is now.
-    const now = await shardOfClient(c.env, claims.clientId);
+    // Right after a move the old copy still answers 'moved' (until the clean-up): read the directory afresh.
+    const now = await shardOfClient(c.env, claims.clientId, { fresh: client !== null });
     if (now !== claims.shard && isShard(c.env, now)) {
       session = requestSession(c, now);
       client = await lookUp(session);
     }
   }
-  if (!client || !client.active || client.companyId !== claims.companyId) {
+  if (!client || client.shardState === "moved" || !client.active || client.companyId !== claims.companyId) {
     throw invalidToken("The client of this token is not active");
   }
   if (client.tokenGeneration !== claims.generation) {

@@ -6,19 +6,24 @@
 import type { Env } from "../env";
 import { homeDatabase, originShardOfCompany } from "./shards";
 
-/** How long an isolate trusts a directory answer (ms); a move waits longer than this before it deletes the old copy. */
-export const DIRECTORY_TTL_MS = 60_000;
+/** How long an isolate trusts a directory answer (DIRECTORY_TTL_SECONDS, default 60); a move waits longer than this before it deletes the old copy. */
+const DEFAULT_TTL_SECONDS = 60;
+
+function ttlMs(env: Env): number {
+  const configured = Number(env.DIRECTORY_TTL_SECONDS ?? DEFAULT_TTL_SECONDS);
+  return (Number.isFinite(configured) && configured >= 0 ? configured : DEFAULT_TTL_SECONDS) * 1000;
+}
 const MAX_CACHED = 10_000;
 
 const cache = new Map<string, { shard: number; expiresAt: number }>();
 
-async function cached(key: string, read: () => Promise<number>): Promise<number> {
+async function cached(env: Env, key: string, read: () => Promise<number>): Promise<number> {
   const now = Date.now();
   const hit = cache.get(key);
   if (hit && hit.expiresAt > now) return hit.shard;
   const shard = await read();
   if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!);
-  cache.set(key, { shard, expiresAt: now + DIRECTORY_TTL_MS });
+  cache.set(key, { shard, expiresAt: now + ttlMs(env) });
   return shard;
 }
 
@@ -26,12 +31,12 @@ async function cached(key: string, read: () => Promise<number>): Promise<number>
 export async function shardOfClient(env: Env, clientId: string, options: { fresh?: boolean } = {}): Promise<number> {
   const read = async () =>
     (await homeDatabase(env).prepare("SELECT shard FROM directory_clients WHERE client_id = ?").bind(clientId).first<number>("shard")) ?? 0;
-  return options.fresh ? read() : cached(`client:${clientId}`, read);
+  return options.fresh ? read() : cached(env, `client:${clientId}`, read);
 }
 
 /** The shard of a company's rows: its directory entry (its account moved), else the shard that allocated its id. */
 export function shardOfCompany(env: Env, companyId: number): Promise<number> {
-  return cached(`company:${companyId}`, async () => {
+  return cached(env, `company:${companyId}`, async () => {
     const moved = await homeDatabase(env).prepare("SELECT shard FROM directory_companies WHERE company_id = ?").bind(companyId).first<number>("shard");
     return moved ?? originShardOfCompany(companyId);
   });

@@ -29,7 +29,8 @@ export const accounts = sqliteTable("accounts", {
   maxDriveSpaceMb: integer("max_drive_space_mb").notNull(),
   maxDocumentTypes: integer("max_document_types").notNull(),
   createdAt: createdAt(),
-  // 'read_only' while the account moves to another shard (docs/scale.md): writes are refused with 503.
+  // 'read_only' while the account moves to another shard (docs/scale.md): writes are refused with 503;
+  // 'moved' on the shard it left, until the clean-up deletes its rows: requests look it up in the directory.
   shardState: text("shard_state").notNull().default("active"),
 });
 
@@ -802,4 +803,16 @@ export const directoryAccounts = sqliteTable("directory_accounts", {
   accountId: integer("account_id").primaryKey(),
   shard: integer("shard").notNull(),
   movedAt: integer("moved_at"),
+});
+
+/**
+ * A company whose rows are being copied into or deleted from this shard by `account move`
+ * (scripts/lib/account-move.ts): the triggers that write other tables (counters, webhook events,
+ * revisions, reminder sync, the default sequence) skip its rows, so a copy is exact and a clean-up
+ * announces nothing. The search-index triggers still run. Empty outside a move.
+ */
+export const shardMoves = sqliteTable("shard_moves", {
+  companyId: integer("company_id").primaryKey(),
+  accountId: integer("account_id").notNull(),
+  startedAt: integer("started_at").notNull(),
 });

@@ -96,8 +96,10 @@ export async function readEndpoints(db: D1Database, companyId: number, key: stri
 export function itemEntriesStatement(db: D1Database, companyId: number, itemIds: number[]): D1PreparedStatement {
   return db
     .prepare(
+      // CROSS JOIN keeps json_each outer: with a plain JOIN and no ANALYZE statistics, SQLite walked
+      // every item of the company through items_company_sequence_idx (7.8 ms at 12,000 items, 0.04 ms this way).
       `SELECT i.id AS item_id, ${ITEM_ENTRY_SQL} AS entry FROM json_each(?2) AS j
-       JOIN items i ON i.id = j.value AND i.company_id = ?1 LEFT JOIN document_types d ON d.id = i.document_type_id`,
+       CROSS JOIN items i ON i.id = j.value AND i.company_id = ?1 LEFT JOIN document_types d ON d.id = i.document_type_id`,
     )
     .bind(companyId, JSON.stringify(itemIds));
 }
