@@ -60,7 +60,7 @@ import {
   type RouteResult,
   type RouteSpec,
 } from "./lib/bench-kit.ts";
-import { ROOT, applyMigrations, ensureDevVars, optionValue, seedLocal, startDev, wrangler } from "./lib/local.ts";
+import { ROOT, applyMigrations, ensureDevVars, numberOption as numberOptionOf, optionValue, rejectUnknownOptions, seedLocal, startDev, wrangler } from "./lib/local.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -105,23 +105,8 @@ if (argv.includes("--help") || argv.includes("-h")) {
   process.exit(0);
 }
 const KNOWN_FLAGS = ["--only", "--duration", "--connections", "--warmup", "--server-warmup", "--rounds", "--port", "--json"];
-for (const arg of argv) {
-  if (arg.startsWith("--") && !KNOWN_FLAGS.includes(arg.split("=")[0]!)) {
-    console.error(`Unknown option ${arg} (see --help)`);
-    process.exit(2);
-  }
-}
-
-function numberOption(name: string, fallback: number, min: number): number {
-  const raw = optionValue(argv, name);
-  if (raw === undefined) return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < min) {
-    console.error(`${name} must be a number >= ${min} (got ${raw})`);
-    process.exit(2);
-  }
-  return value;
-}
+rejectUnknownOptions(argv, KNOWN_FLAGS);
+const numberOption = (name: string, fallback: number, min: number) => numberOptionOf(argv, name, fallback, min);
 
 const ONLY_VALUES = ["items", "contacts", "reminders", "webhooks", "drive", "limits", "feeds", "imports", "exports", "all"] as const;
 const ONLY = (optionValue(argv, "--only") ?? "all") as (typeof ONLY_VALUES)[number];

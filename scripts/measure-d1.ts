@@ -54,7 +54,7 @@ import {
   writeTraceWorker,
   type TracedStatement,
 } from "./lib/d1-inspect.ts";
-import { executeSql, optionValue, shardBindingNames, startDev } from "./lib/local.ts";
+import { executeSql, numberOption as numberOptionOf, optionValue, rejectUnknownOptions, shardBindingNames, startDev } from "./lib/local.ts";
 import { SHARD_ONE_DEMO } from "./seed-data.ts";
 import { DAILY_REQUESTS, DEFAULT_MEASUREMENTS, FEED_CHANGED, loadMeasurements, loggedQueries, type Measurements, type RouteMeasurement } from "./capacity-model.ts";
 
@@ -78,22 +78,8 @@ if (argv.includes("--help") || argv.includes("-h")) {
   process.exit(0);
 }
 const KNOWN = ["--items", "--contacts", "--tasks", "--reps", "--trace-reps", "--no-alarm", "--port", "--json", "--check-shards", "--requests", "--measurements"];
-for (const arg of argv) {
-  if (arg.startsWith("--") && !KNOWN.includes(arg.split("=")[0]!)) {
-    console.error(`Unknown option ${arg} (see --help)`);
-    process.exit(2);
-  }
-}
-function numberOption(name: string, fallback: number, min: number): number {
-  const raw = optionValue(argv, name);
-  if (raw === undefined) return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) {
-    console.error(`${name} must be an integer >= ${min} (got ${raw})`);
-    process.exit(2);
-  }
-  return value;
-}
+rejectUnknownOptions(argv, KNOWN);
+const numberOption = (name: string, fallback: number, min: number) => numberOptionOf(argv, name, fallback, min, { integer: true });
 const CHECK = argv.includes("--check-shards");
 const ITEMS = numberOption("--items", CHECK ? 2_000 : 10_000, 100);
 const CONTACTS = numberOption("--contacts", CHECK ? 1_000 : 10_000, 100);

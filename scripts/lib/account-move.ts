@@ -147,26 +147,20 @@ export function insertStatements(table: string, rows: Record<string, unknown>[])
   return statements;
 }
 
-function markers(db: ShardAccess, shard: number, accountId: number): { add: string; remove: string; companies: number[] } {
-  const companies = db.query<{ id: number }>(shard, `SELECT id FROM companies WHERE account_id = ${accountId} ORDER BY id`).map((r) => r.id);
-  return {
-    companies,
-    add: `INSERT OR REPLACE INTO shard_moves (company_id, account_id, started_at) SELECT id, account_id, unixepoch() FROM companies WHERE account_id = ${accountId}`,
-    remove: `DELETE FROM shard_moves WHERE account_id = ${accountId}`,
-  };
+function companiesOf(db: ShardAccess, shard: number, accountId: number): number[] {
+  return db.query<{ id: number }>(shard, `SELECT id FROM companies WHERE account_id = ${accountId} ORDER BY id`).map((r) => r.id);
 }
 
-/** Deletes the account's rows on a shard without side effects (children first). */
-function deleteStatements(accountId: number, companies: number[]): string[] {
-  const list = companies.length > 0 ? companies.join(", ") : "NULL";
-  // The marker must cover companies that exist only as rows being deleted, so it is written from
-  // the company ids read before, not from a SELECT that the deletes empty.
+/** `statements` run with the account's companies listed in shard_moves, so the side-effect triggers skip their rows (migration 0021). */
+function quietly(accountId: number, companies: number[], statements: string[]): string[] {
+  // Marked by id, not by a SELECT over companies: the statements may delete the companies.
   const mark = companies.map((id) => `INSERT OR REPLACE INTO shard_moves (company_id, account_id, started_at) VALUES (${id}, ${accountId}, unixepoch())`);
-  const deletes = [...COPIED_TABLES, ...CLEANED_TOO]
-    .reverse()
-    .map((t) => `DELETE FROM "${t.table}" WHERE ${bind(t.where, accountId)}`);
-  // Deleting companies empties the COMPANIES subquery: rows of the other tables go first (reverse order does that).
-  return ["PRAGMA defer_foreign_keys = on", ...mark, ...deletes, `DELETE FROM shard_moves WHERE company_id IN (${list})`];
+  return ["PRAGMA defer_foreign_keys = on", ...mark, ...statements, `DELETE FROM shard_moves WHERE account_id = ${accountId}`];
+}
+
+/** Deletes the account's rows on a shard, children first (deleting companies empties the COMPANIES subquery, so they go last but two). */
+function deletions(accountId: number): string[] {
+  return [...COPIED_TABLES, ...CLEANED_TOO].reverse().map((t) => `DELETE FROM "${t.table}" WHERE ${bind(t.where, accountId)}`);
 }
 
 function count(db: ShardAccess, shard: number, accountId: number): Map<string, number> {
@@ -207,8 +201,7 @@ export async function moveAccount(db: ShardAccess, shardCount: number, o: MoveOp
 
   if (from === to) {
     // Flipped already: only the clean-up of the shard it left may be missing.
-    const left = db.query<{ shard: number }>(0, `SELECT shard FROM directory_accounts WHERE account_id = ${accountId}`);
-    if (!left.length || accountState(db, to, accountId) === undefined) throw new MoveError(`Account ${accountId} is not on shard ${to}`);
+    if (accountState(db, to, accountId) === undefined) throw new MoveError(`Account ${accountId} is not on shard ${to}`);
     let cleaned = 0;
     for (let shard = 0; shard < to; shard++) {
       if (accountState(db, shard, accountId) === "moved") {
@@ -243,17 +236,16 @@ export async function moveAccount(db: ShardAccess, shardCount: number, o: MoveOp
   }
 
   // 3. Copy, over any leftovers of an earlier attempt.
-  const { companies, add, remove } = markers(db, from, accountId);
-  const statements: string[] = ["PRAGMA defer_foreign_keys = on", ...deleteStatements(accountId, companies).slice(1, -1), add];
+  const companies = companiesOf(db, from, accountId);
+  const inserts: string[] = [];
   let rowsCopied = 0;
   readAll(db, from, accountId).forEach((rows, i) => {
     const { table } = COPIED_TABLES[i]!;
     if (table === "accounts") for (const r of rows) r.shard_state = "active";
     rowsCopied += rows.length;
-    statements.push(...insertStatements(table, rows));
+    inserts.push(...insertStatements(table, rows));
   });
-  statements.push(remove);
-  runInCalls(db, to, statements);
+  runInCalls(db, to, quietly(accountId, companies, [...deletions(accountId), ...inserts]));
   const source = count(db, from, accountId);
   const target = count(db, to, accountId);
   const differ = COPIED_TABLES.filter((t) => source.get(t.table) !== target.get(t.table));
@@ -290,8 +282,7 @@ export async function moveAccount(db: ShardAccess, shardCount: number, o: MoveOp
 }
 
 function cleanUp(db: ShardAccess, shard: number, accountId: number, log: (line: string) => void): void {
-  const companies = db.query<{ id: number }>(shard, `SELECT id FROM companies WHERE account_id = ${accountId}`).map((r) => r.id);
-  db.execute(shard, deleteStatements(accountId, companies));
+  db.execute(shard, quietly(accountId, companiesOf(db, shard, accountId), deletions(accountId)));
   log(`Deleted account ${accountId}'s rows from shard ${shard}.`);
 }
 

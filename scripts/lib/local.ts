@@ -122,6 +122,28 @@ export function optionValue(argv: string[], name: string): string | undefined {
   return undefined;
 }
 
+/** Exits with status 2 when argv holds an option (`--name` or `--name=value`) not in `known`. */
+export function rejectUnknownOptions(argv: string[], known: readonly string[]): void {
+  for (const arg of argv) {
+    if (arg.startsWith("--") && !known.includes(arg.split("=")[0]!)) {
+      console.error(`Unknown option ${arg} (see --help)`);
+      process.exit(2);
+    }
+  }
+}
+
+/** A numeric option (an integer when `integer`), at least `min`; `fallback` when absent; exits with status 2 otherwise. */
+export function numberOption(argv: string[], name: string, fallback: number, min: number, options: { integer?: boolean } = {}): number {
+  const raw = optionValue(argv, name);
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (options.integer ? !Number.isInteger(value) || value < min : !Number.isFinite(value) || value < min) {
+    console.error(`${name} must be ${options.integer ? "an integer" : "a number"} >= ${min} (got ${raw})`);
+    process.exit(2);
+  }
+  return value;
+}
+
 /** Starts `wrangler dev` with extra arguments; resolves once it answers on /health. */
 export async function startDev(
   args: string[],
