@@ -215,6 +215,35 @@ export function shiftDate(date: string, amount: number, unit: CalendarUnit): str
   }
 }
 
+/**
+ * Recurrence (issue 19): occurrence k of a rule is the anchor shifted by k × every units, always
+ * from the anchor, never from the previous occurrence. So the anchor day is kept: Jan 31 monthly
+ * gives Feb 28 (Feb 29 in a leap year), then Mar 31; Feb 29 yearly gives Feb 28 in common years
+ * and Feb 29 in leap years.
+ */
+export function occurrence(anchor: string, every: number, unit: CalendarUnit, k: number): string {
+  return shiftDate(anchor, k * every, unit);
+}
+
+/** The first occurrence (k >= 1) strictly after `after`, and its k. */
+export function occurrenceAfter(anchor: string, every: number, unit: CalendarUnit, after: string): { date: string; k: number } {
+  const days = daysBetween(anchor, after);
+  const [ya, ma] = parts(anchor);
+  const [yb, mb] = parts(after);
+  const months = (yb - ya) * 12 + (mb - ma);
+  const span = unit === "day" ? days / every : unit === "week" ? days / (7 * every) : unit === "month" ? months / every : months / (12 * every);
+  let k = Math.max(1, Math.floor(span));
+  while (k > 1 && occurrence(anchor, every, unit, k - 1) > after) k--;
+  while (occurrence(anchor, every, unit, k) <= after) k++;
+  return { date: occurrence(anchor, every, unit, k), k };
+}
+
+/** The next `n` occurrences strictly after `after`. */
+export function nextOccurrences(anchor: string, every: number, unit: CalendarUnit, after: string, n: number): string[] {
+  const { k } = occurrenceAfter(anchor, every, unit, after);
+  return Array.from({ length: n }, (_, i) => occurrence(anchor, every, unit, k + i));
+}
+
 const DATE_PARTS: Record<DateFormat, RegExp> = {
   "YYYY-MM-DD": /^(?<y>\d{4})-(?<m>\d{2})-(?<d>\d{2})$/,
   "DD.MM.YYYY": /^(?<d>\d{2})\.(?<m>\d{2})\.(?<y>\d{4})$/,
