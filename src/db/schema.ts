@@ -295,8 +295,19 @@ export const items = sqliteTable(
     importRef: integer("import_ref"),
     // The words of title and notes (src/lib/search.ts); triggers index them (docs/search.md).
     searchWords: text("search_words").notNull().default("[]"),
+    // The recurrence rule (docs/recurrence.md): all NULL for a plain item. recur_anchor is the date
+    // occurrences count from (k x every units after it, so the anchor's day is kept); recur_count
+    // is the number of automatic renewals left (NULL: no limit).
+    recurEvery: integer("recur_every"),
+    recurUnit: text("recur_unit"),
+    recurRenewOn: text("recur_renew_on"),
+    recurUntil: text("recur_until"),
+    recurCount: integer("recur_count"),
+    recurAnchor: text("recur_anchor"),
   },
   (t) => [
+    // The list's recurring=true: the company's recurring items in (expiry_date, id) order.
+    index("items_company_recurring_idx").on(t.companyId, t.archived, t.expiryDate, t.id).where(sql`recur_every IS NOT NULL`),
     uniqueIndex("items_company_external_id_uq").on(t.companyId, t.externalId).where(sql`external_id IS NOT NULL`),
     uniqueIndex("items_import_ref_uq").on(t.importRef).where(sql`import_ref IS NOT NULL`),
     index("items_company_date_idx").on(t.companyId, t.archived, t.expiryDate, t.id),
@@ -328,6 +339,8 @@ export const itemRenewals = sqliteTable(
     newDate: text("new_date").notNull(),
     renewedBy: integer("renewed_by").notNull(),
     renewedAt: createdAt(),
+    // manual (POST /renew), completed or expired (automatic, by the item's recurrence rule).
+    reason: text("reason").notNull().default("manual"),
   },
   (t) => [index("item_renewals_item_idx").on(t.itemId)],
 );

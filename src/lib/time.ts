@@ -233,10 +233,18 @@ export function occurrenceAfter(anchor: string, every: number, unit: CalendarUni
   const months = (yb - ya) * 12 + (mb - ma);
   const span = unit === "day" ? days / every : unit === "week" ? days / (7 * every) : unit === "month" ? months / every : months / (12 * every);
   let k = Math.max(1, Math.floor(span));
-  while (k > 1 && occurrence(anchor, every, unit, k - 1) > after) k--;
-  while (occurrence(anchor, every, unit, k) <= after) k++;
+  // Compared as days, not strings: an occurrence past year 9999 has a five-digit year.
+  const notAfter = (date: string) => daysBetween(date, after) >= 0;
+  while (k > 1 && !notAfter(occurrence(anchor, every, unit, k - 1))) k--;
+  while (notAfter(occurrence(anchor, every, unit, k))) k++;
   return { date: occurrence(anchor, every, unit, k), k };
 }
+
+/**
+ * The instant an item dated `date` has expired: the start of the next day in `zone` (00:00, or
+ * the first minute that exists when a DST change skips midnight; see localToInstant).
+ */
+export const startOfDayAfter = (date: string, zone: string): number => localToInstant(addDays(date, 1), "00:00", zone);
 
 /** The next `n` occurrences strictly after `after`. */
 export function nextOccurrences(anchor: string, every: number, unit: CalendarUnit, after: string, n: number): string[] {

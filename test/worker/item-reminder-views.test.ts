@@ -222,7 +222,7 @@ describe("the item's reminder view", () => {
     expect(snapshot?.company).toMatchObject({ exists: true, timezone: "UTC" });
     expect(snapshot?.items).toEqual([expect.objectContaining({ itemId: row.id, present: true, title: "Snapshot", anchor: input.expiry_date, epoch: 1, held: false, version: 1 })]);
     expect(snapshot!.items[0]!.steps).toHaveLength(5);
-    const completed = await setItemStatus(db, companyId, row.id, "completed");
+    const completed = await setItemStatus(db, companyId, 1, row.id, "completed");
     expect(completed.snapshot?.items).toEqual([expect.objectContaining({ itemId: row.id, held: true, version: 2 })]);
   });
 

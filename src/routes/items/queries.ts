@@ -1,4 +1,4 @@
-import { and, asc, eq, gte, inArray, isNull, lt, lte, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gte, inArray, isNotNull, isNull, lt, lte, sql, type SQL } from "drizzle-orm";
 import { isUniqueViolation, type Db } from "../../db/client";
 import { selectDepartment } from "../../db/departments";
 import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
@@ -17,6 +17,8 @@ import { folderPathWrites } from "../folders/queries";
 import { defaultSequenceId, sequenceInCompany } from "../reminder-sequences/queries";
 import { deleteItemTags, tagsOfItems } from "../tags/queries";
 import { periodRange } from "./period";
+import { parseRuleState, reanchorOnNewDate, recurrenceView, renewalWrites, ruleColumns, ruleState, type RenewalReason } from "./recurrence";
+import { renewalDate } from "../../lib/recurrence";
 import type { CreateItemInput, ItemDetail, ItemListEntry, ListItemsInput, UpdateItemInput } from "./schemas";
 
 /** Filtered totals are counted up to this many matches; beyond it `meta.total_exact` is false. */
@@ -120,6 +122,7 @@ export function itemFilter(companyId: number, query: ItemFilterInput, today: str
   if (query.contact_id !== undefined) filter(eq(items.contactId, query.contact_id));
   if (query.folder_id !== undefined) filter(query.folder_id === 0 ? isNull(items.folderId) : eq(items.folderId, query.folder_id));
   if (query.external_id !== undefined) filter(eq(items.externalId, query.external_id));
+  if (query.recurring !== undefined) filter(query.recurring === "true" ? isNotNull(items.recurEvery) : isNull(items.recurEvery));
   if (query.period) {
     const range = periodRange(query.period, today);
     filter(range.from ? gte(items.expiryDate, range.from) : undefined);
@@ -263,6 +266,7 @@ export function itemDetailQuery(db: Db, companyId: number, itemId: number) {
       seqId: items.seqId,
       createdAt: items.createdAt,
       externalId: items.externalId,
+      ruleState: sql<string>`${ruleState}`.as("rule_state"),
       // Aliased: a batch maps its rows by column name, and three of these tables have a `version`.
       syncVersion: sql<number | null>`${reminderSync.version}`.as("sync_version"),
       syncedVersion: sql<number | null>`${reminderSync.syncedVersion}`.as("sync_synced_version"),
@@ -286,7 +290,12 @@ export async function getItem(db: Db, companyId: number, itemId: number, loadRem
     itemDetailQuery(db, companyId, itemId),
     tagsOfItems(db, companyId, [itemId]),
     db
-      .select({ previous_date: itemRenewals.previousDate, new_date: itemRenewals.newDate, renewed_at: itemRenewals.renewedAt })
+      .select({
+        previous_date: itemRenewals.previousDate,
+        new_date: itemRenewals.newDate,
+        renewed_at: itemRenewals.renewedAt,
+        reason: sql<RenewalReason>`${itemRenewals.reason}`,
+      })
       .from(itemRenewals)
       .where(and(eq(itemRenewals.itemId, itemId), eq(itemRenewals.companyId, companyId)))
       .orderBy(asc(itemRenewals.id)),
@@ -310,10 +319,11 @@ export async function getItem(db: Db, companyId: number, itemId: number, loadRem
     notes: row.notes,
     contact_id: row.contactId ?? 0,
     seqid: row.seqId ?? 0,
-    renewals,
+    renewals: renewals.map((r) => ({ ...r, automatic: r.reason !== "manual" })),
     add_date: row.createdAt,
     external_id: row.externalId,
     fields: fieldValues,
+    ...recurrenceView(row.ruleState),
   };
 }
 
@@ -457,6 +467,12 @@ function insertItem(
           externalId: sql`${input.external_id ?? null}`,
           importRef: sql`NULL`,
           searchWords: sql`${searchWords(input.title, input.notes)}`,
+          recurEvery: sql`${input.recurrence?.every ?? null}`,
+          recurUnit: sql`${input.recurrence?.unit ?? null}`,
+          recurRenewOn: sql`${input.recurrence?.renew_on ?? null}`,
+          recurUntil: sql`${input.recurrence?.until ?? null}`,
+          recurCount: sql`${input.recurrence?.count ?? null}`,
+          recurAnchor: sql`${input.recurrence ? input.expiry_date : null}`,
         })
         .from(companies)
         // The company's documents_limit and every reference, checked by the INSERT itself.
@@ -532,6 +548,8 @@ export async function updateItem(db: Db, companyId: number, itemId: number, inpu
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const current = await db.select({ expiryDate: items.expiryDate, title: items.title, notes: items.notes }).from(items).where(inCompany(companyId, itemId)).get();
     if (!current) throw notFound("Item");
+    const date = input.expiry_date ?? current.expiryDate;
+    if (input.recurrence?.until && input.recurrence.until < date) throw badRequest(`recurrence.until must not be earlier than the item's expiry_date ${date}`);
     await resolveRefs(db, companyId, {
       document_type_id: input.document_type_id || undefined,
       folder_id: input.folder_id || undefined,
@@ -548,6 +566,9 @@ export async function updateItem(db: Db, companyId: number, itemId: number, inpu
     if (input.document_type_id !== undefined) changes.documentTypeId = input.document_type_id || null;
     if (input.contact_id !== undefined) changes.contactId = input.contact_id || null;
     if (input.external_id !== undefined) changes.externalId = input.external_id;
+    const dateChanged = input.expiry_date !== undefined && input.expiry_date !== current.expiryDate;
+    if (input.recurrence !== undefined) Object.assign(changes, ruleColumns(input.recurrence, date, dateChanged));
+    else if (dateChanged) changes.recurAnchor = reanchorOnNewDate(date);
     // The words come from both texts: the one not changed must still be the one read.
     const wordsHold = [sql`1`];
     if (input.title !== undefined || input.notes !== undefined) {
@@ -558,7 +579,7 @@ export async function updateItem(db: Db, companyId: number, itemId: number, inpu
     const { row, snapshot } = await externalIdUnique(input.external_id, () => withSnapshot<ItemRow>(db, companyId, [itemId], db
       .update(items)
       .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
-      .where(and(inCompany(companyId, itemId), ...wordsHold, refsHold(companyId, { documentTypeId: changes.documentTypeId, folderId: changes.folderId, contactId: changes.contactId })))
+      .where(and(inCompany(companyId, itemId), ...wordsHold, input.recurrence !== undefined ? eq(items.expiryDate, current.expiryDate) : undefined, refsHold(companyId, { documentTypeId: changes.documentTypeId, folderId: changes.folderId, contactId: changes.contactId })))
       .returning()));
     if (row) return { row, snapshot, previousDate: current.expiryDate };
   }
@@ -575,47 +596,50 @@ async function setColumns(db: Db, companyId: number, itemId: number, changes: Pa
   return { row, snapshot };
 }
 
-export const setItemStatus = (db: Db, companyId: number, itemId: number, status: "pending" | "completed") =>
-  setColumns(db, companyId, itemId, { status });
+/** `renewedTo`: the date a completion renewed the item to (its rule renews on completion), else null. */
+export async function setItemStatus(
+  db: Db,
+  companyId: number,
+  userId: number,
+  itemId: number,
+  status: "pending" | "completed",
+): Promise<Written<ItemRow> & { renewedTo: string | null }> {
+  if (status === "completed") {
+    const current = await db.select({ state: ruleState }).from(items).where(inCompany(companyId, itemId)).get();
+    if (!current) throw notFound("Item");
+    const { date, rule, archived } = parseRuleState(current.state);
+    // Archived, the rule is paused: the item is only marked completed.
+    const next = rule?.renewOn === "completed" && !archived ? renewalDate(rule, date) : null;
+    if (next) {
+      const { history, update } = renewalWrites(db, companyId, [{ itemId, from: date, to: next, state: current.state }], { reason: "completed", userId });
+      const { row, snapshot } = await withSnapshot<ItemRow>(db, companyId, [itemId], update, [history]);
+      // Not in the state it was read in: another request renewed or changed it meanwhile.
+      if (!row) throw conflict("The item changed while it was being completed (another request renewed or changed it); read it again and retry");
+      return { row, snapshot, renewedTo: next };
+    }
+  }
+  return { ...(await setColumns(db, companyId, itemId, { status })), renewedTo: null };
+}
 
 export const setItemArchived = (db: Db, companyId: number, itemId: number, archived: boolean) =>
   setColumns(db, companyId, itemId, { archived: archived ? 1 : 0 });
 
 /**
- * Renewal: the new date must be later than the current one (default: one year later; Feb 29 ->
- * Feb 28); the item goes back to pending and the previous date joins the renewal history. Both
- * writes require the date read a moment ago, so two concurrent renewals never both apply to it.
+ * Renewal by hand: the new date must be later than the current one (default: one year later; Feb
+ * 29 -> Feb 28); the item goes back to pending, the previous date joins the renewal history, and a
+ * recurrence rule counts its occurrences from the new date. Both writes require the date read a
+ * moment ago, so two concurrent renewals never both apply to it.
  */
 export async function renewItem(db: Db, companyId: number, userId: number, itemId: number, requested?: string) {
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    const current = await db.select({ expiryDate: items.expiryDate, title: items.title, notes: items.notes }).from(items).where(inCompany(companyId, itemId)).get();
+    const current = await db.select({ expiryDate: items.expiryDate }).from(items).where(inCompany(companyId, itemId)).get();
     if (!current) throw notFound("Item");
     const next = requested ?? addYears(current.expiryDate, 1);
     if (next <= current.expiryDate) {
       throw badRequest(`expiry_date must be later than the item's current expiry date ${current.expiryDate}`);
     }
-    const unchanged = and(inCompany(companyId, itemId), eq(items.expiryDate, current.expiryDate));
-    const renewal = db.insert(itemRenewals).select((qb) =>
-      qb
-        .select({
-          id: sql`NULL`,
-          itemId: items.id,
-          companyId: items.companyId,
-          previousDate: items.expiryDate,
-          newDate: sql`${next}`,
-          renewedBy: sql`${userId}`,
-          renewedAt: sql`CURRENT_TIMESTAMP`,
-        })
-        .from(items)
-        .where(unchanged) as never,
-    );
-    // A new schedule epoch: the reminder engine queues the sequence again for the new date.
-    const update = db
-      .update(items)
-      .set({ expiryDate: next, reminderAnchor: next, scheduleEpoch: sql`${items.scheduleEpoch} + 1`, status: "pending", updatedAt: sql`CURRENT_TIMESTAMP` })
-      .where(unchanged)
-      .returning();
-    const { row, snapshot } = await withSnapshot<ItemRow>(db, companyId, [itemId], update, [renewal]);
+    const { history, update } = renewalWrites(db, companyId, [{ itemId, from: current.expiryDate, to: next, state: null }], { reason: "manual", userId });
+    const { row, snapshot } = await withSnapshot<ItemRow>(db, companyId, [itemId], update, [history]);
     if (row) return { row, snapshot, previousDate: current.expiryDate };
   }
   throw lostRace("item");

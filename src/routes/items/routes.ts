@@ -148,15 +148,20 @@ itemsRouter.openapi(
     scope: "items:write",
     tags,
     summary: "Mark an item completed or pending",
-    description: "pending <-> completed. Completing holds the item's queued reminders; reopening resumes those still in the future.",
+    description:
+      "pending <-> completed. Completing holds the item's queued reminders; reopening resumes those still in the future. An item whose recurrence " +
+      "rule renews on completion (`renew_on: completed`, not archived, rule not ended) is instead renewed in the same step: its date moves to the " +
+      "rule's next occurrence after the current date, the renewal history records it (`automatic: true`), the status stays pending and the " +
+      "reminder sequence is queued for the new date. A completion that finds the item changed meanwhile (two concurrent completions) is 409.",
     request: { params: ItemParams, body: jsonBody(ItemStatusSchema) },
-    responses: { 200: jsonResponse(ItemResult, "Status changed") },
+    responses: { 200: jsonResponse(ItemResult, "Status changed (or the item renewed)") },
   }),
   async (c) => {
     const { status } = c.req.valid("json");
-    const { row, snapshot } = await setItemStatus(c.var.db, c.var.companyId, c.req.valid("param").item_id, status);
+    const { row, snapshot, renewedTo } = await setItemStatus(c.var.db, c.var.companyId, c.var.auth.userId, c.req.valid("param").item_id, status);
     await syncReminders(c.env, c.var.companyId, [row.id], snapshot);
-    return updated(c, status === "completed" ? "Item marked completed" : "Item marked pending", await getItem(c.var.db, c.var.companyId, row.id, itemRemindersLoader(c.env, c.var.companyId, row.id)));
+    const message = renewedTo ? `Item completed and renewed until ${renewedTo}` : status === "completed" ? "Item marked completed" : "Item marked pending";
+    return updated(c, message, await getItem(c.var.db, c.var.companyId, row.id, itemRemindersLoader(c.env, c.var.companyId, row.id)));
   },
 );
 

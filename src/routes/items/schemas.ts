@@ -3,6 +3,7 @@ import { isCalendarDate } from "../../lib/time";
 import { Timestamp, cleanText, idField, idQuery, integerString, optionalText, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
 import { ItemRemindersSchema } from "../reminders/schemas";
 import { PERIODS, PERIOD_DESCRIPTION, isPeriod } from "./period";
+import { RECURRENCE_UNITS, RENEW_ON, UPCOMING } from "../../lib/recurrence";
 
 export const ITEM_TYPES = ["exp", "due", "apt", "evt"] as const;
 export const ITEM_STATUSES = ["pending", "completed"] as const;
@@ -24,6 +25,24 @@ export const ItemListEntrySchema = z
   })
   .openapi("ItemListEntry");
 
+const RECURRENCE_DESCRIPTION =
+  "Renew the item by itself every `every` `unit`s: when it is completed (`renew_on: completed`) or at the start of the day after its date " +
+  "in the company's time zone (`renew_on: expired`). Occurrences count from the rule's anchor day (Jan 31 monthly: Feb 28, Mar 31, ...). " +
+  "`until` (inclusive) and `count` (automatic renewals left) end the rule. See docs/recurrence.md.";
+const Every = z.number().int().min(1).max(1000).openapi({ example: 1, description: "How many units between occurrences, 1-1000" });
+const Unit = z.enum(RECURRENCE_UNITS).openapi({ example: "month" });
+const RenewOn = z.enum(RENEW_ON).openapi({ example: "expired", description: "completed: when the item is marked completed; expired: at the start of the day after its date" });
+
+export const RecurrenceSchema = z
+  .object({
+    every: Every,
+    unit: Unit,
+    renew_on: RenewOn,
+    until: z.string().nullable().openapi({ format: "date", example: null, description: "The last date an occurrence may fall on; null: none" }),
+    count: z.number().int().nullable().openapi({ example: 12, description: "Automatic renewals left (0: the rule has ended); null: no limit" }),
+  })
+  .openapi("Recurrence", { description: RECURRENCE_DESCRIPTION });
+
 export const ItemDetailSchema = ItemListEntrySchema.extend({
   tags: z.array(z.string()).openapi({ example: ["fire", "building A"] }),
   reminders: ItemRemindersSchema,
@@ -31,13 +50,28 @@ export const ItemDetailSchema = ItemListEntrySchema.extend({
   contact_id: z.number().int().openapi({ example: 42, description: "Extension: whom reminders go to; 0 for none" }),
   seqid: z.number().int().openapi({ example: 0, description: "Extension: the reminder sequence; 0 for none" }),
   renewals: z
-    .array(z.object({ previous_date: z.string(), new_date: z.string(), renewed_at: Timestamp }))
+    .array(
+      z.object({
+        previous_date: z.string(),
+        new_date: z.string(),
+        renewed_at: Timestamp,
+        automatic: z.boolean().openapi({ description: "true when the item's recurrence rule renewed it" }),
+        reason: z.enum(["manual", "completed", "expired"]).openapi({
+          description: "manual: POST /v1/items/{item_id}/renew; completed: the rule renewed it when it was completed; expired: the rule renewed it when its date passed",
+        }),
+      }),
+    )
     .openapi({ description: "Extension: the renewal history, oldest first" }),
   add_date: Timestamp,
   external_id: z.string().nullable().openapi({ example: "CERT-2041", description: "Extension: the client's own key of the item (unique in the company); null when none" }),
   fields: z
     .array(z.object({ autonum: z.number().int(), field_name: z.string(), value: z.string() }))
     .openapi({ description: "Extension: the item's custom field values (set by imports), in the document type's field order" }),
+  recurrence: RecurrenceSchema.nullable().openapi({ description: "The item's recurrence rule; null for an item that does not recur" }),
+  next_occurrences: z.array(z.string().openapi({ format: "date" })).openapi({
+    example: ["2027-04-30", "2027-05-31", "2027-06-30"],
+    description: `The next ${UPCOMING} dates the rule will renew the item to, after its current date (fewer when until or count end the rule first; [] without a rule)`,
+  }),
 }).openapi("ItemDetail");
 
 export const CreatedItemSchema = z
@@ -50,6 +84,27 @@ export const calendarDate = (field: string) =>
     .string({ error: (issue) => (issue.input === undefined ? `${field} is required` : `${field} must be a date YYYY-MM-DD`) })
     .refine(isCalendarDate, { error: `${field} must be a real calendar date YYYY-MM-DD (years 1900-9999)` })
     .openapi({ type: "string", format: "date", example: "2027-03-31" });
+
+const whole = (field: string, min: number, max: number) =>
+  z
+    .number({ error: `${field} must be an integer from ${min} to ${max}` })
+    .int({ error: `${field} must be an integer from ${min} to ${max}` })
+    .min(min, { error: `${field} must be an integer from ${min} to ${max}` })
+    .max(max, { error: `${field} must be an integer from ${min} to ${max}` });
+
+export const RecurrenceInputSchema = z
+  .strictObject({
+    every: whole("recurrence.every", 1, 1000).openapi({ example: 1, description: "How many units between occurrences, 1-1000" }),
+    unit: z.enum(RECURRENCE_UNITS, { error: `recurrence.unit must be one of: ${RECURRENCE_UNITS.join(", ")}` }).openapi({ example: "month" }),
+    renew_on: z
+      .enum(RENEW_ON, { error: `recurrence.renew_on must be one of: ${RENEW_ON.join(", ")}` })
+      .openapi({ example: "expired", description: "completed: when the item is marked completed; expired: at the start of the day after its date" }),
+    until: calendarDate("recurrence.until").nullable().optional().openapi({ description: "The last date an occurrence may fall on (inclusive); not before the item's date" }),
+    count: whole("recurrence.count", 0, 10000).nullable().optional().openapi({ example: 12, description: "Automatic renewals left; null or absent: no limit" }),
+  })
+  .openapi("RecurrenceInput", { description: RECURRENCE_DESCRIPTION });
+
+const recurrenceField = RecurrenceInputSchema.nullable().optional();
 
 const title = requiredText("title", 200).openapi({ example: "Fire safety certificate" });
 export const externalIdField = requiredText("external_id", 255).openapi({
@@ -91,10 +146,14 @@ export const CreateItemSchema = z
       }),
     notes,
     external_id: externalIdField.optional(),
+    recurrence: recurrenceField.openapi({ description: "Extension: renew the item by itself (docs/recurrence.md); null or absent: it does not recur" }),
   })
   .superRefine((v, ctx) => {
     if (v.folder_id !== undefined && v.folder_path !== undefined) {
       ctx.addIssue({ code: "custom", path: ["folder_path"], message: "folder_path cannot be combined with folder_id" });
+    }
+    if (v.recurrence?.until && v.recurrence.until < v.expiry_date) {
+      ctx.addIssue({ code: "custom", path: ["recurrence", "until"], message: "recurrence.until must not be earlier than expiry_date" });
     }
   })
   .openapi("CreateItem");
@@ -113,6 +172,9 @@ export const UpdateItemSchema = z
       .optional()
       .openapi({ description: "With a new expiry_date: recompute the reminders that are relative to the date" }),
     external_id: externalIdField.nullable().optional().openapi({ description: "Extension: your own key of the item (409 when another item has it); null removes it" }),
+    recurrence: recurrenceField.openapi({
+      description: "Extension: sets the rule (docs/recurrence.md); null removes it. A new every or unit, or a new expiry_date, counts occurrences from the item's date.",
+    }),
   })
   .refine((v) => Object.entries(v).some(([k, x]) => x !== undefined && k !== "reschedule_reminders"), { error: "No updatable fields provided" })
   .openapi("UpdateItem");
@@ -160,6 +222,10 @@ export const ListItemsQuery = z.object({
   q: searchQuery.openapi({
     description: "Word-prefix search over title and notes; every word must match (case- and accent-insensitive).",
   }),
+  recurring: z
+    .enum(["true", "false"], { error: "recurring must be true or false" })
+    .optional()
+    .openapi({ param: { name: "recurring", in: "query" }, description: "Extension: true, only items with a recurrence rule; false, only items without one" }),
   external_id: cleanText("external_id")
     .max(255, { error: "external_id must be at most 255 characters" })
     .optional()
@@ -189,3 +255,4 @@ export type ItemDetail = z.infer<typeof ItemDetailSchema>;
 export type CreateItemInput = z.infer<typeof CreateItemSchema>;
 export type UpdateItemInput = z.infer<typeof UpdateItemSchema>;
 export type ListItemsInput = z.infer<typeof ListItemsQuery>;
+export type RecurrenceInput = z.infer<typeof RecurrenceInputSchema>;
