@@ -99,6 +99,9 @@ export function renewalWrites(db: Db, companyId: number, renewals: Renewal[], ho
     sql`${items.id} = r.id`,
     sql`${items.expiryDate} = r.from_date`,
     sql`(r.state IS NULL OR ${ruleState} = r.state)`,
+    // Not while the account moves to another shard (the copy must see every write): the clock
+    // tries again once the move is over, on the account's new shard.
+    sql`EXISTS (SELECT 1 FROM companies c JOIN accounts a ON a.id = c.account_id WHERE c.id = ${companyId} AND a.shard_state = 'active')`,
   );
   const history = db.insert(itemRenewals).select((qb) =>
     qb
