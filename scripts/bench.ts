@@ -1,4 +1,4 @@
-// `npm run bench [-- --only items|contacts|reminders|webhooks|drive|limits|feeds|imports|exports|all --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
+// `npm run bench [-- --only items|contacts|reminders|webhooks|drive|limits|feeds|imports|exports|renewals|all --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
 //
 // `--only reminders` runs scripts/bench-reminders.ts instead (the reminder engine: queueing, firing,
 // lateness; on its own data and server, default port 8920; about 6 minutes, see docs/performance.md);
@@ -95,12 +95,15 @@ if (argv.includes("--help") || argv.includes("-h")) {
                      exports (not part of all; scripts/bench-exports.ts, about 4 minutes): 100,000 items seeded by SQL,
                      GET /v1/items/export as CSV and NDJSON read to the end: rows/s and the server's workerd memory
                      (RSS before, peak during, after); RATE_LIMITS=off; --rounds defaults to 3, port 9060
+                     renewals (not part of all; scripts/bench-renewals.ts): 10,000 items with a renew_on: expired
+                     rule renew at a local midnight (company 1 takes the zone whose midnight comes first: waits
+                     up to an hour); both the renewals and their requeued reminders within 30 s; RATE_LIMITS=off; port 9080
   --duration S       measured seconds per route (default 10)
   --connections N    concurrent connections (default 32)
   --warmup S         unmeasured seconds per route before its first measured run (default 2)
   --server-warmup S  unmeasured seconds of mixed load over all routes once the server is up (default 10)
   --rounds R         measure every route R times, interleaved; the table shows medians (default 1; 3 for drive, limits, feeds, imports and exports)
-  --port P           wrangler dev port (default 8900; 8920 reminders, 8940 webhooks, 8960 drive, 8980 limits, 9020 feeds, 9040 imports, 9060 exports; its inspector takes P+1)
+  --port P           wrangler dev port (default 8900; 8920 reminders, 8940 webhooks, 8960 drive, 8980 limits, 9020 feeds, 9040 imports, 9060 exports, 9080 renewals; its inspector takes P+1)
   --json [FILE]      also write the results as JSON (default .bench/bench-<timestamp>.json)`);
   process.exit(0);
 }
@@ -108,7 +111,7 @@ const KNOWN_FLAGS = ["--only", "--duration", "--connections", "--warmup", "--ser
 rejectUnknownOptions(argv, KNOWN_FLAGS);
 const numberOption = (name: string, fallback: number, min: number) => numberOptionOf(argv, name, fallback, min);
 
-const ONLY_VALUES = ["items", "contacts", "reminders", "webhooks", "drive", "limits", "feeds", "imports", "exports", "all"] as const;
+const ONLY_VALUES = ["items", "contacts", "reminders", "webhooks", "drive", "limits", "feeds", "imports", "exports", "renewals", "all"] as const;
 const ONLY = (optionValue(argv, "--only") ?? "all") as (typeof ONLY_VALUES)[number];
 if (!ONLY_VALUES.includes(ONLY)) {
   console.error(`--only must be one of ${ONLY_VALUES.join(", ")} (got ${ONLY})`);
@@ -123,13 +126,14 @@ const LIMITS = ONLY === "limits";
 const FEEDS = ONLY === "feeds";
 const IMPORTS = ONLY === "imports";
 const EXPORTS = ONLY === "exports";
+const RENEWALS = ONLY === "renewals";
 
 const DURATION = numberOption("--duration", 10, 1);
 const CONNECTIONS = Math.round(numberOption("--connections", 32, 1));
 const WARMUP = numberOption("--warmup", 2, 0);
 const SERVER_WARMUP = numberOption("--server-warmup", REMINDERS || LIMITS || FEEDS ? 5 : 10, 0);
 const ROUNDS = Math.round(numberOption("--rounds", DRIVE || LIMITS || FEEDS || IMPORTS || EXPORTS ? 3 : 1, 1));
-const PORT = Math.round(numberOption("--port", REMINDERS ? 8920 : WEBHOOKS ? 8940 : DRIVE ? 8960 : LIMITS ? 8980 : FEEDS ? 9020 : IMPORTS ? 9040 : EXPORTS ? 9060 : 8900, 1));
+const PORT = Math.round(numberOption("--port", REMINDERS ? 8920 : WEBHOOKS ? 8940 : DRIVE ? 8960 : LIMITS ? 8980 : FEEDS ? 9020 : IMPORTS ? 9040 : EXPORTS ? 9060 : RENEWALS ? 9080 : 8900, 1));
 const INSPECTOR_PORT = PORT + 1;
 
 function jsonOutputPath(): string | undefined {
@@ -963,6 +967,7 @@ const SUITES: Partial<Record<(typeof ONLY_VALUES)[number], () => Promise<number>
   feeds: () => import("./bench-feeds.ts").then(({ runFeedsBench }) => runFeedsBench(suite)),
   imports: () => import("./bench-imports.ts").then(({ runImportsBench }) => runImportsBench(suite)),
   exports: () => import("./bench-exports.ts").then(({ runExportsBench }) => runExportsBench(suite)),
+  renewals: () => import("./bench-renewals.ts").then(({ runRenewalBench }) => runRenewalBench(suite)),
 };
 const run = (SUITES[ONLY] ?? main)();
 run.then(
