@@ -14,7 +14,9 @@ import type { ItemDetail, RecurrenceInput } from "./schemas";
  * computed from it and guarded by it: the write applies only while the item still says exactly
  * this, so a renewal repeated (a retried alarm, a second completion) finds nothing to do.
  */
-export const ruleState = sql<string>`json_array(${items.expiryDate}, ${items.recurEvery}, ${items.recurUnit}, ${items.recurRenewOn}, ${items.recurUntil}, ${items.recurCount}, ${items.recurAnchor}, ${items.archived})`;
+export const ruleStateOf = (table: string) =>
+  sql.raw(`json_array(${["expiry_date", "recur_every", "recur_unit", "recur_renew_on", "recur_until", "recur_count", "recur_anchor", "archived"].map((c) => `${table}.${c}`).join(", ")})`) as SQL<string>;
+export const ruleState = ruleStateOf(`"items"`);
 
 export interface RuleState {
   date: string;
