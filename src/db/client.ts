@@ -1,4 +1,6 @@
+import type { SQL } from "drizzle-orm";
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
+import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import type * as schema from "./schema";
 
 export type Db = DrizzleD1Database<typeof schema>;
@@ -8,6 +10,15 @@ export type Db = DrizzleD1Database<typeof schema>;
  * schema: that builds drizzle's relational-query config (about 0.2 ms), and no query uses `db.query`.
  */
 export const getDb = (d1: D1Database): Db => drizzle(d1) as unknown as Db;
+
+const dialect = new SQLiteAsyncDialect();
+
+/** A drizzle fragment as SQL text, for a statement written by hand; it must bind no parameter (columns render as "table"."column"). */
+export function sqlText(fragment: SQL): string {
+  const { sql, params } = dialect.sqlToQuery(fragment);
+  if (params.length > 0) throw new Error(`sqlText: the fragment binds ${params.length} parameters`);
+  return sql;
+}
 
 function messagesOf(err: unknown): string {
   const parts: string[] = [];

@@ -1,16 +1,19 @@
 // Item rows of an import (docs/imports.md): checked against the company's document types,
 // contacts, sequences and tags without writing; then written chunk by chunk, each chunk one D1
 // batch (new items inserted, changed ones updated by external_id, unchanged ones left alone).
-import { getDb } from "../db/client";
+import { sql } from "drizzle-orm";
+import { getDb, sqlText } from "../db/client";
 import type { Env } from "../env";
 import { splitCsvList } from "../lib/csv";
 import { requiredText, optionalText } from "../lib/schemas";
 import { searchWords } from "../lib/search";
 import { nameKey } from "../lib/text-key";
-import { parseDate } from "../lib/time";
+import { RULE_COLUMNS, RULE_KEYS, ruleColumn, type RecurrenceRule, type RuleKey } from "../lib/recurrence";
+import { formatDate, parseDate } from "../lib/time";
 import { syncReminders } from "../reminders/item-events";
 import { ensureFolderPath, folderPathSegments } from "../routes/folders/queries";
-import { ITEM_STATUSES, ITEM_TYPES } from "../routes/items/schemas";
+import { ruleAnchor } from "../routes/items/recurrence";
+import { ITEM_STATUSES, ITEM_TYPES, ruleValueChecks } from "../routes/items/schemas";
 import { MAX_TAGS_PER_ITEM, MAX_TAG_LENGTH } from "../routes/tags/schemas";
 import { distinctTagNames } from "../routes/tags/queries";
 import {
@@ -45,6 +48,7 @@ const COLUMNS = new Set([
   "tags",
   "status",
   "archived",
+  ...RULE_COLUMNS,
 ]);
 /** Columns of an export that an import reads past (they describe, they do not set). */
 const IGNORED = new Set(["item_id", "add_date"]);
@@ -68,7 +72,11 @@ export interface ItemRow {
   fields?: Array<{ id: number; value: string }>;
   status?: string;
   archived?: number;
+  /** The recurrence rule: absent, the item's is left as it is; null, none. */
+  rule?: ImportedRule | null;
 }
+
+type ImportedRule = Omit<RecurrenceRule, "anchor">;
 
 interface TypeInfo {
   id: number;
@@ -81,6 +89,9 @@ const notes = optionalText("notes", 5000, { multiline: true });
 const externalId = requiredText("external_id", 255);
 const tagName = requiredText("tag", MAX_TAG_LENGTH);
 const fieldValue = optionalText("field value", 2000, { multiline: true });
+const ruleChecks = ruleValueChecks(ruleColumn);
+/** A JSON row may give its rule as one object, as exports and GET /v1/items/{item_id} show it. */
+const RULE_OBJECT = "recurrence";
 
 async function companyRefs(db: D1Database, companyId: number) {
   const [types, fields, sequences, dept] = await db.batch<Record<string, unknown>>([
@@ -131,6 +142,72 @@ function checkField(errors: RowErrors, column: string, field: { type: string; op
   }
 }
 
+/** A whole-number cell: text of digits as its number (the check then names the range); anything else as it is, to be refused. */
+const wholeCell = (value: unknown) => (typeof value === "string" && /^\s*[+-]?\d{1,15}\s*$/.test(value) ? Number(value) : value);
+const trimmed = (value: unknown) => (typeof value === "string" ? value.trim() : value);
+
+/**
+ * The row's recurrence rule, checked as the API checks one: undefined when the row carries none of
+ * its columns (an existing item's rule stays; CSV: the header has none; JSON: the object has no such
+ * key), null when all its cells are empty or the JSON object is null (no rule). `date`: the item's date after the row (its
+ * cell, else the stored one), to check until against; undefined when that is unknown (a bad cell).
+ */
+function ruleOfRow(e: RowErrors, raw: RawRow, job: ImportJob, date: { value: string | undefined; given: boolean }): ImportedRule | null | undefined {
+  const json = job.format !== "csv";
+  const flat = RULE_COLUMNS.some((c) => raw.columns.has(c));
+  if (!flat && !(json && raw.columns.has(RULE_OBJECT))) return undefined;
+  const cells = new Map<RuleKey, unknown>(RULE_KEYS.flatMap((key) => (raw.cells.has(ruleColumn(key)) ? [[key, raw.cells.get(ruleColumn(key))] as const] : [])));
+  const object = json ? raw.cells.get(RULE_OBJECT) : undefined;
+  if (object !== undefined) {
+    if (typeof object !== "object" || object === null || Array.isArray(object)) {
+      e.add(RULE_OBJECT, object, `${RULE_OBJECT} must be an object {${RULE_KEYS.join(", ")}}, or null for no rule`);
+      return undefined;
+    }
+    if (flat) {
+      e.add(RULE_OBJECT, object, `A row gives its rule as ${RULE_OBJECT} or as ${RULE_COLUMNS.join(", ")}, not both`);
+      return undefined;
+    }
+    for (const [key, value] of Object.entries(object)) {
+      if (!(RULE_KEYS as readonly string[]).includes(key)) e.add(RULE_OBJECT, object, `${RULE_OBJECT} has no key "${key.slice(0, 100)}"; its keys: ${RULE_KEYS.join(", ")}`);
+      else if (value !== null && value !== "") cells.set(key as RuleKey, value);
+    }
+  }
+  // No cell filled: no rule. An object is a rule, checked whole (as the API checks `recurrence: {}`).
+  if (cells.size === 0 && object === undefined) return null;
+  const every = checkCell(e, ruleColumn("every"), ruleChecks.every, wholeCell(cells.get("every")));
+  const unit = checkCell(e, ruleColumn("unit"), ruleChecks.unit, trimmed(cells.get("unit")));
+  const renewOn = checkCell(e, ruleColumn("renew_on"), ruleChecks.renew_on, trimmed(cells.get("renew_on")));
+  const count = cells.has("count") ? checkCell(e, ruleColumn("count"), ruleChecks.count, wholeCell(cells.get("count"))) : null;
+  let until: string | null = null;
+  const untilText = cellText(e, ruleColumn("until"), cells.get("until"));
+  if (untilText !== undefined) {
+    until = parseDate(untilText, job.dateFormat);
+    if (!until) e.add(ruleColumn("until"), untilText, `${ruleColumn("until")} must be a real calendar date in the format ${job.dateFormat}`);
+    else if (date.value !== undefined && until < date.value) {
+      const than = date.given ? "expiry_date" : `the item's expiry_date ${formatDate(date.value, job.dateFormat)}`;
+      e.add(ruleColumn("until"), untilText, `${ruleColumn("until")} must not be earlier than ${than}`);
+    }
+  }
+  if (every === undefined || unit === undefined || renewOn === undefined || count === undefined || (untilText !== undefined && !until)) return undefined;
+  return { every, unit, renewOn, until, count };
+}
+
+/** An item's rule columns as a row sets them; none when the row leaves the rule alone. */
+function ruleSet(rule: ImportedRule | null | undefined): Record<string, unknown> {
+  if (rule === undefined) return {};
+  return { recur_every: rule?.every ?? null, recur_unit: rule?.unit ?? null, recur_renew_on: rule?.renewOn ?? null, recur_until: rule?.until ?? null, recur_count: rule?.count ?? null };
+}
+
+// An update row of a chunk is `{id, row, set}` (json_each's j.value), `set` holding the columns it changes.
+const given = (column: string) => `json_type(j.value, '$.set.${column}') IS NOT NULL`;
+/** A column's value after an update row: the row's, else the item's. */
+const valueAfter = (column: string) => `CASE WHEN ${given(column)} THEN json_extract(j.value, '$.set.${column}') ELSE items.${column} END`;
+const RULE_SET_COLUMNS = Object.keys(ruleSet(null));
+/** recur_anchor after an update row: the API's rule (ruleAnchor) over the rule and date the row leaves the item with. */
+const ANCHOR_AFTER = sqlText(
+  ruleAnchor({ every: sql.raw(valueAfter("recur_every")), unit: sql.raw(valueAfter("recur_unit")), date: sql.raw(valueAfter("expiry_date")), dateChanged: sql.raw(given("expiry_date")) }),
+);
+
 export const itemImport: ImportResource<ItemRow> = {
   async validate(env, job, rows) {
     const db = job.d1;
@@ -140,10 +217,10 @@ export const itemImport: ImportResource<ItemRow> = {
     // Look-ups for the whole file, a slice of 2,000 values per query.
     const exts = [...new Set(rows.map((r) => cellOf(r, "external_id")).filter((v): v is string => typeof v === "string").map((v) => v.normalize("NFC").trim()))];
     const existing = new Map(
-      (await lookup<{ id: number; external_id: string; document_type_id: number | null; dept_id: number }>(
+      (await lookup<{ id: number; external_id: string; document_type_id: number | null; dept_id: number; expiry_date: string }>(
         db,
         exts,
-        "SELECT id, external_id, document_type_id, dept_id FROM items WHERE company_id = ?2 AND external_id IN (SELECT value FROM json_each(?1))",
+        "SELECT id, external_id, document_type_id, dept_id, expiry_date FROM items WHERE company_id = ?2 AND external_id IN (SELECT value FROM json_each(?1))",
         job.companyId,
       )).map((r) => [r.external_id, r]),
     );
@@ -185,6 +262,8 @@ export const itemImport: ImportResource<ItemRow> = {
         out.expiry = parseDate(date, job.dateFormat) ?? undefined;
         if (!out.expiry) e.add("expiry_date", date, `expiry_date must be a real calendar date in the format ${job.dateFormat}`);
       } else if (isNew) e.add("expiry_date", "", "expiry_date is required for a new item");
+      const rule = ruleOfRow(e, raw, job, { value: date !== undefined ? out.expiry : current?.expiry_date, given: date !== undefined });
+      if (rule !== undefined) out.rule = rule;
       const type = cellText(e, "item_type", cellOf(raw, "item_type"));
       if (type !== undefined) {
         if ((ITEM_TYPES as readonly string[]).includes(type.trim())) out.type = type.trim();
@@ -233,7 +312,7 @@ export const itemImport: ImportResource<ItemRow> = {
         if (checked.every((n) => n !== undefined)) out.tags = distinctTagNames(checked as string[]);
       }
       for (const [column, value] of raw.cells) {
-        if (IGNORED.has(column)) continue;
+        if (IGNORED.has(column) || (column === RULE_OBJECT && job.format !== "csv")) continue;
         const explicit = column.startsWith("field:");
         if (!explicit && COLUMNS.has(column)) continue;
         const name = explicit ? column.slice(6) : column;
@@ -271,6 +350,7 @@ export const itemImport: ImportResource<ItemRow> = {
         db,
         exts,
         `SELECT i.id, i.external_id, i.title, i.notes, i.item_type, i.expiry_date, i.document_type_id, i.folder_id, i.contact_id, i.seq_id, i.status, i.archived,
+           i.recur_every, i.recur_unit, i.recur_renew_on, i.recur_until, i.recur_count,
            (SELECT json_group_array(t.name_key) FROM (SELECT tg.name_key FROM item_tags AS it JOIN tags AS tg ON tg.id = it.tag_id WHERE it.item_id = i.id ORDER BY it.position) AS t) AS tag_keys,
            (SELECT json_group_object(v.field_id, v.value) FROM item_field_values AS v WHERE v.item_id = i.id) AS field_values
          FROM items AS i WHERE i.company_id = ?2 AND i.external_id IN (SELECT value FROM json_each(?1))`,
@@ -296,6 +376,7 @@ export const itemImport: ImportResource<ItemRow> = {
         seq_id: r.seq === undefined ? undefined : r.seq || null,
         status: r.status,
         archived: r.archived,
+        ...ruleSet(r.rule),
       };
       const tagsChange = r.tags !== undefined && (!was || JSON.stringify(r.tags.map((t) => t.key)) !== String(was.tag_keys));
       const oldFields = was ? (JSON.parse(String(was.field_values ?? "{}")) as Record<string, string>) : {};
@@ -320,18 +401,19 @@ export const itemImport: ImportResource<ItemRow> = {
     const ref = job.id * REF_BASE;
     const rows = JSON.stringify(creates);
     const col = (name: string) => `json_extract(j.value, '$.${name}')`;
-    const given = (name: string) => `json_type(j.value, '$.set.${name}') IS NOT NULL`;
-    const setCol = (column: string) => `${column} = CASE WHEN ${given(column)} THEN json_extract(j.value, '$.set.${column}') ELSE items.${column} END`;
+    const setCol = (column: string) => `${column} = ${valueAfter(column)}`;
     const statements = [
       ...chunkLead(db, job, fence.index, { creates: creates.map((c) => ({ row: c.row, nth: c.nth })), updates: updates.length, skips }, fence.now),
       db
         .prepare(
           `INSERT INTO items (company_id, dept_id, document_type_id, folder_id, contact_id, seq_id, reminder_anchor, schedule_epoch, title, notes, item_type,
-             expiry_date, status, archived, created_by, created_at, updated_at, version, external_id, import_ref, search_words)
+             expiry_date, status, archived, created_by, created_at, updated_at, version, external_id, import_ref, search_words,
+             ${RULE_SET_COLUMNS.join(", ")}, recur_anchor)
            SELECT ?1, ${col("dept")}, ${col("document_type_id")}, ${col("folder_id")}, ${col("contact_id")},
              CASE WHEN ${col("seq_given")} = 1 THEN ${col("seq_id")} ELSE (SELECT s.id FROM reminder_sequences AS s WHERE s.company_id = ?1 AND s.is_default = 1) END,
              ${col("expiry_date")}, 1, ${col("title")}, coalesce(${col("notes")}, ''), coalesce(${col("item_type")}, 'exp'), ${col("expiry_date")},
-             coalesce(${col("status")}, 'pending'), coalesce(${col("archived")}, 0), ?2, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 1, ${col("ext")}, ?3 + ${col("row")}, coalesce(${col("search_words")}, '[]')
+             coalesce(${col("status")}, 'pending'), coalesce(${col("archived")}, 0), ?2, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 1, ${col("ext")}, ?3 + ${col("row")}, coalesce(${col("search_words")}, '[]'),
+             ${RULE_SET_COLUMNS.map((c) => col(c)).join(", ")}, CASE WHEN ${col("recur_every")} IS NOT NULL THEN ${col("expiry_date")} END
            FROM json_each(?4) AS j WHERE ${col("nth")} <= (SELECT max(0, documents_limit - documents_used) FROM companies WHERE id = ?1) ORDER BY j.key`,
         )
         .bind(job.companyId, job.userId, ref, rows),
@@ -341,9 +423,10 @@ export const itemImport: ImportResource<ItemRow> = {
         db
           .prepare(
             // A new date moves the reminders with it, as PATCH with reschedule_reminders does.
-            `UPDATE items SET ${["title", "notes", "search_words", "item_type", "document_type_id", "folder_id", "contact_id", "seq_id", "status", "archived"].map((c) => setCol(c)).join(", ")},
+            `UPDATE items SET ${["title", "notes", "search_words", "item_type", "document_type_id", "folder_id", "contact_id", "seq_id", "status", "archived", ...RULE_SET_COLUMNS].map((c) => setCol(c)).join(", ")},
                ${setCol("expiry_date")},
                reminder_anchor = CASE WHEN ${given("expiry_date")} THEN json_extract(j.value, '$.set.expiry_date') ELSE items.reminder_anchor END,
+               recur_anchor = ${ANCHOR_AFTER},
                import_ref = ?2 + json_extract(j.value, '$.row'), updated_at = CURRENT_TIMESTAMP
              FROM json_each(?3) AS j WHERE items.id = json_extract(j.value, '$.id') AND items.company_id = ?1`,
           )

@@ -13,6 +13,8 @@ export type ImportFormat = (typeof IMPORT_FORMATS)[keyof typeof IMPORT_FORMATS];
 export interface RawRow {
   row: number;
   cells: Map<string, unknown>;
+  /** The columns the row carries, empty or not: CSV, the header; JSON, the object's keys (a `null` one too). */
+  columns: ReadonlySet<string>;
   /** Set when the row could not be read at all (an NDJSON line that is not a JSON object). */
   unreadable?: string;
 }
@@ -107,6 +109,7 @@ function csvRows(text: string): RawRow[] {
     if (seen.has(name.toLowerCase())) throw new UnreadableFile(`CSV: the header names column "${name.slice(0, 100)}" twice`);
     seen.add(name.toLowerCase());
   }
+  const columns: ReadonlySet<string> = new Set(header);
   const rows: RawRow[] = [];
   for (const record of records) {
     const row = rows.length + 1;
@@ -119,13 +122,13 @@ function csvRows(text: string): RawRow[] {
       const value = record[k];
       if (value !== undefined && value !== "") cells.set(name, restoreCsvFormula(value));
     });
-    rows.push(record.length > header.length ? { row, cells, unreadable: `the row has ${record.length} fields; the header has ${header.length}` } : { row, cells });
+    rows.push(record.length > header.length ? { row, cells, columns, unreadable: `the row has ${record.length} fields; the header has ${header.length}` } : { row, cells, columns });
   }
   return rows;
 }
 
 function objectRow(row: number, value: unknown): RawRow {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return { row, cells: new Map(), unreadable: "the row must be a JSON object" };
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return { row, cells: new Map(), columns: new Set(), unreadable: "the row must be a JSON object" };
   const cells = new Map<string, unknown>();
   for (const [key, cell] of Object.entries(value)) {
     if (cell === null || cell === "") continue;
@@ -133,8 +136,8 @@ function objectRow(row: number, value: unknown): RawRow {
       for (const [name, v] of Object.entries(cell as Record<string, unknown>)) if (v !== null && v !== "") cells.set(`field:${name}`, v);
     } else cells.set(key, cell);
   }
-  if (cells.size > MAX_COLUMNS) return { row, cells: new Map(), unreadable: `a row may have at most ${MAX_COLUMNS} keys` };
-  return { row, cells };
+  if (cells.size > MAX_COLUMNS) return { row, cells: new Map(), columns: new Set(), unreadable: `a row may have at most ${MAX_COLUMNS} keys` };
+  return { row, cells, columns: new Set(Object.keys(value)) };
 }
 
 function jsonRows(text: string): RawRow[] {
@@ -161,7 +164,7 @@ function ndjsonRows(text: string): RawRow[] {
     try {
       rows.push(objectRow(row, JSON.parse(line)));
     } catch {
-      rows.push({ row, cells: new Map(), unreadable: "the line is not valid JSON" });
+      rows.push({ row, cells: new Map(), columns: new Set(), unreadable: "the line is not valid JSON" });
     }
   }
   return rows;

@@ -6,6 +6,12 @@ import { addDays, isCalendarDate, occurrence, occurrenceAfter, type CalendarUnit
 export const RECURRENCE_UNITS = ["day", "week", "month", "year"] as const;
 export const RENEW_ON = ["completed", "expired"] as const;
 export type RenewOn = (typeof RENEW_ON)[number];
+/** A rule's fields as the API names them (`recurrence` objects); imports and exports write them as `recurrence_<key>` columns. */
+export const RULE_KEYS = ["every", "unit", "renew_on", "until", "count"] as const;
+export type RuleKey = (typeof RULE_KEYS)[number];
+/** The CSV column of a rule's field in imports and exports: `recurrence_every`, ... */
+export const ruleColumn = <K extends RuleKey>(key: K): `recurrence_${K}` => `recurrence_${key}`;
+export const RULE_COLUMNS = RULE_KEYS.map(ruleColumn);
 /** How many dates GET /v1/items/{id} shows in `next_occurrences`. */
 export const UPCOMING = 3;
 

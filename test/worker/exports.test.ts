@@ -32,7 +32,8 @@ import {
 } from "./helpers";
 import { parseCsv } from "./support/csv";
 
-const ITEM_COLUMNS = [
+/** The columns before the rule: NDJSON has these keys, then `recurrence` for the five rule columns. */
+const PLAIN_COLUMNS = [
   "item_id",
   "external_id",
   "title",
@@ -46,6 +47,8 @@ const ITEM_COLUMNS = [
   "notes",
   "tags",
 ];
+const RULE_COLUMNS = ["recurrence_every", "recurrence_unit", "recurrence_renew_on", "recurrence_until", "recurrence_count"];
+const ITEM_COLUMNS = [...PLAIN_COLUMNS, ...RULE_COLUMNS];
 const CONTACT_COLUMNS = ["contact_id", "first_name", "last_name", "email", "country_code", "iso", "mobile_code", "phone_number", "group_name", "add_date"];
 
 interface Download {
@@ -173,6 +176,7 @@ describe("GET /v1/items/export: CSV", () => {
       contact_email: "ada@example.test",
       notes: 'Check 🧯, the "main" hall\nsecond line, café',
       tags: "-neg|a\\|b|fire",
+      ...Object.fromEntries(RULE_COLUMNS.map((c) => [c, ""])),
       Inspector: 'Ada, "the" inspector',
       Result: "Passed",
       "field:Title": "-42",
@@ -190,7 +194,7 @@ describe("GET /v1/items/export: CSV", () => {
     const lines = text.split("\r\n");
     expect(lines[0]).toBe([...ITEM_COLUMNS, "Inspector", "Result", "field:Title", "field:field:raw", "Authority", "add_date"].join(","));
     const rowA = text.slice(text.indexOf(`\r\n${a.item_id},`) + 2);
-    expect(rowA.startsWith(`${a.item_id},,'=SUM(A1:A2),exp,2030-03-31,pending,false,Inspection,Permits/City/North,ada@example.test,"Check 🧯, the ""main"" hall\nsecond line, café",'-neg|a\\|b|fire,"Ada, ""the"" inspector",Passed,'-42,x,,`)).toBe(true);
+    expect(rowA.startsWith(`${a.item_id},,'=SUM(A1:A2),exp,2030-03-31,pending,false,Inspection,Permits/City/North,ada@example.test,"Check 🧯, the ""main"" hall\nsecond line, café",'-neg|a\\|b|fire,,,,,,"Ada, ""the"" inspector",Passed,'-42,x,,`)).toBe(true);
     expect(text).toContain(`\r\n${done.item_id},,'+1 call the office,due,`);
     expect(text.endsWith("\r\n")).toBe(true);
   });
@@ -221,7 +225,7 @@ describe("GET /v1/items/export: NDJSON", () => {
     expect(res.headers.get("Content-Disposition")).toMatch(/^attachment; filename="items-\d{8}\.ndjson"$/);
     const lines = ndjson(res.text);
     expect(lines.map((l) => l.item_id)).toEqual([b.item_id, a.item_id, done.item_id]);
-    expect(Object.keys(lines[1]!)).toEqual([...ITEM_COLUMNS, "fields", "add_date"]);
+    expect(Object.keys(lines[1]!)).toEqual([...PLAIN_COLUMNS, "recurrence", "fields", "add_date"]);
     expect(lines[1]).toEqual({
       item_id: a.item_id,
       external_id: "",
@@ -235,6 +239,7 @@ describe("GET /v1/items/export: NDJSON", () => {
       contact_email: "ada@example.test",
       notes: 'Check 🧯, the "main" hall\nsecond line, café',
       tags: ["-neg", "a|b", "fire"],
+      recurrence: null,
       fields: { Inspector: 'Ada, "the" inspector', Result: "Passed", Title: "-42", "field:raw": "x" },
       add_date: a.add_date,
     });
@@ -242,6 +247,31 @@ describe("GET /v1/items/export: NDJSON", () => {
     expect(lines[2]).toMatchObject({ title: "+1 call the office", fields: {}, archived: false });
     const withArchived = await exportNdjson(acct.ownerToken, "archived=true&date_format=DD/MM/YYYY");
     expect(withArchived).toEqual([expect.objectContaining({ item_id: archivedItem.item_id, archived: true, expiry_date: "01/06/2029" })]);
+  });
+});
+
+describe("GET /v1/items/export: recurrence rules", () => {
+  it("writes the rule in the five recurrence columns (until in date_format, empty cells for none) and as `recurrence` in NDJSON", async () => {
+    const own = await createAccount();
+    const token = own.ownerToken;
+    const type = await createDocumentType(token, { fields: [{ field_name: "Recurrence_Unit", field_type: "text" }] });
+    await createItem(token, { expiry_date: "2030-01-31", document_type_id: type.typeid, recurrence: { every: 1, unit: "month", renew_on: "expired", until: "2030-12-31", count: 6 } });
+    await createItem(token, { expiry_date: "2030-02-01", recurrence: { every: 2, unit: "year", renew_on: "completed" } });
+    await createItem(token, { expiry_date: "2030-03-01" });
+    const { header, rows } = await exportCsv(token, "date_format=DD.MM.YYYY");
+    // A custom field named like a rule column is written field:<name>, as for the other standard columns.
+    expect(header).toEqual([...ITEM_COLUMNS, "field:Recurrence_Unit", "add_date"]);
+    expect(rows.map((r) => RULE_COLUMNS.map((c) => r[c]))).toEqual([
+      ["1", "month", "expired", "31.12.2030", "6"],
+      ["2", "year", "completed", "", ""],
+      ["", "", "", "", ""],
+    ]);
+    const lines = await exportNdjson(token, `date_format=${encodeURIComponent("MM/DD/YYYY")}`);
+    expect(lines.map((l) => l.recurrence)).toEqual([
+      { every: 1, unit: "month", renew_on: "expired", until: "12/31/2030", count: 6 },
+      { every: 2, unit: "year", renew_on: "completed", until: null, count: null },
+      null,
+    ]);
   });
 });
 

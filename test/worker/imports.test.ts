@@ -196,6 +196,186 @@ describe("external_id on items", () => {
   });
 });
 
+describe("recurrence columns", () => {
+  const RULE = "recurrence_every,recurrence_unit,recurrence_renew_on,recurrence_until,recurrence_count";
+  const token = () => account.ownerToken;
+  async function post(body: Json): Promise<number> {
+    const res = await call("POST", "/v1/items", { token: token(), body: { title: "Recurring", ...body } });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return res.body.data.item_id;
+  }
+  /** The item of `ext`: its rule and next dates as the detail shows them, its anchor and version in D1. */
+  async function itemOf(ext: string) {
+    const row = await env.DB.prepare("SELECT id, recur_anchor, version FROM items WHERE company_id = ? AND external_id = ?")
+      .bind(account.companyId, ext)
+      .first<{ id: number; recur_anchor: string | null; version: number }>();
+    const detail = (await call("GET", `/v1/items/${row!.id}`, { token: token() })).body.data;
+    return { id: row!.id, anchor: row!.recur_anchor, version: row!.version, date: detail.expiry_date, recurrence: detail.recurrence, next: detail.next_occurrences };
+  }
+
+  it("create recurring items (until in date_format, counting from the expiry date); empty recurrence cells create a plain item", async () => {
+    const p = uniqueWord("rc");
+    const csv = `external_id,title,expiry_date,${RULE}\n${p}1,Monthly,31.01.2031,1,month,expired,31.12.2031,6\n${p}2,Weekly,15.02.2031, 2 ,week,completed,,\n${p}3,Plain,01.03.2031,,,,,\n`;
+    const job = await run("resource=items&date_format=DD.MM.YYYY", csv);
+    expect(job.counts).toMatchObject({ created: 3, failed: 0 });
+    expect(await itemOf(`${p}1`)).toMatchObject({
+      anchor: "2031-01-31",
+      recurrence: { every: 1, unit: "month", renew_on: "expired", until: "2031-12-31", count: 6 },
+      next: ["2031-02-28", "2031-03-31", "2031-04-30"],
+    });
+    expect(await itemOf(`${p}2`)).toMatchObject({ anchor: "2031-02-15", recurrence: { every: 2, unit: "week", renew_on: "completed", until: null, count: null } });
+    expect(await itemOf(`${p}3`)).toMatchObject({ anchor: null, recurrence: null, next: [] });
+  });
+
+  it("updates a rule, keeping its anchor while every, unit and the date stay; an unchanged rule is skipped; the company's clock gets the change", async () => {
+    const ext = uniqueWord("ru");
+    const id = await post({ external_id: ext, expiry_date: "2032-01-31", recurrence: { every: 1, unit: "month", renew_on: "completed" } });
+    expect((await call("PATCH", `/v1/items/${id}/status`, { token: token(), body: { status: "completed" } })).body.data.expiry_date).toBe("2032-02-29");
+    expect((await itemOf(ext)).anchor).toBe("2032-01-31");
+
+    const counted = `external_id,${RULE}\n${ext},1,month,completed,,5\n`;
+    expect((await run("resource=items", counted)).counts).toMatchObject({ updated: 1, skipped: 0 });
+    const kept = await itemOf(ext);
+    expect(kept).toMatchObject({ anchor: "2032-01-31", recurrence: { every: 1, unit: "month", renew_on: "completed", until: null, count: 5 }, next: ["2032-03-31", "2032-04-30", "2032-05-31"] });
+    const outbox = await env.DB.prepare("SELECT version, synced_version FROM reminder_sync WHERE item_id = ?").bind(id).first<{ version: number; synced_version: number }>();
+    expect(outbox!.synced_version).toBe(outbox!.version);
+
+    // The same rule again, with or without the (same) date: nothing to change.
+    expect((await run("resource=items", counted)).counts).toMatchObject({ updated: 0, skipped: 1 });
+    expect((await run("resource=items", `external_id,expiry_date,${RULE}\n${ext},2032-02-29,1,month,completed,,5\n`)).counts).toMatchObject({ updated: 0, skipped: 1 });
+    expect((await itemOf(ext)).version).toBe(kept.version);
+
+    // A new unit counts from the item's date; so does a new date under the same rule.
+    await run("resource=items", `external_id,${RULE}\n${ext},1,week,completed,,5\n`);
+    expect(await itemOf(ext)).toMatchObject({ anchor: "2032-02-29", next: ["2032-03-07", "2032-03-14", "2032-03-21"] });
+    await run("resource=items", `external_id,expiry_date,${RULE}\n${ext},2032-03-10,1,week,completed,,5\n`);
+    expect(await itemOf(ext)).toMatchObject({ anchor: "2032-03-10", date: "2032-03-10" });
+  });
+
+  it("removes the rule of a row whose recurrence cells are all empty, and leaves rules alone when the file has no recurrence column", async () => {
+    const [a, b] = [uniqueWord("rx"), uniqueWord("rx")];
+    for (const ext of [a, b]) await post({ external_id: ext, expiry_date: "2033-01-31", recurrence: { every: 1, unit: "month", renew_on: "expired" } });
+    const rule = { every: 1, unit: "month", renew_on: "expired", until: null, count: null };
+
+    expect((await run("resource=items", `external_id,title\n${a},Renamed\n`)).counts).toMatchObject({ updated: 1 });
+    expect(await itemOf(a)).toMatchObject({ anchor: "2033-01-31", recurrence: rule });
+    // A new date without the columns: the rule stays and counts from the new date, as PATCH expiry_date does.
+    await run("resource=items", `external_id,expiry_date\n${a},2033-02-10\n`);
+    expect(await itemOf(a)).toMatchObject({ anchor: "2033-02-10", recurrence: rule, next: ["2033-03-10", "2033-04-10", "2033-05-10"] });
+
+    const done = await run("resource=items", `external_id,${RULE}\n${a},,,,,\n${b},1,month,expired,,\n`);
+    expect(done.counts).toMatchObject({ updated: 1, skipped: 1, failed: 0 });
+    expect(await itemOf(a)).toMatchObject({ anchor: null, recurrence: null, next: [] });
+    expect(await itemOf(b)).toMatchObject({ anchor: "2033-01-31", recurrence: rule });
+  });
+
+  it("reports each bad recurrence cell as a row error naming its column, with the API's message, and writes nothing", async () => {
+    const p = uniqueWord("rbad");
+    const existing = `${p}-old`;
+    await post({ external_id: existing, expiry_date: "2034-06-15" });
+    const rows: Array<[string, string]> = [
+      ["0,month,expired,,", "recurrence_every must be an integer from 1 to 1000"],
+      ["x,month,expired,,", "recurrence_every must be an integer from 1 to 1000"],
+      ["1001,month,expired,,", "recurrence_every must be an integer from 1 to 1000"],
+      [",month,expired,,", "recurrence_every must be an integer from 1 to 1000"],
+      ["1,hour,expired,,", "recurrence_unit must be one of: day, week, month, year"],
+      ["1,month,paid,,", "recurrence_renew_on must be one of: completed, expired"],
+      ["1,month,,,", "recurrence_renew_on must be one of: completed, expired"],
+      ["1,month,expired,2034-02-30,", "recurrence_until must be a real calendar date in the format YYYY-MM-DD"],
+      ["1,month,expired,2033-12-31,", "recurrence_until must not be earlier than expiry_date"],
+      ["1,month,expired,,-1", "recurrence_count must be an integer from 0 to 10000"],
+      ["1,month,expired,,10001", "recurrence_count must be an integer from 0 to 10000"],
+      ["1,month,expired,,1.5", "recurrence_count must be an integer from 0 to 10000"],
+    ];
+    const columns = ["recurrence_every", "recurrence_every", "recurrence_every", "recurrence_every", "recurrence_unit", "recurrence_renew_on", "recurrence_renew_on",
+      "recurrence_until", "recurrence_until", "recurrence_count", "recurrence_count", "recurrence_count"];
+    const lines = rows.map(([cells], k) => `${p}-${k + 1},T,2034-01-01,${cells}`);
+    lines.push(`${existing},,,1,year,expired,2034-06-14,`, `${p}-ok,T,2034-01-01,1,year,expired,,`);
+    const job = await run("resource=items", `external_id,title,expiry_date,${RULE}\n${lines.join("\n")}\n`);
+    expect(job).toMatchObject({ status: "failed", counts: { failed: rows.length + 1, created: 0, updated: 0 } });
+    expect((await errorsOf(job.import_id)).map((e) => [e.row, e.column, e.message])).toEqual([
+      ...rows.map(([, message], k) => [k + 1, columns[k], message]),
+      [rows.length + 1, "recurrence_until", "recurrence_until must not be earlier than the item's expiry_date 2034-06-15"],
+    ]);
+    expect(await countItems(p)).toBe(1);
+    expect((await itemOf(existing)).recurrence).toBeNull();
+
+    // JSON: the rule as an object, checked the same way.
+    const rule = { every: 1, unit: "month", renew_on: "expired" };
+    const json = JSON.stringify([
+      { external_id: `${p}-j1`, title: "T", expiry_date: "2034-01-01", recurrence: "monthly" },
+      { external_id: `${p}-j2`, title: "T", expiry_date: "2034-01-01", recurrence: { ...rule, interval: 2 } },
+      { external_id: `${p}-j3`, title: "T", expiry_date: "2034-01-01", recurrence: rule, recurrence_count: 2 },
+      { external_id: `${p}-j4`, title: "T", expiry_date: "2034-01-01", recurrence: { ...rule, every: 0 } },
+      { external_id: `${p}-j5`, title: "T", expiry_date: "2034-01-01", recurrence: {} },
+    ]);
+    const jsonJob = await run("resource=items&dry_run=true", json, "application/json");
+    expect((await errorsOf(jsonJob.import_id)).map((e) => [e.row, e.column, e.message])).toEqual([
+      [1, "recurrence", "recurrence must be an object {every, unit, renew_on, until, count}, or null for no rule"],
+      [2, "recurrence", 'recurrence has no key "interval"; its keys: every, unit, renew_on, until, count'],
+      [3, "recurrence", "A row gives its rule as recurrence or as recurrence_every, recurrence_unit, recurrence_renew_on, recurrence_until, recurrence_count, not both"],
+      [4, "recurrence_every", "recurrence_every must be an integer from 1 to 1000"],
+      [5, "recurrence_every", "recurrence_every must be an integer from 1 to 1000"],
+      // (errors are listed by row, then column)
+      [5, "recurrence_renew_on", "recurrence_renew_on must be one of: completed, expired"],
+      [5, "recurrence_unit", "recurrence_unit must be one of: day, week, month, year"],
+    ]);
+  });
+
+  it("takes the rule as a `recurrence` object in JSON (as exports write it): null removes it, a row without it leaves the rule alone", async () => {
+    const [a, b] = [uniqueWord("rj"), uniqueWord("rj")];
+    const json = JSON.stringify([
+      { external_id: a, title: "A", expiry_date: "2035-01-31", recurrence: { every: 3, unit: "month", renew_on: "expired", until: null, count: 2 } },
+      { external_id: b, title: "B", expiry_date: "2035-02-01", recurrence_every: 1, recurrence_unit: "year", recurrence_renew_on: "completed" },
+    ]);
+    expect((await run("resource=items", json, "application/json")).counts).toMatchObject({ created: 2, failed: 0 });
+    expect((await itemOf(a)).recurrence).toEqual({ every: 3, unit: "month", renew_on: "expired", until: null, count: 2 });
+    expect((await itemOf(b)).recurrence).toEqual({ every: 1, unit: "year", renew_on: "completed", until: null, count: null });
+    const nd = `${JSON.stringify({ external_id: a, recurrence: null })}\n${JSON.stringify({ external_id: b, title: "B2" })}\n`;
+    expect((await run("resource=items", nd, "application/x-ndjson")).counts).toMatchObject({ updated: 2, failed: 0 });
+    expect((await itemOf(a)).recurrence).toBeNull();
+    expect((await itemOf(b)).recurrence).toEqual({ every: 1, unit: "year", renew_on: "completed", until: null, count: null });
+  });
+
+  for (const format of ["csv", "ndjson"] as const) {
+    it(`an export imported again reports every row unchanged (${format})`, async () => {
+      const own = await createAccount();
+      const make = async (body: Json) => {
+        const res = await call("POST", "/v1/items", { token: own.ownerToken, body: { title: uniqueWord("Round "), ...body } });
+        expect(res.status, JSON.stringify(res.body)).toBe(201);
+        return res.body.data.item_id as number;
+      };
+      await make({ external_id: "R-1", expiry_date: "2036-01-31", recurrence: { every: 1, unit: "month", renew_on: "expired", until: "2036-12-31", count: 7 } });
+      const renewed = await make({ external_id: "R-2", expiry_date: "2036-01-31", recurrence: { every: 1, unit: "month", renew_on: "completed" }, notes: "n, \"q\"" });
+      await call("PATCH", `/v1/items/${renewed}/status`, { token: own.ownerToken, body: { status: "completed" } });
+      await make({ external_id: "R-3", expiry_date: "2036-03-01", folder_path: "A/B", recurrence: { every: 2, unit: "week", renew_on: "completed", count: 0 } });
+      const archived = await make({ external_id: "R-4", expiry_date: "2036-04-01", item_type: "due" });
+      await call("PATCH", `/v1/items/${archived}/archive`, { token: own.ownerToken, body: { archived: true } });
+      await call("PUT", `/v1/items/${archived}/tags`, { token: own.ownerToken, body: { tags: ["a|b", "c"] } });
+      const versions = async () => (await env.DB.prepare("SELECT external_id, version, recur_anchor FROM items WHERE company_id = ? ORDER BY id").bind(own.companyId).all()).results;
+      const before = await versions();
+
+      const query = `format=${format}&archived=any&date_format=DD.MM.YYYY`;
+      const res = await exports.default.fetch(new Request(`${BASE}/v1/items/export?${query}`, { headers: { Authorization: `Bearer ${own.ownerToken}` } }));
+      const text = await res.text();
+      expect(text).toContain(format === "csv" ? ",1,month,expired,31.12.2036,7," : '"recurrence":{"every":1,"unit":"month","renew_on":"expired","until":"31.12.2036","count":7}');
+      const upload = await readResult(
+        await exports.default.fetch(
+          new Request(`${BASE}/v1/imports?resource=items&date_format=DD.MM.YYYY`, {
+            method: "POST",
+            headers: { Authorization: `Bearer ${own.ownerToken}`, "Content-Type": format === "csv" ? "text/csv" : "application/x-ndjson" },
+            body: text,
+          }),
+        ),
+      );
+      expect(upload.status, JSON.stringify(upload.body)).toBe(202);
+      const job = await finished(upload.body.data.import_id, own.ownerToken);
+      expect(job, JSON.stringify(job)).toMatchObject({ status: "completed", counts: { rows: 4, valid: 4, created: 0, updated: 0, skipped: 4, failed: 0 } });
+      expect(await versions()).toEqual(before);
+    });
+  }
+});
+
 describe("contact imports", () => {
   it("creates, then updates by email, with group by name", async () => {
     const email = uniqueEmail();

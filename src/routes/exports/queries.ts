@@ -7,6 +7,8 @@ import { DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, formatDate, todayIn, type DateF
 import { companySettings } from "../companies/queries";
 import { contactFilter } from "../contacts/queries";
 import { itemFilter, itemsAfter } from "../items/queries";
+import { parseRuleState, ruleState, ruleView } from "../items/recurrence";
+import { RULE_KEYS } from "../../lib/recurrence";
 import { CONTACT_COLUMNS, FIELD_PREFIX, ITEM_COLUMNS, ITEM_LAST_COLUMN, type ContactExportRecord, type ExportContactsInput, type ExportItemsInput, type ItemExportRecord } from "./schemas";
 import type { ExportSource } from "./stream";
 
@@ -40,6 +42,8 @@ interface ItemRecord {
   contactEmail: string;
   notes: string;
   tags: string[];
+  /** The recurrence rule as the API shows it, until in the export's date_format; null for a plain item. */
+  recurrence: ItemExportRecord["recurrence"];
   /** [field id, value] of the fields of the item's document type. */
   fields: Array<[number, string]>;
   addDate: string;
@@ -93,6 +97,7 @@ export function itemExportPage(db: Db, companyId: number, where: SQL, after: { d
       contactEmail: contacts.email,
       notes: items.notes,
       createdAt: items.createdAt,
+      ruleState,
       tags: sql<string>`(SELECT json_group_array(json_array(${itemTags.position}, ${itemTags.tagId}, ${tags.name})) FROM ${itemTags}
         JOIN ${tags} ON ${tags.id} = ${itemTags.tagId} WHERE ${itemTags.itemId} = ${items.id} AND ${itemTags.companyId} = ${companyId})`,
       fields: sql<string>`(SELECT json_group_array(json_array(${itemFieldValues.fieldId}, ${itemFieldValues.value})) FROM ${itemFieldValues}
@@ -153,6 +158,12 @@ export async function itemExport(db: Db, companyId: number, query: ExportItemsIn
     return folders;
   }
 
+  /** The rule as the API shows it, until in the export's date_format. */
+  const recurrenceOf = (state: string): ItemRecord["recurrence"] => {
+    const { rule } = parseRuleState(state);
+    return rule && { ...ruleView(rule), until: rule.until === null ? null : formatDate(rule.until, dateFormat) };
+  };
+
   let after: { date: string; id: number } | undefined;
   let finished = !filter;
   return {
@@ -180,6 +191,7 @@ export async function itemExport(db: Db, companyId: number, query: ExportItemsIn
           contactEmail: r.contactEmail ?? "",
           notes: r.notes,
           tags: (JSON.parse(r.tags) as Array<[number, number, string]>).sort(byPosition).map((t) => t[2]),
+          recurrence: recurrenceOf(r.ruleState),
           fields: (JSON.parse(r.fields) as Array<[number, string]>).filter(([id]) => fieldColumn.has(id)),
           addDate: r.createdAt,
         }),
@@ -190,7 +202,8 @@ export async function itemExport(db: Db, companyId: number, query: ExportItemsIn
       const custom = fieldHeaders.map(() => "");
       for (const [id, value] of r.fields) custom[fieldColumn.get(id)!.column] = value;
       const archived = r.archived ? "true" : "false";
-      const standard = [String(r.id), r.externalId ?? "", r.title, r.itemType, r.expiryDate, r.status, archived, r.documentType, r.folderPath, r.contactEmail, r.notes, joinCsvList(r.tags)];
+      const rule = RULE_KEYS.map((key) => String(r.recurrence?.[key] ?? ""));
+      const standard = [String(r.id), r.externalId ?? "", r.title, r.itemType, r.expiryDate, r.status, archived, r.documentType, r.folderPath, r.contactEmail, r.notes, joinCsvList(r.tags), ...rule];
       return [...standard, ...custom, r.addDate];
     },
     json(r): ItemExportRecord {
@@ -207,6 +220,7 @@ export async function itemExport(db: Db, companyId: number, query: ExportItemsIn
         contact_email: r.contactEmail,
         notes: r.notes,
         tags: r.tags,
+        recurrence: r.recurrence,
         fields: Object.fromEntries(r.fields.map(([id, value]) => [fieldColumn.get(id)!.name, value])),
         add_date: r.addDate,
       };

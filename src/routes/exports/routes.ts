@@ -52,10 +52,13 @@ exportsRouter.openapi(
       `Columns, in order: ${ITEM_COLUMNS.map((c) => `\`${c}\``).join(", ")}, then one column per custom field of the document types the exported ` +
         `items have (header: the field name; names equal case-insensitively share a column; a name equal to a standard column's, or ` +
         `starting with \`${FIELD_PREFIX}\`, is written \`${FIELD_PREFIX}<name>\`), then \`${ITEM_LAST_COLUMN}\` (UTC). \`external_id\` is "" when unset; ` +
-        "`expiry_date` is written in `date_format` (default: the company's settings.date_format); `archived` is `true`/`false`; `folder_path` " +
+        "`expiry_date` and `recurrence_until` are written in `date_format` (default: the company's settings.date_format); `archived` is `true`/`false`; `folder_path` " +
         "is the folder's full path `A/B/C` (folder names cannot contain `/`); `contact_email` is \"\" without a contact; `tags` are joined " +
-        "with `|` in CSV, a `\\` or `|` inside a tag escaped with `\\`. In NDJSON `item_id` is a number, `archived` a boolean, `tags` an " +
-        "array, and the custom fields are an object `fields` by field name (the item's values only).",
+        "with `|` in CSV, a `\\` or `|` inside a tag escaped with `\\`. The `recurrence_*` columns are the item's recurrence rule " +
+        "(every, unit, renew_on, until, count as GET /v1/items/{item_id} shows them; all empty for an item without one, until or count empty " +
+        "when the rule has none), so an import of the export leaves every rule as it is. In NDJSON `item_id` is a number, `archived` a boolean, " +
+        "`tags` an array, the rule an object `recurrence` (`{every, unit, renew_on, until, count}`, or null) in place of the `recurrence_*` " +
+        "columns, and the custom fields are an object `fields` by field name (the item's values only).",
       ...COMMON,
       `An item whose expiry_date changes while the export runs may be missed or appear twice (the order is by that date). Pages of ` +
         `${ITEM_PAGE_ROWS.toLocaleString("en-US")} rows, one D1 statement each: about a million rows fit in one request's D1 budget (docs/api-notes.md, Exports).`,

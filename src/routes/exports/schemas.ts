@@ -1,7 +1,8 @@
 import { z } from "@hono/zod-openapi";
+import { RULE_COLUMNS } from "../../lib/recurrence";
 import { DATE_FORMATS } from "../../lib/time";
 import { ListContactsQuery } from "../contacts/schemas";
-import { ListItemsQuery } from "../items/schemas";
+import { ListItemsQuery, RecurrenceSchema } from "../items/schemas";
 
 export const EXPORT_FORMATS = ["csv", "ndjson"] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -22,6 +23,7 @@ export const ITEM_COLUMNS = [
   "contact_email",
   "notes",
   "tags",
+  ...RULE_COLUMNS,
 ] as const;
 /** The item column after the custom fields. */
 export const ITEM_LAST_COLUMN = "add_date";
@@ -53,7 +55,7 @@ export const ExportItemsQuery = ListItemsQuery.omit({ limit: true, offset: true,
   date_format: z
     .enum(DATE_FORMATS, { error: `date_format must be one of: ${DATE_FORMATS.join(", ")}` })
     .optional()
-    .openapi({ param: { name: "date_format", in: "query" }, description: "How expiry_date is written; default: the company's settings.date_format" }),
+    .openapi({ param: { name: "date_format", in: "query" }, description: "How expiry_date and recurrence_until are written; default: the company's settings.date_format" }),
 });
 
 export const ExportContactsQuery = ListContactsQuery.omit({ limit: true, offset: true }).extend(exportParams);
@@ -75,6 +77,10 @@ export const ItemExportRecordSchema = z
     contact_email: text.openapi({ example: "ada@example.com", description: "\"\" when the item has no contact" }),
     notes: text,
     tags: z.array(text).openapi({ example: ["fire", "building A"] }),
+    recurrence: z
+      .object({ ...RecurrenceSchema.shape, until: text.nullable().openapi({ example: null, description: "The last date an occurrence may fall on, in date_format; null: none" }) })
+      .nullable()
+      .openapi({ description: "The item's recurrence rule as GET /v1/items/{item_id} shows it (until in date_format); null when it does not recur" }),
     fields: z.record(z.string(), text).openapi({ example: { Inspector: "Ada" }, description: "The item's custom field values by field name" }),
     add_date: text.openapi({ example: "2026-11-20 09:30:00", description: "UTC" }),
   })

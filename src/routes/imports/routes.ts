@@ -1,4 +1,5 @@
 import { apiError } from "../../lib/errors";
+import { RULE_COLUMNS } from "../../lib/recurrence";
 import { createRouter, dataEnvelope, idParam, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { ok, page, updated } from "../../lib/respond";
 import { removeFiles } from "../../imports/job";
@@ -32,13 +33,19 @@ importsRouter.openapi(
       `objects) or \`application/x-ndjson\` (one object per line); at most ${MAX_IMPORT_ROWS.toLocaleString("en-US")} rows and 20 MiB. Answers 202 at once; ` +
       "the job runs on its own (GET /v1/imports/{import_id}). Rows are numbered from 1, the first data row.\n\n" +
       "**Items** (scope items:write): columns `external_id, title, expiry_date, item_type, document_type, folder_path, contact_email, contact_id, seqid, " +
-      `notes, tags, status, archived\`; \`tags\` separated by \`${TAG_SEPARATOR}\` in CSV (an array in JSON); any other column is a custom field of the row's ` +
+      `notes, tags, status, archived, ${RULE_COLUMNS.join(", ")}\`; \`tags\` separated by \`${TAG_SEPARATOR}\` in CSV (an array in JSON); any other column is a custom field of the row's ` +
       "document type by its name (`field:<name>` always is; in JSON also a `fields` object). `item_id` and `add_date` (export columns) are ignored. A " +
       "row whose `external_id` the company has updates that item (only the columns the row fills; a new date moves its reminders); the same file " +
       "imported twice changes nothing the second time. New items get their reminders queued as POST /v1/items does, and webhook subscribers get " +
       "one item.created or item.updated event per item.\n\n" +
+      "**Recurrence** (items): the `recurrence_*` columns set the rule as POST/PATCH /v1/items set `recurrence` (every 1-1000; unit day, week, month " +
+      "or year; renew_on completed or expired; until a date in `date_format`, not before the item's expiry_date; count 0-10000), checked with the " +
+      "API's messages naming the column. Without any of them in the file (JSON: in the row's object) an item's rule is left as it is; with " +
+      "them, a row whose recurrence cells are all empty has no rule (an existing one is removed). A JSON row may give the rule as a `recurrence` object (null: no rule), as " +
+      "exports write it. A rule keeps counting its occurrences from where it did when every, unit and the date stay; otherwise (a new " +
+      "expiry_date too, with or without these columns) it counts from the item's date, as PATCH does.\n\n" +
       "**Contacts** (scope contacts:write): the fields of POST /v1/contacts plus `group_name`; the key is the email: a known email updates that contact.\n\n" +
-      "An empty cell is no value (a new record's default, an existing one's value kept). Dates are read strictly in `date_format`; an impossible " +
+      "An empty cell is no value (a new record's default, an existing one's value kept; the recurrence columns excepted, above). Dates are read strictly in `date_format`; an impossible " +
       "or differently written date is a row error, never guessed. A cell that starts with ' followed by = + - @ (an export's formula guard) loses " +
       `the quote. At most ${MAX_OPEN_IMPORTS} unfinished imports per company (400 beyond).`,
     request: {

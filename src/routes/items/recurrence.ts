@@ -39,14 +39,35 @@ export function parseRuleState(text: string): RuleState {
   return { date, rule, archived: archived === 1 };
 }
 
+/** A rule as the API shows it (`recurrence` of the detail; exports too). */
+export const ruleView = (rule: RecurrenceRule): NonNullable<ItemDetail["recurrence"]> => ({
+  every: rule.every,
+  unit: rule.unit,
+  renew_on: rule.renewOn,
+  until: rule.until,
+  count: rule.count,
+});
+
 /** The detail's `recurrence` and `next_occurrences` of an item dated `date` with rule state `state`. */
 export function recurrenceView(state: string): Pick<ItemDetail, "recurrence" | "next_occurrences"> {
   const { date, rule } = parseRuleState(state);
   if (!rule) return { recurrence: null, next_occurrences: [] };
   return {
-    recurrence: { every: rule.every, unit: rule.unit, renew_on: rule.renewOn, until: rule.until, count: rule.count },
+    recurrence: ruleView(rule),
     next_occurrences: upcomingDates(rule, date),
   };
+}
+
+/**
+ * The anchor a write leaves an item with, `after` being its rule's every and unit and its date
+ * after the write: none without a rule; the anchor kept when the date stays and every and unit
+ * stay the item's; otherwise the date. The one statement of that rule, for POST/PATCH
+ * (ruleColumns, reanchorOnNewDate) and imports (src/imports/items.ts, per row in SQL).
+ */
+export function ruleAnchor(after: { every: number | SQL; unit: string | SQL; date: string | SQL; dateChanged: boolean | SQL }): SQL {
+  const changed = typeof after.dateChanged === "boolean" ? sql.raw(after.dateChanged ? "1" : "0") : after.dateChanged;
+  return sql`CASE WHEN ${after.every} IS NULL THEN NULL WHEN ${changed} THEN ${after.date}
+    WHEN ${items.recurEvery} = ${after.every} AND ${items.recurUnit} = ${after.unit} THEN ${items.recurAnchor} ELSE ${after.date} END`;
 }
 
 /**
@@ -56,21 +77,19 @@ export function recurrenceView(state: string): Pick<ItemDetail, "recurrence" | "
  */
 export function ruleColumns(input: RecurrenceInput | null, date: string | SQL, dateChanged: boolean): Partial<typeof items.$inferInsert> {
   if (input === null) return { recurEvery: null, recurUnit: null, recurRenewOn: null, recurUntil: null, recurCount: null, recurAnchor: null };
-  const anchor = dateChanged
-    ? sql`${date}`
-    : sql`CASE WHEN ${items.recurEvery} = ${input.every} AND ${items.recurUnit} = ${input.unit} THEN ${items.recurAnchor} ELSE ${date} END`;
   return {
     recurEvery: input.every,
     recurUnit: input.unit,
     recurRenewOn: input.renew_on,
     recurUntil: input.until ?? null,
     recurCount: input.count ?? null,
-    recurAnchor: anchor as unknown as string,
+    recurAnchor: ruleAnchor({ every: input.every, unit: input.unit, date, dateChanged }) as unknown as string,
   };
 }
 
 /** A new date set by hand (PATCH expiry_date): a rule then counts its occurrences from it. */
-export const reanchorOnNewDate = (date: string) => sql`CASE WHEN ${items.recurEvery} IS NULL THEN NULL ELSE ${date} END` as unknown as string;
+export const reanchorOnNewDate = (date: string) =>
+  ruleAnchor({ every: sql`${items.recurEvery}`, unit: sql`${items.recurUnit}`, date, dateChanged: true }) as unknown as string;
 
 export type RenewalReason = "manual" | "completed" | "expired";
 

@@ -3,7 +3,7 @@ import { isCalendarDate } from "../../lib/time";
 import { Timestamp, cleanText, idField, idQuery, integerString, optionalText, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
 import { ItemRemindersSchema } from "../reminders/schemas";
 import { PERIODS, PERIOD_DESCRIPTION, isPeriod } from "./period";
-import { RECURRENCE_UNITS, RENEW_ON, UPCOMING } from "../../lib/recurrence";
+import { RECURRENCE_UNITS, RENEW_ON, UPCOMING, type RuleKey } from "../../lib/recurrence";
 
 export const ITEM_TYPES = ["exp", "due", "apt", "evt"] as const;
 export const ITEM_STATUSES = ["pending", "completed"] as const;
@@ -92,15 +92,25 @@ const whole = (field: string, min: number, max: number) =>
     .min(min, { error: `${field} must be an integer from ${min} to ${max}` })
     .max(max, { error: `${field} must be an integer from ${min} to ${max}` });
 
+/**
+ * The checks of a rule's values, their messages naming each value `name(key)`: `recurrence.every`
+ * in the API, the column `recurrence_every` in imports. `until` is a date, checked by each.
+ */
+export const ruleValueChecks = (name: (key: RuleKey) => string) => ({
+  every: whole(name("every"), 1, 1000),
+  unit: z.enum(RECURRENCE_UNITS, { error: `${name("unit")} must be one of: ${RECURRENCE_UNITS.join(", ")}` }),
+  renew_on: z.enum(RENEW_ON, { error: `${name("renew_on")} must be one of: ${RENEW_ON.join(", ")}` }),
+  count: whole(name("count"), 0, 10000),
+});
+const ruleInput = ruleValueChecks((key) => `recurrence.${key}`);
+
 export const RecurrenceInputSchema = z
   .strictObject({
-    every: whole("recurrence.every", 1, 1000).openapi({ example: 1, description: "How many units between occurrences, 1-1000" }),
-    unit: z.enum(RECURRENCE_UNITS, { error: `recurrence.unit must be one of: ${RECURRENCE_UNITS.join(", ")}` }).openapi({ example: "month" }),
-    renew_on: z
-      .enum(RENEW_ON, { error: `recurrence.renew_on must be one of: ${RENEW_ON.join(", ")}` })
-      .openapi({ example: "expired", description: "completed: when the item is marked completed; expired: at the start of the day after its date" }),
+    every: ruleInput.every.openapi({ example: 1, description: "How many units between occurrences, 1-1000" }),
+    unit: ruleInput.unit.openapi({ example: "month" }),
+    renew_on: ruleInput.renew_on.openapi({ example: "expired", description: "completed: when the item is marked completed; expired: at the start of the day after its date" }),
     until: calendarDate("recurrence.until").nullable().optional().openapi({ description: "The last date an occurrence may fall on (inclusive); not before the item's date" }),
-    count: whole("recurrence.count", 0, 10000).nullable().optional().openapi({ example: 12, description: "Automatic renewals left; null or absent: no limit" }),
+    count: ruleInput.count.nullable().optional().openapi({ example: 12, description: "Automatic renewals left; null or absent: no limit" }),
   })
   .openapi("RecurrenceInput", { description: RECURRENCE_DESCRIPTION });
 
