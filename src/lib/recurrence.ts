@@ -54,3 +54,25 @@ export function renewalDate(rule: RecurrenceRule, current: string, notBefore?: s
 
 /** The next `n` dates renewals will move an item dated `current` to (fewer when the rule ends). */
 export const upcomingDates = (rule: RecurrenceRule, current: string, n = UPCOMING): string[] => occurrencesAfter(rule, current, n);
+
+/** What an item's rule state (src/routes/items/recurrence.ts ruleState, a JSON array) says. */
+export interface RuleState {
+  date: string;
+  rule: RecurrenceRule | null;
+  archived: boolean;
+}
+
+export function parseRuleState(text: string): RuleState {
+  const [date, every, unit, renewOn, until, count, anchor, archived] = JSON.parse(text) as [
+    string,
+    number | null,
+    CalendarUnit | null,
+    RenewOn | null,
+    string | null,
+    number | null,
+    string | null,
+    number,
+  ];
+  const rule = every !== null && unit !== null && renewOn !== null ? { every, unit, renewOn, until, count, anchor: anchor ?? date } : null;
+  return { date, rule, archived: archived === 1 };
+}

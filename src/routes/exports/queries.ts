@@ -7,7 +7,8 @@ import { DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, formatDate, todayIn, type DateF
 import { companySettings } from "../companies/queries";
 import { contactFilter } from "../contacts/queries";
 import { itemFilter, itemsAfter } from "../items/queries";
-import { parseRuleState, ruleState, ruleView } from "../items/recurrence";
+import { parseRuleState } from "../../lib/recurrence";
+import { ruleState, ruleView } from "../items/recurrence";
 import { RULE_KEYS } from "../../lib/recurrence";
 import { CONTACT_COLUMNS, FIELD_PREFIX, ITEM_COLUMNS, ITEM_LAST_COLUMN, type ContactExportRecord, type ExportContactsInput, type ExportItemsInput, type ItemExportRecord } from "./schemas";
 import type { ExportSource } from "./stream";

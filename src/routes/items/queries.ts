@@ -17,8 +17,8 @@ import { folderPathWrites } from "../folders/queries";
 import { defaultSequenceId, sequenceInCompany } from "../reminder-sequences/queries";
 import { deleteItemTags, tagsOfItems } from "../tags/queries";
 import { periodRange } from "./period";
-import { parseRuleState, reanchorOnNewDate, recurrenceView, renewalWrites, ruleColumns, ruleState, type RenewalReason } from "./recurrence";
-import { renewalDate } from "../../lib/recurrence";
+import { reanchorOnNewDate, recurrenceView, renewalWrites, ruleColumns, ruleState, type RenewalReason } from "./recurrence";
+import { parseRuleState, renewalDate } from "../../lib/recurrence";
 import type { CreateItemInput, ItemDetail, ItemListEntry, ListItemsInput, UpdateItemInput } from "./schemas";
 
 /** Filtered totals are counted up to this many matches; beyond it `meta.total_exact` is false. */

@@ -5,8 +5,7 @@
 import { and, eq, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { itemRenewals, items } from "../../db/schema";
-import { upcomingDates, type RecurrenceRule, type RenewOn } from "../../lib/recurrence";
-import type { CalendarUnit } from "../../lib/time";
+import { parseRuleState, upcomingDates, type RecurrenceRule } from "../../lib/recurrence";
 import type { ItemDetail, RecurrenceInput } from "./schemas";
 
 /**
@@ -17,27 +16,6 @@ import type { ItemDetail, RecurrenceInput } from "./schemas";
 export const ruleStateOf = (table: string) =>
   sql.raw(`json_array(${["expiry_date", "recur_every", "recur_unit", "recur_renew_on", "recur_until", "recur_count", "recur_anchor", "archived"].map((c) => `${table}.${c}`).join(", ")})`) as SQL<string>;
 export const ruleState = ruleStateOf(`"items"`);
-
-export interface RuleState {
-  date: string;
-  rule: RecurrenceRule | null;
-  archived: boolean;
-}
-
-export function parseRuleState(text: string): RuleState {
-  const [date, every, unit, renewOn, until, count, anchor, archived] = JSON.parse(text) as [
-    string,
-    number | null,
-    CalendarUnit | null,
-    RenewOn | null,
-    string | null,
-    number | null,
-    string | null,
-    number,
-  ];
-  const rule = every !== null && unit !== null && renewOn !== null ? { every, unit, renewOn, until, count, anchor: anchor ?? date } : null;
-  return { date, rule, archived: archived === 1 };
-}
 
 /** A rule as the API shows it (`recurrence` of the detail; exports too). */
 export const ruleView = (rule: RecurrenceRule): NonNullable<ItemDetail["recurrence"]> => ({
