@@ -8,7 +8,7 @@ import { requiredText, optionalText } from "../lib/schemas";
 import { searchWords } from "../lib/search";
 import { nameKey } from "../lib/text-key";
 import { parseDate } from "../lib/time";
-import { syncReminders } from "../reminders/item-events";
+import { syncReminders } from "../company-clock/handoff/worker";
 import { ensureFolderPath, folderPathSegments } from "../routes/folders/queries";
 import { ITEM_STATUSES, ITEM_TYPES } from "../routes/items/schemas";
 import { MAX_TAGS_PER_ITEM, MAX_TAG_LENGTH } from "../routes/tags/schemas";

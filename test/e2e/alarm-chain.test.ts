@@ -8,7 +8,7 @@ import { DEMO_CLIENTS } from "../../scripts/seed-data.ts";
 import { sleep, startService, type Service } from "./support/service.ts";
 
 const owner = DEMO_CLIENTS.find((c) => c.clientId === "demo-owner")!;
-// The Worker's DELIVERY_BATCH (src/reminders/delivery.ts) and MAX_STEPS (reminder-sequences/schemas.ts):
+// The Worker's DELIVERY_BATCH (src/company-clock/reminder-delivery.ts) and MAX_STEPS (reminder-sequences/schemas.ts):
 // copied, since the e2e files are type-checked as Node code that cannot import the Worker's modules.
 const DELIVERY_BATCH = 200;
 const MAX_STEPS = 20;
