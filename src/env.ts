@@ -1,8 +1,8 @@
 import type { Db } from "./db/client";
-import type { ImportParams } from "./imports/start";
-import type { RequestSession } from "./db/session";
+import type { ImportParams } from "./imports/params";
+import type { RequestSession } from "./db/request-session";
 import type { WriteGuards } from "./db/write-guards";
-import type { PolicyState } from "./lib/rate-limit";
+import type { PolicyState } from "./lib/rate-limit-policy";
 import type { CompanyClockRpc } from "./company-clock/api";
 
 /** Bindings declared in wrangler.toml plus the secrets from .dev.vars / `wrangler secret put`. */
