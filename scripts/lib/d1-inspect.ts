@@ -9,20 +9,11 @@
 // runs are captured by a tracing entry point (`writeTraceWorker`: the service itself, its D1
 // bindings wrapped to print each statement and its bound values), then each is run again here,
 // against a copy of the database taken before the run, with Node's SQLite and a real clock.
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { ROOT, shardBindingNames } from "./local.ts";
+import { ROOT, shardBindingNames, writeWorkerVariant } from "./local.ts";
+import { DatabaseSync, type Database } from "./node-sqlite.ts";
 import { originShardOfCompany } from "../../src/db/id-blocks.ts";
-
-// node:sqlite prints an ExperimentalWarning when loaded; this one is expected, others still print.
-const defaultWarning = process.listeners("warning");
-process.removeAllListeners("warning");
-process.on("warning", (warning) => {
-  if (warning.name === "ExperimentalWarning" && /SQLite/i.test(warning.message)) return;
-  for (const listener of defaultWarning) listener(warning);
-});
-const { DatabaseSync } = await import("node:sqlite");
-type Database = InstanceType<typeof DatabaseSync>;
 
 const D1_DIR = ["v3", "d1", "miniflare-D1DatabaseObject"];
 
@@ -212,23 +203,9 @@ export default {
 };
 `;
 
-/**
- * A wrangler config in `dir` that runs the service through the tracing entry point, with the
- * repository's bindings, names and migrations (so it opens the same local D1 and Durable Object
- * state under the same --persist-to) and its .dev.vars. Returns the config's path.
- */
+/** A wrangler config in `dir` that runs the service through the tracing entry point (writeWorkerVariant). Returns the config's path. */
 export function writeTraceWorker(dir: string): string {
-  mkdirSync(dir, { recursive: true });
-  const entry = join(dir, "trace-entry.js");
-  writeFileSync(entry, TRACE_ENTRY(join(ROOT, "src", "index.ts")));
-  const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8")
-    .replace(/^main\s*=.*$/m, `main = ${JSON.stringify(entry)}`)
-    .replace(/^migrations_dir\s*=.*$/gm, `migrations_dir = ${JSON.stringify(join(ROOT, "migrations"))}`);
-  const config = join(dir, "wrangler.toml");
-  writeFileSync(config, toml);
-  const devVars = join(ROOT, ".dev.vars");
-  if (existsSync(devVars)) copyFileSync(devVars, join(dir, ".dev.vars"));
-  return config;
+  return writeWorkerVariant(dir, "trace-entry.js", TRACE_ENTRY(join(ROOT, "src", "index.ts")));
 }
 
 /** A `d1-trace` line of the tracing entry point's output, else undefined. */
