@@ -1,9 +1,9 @@
 import type { Db } from "./db/client";
-import type { ImportParams } from "./imports/start";
-import type { RequestSession } from "./db/session";
+import type { ImportParams } from "./imports/params";
+import type { RequestSession } from "./db/request-session";
 import type { WriteGuards } from "./db/write-guards";
-import type { PolicyState } from "./lib/rate-limit";
-import type { ReminderScheduler } from "./reminders/scheduler";
+import type { PolicyState } from "./lib/rate-limit-policy";
+import type { CompanyClockRpc } from "./company-clock/api";
 
 /** Bindings declared in wrangler.toml plus the secrets from .dev.vars / `wrangler secret put`. */
 export interface Env {
@@ -14,7 +14,8 @@ export interface Env {
   /** "on" adds each request's D1 work (queries, rows read and written, duration) to its log line (docs/scale.md). */
   D1_STATS?: string;
   FILES: R2Bucket;
-  REMINDERS: DurableObjectNamespace<ReminderScheduler>;
+  /** The company clocks (src/company-clock/): one Durable Object per company, typed by its RPC methods. */
+  COMPANY_CLOCK: DurableObjectNamespace<CompanyClockRpc>;
   /** Space-separated `kid:secret` pairs; the first one signs. */
   JWT_SIGNING_KEYS?: string;
   CLIENT_STATUS_TTL_SECONDS?: string;

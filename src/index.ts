@@ -2,7 +2,7 @@ import { app } from "./app";
 import type { Env } from "./env";
 import { handleScheduled } from "./scheduled";
 
-export { ReminderScheduler } from "./reminders/scheduler";
+export { CompanyClock } from "./company-clock/object";
 export { ImportWorkflow } from "./imports/workflow";
 
 export default {

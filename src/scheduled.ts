@@ -4,7 +4,7 @@ import { pruneKeys } from "./idempotency/store";
 import type { Env } from "./env";
 import { primarySession } from "./db/session";
 import { shardBindings } from "./db/shards";
-import { schedulerFor } from "./reminders/rpc";
+import { clockFor } from "./company-clock/handoff/worker";
 import { releaseAbandonedUploads } from "./routes/drive/queries";
 
 /** Changes the Durable Objects have not applied after this long are replayed (the normal path takes milliseconds). */
@@ -82,7 +82,7 @@ async function sweepReminders(controller: ScheduledController, env: Env, d1: D1D
   const companies = [...new Set([...pending!.results, ...overdue!.results, ...events!.results].map((r) => r.company_id))];
   let failed = 0;
   for (let i = 0; i < companies.length; i += CONCURRENCY) {
-    const results = await Promise.allSettled(companies.slice(i, i + CONCURRENCY).map((id) => schedulerFor(env, id).wake(id)));
+    const results = await Promise.allSettled(companies.slice(i, i + CONCURRENCY).map((id) => clockFor(env, id).wake(id)));
     for (const [j, result] of results.entries()) {
       if (result.status === "rejected") {
         failed++;

@@ -1,6 +1,6 @@
 // Helpers for the operator scripts: run wrangler, migrate and seed the local D1, start `wrangler dev`.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { appendFileSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -142,6 +142,26 @@ export function numberOption(argv: string[], name: string, fallback: number, min
     process.exit(2);
   }
   return value;
+}
+
+/**
+ * A wrangler config in `dir` that runs `entrySource` (written there as `entryName`) with the
+ * repository's bindings, names and migrations, so that it opens the same local D1 and Durable
+ * Object state under the same --persist-to, and its .dev.vars; `edit` may change the config's
+ * text further. Returns the config's path (for `wrangler dev --config`).
+ */
+export function writeWorkerVariant(dir: string, entryName: string, entrySource: string, edit: (toml: string) => string = (toml) => toml): string {
+  mkdirSync(dir, { recursive: true });
+  const entry = join(dir, entryName);
+  writeFileSync(entry, entrySource);
+  const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8")
+    .replace(/^main\s*=.*$/m, `main = ${JSON.stringify(entry)}`)
+    .replace(/^migrations_dir\s*=.*$/gm, `migrations_dir = ${JSON.stringify(join(ROOT, "migrations"))}`);
+  const config = join(dir, "wrangler.toml");
+  writeFileSync(config, edit(toml));
+  const devVars = join(ROOT, ".dev.vars");
+  if (existsSync(devVars)) copyFileSync(devVars, join(dir, ".dev.vars"));
+  return config;
 }
 
 /** Starts `wrangler dev` with extra arguments; resolves once it answers on /health. */

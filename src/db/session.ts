@@ -8,6 +8,7 @@ import type { AppBindings, Env } from "../env";
 import { badRequest } from "../lib/errors";
 import { noteOnLog, setResponseHeader } from "../lib/request-context";
 import { countedDatabase, type D1Stats } from "./query-stats";
+import type { RequestSession } from "./request-session";
 import { shardDatabase } from "./shards";
 
 export const BOOKMARK_HEADER = "X-D1-Bookmark";
@@ -16,16 +17,6 @@ export const MAX_BOOKMARK_CHARS = 200;
 
 // `<shard>:<D1 bookmark>`; a D1 bookmark is hex groups (`0000002a-00000001-00004f91-<32 hex>`).
 const BOOKMARK = /^(\d{1,2}):([0-9a-f]{8}(?:-[0-9a-f]{8}){2}-[0-9a-f]{16,64})$/;
-
-export interface RequestSession {
-  shard: number;
-  /** The session as a D1Database (prepare and batch; what every query helper takes). */
-  d1: D1Database;
-  /** The D1 work of the request so far (with D1_STATS=on only). */
-  stats?: D1Stats;
-  /** The session's latest bookmark, as the X-D1-Bookmark value; null before its first query. */
-  bookmark(): string | null;
-}
 
 /**
  * The D1 bookmark inside a client's X-D1-Bookmark for `shard`: null without one, or when it names

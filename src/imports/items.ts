@@ -10,7 +10,7 @@ import { searchWords } from "../lib/search";
 import { nameKey } from "../lib/text-key";
 import { RULE_COLUMNS, RULE_KEYS, ruleColumn, type RecurrenceRule, type RuleKey } from "../lib/recurrence";
 import { formatDate, parseDate } from "../lib/time";
-import { syncReminders } from "../reminders/item-events";
+import { syncReminders } from "../company-clock/handoff/worker";
 import { ensureFolderPath, folderPathSegments } from "../routes/folders/queries";
 import { ruleAnchor } from "../routes/items/recurrence";
 import { ITEM_STATUSES, ITEM_TYPES, ruleValueChecks } from "../routes/items/schemas";

@@ -3,12 +3,6 @@
 import { primarySession } from "../db/session";
 import type { Env } from "../env";
 
-/** A job's Workflow parameters: the job and the shard that holds it (absent: 0, for instances started before shards). */
-export interface ImportParams {
-  importId: number;
-  shard?: number;
-}
-
 /** Starts the job's Workflow instance; an instance that exists already (a retry, the sweep) is left as it is. */
 export async function startImport(env: Env, shard: number, importId: number): Promise<void> {
   try {

@@ -4,7 +4,7 @@
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
 import type { Env } from "../env";
 import { checkRows, finishJob, writeChunk } from "./job";
-import type { ImportParams } from "./start";
+import type { ImportParams } from "./params";
 
 const RETRY = { retries: { limit: 5, delay: "2 seconds" as const, backoff: "exponential" as const }, timeout: "10 minutes" as const };
 

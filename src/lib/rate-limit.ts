@@ -5,6 +5,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { AppBindings, Env } from "../env";
 import { bodyRuleFor } from "./body";
 import { apiError, oauthError } from "./errors";
+import type { Policy, PolicyName, PolicyState } from "./rate-limit-policy";
 import { noteOnLog, setResponseHeader } from "./request-context";
 
 /**
@@ -13,21 +14,6 @@ import { noteOnLog, setResponseHeader } from "./request-context";
  * may run ahead of the shared count by at most that much.
  */
 export const RESERVATIONS_PER_WINDOW = 20;
-
-export type PolicyName = "client" | "client-burst" | "company" | "anonymous";
-type Binding = "RATE_LIMIT_CLIENT" | "RATE_LIMIT_COMPANY" | "RATE_LIMIT_ANONYMOUS";
-
-export interface Policy {
-  name: PolicyName;
-  /** Request units allowed per window. */
-  quota: number;
-  /** Window in seconds (the binding supports 10 and 60). */
-  window: 10 | 60;
-  /** The Rate Limiting binding sharing the count between isolates; null: counted per isolate only. */
-  binding: Binding | null;
-  /** What the quota is shared by. */
-  partition: string;
-}
 
 /**
  * The documented defaults. Changing a binding-backed quota needs nothing in wrangler.toml (its
@@ -77,14 +63,6 @@ function counterFor(key: string, windowIndex: number): Counter {
     counters.set(key, counter);
   }
   return counter;
-}
-
-export interface PolicyState {
-  policy: Policy;
-  remaining: number;
-  /** Seconds until the window resets. */
-  reset: number;
-  allowed: boolean;
 }
 
 interface Charge {

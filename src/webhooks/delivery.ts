@@ -1,6 +1,6 @@
 // Sending one webhook delivery (Standard Webhooks): the payload body, the signature headers
 // (src/webhooks/signing.ts), one POST with a 5 s timeout, and what came of it. The retry schedule
-// lives here too; the Durable Object (src/reminders/scheduler.ts) keeps the state.
+// lives here too; the company clock (src/company-clock/webhook-deliveries.ts) keeps the state.
 
 import { webhookHeaders } from "./signing";
 

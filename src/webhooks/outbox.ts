@@ -1,4 +1,4 @@
-// The D1 side of webhook delivery, as the company's Durable Object (src/reminders/scheduler.ts)
+// The D1 side of webhook delivery, as the company clock (src/company-clock/)
 // sees it: the events D1 triggers wrote to `webhook_events` (taken, then deleted), the company's
 // endpoints with their signing secrets decrypted, the item entries events carry, and the endpoint
 // health marks (failing_since, disabled after FAILING_DISABLE_MS). Each function is one round trip.

@@ -5,10 +5,10 @@
 // and hide a lost re-arm.
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { DEMO_CLIENTS } from "../../scripts/seed-data.ts";
-import { sleep, startService, type Service } from "./support/service.ts";
+import { callApi, sleep, startService, type Service } from "./support/service.ts";
 
 const owner = DEMO_CLIENTS.find((c) => c.clientId === "demo-owner")!;
-// The Worker's DELIVERY_BATCH (src/reminders/delivery.ts) and MAX_STEPS (reminder-sequences/schemas.ts):
+// The Worker's DELIVERY_BATCH (src/company-clock/reminder-delivery.ts) and MAX_STEPS (reminder-sequences/schemas.ts):
 // copied, since the e2e files are type-checked as Node code that cannot import the Worker's modules.
 const DELIVERY_BATCH = 200;
 const MAX_STEPS = 20;
@@ -26,13 +26,7 @@ afterAll(async () => {
   await service?.stop();
 });
 
-async function api(method: string, path: string, token?: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const headers: Record<string, string> = {};
-  if (token) headers.Authorization = `Bearer ${token}`;
-  if (body !== undefined) headers["Content-Type"] = "application/json";
-  const res = await fetch(`${service!.base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  return { status: res.status, body: await res.json() };
-}
+const api = (method: string, path: string, token?: string, body?: unknown) => callApi(service!.base, method, path, token, body);
 
 /** Every message the local email simulation holds, oldest first (pages of 100). */
 async function sentEmails(): Promise<Array<{ to: string[]; subject: string }>> {

@@ -4,7 +4,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import ICAL from "ical.js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/lib/bytes";
-import { schedulerFor } from "../../src/reminders/rpc";
+import { clockFor } from "../../src/company-clock/handoff/worker";
 import {
   call,
   callWithEnv,
@@ -362,7 +362,7 @@ describe("ETag and 304", () => {
     etag = changed.etag;
 
     // The reminder's minute comes (moved into the past inside the object), then the alarm sends it.
-    const stub = schedulerFor(env, account.companyId);
+    const stub = clockFor(env, account.companyId);
     await runInDurableObject(stub, (_i, state) => {
       state.storage.sql.exec("UPDATE reminders SET due_at = ? WHERE reminder_id = ?", Date.now() - 1000, added.body.data.reminder_id);
     });

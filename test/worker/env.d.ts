@@ -10,7 +10,7 @@ declare global {
     }
     interface GlobalProps {
       mainModule: typeof import("../../src/index");
-      durableNamespaces: "ReminderScheduler";
+      durableNamespaces: "CompanyClock";
     }
   }
 }

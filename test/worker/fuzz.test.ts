@@ -15,7 +15,7 @@
 //     every error of the token endpoint; Shape B (`success: false`, non-empty `msg`) otherwise;
 //     JSON, bounded, without stack traces or source paths; 405 carries `Allow`;
 //   - no state change after a failed request (reads included): a fingerprint of the test
-//     account's rows (D1), its R2 objects and its reminder Durable Object is equal before and after.
+//     account's rows (D1), its R2 objects and its company clock (Durable Object) is equal before and after.
 // Separately: 401 Shape A on every authenticated operation without a valid token; PUT /v1/uploads
 // with a real upload token and a refused Content-Length (nothing changes, the token stays usable);
 // 405 + Allow for undocumented methods; a coverage check (every documented and registered operation
@@ -38,7 +38,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { app } from "../../src/app";
 import { MAX_JSON_DEPTH, MAX_URL_LENGTH, bodyRuleFor } from "../../src/lib/body";
 import { MAX_MESSAGE_CHARS } from "../../src/lib/errors";
-import { schedulerFor } from "../../src/reminders/rpc";
+import { clockFor } from "../../src/company-clock/handoff/worker";
 import {
   BASE,
   call,
@@ -251,7 +251,7 @@ const STATE_TABLES: Array<[table: string, columns: string, order: string]> = [
 type Fingerprint = Record<string, string>;
 
 /**
- * The test account's whole state: its D1 rows, its R2 objects and its reminder Durable Object
+ * The test account's whole state: its D1 rows, its R2 objects and its company clock (Durable Object)
  * (items and reminders; its webhook events and deliveries move in the background and are left out).
  */
 async function fingerprint(): Promise<Fingerprint> {
@@ -272,7 +272,7 @@ async function fingerprint(): Promise<Fingerprint> {
   const objects = await env.FILES.list({ prefix: `c/${companyId}/` });
   print.r2 = JSON.stringify(objects.objects.map((o) => [o.key, o.size]));
   print.reminderObject = JSON.stringify(
-    await runInDurableObject(schedulerFor(env, companyId), (_instance, state) => [
+    await runInDurableObject(clockFor(env, companyId), (_instance, state) => [
       state.storage.sql.exec("SELECT * FROM items ORDER BY item_id").toArray(),
       state.storage.sql.exec("SELECT * FROM reminders ORDER BY reminder_id").toArray(),
       state.storage.sql.exec("SELECT * FROM triggered ORDER BY reminder_id").toArray(),
@@ -1178,11 +1178,11 @@ describe("regressions found by fuzzing", () => {
     return (row?.seq ?? 0) + 1;
   }
 
-  it("BUG-1: a 404 GET /v1/items/{item_id} leaves the reminder Durable Object unchanged", async () => {
+  it("BUG-1: a 404 GET /v1/items/{item_id} leaves the company clock unchanged", async () => {
     const { companyId, ownerToken } = await createAccount();
     await createItem(ownerToken); // the company's object exists
     const dump = () =>
-      runInDurableObject(schedulerFor(env, companyId), (_instance, state) => state.storage.sql.exec("SELECT * FROM items ORDER BY item_id").toArray());
+      runInDurableObject(clockFor(env, companyId), (_instance, state) => state.storage.sql.exec("SELECT * FROM items ORDER BY item_id").toArray());
     const before = await dump();
     const res = await call("GET", "/v1/items/987654321", { token: ownerToken });
     expect(res.status).toBe(404);

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { guardedDb } from "../../src/db/write-guards";
 import { items } from "../../src/db/schema";
 import { RESPONSE_LOST } from "../../src/idempotency/middleware";
-import { schedulerFor } from "../../src/reminders/rpc";
+import { clockFor } from "../../src/company-clock/handoff/worker";
 import worker from "../../src/index";
 import { call, createAccount, env, expectShapeB, noServerError, uniqueWord, type CallResult } from "./helpers";
 
@@ -277,7 +277,7 @@ describe("Idempotency-Key: the Worker dying between the change and the response"
     const retry = await post(account.ownerToken, `/v1/items/${itemId}/reminders`, body, k);
     expect(retry.status).toBe(201);
     expect(retry.body.data).toEqual(first.body.data);
-    const manual = await runInDurableObject(schedulerFor(env, account.companyId), (_i, state) =>
+    const manual = await runInDurableObject(clockFor(env, account.companyId), (_i, state) =>
       state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM reminders WHERE item_id = ? AND origin = 'manual'", itemId).one().n,
     );
     expect(manual).toBe(1);

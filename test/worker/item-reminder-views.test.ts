@@ -1,17 +1,17 @@
-// GET /v1/items/{id} answers its reminders from item_reminder_views (src/reminders/views.ts) only
+// GET /v1/items/{id} answers its reminders from item_reminder_views (src/company-clock/handoff/views.ts) only
 // when the view is trustworthy; otherwise from the company's Durable Object, exactly as before.
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { getDb } from "../../src/db/client";
-import { snapshotQueries } from "../../src/reminders/d1";
-import { schedulerFor } from "../../src/reminders/rpc";
-import { DELETE_COMPANY_VIEWS_SQL, DELETE_VIEWS_SQL, WRITE_VIEWS_SQL, writeViewsStatement } from "../../src/reminders/views";
+import { snapshotQueries } from "../../src/company-clock/handoff/snapshots";
+import { clockFor } from "../../src/company-clock/handoff/worker";
+import { DELETE_COMPANY_VIEWS_SQL, DELETE_VIEWS_SQL, WRITE_VIEWS_SQL, writeViewsStatement } from "../../src/company-clock/handoff/views";
 import { createItem as createItemRow, createItemInsert, itemDetailQuery, setItemStatus } from "../../src/routes/items/queries";
 import { CreateItemSchema } from "../../src/routes/items/schemas";
 import { addDays, todayIn } from "../../src/lib/time";
 import { call, createAccount, createItem, env, fullScansOf, queryPlan } from "./helpers";
 
-const stubOf = (companyId: number) => schedulerFor(env, companyId);
+const stubOf = (companyId: number) => clockFor(env, companyId);
 const futureDate = (days: number) => addDays(todayIn("UTC"), days);
 
 interface View {

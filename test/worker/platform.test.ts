@@ -1,31 +1,31 @@
 import { createExecutionContext, createScheduledController, runDurableObjectAlarm, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
-import { ReminderScheduler } from "../../src/reminders/scheduler";
-import { schedulerFor } from "../../src/reminders/rpc";
+import { CompanyClock } from "../../src/company-clock/object";
+import { clockFor } from "../../src/company-clock/handoff/worker";
 import { env } from "./helpers";
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
 
-describe("ReminderScheduler Durable Object", () => {
-  it("is reachable through schedulerFor and answers status()", async () => {
-    const status = await schedulerFor(env, 1).status(1);
+describe("CompanyClock Durable Object", () => {
+  it("is reachable through clockFor and answers status()", async () => {
+    const status = await clockFor(env, 1).status(1);
     expect(status).toEqual({ companyId: 1, queued: 0, alarm: null });
   });
 
   it("addresses one object per company, the same one on every call", () => {
-    expect(schedulerFor(env, 1).id.equals(schedulerFor(env, 1).id)).toBe(true);
-    expect(schedulerFor(env, 1).id.equals(schedulerFor(env, 2).id)).toBe(false);
-    expect(schedulerFor(env, 7).id.equals(env.REMINDERS.idFromName("company:7"))).toBe(true);
+    expect(clockFor(env, 1).id.equals(clockFor(env, 1).id)).toBe(true);
+    expect(clockFor(env, 1).id.equals(clockFor(env, 2).id)).toBe(false);
+    expect(clockFor(env, 7).id.equals(env.COMPANY_CLOCK.idFromName("company:7"))).toBe(true);
   });
 
   it("keeps its state in its SQLite meta table", async () => {
-    const stub = schedulerFor(env, 42);
+    const stub = clockFor(env, 42);
     await stub.status(42);
     const rows = await runInDurableObject(stub, (instance, state) => {
-      expect(instance).toBeInstanceOf(ReminderScheduler);
+      expect(instance).toBeInstanceOf(CompanyClock);
       return state.storage.sql.exec<{ key: string; value: string }>("SELECT key, value FROM meta ORDER BY key").toArray();
     });
     expect(rows).toEqual([
@@ -36,7 +36,7 @@ describe("ReminderScheduler Durable Object", () => {
   });
 
   it("creates its versioned schema on construction, before any call", async () => {
-    const stub = schedulerFor(env, 43);
+    const stub = clockFor(env, 43);
     const tables = await runInDurableObject(stub, (_instance, state) =>
       state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' ORDER BY name").toArray(),
     );
@@ -44,13 +44,13 @@ describe("ReminderScheduler Durable Object", () => {
   });
 
   it("has no alarm by default: runDurableObjectAlarm returns false", async () => {
-    const stub = schedulerFor(env, 3);
+    const stub = clockFor(env, 3);
     await stub.status(3);
     expect(await runDurableObjectAlarm(stub)).toBe(false);
   });
 
   it("reports and runs an alarm once one is set", async () => {
-    const stub = schedulerFor(env, 4);
+    const stub = clockFor(env, 4);
     const at = Date.now() + 60 * 60 * 1000;
     await runInDurableObject(stub, (_instance, state) => state.storage.setAlarm(at));
     expect((await stub.status(4)).alarm).toBe(at);

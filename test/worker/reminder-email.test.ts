@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type ReminderMessageInput, relativeDay, reminderMessage } from "../../src/reminders/email";
+import { type ReminderMessageInput, relativeDay, reminderMessage } from "../../src/company-clock/reminder-email";
 
 const base: ReminderMessageInput = {
   companyName: "Acme Ltd",

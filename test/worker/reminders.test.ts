@@ -1,12 +1,13 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
-import { DELIVERY_BATCH } from "../../src/reminders/delivery";
-import { schedulerFor } from "../../src/reminders/rpc";
-import { alarmInstant, LATEST_ALARM, type ReminderScheduler } from "../../src/reminders/scheduler";
+import { DELIVERY_BATCH } from "../../src/company-clock/reminder-delivery";
+import { clockFor } from "../../src/company-clock/handoff/worker";
+import type { CompanyClock } from "../../src/company-clock/object";
+import { alarmInstant, LATEST_ALARM } from "../../src/company-clock/time";
 import { localToInstant, todayIn, addDays } from "../../src/lib/time";
 import { call, createAccount, createContact, createItem, env, expectShapeB } from "./helpers";
 
-const stubOf = (companyId: number) => schedulerFor(env, companyId);
+const stubOf = (companyId: number) => clockFor(env, companyId);
 
 /** Moves a reminder's instant into the past inside the Durable Object (as if its minute had come). */
 async function backdate(companyId: number, reminderId: number, msAgo = 1000) {
@@ -303,7 +304,7 @@ describe("firing and delivery", () => {
     const item = await createItem(ownerToken, { expiry_date: futureDate(30), seqid: 0, contact_id: contact.contact_id ?? contact.id });
     const r = (await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(3) })).body.data;
     let calls = 0;
-    await runInDurableObject(stubOf(companyId), (instance: ReminderScheduler) => {
+    await runInDurableObject(stubOf(companyId), (instance: CompanyClock) => {
       const real = instance.transports.email;
       instance.transports = { ...instance.transports, email: async (m) => (++calls <= 2 ? Promise.reject(new Error("mail server said 451")) : real(m)) };
     });
@@ -330,7 +331,7 @@ describe("firing and delivery", () => {
 
     // A transport that always fails ends in `failed` after the sixth attempt.
     const r2 = (await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(4) })).body.data;
-    await runInDurableObject(stubOf(companyId), (instance: ReminderScheduler) => {
+    await runInDurableObject(stubOf(companyId), (instance: CompanyClock) => {
       instance.transports = { ...instance.transports, email: async () => Promise.reject(new Error("down")) };
     });
     await backdate(companyId, r2.reminder_id);
@@ -412,7 +413,7 @@ describe("firing and delivery", () => {
     const backlog = 2 * DELIVERY_BATCH + 50;
     const stub = stubOf(companyId);
     let emails = 0;
-    await runInDurableObject(stub, (instance: ReminderScheduler, state) => {
+    await runInDurableObject(stub, (instance: CompanyClock, state) => {
       const past = Date.now() - 5_000;
       for (let i = 0; i < backlog; i++) {
         state.storage.sql.exec(

@@ -5,8 +5,8 @@ import { SHARD_ONE_DEMO } from "../../scripts/seed-data";
 import { COMPANY_ID_BLOCK, ROW_ID_BLOCK } from "../../src/db/id-blocks";
 import worker from "../../src/index";
 import { addDays, todayIn } from "../../src/lib/time";
-import { schedulerFor } from "../../src/reminders/rpc";
-import type { ReminderScheduler } from "../../src/reminders/scheduler";
+import { clockFor } from "../../src/company-clock/handoff/worker";
+import type { CompanyClock } from "../../src/company-clock/object";
 import type { WebhookRequest } from "../../src/webhooks/delivery";
 import { Webhook } from "standardwebhooks";
 import { BASE, call, createAccount, createContact, createItem, env, expectShapeB, readResult, signTestToken, tokenFor, uniqueWord, type TestAccount } from "./helpers";
@@ -84,7 +84,7 @@ describe("accounts on two shards", () => {
     const hour = `${String(at.getUTCHours()).padStart(2, "0")}:${String(at.getUTCMinutes()).padStart(2, "0")}`;
     const created = await call("POST", `/v1/items/${item.item_id}/reminders`, { token: one.ownerToken, body: { date: at.toISOString().slice(0, 10), hour } });
     expect(created.status).toBe(201);
-    const stub = schedulerFor(env, one.companyId);
+    const stub = clockFor(env, one.companyId);
     await runInDurableObject(stub, (_i, state) => {
       state.storage.sql.exec("UPDATE reminders SET due_at = ? WHERE reminder_id = ?", Date.now() - 1000, created.body.data.reminder_id);
     });
@@ -105,7 +105,7 @@ describe("accounts on two shards", () => {
     )
       .bind(account.companyId, account.deptId, date, date, account.companyId)
       .first<{ id: number }>();
-    const stub = schedulerFor(env, account.companyId);
+    const stub = clockFor(env, account.companyId);
     expect(await stub.status(account.companyId)).toMatchObject({ queued: 0 });
     await runCronSweep(Date.now() + 60_000);
     expect(await stub.status(account.companyId)).toMatchObject({ queued: 5 });
@@ -119,9 +119,9 @@ describe("accounts on two shards", () => {
     const endpoint = await call("POST", "/v1/webhooks", { token: account.ownerToken, body: { url: "http://127.0.0.1:9/hook", events: ["item.created"] } });
     expect(endpoint.status, JSON.stringify(endpoint.body)).toBe(201);
     expect(await env.DB_1.prepare("SELECT company_id FROM webhook_endpoints WHERE id = ?").bind(endpoint.body.data.webhook_id ?? endpoint.body.data.id).first<number>("company_id")).toBe(account.companyId);
-    const stub = schedulerFor(env, account.companyId);
+    const stub = clockFor(env, account.companyId);
     const received: WebhookRequest[] = [];
-    await runInDurableObject(stub, (instance: ReminderScheduler) => {
+    await runInDurableObject(stub, (instance: CompanyClock) => {
       instance.webhookTransport = async (request) => (received.push(request), { status: 200 });
     });
     const item = await createItem(account.ownerToken, { expiry_date: addDays(todayIn("UTC"), 30), seqid: 0 });

@@ -139,7 +139,7 @@ describe("local date and hour to a UTC instant", () => {
   });
 
   it("steps relative to an item's date handle month ends and leap days", async () => {
-    const { stepDate } = await import("../../src/reminders/steps");
+    const { stepDate } = await import("../../src/company-clock/sequence-steps");
     expect(stepDate("2027-03-31", { period: 1, unit: "month", type: 1 })).toBe("2027-02-28");
     expect(stepDate("2028-03-31", { period: 1, unit: "month", type: 1 })).toBe("2028-02-29");
     expect(stepDate("2027-01-31", { period: 1, unit: "month", type: 2 })).toBe("2027-02-28");

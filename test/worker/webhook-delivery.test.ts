@@ -3,13 +3,13 @@ import { exports } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import { addDays, todayIn } from "../../src/lib/time";
-import { schedulerFor } from "../../src/reminders/rpc";
-import type { ReminderScheduler } from "../../src/reminders/scheduler";
+import { clockFor } from "../../src/company-clock/handoff/worker";
+import type { CompanyClock } from "../../src/company-clock/object";
 import { RETRY_DELAYS_MS, type WebhookRequest } from "../../src/webhooks/delivery";
 import { encryptSecret, generateSecret } from "../../src/webhooks/secrets";
 import { BASE, call, createAccount, createItem, env, expectShapeB, uniqueWord } from "./helpers";
 
-const stubOf = (companyId: number) => schedulerFor(env, companyId);
+const stubOf = (companyId: number) => clockFor(env, companyId);
 const futureDate = (days: number) => addDays(todayIn("UTC"), days);
 
 interface Hook {
@@ -34,7 +34,7 @@ type Received = WebhookRequest & { payload: any };
 /** Replaces the object's sender: requests are captured; `status(n)` answers the n-th (default 200). */
 async function receiver(companyId: number, status: (n: number, request: WebhookRequest) => number = () => 200): Promise<Received[]> {
   const received: Received[] = [];
-  await runInDurableObject(stubOf(companyId), (instance: ReminderScheduler) => {
+  await runInDurableObject(stubOf(companyId), (instance: CompanyClock) => {
     instance.webhookTransport = async (request) => {
       received.push({ ...request, payload: JSON.parse(request.body) });
       return { status: status(received.length, request) };

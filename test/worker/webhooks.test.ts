@@ -1,9 +1,9 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
-import { schedulerFor } from "../../src/reminders/rpc";
+import { clockFor } from "../../src/company-clock/handoff/worker";
 import { WebhookPayloadSchema } from "../../src/routes/webhooks/schemas";
-import type { ReminderScheduler } from "../../src/reminders/scheduler";
+import type { CompanyClock } from "../../src/company-clock/object";
 import type { WebhookRequest } from "../../src/webhooks/delivery";
 import { EVENT_TYPES } from "../../src/webhooks/events";
 import { readEndpoints } from "../../src/webhooks/outbox";
@@ -97,7 +97,7 @@ async function verifies(signWith: string[], verifyWith: string, body = JSON.stri
 /** Replaces the company's Durable Object sender: deliveries are captured and answered 200 (nothing leaves the machine). */
 async function receiver(companyId: number): Promise<WebhookRequest[]> {
   const received: WebhookRequest[] = [];
-  await runInDurableObject(schedulerFor(env, companyId), (instance: ReminderScheduler) => {
+  await runInDurableObject(clockFor(env, companyId), (instance: CompanyClock) => {
     instance.webhookTransport = async (request) => {
       received.push(request);
       return { status: 200 };
@@ -109,7 +109,7 @@ async function receiver(companyId: number): Promise<WebhookRequest[]> {
 /** Runs the company's alarm until `done()` holds (the runtime may also run it by itself). */
 async function drain(companyId: number, done: () => boolean, rounds = 10) {
   for (let i = 0; i < rounds && !done(); i++) {
-    await runDurableObjectAlarm(schedulerFor(env, companyId));
+    await runDurableObjectAlarm(clockFor(env, companyId));
     if (!done()) await new Promise((r) => setTimeout(r, 20));
   }
 }

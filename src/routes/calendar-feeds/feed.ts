@@ -18,8 +18,9 @@ import { sha256Hex } from "../../lib/bytes";
 import { etagOf, noneMatch } from "../../lib/conditional";
 import { escapeText, icalDate, icalText, icalTimestamp, icalUtc } from "../../lib/ical";
 import { addDays } from "../../lib/time";
-import { SYNC_BATCH } from "../../reminders/d1";
-import { MAX_FEED_EVENTS, schedulerFor } from "../../reminders/rpc";
+import { MAX_FEED_EVENTS } from "../../company-clock/api";
+import { clockFor } from "../../company-clock/handoff/worker";
+import { SYNC_BATCH } from "../../company-clock/handoff/snapshots";
 import { parseFilters } from "./queries";
 import type { FeedFilters } from "./schemas";
 
@@ -156,12 +157,12 @@ export async function serveFeed(env: Env, d1: D1Database, token: string, ifNoneM
   const tokenHash = await sha256Hex(token);
   const feed = await feedOf(d1, tokenHash);
   if (!feed) return null;
-  const scheduler = schedulerFor(env, feed.companyId);
+  const clock = clockFor(env, feed.companyId);
   const gone = () => (feeds.delete(tokenHash), null);
   if (ifNoneMatch !== undefined) {
     const [[row, fingerprint], revision] = await Promise.all([
       d1.batch<unknown>([stillThere(d1, tokenHash), fingerprintStatement(d1, feed)]),
-      scheduler.queuedRevision(feed.companyId),
+      clock.queuedRevision(feed.companyId),
     ]);
     const company = row!.results[0] as { name: string } | undefined;
     if (!company) return gone();
@@ -190,7 +191,7 @@ export async function serveFeed(env: Env, d1: D1Database, token: string, ifNoneM
   if (!company) return gone();
   const rows = items!.results as FeedItem[];
   const syncFirst = (pending!.results as Array<{ item_id: number }>).map((r) => r.item_id);
-  const { revision, alarms } = await scheduler.feedAlarms(feed.companyId, rows.map((r) => r.id), syncFirst);
+  const { revision, alarms } = await clock.feedAlarms(feed.companyId, rows.map((r) => r.id), syncFirst);
   return {
     status: 200,
     etag: await etagFor(feed, company.name, fingerprint!.results[0] as Fingerprint | undefined, revision),

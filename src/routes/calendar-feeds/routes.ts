@@ -16,7 +16,7 @@ import {
   z,
 } from "../../lib/openapi";
 import { created, done, page } from "../../lib/respond";
-import { MAX_FEED_EVENTS } from "../../reminders/rpc";
+import { MAX_FEED_EVENTS } from "../../company-clock/api";
 import { feedShard, serveFeed } from "./feed";
 import { bookmarkOnAnswer, requestSession } from "../../db/session";
 import { createFeed, deleteFeed, listFeeds, normalizeFilters } from "./queries";

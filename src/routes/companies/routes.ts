@@ -1,6 +1,6 @@
 import { conditionalRecord } from "../../lib/conditional";
 import type { Context } from "hono";
-import { COMPANY_SETTINGS, forgetReminders, syncReminders } from "../../reminders/item-events";
+import { COMPANY_SETTINGS, forgetReminders, syncReminders } from "../../company-clock/handoff/worker";
 import type { AppBindings } from "../../env";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { MessageEnvelope, createRouter, dataEnvelope, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";

@@ -45,7 +45,7 @@ import {
 } from "./schemas";
 import { receiveUpload, serveFile } from "./storage";
 import { bookmarkOnAnswer } from "../../db/session";
-import { nudgeWebhooks } from "../../reminders/item-events";
+import { nudgeWebhooks } from "../../company-clock/handoff/worker";
 
 const tags = ["Drive"];
 const ItemParams = idParam("item_id");

@@ -10,9 +10,9 @@ import { badRequest, conflict, notFound } from "../../lib/errors";
 import { MAX_EXACT_SEARCH_TOTAL, itemStates, matchExpression, searchWords } from "../../lib/search";
 import { nameKey } from "../../lib/text-key";
 import { DEFAULT_TIME_ZONE, addYears, isCalendarDate, todayIn } from "../../lib/time";
-import { snapshotQueries, toSnapshots, type SnapshotResults, type Snapshots } from "../../reminders/d1";
-import { COMPANY_SETTINGS } from "../../reminders/item-events";
-import { trustedReminders } from "../../reminders/views";
+import { snapshotQueries, toSnapshots, type SnapshotResults, type Snapshots } from "../../company-clock/handoff/snapshots";
+import { COMPANY_SETTINGS } from "../../company-clock/handoff/worker";
+import { trustedReminders } from "../../company-clock/handoff/views";
 import { folderPathWrites } from "../folders/queries";
 import { defaultSequenceId, sequenceInCompany } from "../reminder-sequences/queries";
 import { deleteItemTags, tagsOfItems } from "../tags/queries";
@@ -255,7 +255,7 @@ const zoneSync = alias(reminderSync, "zone_sync");
 
 /**
  * The item row with, by primary key, its reminder view and the outbox rows (the item's, the
- * company settings') the view is checked against (src/reminders/views.ts `trustedReminders`).
+ * company settings') the view is checked against (src/company-clock/handoff/views.ts `trustedReminders`).
  */
 export function itemDetailQuery(db: Db, companyId: number, itemId: number) {
   return db

@@ -1,7 +1,7 @@
 import { conditionalRecord, rowVersion } from "../../lib/conditional";
 import { MessageEnvelope, createRouter, dataEnvelope, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { created, done, ok, page, updated } from "../../lib/respond";
-import { syncReminders } from "../../reminders/item-events";
+import { syncReminders } from "../../company-clock/handoff/worker";
 import { itemRemindersLoader } from "../reminders/queries";
 import { MAX_EXACT_SEARCH_TOTAL } from "../../lib/search";
 import { MAX_EXACT_TOTAL, createItem, deleteItem, getItem, listItems, renewItem, setItemArchived, setItemStatus, updateItem, itemEntry } from "./queries";

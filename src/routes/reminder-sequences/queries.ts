@@ -7,7 +7,7 @@ import { echo } from "../../lib/echo";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { toFlag } from "../../lib/schemas";
 import { nameKey } from "../../lib/text-key";
-import { parseSteps, type Step } from "../../reminders/steps";
+import { parseSteps, type Step } from "../../company-clock/sequence-steps";
 import { MAX_SEQUENCES, type CreateSequenceInput, type ReminderSequenceOutput, type UpdateSequenceInput } from "./schemas";
 
 const sequenceColumns = {

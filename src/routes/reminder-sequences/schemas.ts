@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { Flag, flagField, requiredText } from "../../lib/schemas";
-import { DEFAULT_HOUR, StepOutput, StepSchema, type Step } from "../../reminders/steps";
+import { DEFAULT_HOUR, StepOutput, StepSchema, type Step } from "../../company-clock/sequence-steps";
 
 /** Most sequences per company, and most steps (reminders) per sequence. */
 export const MAX_SEQUENCES = 50;

@@ -1,10 +1,10 @@
 import type { Env } from "../../env";
 import { apiError, badRequest, notFound } from "../../lib/errors";
-import { channelProblem, WEBHOOK_CHANNEL_PROBLEM } from "../../reminders/channels";
+import { channelProblem, WEBHOOK_CHANNEL_PROBLEM } from "../../company-clock/channels";
 import { hasSubscriber } from "../../webhooks/outbox";
-import { isFailure, schedulerFor } from "../../reminders/rpc";
-import type { ReminderInput } from "../../reminders/scheduler";
-import type { Channel } from "../../reminders/store";
+import { isFailure, type ReminderInput } from "../../company-clock/api";
+import { clockFor } from "../../company-clock/handoff/worker";
+import type { Channel } from "../../company-clock/store";
 import type { CreateReminderInput } from "./schemas";
 
 /** The Durable Object's answer, or the error it names as a Shape B response. */
@@ -61,8 +61,8 @@ export function reminderInput(body: Partial<CreateReminderInput>): ReminderInput
   };
 }
 
-export const remindersOf = (env: Env, companyId: number) => schedulerFor(env, companyId);
+export const remindersOf = (env: Env, companyId: number) => clockFor(env, companyId);
 
 /** The loader `getItem` uses for the item detail's `reminders` when its D1 view cannot be trusted (the object then writes it). */
 export const itemRemindersLoader = (env: Env, companyId: number, itemId: number) => async (syncFirst: boolean) =>
-  unwrap(await schedulerFor(env, companyId).itemReminders(companyId, itemId, syncFirst, true));
+  unwrap(await clockFor(env, companyId).itemReminders(companyId, itemId, syncFirst, true));

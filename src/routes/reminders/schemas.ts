@@ -1,9 +1,9 @@
 import { z } from "@hono/zod-openapi";
 import { idField, integerString } from "../../lib/schemas";
 import { isCalendarDate } from "../../lib/time";
-import { CHANNELS } from "../../reminders/channels";
-import { DELIVERY_STATES } from "../../reminders/store";
-import { UNITS, hourField, periodField, rtypeField, unitField } from "../../reminders/steps";
+import { CHANNELS } from "../../company-clock/channels";
+import { DELIVERY_STATES } from "../../company-clock/store";
+import { UNITS, hourField, periodField, rtypeField, unitField } from "../../company-clock/sequence-steps";
 
 const Iso = z.string().openapi({ example: "2027-02-22T08:00:00.000Z", description: "UTC instant, ISO 8601" });
 

@@ -3,7 +3,7 @@ import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, jsonBody, 
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { MAX_EXACT_SEARCH_TOTAL } from "../../lib/search";
 import { MAX_EXACT_TOTAL, createTask, deleteTask, getTask, listTasks, taskOutput, updateTask, type Caller } from "./queries";
-import { nudgeWebhooks } from "../../reminders/item-events";
+import { nudgeWebhooks } from "../../company-clock/handoff/worker";
 import { CreateTaskSchema, ListTasksQuery, TRANSITIONS_DESCRIPTION, TaskListEnvelope, TaskParams, TaskSchema, UpdateTaskSchema } from "./schemas";
 
 /** What If-Match on its PATCH and DELETE compares: the ETag of its GET (src/lib/conditional.ts). */

@@ -7,7 +7,7 @@ import { createRouter, jsonResponse, scopedRoute } from "../../lib/openapi";
 import { notFound } from "../../lib/errors";
 import { page } from "../../lib/respond";
 import { integerString, pageEnvelope, paginationQuery } from "../../lib/schemas";
-import { schedulerFor } from "../../reminders/rpc";
+import { clockFor } from "../../company-clock/handoff/worker";
 import { endpointOfCompany } from "../../webhooks/outbox";
 import { unwrap } from "../reminders/queries";
 
@@ -69,7 +69,7 @@ webhookDeliveriesRouter.openapi(
     const endpointId = c.req.valid("param").webhook_id;
     const { limit, offset } = c.req.valid("query");
     await ownEndpoint(c.var.d1, c.var.companyId, endpointId);
-    const result = await schedulerFor(c.env, c.var.companyId).webhookDeliveries(c.var.companyId, endpointId, { limit, offset });
+    const result = await clockFor(c.env, c.var.companyId).webhookDeliveries(c.var.companyId, endpointId, { limit, offset });
     return page(c, { rows: result.rows, meta: { total: result.total, limit, offset } });
   },
 );
@@ -94,7 +94,7 @@ webhookDeliveriesRouter.openapi(
     const { webhook_id: endpointId, delivery_id: deliveryId } = c.req.valid("param");
     const endpoint = await ownEndpoint(c.var.d1, c.var.companyId, endpointId);
     if (!endpoint.enabled) unwrap({ error: { status: 400 as const, msg: `Webhook endpoint ${endpointId} is disabled: enable it (PATCH enabled: true) before retrying` } });
-    const view = unwrap(await schedulerFor(c.env, c.var.companyId).retryWebhookDelivery(c.var.companyId, endpointId, deliveryId, await idempotencyKeyFor(c)));
+    const view = unwrap(await clockFor(c.env, c.var.companyId).retryWebhookDelivery(c.var.companyId, endpointId, deliveryId, await idempotencyKeyFor(c)));
     return c.json({ success: true as const, msg: "Delivery queued", data: view }, 202);
   },
 );

@@ -1,8 +1,8 @@
 import { idempotencyKeyFor } from "../../idempotency/middleware";
 import { conditionalRecord, rowVersion } from "../../lib/conditional";
 // Webhook endpoints (docs/webhooks.md): CRUD, secret rotation, a test event, and the event
-// catalogue. Deliveries (list, retry) are in ./deliveries.ts; the engine in the company's Durable
-// Object (src/reminders/scheduler.ts).
+// catalogue. Deliveries (list, retry) are in ./deliveries.ts; the engine in the company clock
+// (src/company-clock/webhooks.ts, webhook-deliveries.ts).
 
 import {
   ApiErrorSchema,
@@ -20,7 +20,7 @@ import {
 } from "../../lib/openapi";
 import { badRequest } from "../../lib/errors";
 import { created, done, ok, page, updated } from "../../lib/respond";
-import { schedulerFor } from "../../reminders/rpc";
+import { clockFor } from "../../company-clock/handoff/worker";
 import { EVENT_DESCRIPTIONS, EVENT_TYPES } from "../../webhooks/events";
 import { allowsPrivateUrls } from "../../webhooks/urls";
 import { unwrap } from "../reminders/queries";
@@ -229,7 +229,7 @@ webhooksRouter.openapi(
     secretsKey(c.env);
     const endpoint = await getEndpoint(c.var.db, c.var.companyId, endpointId);
     if (endpoint.enabled !== 1) throw badRequest(`Webhook endpoint ${endpointId} is disabled: enable it (PATCH enabled: true) before testing it`);
-    const result = unwrap(await schedulerFor(c.env, c.var.companyId).testWebhook(c.var.companyId, endpointId, await idempotencyKeyFor(c)));
+    const result = unwrap(await clockFor(c.env, c.var.companyId).testWebhook(c.var.companyId, endpointId, await idempotencyKeyFor(c)));
     return c.json({ success: true as const, msg: "Test event queued", data: { delivery_id: result.delivery_id, message_id: result.message_id } }, 202);
   },
 );

@@ -11,6 +11,15 @@ import { procStats } from "../../../scripts/lib/procs.ts";
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** One JSON request to the service at `base`: its status and parsed body. */
+export async function callApi(base: string, method: string, path: string, token?: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const headers: Record<string, string> = {};
+  if (token) headers.Authorization = `Bearer ${token}`;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const res = await fetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  return { status: res.status, body: await res.json() };
+}
+
 export interface Service {
   /** http://127.0.0.1:<port> */
   base: string;
@@ -20,6 +29,8 @@ export interface Service {
   output(): string;
   /** Stops the whole process tree and removes the dir. */
   stop(): Promise<void>;
+  /** Stops the whole process tree (SIGTERM, as Ctrl-C would) and keeps the dir, for a restart on it. */
+  halt(): Promise<void>;
   /** Kills the whole process tree at once (SIGKILL: no clean-up runs) and keeps the dir, for a restart on it. */
   kill(): Promise<void>;
 }
@@ -51,6 +62,9 @@ export async function startService(prefix: string, extraArgs: string[] = [], opt
       } finally {
         rmSync(persistDir, { recursive: true, force: true });
       }
+    },
+    async halt() {
+      if (server.pid !== undefined) await stopServer(server);
     },
     async kill() {
       if (server.pid !== undefined) await stopServer(server, "SIGKILL");

@@ -1,47 +1,29 @@
-// Webhook events and deliveries inside the company's Durable Object (docs/webhooks.md): events
-// enter the `events` table (born in the object's own transactions, or taken from D1's
-// webhook_events outbox), are fanned out to the endpoints subscribed (one `webhook_deliveries` row
-// each, with its message id), and are delivered by the alarm in bounded batches with retries.
+// Webhook deliveries out of the company clock (docs/webhooks.md): the alarm attempts the ready ones
+// in bounded batches, each leased first, with retries and endpoint health; the API lists them and
+// retries one. The events they carry are fanned out by webhooks.ts.
 
 import type { Env } from "../env";
 import {
   attemptDelivery,
   MAX_WEBHOOK_ATTEMPTS,
-  newMessageId,
   payloadBody,
   webhookRetryDelay,
   type AttemptOutcome,
   type WebhookTransport,
 } from "../webhooks/delivery";
-import { endpointsStatement, FAILING_DISABLE_MS, itemEntriesStatement, recordHealth, subscribes, toEndpoints, type Endpoint, type EndpointHealth } from "../webhooks/outbox";
-import type { PulledEvent } from "./d1";
+import { endpointsStatement, FAILING_DISABLE_MS, recordHealth, toEndpoints, type Endpoint, type EndpointHealth } from "../webhooks/outbox";
+import type { Failure, WebhookDeliveryState, WebhookDeliveryView } from "./api";
+import { settle, type ClockContext } from "./context";
+import { appliedResult, recordApplied } from "./store";
+import { D1_RETRY_MS } from "./webhooks";
 
 /** Deliveries attempted per alarm run, and at once; more ready re-arm the alarm at once. */
 export const WEBHOOK_BATCH = 50;
 const WEBHOOK_CONCURRENCY = 10;
-/** Events fanned out per run. */
-const FAN_OUT_BATCH = 500;
 /** A delivery is leased to the run sending it for this long (a run that dies leaves it to be retried). */
 const LEASE_MS = 60_000;
-/** While D1 cannot be read, fan-out and delivery are tried again after this. */
-const D1_RETRY_MS = 30_000;
 /** Delivered and failed deliveries (and their events) are kept this long for GET .../deliveries. */
 export const DELIVERY_KEEP_MS = 30 * 24 * 3_600_000;
-
-export type DeliveryStateName = "pending" | "delivered" | "failed";
-
-export interface WebhookDeliveryView {
-  delivery_id: number;
-  message_id: string;
-  event_type: string;
-  attempts: number;
-  last_status: number | null;
-  last_error: string | null;
-  next_attempt_at: string | null;
-  state: DeliveryStateName;
-  delivered_at: string | null;
-  created_at: string;
-}
 
 type DeliveryRow = {
   delivery_id: number;
@@ -49,7 +31,7 @@ type DeliveryRow = {
   endpoint_id: number;
   message_id: string;
   type: string;
-  state: DeliveryStateName;
+  state: WebhookDeliveryState;
   attempts: number;
   next_at: number | null;
   last_status: number | null;
@@ -60,7 +42,7 @@ type DeliveryRow = {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-export function deliveryView(d: DeliveryRow): WebhookDeliveryView {
+function deliveryView(d: DeliveryRow): WebhookDeliveryView {
   return {
     delivery_id: d.delivery_id,
     message_id: d.message_id,
@@ -73,106 +55,6 @@ export function deliveryView(d: DeliveryRow): WebhookDeliveryView {
     delivered_at: iso(d.delivered_at),
     created_at: new Date(d.created_at).toISOString(),
   };
-}
-
-/** Records an event born in the object (call inside the transaction that caused it). */
-export function recordEvent(
-  sql: SqlStorage,
-  event: { type: string; data: string | null; itemId?: number | null; endpointId?: number | null; now: number },
-): number {
-  return sql
-    .exec<{ event_id: number }>(
-      "INSERT INTO events (type, data, item_id, endpoint_id, state, next_at, created_at) VALUES (?, ?, ?, ?, 'new', ?, ?) RETURNING event_id",
-      event.type,
-      event.data,
-      event.itemId ?? null,
-      event.endpointId ?? null,
-      event.now,
-      event.now,
-    )
-    .one().event_id;
-}
-
-/** Stores events taken from D1 (a repeated pull is ignored: source_id is unique). */
-export function storePulled(storage: DurableObjectStorage, pulled: PulledEvent[], now: number): void {
-  if (pulled.length === 0) return;
-  storage.transactionSync(() => {
-    for (const e of pulled) {
-      storage.sql.exec(
-        "INSERT OR IGNORE INTO events (type, data, source_id, state, next_at, created_at) VALUES (?, ?, ?, 'new', ?, ?)",
-        e.type,
-        e.data,
-        e.id,
-        now,
-        e.created_at,
-      );
-    }
-  });
-}
-
-type NewEvent = {
-  event_id: number;
-  type: string;
-  data: string | null;
-  item_id: number | null;
-  endpoint_id: number | null;
-};
-
-/**
- * One delivery per (new event, endpoint subscribed to its type); a webhook.test goes to its one
- * endpoint. Events of the object that carry an item get its entry from D1 first. An event nobody
- * is subscribed to is dropped. Returns false when D1 could not be read (tried again later).
- */
-export async function fanOut(storage: DurableObjectStorage, env: Env, d1: D1Database, companyId: number, now = Date.now()): Promise<boolean> {
-  const sql = storage.sql;
-  const fresh = sql.exec<NewEvent>("SELECT event_id, type, data, item_id, endpoint_id FROM events WHERE state = 'new' AND next_at <= ? ORDER BY event_id LIMIT ?", now, FAN_OUT_BATCH).toArray();
-  if (fresh.length === 0) return true;
-  let endpoints: Endpoint[];
-  const entries = new Map<number, string>();
-  try {
-    const itemIds = [...new Set(fresh.filter((e) => e.item_id !== null && e.endpoint_id === null).map((e) => e.item_id!))];
-    const [endpointRows, entryRows] = await d1.batch([endpointsStatement(d1, companyId), itemEntriesStatement(d1, companyId, itemIds)]);
-    endpoints = await toEndpoints(endpointRows!.results, env.WEBHOOK_SECRETS_KEY, now);
-    for (const r of entryRows!.results as Array<{ item_id: number; entry: string }>) entries.set(r.item_id, r.entry);
-  } catch (error) {
-    console.error(JSON.stringify({ level: "error", msg: "webhook fan-out deferred: D1 unavailable", companyId, error: String(error) }));
-    storage.transactionSync(() => {
-      sql.exec("UPDATE events SET next_at = ? WHERE state = 'new' AND next_at <= ?", now + D1_RETRY_MS, now);
-    });
-    return false;
-  }
-  storage.transactionSync(() => {
-    for (const e of fresh) {
-      // Another fan-out (a concurrent call while this one read D1) may have taken it meanwhile.
-      const still = sql.exec<{ n: number }>("SELECT count(*) AS n FROM events WHERE event_id = ? AND state = 'new'", e.event_id).one().n;
-      if (still === 0) continue;
-      const targets =
-        e.endpoint_id !== null ? endpoints.filter((p) => p.id === e.endpoint_id) : endpoints.filter((p) => p.enabled && subscribes(p, e.type));
-      if (targets.length === 0) {
-        sql.exec("DELETE FROM events WHERE event_id = ?", e.event_id);
-        continue;
-      }
-      let data = e.data;
-      if (e.item_id !== null && e.endpoint_id === null) {
-        const entry = entries.get(e.item_id) ?? null;
-        // reminder.sent: {reminder, item}; item.expired: the item entry (an item deleted meanwhile: its id).
-        data = e.type === "reminder.sent" ? `{"reminder":${data ?? "null"},"item":${entry ?? "null"}}` : (entry ?? JSON.stringify({ item_id: e.item_id }));
-      }
-      sql.exec("UPDATE events SET state = 'fanned', data = ?, next_at = NULL WHERE event_id = ?", data ?? "{}", e.event_id);
-      for (const target of targets) {
-        sql.exec(
-          "INSERT INTO webhook_deliveries (event_id, endpoint_id, message_id, type, state, attempts, next_at, created_at) VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)",
-          e.event_id,
-          target.id,
-          newMessageId(),
-          e.type,
-          now,
-          now,
-        );
-      }
-    }
-  });
-  return true;
 }
 
 type Leased = DeliveryRow & { data: string; event_created_at: number };
@@ -301,6 +183,26 @@ export function listDeliveries(sql: SqlStorage, endpointId: number, limit: numbe
   return { rows, total };
 }
 
-export function deliveryOf(sql: SqlStorage, endpointId: number, deliveryId: number): DeliveryRow | undefined {
+function deliveryOf(sql: SqlStorage, endpointId: number, deliveryId: number): DeliveryRow | undefined {
   return sql.exec<DeliveryRow>("SELECT * FROM webhook_deliveries WHERE delivery_id = ? AND endpoint_id = ?", deliveryId, endpointId).toArray()[0];
+}
+
+/** A failed or pending delivery is attempted again at once (same message id); 400 for a delivered one. */
+export async function retryDelivery(clock: ClockContext, endpointId: number, deliveryId: number, requestKey?: string): Promise<WebhookDeliveryView | Failure> {
+  const { sql } = clock;
+  const earlier = appliedResult<WebhookDeliveryView>(sql, requestKey);
+  if (earlier) return earlier;
+  const current = deliveryOf(sql, endpointId, deliveryId);
+  if (!current) return { error: { status: 404, msg: "Delivery not found" } };
+  if (current.state === "delivered") return { error: { status: 400, msg: `Delivery ${deliveryId} was already delivered` } };
+  const now = Date.now();
+  let view: WebhookDeliveryView | undefined;
+  clock.storage.transactionSync(() => {
+    // A failed delivery gets one more attempt (failed again if it fails: it has had its 8); a pending one is attempted now.
+    sql.exec("UPDATE webhook_deliveries SET state = 'pending', next_at = ? WHERE delivery_id = ?", now, deliveryId);
+    view = deliveryView(deliveryOf(sql, endpointId, deliveryId)!);
+    recordApplied(sql, requestKey, view, now);
+  });
+  await settle(clock);
+  return view!;
 }

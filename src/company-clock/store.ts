@@ -1,8 +1,8 @@
-// The reminder Durable Object's own SQLite: the schema (versioned) and the synchronous statements
-// its methods run inside `transactionSync`. No I/O beyond the object's storage.
+// The company clock's own SQLite (src/company-clock/object.ts): the schema (versioned) and the
+// synchronous statements its engines run inside `transactionSync`. No I/O beyond the object's storage.
 
 import { isCalendarDate, localToInstant, type CalendarUnit } from "../lib/time";
-import { stepDate, type Step } from "./steps";
+import { stepDate, type Step } from "./sequence-steps";
 
 export const SCHEMA_VERSION = 4;
 
@@ -120,6 +120,22 @@ export function getMeta(sql: SqlStorage, key: string): string | null {
 export function setMeta(sql: SqlStorage, key: string, value: string): void {
   sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value);
 }
+
+/** The object serves one company: it records which on first use and refuses any other. */
+export function claimCompany(sql: SqlStorage, companyId: number): void {
+  const known = getMeta(sql, "company_id");
+  if (known === null) setMeta(sql, "company_id", String(companyId));
+  else if (Number(known) !== companyId) throw new Error(`company clock of company ${known} called for company ${companyId}`);
+}
+
+/** The company the object serves; null before its first call. */
+export function knownCompany(sql: SqlStorage): number | null {
+  const known = getMeta(sql, "company_id");
+  return known === null ? null : Number(known);
+}
+
+/** The company's time zone, as the object last applied it. */
+export const zoneOf = (sql: SqlStorage): string => getMeta(sql, "timezone") ?? "UTC";
 
 export type ReminderState = "queued" | "held" | "sent";
 export const DELIVERY_STATES = ["pending", "sent", "failed", "no_recipient", "skipped"] as const;
@@ -268,24 +284,3 @@ export function setExpiry(sql: SqlStorage, itemId: number, date: string, zone: s
   insertReminder(sql, { itemId, origin: "expiry", date, hour: EXPIRY_HOUR, dueAt, relative: null, contactId: null, channels: [], held, now });
 }
 export const EXPIRY_HOUR = "00:00";
-
-/**
- * The earliest instant the alarm must run at: the next due reminder, the next delivery attempt,
- * an event to fan out, or the next webhook delivery attempt.
- */
-export function nextWake(sql: SqlStorage): number | null {
-  const row = sql
-    .exec<{ at: number | null }>(
-      `SELECT min(at) AS at FROM (
-         SELECT min(due_at) AS at FROM reminders WHERE state = 'queued'
-         UNION ALL SELECT min(next_at) FROM deliveries WHERE state = 'pending'
-         UNION ALL SELECT min(next_at) FROM events WHERE state = 'new'
-         UNION ALL SELECT min(next_at) FROM webhook_deliveries WHERE state = 'pending')`,
-    )
-    .one();
-  return row.at ?? null;
-}
-
-export function nextDue(sql: SqlStorage): number | null {
-  return sql.exec<{ at: number | null }>("SELECT min(due_at) AS at FROM reminders WHERE state = 'queued'").one().at ?? null;
-}

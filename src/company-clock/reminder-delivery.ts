@@ -1,12 +1,11 @@
-// Delivery of fired reminders from the Durable Object's outbox (table `deliveries`), after the
-// transaction that fired them. Each (reminder, channel) is leased before it is sent, so two runs
-// never send it twice at the same time; a failure is retried with exponential backoff until
-// MAX_DELIVERY_ATTEMPTS, then it is `failed`.
+// Delivery of fired reminders (email, SMS) from the company clock's outbox (table `deliveries`),
+// after the transaction that fired them. Each (reminder, channel) is leased before it is sent, so
+// two runs never send it twice at the same time; a failure is retried with exponential backoff
+// until MAX_DELIVERY_ATTEMPTS, then it is `failed`.
 
 import type { Env } from "../env";
-import { todayIn } from "../lib/time";
-import { deliveryDetails, type DeliveryDetails, type DeliveryTarget } from "./d1";
-import { reminderMessage } from "./email";
+import { DATE_FORMATS, DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, todayIn, type DateFormat } from "../lib/time";
+import { reminderMessage } from "./reminder-email";
 
 export const MAX_DELIVERY_ATTEMPTS = 6;
 /** Deliveries attempted per alarm run; more ready re-arm the alarm at once. */
@@ -173,4 +172,68 @@ async function deliverOne(
   } catch (error) {
     return { state: "retry", recipient, error: error instanceof Error ? error.message : String(error) };
   }
+}
+
+// ---- what a delivery needs from D1 ----
+
+interface DeliveryTarget {
+  reminderId: number;
+  itemId: number;
+  contactId: number | null;
+}
+
+interface DeliveryDetails {
+  reminderId: number;
+  present: boolean;
+  title: string;
+  itemType: "exp" | "due" | "apt" | "evt";
+  documentType: string | null;
+  expiryDate: string;
+  notes: string | null;
+  email: string | null;
+  phone: string | null;
+  recipientName: string | null;
+}
+
+interface CompanyDetails {
+  name: string;
+  timezone: string;
+  dateFormat: DateFormat;
+}
+
+/** The current D1 facts for a batch of deliveries: item, recipient (the reminder's contact or the item's), company. */
+async function deliveryDetails(db: D1Database, companyId: number, targets: DeliveryTarget[]): Promise<{ company: CompanyDetails; details: Map<number, DeliveryDetails> }> {
+  const [companyResult, rows] = await db.batch([
+    db
+      .prepare("SELECT name, json_extract(settings, '$.timezone') AS timezone, json_extract(settings, '$.date_format') AS date_format FROM companies WHERE id = ?")
+      .bind(companyId),
+    db
+      .prepare(
+        `SELECT t.value ->> 0 AS reminder_id, i.id IS NOT NULL AS present, i.title, i.item_type, i.expiry_date, i.notes, d.name AS document_type,
+           c.email, trim(c.mobile_code || ' ' || c.phone_number) AS phone, trim(c.first_name || ' ' || c.last_name) AS recipient_name
+         FROM json_each(?2) AS t
+         LEFT JOIN items i ON i.id = t.value ->> 1 AND i.company_id = ?1
+         LEFT JOIN document_types d ON d.id = i.document_type_id
+         LEFT JOIN contacts c ON c.id = coalesce(t.value ->> 2, i.contact_id) AND c.company_id = ?1`,
+      )
+      .bind(companyId, JSON.stringify(targets.map((t) => [t.reminderId, t.itemId, t.contactId]))),
+  ]);
+  const company = (companyResult!.results as Array<{ name: string; timezone: string | null; date_format: string | null }>)[0];
+  const dateFormat = (DATE_FORMATS as readonly string[]).includes(company?.date_format ?? "") ? (company!.date_format as DateFormat) : DEFAULT_DATE_FORMAT;
+  const details = new Map<number, DeliveryDetails>();
+  for (const r of rows!.results as Array<Record<string, unknown>>) {
+    details.set(Number(r.reminder_id), {
+      reminderId: Number(r.reminder_id),
+      present: r.present === 1,
+      title: String(r.title ?? ""),
+      itemType: (r.item_type as DeliveryDetails["itemType"]) ?? "exp",
+      documentType: (r.document_type as string | null) ?? null,
+      expiryDate: String(r.expiry_date ?? ""),
+      notes: (r.notes as string | null) ?? null,
+      email: (r.email as string | null) || null,
+      phone: (r.phone as string | null) || null,
+      recipientName: (r.recipient_name as string | null) || null,
+    });
+  }
+  return { company: { name: company?.name ?? "", timezone: company?.timezone || DEFAULT_TIME_ZONE, dateFormat }, details };
 }

@@ -1,3 +1,4 @@
+// The delivery channels of reminders, and which of them this deployment can deliver.
 import type { Env } from "../env";
 import type { Channel } from "./store";
 
@@ -9,6 +10,11 @@ export function availableChannels(env: Env): Channel[] {
   if (env.EMAIL && env.EMAIL_FROM) channels.push("email");
   if (env.SMS_API_URL && env.SMS_API_KEY) channels.push("sms");
   return channels;
+}
+
+/** Channels a reminder gets when none are given: those this deployment can deliver (email). */
+export function defaultChannels(env: Env): Channel[] {
+  return availableChannels(env).includes("email") ? ["email"] : [];
 }
 
 /** The webhook channel is checked per company (src/routes/reminders/queries.ts `checkChannels`). */

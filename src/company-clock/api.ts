@@ -1,0 +1,116 @@
+// What the Worker sees of the company clock: the RPC methods it may call (CompanyClockRpc: the
+// object implements it and the COMPANY_CLOCK binding is typed by it), their answers and refusals.
+// Imports nothing that imports src/env.ts, so env.ts names the binding's type without a circle.
+
+import type { CalendarUnit } from "../lib/time";
+import type { Snapshots } from "./handoff/snapshots";
+import type { Channel, DeliveryState } from "./store";
+
+/** A refusal the Durable Object returns (RPC keeps plain objects; thrown errors lose their status). */
+export type Failure = { error: { status: 400 | 404 | 409; msg: string } };
+export const isFailure = (value: unknown): value is Failure => typeof value === "object" && value !== null && "error" in value;
+
+/** The most events (items) a calendar feed holds, and the most item ids `feedAlarms` reads reminders for. */
+export const MAX_FEED_EVENTS = 5_000;
+
+export interface ReminderTime {
+  date?: string;
+  hour?: string;
+  period?: number;
+  unit?: CalendarUnit;
+  rtype?: 1 | 2;
+}
+export interface ReminderInput extends ReminderTime {
+  contactId?: number | null;
+  channels?: Channel[];
+}
+
+export interface DeliveryView {
+  channel: string;
+  state: DeliveryState;
+  attempts: number;
+  recipient: string | null;
+  last_error: string | null;
+  delivered_at: string | null;
+  next_attempt_at: string | null;
+}
+export interface ReminderView {
+  reminder_id: number;
+  date: string;
+  hour: string;
+  sent: boolean;
+  state: "queued" | "held" | "sent";
+  origin: "sequence" | "manual";
+  due_at: string;
+  period: number | null;
+  unit: CalendarUnit | null;
+  rtype: number | null;
+  contact_id: number;
+  channels: string[];
+  sent_at: string | null;
+  deliveries: DeliveryView[];
+}
+export type ItemReminders = { queued: ReminderView[]; sent: ReminderView[] };
+export interface TriggeredView {
+  reminder_id: number;
+  item_id: number;
+  title: string;
+  date: string;
+  hour: string;
+  due_at: string;
+  sent_at: string;
+}
+
+export type WebhookDeliveryState = "pending" | "delivered" | "failed";
+export interface WebhookDeliveryView {
+  delivery_id: number;
+  message_id: string;
+  event_type: string;
+  attempts: number;
+  last_status: number | null;
+  last_error: string | null;
+  next_attempt_at: string | null;
+  state: WebhookDeliveryState;
+  delivered_at: string | null;
+  created_at: string;
+}
+
+/**
+ * The clock's RPC methods. Each names the company it is called for (the object refuses another
+ * company's); `syncFirst`: the item's D1 changes are applied before; `requestKey` (a request with an
+ * Idempotency-Key): the change is recorded under it with its answer in the same transaction, and a
+ * repeat gets that answer without changing anything.
+ */
+export interface CompanyClockRpc extends Rpc.DurableObjectBranded {
+  /** What the object holds, for operators and tests. */
+  status(companyId: number): Promise<{ companyId: number; queued: number; alarm: number | null }>;
+  /**
+   * Applies the D1 state of `itemIds` (0: the company's settings): queue, hold, resume, move or
+   * forget reminders. Idempotent; an older snapshot than the one applied is ignored. `given`: that
+   * state as the Worker's write batch read it.
+   */
+  sync(companyId: number, itemIds: number[], given?: Snapshots): Promise<void>;
+  /** The item's reminders; `fill`: its D1 view is written before answering (GET /v1/items/{id}). */
+  itemReminders(companyId: number, itemId: number, syncFirst: boolean, fill?: boolean): Promise<ItemReminders | Failure>;
+  addReminder(companyId: number, itemId: number, input: ReminderInput, syncFirst: boolean, requestKey?: string): Promise<ReminderView | Failure>;
+  updateReminder(companyId: number, itemId: number, reminderId: number, input: ReminderInput, syncFirst: boolean, requestKey?: string): Promise<ReminderView | Failure>;
+  deleteReminder(companyId: number, itemId: number, reminderId: number, syncFirst: boolean, requestKey?: string): Promise<{ deleted: true } | Failure>;
+  /** The triggered feed, newest first. */
+  triggered(companyId: number, limit: number): TriggeredView[];
+  /** The revision of the company's queued reminders (a calendar feed's ETag carries it). */
+  queuedRevision(companyId: number): number;
+  /** The instants of the queued reminders of `itemIds`, by item, with the revision they were read at. */
+  feedAlarms(companyId: number, itemIds: number[], syncFirst: number[]): Promise<{ revision: number; alarms: Record<number, number[]> }>;
+  /** From the cron sweep: replays unseen changes and makes sure an overdue company's alarm runs. */
+  wake(companyId: number): Promise<void>;
+  /** After a task or file write: takes the webhook events D1 recorded and arms the alarm to deliver them. */
+  pullEvents(companyId: number): Promise<void>;
+  /** A webhook.test event to one endpoint (subscribed or not), delivered by the alarm at once. */
+  testWebhook(companyId: number, endpointId: number, requestKey?: string): Promise<{ delivery_id: number; message_id: string } | Failure>;
+  /** The endpoint's deliveries, newest first. */
+  webhookDeliveries(companyId: number, endpointId: number, page: { limit: number; offset: number }): { rows: WebhookDeliveryView[]; total: number };
+  /** A failed or pending delivery is attempted again at once (same message id); 400 for a delivered one. */
+  retryWebhookDelivery(companyId: number, endpointId: number, deliveryId: number, requestKey?: string): Promise<WebhookDeliveryView | Failure>;
+  /** The company is deleted: everything goes, the alarm too. */
+  forgetCompany(companyId: number): Promise<void>;
+}

@@ -1,0 +1,164 @@
+// The company clock: one SQLite-backed Durable Object per company (named `company:<id>`, reached
+// through clockFor in handoff/worker.ts), whose single alarm runs its engines: reminders
+// (reminders.ts, item-reminders.ts), their delivery (reminder-delivery.ts) and webhooks
+// (webhooks.ts, webhook-deliveries.ts). The class only receives: each RPC method and the alarm
+// hand the call to the engines with a ClockContext (context.ts). Its storage is store.ts; when
+// the alarm runs is time.ts; what it reads from and tells D1 is handoff/ (docs/company-clock.md).
+
+import { DurableObject } from "cloudflare:workers";
+import type { Env } from "../env";
+import { fetchTransport, type WebhookTransport } from "../webhooks/delivery";
+import type { CompanyClockRpc, ReminderInput } from "./api";
+import { companyD1, settle, type ClockContext } from "./context";
+import { Bookkeeping, forgetInD1 } from "./handoff/bookkeeping";
+import type { Snapshots } from "./handoff/snapshots";
+import { addReminder, deleteReminder, feedAlarms, itemReminders, triggered, updateReminder } from "./item-reminders";
+import { defaultTransports, deliverDue, type Transports } from "./reminder-delivery";
+import { fireDue, queuedCount, repair, sync } from "./reminders";
+import { claimCompany, knownCompany, migrate, queuedRevision } from "./store";
+import { armSoonest, overdue } from "./time";
+import { deliverWebhooks, listDeliveries, pruneWebhooks, retryDelivery } from "./webhook-deliveries";
+import { pump, testWebhook } from "./webhooks";
+
+const logError = (msg: string, companyId: number, error: unknown) => console.error(JSON.stringify({ level: "error", msg, companyId, error: String(error) }));
+
+export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc {
+  /** How deliveries leave; replaced only by tests that need a failing transport. */
+  transports: Transports;
+  /** How webhook deliveries leave (fetch, 5 s timeout); replaced by tests, which capture the requests. */
+  webhookTransport: WebhookTransport = fetchTransport;
+  /** Items whose reminders a call is changing (their D1 view invalidated, the change not yet made). */
+  private readonly changing = new Map<number, number>();
+  private readonly bookkeeping: Bookkeeping;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.transports = defaultTransports(env);
+    this.bookkeeping = new Bookkeeping(ctx.storage, (companyId) => companyD1(env, companyId));
+    ctx.blockConcurrencyWhile(async () => migrate(ctx.storage));
+  }
+
+  /** The engines' view of this call; the object serves one company and refuses any other. */
+  private clock(companyId: number): ClockContext {
+    const { storage } = this.ctx;
+    claimCompany(storage.sql, companyId);
+    const env = this.env;
+    return { storage, sql: storage.sql, env, companyId, d1: () => companyD1(env, companyId), changing: this.changing, bookkeeping: this.bookkeeping };
+  }
+
+  async status(companyId: number): Promise<{ companyId: number; queued: number; alarm: number | null }> {
+    const clock = this.clock(companyId);
+    return { companyId, queued: queuedCount(clock.sql), alarm: await this.ctx.storage.getAlarm() };
+  }
+
+  // ---- reminders ----
+
+  async sync(companyId: number, itemIds: number[], given?: Snapshots): Promise<void> {
+    await sync(this.clock(companyId), itemIds, given);
+  }
+
+  async itemReminders(companyId: number, itemId: number, syncFirst: boolean, fill = false) {
+    return itemReminders(this.clock(companyId), itemId, syncFirst, fill);
+  }
+
+  async addReminder(companyId: number, itemId: number, input: ReminderInput, syncFirst: boolean, requestKey?: string) {
+    return addReminder(this.clock(companyId), itemId, input, syncFirst, requestKey);
+  }
+
+  async updateReminder(companyId: number, itemId: number, reminderId: number, input: ReminderInput, syncFirst: boolean, requestKey?: string) {
+    return updateReminder(this.clock(companyId), itemId, reminderId, input, syncFirst, requestKey);
+  }
+
+  async deleteReminder(companyId: number, itemId: number, reminderId: number, syncFirst: boolean, requestKey?: string) {
+    return deleteReminder(this.clock(companyId), itemId, reminderId, syncFirst, requestKey);
+  }
+
+  triggered(companyId: number, limit: number) {
+    return triggered(this.clock(companyId).sql, limit);
+  }
+
+  // ---- calendar feeds (src/routes/calendar-feeds/feed.ts) ----
+
+  queuedRevision(companyId: number): number {
+    return queuedRevision(this.clock(companyId).sql);
+  }
+
+  async feedAlarms(companyId: number, itemIds: number[], syncFirst: number[]) {
+    return feedAlarms(this.clock(companyId), itemIds, syncFirst);
+  }
+
+  // ---- webhooks (docs/webhooks.md) ----
+
+  async pullEvents(companyId: number): Promise<void> {
+    const clock = this.clock(companyId);
+    await pump(clock);
+    await settle(clock);
+  }
+
+  async testWebhook(companyId: number, endpointId: number, requestKey?: string) {
+    return testWebhook(this.clock(companyId), endpointId, requestKey);
+  }
+
+  webhookDeliveries(companyId: number, endpointId: number, page: { limit: number; offset: number }) {
+    return listDeliveries(this.clock(companyId).sql, endpointId, page.limit, page.offset);
+  }
+
+  async retryWebhookDelivery(companyId: number, endpointId: number, deliveryId: number, requestKey?: string) {
+    return retryDelivery(this.clock(companyId), endpointId, deliveryId, requestKey);
+  }
+
+  // ---- time ----
+
+  async wake(companyId: number): Promise<void> {
+    const clock = this.clock(companyId);
+    const more = await repair(clock);
+    await pump(clock);
+    // Set even when an alarm is reported: the sweep is here because that one may be lost.
+    if (more || overdue(clock.sql)) await armSoonest(clock.storage);
+    else await settle(clock);
+  }
+
+  /**
+   * One run of the clock: each step does a bounded amount of work and says whether it left some
+   * (`more`); then the alarm is re-armed at once, or for the earliest work left.
+   */
+  override async alarm(): Promise<void> {
+    const companyId = knownCompany(this.ctx.storage.sql);
+    if (companyId === null) return;
+    const clock = this.clock(companyId);
+    const more: boolean[] = [];
+    // Changes D1 has and the object has not seen go first, so that nothing fires for a deleted
+    // item and nothing is missed for a new one. A D1 outage must not stop firing.
+    try {
+      more.push(await repair(clock));
+    } catch (error) {
+      logError("reminder repair failed", companyId, error);
+    }
+    // Engines that act on the repaired mirror before reminders fire plug in here (renewals of
+    // recurring items): `more.push(await renew(clock))`, each with its own D1 writes and failures.
+    // Everything due is claimed (each batch its own transaction) before any delivery, so slow
+    // providers do not delay firing.
+    more.push(await fireDue(clock));
+    // Events D1 recorded (items, tasks, files) join those just born here; then both are fanned out.
+    try {
+      await pump(clock);
+    } catch (error) {
+      logError("webhook events not taken", companyId, error);
+    }
+    more.push((await deliverDue(clock.storage, this.env, await clock.d1(), companyId, this.transports)).more);
+    more.push((await deliverWebhooks(clock.storage, this.env, await clock.d1(), companyId, this.webhookTransport)).more);
+    pruneWebhooks(clock.storage);
+    // Re-armed last: a setAlarm() before a throw would suppress the runtime's retries.
+    if (more.includes(true)) await armSoonest(clock.storage);
+    else await settle(clock, { inAlarm: true });
+  }
+
+  /** The company is deleted: everything goes, the alarm too. */
+  async forgetCompany(companyId: number): Promise<void> {
+    const clock = this.clock(companyId);
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    migrate(this.ctx.storage);
+    await forgetInD1(await clock.d1(), companyId);
+  }
+}
