@@ -15,6 +15,7 @@ import type { Snapshots } from "./handoff/snapshots";
 import { addReminder, deleteReminder, feedAlarms, itemReminders, triggered, updateReminder } from "./item-reminders";
 import { defaultTransports, deliverDue, type Transports } from "./reminder-delivery";
 import { fireDue, queuedCount, repair, sync } from "./reminders";
+import { RENEWAL_RETRY_MS, hasDueRenewals, postponeDueRenewals, renew } from "./renewals";
 import { claimCompany, knownCompany, migrate, queuedRevision } from "./store";
 import { armSoonest, overdue } from "./time";
 import { deliverWebhooks, listDeliveries, pruneWebhooks, retryDelivery } from "./webhook-deliveries";
@@ -53,8 +54,20 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
 
   // ---- reminders ----
 
+  /**
+   * After the Worker's write: its items' D1 state applied. A renewal that became due with it (a
+   * rule set on a long-past date, an item restored after its instant) is made before answering, so
+   * the request's response already shows it.
+   */
   async sync(companyId: number, itemIds: number[], given?: Snapshots): Promise<void> {
-    await sync(this.clock(companyId), itemIds, given);
+    const clock = this.clock(companyId);
+    await sync(clock, itemIds, given);
+    if (hasDueRenewals(clock.sql)) await this.renew(clock);
+  }
+
+  /** The renewals engine's run, its new D1 state applied by the reminders engine; true when more are due. */
+  private async renew(clock: ClockContext): Promise<boolean> {
+    return renew(clock, (itemIds) => sync(clock, itemIds));
   }
 
   async itemReminders(companyId: number, itemId: number, syncFirst: boolean, fill = false) {
@@ -134,8 +147,14 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
     } catch (error) {
       logError("reminder repair failed", companyId, error);
     }
-    // Engines that act on the repaired mirror before reminders fire plug in here (renewals of
-    // recurring items): `more.push(await renew(clock))`, each with its own D1 writes and failures.
+    // Renewals of recurring items at expiry act on the repaired mirror before reminders fire (a
+    // renewed item's sequence is queued for its new date). A D1 outage must not stop firing either.
+    try {
+      more.push(await this.renew(clock));
+    } catch (error) {
+      postponeDueRenewals(clock.sql, Date.now() + RENEWAL_RETRY_MS);
+      logError("renewals not written (tried again in a minute)", companyId, error);
+    }
     // Everything due is claimed (each batch its own transaction) before any delivery, so slow
     // providers do not delay firing.
     more.push(await fireDue(clock));

@@ -10,7 +10,7 @@ import type { Applied } from "./handoff/bookkeeping";
 import { pendingItems, readSnapshots, SYNC_BATCH, type PulledEvent, type Snapshots } from "./handoff/snapshots";
 import { VIEWS_PER_BATCH } from "./handoff/views";
 import { invalidateFired, reminderView, viewRows } from "./reminder-views";
-import { forgetItem, getMeta, hold, itemMirror, queueSequence, reanchor, resume, rezone, setExpiry, setMeta, zoneOf, type ReminderRow } from "./store";
+import { forgetItem, mirrorRenewal, getMeta, hold, itemMirror, queueSequence, reanchor, resume, rezone, setExpiry, setMeta, zoneOf, type ReminderRow } from "./store";
 import { pump, recordEvent } from "./webhooks";
 
 /** Reminders claimed per transaction; an alarm run claims up to CLAIM_BATCHES_PER_RUN of them, more re-arm the alarm at once. */
@@ -65,6 +65,9 @@ function applySnapshot(clock: ClockContext, snapshot: Snapshots, ids: number[], 
     for (const item of snapshot.items) {
       const mirror = itemMirror(sql, item.itemId);
       if (mirror && item.version > 0 && item.version <= mirror.version) {
+        // Already applied. The renewal row is still refreshed from the same state: a renewal D1
+        // refused must not keep a row the object wrote before it knew better.
+        if (item.present && !mirror.gone && item.version === mirror.version) mirrorRenewal(sql, item.itemId, item.rule, zone);
         applied.push({ itemId: item.itemId, version: item.version, gone: !item.present });
         continue;
       }
@@ -95,6 +98,7 @@ function applySnapshot(clock: ClockContext, snapshot: Snapshots, ids: number[], 
       }
       // item.expired: queued at 00:00 local of the item's date (a new date or a renewal moves it).
       if (!mirror || mirror.expiry !== item.expiry || item.epoch > mirror.epoch) setExpiry(sql, item.itemId, item.expiry, zone, item.held, now);
+      mirrorRenewal(sql, item.itemId, item.rule, zone);
       if (mirror && !mirror.held && item.held) hold(sql, item.itemId);
       if (mirror && mirror.held && !item.held) resume(sql, item.itemId, now);
       sql.exec(

@@ -1,10 +1,11 @@
 // The company clock's own SQLite (src/company-clock/object.ts): the schema (versioned) and the
 // synchronous statements its engines run inside `transactionSync`. No I/O beyond the object's storage.
 
-import { isCalendarDate, localToInstant, type CalendarUnit } from "../lib/time";
+import { parseRuleState, renewalDate } from "../lib/recurrence";
+import { isCalendarDate, localToInstant, startOfDayAfter, type CalendarUnit } from "../lib/time";
 import { stepDate, type Step } from "./sequence-steps";
 
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 const MIGRATIONS: string[][] = [
   [], // version 0: nothing
@@ -75,6 +76,14 @@ const MIGRATIONS: string[][] = [
     `CREATE TRIGGER reminders_queued_update AFTER UPDATE OF state, due_at ON reminders
      WHEN new.origin <> 'expiry' AND 'queued' IN (old.state, new.state) AND (new.state IS NOT old.state OR new.due_at IS NOT old.due_at)
      BEGIN UPDATE meta SET value = value + 1 WHERE key = 'queued_revision'; END`,
+  ],
+  [
+    // Version 5: renewals of recurring items at expiry (renewals.ts, docs/recurrence.md). One row per
+    // item whose rule renews it at expiry: its date, its rule state as D1 last said it (the guard
+    // of the D1 write), the instant (the start of the next day in the company's zone) and held
+    // (the item is archived: the rule is paused).
+    `CREATE TABLE renewals (item_id INTEGER PRIMARY KEY, date TEXT NOT NULL, state TEXT NOT NULL, due_at INTEGER NOT NULL, held INTEGER NOT NULL)`,
+    `CREATE INDEX renewals_due ON renewals (held, due_at)`,
   ],
 ];
 
@@ -264,12 +273,55 @@ export function resume(sql: SqlStorage, itemId: number, now: number): void {
 export function forgetItem(sql: SqlStorage, itemId: number): void {
   sql.exec("DELETE FROM deliveries WHERE reminder_id IN (SELECT reminder_id FROM reminders WHERE item_id = ?)", itemId);
   sql.exec("DELETE FROM reminders WHERE item_id = ?", itemId);
+  sql.exec("DELETE FROM renewals WHERE item_id = ?", itemId);
+}
+
+// ---- renewals (renewals.ts) ----
+
+/**
+ * Mirrors the item's rule (`state`: its rule state from D1, src/routes/items/recurrence.ts): a
+ * renewal row while the rule renews at expiry and has an occurrence left, none otherwise.
+ */
+export function mirrorRenewal(sql: SqlStorage, itemId: number, state: string | null, zone: string): void {
+  const parsed = state === null ? null : parseRuleState(state);
+  if (!parsed?.rule || parsed.rule.renewOn !== "expired" || renewalDate(parsed.rule, parsed.date) === null) {
+    sql.exec("DELETE FROM renewals WHERE item_id = ?", itemId);
+    return;
+  }
+  sql.exec(
+    `INSERT INTO renewals (item_id, date, state, due_at, held) VALUES (?, ?, ?, ?, ?)
+     ON CONFLICT (item_id) DO UPDATE SET date = excluded.date, state = excluded.state, due_at = excluded.due_at, held = excluded.held`,
+    itemId,
+    parsed.date,
+    state,
+    startOfDayAfter(parsed.date, zone),
+    parsed.archived ? 1 : 0,
+  );
+}
+
+export type DueRenewal = { item_id: number; date: string; state: string };
+
+/** The renewals due at `now` (archived items' wait), oldest instant first. */
+export const dueRenewals = (sql: SqlStorage, now: number, limit: number): DueRenewal[] =>
+  sql.exec<DueRenewal>("SELECT item_id, date, state FROM renewals WHERE held = 0 AND due_at <= ? ORDER BY due_at, item_id LIMIT ?", now, limit).toArray();
+
+/** Renewals D1 did not take (`"due"`: every one due now) wait until `until`; if still due then, they are tried again. */
+export function postponeRenewals(sql: SqlStorage, itemIds: number[] | "due", until: number): void {
+  if (itemIds === "due") sql.exec("UPDATE renewals SET due_at = ? WHERE held = 0 AND due_at <= ?", until, Date.now());
+  else if (itemIds.length > 0) sql.exec("UPDATE renewals SET due_at = ? WHERE item_id IN (SELECT value FROM json_each(?)) AND due_at < ?", until, JSON.stringify(itemIds), until);
+}
+
+export function forgetRenewals(sql: SqlStorage, itemIds: number[]): void {
+  if (itemIds.length > 0) sql.exec("DELETE FROM renewals WHERE item_id IN (SELECT value FROM json_each(?))", JSON.stringify(itemIds));
 }
 
 /** A new company time zone: waiting reminders keep their local date and hour, so their instants move. */
 export function rezone(sql: SqlStorage, zone: string): void {
   const rows = sql.exec<{ reminder_id: number; date: string; hour: string }>("SELECT reminder_id, date, hour FROM reminders WHERE state IN ('queued', 'held')").toArray();
   for (const row of rows) sql.exec("UPDATE reminders SET due_at = ? WHERE reminder_id = ?", localToInstant(row.date, row.hour, zone), row.reminder_id);
+  // Renewals keep their date: the start of the day after it, in the new zone.
+  const renewals = sql.exec<{ item_id: number; date: string }>("SELECT item_id, date FROM renewals").toArray();
+  for (const row of renewals) sql.exec("UPDATE renewals SET due_at = ? WHERE item_id = ?", startOfDayAfter(row.date, zone), row.item_id);
 }
 
 /**

@@ -19,7 +19,7 @@ export function alarmInstant(due: number, now = Date.now()): number {
 
 /**
  * The earliest instant the alarm must run at: the next due reminder, the next delivery attempt,
- * an event to fan out, or the next webhook delivery attempt. An engine with work of its own at a
+ * an event to fan out, the next webhook delivery attempt, or the next renewal of a recurring item. An engine with work of its own at a
  * later instant adds its table's earliest instant here.
  */
 export function nextWake(sql: SqlStorage): number | null {
@@ -29,7 +29,8 @@ export function nextWake(sql: SqlStorage): number | null {
          SELECT min(due_at) AS at FROM reminders WHERE state = 'queued'
          UNION ALL SELECT min(next_at) FROM deliveries WHERE state = 'pending'
          UNION ALL SELECT min(next_at) FROM events WHERE state = 'new'
-         UNION ALL SELECT min(next_at) FROM webhook_deliveries WHERE state = 'pending')`,
+         UNION ALL SELECT min(next_at) FROM webhook_deliveries WHERE state = 'pending'
+         UNION ALL SELECT min(due_at) FROM renewals WHERE held = 0)`,
     )
     .one();
   return row.at ?? null;

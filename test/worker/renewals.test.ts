@@ -2,7 +2,7 @@
 // resume, a real alarm, and exactly once across a lost acknowledgement and concurrent runs.
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { clockFor } from "../../src/company-clock/api";
+import { clockFor } from "../../src/company-clock/handoff/worker";
 import { addDays, addMonths, startOfDayAfter, todayIn } from "../../src/lib/time";
 import { call, createAccount, env, type Json } from "./helpers";
 

@@ -7,6 +7,7 @@ import { getDb, type Db } from "../../db/client";
 import { companies, webhookEvents } from "../../db/schema";
 import { DEFAULT_TIME_ZONE } from "../../lib/time";
 import { parseSteps, type Step } from "../sequence-steps";
+import { ruleStateOf } from "../../routes/items/recurrence";
 
 /** Items synced per round trip (json_each keeps it to one bound parameter). */
 export const SYNC_BATCH = 500;
@@ -28,6 +29,8 @@ export interface ItemSnapshot {
   version: number;
   /** The item's own date (item.expired is at its 00:00 local). */
   expiry: string;
+  /** The item's rule state (src/routes/items/recurrence.ts ruleState): what renewals mirror; null when absent. */
+  rule: string | null;
 }
 
 /** What `sync` applies: the company's time zone, the items' D1 state, and webhook events waiting in D1. */
@@ -65,6 +68,7 @@ export function snapshotQueries(db: Db, companyId: number, itemIds: number[] | "
         steps: sql<string | null>`s.steps`,
         version: sql<number>`coalesce(rs.version, 0)`,
         expiry: sql<string | null>`i.expiry_date`,
+        rule: sql<string | null>`CASE WHEN i.id IS NULL THEN NULL ELSE ${ruleStateOf("i")} END`,
       })
       .from(
         sql`${source} AS j
@@ -99,6 +103,7 @@ export function toSnapshots([companyRows, itemRows, events]: SnapshotResults): S
       steps: parseSteps(r.steps),
       version: r.version,
       expiry: r.expiry ?? "",
+      rule: r.rule ?? null,
     })),
     events,
   };
