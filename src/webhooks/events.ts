@@ -30,7 +30,7 @@ export const EVENT_DESCRIPTIONS: Record<EventType, string> = {
   "item.expired": "The item's date began (00:00 in the company's time zone) while it was pending and not archived; data: the item entry.",
   "item.created": "An item was created; data: the item entry.",
   "item.updated": "What an item says changed (title, notes, date, type, folder, document type, contact, department); data: the item entry after the change.",
-  "item.renewed": "An item was renewed (its date moved on, its reminders requeued); data: the item entry after the renewal.",
+  "item.renewed": "An item was renewed, by POST /v1/items/{item_id}/renew or by its recurrence rule (on completion or at expiry; docs/recurrence.md): its date moved on, its reminders requeued; data: the item entry after the renewal.",
   "item.status_changed": "An item's status changed (pending / completed); data: the item entry after the change.",
   "item.archived": "An item was archived; data: the item entry.",
   "item.restored": "An archived item was restored; data: the item entry.",

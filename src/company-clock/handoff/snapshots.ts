@@ -7,7 +7,7 @@ import { getDb, type Db } from "../../db/client";
 import { companies, webhookEvents } from "../../db/schema";
 import { DEFAULT_TIME_ZONE } from "../../lib/time";
 import { parseSteps, type Step } from "../sequence-steps";
-import { ruleStateOf } from "../../routes/items/recurrence";
+import { ruleStateOf } from "../../db/rule-state";
 
 /** Items synced per round trip (json_each keeps it to one bound parameter). */
 export const SYNC_BATCH = 500;

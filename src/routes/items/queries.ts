@@ -17,7 +17,8 @@ import { folderPathWrites } from "../folders/queries";
 import { defaultSequenceId, sequenceInCompany } from "../reminder-sequences/queries";
 import { deleteItemTags, tagsOfItems } from "../tags/queries";
 import { periodRange } from "./period";
-import { reanchorOnNewDate, recurrenceView, renewalWrites, ruleColumns, ruleState, type RenewalReason } from "./recurrence";
+import { ruleState } from "../../db/rule-state";
+import { reanchorOnNewDate, recurrenceView, renewalWrites, ruleColumns, type RenewalReason } from "./recurrence";
 import { parseRuleState, renewalDate } from "../../lib/recurrence";
 import type { CreateItemInput, ItemDetail, ItemListEntry, ListItemsInput, UpdateItemInput } from "./schemas";
 

@@ -4,18 +4,11 @@
 
 import { and, eq, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../../db/client";
+import { ruleState } from "../../db/rule-state";
 import { itemRenewals, items } from "../../db/schema";
 import { parseRuleState, upcomingDates, type RecurrenceRule } from "../../lib/recurrence";
 import type { ItemDetail, RecurrenceInput } from "./schemas";
 
-/**
- * The item's date, rule and archived flag as one JSON array (SQLite's json_array). A renewal is
- * computed from it and guarded by it: the write applies only while the item still says exactly
- * this, so a renewal repeated (a retried alarm, a second completion) finds nothing to do.
- */
-export const ruleStateOf = (table: string) =>
-  sql.raw(`json_array(${["expiry_date", "recur_every", "recur_unit", "recur_renew_on", "recur_until", "recur_count", "recur_anchor", "archived"].map((c) => `${table}.${c}`).join(", ")})`) as SQL<string>;
-export const ruleState = ruleStateOf(`"items"`);
 
 /** A rule as the API shows it (`recurrence` of the detail; exports too). */
 export const ruleView = (rule: RecurrenceRule): NonNullable<ItemDetail["recurrence"]> => ({
