@@ -83,6 +83,18 @@ describe("catch-up", () => {
     expect(await historyCount(id)).toBe(1);
   });
 
+  it("a create with such a rule answers the caught-up date; an on-time date is left for its instant", async () => {
+    const s = await setup();
+    const yesterday = addDays(today(), -1);
+    let res = await call("POST", "/v1/items", { token: s.token, body: { title: "Daily", expiry_date: yesterday, recurrence: { every: 1, unit: "day", renew_on: "expired" } } });
+    expect(res.status).toBe(201);
+    expect(res.body.data.expiry_date).toBe(today());
+    expect((await s.get(res.body.data.item_id)).renewals).toHaveLength(1);
+    res = await call("POST", "/v1/items", { token: s.token, body: { title: "Daily", expiry_date: today(), recurrence: { every: 1, unit: "day", renew_on: "expired" } } });
+    expect(res.body.data.expiry_date).toBe(today());
+    expect((await s.get(res.body.data.item_id)).renewals).toHaveLength(0);
+  });
+
   it("a rule whose until has passed leaves the item as it is", async () => {
     const s = await setup();
     const id = await s.create({ expiry_date: "2019-03-31", recurrence: { every: 1, unit: "month", renew_on: "expired", until: "2020-01-31" } });

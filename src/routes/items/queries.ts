@@ -597,6 +597,11 @@ async function setColumns(db: Db, companyId: number, itemId: number, changes: Pa
   return { row, snapshot };
 }
 
+/** The item's date as D1 has it now (after the company clock may have renewed it). */
+export async function currentDate(db: Db, companyId: number, itemId: number): Promise<string | undefined> {
+  return (await db.select({ date: items.expiryDate }).from(items).where(inCompany(companyId, itemId)).get())?.date;
+}
+
 /** `renewedTo`: the date a completion renewed the item to (its rule renews on completion), else null. */
 export async function setItemStatus(
   db: Db,

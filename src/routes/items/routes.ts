@@ -4,7 +4,7 @@ import { created, done, ok, page, updated } from "../../lib/respond";
 import { syncReminders } from "../../company-clock/handoff/worker";
 import { itemRemindersLoader } from "../reminders/queries";
 import { MAX_EXACT_SEARCH_TOTAL } from "../../lib/search";
-import { MAX_EXACT_TOTAL, createItem, deleteItem, getItem, listItems, renewItem, setItemArchived, setItemStatus, updateItem, itemEntry } from "./queries";
+import { MAX_EXACT_TOTAL, createItem, currentDate, deleteItem, getItem, listItems, renewItem, setItemArchived, setItemStatus, updateItem, itemEntry } from "./queries";
 import {
   CreateItemSchema,
   CreatedItemSchema,
@@ -68,14 +68,18 @@ itemsRouter.openapi(
       "`expiry_date` must be a real calendar date. `document_type` names an existing type of the company (case-insensitive; an unknown name is 400, " +
       "types are created through /v1/document-types). `folder_path` (\"Permits/City\") creates missing folders like mkdir -p. Ids that are not in the " +
       "company are 400. Refused with 400 when the company holds documents_limit items (checked inside the insert). The item's reminders are queued " +
-      "by the reminder engine.",
+      "by the reminder engine. With a `recurrence` that renews at expiry (`renew_on: expired`) and a date whose renewal instant has passed, the item " +
+      "is caught up to the rule's first occurrence not yet expired before the answer, and `expiry_date` is that date (docs/recurrence.md).",
     request: { body: jsonBody(CreateItemSchema) },
     responses: { 201: jsonResponse(resultEnvelope(CreatedItemSchema, "ItemCreated"), "Item created") },
   }),
   async (c) => {
-    const { row, snapshot } = await createItem(c.var.db, c.var.companyId, c.var.auth.userId, c.req.valid("json"));
+    const input = c.req.valid("json");
+    const { row, snapshot } = await createItem(c.var.db, c.var.companyId, c.var.auth.userId, input);
     await syncReminders(c.env, c.var.companyId, [row.id], snapshot);
-    return created(c, "Item created", { item_id: row.id, title: row.title, expiry_date: row.expiryDate, item_type: row.itemType as "exp" });
+    // A rule renewing at expiry on a past date has just caught the item up: answer its date now.
+    const date = input.recurrence?.renew_on === "expired" ? await currentDate(c.var.db, c.var.companyId, row.id) : row.expiryDate;
+    return created(c, "Item created", { item_id: row.id, title: row.title, expiry_date: date ?? row.expiryDate, item_type: row.itemType as "exp" });
   },
 );
 
