@@ -87,7 +87,9 @@ export function renewalWrites(db: Db, companyId: number, renewals: Renewal[], ho
   const source = () =>
     sql`(SELECT j.value ->> '$.id' AS id, j.value ->> '$.from' AS from_date, j.value ->> '$.to' AS to_date, j.value ->> '$.state' AS state FROM json_each(${json}) AS j) AS r`;
   const applies = and(
-    eq(items.companyId, companyId),
+    // `+`: not the company's index, so the planner walks the renewals and finds each item by id
+    // (through the company's index it would scan every renewal for each of the company's items).
+    sql`+${items.companyId} = ${companyId}`,
     sql`${items.id} = r.id`,
     sql`${items.expiryDate} = r.from_date`,
     sql`(r.state IS NULL OR ${ruleState} = r.state)`,
