@@ -1,3 +1,7 @@
+import type { Context } from "hono";
+import { getDb, type Db } from "../../db/client";
+import { primarySession } from "../../db/session";
+import type { AppBindings } from "../../env";
 import { conditionalRecord, rowVersion } from "../../lib/conditional";
 import { MessageEnvelope, createRouter, dataEnvelope, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { created, done, ok, page, updated } from "../../lib/respond";
@@ -31,6 +35,15 @@ const itemRecord = conditionalRecord({
     return { id: item_id, version, data: await getItem(c.var.db, c.var.companyId, item_id, itemRemindersLoader(c.env, c.var.companyId, item_id)) };
   },
 });
+
+/**
+ * The handle a write's answer is read through. When the item's rule renews at expiry, the company
+ * clock may have just renewed it (catch-up, a restore) in its own D1 session: read the primary, so
+ * the answer shows that renewal rather than a replica's older copy.
+ */
+function answerDb(c: Context<AppBindings>, row: { recurRenewOn: string | null }): Db {
+  return row.recurRenewOn === "expired" ? getDb(primarySession(c.env, c.var.auth.shard)) : c.var.db;
+}
 
 export const itemsRouter = createRouter();
 
@@ -78,7 +91,7 @@ itemsRouter.openapi(
     const { row, snapshot } = await createItem(c.var.db, c.var.companyId, c.var.auth.userId, input);
     await syncReminders(c.env, c.var.companyId, [row.id], snapshot);
     // A rule renewing at expiry on a past date has just caught the item up: answer its date now.
-    const date = input.recurrence?.renew_on === "expired" ? await currentDate(c.var.db, c.var.companyId, row.id) : row.expiryDate;
+    const date = row.recurRenewOn === "expired" ? await currentDate(answerDb(c, row), c.var.companyId, row.id) : row.expiryDate;
     return created(c, "Item created", { item_id: row.id, title: row.title, expiry_date: date ?? row.expiryDate, item_type: row.itemType as "exp" });
   },
 );
@@ -118,7 +131,7 @@ itemsRouter.openapi(
     const input = c.req.valid("json");
     const { row, snapshot } = await updateItem(c.var.db, c.var.companyId, c.req.valid("param").item_id, input);
     await syncReminders(c.env, c.var.companyId, [row.id], snapshot);
-    return updated(c, "Item updated", await getItem(c.var.db, c.var.companyId, row.id, itemRemindersLoader(c.env, c.var.companyId, row.id)));
+    return updated(c, "Item updated", await getItem(answerDb(c, row), c.var.companyId, row.id, itemRemindersLoader(c.env, c.var.companyId, row.id)));
   },
 );
 
@@ -186,7 +199,7 @@ itemsRouter.openapi(
     const archived = c.req.valid("json")?.archived ?? true;
     const { row, snapshot } = await setItemArchived(c.var.db, c.var.companyId, c.req.valid("param").item_id, archived);
     await syncReminders(c.env, c.var.companyId, [row.id], snapshot);
-    return updated(c, archived ? "Item archived" : "Item restored", await getItem(c.var.db, c.var.companyId, row.id, itemRemindersLoader(c.env, c.var.companyId, row.id)));
+    return updated(c, archived ? "Item archived" : "Item restored", await getItem(answerDb(c, row), c.var.companyId, row.id, itemRemindersLoader(c.env, c.var.companyId, row.id)));
   },
 );
 
