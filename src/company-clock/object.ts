@@ -15,7 +15,7 @@ import type { Snapshots } from "./handoff/snapshots";
 import { addReminder, deleteReminder, feedAlarms, itemReminders, triggered, updateReminder } from "./item-reminders";
 import { defaultTransports, deliverDue, type Transports } from "./reminder-delivery";
 import { fireDue, queuedCount, repair, sync } from "./reminders";
-import { RENEWAL_RETRY_MS, hasDueRenewals, postponeDueRenewals, renew } from "./renewals";
+import { RENEWAL_RETRY_MS, postponeDueRenewals, renew } from "./renewals";
 import { claimCompany, knownCompany, migrate, queuedRevision } from "./store";
 import { armSoonest, overdue } from "./time";
 import { deliverWebhooks, listDeliveries, pruneWebhooks, retryDelivery } from "./webhook-deliveries";
@@ -62,7 +62,7 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
   async sync(companyId: number, itemIds: number[], given?: Snapshots): Promise<void> {
     const clock = this.clock(companyId);
     await sync(clock, itemIds, given);
-    if (hasDueRenewals(clock.sql)) await this.renew(clock);
+    await this.renew(clock);
   }
 
   /** The renewals engine's run, its new D1 state applied by the reminders engine; true when more are due. */

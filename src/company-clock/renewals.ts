@@ -16,9 +16,6 @@ import { RENEWALS_PER_STATEMENT, renewalWrites, type Renewal } from "../routes/i
 import type { ClockContext } from "./context";
 import { dueRenewals, forgetRenewals, postponeRenewals, zoneOf } from "./store";
 
-/** Some renewal is due now. */
-export const hasDueRenewals = (sql: SqlStorage, now = Date.now()): boolean => dueRenewals(sql, now, 1).length > 0;
-
 /** After a failed run (D1 away): every due renewal waits until `until`. */
 export const postponeDueRenewals = (sql: SqlStorage, until: number): void => postponeRenewals(sql, "due", until);
 

@@ -246,12 +246,6 @@ export function occurrenceAfter(anchor: string, every: number, unit: CalendarUni
  */
 export const startOfDayAfter = (date: string, zone: string): number => localToInstant(addDays(date, 1), "00:00", zone);
 
-/** The next `n` occurrences strictly after `after`. */
-export function nextOccurrences(anchor: string, every: number, unit: CalendarUnit, after: string, n: number): string[] {
-  const { k } = occurrenceAfter(anchor, every, unit, after);
-  return Array.from({ length: n }, (_, i) => occurrence(anchor, every, unit, k + i));
-}
-
 const DATE_PARTS: Record<DateFormat, RegExp> = {
   "YYYY-MM-DD": /^(?<y>\d{4})-(?<m>\d{2})-(?<d>\d{2})$/,
   "DD.MM.YYYY": /^(?<d>\d{2})\.(?<m>\d{2})\.(?<y>\d{4})$/,

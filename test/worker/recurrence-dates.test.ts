@@ -1,10 +1,11 @@
-// Recurrence dates (src/lib/time.ts occurrence, occurrenceAfter, nextOccurrences): the anchor day
+// Recurrence dates (src/lib/time.ts occurrence, occurrenceAfter; src/lib/recurrence.ts upcomingDates): the anchor day
 // is kept over 10 years of occurrences, and the first occurrence after a date is found directly.
 import { describe, expect, it } from "vitest";
 import { renewalDate, upcomingDates, type RecurrenceRule } from "../../src/lib/recurrence";
-import { daysBetween, instantToLocal, nextOccurrences, occurrence, occurrenceAfter, startOfDayAfter, todayIn } from "../../src/lib/time";
+import { daysBetween, instantToLocal, occurrence, occurrenceAfter, startOfDayAfter, todayIn } from "../../src/lib/time";
 
 const isLeap = (y: number) => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
+const rule = (r: Partial<RecurrenceRule> & Pick<RecurrenceRule, "every" | "unit" | "anchor">): RecurrenceRule => ({ renewOn: "expired", until: null, count: null, ...r });
 const lastDay = (y: number, m: number) => [31, isLeap(y) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][m - 1]!;
 
 describe("occurrences keep the anchor day", () => {
@@ -15,8 +16,8 @@ describe("occurrences keep the anchor day", () => {
       const d = Math.min(31, lastDay(y, m));
       expect(occurrence("2027-01-31", 1, "month", k), `k=${k}`).toBe(`${y}-${String(m).padStart(2, "0")}-${String(d).padStart(2, "0")}`);
     }
-    expect(nextOccurrences("2027-01-31", 1, "month", "2027-01-31", 3)).toEqual(["2027-02-28", "2027-03-31", "2027-04-30"]);
-    expect(nextOccurrences("2028-01-31", 1, "month", "2028-01-31", 2)).toEqual(["2028-02-29", "2028-03-31"]);
+    expect(upcomingDates(rule({ every: 1, unit: "month", anchor: "2027-01-31" }), "2027-01-31", 3)).toEqual(["2027-02-28", "2027-03-31", "2027-04-30"]);
+    expect(upcomingDates(rule({ every: 1, unit: "month", anchor: "2028-01-31" }), "2028-01-31", 2)).toEqual(["2028-02-29", "2028-03-31"]);
   });
 
   it("Feb 29 yearly: Feb 28 in common years, Feb 29 in leap years, including 2100 (not leap) and 2400", () => {
@@ -29,7 +30,7 @@ describe("occurrences keep the anchor day", () => {
   });
 
   it("weeks, days and every=1000", () => {
-    expect(nextOccurrences("2026-11-23", 2, "week", "2026-11-23", 3)).toEqual(["2026-12-07", "2026-12-21", "2027-01-04"]);
+    expect(upcomingDates(rule({ every: 2, unit: "week", anchor: "2026-11-23" }), "2026-11-23", 3)).toEqual(["2026-12-07", "2026-12-21", "2027-01-04"]);
     expect(occurrence("2026-11-23", 1000, "day", 1)).toBe("2029-08-19");
     expect(occurrence("2026-11-23", 1000, "year", 1)).toBe("3026-11-23");
     expect(daysBetween("2026-11-23", occurrence("2026-11-23", 1000, "week", 1))).toBe(7000);
@@ -63,7 +64,6 @@ describe("the first occurrence after a date", () => {
 
 // ---- the rule (src/lib/recurrence.ts) and its instant (startOfDayAfter) ----
 
-const rule = (r: Partial<RecurrenceRule> & Pick<RecurrenceRule, "every" | "unit" | "anchor">): RecurrenceRule => ({ renewOn: "expired", until: null, count: null, ...r });
 
 describe("the date a renewal reaches: a table of cases", () => {
   const cases: Array<[string, RecurrenceRule, string, string | undefined, string | null]> = [
