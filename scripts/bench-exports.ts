@@ -17,7 +17,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname } from "node:path";
-import { expect, httpClient, median, multiRowInserts, prepareBenchState, printColumns, prng, sqlText, tempServerScope, wranglerVersion, type SuiteOptions } from "./lib/bench-kit.ts";
+import { expect, httpClient, median, multiRowInserts, prepareBenchState, printColumns, prng, sleep, sqlText, tempServerScope, wranglerVersion, type SuiteOptions } from "./lib/bench-kit.ts";
 import { executeSql, queryRows, startDev } from "./lib/local.ts";
 import { procStats, readProcFile, rssKb } from "./lib/procs.ts";
 
@@ -169,7 +169,6 @@ interface Run {
   afterKb: number;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function runExportsBench(options: SuiteOptions): Promise<number> {
   const started = Date.now();

@@ -46,6 +46,7 @@ import {
   type RouteResult,
   type RouteSpec,
   type SuiteOptions,
+  sleep,
 } from "./lib/bench-kit.ts";
 import { executeSql, queryRows, startDev } from "./lib/local.ts";
 import { procStats, readProcFile } from "./lib/procs.ts";
@@ -156,7 +157,6 @@ interface Paced {
 }
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * `rate` requests/s for `seconds`, each sent on schedule whether or not the previous one has

@@ -54,6 +54,7 @@ import {
   type RouteResult,
   type RouteSpec,
   type SuiteOptions,
+  sleep,
 } from "./lib/bench-kit.ts";
 import { applyMigrations, ensureDevVars, executeSql, queryRows, seedLocal, startDev } from "./lib/local.ts";
 
@@ -89,7 +90,6 @@ const FIRE_WAIT_MS = 120_000;
 const MINUTE = 60_000;
 const DAY = 86_400_000;
 const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 const nextMinute = (ms: number) => Math.ceil(ms / MINUTE) * MINUTE;
 const seconds = (ms: number) => ms / 1000;
 const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });

@@ -21,7 +21,7 @@
 import type { ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { addMonths, canonicalTimeZone, startOfDayAfter, todayIn } from "../src/lib/time.ts";
-import { expect, httpClient, multiRowInserts, prepareBenchState, sqlText, tempServerScope, type SuiteOptions } from "./lib/bench-kit.ts";
+import { expect, httpClient, multiRowInserts, prepareBenchState, sleep, sqlText, tempServerScope, type SuiteOptions } from "./lib/bench-kit.ts";
 import { executeSql, queryRows, startDev } from "./lib/local.ts";
 
 const COMPANY = 1;
@@ -31,7 +31,6 @@ const TARGET_SECONDS = 30;
 const SETUP_MS = 150_000;
 const SYNC_GRACE_MS = 31_000;
 const SAMPLES = 20;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 const seconds = (ms: number) => (ms / 1000).toFixed(1);
 
 /** The zone (of those the runtime knows) whose next local midnight after `after` comes first, that midnight, and the day before it. */

@@ -26,6 +26,9 @@ export function prng(seed: number): () => number {
   };
 }
 
+/** Resolves after `ms` (at once for a negative wait: "until an instant" that has passed). */
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
+
 export const sqlText = (value: string) => `'${value.replace(/'/g, "''")}'`;
 
 /** `head` + as many `(...)` rows per statement as fit under MAX_STATEMENT_BYTES. */

@@ -4,10 +4,8 @@
 // the local email simulation only: a call to the company's Durable Object could arm its alarm again
 // and hide a lost re-arm.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { DEMO_CLIENTS } from "../../scripts/seed-data.ts";
-import { callApi, sleep, startService, type Service } from "./support/service.ts";
+import { callApi, ownerToken, sleep, startService, type Service } from "./support/service.ts";
 
-const owner = DEMO_CLIENTS.find((c) => c.clientId === "demo-owner")!;
 // The Worker's DELIVERY_BATCH (src/company-clock/reminder-delivery.ts) and MAX_STEPS (reminder-sequences/schemas.ts):
 // copied, since the e2e files are type-checked as Node code that cannot import the Worker's modules.
 const DELIVERY_BATCH = 200;
@@ -45,8 +43,7 @@ const hhmm = (at: Date) => at.toISOString().slice(11, 16);
 
 it("a backlog of due emails larger than one alarm run is delivered by alarms the runtime chains by itself", async () => {
   expect(ITEMS * STEPS).toBeGreaterThan(2 * DELIVERY_BATCH);
-  const token = (await api("POST", "/v1/oauth/token", undefined, { grant_type: "client_credentials", client_id: owner.clientId, client_secret: owner.secret })).body
-    .access_token as string;
+  const token = await ownerToken(service!.base);
   const email = `chain-${Date.now()}@example.com`;
   const contact = await api("POST", "/v1/contacts", token, { first_name: "Chain", last_name: "Tester", email });
   expect(contact.status, JSON.stringify(contact.body)).toBe(201);

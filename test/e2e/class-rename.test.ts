@@ -13,10 +13,8 @@ import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { classDir } from "../../scripts/lib/do-rename.ts";
 import { ensureDevVars, ROOT, writeWorkerVariant } from "../../scripts/lib/local.ts";
-import { DEMO_CLIENTS } from "../../scripts/seed-data.ts";
-import { callApi, sleep, startService, type Service } from "./support/service.ts";
+import { callApi, ownerToken, sleep, startService, type Service } from "./support/service.ts";
 
-const owner = DEMO_CLIENTS.find((c) => c.clientId === "demo-owner")!;
 const WORKER = "expiry-reminder-api";
 
 let service: Service | undefined;
@@ -45,12 +43,6 @@ export default worker;
 
 const api = (method: string, path: string, token?: string, body?: unknown) => callApi(service!.base, method, path, token, body);
 
-async function token(): Promise<string> {
-  const res = await api("POST", "/v1/oauth/token", undefined, { grant_type: "client_credentials", client_id: owner.clientId, client_secret: owner.secret });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.access_token as string;
-}
-
 /** Messages the local email simulation holds for `to` (read without calling the Durable Object). */
 async function emailsTo(to: string): Promise<Array<{ to: string[]; subject: string }>> {
   const page = await api("GET", "/cdn-cgi/explorer/api/local/email/sending?per_page=100");
@@ -63,7 +55,7 @@ const objectFiles = (dir: string) => (existsSync(dir) ? readdirSync(dir).filter(
 it("`npm start` on state from before the rename keeps each company clock's reminders and alarm", async () => {
   service = await startService("expiry-e2e-rename-", ["--config", preRenameConfig()]);
   const persistDir = service.persistDir;
-  let bearer = await token();
+  let bearer = await ownerToken(service!.base);
   const email = `rename-${Date.now()}@example.com`;
   const contact = await api("POST", "/v1/contacts", bearer, { first_name: "Rename", last_name: "Tester", email });
   expect(contact.status, JSON.stringify(contact.body)).toBe(201);
@@ -105,7 +97,7 @@ it("`npm start` on state from before the rename keeps each company clock's remin
   expect(sent[0]!.subject).toContain("Renamed clock permit");
 
   // The same reminders, not new ones from D1: the manual ones (only the object had them) and the ids.
-  bearer = await token();
+  bearer = await ownerToken(service!.base);
   const after = (await api("GET", `/v1/items/${itemId}/reminders`, bearer)).body.data;
   expect(after.queued).toEqual(before.queued.filter((r: { reminder_id: number }) => r.reminder_id !== dueSoon.body.data.reminder_id));
   expect(after.sent).toEqual([

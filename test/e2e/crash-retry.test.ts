@@ -4,10 +4,8 @@
 // has a final answer. Each key must leave exactly one item, and each answer must be the stored one
 // (201) or the documented 409 for a change whose response was lost; never a second record.
 import { afterAll, expect, it } from "vitest";
-import { DEMO_CLIENTS } from "../../scripts/seed-data.ts";
-import { sleep, startService, type Service } from "./support/service.ts";
+import { ownerToken, sleep, startService, type Service } from "./support/service.ts";
 
-const owner = DEMO_CLIENTS.find((c) => c.clientId === "demo-owner")!;
 const REQUESTS = 40;
 
 let service: Service | undefined;
@@ -20,15 +18,6 @@ interface Answer {
   status: number;
   body: any;
   replayed: boolean;
-}
-
-async function token(base: string): Promise<string> {
-  const res = await fetch(`${base}/v1/oauth/token`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ grant_type: "client_credentials", client_id: owner.clientId, client_secret: owner.secret }),
-  });
-  return ((await res.json()) as { access_token: string }).access_token;
 }
 
 async function createItem(base: string, bearer: string, key: string, title: string): Promise<Answer> {
@@ -44,7 +33,7 @@ it("a server killed mid-request loses nothing and repeats nothing: retried keys 
   service = await startService("expiry-e2e-crash-");
   const run = crypto.randomUUID().slice(0, 8);
   const requests = Array.from({ length: REQUESTS }, (_, i) => ({ key: `crash-${run}-${i}`, title: `crash ${run} ${i}` }));
-  const bearer = await token(service.base);
+  const bearer = await ownerToken(service.base);
 
   // Fire them a few milliseconds apart, and kill the server once a quarter have been answered: the
   // others are then at every stage (waiting, claimed, written but not answered, ...).
@@ -65,7 +54,7 @@ it("a server killed mid-request loses nothing and repeats nothing: retried keys 
   const answeredBeforeKill = before.filter((a) => a?.status === 201).length;
 
   service = await startService("expiry-e2e-crash-", [], { persistDir: service.persistDir });
-  const bearer2 = await token(service.base);
+  const bearer2 = await ownerToken(service.base);
   const answers = new Map<string, Answer>();
   const deadline = Date.now() + 60_000;
   for (const r of requests) {

@@ -4,10 +4,8 @@
 // cron sweep run, every item with a rule is renewed exactly once, to the first occurrence not yet
 // expired; every item without one is untouched.
 import { afterAll, expect, it } from "vitest";
-import { DEMO_CLIENTS } from "../../scripts/seed-data.ts";
-import { callApi, sleep, startService, type Service } from "./support/service.ts";
+import { callApi, ownerToken, sleep, startService, type Service } from "./support/service.ts";
 
-const owner = DEMO_CLIENTS.find((c) => c.clientId === "demo-owner")!;
 const ITEMS = 120;
 const PAST = "2020-01-15";
 
@@ -15,11 +13,6 @@ let service: Service | undefined;
 afterAll(async () => {
   await service?.stop();
 });
-
-async function token(base: string): Promise<string> {
-  const res = await callApi(base, "POST", "/v1/oauth/token", undefined, { grant_type: "client_credentials", client_id: owner.clientId, client_secret: owner.secret });
-  return res.body.access_token;
-}
 
 /** The first monthly occurrence of PAST on or after `today` (the 15th keeps its day every month). */
 function caughtUp(today: string): string {
@@ -30,7 +23,7 @@ function caughtUp(today: string): string {
 
 it("a server killed while rules catch items up renews each item exactly once", async () => {
   service = await startService("expiry-e2e-renewal-crash-");
-  const bearer = await token(service.base);
+  const bearer = await ownerToken(service.base);
   const run = crypto.randomUUID().slice(0, 8);
   const ids: number[] = [];
   for (let i = 0; i < ITEMS; i += 20) {
@@ -57,7 +50,7 @@ it("a server killed while rules catch items up renews each item exactly once", a
   const answeredBeforeKill = before.filter((r) => r?.status === 200).length;
 
   service = await startService("expiry-e2e-renewal-crash-", [], { persistDir: service.persistDir });
-  const bearer2 = await token(service.base);
+  const bearer2 = await ownerToken(service.base);
   // The sweep replays what the clock missed (changes older than its 30 s grace) and wakes it.
   const details = async () =>
     Promise.all(ids.map(async (id) => (await callApi(service!.base, "GET", `/v1/items/${id}`, bearer2)).body.data as { expiry_date: string; recurrence: unknown; renewals: unknown[] }));

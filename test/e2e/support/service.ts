@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROOT } from "../../../scripts/lib/local.ts";
 import { procStats } from "../../../scripts/lib/procs.ts";
+import { DEMO_CLIENTS } from "../../../scripts/seed-data.ts";
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -18,6 +19,14 @@ export async function callApi(base: string, method: string, path: string, token?
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const res = await fetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   return { status: res.status, body: await res.json() };
+}
+
+/** A token of the demo owner client (the seeded account's `*` client) from the service at `base`. */
+export async function ownerToken(base: string): Promise<string> {
+  const owner = DEMO_CLIENTS.find((c) => c.clientId === "demo-owner")!;
+  const res = await callApi(base, "POST", "/v1/oauth/token", undefined, { grant_type: "client_credentials", client_id: owner.clientId, client_secret: owner.secret });
+  if (res.status !== 200) throw new Error(`token: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.access_token as string;
 }
 
 export interface Service {
