@@ -7,6 +7,7 @@ import { echo } from "./lib/echo";
 import { apiError, renderError } from "./lib/errors";
 import { createRouter } from "./lib/openapi";
 import { buildOpenApiDocument } from "./openapi-document";
+import { auditLogRouter } from "./routes/audit-log/routes";
 import { calendarFeedsRouter } from "./routes/calendar-feeds/routes";
 import { contactGroupsRouter } from "./routes/contact-groups/routes";
 import { companiesRouter } from "./routes/companies/routes";
@@ -55,6 +56,7 @@ app.route("/", tasksRouter);
 app.route("/", driveRouter);
 app.route("/", webhooksRouter);
 app.route("/", importsRouter);
+app.route("/", auditLogRouter);
 app.route("/", webhookDeliveriesRouter);
 app.route("/", calendarFeedsRouter);
 

@@ -84,6 +84,11 @@ export const TAGS = [
     description:
       "A company's items as iCalendar (RFC 5545) subscriptions: feeds with the item list's filters, managed with items:read; the feed itself is fetched without a token header, its URL being its credential.",
   },
+  {
+    name: "Audit log",
+    description:
+      "Who changed what: every change of the account's resources, with the API client, user, request id and operationId behind it and the fields before and after; read by the account owner (scope audit:read). See docs/audit-log.md.",
+  },
   { name: "System", description: "Liveness of the service; no authentication." },
 ];
 

@@ -21,6 +21,8 @@ export const RESOURCE_SCOPES = [
   // Extension: webhook endpoints (account owner only).
   "webhooks:read",
   "webhooks:write",
+  // Extension: the audit log (account owner only).
+  "audit:read",
 ] as const;
 
 export type ResourceScope = (typeof RESOURCE_SCOPES)[number];

@@ -829,3 +829,61 @@ export const shardMoves = sqliteTable("shard_moves", {
   accountId: integer("account_id").notNull(),
   startedAt: integer("started_at").notNull(),
 });
+
+/**
+ * The audit log (docs/audit-log.md): one row per change of a resource, written by triggers on the
+ * resource tables in the same statement as the change (migration 0023, scripts/gen-audit-triggers.ts),
+ * plus the token endpoint's issues and refusals. Never updated; the cron job deletes rows older than
+ * a year. `at` is Unix ms; `before` / `after` hold only the fields that changed (JSON objects).
+ */
+export const auditLog = sqliteTable(
+  "audit_log",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    accountId: integer("account_id").notNull(),
+    companyId: integer("company_id").notNull(),
+    at: integer("at").notNull(),
+    clientId: text("client_id"),
+    userId: integer("user_id"),
+    // The company of the actor's token (a company's owner can change the account's other companies).
+    actorCompanyId: integer("actor_company_id"),
+    requestId: text("request_id"),
+    operationId: text("operation_id"),
+    resourceType: text("resource_type").notNull(),
+    resourceId: text("resource_id").notNull(),
+    action: text("action").notNull(),
+    before: text("before"),
+    after: text("after"),
+    // Entries written by a company clock: the key its outbox gave the entry, so a repeated handoff adds it once.
+    sourceKey: text("source_key"),
+  },
+  (t) => [
+    // The list: the account's entries newest first, and the time range as a seek.
+    index("audit_log_account_at_idx").on(t.accountId, t.at, t.id),
+    index("audit_log_account_resource_idx").on(t.accountId, t.resourceType, t.resourceId, t.at, t.id),
+    index("audit_log_account_client_idx").on(t.accountId, t.clientId, t.at, t.id),
+    // The retention prune: the oldest rows of every account.
+    index("audit_log_at_idx").on(t.at),
+    uniqueIndex("audit_log_source_key_uq").on(t.sourceKey).where(sql`source_key IS NOT NULL`),
+  ],
+);
+
+/**
+ * Who is writing: one row, inserted first and deleted last by every write batch of a request
+ * (src/db/write-guards.ts), read by the audit triggers. Empty between batches; a write made without
+ * it (the operator CLI, a migration) is logged with no actor.
+ */
+export const auditContext = sqliteTable(
+  "audit_context",
+  {
+    slot: integer("slot").primaryKey(),
+    accountId: integer("account_id"),
+    companyId: integer("company_id"),
+    at: integer("at").notNull(),
+    clientId: text("client_id"),
+    userId: integer("user_id"),
+    requestId: text("request_id"),
+    operationId: text("operation_id"),
+  },
+  (t) => [check("audit_context_one_row", sql`${t.slot} = 1`)],
+);

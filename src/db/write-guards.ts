@@ -9,6 +9,7 @@
 // Guards fail a batch through a named CHECK constraint (of idempotency_keys.fence, of the empty table
 // write_guards), so a lost race is a clean 409 or 412 with nothing written.
 import { apiError } from "../lib/errors";
+import { auditContextStatements, type AuditActor } from "./audit-context";
 import { getDb, type Db } from "./client";
 
 export interface IdempotencyFence {
@@ -51,6 +52,8 @@ export interface WriteGuards {
   stopped?: unknown;
   /** Writes this request committed. */
   committed: number;
+  /** Who the request's writes are by: every write batch carries it for the audit triggers (src/db/audit-context.ts). */
+  actor?: () => AuditActor;
 }
 
 const WRITE = /^\s*(insert|update|delete|replace)\b/i;
@@ -140,6 +143,11 @@ async function guardedBatch(d1: D1Database, guards: WriteGuards, statements: D1P
         )
         .bind(Date.now() + fence.leaseMs, fence.lease, fence.companyId, fence.clientId, fence.keyHash),
     );
+  }
+  if (write && guards.actor) {
+    const [set, clear] = auditContextStatements(d1, guards.actor());
+    before.unshift(set);
+    after.push(clear);
   }
   try {
     let results: D1Result[];

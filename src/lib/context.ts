@@ -13,7 +13,8 @@ export const provideTenant = createMiddleware<AppBindings>(async (c, next) => {
 
 /**
  * The request's write guards (an Idempotency-Key's fence, an If-Match precondition): from the first
- * call on, `c.var.db` is a handle whose every write carries them (src/db/write-guards.ts).
+ * call on, `c.var.db` is a handle whose every write carries them (src/db/write-guards.ts). A write
+ * request's guards exist from authentication on (they carry its audit actor).
  */
 export function guardedWrites(c: Context<AppBindings>): WriteGuards {
   let guards = c.get("writeGuards");
