@@ -6,6 +6,8 @@ import { primarySession } from "./db/session";
 import { shardBindings } from "./db/shards";
 import { clockFor } from "./company-clock/handoff/worker";
 import { releaseAbandonedUploads } from "./routes/drive/queries";
+import { pruneAuditLog } from "./routes/audit-log/queries";
+import { RETENTION_DAYS } from "./routes/audit-log/schemas";
 
 /** Changes the Durable Objects have not applied after this long are replayed (the normal path takes milliseconds). */
 export const SYNC_GRACE_SECONDS = 30;
@@ -14,6 +16,8 @@ export const WAKE_GRACE_MS = 60_000;
 /** Companies woken per sweep (the next sweep takes the rest). */
 export const SWEEP_LIMIT = 200;
 const CONCURRENCY = 10;
+/** Audit entries past their retention deleted per shard and run (every minute: 7.2 million a day). */
+export const AUDIT_PRUNE_PER_RUN = 5_000;
 
 /**
  * Cron trigger: the backstop, on every shard. Three indexed queries in one batch find the
@@ -21,7 +25,7 @@ const CONCURRENCY = 10;
  * reminder is overdue, and webhook events waiting in D1 for more than 30 s); only those are woken,
  * so the cost grows with them, not with the number of companies. Then, even when the reminder
  * sweep failed, the drive space of uploads whose token has expired is released, expired
- * idempotency keys are deleted and stranded imports restarted: about 7 statements in 4 round trips
+ * idempotency keys and audit entries past their retention are deleted and stranded imports restarted: about 8 statements in 5 round trips
  * per shard when idle (measured, docs/scale.md).
  */
 export async function handleScheduled(controller: ScheduledController, env: Env, _ctx: ExecutionContext): Promise<void> {
@@ -37,6 +41,7 @@ async function sweepShard(controller: ScheduledController, env: Env, shard: numb
   } finally {
     await releaseExpiredUploads(env, d1);
     await pruneIdempotencyKeys(d1, controller.scheduledTime);
+    await pruneAudit(d1, controller.scheduledTime);
     await restartImports(env, shard, controller.scheduledTime);
   }
 }
@@ -56,6 +61,15 @@ async function pruneIdempotencyKeys(d1: D1Database, now: number): Promise<void> 
     await pruneKeys(d1, now);
   } catch (error) {
     console.error(JSON.stringify({ level: "error", msg: "idempotency key pruning failed", error: String(error) }));
+  }
+}
+
+/** Audit entries older than the retention (docs/audit-log.md): a bounded delete per run, so a backlog drains over a few runs. */
+async function pruneAudit(d1: D1Database, now: number): Promise<void> {
+  try {
+    await pruneAuditLog(d1, now - RETENTION_DAYS * 86_400_000, AUDIT_PRUNE_PER_RUN);
+  } catch (error) {
+    console.error(JSON.stringify({ level: "error", msg: "audit log pruning failed", error: String(error) }));
   }
 }
 

@@ -9,6 +9,7 @@ import { isShard } from "../db/shards";
 import { apiError, forbidden, invalidToken, oauthError } from "../lib/errors";
 import { findClientCached, type ClientRecord } from "./clients";
 import { getSigningKeys } from "./keys";
+import { clientEventStatement } from "../routes/audit-log/record";
 import { effectiveScopes, grants, parseScopes } from "./scopes";
 import { verifyAccessToken } from "./tokens";
 
@@ -57,10 +58,15 @@ export const authenticate = createMiddleware<AppBindings>(async (c, next) => {
       client = await lookUp(session);
     }
   }
-  if (!client || client.shardState === "moved" || !client.active || client.companyId !== claims.companyId) {
+  if (!client || client.shardState === "moved" || client.companyId !== claims.companyId) {
+    throw invalidToken("The client of this token is not active");
+  }
+  if (!client.active) {
+    await logRefusal(c, session, client, "client_inactive");
     throw invalidToken("The client of this token is not active");
   }
   if (client.tokenGeneration !== claims.generation) {
+    await logRefusal(c, session, client, "token_revoked");
     throw invalidToken("The access token has been revoked");
   }
   if (client.shardState === "read_only" && !READS.has(c.req.method)) {
@@ -124,3 +130,13 @@ export const requireOwner = createMiddleware<AppBindings>(async (c, next) => {
   if (!c.var.auth.isOwner) throw forbidden("Only the account owner can manage this resource");
   await next();
 });
+
+/** A revoked client's token presented: an audit entry, best effort (a refused write must not turn the 401 into a 5xx). */
+async function logRefusal(c: Context<AppBindings>, session: RequestSession, client: ClientRecord, reason: string): Promise<void> {
+  const event = { client, action: "token_refused" as const, requestId: c.get("requestId") ?? null, operationId: c.get("operationId") ?? null, details: { reason } };
+  try {
+    await clientEventStatement(session.d1, event).run();
+  } catch (error) {
+    console.error(JSON.stringify({ level: "error", msg: "token refusal not logged", error: String(error) }));
+  }
+}

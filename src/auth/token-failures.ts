@@ -26,7 +26,7 @@ export async function recordTokenFailure(db: D1Database, clientId: string, nowSe
     .run();
 }
 
-/** A token issued: earlier failures are forgotten. */
-export async function clearTokenFailures(db: D1Database, clientId: string): Promise<void> {
-  await db.prepare("UPDATE api_clients SET token_failures = 0, token_failures_since = NULL WHERE client_id = ?").bind(clientId).run();
+/** A token issued: earlier failures are forgotten (sent in the batch). */
+export function clearTokenFailuresStatement(db: D1Database, clientId: string): D1PreparedStatement {
+  return db.prepare("UPDATE api_clients SET token_failures = 0, token_failures_since = NULL WHERE client_id = ?").bind(clientId);
 }

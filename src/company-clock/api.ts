@@ -5,6 +5,7 @@
 import type { CalendarUnit } from "../lib/time";
 import type { Snapshots } from "./handoff/snapshots";
 import type { Channel, DeliveryState } from "./store";
+import type { AuditActor } from "../db/audit-context";
 
 /** A refusal the Durable Object returns (RPC keeps plain objects; thrown errors lose their status). */
 export type Failure = { error: { status: 400 | 404 | 409; msg: string } };
@@ -92,9 +93,17 @@ export interface CompanyClockRpc extends Rpc.DurableObjectBranded {
   sync(companyId: number, itemIds: number[], given?: Snapshots): Promise<void>;
   /** The item's reminders; `fill`: its D1 view is written before answering (GET /v1/items/{id}). */
   itemReminders(companyId: number, itemId: number, syncFirst: boolean, fill?: boolean): Promise<ItemReminders | Failure>;
-  addReminder(companyId: number, itemId: number, input: ReminderInput, syncFirst: boolean, requestKey?: string): Promise<ReminderView | Failure>;
-  updateReminder(companyId: number, itemId: number, reminderId: number, input: ReminderInput, syncFirst: boolean, requestKey?: string): Promise<ReminderView | Failure>;
-  deleteReminder(companyId: number, itemId: number, reminderId: number, syncFirst: boolean, requestKey?: string): Promise<{ deleted: true } | Failure>;
+  addReminder(companyId: number, itemId: number, input: ReminderInput, syncFirst: boolean, requestKey?: string, actor?: AuditActor): Promise<ReminderView | Failure>;
+  updateReminder(
+    companyId: number,
+    itemId: number,
+    reminderId: number,
+    input: ReminderInput,
+    syncFirst: boolean,
+    requestKey?: string,
+    actor?: AuditActor,
+  ): Promise<ReminderView | Failure>;
+  deleteReminder(companyId: number, itemId: number, reminderId: number, syncFirst: boolean, requestKey?: string, actor?: AuditActor): Promise<{ deleted: true } | Failure>;
   /** The triggered feed, newest first. */
   triggered(companyId: number, limit: number): TriggeredView[];
   /** The revision of the company's queued reminders (a calendar feed's ETag carries it). */
@@ -106,11 +115,11 @@ export interface CompanyClockRpc extends Rpc.DurableObjectBranded {
   /** After a task or file write: takes the webhook events D1 recorded and arms the alarm to deliver them. */
   pullEvents(companyId: number): Promise<void>;
   /** A webhook.test event to one endpoint (subscribed or not), delivered by the alarm at once. */
-  testWebhook(companyId: number, endpointId: number, requestKey?: string): Promise<{ delivery_id: number; message_id: string } | Failure>;
+  testWebhook(companyId: number, endpointId: number, requestKey?: string, actor?: AuditActor): Promise<{ delivery_id: number; message_id: string } | Failure>;
   /** The endpoint's deliveries, newest first. */
   webhookDeliveries(companyId: number, endpointId: number, page: { limit: number; offset: number }): { rows: WebhookDeliveryView[]; total: number };
   /** A failed or pending delivery is attempted again at once (same message id); 400 for a delivered one. */
-  retryWebhookDelivery(companyId: number, endpointId: number, deliveryId: number, requestKey?: string): Promise<WebhookDeliveryView | Failure>;
+  retryWebhookDelivery(companyId: number, endpointId: number, deliveryId: number, requestKey?: string, actor?: AuditActor): Promise<WebhookDeliveryView | Failure>;
   /** The company is deleted: everything goes, the alarm too. */
   forgetCompany(companyId: number): Promise<void>;
 }

@@ -8,6 +8,7 @@ import type { Env } from "../env";
 import type { Applied, Bookkeeping } from "./handoff/bookkeeping";
 import type { ViewRow } from "./handoff/views";
 import { armAlarm } from "./time";
+import { handOffAudit } from "./audit-outbox";
 
 export interface ClockContext {
   readonly storage: DurableObjectStorage;
@@ -38,4 +39,5 @@ export async function companyD1(env: Env, companyId: number): Promise<D1Database
 export async function settle(clock: ClockContext, change: { applied?: Applied[]; views?: ViewRow[]; inAlarm?: boolean } = {}): Promise<void> {
   const wake = await armAlarm(clock.storage, change.inAlarm);
   await clock.bookkeeping.note(clock.companyId, wake, change.applied, change.views);
+  await handOffAudit(clock);
 }

@@ -5,6 +5,8 @@
 import { isCalendarDate, localToInstant, type CalendarUnit } from "../lib/time";
 import { isFailure, MAX_FEED_EVENTS, type Failure, type ItemReminders, type ReminderInput, type ReminderTime, type ReminderView, type TriggeredView } from "./api";
 import { defaultChannels } from "./channels";
+import type { AuditActor } from "../db/audit-context";
+import { changedFields, recordAudit } from "./audit-outbox";
 import type { ClockContext } from "./context";
 import { SYNC_BATCH } from "./handoff/snapshots";
 import { changeReminders, reminderView, remindersOf, viewRows, writeViews } from "./reminder-views";
@@ -80,7 +82,26 @@ async function editReminders<T>(clock: ClockContext, itemId: number, syncFirst: 
   return changeReminders(clock, itemId, edit);
 }
 
-export async function addReminder(clock: ClockContext, itemId: number, input: ReminderInput, syncFirst: boolean, requestKey?: string): Promise<ReminderView | Failure> {
+/** What an entry shows of a reminder (docs/audit-log.md). */
+const auditView = (itemId: number, view: ReminderView) => ({
+  item_id: itemId,
+  date: view.date,
+  hour: view.hour,
+  period: view.period,
+  unit: view.unit,
+  rtype: view.rtype,
+  contact_id: view.contact_id,
+  channels: view.channels,
+});
+
+export async function addReminder(
+  clock: ClockContext,
+  itemId: number,
+  input: ReminderInput,
+  syncFirst: boolean,
+  requestKey?: string,
+  actor?: AuditActor,
+): Promise<ReminderView | Failure> {
   const { sql } = clock;
   return editReminders(clock, itemId, syncFirst, requestKey, (): ReminderView | Failure => {
     const mirror = itemMirror(sql, itemId);
@@ -111,6 +132,7 @@ export async function addReminder(clock: ClockContext, itemId: number, input: Re
         now,
       });
       created = reminderView(reminder(sql, itemId, id)!, []);
+      recordAudit(sql, actor, { resourceType: "reminder", resourceId: id, action: "created", before: null, after: auditView(itemId, created) }, now);
       recordApplied(sql, requestKey, created, now);
     });
     return failure ?? created!;
@@ -124,6 +146,7 @@ export async function updateReminder(
   input: ReminderInput,
   syncFirst: boolean,
   requestKey?: string,
+  actor?: AuditActor,
 ): Promise<ReminderView | Failure> {
   const { sql } = clock;
   return editReminders(clock, itemId, syncFirst, requestKey, (): ReminderView | Failure => {
@@ -172,13 +195,22 @@ export async function updateReminder(
       if (input.contactId !== undefined) sql.exec("UPDATE reminders SET contact_id = ? WHERE reminder_id = ? AND state <> 'sent'", input.contactId, reminderId);
       if (input.channels !== undefined) sql.exec("UPDATE reminders SET channels = ? WHERE reminder_id = ? AND state <> 'sent'", JSON.stringify(input.channels), reminderId);
       updated = reminderView(reminder(sql, itemId, reminderId)!, []);
+      const [before, after] = changedFields(auditView(itemId, reminderView(current, [])), auditView(itemId, updated));
+      if (Object.keys(after).length > 0) recordAudit(sql, actor, { resourceType: "reminder", resourceId: reminderId, action: "updated", before, after }, Date.now());
       recordApplied(sql, requestKey, updated, Date.now());
     });
     return updated!;
   });
 }
 
-export async function deleteReminder(clock: ClockContext, itemId: number, reminderId: number, syncFirst: boolean, requestKey?: string): Promise<{ deleted: true } | Failure> {
+export async function deleteReminder(
+  clock: ClockContext,
+  itemId: number,
+  reminderId: number,
+  syncFirst: boolean,
+  requestKey?: string,
+  actor?: AuditActor,
+): Promise<{ deleted: true } | Failure> {
   const { sql } = clock;
   return editReminders(clock, itemId, syncFirst, requestKey, (): { deleted: true } | Failure => {
     const current = reminder(sql, itemId, reminderId);
@@ -186,7 +218,10 @@ export async function deleteReminder(clock: ClockContext, itemId: number, remind
     if (current.state === "sent") return { error: { status: 400, msg: `Reminder ${reminderId} was already sent and stays in the history` } };
     clock.storage.transactionSync(() => {
       if (appliedResult(sql, requestKey)) return;
-      sql.exec("DELETE FROM reminders WHERE reminder_id = ? AND state <> 'sent' AND origin <> 'expiry'", reminderId);
+      const deleted = sql.exec("DELETE FROM reminders WHERE reminder_id = ? AND state <> 'sent' AND origin <> 'expiry'", reminderId).rowsWritten;
+      if (deleted > 0) {
+        recordAudit(sql, actor, { resourceType: "reminder", resourceId: reminderId, action: "deleted", before: auditView(itemId, reminderView(current, [])), after: null }, Date.now());
+      }
       recordApplied(sql, requestKey, { deleted: true }, Date.now());
     });
     return { deleted: true };

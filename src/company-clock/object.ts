@@ -20,6 +20,7 @@ import { claimCompany, knownCompany, migrate, queuedRevision } from "./store";
 import { armSoonest, overdue } from "./time";
 import { deliverWebhooks, listDeliveries, pruneWebhooks, retryDelivery } from "./webhook-deliveries";
 import { pump, testWebhook } from "./webhooks";
+import type { AuditActor } from "../db/audit-context";
 
 const logError = (msg: string, companyId: number, error: unknown) => console.error(JSON.stringify({ level: "error", msg, companyId, error: String(error) }));
 
@@ -74,16 +75,16 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
     return itemReminders(this.clock(companyId), itemId, syncFirst, fill);
   }
 
-  async addReminder(companyId: number, itemId: number, input: ReminderInput, syncFirst: boolean, requestKey?: string) {
-    return addReminder(this.clock(companyId), itemId, input, syncFirst, requestKey);
+  async addReminder(companyId: number, itemId: number, input: ReminderInput, syncFirst: boolean, requestKey?: string, actor?: AuditActor) {
+    return addReminder(this.clock(companyId), itemId, input, syncFirst, requestKey, actor);
   }
 
-  async updateReminder(companyId: number, itemId: number, reminderId: number, input: ReminderInput, syncFirst: boolean, requestKey?: string) {
-    return updateReminder(this.clock(companyId), itemId, reminderId, input, syncFirst, requestKey);
+  async updateReminder(companyId: number, itemId: number, reminderId: number, input: ReminderInput, syncFirst: boolean, requestKey?: string, actor?: AuditActor) {
+    return updateReminder(this.clock(companyId), itemId, reminderId, input, syncFirst, requestKey, actor);
   }
 
-  async deleteReminder(companyId: number, itemId: number, reminderId: number, syncFirst: boolean, requestKey?: string) {
-    return deleteReminder(this.clock(companyId), itemId, reminderId, syncFirst, requestKey);
+  async deleteReminder(companyId: number, itemId: number, reminderId: number, syncFirst: boolean, requestKey?: string, actor?: AuditActor) {
+    return deleteReminder(this.clock(companyId), itemId, reminderId, syncFirst, requestKey, actor);
   }
 
   triggered(companyId: number, limit: number) {
@@ -108,16 +109,16 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
     await settle(clock);
   }
 
-  async testWebhook(companyId: number, endpointId: number, requestKey?: string) {
-    return testWebhook(this.clock(companyId), endpointId, requestKey);
+  async testWebhook(companyId: number, endpointId: number, requestKey?: string, actor?: AuditActor) {
+    return testWebhook(this.clock(companyId), endpointId, requestKey, actor);
   }
 
   webhookDeliveries(companyId: number, endpointId: number, page: { limit: number; offset: number }) {
     return listDeliveries(this.clock(companyId).sql, endpointId, page.limit, page.offset);
   }
 
-  async retryWebhookDelivery(companyId: number, endpointId: number, deliveryId: number, requestKey?: string) {
-    return retryDelivery(this.clock(companyId), endpointId, deliveryId, requestKey);
+  async retryWebhookDelivery(companyId: number, endpointId: number, deliveryId: number, requestKey?: string, actor?: AuditActor) {
+    return retryDelivery(this.clock(companyId), endpointId, deliveryId, requestKey, actor);
   }
 
   // ---- time ----

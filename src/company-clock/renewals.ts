@@ -15,6 +15,8 @@ import { todayIn } from "../lib/time";
 import { RENEWALS_PER_STATEMENT, renewalWrites, type Renewal } from "../routes/items/recurrence";
 import type { ClockContext } from "./context";
 import { dueRenewals, forgetRenewals, postponeRenewals, zoneOf } from "./store";
+import type { AuditActor } from "../db/audit-context";
+import { guardedD1 } from "../db/write-guards";
 
 /** After a failed run (D1 away): every due renewal waits until `until`. */
 export const postponeDueRenewals = (sql: SqlStorage, until: number): void => postponeRenewals(sql, "due", until);
@@ -32,6 +34,8 @@ export const RENEWAL_RETRY_MS = 60_000;
  * jumped over: the first occurrence not yet expired in the company's today. A rule with no
  * occurrence left (past until, past year 9999) leaves the item as it is. True when more are due.
  */
+const RENEWAL_ACTOR: AuditActor = { accountId: null, companyId: null, clientId: null, userId: null, requestId: null, operationId: "automaticRenewal" };
+
 export async function renew(clock: ClockContext, apply: (itemIds: number[]) => Promise<void>, now = Date.now()): Promise<boolean> {
   const due = dueRenewals(clock.sql, now, RENEWALS_PER_RUN + 1);
   if (due.length === 0) return false;
@@ -47,7 +51,8 @@ export async function renew(clock: ClockContext, apply: (itemIds: number[]) => P
   }
   const renewed = new Set<number>();
   if (renewals.length > 0) {
-    const db = getDb(await clock.d1());
+    // Logged as the service's own change: no client or user, operation "automaticRenewal".
+    const db = getDb(guardedD1(await clock.d1(), { committed: 0, actor: () => RENEWAL_ACTOR }));
     const statements = [];
     for (let i = 0; i < renewals.length; i += RENEWALS_PER_STATEMENT) {
       const { history, update } = renewalWrites(db, clock.companyId, renewals.slice(i, i + RENEWALS_PER_STATEMENT), { reason: "expired", userId: 0 });

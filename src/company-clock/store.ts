@@ -5,7 +5,7 @@ import { parseRuleState, renewalDate } from "../lib/recurrence";
 import { isCalendarDate, localToInstant, startOfDayAfter, type CalendarUnit } from "../lib/time";
 import { stepDate, type Step } from "./sequence-steps";
 
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 const MIGRATIONS: string[][] = [
   [], // version 0: nothing
@@ -84,6 +84,10 @@ const MIGRATIONS: string[][] = [
     // (the item is archived: the rule is paused).
     `CREATE TABLE renewals (item_id INTEGER PRIMARY KEY, date TEXT NOT NULL, state TEXT NOT NULL, due_at INTEGER NOT NULL, held INTEGER NOT NULL)`,
     `CREATE INDEX renewals_due ON renewals (held, due_at)`,
+  ],
+  [
+    // Version 6: audit entries of the clock's own changes, waiting for D1 (audit-outbox.ts).
+    `CREATE TABLE audit_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, source_key TEXT NOT NULL, entry TEXT NOT NULL)`,
   ],
 ];
 

@@ -16,6 +16,8 @@ import type { Failure, WebhookDeliveryState, WebhookDeliveryView } from "./api";
 import { settle, type ClockContext } from "./context";
 import { appliedResult, recordApplied } from "./store";
 import { D1_RETRY_MS } from "./webhooks";
+import type { AuditActor } from "../db/audit-context";
+import { recordAudit } from "./audit-outbox";
 
 /** Deliveries attempted per alarm run, and at once; more ready re-arm the alarm at once. */
 export const WEBHOOK_BATCH = 50;
@@ -188,7 +190,7 @@ function deliveryOf(sql: SqlStorage, endpointId: number, deliveryId: number): De
 }
 
 /** A failed or pending delivery is attempted again at once (same message id); 400 for a delivered one. */
-export async function retryDelivery(clock: ClockContext, endpointId: number, deliveryId: number, requestKey?: string): Promise<WebhookDeliveryView | Failure> {
+export async function retryDelivery(clock: ClockContext, endpointId: number, deliveryId: number, requestKey?: string, actor?: AuditActor): Promise<WebhookDeliveryView | Failure> {
   const { sql } = clock;
   const earlier = appliedResult<WebhookDeliveryView>(sql, requestKey);
   if (earlier) return earlier;
@@ -201,6 +203,7 @@ export async function retryDelivery(clock: ClockContext, endpointId: number, del
     // A failed delivery gets one more attempt (failed again if it fails: it has had its 8); a pending one is attempted now.
     sql.exec("UPDATE webhook_deliveries SET state = 'pending', next_at = ? WHERE delivery_id = ?", now, deliveryId);
     view = deliveryView(deliveryOf(sql, endpointId, deliveryId)!);
+    recordAudit(sql, actor, { resourceType: "webhook", resourceId: endpointId, action: "retried", before: { delivery_state: current.state }, after: { delivery_id: deliveryId, delivery_state: "pending" } }, now);
     recordApplied(sql, requestKey, view, now);
   });
   await settle(clock);

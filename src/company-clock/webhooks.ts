@@ -10,6 +10,8 @@ import type { Failure } from "./api";
 import { settle, type ClockContext } from "./context";
 import type { PulledEvent } from "./handoff/snapshots";
 import { appliedResult, recordApplied } from "./store";
+import type { AuditActor } from "../db/audit-context";
+import { recordAudit } from "./audit-outbox";
 
 /** Events fanned out per run. */
 const FAN_OUT_BATCH = 500;
@@ -145,7 +147,7 @@ export async function pump(clock: ClockContext, pulled?: PulledEvent[]): Promise
 }
 
 /** A webhook.test event to one endpoint (subscribed or not), delivered by the alarm at once. */
-export async function testWebhook(clock: ClockContext, endpointId: number, requestKey?: string): Promise<{ delivery_id: number; message_id: string } | Failure> {
+export async function testWebhook(clock: ClockContext, endpointId: number, requestKey?: string, actor?: AuditActor): Promise<{ delivery_id: number; message_id: string } | Failure> {
   const { sql } = clock;
   const now = Date.now();
   let eventId = 0;
@@ -155,6 +157,7 @@ export async function testWebhook(clock: ClockContext, endpointId: number, reque
     if (eventId) return;
     const data = JSON.stringify({ webhook_id: endpointId, message: "A test event sent by POST /v1/webhooks/{webhook_id}/test" });
     eventId = recordEvent(sql, { type: "webhook.test", data, endpointId, now });
+    recordAudit(sql, actor, { resourceType: "webhook", resourceId: endpointId, action: "tested", before: null, after: { event_type: "webhook.test" } }, now);
     recordApplied(sql, requestKey, { eventId }, now);
   });
   await fanOut(clock.storage, clock.env, await clock.d1(), clock.companyId, now);

@@ -536,6 +536,8 @@ export const uploadSessions = sqliteTable(
     // deleted with the session (src/routes/drive/queries.ts, releaseAbandonedUploads). 0 when unclaimed or stored as a file.
     reservedKb: integer("reserved_kb").notNull().default(0),
     createdAt: createdAt(),
+    // The API client that opened the session: the audit entry of the uploaded file names it.
+    clientId: text("client_id"),
   },
   (t) => [
     uniqueIndex("upload_sessions_token_uq").on(t.tokenHash),
@@ -744,6 +746,8 @@ export const imports = sqliteTable(
     updatedAt: integer("updated_at").notNull(),
     finishedAt: integer("finished_at"),
     fence: integer("fence").notNull().default(1),
+    // The X-Request-Id of the request that created the job: the audit entries of its rows name it.
+    requestId: text("request_id"),
   },
   (t) => [
     index("imports_company_idx").on(t.companyId, t.id),

@@ -2,6 +2,7 @@
 // (src/imports/workflow.ts) retries a step that failed and resumes after the last one that
 // completed, so a step must leave the same state however often it runs.
 import { primarySession } from "../db/session";
+import { guardedD1 } from "../db/write-guards";
 import type { Env } from "../env";
 import { DATE_FORMATS, type DateFormat } from "../lib/time";
 import { contactImport } from "./contacts";
@@ -23,7 +24,9 @@ const resources: Record<ImportJob["resource"], ImportResource<{ row: number }>> 
 interface JobRow {
   id: number;
   company_id: number;
+  client_id: string;
   user_id: number;
+  request_id: string | null;
   resource: ImportJob["resource"];
   format: ImportFormat;
   status: string;
@@ -39,7 +42,19 @@ async function loadJob(env: Env, shard: number, importId: number): Promise<{ row
   const row = await d1.prepare("SELECT * FROM imports WHERE id = ?").bind(importId).first<JobRow>();
   if (!row) return null;
   const dateFormat = (DATE_FORMATS as readonly string[]).includes(row.date_format) ? (row.date_format as DateFormat) : "YYYY-MM-DD";
-  return { row, job: { id: row.id, d1, companyId: row.company_id, userId: row.user_id, resource: row.resource, dateFormat, format: row.format } };
+  // The rows the job writes are logged as the work of the client that created it (docs/audit-log.md).
+  const audited = guardedD1(d1, {
+    committed: 0,
+    actor: () => ({
+      accountId: null,
+      companyId: row.company_id,
+      clientId: row.client_id,
+      userId: row.user_id,
+      requestId: row.request_id,
+      operationId: "createImport",
+    }),
+  });
+  return { row, job: { id: row.id, d1: audited, companyId: row.company_id, userId: row.user_id, resource: row.resource, dateFormat, format: row.format } };
 }
 
 export const chunkKey = (row: { company_id: number; id: number }, index: number) => `imports/${row.company_id}/${row.id}/chunk-${index}.json`;

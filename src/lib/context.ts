@@ -3,6 +3,7 @@ import { createMiddleware } from "hono/factory";
 import { getDb } from "../db/client";
 import { guardedDb, type WriteGuards } from "../db/write-guards";
 import type { AppBindings } from "../env";
+import type { AuditActor } from "../db/audit-context";
 
 /** What every authenticated handler needs: `c.var.db` (over the request's D1 session, `c.var.d1`) and `c.var.companyId` (the token's company). */
 export const provideTenant = createMiddleware<AppBindings>(async (c, next) => {
@@ -24,4 +25,9 @@ export function guardedWrites(c: Context<AppBindings>): WriteGuards {
     c.set("db", guardedDb(c.var.d1, guards));
   }
   return guards;
+}
+
+/** Who the request's writes are by, for changes made outside D1 (the company clock's audit entries). */
+export function auditActor(c: Context<AppBindings>): AuditActor | undefined {
+  return c.get("writeGuards")?.actor?.();
 }

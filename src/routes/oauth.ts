@@ -10,7 +10,8 @@ import { getSigningKeys } from "../auth/keys";
 import { MAX_AUTHORIZATION_HEADER_CHARS, authenticate } from "../auth/middleware";
 import { isScopeAllowed, parseScopes } from "../auth/scopes";
 import { hashClientSecret } from "../auth/secret-hash";
-import { TOKEN_FAILURE_LIMIT, TOKEN_FAILURE_WINDOW_SECONDS, clearTokenFailures, lockedSeconds, recordTokenFailure } from "../auth/token-failures";
+import { clientEventStatement, type ClientEvent } from "./audit-log/record";
+import { TOKEN_FAILURE_LIMIT, TOKEN_FAILURE_WINDOW_SECONDS, clearTokenFailuresStatement, lockedSeconds, recordTokenFailure } from "../auth/token-failures";
 import { CLOCK_SKEW_LEEWAY_SECONDS, TOKEN_LIFETIME_SECONDS, signAccessToken } from "../auth/tokens";
 import { echo } from "../lib/echo";
 import { limitAuthenticated } from "../lib/rate-limit";
@@ -342,8 +343,14 @@ oauthRouter.post(tokenRoute.path, named("issueToken"), async (c) => {
   // Counted for an unknown client_id too (an UPDATE that matches no row), so that the two cost the
   // same and the endpoint does not tell which client_ids exist.
   if (!matches) await bestEffort(recordTokenFailure(session.d1, clientId, now), "token failure not counted");
-  if (!client || !matches || !client.active) throw fail();
-  if (client.tokenFailures > 0) await bestEffort(clearTokenFailures(session.d1, client.clientId), "token failures not cleared");
+  if (!client || !matches) throw fail();
+  const audit = (action: ClientEvent["action"], details: Record<string, unknown>) =>
+    clientEventStatement(session.d1, { client, action, requestId: c.get("requestId") ?? null, operationId: "issueToken", details });
+  if (!client.active) {
+    // The right secret of a deactivated client: someone still uses it, which its owner wants to know.
+    await bestEffort(audit("token_refused", { reason: "client_inactive" }).run().then(() => undefined), "token refusal not logged");
+    throw fail();
+  }
 
   const allowed = parseScopes(client.scopes);
   let scope = allowed.join(" ");
@@ -354,6 +361,16 @@ oauthRouter.post(tokenRoute.path, named("issueToken"), async (c) => {
       throw oauthError(400, "invalid_scope", `Scope not allowed for this client: ${describeRefused(refused)}`);
     }
     scope = requested.join(" ");
+  }
+  // The issue is logged before the token exists: no token without its entry (a refused write is a 503).
+  try {
+    await session.d1.batch([
+      audit("token_issued", { scope, expires_in: TOKEN_LIFETIME_SECONDS }),
+      ...(client.tokenFailures > 0 ? [clearTokenFailuresStatement(session.d1, client.clientId)] : []),
+    ]);
+  } catch (error) {
+    console.error(JSON.stringify({ level: "error", msg: "token issue not logged", error: String(error) }));
+    throw oauthError(503, "service_unavailable", "The credential store is unavailable; try again shortly", { headers: { "Retry-After": "5" } });
   }
   const accessToken = await signAccessToken(keys, {
     clientId: client.clientId,

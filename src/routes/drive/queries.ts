@@ -67,7 +67,8 @@ async function placeUpload(db: Db, companyId: number, input: CreateUploadInput) 
  * guarded INSERT ... SELECT: it writes only while the department and folder read a moment ago are
  * still in the company.
  */
-export async function createUploadSession(db: Db, shard: number, companyId: number, userId: number, input: CreateUploadInput) {
+export async function createUploadSession(db: Db, shard: number, companyId: number, actor: { userId: number; clientId: string }, input: CreateUploadInput) {
+  const { userId } = actor;
   const token = newUploadToken(shard);
   const tokenHash = await sha256Hex(token);
   const contentType = input.content_type ?? contentTypeFor(input.filename);
@@ -94,6 +95,7 @@ export async function createUploadSession(db: Db, shard: number, companyId: numb
                 usedAt: sql`NULL`,
                 reservedKb: sql`0`,
                 createdAt: sql`CURRENT_TIMESTAMP`,
+                clientId: sql`${actor.clientId}`,
               })
               .from(departments)
               .where(and(eq(departments.id, place.deptId), eq(departments.companyId, companyId), folderHolds)) as never,
@@ -128,7 +130,7 @@ const driveSpaceOfCompany = {
 };
 const freeKb = (row: { allocationKb: number; usedKb: number; reservedKb: number }) => Math.max(0, row.allocationKb - row.usedKb - row.reservedKb);
 
-export type ClaimedUpload = Pick<UploadSessionRow, "id" | "companyId" | "userId" | "deptId" | "fileName" | "contentType" | "usedAt" | "reservedKb">;
+export type ClaimedUpload = Pick<UploadSessionRow, "id" | "companyId" | "userId" | "clientId" | "deptId" | "fileName" | "contentType" | "usedAt" | "reservedKb">;
 
 /**
  * Claims an upload token and reserves the file's space, in one UPDATE: it succeeds only for a
@@ -153,6 +155,7 @@ export async function claimUpload(db: Db, tokenHash: string, sizeKb: number): Pr
       id: uploadSessions.id,
       companyId: uploadSessions.companyId,
       userId: uploadSessions.userId,
+      clientId: uploadSessions.clientId,
       deptId: uploadSessions.deptId,
       fileName: uploadSessions.fileName,
       contentType: uploadSessions.contentType,

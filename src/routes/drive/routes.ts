@@ -96,7 +96,7 @@ driveRouter.openapi(
   async (c) => {
     // Clean-up of this company's abandoned uploads rides along (indexed; usually finds nothing).
     await releaseAbandonedUploads(c.var.db, c.env.FILES, c.var.companyId);
-    const { token } = await createUploadSession(c.var.db, c.var.auth.shard, c.var.companyId, c.var.auth.userId, c.req.valid("json"));
+    const { token } = await createUploadSession(c.var.db, c.var.auth.shard, c.var.companyId, { userId: c.var.auth.userId, clientId: c.var.auth.clientId }, c.req.valid("json"));
     c.header("Cache-Control", "no-store");
     return created(c, "Upload session created", {
       upload_url: new URL("/v1/uploads", c.req.url).toString(),

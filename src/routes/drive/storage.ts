@@ -2,6 +2,7 @@
 // Neither holds a file in memory: the upload flows request body -> hashing transform ->
 // FixedLengthStream -> R2 with back-pressure; the download hands R2's stream to the response.
 import type { Context } from "hono";
+import { guardedD1 } from "../../db/write-guards";
 import { getDb } from "../../db/client";
 import { openRequestSession } from "../../db/session";
 import { isShard } from "../../db/shards";
@@ -140,9 +141,23 @@ export async function receiveUpload(c: Context<AppBindings>) {
   const key = objectKey(upload.companyId, upload.id);
   const fileId = newFileId();
   let file: FileRow | undefined;
+  // The file's audit entry names whoever opened the session (the upload itself carries no bearer token).
+  const audited = getDb(
+    guardedD1(session.d1, {
+      committed: 0,
+      actor: () => ({
+        accountId: null,
+        companyId: upload.companyId,
+        clientId: upload.clientId,
+        userId: upload.userId,
+        requestId: c.get("requestId") ?? null,
+        operationId: c.get("operationId") ?? "uploadFileBytes",
+      }),
+    }),
+  );
   try {
     const sha256 = await streamToR2(c.env.FILES, key, c.req.raw.body, size, upload.contentType, fileId);
-    file = await completeUpload(db, upload, { publicId: fileId, sizeBytes: size, sha256, r2Key: key });
+    file = await completeUpload(audited, upload, { publicId: fileId, sizeBytes: size, sha256, r2Key: key });
     if (!file) throw await refusedCompletion(db, upload);
   } catch (err) {
     await discard(c.env.FILES, key, db, upload);

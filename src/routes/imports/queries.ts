@@ -41,6 +41,7 @@ export interface NewImport {
   dateFormat: DateFormat;
   bodyKey: string;
   bodyBytes: number;
+  requestId: string | null;
 }
 
 /** Inserts the job, unless the company has MAX_OPEN_IMPORTS unfinished ones (checked by the INSERT itself). */
@@ -76,6 +77,7 @@ export async function createImport(db: Db, job: NewImport): Promise<ImportRow> {
           updatedAt: sql`${now}`,
           finishedAt: sql`NULL`,
           fence: sql`1`,
+          requestId: sql`${job.requestId}`,
         })
         .from(sql`(SELECT 1)`)
         .where(sql`(SELECT count(*) FROM imports WHERE company_id = ${job.companyId} AND status IN ('queued', 'validating', 'running')) < ${MAX_OPEN_IMPORTS}`) as never,

@@ -78,6 +78,7 @@ importsRouter.openapi(
         dateFormat,
         bodyKey,
         bodyBytes: bytes.byteLength,
+        requestId: c.get("requestId") ?? null,
       });
     } catch (err) {
       // Not queued (a full company, a repeated Idempotency-Key): the file goes.

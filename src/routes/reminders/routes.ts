@@ -1,3 +1,4 @@
+import { auditActor } from "../../lib/context";
 import { idempotencyKeyFor } from "../../idempotency/middleware";
 import { MessageEnvelope, createRouter, dataEnvelope, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { created, done, ok, updated } from "../../lib/respond";
@@ -55,7 +56,7 @@ remindersRouter.openapi(
     const body = c.req.valid("json");
     await checkChannels(c.env, c.var.d1, c.var.companyId, body.channels);
     const { syncFirst } = await itemForReminders(c.var.d1, c.var.companyId, itemId, body.contact_id || undefined);
-    const view = unwrap(await remindersOf(c.env, c.var.companyId).addReminder(c.var.companyId, itemId, reminderInput(body), syncFirst, await idempotencyKeyFor(c)));
+    const view = unwrap(await remindersOf(c.env, c.var.companyId).addReminder(c.var.companyId, itemId, reminderInput(body), syncFirst, await idempotencyKeyFor(c), auditActor(c)));
     return created(c, "Reminder queued", view);
   },
 );
@@ -80,7 +81,7 @@ remindersRouter.openapi(
     const body = c.req.valid("json");
     await checkChannels(c.env, c.var.d1, c.var.companyId, body.channels);
     const { syncFirst } = await itemForReminders(c.var.d1, c.var.companyId, itemId, body.contact_id || undefined);
-    const view = unwrap(await remindersOf(c.env, c.var.companyId).updateReminder(c.var.companyId, itemId, reminderId, reminderInput(body), syncFirst, await idempotencyKeyFor(c)));
+    const view = unwrap(await remindersOf(c.env, c.var.companyId).updateReminder(c.var.companyId, itemId, reminderId, reminderInput(body), syncFirst, await idempotencyKeyFor(c), auditActor(c)));
     return updated(c, "Reminder updated", view);
   },
 );
@@ -100,7 +101,7 @@ remindersRouter.openapi(
   async (c) => {
     const { item_id: itemId, reminder_id: reminderId } = c.req.valid("param");
     const { syncFirst } = await itemForReminders(c.var.d1, c.var.companyId, itemId);
-    unwrap(await remindersOf(c.env, c.var.companyId).deleteReminder(c.var.companyId, itemId, reminderId, syncFirst, await idempotencyKeyFor(c)));
+    unwrap(await remindersOf(c.env, c.var.companyId).deleteReminder(c.var.companyId, itemId, reminderId, syncFirst, await idempotencyKeyFor(c), auditActor(c)));
     return done(c, "Reminder deleted");
   },
 );

@@ -1,3 +1,4 @@
+import { auditActor } from "../../lib/context";
 import { idempotencyKeyFor } from "../../idempotency/middleware";
 // GET /v1/webhooks/{webhook_id}/deliveries and POST .../deliveries/{delivery_id}/retry: the
 // deliveries the company's Durable Object keeps for an endpoint (docs/webhooks.md).
@@ -94,7 +95,7 @@ webhookDeliveriesRouter.openapi(
     const { webhook_id: endpointId, delivery_id: deliveryId } = c.req.valid("param");
     const endpoint = await ownEndpoint(c.var.d1, c.var.companyId, endpointId);
     if (!endpoint.enabled) unwrap({ error: { status: 400 as const, msg: `Webhook endpoint ${endpointId} is disabled: enable it (PATCH enabled: true) before retrying` } });
-    const view = unwrap(await clockFor(c.env, c.var.companyId).retryWebhookDelivery(c.var.companyId, endpointId, deliveryId, await idempotencyKeyFor(c)));
+    const view = unwrap(await clockFor(c.env, c.var.companyId).retryWebhookDelivery(c.var.companyId, endpointId, deliveryId, await idempotencyKeyFor(c), auditActor(c)));
     return c.json({ success: true as const, msg: "Delivery queued", data: view }, 202);
   },
 );

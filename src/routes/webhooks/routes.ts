@@ -1,3 +1,4 @@
+import { auditActor } from "../../lib/context";
 import { idempotencyKeyFor } from "../../idempotency/middleware";
 import { conditionalRecord, rowVersion } from "../../lib/conditional";
 // Webhook endpoints (docs/webhooks.md): CRUD, secret rotation, a test event, and the event
@@ -229,7 +230,7 @@ webhooksRouter.openapi(
     secretsKey(c.env);
     const endpoint = await getEndpoint(c.var.db, c.var.companyId, endpointId);
     if (endpoint.enabled !== 1) throw badRequest(`Webhook endpoint ${endpointId} is disabled: enable it (PATCH enabled: true) before testing it`);
-    const result = unwrap(await clockFor(c.env, c.var.companyId).testWebhook(c.var.companyId, endpointId, await idempotencyKeyFor(c)));
+    const result = unwrap(await clockFor(c.env, c.var.companyId).testWebhook(c.var.companyId, endpointId, await idempotencyKeyFor(c), auditActor(c)));
     return c.json({ success: true as const, msg: "Test event queued", data: { delivery_id: result.delivery_id, message_id: result.message_id } }, 202);
   },
 );
