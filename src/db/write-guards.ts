@@ -122,7 +122,8 @@ async function guardedBatch(d1: D1Database, guards: WriteGuards, statements: D1P
   let settled!: () => void;
   if (prelude) guards.preludeRun = new Promise<void>((resolve) => (settled = resolve));
   const { fence, condition } = guards;
-  const first = prelude?.statements ?? [];
+  // The prelude was prepared on the request's D1, which may be this wrapper: send what it wraps.
+  const first = (prelude?.statements ?? []).map((s) => (s as GuardedStatement).inner ?? s);
   const before: D1PreparedStatement[] = [];
   const after: D1PreparedStatement[] = [];
   if (write && condition) {

@@ -28,10 +28,21 @@ export const AUDIT_RESOURCE_TYPES = [
 
 export const AUDIT_ACTIONS = ["created", "updated", "deleted", "token_issued", "token_refused", "tested", "retried"] as const;
 
+const INSTANT = /^(\d{4})-(\d{2})-(\d{2})(T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,3})?)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d))?$/;
+
+/** A real calendar date (no February 30th), alone or with a time and offset. */
+function isInstant(value: string): boolean {
+  const match = INSTANT.exec(value);
+  if (!match) return false;
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  const date = new Date(Date.UTC(year, month - 1, day));
+  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+}
+
 const instant = (field: string) =>
   cleanText(field)
     .max(40, { error: `${field} must be at most 40 characters` })
-    .refine((v) => /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/.test(v) && !Number.isNaN(Date.parse(v)), {
+    .refine(isInstant, {
       error: `${field} must be a date (YYYY-MM-DD, UTC midnight) or an RFC 3339 date-time such as 2026-11-24T09:30:00Z`,
     })
     .optional();
