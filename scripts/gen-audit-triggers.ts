@@ -243,6 +243,32 @@ export const PARTS: readonly Part[] = [
   },
 ];
 
+/** Tables that are not resources of the API, and why. A test checks that every table is audited or listed here. */
+export const NOT_AUDITED: Readonly<Record<string, string>> = {
+  accounts: "the operator's (CLI), not the API's",
+  users: "the operator's (CLI), not the API's",
+  item_renewals: "the renewal is the item's own `updated` entry (expiry_date before and after)",
+  item_reminder_views: "a cache of the company clock",
+  reminder_sync: "the outbox to the company clock",
+  reminder_wakeups: "the company clock's next alarm",
+  webhook_events: "the event outbox (the change it announces has its own entry)",
+  idempotency_keys: "request bookkeeping",
+  write_guards: "never holds rows",
+  import_errors: "a job's output",
+  company_revisions: "a counter",
+  task_counts: "a counter",
+  search_terms: "search vocabulary",
+  items_search: "search index",
+  contacts_search: "search index",
+  tasks_search: "search index",
+  directory_accounts: "the directory (operator)",
+  directory_clients: "the directory (operator)",
+  directory_companies: "the directory (operator)",
+  shard_moves: "an account move's marker",
+  audit_log: "the log itself",
+  audit_context: "the actor of the batch being written",
+};
+
 const row = (expr: string, r: "new" | "old") => expr.replaceAll("{r}", r);
 const NOW_MS = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
 /** A path json_remove finds nothing at: keeps the field. */

@@ -1,6 +1,9 @@
 // The audit log (docs/audit-log.md): every write names its actor, request and operation, with the
 // fields before and after; failed writes leave nothing; owner only; filters and keyset pages.
+import { runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import { handOffAudit, recordAudit } from "../../src/company-clock/audit-outbox";
+import { clockFor } from "../../src/company-clock/handoff/worker";
 import { call, createAccount, env, expectShapeA, expectShapeB, tokenFor, uniqueWord, type Json, type TestAccount } from "./helpers";
 
 let account: TestAccount;
@@ -258,5 +261,54 @@ describe("reading the log", () => {
     ["cursor=zzz", /cursor is invalid/],
   ])("answers 400 naming the parameter: %s", async (query, message) => {
     expectShapeB(await call("GET", `/v1/audit-log?${query}`, { token: account.ownerToken }), 400, message);
+  });
+});
+
+describe("the service's own writes and the log's upkeep", () => {
+  it("logs an automatic renewal as the service's, with the fields it changed", async () => {
+    const created = await write("POST", "/v1/items", { title: "Monthly", expiry_date: "2020-01-15", recurrence: { every: 1, unit: "month", renew_on: "expired" } });
+    const item = created.res.body.data.item_id;
+    const log = await entries(`resource_type=item&resource_id=${item}`);
+    const renewal = log.find((e) => e.operation_id === "automaticRenewal");
+    expect(renewal, JSON.stringify(log)).toMatchObject({ actor: { client_id: null, user_id: null }, request_id: null, action: "updated", before: { expiry_date: "2020-01-15" } });
+    expect(renewal!.after.expiry_date).toBe(created.res.body.data.expiry_date);
+  });
+
+  it("hands a clock entry to D1 once, even when the handoff is repeated after a crash", async () => {
+    const item = (await write("POST", "/v1/items", { title: "Handoff", expiry_date: "2031-06-01" })).res.body.data.item_id;
+    const stub = clockFor(env, account.companyId);
+    const actor = { accountId: account.accountId, companyId: account.companyId, clientId: "crash-test", userId: 1, requestId: "audit-crash-1", operationId: "createItemReminder" };
+    await runInDurableObject(stub, async (_i, state) => {
+      const sql = state.storage.sql;
+      const clock = { sql, companyId: account.companyId, d1: async () => env.DB };
+      state.storage.transactionSync(() =>
+        recordAudit(sql, actor, { resourceType: "reminder", resourceId: 999_001, action: "created", before: null, after: { item_id: item } }, Date.now()),
+      );
+      const waiting = sql.exec<{ seq: number; source_key: string; entry: string }>("SELECT * FROM audit_outbox").toArray();
+      expect(waiting).toHaveLength(1);
+      await handOffAudit(clock);
+      expect(sql.exec("SELECT * FROM audit_outbox").toArray()).toHaveLength(0);
+      // The object died after D1 took the entry but before it forgot it: the row is back.
+      sql.exec("INSERT INTO audit_outbox (seq, source_key, entry) VALUES (?, ?, ?)", waiting[0]!.seq, waiting[0]!.source_key, waiting[0]!.entry);
+      await handOffAudit(clock);
+      expect(sql.exec("SELECT * FROM audit_outbox").toArray()).toHaveLength(0);
+    });
+    expect(await entriesOf("audit-crash-1")).toEqual([expect.objectContaining({ resource_type: "reminder", resource_id: "999001", actor: { client_id: "crash-test", user_id: 1, company_id: account.companyId } })]);
+  });
+
+  it("keeps a year: the cron job deletes older entries", async () => {
+    const old = Date.now() - 366 * 86_400_000;
+    const young = Date.now() - 364 * 86_400_000;
+    for (const [at, id] of [[old, "audit-old"], [young, "audit-young"]] as const) {
+      await env.DB.prepare(
+        "INSERT INTO audit_log (account_id, company_id, at, request_id, resource_type, resource_id, action) VALUES (?, ?, ?, ?, 'item', '1', 'updated')",
+      )
+        .bind(account.accountId, account.companyId, at, id)
+        .run();
+    }
+    const { handleScheduled } = await import("../../src/scheduled");
+    await handleScheduled({ scheduledTime: Date.now(), cron: "* * * * *", noRetry() {} } as ScheduledController, env, {} as ExecutionContext);
+    expect(await entriesOf("audit-old")).toEqual([]);
+    expect(await entriesOf("audit-young")).toHaveLength(1);
   });
 });
