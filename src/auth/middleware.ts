@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import type { AppBindings } from "../env";
 import { shardOfClient } from "../db/directory";
 import type { RequestSession } from "../db/request-session";
-import { guardedD1, type WriteGuards } from "../db/write-guards";
+import type { WriteGuards } from "../db/write-guards";
 import { READS, answerBookmark, requestSession } from "../db/session";
 import { isShard } from "../db/shards";
 import { apiError, forbidden, invalidToken, oauthError } from "../lib/errors";
@@ -75,10 +75,10 @@ export const authenticate = createMiddleware<AppBindings>(async (c, next) => {
     });
   }
   c.set("session", session);
-  if (READS.has(c.req.method)) {
-    c.set("d1", session.d1);
-  } else {
-    // Every write of the request names its actor for the audit log, in the write's own batch.
+  c.set("d1", session.d1);
+  if (!READS.has(c.req.method)) {
+    // Every write of the request through c.var.db names its actor for the audit log, in the
+    // write's own batch (src/lib/context.ts).
     const accountId = client.accountId;
     const guards: WriteGuards = {
       committed: 0,
@@ -92,7 +92,6 @@ export const authenticate = createMiddleware<AppBindings>(async (c, next) => {
       }),
     };
     c.set("writeGuards", guards);
-    c.set("d1", guardedD1(session.d1, guards));
   }
   const scopes = effectiveScopes(parseScopes(claims.scope), parseScopes(client.scopes));
   c.set("auth", {

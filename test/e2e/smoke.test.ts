@@ -279,6 +279,17 @@ describe("operator CLI against the running service", () => {
     const listedAgain = JSON.parse(viaDevSh.stdout) as Array<Record<string, unknown>>;
     expect(listedAgain.find((r) => r.client_id === clientId)).toMatchObject({ active: true, token_generation: 1 });
 
+    // The owner's audit log tells the client's story: made by the operator, its tokens, the
+    // revocation and the refusals that followed.
+    const ownerTokenRes = await tokenRequest({ client_id: owner.clientId, client_secret: owner.secret });
+    const story = await http("GET", `/v1/audit-log?resource_type=api_client&resource_id=${clientId}&limit=200`, { headers: bearer(ownerTokenRes.body.access_token) });
+    expect(story.status, JSON.stringify(story.body)).toBe(200);
+    const actions = (story.body.data as Array<{ action: string; actor: { client_id: string | null } }>).map((e) => e.action).reverse();
+    expect(actions[0]).toBe("created");
+    expect(actions.filter((a) => a === "token_issued")).toHaveLength(3);
+    expect(actions).toEqual(expect.arrayContaining(["updated", "token_refused"]));
+    expect(JSON.stringify(story.body)).not.toContain(secret);
+
     const missing = await cli("client", "revoke", "--client-id", "ck_does_not_exist");
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("No API client with id ck_does_not_exist");

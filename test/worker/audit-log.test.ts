@@ -227,7 +227,8 @@ describe("reading the log", () => {
     const other = await createAccount();
     const theirs = await entries("limit=200", other.ownerToken);
     expect(theirs.every((e) => e.company_id === other.companyId)).toBe(true);
-    expect((await call("POST", "/v1/audit-log", { token: account.ownerToken, body: {} })).status).toBeGreaterThanOrEqual(404);
+    expect((await call("POST", "/v1/audit-log", { token: account.ownerToken, body: {} })).status).toBe(405);
+    expect((await call("DELETE", "/v1/audit-log", { token: account.ownerToken })).status).toBe(405);
   });
 
   it("filters by client, action and time, and pages newest first without gaps", async () => {

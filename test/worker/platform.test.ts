@@ -31,7 +31,7 @@ describe("CompanyClock Durable Object", () => {
     expect(rows).toEqual([
       { key: "company_id", value: "42" },
       { key: "queued_revision", value: "0" },
-      { key: "schema_version", value: "5" },
+      { key: "schema_version", value: "6" },
     ]);
   });
 
@@ -40,7 +40,7 @@ describe("CompanyClock Durable Object", () => {
     const tables = await runInDurableObject(stub, (_instance, state) =>
       state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' ORDER BY name").toArray(),
     );
-    expect(tables.map((t) => t.name)).toEqual(["applied_requests", "deliveries", "events", "items", "meta", "reminders", "renewals", "triggered", "webhook_deliveries"]);
+    expect(tables.map((t) => t.name)).toEqual(["applied_requests", "audit_outbox", "deliveries", "events", "items", "meta", "reminders", "renewals", "triggered", "webhook_deliveries"]);
   });
 
   it("has no alarm by default: runDurableObjectAlarm returns false", async () => {
