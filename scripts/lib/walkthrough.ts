@@ -12,7 +12,7 @@ import { ROOT } from "./local.ts";
 const SECTION = "## Walk-through";
 /** A command's comment that starts with an HTTP status states the status it answers: `# 412: ...`. */
 const STATUS_COMMENT = /(?:^|\s)#\s*([1-5]\d\d)\b/;
-/** Longest the blocks may take: step 6 waits for a reminder's minute (up to 75 s). */
+/** Longest the blocks may take: step 6 waits for a reminder's minute (up to 70 s, 3 minutes at most). */
 const RUN_TIMEOUT_MS = 6 * 60_000;
 
 export interface WalkthroughScript {

