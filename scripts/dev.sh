@@ -2,6 +2,7 @@
 # The README's commands, each run with Node >= 22.18:
 #   bash scripts/dev.sh start [wrangler dev args]   migrate + seed the local D1, then wrangler dev (npm start)
 #   bash scripts/dev.sh test                        type checks + every test (npm test)
+#   bash scripts/dev.sh walkthrough                 the README's walk-through against a fresh service (npm run walkthrough)
 #   bash scripts/dev.sh bench [args]                the benchmark (npm run bench)
 #   bash scripts/dev.sh measure [args]              D1 per-route measurements for docs/scale.md (npm run measure)
 #   bash scripts/dev.sh capacity [args]             the capacity model from those measurements (npm run capacity)
@@ -16,13 +17,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  echo "usage: bash scripts/dev.sh start [wrangler dev args] | test | bench [args] | measure [args] | capacity [args] | client <command> [args] | account <command> [args] | shard <command> [args] | wrangler [args]" >&2
+  echo "usage: bash scripts/dev.sh start [wrangler dev args] | test | walkthrough | bench [args] | measure [args] | capacity [args] | client <command> [args] | account <command> [args] | shard <command> [args] | wrangler [args]" >&2
 }
 
 cmd="${1:-}"
 shift || true
 case "$cmd" in
-  start | test | bench | measure | capacity | client | account | shard | wrangler) ;;
+  start | test | walkthrough | bench | measure | capacity | client | account | shard | wrangler) ;;
   *) usage; exit 2 ;;
 esac
 
@@ -48,7 +49,7 @@ if ! node_ok; then
 fi
 echo "node $(node --version) ($(command -v node)), npm $(npm --version)" >&2
 
-# start, test and bench install when node_modules is missing or older than the lockfile (always in
+# start, test, walkthrough and bench install when node_modules is missing or older than the lockfile (always in
 # CI). The operator commands install only when node_modules is missing: they may run next to a
 # server that uses node_modules, so they only warn when it is out of date.
 installed=true
@@ -58,7 +59,7 @@ if [ "$installed" = false ] || [ package-lock.json -nt node_modules/.package-loc
   stale=true
 fi
 case "$cmd" in
-  start | test | bench | measure)
+  start | test | walkthrough | bench | measure)
     if [ "$stale" = true ] || [ "${CI:-}" = "true" ]; then npm ci --no-audit --no-fund >&2; fi
     ;;
   *)
@@ -73,9 +74,11 @@ esac
 case "$cmd" in
   start) exec npm start -- "$@" ;;
   test) exec npm test ;;
+  walkthrough) exec npm run walkthrough ;;
   bench) exec npm run bench -- "$@" ;;
   measure) exec node scripts/measure-d1.ts "$@" ;;
   capacity) exec node scripts/capacity-model.ts "$@" ;;
   client | account | shard) exec node scripts/admin.ts "$cmd" "$@" ;;
-  wrangler) exec node node_modules/wrangler/bin/wrangler.js "$@" ;;
+  # As for npm start (scripts/lib/local.ts startDev): no `request.cf` download, whose failure offline prints a stack trace.
+  wrangler) CLOUDFLARE_CF_FETCH_ENABLED="${CLOUDFLARE_CF_FETCH_ENABLED:-false}" exec node node_modules/wrangler/bin/wrangler.js "$@" ;;
 esac

@@ -172,7 +172,9 @@ export async function startDev(
   const child = spawn(process.execPath, [WRANGLER, "dev", ...args], {
     cwd: ROOT,
     stdio: options.stdio === "inherit" ? "inherit" : ["ignore", "pipe", "pipe"],
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", ...options.env },
+    // CLOUDFLARE_CF_FETCH_ENABLED=false: miniflare does not download the `request.cf` sample, which
+    // the Worker never reads; offline, that download prints a stack trace on every start.
+    env: { CLOUDFLARE_CF_FETCH_ENABLED: "false", ...process.env, WRANGLER_SEND_METRICS: "false", ...options.env },
     detached: options.stdio !== "inherit",
   });
   let output = "";

@@ -47,8 +47,9 @@ export interface Service {
 /**
  * Starts the service (extra arguments go to start.ts, e.g. `--var K:V`) and waits for /health.
  * `persistDir`: the state of an earlier (killed) service to start on; a new dir otherwise.
+ * `env`: added to the service's environment.
  */
-export async function startService(prefix: string, extraArgs: string[] = [], options: { persistDir?: string } = {}): Promise<Service> {
+export async function startService(prefix: string, extraArgs: string[] = [], options: { persistDir?: string; env?: Record<string, string> } = {}): Promise<Service> {
   const persistDir = options.persistDir ?? mkdtempSync(join(tmpdir(), prefix));
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
@@ -57,7 +58,7 @@ export async function startService(prefix: string, extraArgs: string[] = [], opt
     cwd: ROOT,
     detached: true, // own process group: stop() ends start.ts, wrangler and workerd together
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" },
+    env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", ...options.env },
   });
   server.stdout!.on("data", (chunk) => (output += chunk));
   server.stderr!.on("data", (chunk) => (output += chunk));
@@ -99,7 +100,7 @@ export async function startService(prefix: string, extraArgs: string[] = [], opt
 }
 
 /** A port nobody listens on right now (the OS picks it). */
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.unref();

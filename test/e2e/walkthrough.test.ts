@@ -1,0 +1,17 @@
+// The README's walk-through, run as written (scripts/lib/walkthrough.ts) against a fresh service
+// that starts as on a machine without network access.
+import { expect, it } from "vitest";
+import { runReadmeWalkthrough } from "../../scripts/lib/walkthrough.ts";
+
+// wrangler's and miniflare's https requests (the update check, the `request.cf` download) go to a
+// closed port, as they fail offline. The walk-through's curl calls are http, which HTTPS_PROXY
+// does not touch, and the service gets it alone.
+const OFFLINE = { HTTPS_PROXY: "http://127.0.0.1:9" };
+
+it("runs from top to bottom on a fresh start offline: every command succeeds, step 6's email arrives, no stack trace", async () => {
+  const result = await runReadmeWalkthrough({ serviceEnv: OFFLINE });
+  const context = `${result.failures.join("\n")}\n--- walk-through output ---\n${result.transcript.slice(-6000)}\n--- service log ---\n${result.serviceLog.slice(-6000)}`;
+  expect(result.serviceLog, "wrangler saw no proxy: the run was not offline").toContain("Proxy environment variables detected");
+  expect(result.failures, context).toEqual([]);
+  expect(result.calls.length).toBeGreaterThan(40);
+}, 480_000);
