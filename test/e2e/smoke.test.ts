@@ -159,47 +159,6 @@ describe("RFC 8414 discovery with an unmodified client library (openid-client)",
   }
 });
 
-describe("reminders fire from a real alarm", () => {
-  it("a reminder for the coming minute moves from queued to sent, is triggered and its email is in the local simulation", async () => {
-    const token = (await tokenRequest({ client_id: owner.clientId, client_secret: owner.secret })).body.access_token as string;
-    const auth = { headers: { ...bearer(token), "Content-Type": "application/json" } };
-    const email = `e2e-${Date.now()}@example.com`;
-    const contact = await http("POST", "/v1/contacts", { ...auth, body: JSON.stringify({ first_name: "Eve", last_name: "Tester", email }) });
-    expect(contact.status, JSON.stringify(contact.body)).toBe(201);
-    const due = new Date(Date.now() + 365 * 86_400_000).toISOString().slice(0, 10);
-    const item = await http("POST", "/v1/items", { ...auth, body: JSON.stringify({ title: "E2E permit", expiry_date: due, contact_id: contact.body.data.contact_id }) });
-    expect(item.status, JSON.stringify(item.body)).toBe(201);
-    const itemId = item.body.data.item_id;
-    // The next minute boundary at least 5 s away (the demo company's time zone is UTC).
-    const at = new Date(Math.ceil((Date.now() + 5_000) / 60_000) * 60_000);
-    const created = await http("POST", `/v1/items/${itemId}/reminders`, {
-      ...auth,
-      body: JSON.stringify({ date: at.toISOString().slice(0, 10), hour: at.toISOString().slice(11, 16) }),
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    const reminderId = created.body.data.reminder_id;
-    expect(created.body.data).toMatchObject({ sent: false, state: "queued", due_at: at.toISOString() });
-
-    let sent: any;
-    const deadline = at.getTime() + 30_000;
-    while (Date.now() < deadline) {
-      await sleep(Math.max(500, at.getTime() - Date.now()));
-      const list = await http("GET", `/v1/items/${itemId}/reminders`, auth);
-      sent = list.body.data.sent.find((r: any) => r.reminder_id === reminderId);
-      if (sent?.deliveries?.[0]?.state === "sent") break;
-    }
-    expect(sent, service!.output().slice(-2000)).toBeDefined();
-    expect(Date.parse(sent.sent_at)).toBeGreaterThanOrEqual(at.getTime());
-    expect(Date.parse(sent.sent_at) - at.getTime()).toBeLessThan(5_000);
-    expect(sent.deliveries[0]).toMatchObject({ channel: "email", state: "sent", recipient: email });
-    const triggered = await http("GET", "/v1/reminders/triggered?limit=10", auth);
-    expect(triggered.body.data).toContainEqual(expect.objectContaining({ reminder_id: reminderId, item_id: itemId, title: "E2E permit" }));
-    const outbox = await http("GET", "/cdn-cgi/explorer/api/local/email/sending");
-    expect(outbox.status).toBe(200);
-    expect(outbox.body.result).toContainEqual(expect.objectContaining({ to: [email], subject: expect.stringContaining("E2E permit") }));
-  }, 120_000);
-});
-
 describe("operator CLI against the running service", () => {
   it("rejects unknown scopes (exit 1) and unknown options (exit 2)", async () => {
     const badScope = await cli("client", "create", "--company", "1", "--scopes", "contacts:read contacts:delete");
