@@ -1,26 +1,14 @@
 import { and, desc, eq, gte, lt, or, type SQL } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { auditLog } from "../../db/schema";
+import { decodeCursor, encodeCursor } from "../../lib/cursor";
 import { badRequest } from "../../lib/errors";
 import type { AuditEntry, ListAuditInput } from "./schemas";
 
 type AuditRow = typeof auditLog.$inferSelect;
 
-// ---- cursors: the (at, id) of the last row, newest first ----
-
-function encodeCursor(row: { at: number; id: number }): string {
-  return btoa(`${row.at}~${row.id}`).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
-}
-
-function decodeCursor(cursor: string): { at: number; id: number } {
-  let text = "";
-  try {
-    text = atob(cursor.replace(/-/g, "+").replace(/_/g, "/"));
-  } catch {
-    // handled below
-  }
-  const match = /^(\d{1,15})~([1-9]\d{0,15})$/.exec(text);
-  if (!match) throw badRequest("cursor is invalid: pass meta.next_cursor of the previous page");
+function auditCursorKey(cursor: string): { at: number; id: number } {
+  const match = decodeCursor(cursor, /^(\d{1,15})~([1-9]\d{0,15})$/);
   return { at: Number(match[1]), id: Number(match[2]) };
 }
 
@@ -59,7 +47,7 @@ export async function listAuditLog(db: Db, accountId: number, query: ListAuditIn
   if (query.since !== undefined) conditions.push(gte(auditLog.at, instantMs(query.since)));
   if (query.until !== undefined) conditions.push(lt(auditLog.at, instantMs(query.until)));
   if (query.cursor !== undefined) {
-    const last = decodeCursor(query.cursor);
+    const last = auditCursorKey(query.cursor);
     conditions.push(or(lt(auditLog.at, last.at), and(eq(auditLog.at, last.at), lt(auditLog.id, last.id))));
   }
   const rows = await db
@@ -71,7 +59,7 @@ export async function listAuditLog(db: Db, accountId: number, query: ListAuditIn
   const more = rows.length > query.limit;
   const page = rows.slice(0, query.limit);
   const last = page[page.length - 1];
-  return { rows: page.map(auditEntry), meta: { limit: query.limit, next_cursor: more && last ? encodeCursor(last) : null } };
+  return { rows: page.map(auditEntry), meta: { limit: query.limit, next_cursor: more && last ? encodeCursor(last.at, last.id) : null } };
 }
 
 /** Deletes entries older than `cutoffMs`, at most `max` per call (the cron job; docs/audit-log.md). */

@@ -21,6 +21,7 @@ import { ruleState } from "../../db/rule-state";
 import { reanchorOnNewDate, recurrenceView, renewalWrites, ruleColumns, type RenewalReason } from "./recurrence";
 import { parseRuleState, renewalDate } from "../../lib/recurrence";
 import type { CreateItemInput, ItemDetail, ItemListEntry, ListItemsInput, UpdateItemInput } from "./schemas";
+import { decodeCursor, encodeCursor, invalidCursor } from "../../lib/cursor";
 
 /** Filtered totals are counted up to this many matches; beyond it `meta.total_exact` is false. */
 export const MAX_EXACT_TOTAL = 10_000;
@@ -73,19 +74,11 @@ function selectEntries(db: Db) {
 
 // ---- cursors: the (expiry_date, item_id) of the last row, for keyset pagination ----
 
-export function encodeCursor(row: { expiryDate: string; id: number }): string {
-  return btoa(`${row.expiryDate}~${row.id}`).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
-}
+const itemCursor = (row: { expiryDate: string; id: number }) => encodeCursor(row.expiryDate, row.id);
 
-function decodeCursor(cursor: string): { date: string; id: number } {
-  let text = "";
-  try {
-    text = atob(cursor.replace(/-/g, "+").replace(/_/g, "/"));
-  } catch {
-    // handled below
-  }
-  const match = /^(\d{4}-\d{2}-\d{2})~([1-9]\d{0,15})$/.exec(text);
-  if (!match || !isCalendarDate(match[1]!)) throw badRequest("cursor is invalid: pass meta.next_cursor of the previous page");
+function itemCursorKey(cursor: string): { date: string; id: number } {
+  const match = decodeCursor(cursor, /^(\d{4}-\d{2}-\d{2})~([1-9]\d{0,15})$/);
+  if (!isCalendarDate(match[1]!)) throw invalidCursor();
   return { date: match[1]!, id: Number(match[2]) };
 }
 
@@ -159,7 +152,7 @@ export function itemListQueries(db: Db, companyId: number, query: ListItemsInput
   let pageWhere: SQL | undefined = where;
   if (query.cursor) {
     if (query.offset !== 0) throw badRequest("offset must be 0 when cursor is given");
-    pageWhere = and(where, itemsAfter(decodeCursor(query.cursor)));
+    pageWhere = and(where, itemsAfter(itemCursorKey(query.cursor)));
   }
   const unfilteredTotal =
     query.archived === "true"
@@ -196,7 +189,7 @@ function itemSearchQueries(db: Db, companyId: number, query: ListItemsInput, tod
   let pageMatching = matching;
   if (query.cursor) {
     if (query.offset !== 0) throw badRequest("offset must be 0 when cursor is given");
-    const after = decodeCursor(query.cursor);
+    const after = itemCursorKey(query.cursor);
     pageMatching = sql`${matching} AND items_search.rowid > ${searchKey(after.date, after.id)}`;
   }
   const onItem = sql`${items.id} = (items_search.rowid & ${SEARCH_ID_MASK})`;
@@ -244,7 +237,7 @@ export async function listItems(db: Db, companyId: number, query: ListItemsInput
     rows: result.rows,
     meta: {
       ...cappedMeta(result.meta, queries.cap),
-      next_cursor: last && result.rows.length === query.limit ? encodeCursor(last) : null,
+      next_cursor: last && result.rows.length === query.limit ? itemCursor(last) : null,
     },
   };
 }
