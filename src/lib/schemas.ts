@@ -104,6 +104,15 @@ export const searchQuery = cleanText("q")
   .optional()
   .openapi({ param: { name: "q", in: "query" } });
 
+/**
+ * An enum that may also be null, published as `nullable: true` with only the values in `enum`:
+ * zod-to-openapi also lists `null` there, which client generators turn into code that does not
+ * compile (`z.enum([..., null])`).
+ */
+export function nullableEnum<const T extends readonly [string, ...string[]]>(values: T) {
+  return z.enum(values).nullable().openapi({ enum: [...values] });
+}
+
 export const Timestamp = z.string().openapi({ example: "2026-11-20 09:30:00", description: "UTC, YYYY-MM-DD HH:MM:SS" });
 
 export const PageMeta = z

@@ -605,9 +605,16 @@ function pathArb(op: Operation): fc.Arbitrary<PathChoice> {
 
 // Query strings -------------------------------------------------------------------------------
 
+/** A query parameter's schema; an `anyOf` of named values and a pattern (the item list's period) is read as its named values. */
+function querySchema(param: Json): Json {
+  const s = deref(param.schema) ?? {};
+  const named = (s.anyOf as Json[] | undefined)?.find((branch) => Array.isArray(branch.enum));
+  return named ? { ...s, enum: named.enum } : s;
+}
+
 /** Percent-encoded query values that the parameter's schema refuses. */
 function invalidQueryValues(param: Json): string[] {
-  const s = deref(param.schema) ?? {};
+  const s = querySchema(param);
   const out: string[] = ["%00", "%0A", "a%1Bb"]; // control characters
   if (s.type === "integer" || s.type === "number") {
     out.push("abc", "1.5", "1e3", "0x10", "%2B5", "%205", "5%20", "", "NaN", "Infinity", "9".repeat(2000), "true", "%5B%5D");
@@ -622,7 +629,7 @@ function invalidQueryValues(param: Json): string[] {
 }
 
 function maybeQueryValue(param: Json): fc.Arbitrary<string> {
-  const s = deref(param.schema) ?? {};
+  const s = querySchema(param);
   const arbs: fc.Arbitrary<string>[] = [fc.constantFrom("1", "0", "-0", "01", "", "a", "%C3%A9", "%F0%9F%98%80", "%25", "50%", "%2B", "+")];
   if (Array.isArray(s.enum)) arbs.push(fc.constantFrom(...s.enum.map((v: unknown) => encodeURIComponent(String(v)))));
   if (s.example !== undefined) arbs.push(fc.constant(encodeURIComponent(String(s.example))));

@@ -254,6 +254,17 @@ describe("what every operation declares", () => {
     visit(doc.components.schemas, "#");
     expect(found.length).toBeGreaterThanOrEqual(3);
   });
+
+  it("publishes the item list's period as one of the named periods or a YYYY-MM-DD..YYYY-MM-DD range (list and export)", () => {
+    const named = ["expired", "today", "next_7_days", "next_30_days", "next_60_days", "next_90_days", "this_month", "next_month", "this_year"];
+    for (const path of ["/v1/items", "/v1/items/export"]) {
+      const { schema } = (doc.paths[path].get.parameters as Json[]).find((p) => p.name === "period")!;
+      expect(schema, path).toEqual({ anyOf: [{ type: "string", enum: named }, { type: "string", pattern: expect.any(String) }], example: "next_30_days" });
+      const range = new RegExp(schema.anyOf[1].pattern);
+      expect(["2026-01-01..2026-12-31", "2026-02-28..2026-02-28"].every((p) => range.test(p)), path).toBe(true);
+      expect([...named, "2026-01-01", "2026-01-01..", "x2026-01-01..2026-12-31", "2026-1-01..2026-12-31"].some((p) => range.test(p)), path).toBe(false);
+    }
+  });
 });
 
 describe("components", () => {

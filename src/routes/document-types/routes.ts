@@ -6,8 +6,8 @@ import { created, done, ok, page, updated } from "../../lib/respond";
 import { createDocumentType, deleteDocumentType, documentTypeOutput, getDocumentType, listDocumentTypes, updateDocumentType, type Caller } from "./queries";
 import {
   CreateDocumentTypeSchema,
+  DocumentTypeInfoSchema,
   DocumentTypeListEnvelope,
-  DocumentTypeSchema,
   FIELD_TYPES,
   ListDocumentTypesQuery,
   MAX_FIELDS,
@@ -25,8 +25,8 @@ const documentTypeRecord = conditionalRecord({
   params: TypeParams,
   load: async (c, { type_id }) => { const version = await rowVersion(c, "document_types", type_id); return { id: type_id, version, data: documentTypeOutput(await getDocumentType(c.var.db, c.var.companyId, type_id)) }; },
 });
-const TypeEnvelope = dataEnvelope(DocumentTypeSchema, "DocumentTypeEnvelope");
-const TypeResult = resultEnvelope(DocumentTypeSchema, "DocumentTypeResult");
+const TypeEnvelope = dataEnvelope(DocumentTypeInfoSchema, "DocumentTypeEnvelope");
+const TypeResult = resultEnvelope(DocumentTypeInfoSchema, "DocumentTypeResult");
 
 const caller = (c: Context<AppBindings>): Caller => ({ companyId: c.var.companyId, accountId: c.var.auth.accountId, userId: c.var.auth.userId });
 

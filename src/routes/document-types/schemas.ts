@@ -38,7 +38,7 @@ export const DocumentTypeFieldSchema = z
   })
   .openapi("DocumentTypeField");
 
-export const DocumentTypeSchema = z
+export const DocumentTypeInfoSchema = z
   .object({
     typeid: z.number().int().openapi({ example: 5 }),
     name: z.string().openapi({ example: "Insurance policy" }),
@@ -55,7 +55,7 @@ export const DocumentTypeSchema = z
       ],
     }),
   })
-  .openapi("DocumentType");
+  .openapi("DocumentTypeInfo", { description: "A document type: a kind of tracked document and its custom fields" });
 
 // ---- input ----
 
@@ -224,10 +224,10 @@ export const DocumentTypeListMeta = z
   .openapi("DocumentTypeListMeta");
 
 export const DocumentTypeListEnvelope = z
-  .object({ success: z.literal(true), data: z.array(DocumentTypeSchema), meta: DocumentTypeListMeta })
+  .object({ success: z.literal(true), data: z.array(DocumentTypeInfoSchema), meta: DocumentTypeListMeta })
   .openapi("DocumentTypeList");
 
-export type DocumentTypeOutput = z.infer<typeof DocumentTypeSchema>;
+export type DocumentTypeOutput = z.infer<typeof DocumentTypeInfoSchema>;
 export type DocumentTypeFieldOutput = z.infer<typeof DocumentTypeFieldSchema>;
 export type CreateDocumentTypeInput = z.infer<typeof CreateDocumentTypeSchema>;
 export type UpdateDocumentTypeInput = z.infer<typeof UpdateDocumentTypeSchema>;

@@ -11,7 +11,7 @@ import {
   UPLOAD_TOKEN_TTL_SECONDS,
   type AttachmentOutput,
   type CreateUploadInput,
-  type FileOutput,
+  type DriveFileOutput,
   type ListFilesInput,
 } from "./schemas";
 
@@ -29,7 +29,7 @@ const itemInCompany = (companyId: number, itemId: number) => and(eq(items.id, it
 /** How many items file row `files.id` is attached to (item_files_file_idx). */
 const attachmentCount = sql<number>`(SELECT count(*) FROM item_files AS a WHERE a.file_id = ${files.id})`;
 
-export function fileOutput(row: FileRow & { attachments: number }): FileOutput {
+export function fileOutput(row: FileRow & { attachments: number }): DriveFileOutput {
   return {
     file_id: row.publicId,
     file_name: row.fileName,

@@ -29,7 +29,8 @@ const fileName = requiredText("filename", MAX_FILE_NAME)
 
 // RFC 9110 media type: type "/" subtype *( ";" parameter ), tokens of tchar.
 const TOKEN = "[A-Za-z0-9!#$%&'*+.^_`|~-]+";
-const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(\\s*;\\s*${TOKEN}=(${TOKEN}|"[^"\\\\]*"))*$`);
+const MEDIA_TYPE_PATTERN = `^${TOKEN}/${TOKEN}(\\s*;\\s*${TOKEN}=(${TOKEN}|"[^"\\\\]*"))*$`;
+const MEDIA_TYPE = new RegExp(MEDIA_TYPE_PATTERN);
 
 const contentType = cleanText("content_type")
   .max(MAX_CONTENT_TYPE, { error: `content_type must be at most ${MAX_CONTENT_TYPE} characters` })
@@ -38,7 +39,9 @@ const contentType = cleanText("content_type")
     const semicolon = s.indexOf(";");
     return semicolon < 0 ? s.toLowerCase() : `${s.slice(0, semicolon).trim().toLowerCase()}${s.slice(semicolon)}`;
   })
-  .openapi({ example: "application/pdf" });
+  // Published as written: a RegExp's source escapes "/" as "\/", which openapi-zod-client escapes
+  // again, into a regex literal that ends early.
+  .openapi({ example: "application/pdf", pattern: MEDIA_TYPE_PATTERN });
 
 export const CreateUploadSchema = z
   .strictObject({
@@ -79,7 +82,7 @@ const sizeText = z.string().openapi({
   description: "Human-readable: under 1024 bytes `512 B`; else KB, MB or GB (1024-based) with one decimal, e.g. `12.4 KB`, `3.0 MB`",
 });
 
-export const FileSchema = z
+export const DriveFileSchema = z
   .object({
     file_id: z.string().openapi({ example: "fil_Xb3kq9ZrT0aW5mLpQe1uYg" }),
     file_name: z.string().openapi({ example: "Fire certificate 2026.pdf" }),
@@ -92,7 +95,7 @@ export const FileSchema = z
     attachments: z.number().int().openapi({ example: 1, description: "How many items the file is attached to" }),
     add_date: Timestamp,
   })
-  .openapi("File");
+  .openapi("DriveFile", { description: "A file in the company's drive" });
 
 export const AttachmentSchema = z
   .object({
@@ -132,10 +135,10 @@ export const ListFilesQuery = z.object({
     .openapi({ param: { name: "folder_id", in: "query" }, description: "A folder id, or 0 for files in no folder" }),
 });
 
-export const FileListEnvelope = pageEnvelope(FileSchema, "FileList");
+export const DriveFileListEnvelope = pageEnvelope(DriveFileSchema, "DriveFileList");
 
 export type CreateUploadInput = z.infer<typeof CreateUploadSchema>;
 export type UploadSessionOutput = z.infer<typeof UploadSessionSchema>;
-export type FileOutput = z.infer<typeof FileSchema>;
+export type DriveFileOutput = z.infer<typeof DriveFileSchema>;
 export type AttachmentOutput = z.infer<typeof AttachmentSchema>;
 export type ListFilesInput = z.infer<typeof ListFilesQuery>;

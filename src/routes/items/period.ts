@@ -25,12 +25,13 @@ export interface PeriodRange {
   pendingOnly?: boolean;
 }
 
-const CUSTOM = /^(\d{4}-\d{2}-\d{2})\.\.(\d{4}-\d{2}-\d{2})$/;
+/** The custom range form, `YYYY-MM-DD..YYYY-MM-DD`; the dates are checked further by `isPeriod`. */
+export const CUSTOM_PERIOD = /^(\d{4}-\d{2}-\d{2})\.\.(\d{4}-\d{2}-\d{2})$/;
 
 /** Whether `value` is a valid period (named or a well-formed custom range with from <= to). */
 export function isPeriod(value: string): boolean {
   if ((PERIODS as readonly string[]).includes(value)) return true;
-  const custom = CUSTOM.exec(value);
+  const custom = CUSTOM_PERIOD.exec(value);
   return !!custom && isCalendarDate(custom[1]!) && isCalendarDate(custom[2]!) && custom[1]! <= custom[2]!;
 }
 
@@ -59,7 +60,7 @@ export function periodRange(period: string, today: string): PeriodRange {
     case "this_year":
       return { from: `${today.slice(0, 4)}-01-01`, to: `${today.slice(0, 4)}-12-31` };
     default: {
-      const [, from, to] = CUSTOM.exec(period)!;
+      const [, from, to] = CUSTOM_PERIOD.exec(period)!;
       return { from, to };
     }
   }

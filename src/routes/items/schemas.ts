@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { isCalendarDate } from "../../lib/time";
 import { Timestamp, cleanText, idField, idQuery, integerString, optionalText, paginationQuery, requiredText, searchQuery } from "../../lib/schemas";
 import { ItemRemindersSchema } from "../reminders/schemas";
-import { PERIODS, PERIOD_DESCRIPTION, isPeriod } from "./period";
+import { CUSTOM_PERIOD, PERIODS, PERIOD_DESCRIPTION, isPeriod } from "./period";
 import { RECURRENCE_UNITS, RENEW_ON, UPCOMING, type RuleKey } from "../../lib/recurrence";
 
 export const ITEM_TYPES = ["exp", "due", "apt", "evt"] as const;
@@ -228,7 +228,16 @@ export const ListItemsQuery = z.object({
     .max(30, { error: "period must be at most 30 characters" })
     .refine(isPeriod, { error: `period must be one of: ${PERIODS.join(", ")}, or a range YYYY-MM-DD..YYYY-MM-DD` })
     .optional()
-    .openapi({ param: { name: "period", in: "query" }, description: PERIOD_DESCRIPTION, example: "next_30_days" }),
+    .openapi({
+      // In place of the generated string schema: what isPeriod accepts, in a form client generators
+      // validate (a named period, or the range form).
+      param: {
+        name: "period",
+        in: "query",
+        schema: { anyOf: [{ type: "string", enum: [...PERIODS] }, { type: "string", pattern: CUSTOM_PERIOD.source }], example: "next_30_days" },
+      },
+      description: PERIOD_DESCRIPTION,
+    }),
   q: searchQuery.openapi({
     description: "Word-prefix search over title and notes; every word must match (case- and accent-insensitive).",
   }),

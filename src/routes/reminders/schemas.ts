@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { idField, integerString } from "../../lib/schemas";
+import { idField, integerString, nullableEnum } from "../../lib/schemas";
 import { isCalendarDate } from "../../lib/time";
 import { CHANNELS } from "../../company-clock/channels";
 import { DELIVERY_STATES } from "../../company-clock/store";
@@ -33,7 +33,7 @@ export const ReminderEntry = z
     origin: z.enum(["sequence", "manual"]).openapi({ description: "Extension: from the item's reminder sequence or added through the API" }),
     due_at: Iso.openapi({ description: "Extension: the UTC instant the date and hour resolve to" }),
     period: z.number().int().nullable().openapi({ description: "Extension: set when relative to the item's date" }),
-    unit: z.enum(UNITS).nullable(),
+    unit: nullableEnum(UNITS),
     rtype: z.number().int().nullable().openapi({ description: "1: before the item's date; 2: after" }),
     contact_id: z.number().int().openapi({ description: "Extension: the recipient; 0 means the item's contact at sending time" }),
     channels: z.array(z.string()).openapi({ example: ["email"] }),
