@@ -1,10 +1,13 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { prepareDocsAssets } from "./scripts/docs-assets.ts";
 
 // Three projects: `worker` runs inside workerd against real local D1, R2 and Durable Objects;
 // `tools` runs in Node and checks the OpenAPI document with the tools clients use (linter, client
 // generator); `e2e` runs in Node and drives a real `wrangler dev` over HTTP.
 export default defineConfig(async () => {
+  // wrangler.toml's [assets] directory (the /docs page's bundle) must exist before the worker pool reads it.
+  prepareDocsAssets();
   const migrations = await readD1Migrations("./migrations");
   return {
     test: {

@@ -14,6 +14,7 @@ import { companiesRouter } from "./routes/companies/routes";
 import { contactsRouter } from "./routes/contacts/routes";
 import { departmentsRouter } from "./routes/departments/routes";
 import { discoveryRouter } from "./routes/discovery";
+import { DOCS_PATH, docsPage } from "./routes/docs";
 import { documentTypesRouter } from "./routes/document-types/routes";
 import { driveRouter } from "./routes/drive/routes";
 import { exportsRouter } from "./routes/exports/routes";
@@ -65,6 +66,8 @@ app.get("/v1/openapi.json", (c) => {
   openApiDocument ??= buildOpenApiDocument(app);
   return c.json(openApiDocument);
 });
+// The API reference page (HTML, not an operation of the document); its script is a static asset.
+app.get(DOCS_PATH, docsPage);
 
 // Path patterns of every registered route, for telling 405 from 404 (built on first miss).
 let routeTable: Array<{ pattern: RegExp; method: string }> | undefined;

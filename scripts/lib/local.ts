@@ -154,9 +154,14 @@ export function writeWorkerVariant(dir: string, entryName: string, entrySource: 
   mkdirSync(dir, { recursive: true });
   const entry = join(dir, entryName);
   writeFileSync(entry, entrySource);
+  // Paths in a config are relative to its directory: the copy's point back into the repository
+  // (the entry aside), including the [build] step and the [assets] it writes (the /docs bundle).
   const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8")
     .replace(/^main\s*=.*$/m, `main = ${JSON.stringify(entry)}`)
-    .replace(/^migrations_dir\s*=.*$/gm, `migrations_dir = ${JSON.stringify(join(ROOT, "migrations"))}`);
+    .replace(/^migrations_dir\s*=.*$/gm, `migrations_dir = ${JSON.stringify(join(ROOT, "migrations"))}`)
+    .replace(/^cwd\s*=\s*"([^"]*)"$/m, (_, dir: string) => `cwd = ${JSON.stringify(resolve(ROOT, dir))}`)
+    .replace(/^watch_dir\s*=\s*"([^"]*)"$/m, (_, dir: string) => `watch_dir = ${JSON.stringify(resolve(ROOT, dir))}`)
+    .replace(/^directory\s*=\s*"([^"]*)"$/m, (_, dir: string) => `directory = ${JSON.stringify(resolve(ROOT, dir))}`);
   const config = join(dir, "wrangler.toml");
   writeFileSync(config, edit(toml));
   const devVars = join(ROOT, ".dev.vars");

@@ -5,9 +5,11 @@ import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import * as oidc from "openid-client";
+import type { Browser, Locator } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../../scripts/lib/local.ts";
 import { DEMO_CLIENTS, SHARD_ONE_DEMO as DEMO_CLIENTS_SHARD_ONE } from "../../scripts/seed-data.ts";
+import { launchChromium, originPage, type OriginPage } from "./support/browser.ts";
 import { sleep, startService, type Service } from "./support/service.ts";
 
 const owner = DEMO_CLIENTS.find((c) => c.clientId === "demo-owner")!;
@@ -315,3 +317,102 @@ describe("two shards (docs/scale.md)", () => {
   });
 });
 
+// The API reference page in a real browser (src/routes/docs.ts, docs/api-notes.md "API reference
+// page"): headless Chromium that may reach only the service's origin, so a request to a CDN (a script,
+// a font, telemetry) fails the test instead of loading.
+describe("the API reference page (GET /docs) in headless Chromium", () => {
+  let browser: Browser | undefined;
+  let tab: OriginPage;
+  let doc: any;
+
+  beforeAll(async () => {
+    doc = (await http("GET", "/v1/openapi.json")).body;
+    browser = await launchChromium();
+    tab = await originPage(browser, base);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  /** Waits until the locator's element is visible; fails naming it after 10 s. */
+  const visible = (locator: Locator) => locator.waitFor({ state: "visible", timeout: 10_000 });
+  /** The section of one operation (its id ends with the tag slug, method and path). */
+  const operation = (slug: string) => tab.page.locator(`section[id$="/tag/${slug}"]`);
+
+  it("GET / links to it", async () => {
+    const res = await http("GET", "/");
+    expect(res.status).toBe(200);
+    expect(res.body.docs).toBe(`${base}/docs`);
+  });
+
+  it("lists every tag of the document in its navigation, with nothing loaded from another origin", async () => {
+    const res = await tab.page.goto(`${base}/docs`);
+    expect(res?.status()).toBe(200);
+    const nav = tab.page.getByRole("complementary");
+    const tags = new Set<string>([
+      ...doc.tags.map((t: { name: string }) => t.name),
+      ...(doc["x-tagGroups"] ?? []).flatMap((g: { name: string; tags: string[] }) => [g.name, ...g.tags]),
+      ...Object.values<any>(doc.paths).flatMap((item) => Object.values<any>(item).flatMap((op) => op.tags ?? [])),
+    ]);
+    expect(tags.size).toBeGreaterThan(10);
+    await nav.getByRole("link", { name: "Introduction", exact: true }).waitFor();
+    for (const tag of tags) await visible(nav.getByRole("link", { name: tag, exact: true }));
+  });
+
+  it("opens an operation's details from the navigation (POST /v1/items: its request body and responses)", async () => {
+    const nav = tab.page.getByRole("complementary");
+    await nav.getByRole("button", { name: "Open Group - Items", exact: true }).click();
+    await nav.locator('a[href$="/POST/v1/items"]').click();
+    const section = operation("items/POST/v1/items");
+    await expect.poll(() => new URL(tab.page.url()).hash).toBe("#tag/items/POST/v1/items");
+    // Scrolled to: the section's box overlaps the viewport.
+    const height = tab.page.viewportSize()!.height;
+    await expect.poll(async () => section.boundingBox().then((box) => box !== null && box.y < height && box.y + box.height > 0)).toBe(true);
+    await visible(section.getByRole("heading", { name: doc.paths["/v1/items"].post.summary, exact: true }));
+    const body = section.getByRole("group", { name: "Request Body" });
+    for (const field of ["title", "expiry_date"]) await visible(body.getByText(field, { exact: true }).first());
+    await visible(section.getByText("Responses", { exact: true }).first());
+  });
+
+  it("its client-credentials form gets a token from /v1/oauth/token on the same origin", async () => {
+    const auth = tab.page.getByRole("main").getByRole("region", { name: "Authentication", exact: true });
+    await auth.getByRole("combobox").nth(1).fill(owner.clientId); // Token URL, then Client ID
+    await auth.getByRole("textbox", { name: "Client Secret" }).fill(owner.secret);
+    const [token] = await Promise.all([
+      tab.page.waitForResponse((r) => new URL(r.url()).pathname === "/v1/oauth/token"),
+      auth.getByRole("button", { name: "Authorize", exact: true }).click(),
+    ]);
+    expect(token.status()).toBe(200);
+    expect(new URL(token.url()).origin).toBe(base);
+    const issued = (await token.json()).access_token as string;
+    await expect.poll(() => auth.getByRole("textbox", { name: "Access Token" }).inputValue()).toBe(issued);
+  });
+
+  it("Test Request sends GET /v1/contacts to the same origin with a pasted token and shows the 200", async () => {
+    const token = (await tokenRequest({ client_id: owner.clientId, client_secret: owner.secret })).body.access_token as string;
+    const section = operation("contacts/GET/v1/contacts");
+    await tab.page.getByRole("complementary").getByRole("button", { name: "Open Group - Contacts", exact: true }).click();
+    await tab.page.getByRole("complementary").locator('a[href$="/GET/v1/contacts"]').click();
+    await section.getByRole("button", { name: /Test Request/ }).click();
+    const client = tab.page.getByRole("dialog", { name: "API Client" });
+    // The page offers "bearerToken" (a pasted token) besides the document's oauth2 scheme.
+    await client.getByRole("button", { name: /^Selected Auth Type/ }).click();
+    await tab.page.getByRole("option", { name: /^bearerToken/ }).click();
+    await tab.page.getByRole("option", { name: /^oauth2/ }).click();
+    await client.getByRole("textbox", { name: "Bearer Token" }).fill(token);
+    const [response] = await Promise.all([
+      tab.page.waitForResponse((r) => new URL(r.url()).pathname === "/v1/contacts"),
+      client.getByRole("button", { name: /^Send get request/ }).click(),
+    ]);
+    expect(response.url().startsWith(`${base}/v1/contacts`)).toBe(true);
+    expect(response.request().headers().authorization).toBe(`Bearer ${token}`);
+    expect(response.status()).toBe(200);
+    await visible(client.getByRole("region", { name: "Response" }).getByText("200 OK"));
+  });
+
+  it("asked for nothing outside the origin and logged no error", () => {
+    expect(tab.foreign).toEqual([]);
+    expect(tab.errors).toEqual([]);
+  });
+});

@@ -28,7 +28,8 @@ const allowOf = (res: CallResult) =>
 
 describe("unknown routes: 404 Shape B", () => {
   for (const [method, path] of [
-    ["GET", "/"],
+    ["GET", "/docs/"],
+    ["GET", "/docs/no-such-asset.js"],
     ["GET", "/v1"],
     ["GET", "/v2/contacts"],
     ["GET", "/v1/nothing-here"],
@@ -76,6 +77,7 @@ describe("wrong method on a known path: 405 Shape B with Allow", () => {
     ["DELETE", "/v1/oauth/me", ["GET", "HEAD"]],
     ["POST", "/v1/openapi.json", ["GET", "HEAD"]],
     ["POST", "/health", ["GET", "HEAD"]],
+    ["POST", "/", ["GET", "HEAD"]],
   ] as const) {
     it(`${method} ${path} -> Allow: ${allowed.join(", ")}`, async () => {
       const res = await call(method, path, { token: await tokenFor("demo-owner") });
