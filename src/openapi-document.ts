@@ -116,8 +116,8 @@ const PARAMETERS = {
     description:
       "The `X-D1-Bookmark` of an earlier answer, sent back unchanged: this request then reads at least the state that answer saw (read-your-writes across requests, whichever replica serves it). " +
       "Without it a read may be served by a nearby replica a moment behind the primary; a write always starts on the primary. Opaque; anything this service did not issue is 400. " +
-      "A bookmark of another database (the account moved since) is ignored. See docs/scale.md.",
-    schema: { type: "string" as const, maxLength: 200, example: "0:0000002a-00000001-00004f91-7f8e4d3cc8d4a7d8b7e9c0a1b2c3d4e5" },
+      "A bookmark of another database (the account moved since) is ignored. See docs/scale.md. No example is given: a copied one would pin a read to a state that is not yours.",
+    schema: { type: "string" as const, maxLength: 200 },
   },
   IdempotencyKey: {
     name: "Idempotency-Key",
@@ -126,8 +126,9 @@ const PARAMETERS = {
     description:
       "A unique key for this write (a UUID v4 is ideal; 1 to 255 printable ASCII characters, bare or as a quoted string). The first request with the key runs; " +
       "for 24 h a repeat with the same method, path and body gets the stored status and body with `Idempotent-Replayed: true` and changes nothing; the same key " +
-      "on another request is 422; a repeat while the first still runs is 409. Keys are scoped to the API client. See docs/idempotency.md.",
-    schema: { type: "string" as const, minLength: 1, maxLength: 255, example: "5f2c7e3a-9b1d-4c8e-a6f0-2d4b8e1c9a77" },
+      "on another request is 422; a repeat while the first still runs is 409. Keys are scoped to the API client. See docs/idempotency.md. " +
+      "No example is given: tools that fill in examples (the /docs page's Test Request) would send the same key with every write.",
+    schema: { type: "string" as const, minLength: 1, maxLength: 255 },
   },
   IfMatch: {
     name: "If-Match",

@@ -4,11 +4,11 @@ import { createRoute } from "@hono/zod-openapi";
 import { ALL_SCOPES, RESOURCE_SCOPES } from "../auth/scopes";
 import { createRouter, errorResponses, named, z } from "../lib/openapi";
 import { tokenRoute } from "./oauth";
+import { DOCS_PATH } from "./docs";
 
 export const METADATA_PATH = "/.well-known/oauth-authorization-server";
 /** One hour: the document changes only with a deployment. */
 export const METADATA_CACHE_CONTROL = "public, max-age=3600";
-const OPENAPI_PATH = "/v1/openapi.json";
 
 const TOKEN_AUTH_METHODS = ["client_secret_basic", "client_secret_post"] as const;
 
@@ -27,7 +27,7 @@ const MetadataSchema = z
     response_types_supported: z.array(z.string()).max(0).openapi({
       description: "Always empty: there is no authorization endpoint, so no response type is supported.",
     }),
-    service_documentation: z.url().openapi({ example: `https://api.example.com${OPENAPI_PATH}`, description: "The OpenAPI document." }),
+    service_documentation: z.url().openapi({ example: `https://api.example.com${DOCS_PATH}`, description: "The API reference page for people (it renders the OpenAPI document, /v1/openapi.json)." }),
   })
   .openapi("AuthorizationServerMetadata");
 
@@ -71,7 +71,7 @@ discoveryRouter.openapi(metadataRoute, (c) => {
       token_endpoint_auth_methods_supported: [...TOKEN_AUTH_METHODS],
       scopes_supported: [ALL_SCOPES, ...RESOURCE_SCOPES],
       response_types_supported: [],
-      service_documentation: `${issuer}${OPENAPI_PATH}`,
+      service_documentation: `${issuer}${DOCS_PATH}`,
     },
     200,
   );

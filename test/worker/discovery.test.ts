@@ -29,7 +29,7 @@ describe("GET /.well-known/oauth-authorization-server (RFC 8414)", () => {
         token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
         scopes_supported: [ALL_SCOPES, ...RESOURCE_SCOPES],
         response_types_supported: [],
-        service_documentation: `${origin}/v1/openapi.json`,
+        service_documentation: `${origin}/docs`,
       });
     }
   });
@@ -58,10 +58,13 @@ describe("GET /.well-known/oauth-authorization-server (RFC 8414)", () => {
     expect(basic.status, JSON.stringify(basic.body)).toBe(200);
   });
 
-  it("points service_documentation at the OpenAPI document, which publishes this operation", async () => {
+  it("points service_documentation at the reference page, which renders the OpenAPI document that publishes this operation", async () => {
     const { body: meta } = await call("GET", METADATA);
-    const doc = await call("GET", new URL(meta.service_documentation).pathname);
-    expect(doc.status).toBe(200);
+    const page = await exports.default.fetch(new Request(meta.service_documentation));
+    expect(page.status).toBe(200);
+    expect(page.headers.get("Content-Type")).toMatch(/^text\/html/);
+    expect(await page.text()).toContain("/v1/openapi.json");
+    const doc = await call("GET", "/v1/openapi.json");
     expect(doc.body.paths[METADATA].get).toMatchObject({ operationId: "getAuthorizationServerMetadata", security: [], tags: ["Authentication"] });
   });
 
