@@ -54,6 +54,9 @@ export default defineConfig(async () => {
             name: "e2e",
             include: ["test/e2e/**/*.test.ts"],
             environment: "node",
+            // Each file drives its own service on its own port and state directory, and spends most
+            // of its time waiting (server start, alarms): two at a time, even on two cores.
+            maxWorkers: 2,
             testTimeout: 180_000,
             hookTimeout: 180_000,
           },
