@@ -23,19 +23,35 @@ function targetArgs(target: Target): string[] {
   return target.persistTo ? ["--local", "--persist-to", target.persistTo] : ["--local"];
 }
 
-/** Runs wrangler to completion; throws with its output on failure. */
+/** Local D1 refused the call because a running `wrangler dev` on the same state held the database: nothing of it ran. */
+const LOCAL_DB_BUSY = /database is locked|SQLITE_BUSY/;
+const BUSY_RETRIES = 5;
+
+/**
+ * Runs wrangler to completion; throws with its output on failure. A local D1 call that found the
+ * database locked by a running server (its cron or alarms writing) is tried again, up to 5 times
+ * over about 6 s: SQLite refused it before it began, so repeating it is safe.
+ */
 export function wrangler(args: string[], options: { quiet?: boolean } = {}): string {
-  const result = spawnSync(process.execPath, [WRANGLER, ...args], {
-    cwd: ROOT,
-    encoding: "utf8",
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: process.env.CI ?? "true" },
-    maxBuffer: 64 * 1024 * 1024,
-  });
+  let result = run(args);
+  for (let attempt = 1; attempt <= BUSY_RETRIES && result.status !== 0 && LOCAL_DB_BUSY.test(`${result.stdout}${result.stderr}`); attempt++) {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 400 * attempt);
+    result = run(args);
+  }
   if (result.status !== 0) {
     throw new Error(`wrangler ${args.join(" ")} failed (${result.status}):\n${result.stdout}\n${result.stderr}`);
   }
   if (!options.quiet && result.stdout.trim()) process.stdout.write(result.stdout);
   return result.stdout;
+}
+
+function run(args: string[]) {
+  return spawnSync(process.execPath, [WRANGLER, ...args], {
+    cwd: ROOT,
+    encoding: "utf8",
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: process.env.CI ?? "true" },
+    maxBuffer: 64 * 1024 * 1024,
+  });
 }
 
 /** The shards' D1 bindings, in shard order, as wrangler.toml's D1_SHARDS lists them (docs/scale.md). */
