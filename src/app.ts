@@ -14,7 +14,7 @@ import { companiesRouter } from "./routes/companies/routes";
 import { contactsRouter } from "./routes/contacts/routes";
 import { departmentsRouter } from "./routes/departments/routes";
 import { discoveryRouter } from "./routes/discovery";
-import { DOCS_PATH, docsPage } from "./routes/docs";
+import { DOCS_PATH, OPENAPI_PATH, docsPage } from "./routes/docs";
 import { documentTypesRouter } from "./routes/document-types/routes";
 import { driveRouter } from "./routes/drive/routes";
 import { exportsRouter } from "./routes/exports/routes";
@@ -62,7 +62,7 @@ app.route("/", webhookDeliveriesRouter);
 app.route("/", calendarFeedsRouter);
 
 let openApiDocument: ReturnType<typeof buildOpenApiDocument> | undefined;
-app.get("/v1/openapi.json", (c) => {
+app.get(OPENAPI_PATH, (c) => {
   openApiDocument ??= buildOpenApiDocument(app);
   return c.json(openApiDocument);
 });

@@ -9,7 +9,7 @@ import { isShard } from "../db/shards";
 import { apiError, forbidden, invalidToken, oauthError } from "../lib/errors";
 import { findClientCached, type ClientRecord } from "./clients";
 import { getSigningKeys } from "./keys";
-import { clientEventStatement } from "../routes/audit-log/record";
+import { logTokenRefusal } from "../routes/audit-log/record";
 import { effectiveScopes, grants, parseScopes } from "./scopes";
 import { verifyAccessToken } from "./tokens";
 
@@ -78,18 +78,17 @@ export const authenticate = createMiddleware<AppBindings>(async (c, next) => {
   c.set("d1", session.d1);
   if (!READS.has(c.req.method)) {
     // Every write of the request through c.var.db names its actor for the audit log, in the
-    // write's own batch (src/lib/context.ts).
-    const accountId = client.accountId;
+    // write's own batch (src/lib/context.ts). The request id and operationId are set before authentication.
     const guards: WriteGuards = {
       committed: 0,
-      actor: () => ({
-        accountId,
+      actor: {
+        accountId: client.accountId,
         companyId: claims.companyId,
         clientId: claims.clientId,
         userId: claims.userId,
         requestId: c.get("requestId") ?? null,
         operationId: c.get("operationId") ?? null,
-      }),
+      },
     };
     c.set("writeGuards", guards);
   }
@@ -130,12 +129,6 @@ export const requireOwner = createMiddleware<AppBindings>(async (c, next) => {
   await next();
 });
 
-/** A revoked client's token presented: an audit entry, best effort (a refused write must not turn the 401 into a 5xx). */
-async function logRefusal(c: Context<AppBindings>, session: RequestSession, client: ClientRecord, reason: string): Promise<void> {
-  const event = { client, action: "token_refused" as const, requestId: c.get("requestId") ?? null, operationId: c.get("operationId") ?? null, details: { reason } };
-  try {
-    await clientEventStatement(session.d1, event).run();
-  } catch (error) {
-    console.error(JSON.stringify({ level: "error", msg: "token refusal not logged", error: String(error) }));
-  }
-}
+/** A revoked or deactivated client's token presented: an audit entry (best effort). */
+const logRefusal = (c: Context<AppBindings>, session: RequestSession, client: ClientRecord, reason: string) =>
+  logTokenRefusal(session.d1, { client, requestId: c.get("requestId") ?? null, operationId: c.get("operationId") ?? null, details: { reason } });

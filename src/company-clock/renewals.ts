@@ -16,7 +16,10 @@ import { RENEWALS_PER_STATEMENT, renewalWrites, type Renewal } from "../routes/i
 import type { ClockContext } from "./context";
 import { dueRenewals, forgetRenewals, postponeRenewals, zoneOf } from "./store";
 import type { AuditActor } from "../db/audit-context";
-import { guardedD1 } from "../db/write-guards";
+import { auditedD1 } from "../db/write-guards";
+
+/** Renewals at expiry are the service's own change in the audit log: no client or user. */
+const RENEWAL_ACTOR: AuditActor = { accountId: null, companyId: null, clientId: null, userId: null, requestId: null, operationId: "automaticRenewal" };
 
 /** After a failed run (D1 away): every due renewal waits until `until`. */
 export const postponeDueRenewals = (sql: SqlStorage, until: number): void => postponeRenewals(sql, "due", until);
@@ -34,8 +37,6 @@ export const RENEWAL_RETRY_MS = 60_000;
  * jumped over: the first occurrence not yet expired in the company's today. A rule with no
  * occurrence left (past until, past year 9999) leaves the item as it is. True when more are due.
  */
-const RENEWAL_ACTOR: AuditActor = { accountId: null, companyId: null, clientId: null, userId: null, requestId: null, operationId: "automaticRenewal" };
-
 export async function renew(clock: ClockContext, apply: (itemIds: number[]) => Promise<void>, now = Date.now()): Promise<boolean> {
   const due = dueRenewals(clock.sql, now, RENEWALS_PER_RUN + 1);
   if (due.length === 0) return false;
@@ -51,8 +52,7 @@ export async function renew(clock: ClockContext, apply: (itemIds: number[]) => P
   }
   const renewed = new Set<number>();
   if (renewals.length > 0) {
-    // Logged as the service's own change: no client or user, operation "automaticRenewal".
-    const db = getDb(guardedD1(await clock.d1(), { committed: 0, actor: () => RENEWAL_ACTOR }));
+    const db = getDb(auditedD1(await clock.d1(), RENEWAL_ACTOR));
     const statements = [];
     for (let i = 0; i < renewals.length; i += RENEWALS_PER_STATEMENT) {
       const { history, update } = renewalWrites(db, clock.companyId, renewals.slice(i, i + RENEWALS_PER_STATEMENT), { reason: "expired", userId: 0 });

@@ -24,10 +24,3 @@ export function auditContextStatements(d1: D1Database, actor: AuditActor): [D1Pr
     d1.prepare("DELETE FROM audit_context"),
   ];
 }
-
-/** `statements` as one batch written by `actor`: its results, without the context's own. */
-export async function batchAs(d1: D1Database, actor: AuditActor, statements: D1PreparedStatement[]): Promise<D1Result[]> {
-  const [first, last] = auditContextStatements(d1, actor);
-  const results = await d1.batch([first, ...statements, last]);
-  return results.slice(1, -1);
-}

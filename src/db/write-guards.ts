@@ -53,7 +53,7 @@ export interface WriteGuards {
   /** Writes this request committed. */
   committed: number;
   /** Who the request's writes are by: every write batch carries it for the audit triggers (src/db/audit-context.ts). */
-  actor?: () => AuditActor;
+  actor?: AuditActor;
 }
 
 const WRITE = /^\s*(insert|update|delete|replace)\b/i;
@@ -122,8 +122,7 @@ async function guardedBatch(d1: D1Database, guards: WriteGuards, statements: D1P
   let settled!: () => void;
   if (prelude) guards.preludeRun = new Promise<void>((resolve) => (settled = resolve));
   const { fence, condition } = guards;
-  // The prelude was prepared on the request's D1, which may be this wrapper: send what it wraps.
-  const first = (prelude?.statements ?? []).map((s) => (s as GuardedStatement).inner ?? s);
+  const first = prelude?.statements ?? [];
   const before: D1PreparedStatement[] = [];
   const after: D1PreparedStatement[] = [];
   if (write && condition) {
@@ -146,7 +145,7 @@ async function guardedBatch(d1: D1Database, guards: WriteGuards, statements: D1P
     );
   }
   if (write && guards.actor) {
-    const [set, clear] = auditContextStatements(d1, guards.actor());
+    const [set, clear] = auditContextStatements(d1, guards.actor);
     before.unshift(set);
     after.push(clear);
   }
@@ -192,6 +191,11 @@ function stop(guards: WriteGuards, refusal: unknown): never {
   guards.prelude = undefined;
   guards.stopped = refusal;
   throw refusal;
+}
+
+/** A D1 whose every write batch names `actor` for the audit log, outside a request's own guards (jobs, the company clock, uploads). */
+export function auditedD1(d1: D1Database, actor: AuditActor): D1Database {
+  return guardedD1(d1, { committed: 0, actor });
 }
 
 /** A drizzle handle over the request's guarded D1. */

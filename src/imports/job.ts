@@ -2,7 +2,7 @@
 // (src/imports/workflow.ts) retries a step that failed and resumes after the last one that
 // completed, so a step must leave the same state however often it runs.
 import { primarySession } from "../db/session";
-import { guardedD1 } from "../db/write-guards";
+import { auditedD1 } from "../db/write-guards";
 import type { Env } from "../env";
 import { DATE_FORMATS, type DateFormat } from "../lib/time";
 import { contactImport } from "./contacts";
@@ -43,16 +43,13 @@ async function loadJob(env: Env, shard: number, importId: number): Promise<{ row
   if (!row) return null;
   const dateFormat = (DATE_FORMATS as readonly string[]).includes(row.date_format) ? (row.date_format as DateFormat) : "YYYY-MM-DD";
   // The rows the job writes are logged as the work of the client that created it (docs/audit-log.md).
-  const audited = guardedD1(d1, {
-    committed: 0,
-    actor: () => ({
-      accountId: null,
-      companyId: row.company_id,
-      clientId: row.client_id,
-      userId: row.user_id,
-      requestId: row.request_id,
-      operationId: "createImport",
-    }),
+  const audited = auditedD1(d1, {
+    accountId: null,
+    companyId: row.company_id,
+    clientId: row.client_id,
+    userId: row.user_id,
+    requestId: row.request_id,
+    operationId: "createImport",
   });
   return { row, job: { id: row.id, d1: audited, companyId: row.company_id, userId: row.user_id, resource: row.resource, dateFormat, format: row.format } };
 }

@@ -31,5 +31,5 @@ export function guardedWrites(c: Context<AppBindings>): WriteGuards {
 
 /** Who the request's writes are by, for changes made outside D1 (the company clock's audit entries). */
 export function auditActor(c: Context<AppBindings>): AuditActor | undefined {
-  return c.get("writeGuards")?.actor?.();
+  return c.get("writeGuards")?.actor;
 }

@@ -12,7 +12,8 @@ import { toBase64 } from "../lib/bytes";
 
 export const DOCS_PATH = "/docs";
 const BUNDLE = "/docs/scalar-api-reference.js";
-const OPENAPI_PATH = "/v1/openapi.json";
+/** Where the OpenAPI document is served (src/app.ts). */
+export const OPENAPI_PATH = "/v1/openapi.json";
 const TITLE = "Expiry-tracking and reminder API: reference";
 
 /** Scalar's configuration (https://github.com/scalar/scalar, @scalar/types api-reference-configuration). */

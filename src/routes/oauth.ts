@@ -10,7 +10,7 @@ import { getSigningKeys } from "../auth/keys";
 import { MAX_AUTHORIZATION_HEADER_CHARS, authenticate } from "../auth/middleware";
 import { isScopeAllowed, parseScopes } from "../auth/scopes";
 import { hashClientSecret } from "../auth/secret-hash";
-import { clientEventStatement, type ClientEvent } from "./audit-log/record";
+import { clientEventStatement, logTokenRefusal } from "./audit-log/record";
 import { TOKEN_FAILURE_LIMIT, TOKEN_FAILURE_WINDOW_SECONDS, clearTokenFailuresStatement, lockedSeconds, recordTokenFailure } from "../auth/token-failures";
 import { CLOCK_SKEW_LEEWAY_SECONDS, TOKEN_LIFETIME_SECONDS, signAccessToken } from "../auth/tokens";
 import { echo } from "../lib/echo";
@@ -344,11 +344,10 @@ oauthRouter.post(tokenRoute.path, named("issueToken"), async (c) => {
   // same and the endpoint does not tell which client_ids exist.
   if (!matches) await bestEffort(recordTokenFailure(session.d1, clientId, now), "token failure not counted");
   if (!client || !matches) throw fail();
-  const audit = (action: ClientEvent["action"], details: Record<string, unknown>) =>
-    clientEventStatement(session.d1, { client, action, requestId: c.get("requestId") ?? null, operationId: "issueToken", details });
+  const event = { client, requestId: c.get("requestId") ?? null, operationId: "issueToken" };
   if (!client.active) {
     // The right secret of a deactivated client: someone still uses it, which its owner wants to know.
-    await bestEffort(audit("token_refused", { reason: "client_inactive" }).run().then(() => undefined), "token refusal not logged");
+    await logTokenRefusal(session.d1, { ...event, details: { reason: "client_inactive" } });
     throw fail();
   }
 
@@ -365,7 +364,7 @@ oauthRouter.post(tokenRoute.path, named("issueToken"), async (c) => {
   // The issue is logged before the token exists: no token without its entry (a refused write is a 503).
   try {
     await session.d1.batch([
-      audit("token_issued", { scope, expires_in: TOKEN_LIFETIME_SECONDS }),
+      clientEventStatement(session.d1, { ...event, action: "token_issued", details: { scope, expires_in: TOKEN_LIFETIME_SECONDS } }),
       ...(client.tokenFailures > 0 ? [clearTokenFailuresStatement(session.d1, client.clientId)] : []),
     ]);
   } catch (error) {

@@ -1,11 +1,10 @@
 import { createRoute } from "@hono/zod-openapi";
 import { createRouter, errorResponses, jsonResponse, named, z } from "../lib/openapi";
-import { DOCS_PATH } from "./docs";
+import { DOCS_PATH, OPENAPI_PATH } from "./docs";
 import { tokenRoute } from "./oauth";
 
 export const systemRouter = createRouter();
 
-const OPENAPI_PATH = "/v1/openapi.json";
 const HEALTH_PATH = "/health";
 
 const ServiceIndexSchema = z

@@ -70,4 +70,3 @@ export async function pruneAuditLog(d1: D1Database, cutoffMs: number, max: numbe
     .run();
   return result.meta.changes ?? 0;
 }
-

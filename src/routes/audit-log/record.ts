@@ -11,6 +11,15 @@ export interface ClientEvent {
   details: Record<string, unknown>;
 }
 
+/** Logs a refused use of a deactivated or revoked client, best effort: a refused write must not turn the 401 into a 5xx. */
+export async function logTokenRefusal(d1: D1Database, event: Omit<ClientEvent, "action">): Promise<void> {
+  try {
+    await clientEventStatement(d1, { ...event, action: "token_refused" }).run();
+  } catch (error) {
+    console.error(JSON.stringify({ level: "error", msg: "token refusal not logged", error: String(error) }));
+  }
+}
+
 /** The entry of a client event, as a statement (to batch with the event's own writes). */
 export function clientEventStatement(d1: D1Database, event: ClientEvent): D1PreparedStatement {
   const { client } = event;

@@ -2,7 +2,7 @@
 // Neither holds a file in memory: the upload flows request body -> hashing transform ->
 // FixedLengthStream -> R2 with back-pressure; the download hands R2's stream to the response.
 import type { Context } from "hono";
-import { guardedD1 } from "../../db/write-guards";
+import { auditedD1 } from "../../db/write-guards";
 import { getDb } from "../../db/client";
 import { openRequestSession } from "../../db/session";
 import { isShard } from "../../db/shards";
@@ -143,16 +143,13 @@ export async function receiveUpload(c: Context<AppBindings>) {
   let file: FileRow | undefined;
   // The file's audit entry names whoever opened the session (the upload itself carries no bearer token).
   const audited = getDb(
-    guardedD1(session.d1, {
-      committed: 0,
-      actor: () => ({
-        accountId: null,
-        companyId: upload.companyId,
-        clientId: upload.clientId,
-        userId: upload.userId,
-        requestId: c.get("requestId") ?? null,
-        operationId: c.get("operationId") ?? "uploadFileBytes",
-      }),
+    auditedD1(session.d1, {
+      accountId: null,
+      companyId: upload.companyId,
+      clientId: upload.clientId,
+      userId: upload.userId,
+      requestId: c.get("requestId") ?? null,
+      operationId: c.get("operationId") ?? "uploadFileBytes",
     }),
   );
   try {
