@@ -50,6 +50,19 @@ export interface Service {
  * `env`: added to the service's environment.
  */
 export async function startService(prefix: string, extraArgs: string[] = [], options: { persistDir?: string; env?: Record<string, string> } = {}): Promise<Service> {
+  // A port taken between freePort() and wrangler's bind (another service starting on this machine)
+  // fails the start before anything ran: try again on another port.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startServiceOnce(prefix, extraArgs, options);
+    } catch (error) {
+      if (attempt >= 3 || !String((error as Error).message).includes("Address already in use")) throw error;
+    }
+  }
+}
+
+async function startServiceOnce(prefix: string, extraArgs: string[], options: { persistDir?: string; env?: Record<string, string> }): Promise<Service> {
+  const keep = options.persistDir !== undefined;
   const persistDir = options.persistDir ?? mkdtempSync(join(tmpdir(), prefix));
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
@@ -83,7 +96,7 @@ export async function startService(prefix: string, extraArgs: string[] = [], opt
   const deadline = Date.now() + 120_000;
   for (;;) {
     if (server.exitCode !== null || server.signalCode !== null) {
-      await service.stop();
+      await (keep ? service.halt() : service.stop());
       throw new Error(`npm start exited early (${server.exitCode ?? server.signalCode}):\n${output}`);
     }
     try {
@@ -92,24 +105,31 @@ export async function startService(prefix: string, extraArgs: string[] = [], opt
       // not listening yet
     }
     if (Date.now() > deadline) {
-      await service.stop();
+      await (keep ? service.halt() : service.stop());
       throw new Error(`no answer on ${base}/health within 120 s:\n${output}`);
     }
     await sleep(200);
   }
 }
 
-/** A port nobody listens on right now (the OS picks it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A port nobody listens on right now, below Linux's ephemeral range (32768-60999): workerd and
+ * wrangler bind many sockets on port 0, and one of them could take an ephemeral port between this
+ * check and the service's own bind (seen: "Address already in use" when two services started at once).
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (await canListen(port)) return port;
+  }
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = createServer();
     srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const address = srv.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      srv.close(() => resolve(port));
-    });
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
   });
 }
 
