@@ -182,6 +182,77 @@ describe("the token endpoint and failed attempts", () => {
     expect(row!.token_failures).toBe(0);
   });
 
+  /** `secrets` sent at once for `clientId`, each from one of 50 addresses (the probe of issue 31). */
+  const burst = (clientId: string, secrets: string[]) => {
+    const net = Math.floor(Math.random() * 250);
+    return Promise.all(
+      secrets.map((secret, i) =>
+        send("POST", "/v1/oauth/token", {
+          body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret },
+          headers: { "CF-Connecting-IP": `198.18.${net}.${i % 50}` },
+        }),
+      ),
+    );
+  };
+  const statuses = (results: CallResult[]) => results.reduce<Record<number, number>>((n, r) => ({ ...n, [r.status]: (n[r.status] ?? 0) + 1 }), {});
+
+  it(`checks at most ${TOKEN_FAILURE_LIMIT} secrets of 100 sent at once over 50 addresses: the rest, the right one included, are 429`, async () => {
+    const account = await createAccount();
+    const client = await createOwnerClient(account.accountId, account.companyId, "rl");
+    const results = await burst(client.clientId, [...Array<string>(99).fill("wrong"), client.secret]);
+    const right = results[99]!;
+    const n = statuses(results);
+    // Exactly the limit is checked (401, or 200 for the right secret when it was among them); nothing else.
+    expect((n[401] ?? 0) + (n[200] ?? 0), JSON.stringify(n)).toBe(TOKEN_FAILURE_LIMIT);
+    expect(n[429], JSON.stringify(n)).toBe(100 - TOKEN_FAILURE_LIMIT);
+    for (const res of results.filter((r) => r.status === 429)) {
+      expectShapeA(res, 429, "too_many_requests");
+      expect(Number(res.headers.get("Retry-After"))).toBeGreaterThan(800);
+    }
+    if (right.status === 429) {
+      // Ten wrong secrets were checked: the client is locked, the right secret included.
+      expect(n[401]).toBe(TOKEN_FAILURE_LIMIT);
+      expectShapeA((await burst(client.clientId, [client.secret]))[0]!, 429, "too_many_requests");
+    } else {
+      // The right secret was among the first ten: it is not a failure, nine are counted.
+      expect(right.status).toBe(200);
+      expect(n[401]).toBe(TOKEN_FAILURE_LIMIT - 1);
+    }
+    const row = await env.DB.prepare("SELECT token_failures FROM api_clients WHERE client_id = ?").bind(client.clientId).first<{ token_failures: number }>();
+    expect(row!.token_failures).toBe(n[401]);
+  });
+
+  it("answers two bursts of 60 wrong secrets with 10 checked and 110 refused", async () => {
+    const account = await createAccount();
+    const client = await createOwnerClient(account.accountId, account.companyId, "rl");
+    expect(statuses(await burst(client.clientId, Array<string>(60).fill("wrong")))).toEqual({ 401: TOKEN_FAILURE_LIMIT, 429: 60 - TOKEN_FAILURE_LIMIT });
+    expect(statuses(await burst(client.clientId, Array<string>(60).fill("wrong")))).toEqual({ 429: 60 });
+    // HTTP Basic is the same door.
+    const basic = await send("POST", "/v1/oauth/token", {
+      rawBody: "grant_type=client_credentials",
+      headers: { "Content-Type": "application/x-www-form-urlencoded", Authorization: `Basic ${btoa(`${client.clientId}:${client.secret}`)}`, "CF-Connecting-IP": "198.18.251.1" },
+    });
+    expectShapeA(basic, 429, "too_many_requests");
+  });
+
+  it("counts neither a right secret nor its refusals (inactive, invalid_scope), and does not forgive the window's failures on a success", async () => {
+    const account = await createAccount();
+    const client = await createOwnerClient(account.accountId, account.companyId, "rl");
+    const attempt = (secret: string) => burst(client.clientId, [secret]).then((r) => r[0]!);
+    for (let i = 0; i < TOKEN_FAILURE_LIMIT - 1; i++) expectShapeA(await attempt("wrong"), 401, "invalid_client");
+    expect((await attempt(client.secret)).status).toBe(200);
+    const scoped = await send("POST", "/v1/oauth/token", {
+      body: { grant_type: "client_credentials", client_id: client.clientId, client_secret: client.secret, scope: "no:such" },
+      headers: { "CF-Connecting-IP": "198.18.252.1" },
+    });
+    expectShapeA(scoped, 400, "invalid_scope");
+    const failures = () => env.DB.prepare("SELECT token_failures AS n FROM api_clients WHERE client_id = ?").bind(client.clientId).first<number>("n");
+    expect(await failures()).toBe(TOKEN_FAILURE_LIMIT - 1);
+    // The tenth failure locks it: a token issued in between bought a guesser nothing.
+    expectShapeA(await attempt("wrong"), 401, "invalid_client");
+    expectShapeA(await attempt(client.secret), 429, "too_many_requests");
+  });
+
   it("does not count a right secret, nor lock an unknown client_id", async () => {
     const account = await createAccount();
     const client = await newClient(account);
