@@ -4,7 +4,8 @@
 import { describe, expect, it } from "vitest";
 import { COSTS, POLICIES } from "../../src/lib/rate-limit";
 import { TOKEN_FAILURE_LIMIT } from "../../src/auth/token-failures";
-import { callWithEnv, createAccount, createOwnerClient, env, expectShapeA, expectShapeB, uniqueWord, type CallOptions, type CallResult } from "./helpers";
+import { authenticatesBearer } from "../../src/app";
+import { call, callWithEnv, createAccount, createOwnerClient, env, expectShapeA, expectShapeB, uniqueWord, type CallOptions, type CallResult } from "./helpers";
 
 const ON = { RATE_LIMITS: "on" };
 const send = (method: string, path: string, options: CallOptions = {}) => callWithEnv(ON, method, path, options);
@@ -157,6 +158,97 @@ describe("limits", () => {
       // Another address is not affected.
       expect((await send("GET", "/health", { headers: { "CF-Connecting-IP": `${ip}1` } })).status).toBe(200);
     });
+  });
+});
+
+describe("requests whose bearer token does not authenticate (issue 31.2)", () => {
+  const address = () => `203.0.114.${Math.floor(Math.random() * 250)}`;
+  /** `n` requests from `ip`, 50 at a time; the statuses counted. */
+  async function flood(n: number, ip: string, method: string, path: string, headers: Record<string, string>, body?: unknown) {
+    const counts: Record<number, number> = {};
+    let last!: CallResult;
+    for (let sent = 0; sent < n; sent += 50) {
+      const results = await Promise.all(
+        Array.from({ length: Math.min(50, n - sent) }, () => send(method, path, { headers: { ...headers, "CF-Connecting-IP": ip }, body })),
+      );
+      for (const res of results) counts[res.status] = (counts[res.status] ?? 0) + 1;
+      last = results[results.length - 1]!;
+    }
+    return { counts, last };
+  }
+
+  it("refuses an invalid token with 429 and Retry-After once the address has spent its anonymous units; a valid token from it still works", async () => {
+    const account = await createAccount();
+    const client = await newClient(account);
+    await withinOneWindow(60, async () => {
+      const ip = address();
+      const { counts, last } = await flood(400, ip, "GET", "/v1/items?limit=1", { Authorization: "Bearer not.a.jwt" });
+      expect(counts).toEqual({ 401: POLICIES.anonymous.quota, 429: 400 - POLICIES.anonymous.quota });
+      expectShapeB(last, 429, /anonymous limit allows 300 request units per 60 s/);
+      const retryAfter = Number(last.headers.get("Retry-After"));
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(retryAfter).toBeLessThanOrEqual(60);
+      expect(rateLimit(last)).toMatchObject({ policy: "anonymous", r: 0, t: retryAfter });
+      // The address's anonymous units do not bind a client that authenticates.
+      const valid = await send("GET", "/v1/items?limit=1", { token: client.token, headers: { "CF-Connecting-IP": ip } });
+      expect(valid.status).toBe(200);
+    });
+  }, 30_000);
+
+  it("counts a bearer header on a route that does not take one (health, the token endpoint, an unknown path) up front, like no header", async () => {
+    await withinOneWindow(60, async () => {
+      const ip = address();
+      const bearer = { Authorization: "Bearer whatever" };
+      const health = await flood(POLICIES.anonymous.quota - 2, ip, "GET", "/health", bearer);
+      expect(health.counts).toEqual({ 200: POLICIES.anonymous.quota - 2 });
+      expect((await flood(2, ip, "GET", "/v1/no-such-thing", bearer)).counts).toEqual({ 404: 2 });
+      const over = await flood(1, ip, "GET", "/health", bearer);
+      expectShapeB(over.last, 429, /anonymous limit/);
+      const token = await flood(1, ip, "POST", "/v1/oauth/token", bearer, { grant_type: "client_credentials", client_id: "demo-owner", client_secret: "demo-owner-secret" });
+      expectShapeA(token.last, 429, "too_many_requests");
+      expect(token.last.headers.get("Retry-After")).toBeTruthy();
+      expectShapeB((await flood(1, ip, "GET", "/v1/no-such-thing", bearer)).last, 429);
+    });
+  }, 30_000);
+});
+
+describe("the caller's address (issue 31.6)", () => {
+  it("is CF-Connecting-IP alone: X-Real-IP picks no bucket", async () => {
+    await withinOneWindow(60, async () => {
+      // Without CF-Connecting-IP (only tests lack it: Cloudflare, and Miniflare locally, always set it) every request shares one bucket.
+      const spread = (i: number) => ({ "X-Real-IP": `192.0.2.${i % 250}`, "X-Forwarded-For": `192.0.2.${i % 250}` });
+      const results = await Promise.all(Array.from({ length: POLICIES.anonymous.quota + 5 }, (_, i) => send("GET", "/health", { headers: spread(i) })));
+      expect(results.filter((r) => r.status === 429)).toHaveLength(5);
+    });
+  });
+});
+
+describe("requests that arrive together", () => {
+  it("are counted exactly: of quota + 5 sent at once from one address, 5 are refused", async () => {
+    await withinOneWindow(60, async () => {
+      const ip = `203.0.115.${Math.floor(Math.random() * 250)}`;
+      const results = await Promise.all(Array.from({ length: POLICIES.anonymous.quota + 5 }, () => send("GET", "/health", { headers: { "CF-Connecting-IP": ip } })));
+      expect(results.filter((r) => r.status === 429)).toHaveLength(5);
+    });
+  });
+});
+
+describe("which bearer requests wait for their token to be judged", () => {
+  it("exactly the document's operations secured by oauth2 (the token endpoint, feeds, uploads and health are their address's)", async () => {
+    const doc = (await call("GET", "/v1/openapi.json")).body;
+    let checked = 0;
+    for (const [path, item] of Object.entries<Record<string, { security?: Array<Record<string, unknown>> }>>(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        if (!op || typeof op !== "object" || !("responses" in op)) continue;
+        const bearer = (op.security ?? []).some((s) => "oauth2" in s);
+        const sample = path.replace(/\{[^}]+\}/g, "1");
+        expect(authenticatesBearer(method.toUpperCase(), sample), `${method} ${path}`).toBe(bearer);
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(80);
+    expect(authenticatesBearer("HEAD", "/v1/items/1")).toBe(true);
+    expect(authenticatesBearer("GET", "/v1/no-such-thing")).toBe(false);
   });
 });
 
