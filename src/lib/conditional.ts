@@ -76,7 +76,13 @@ export function checkIfMatch<P extends z.ZodType>(record: ConditionalRecord<P>):
     if (!ifMatchHolds(header, etag)) {
       throw apiError(412, `${record.what} has changed since the ETag sent in If-Match (its ETag is now ${etag}): read it again and retry`, { ETag: etag });
     }
-    guardedWrites(c).condition = { table: record.table, id: current.id, version: current.version, what: record.what };
+    guardedWrites(c).condition = {
+      table: record.table,
+      id: current.id,
+      version: current.version,
+      what: record.what,
+      currentEtag: async () => etagOf(JSON.stringify({ success: true, data: (await record.load(c, params.data)).data })),
+    };
     await next();
   };
 }
