@@ -24,6 +24,14 @@ export function noneMatch(header: string, etag: string): boolean {
   return entityTags(header).some((tag) => tag === "*" || tag.replace(/^W\//, "") === etag);
 }
 
+/**
+ * The request's If-Match names a representation (an entity tag), not just "any" (`*`): its write is
+ * then bound to the state that tag was checked against (`checkIfMatch`).
+ */
+export function ifMatchNamesTag(c: Context): boolean {
+  return entityTags(c.req.header("If-Match") ?? "").some((tag) => tag !== "*");
+}
+
 /** If-Match uses the strong comparison: a weak tag never matches. */
 export function ifMatchHolds(header: string, etag: string): boolean {
   return entityTags(header).some((tag) => tag === "*" || tag === etag);
