@@ -1,7 +1,7 @@
 // The real service for the e2e tests: `node scripts/start.ts` (what `npm start` runs) on a free
 // port with a fresh --persist-to dir, in its own process group, and a shutdown that leaves no
 // start.ts, wrangler or workerd process behind.
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -27,6 +27,34 @@ export async function ownerToken(base: string): Promise<string> {
   const res = await callApi(base, "POST", "/v1/oauth/token", undefined, { grant_type: "client_credentials", client_id: owner.clientId, client_secret: owner.secret });
   if (res.status !== 200) throw new Error(`token: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.access_token as string;
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `file args` in the project root; resolves with the exit code instead of throwing. */
+export function runCommand(file: string, args: string[]): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(file, args, { cwd: ROOT, env: { ...process.env, CI: "true" }, timeout: 60_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** The operator CLI (scripts/admin.ts) against the database of the service started on `persistDir`. */
+export function operatorCli(persistDir: string, ...args: string[]): Promise<CliResult> {
+  return runCommand(process.execPath, [join(ROOT, "scripts", "admin.ts"), ...args, "--persist-to", persistDir]);
+}
+
+/** One `name: value` line of the CLI's output. */
+export function cliField(output: string, name: string): string {
+  const match = new RegExp(`^\\s*${name}:\\s+(\\S+)`, "m").exec(output);
+  if (!match) throw new Error(`no ${name} in CLI output:\n${output}`);
+  return match[1]!;
 }
 
 export interface Service {
