@@ -493,7 +493,7 @@ async function itemPage(path: string, token: string, company: ItemCompany, rows 
 }
 
 /**
- * meta.total against the rows inserted: exact up to the API's counting cap (src/routes/items/queries.ts:
+ * meta.total against the rows inserted: exact up to the API's counting cap (src/records/items/queries.ts:
  * MAX_EXACT_TOTAL 10,000, MAX_EXACT_SEARCH_TOTAL 1,000 with q), a lower bound beyond it.
  */
 function expectTotal(path: string, page: ItemPage, expected: number): void {

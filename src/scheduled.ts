@@ -5,9 +5,9 @@ import type { Env } from "./env";
 import { primarySession } from "./db/session";
 import { shardBindings } from "./db/shards";
 import { clockFor } from "./company-clock/handoff/worker";
-import { releaseAbandonedUploads } from "./routes/drive/queries";
-import { pruneAuditLog } from "./routes/audit-log/queries";
-import { RETENTION_DAYS } from "./routes/audit-log/schemas";
+import { releaseAbandonedUploads } from "./records/drive/queries";
+import { pruneAuditLog } from "./records/audit-log/queries";
+import { RETENTION_DAYS } from "./schemas/audit-log";
 
 /** Changes the Durable Objects have not applied after this long are replayed (the normal path takes milliseconds). */
 export const SYNC_GRACE_SECONDS = 30;

@@ -10,7 +10,7 @@ import { ApiError, apiError, forbidden, invalidToken, oauthError } from "../lib/
 import { limitUnauthenticated } from "../lib/rate-limit";
 import { findClientCached, type ClientRecord } from "./clients";
 import { getSigningKeys } from "./keys";
-import { logTokenRefusal } from "../routes/audit-log/record";
+import { logTokenRefusal } from "../records/audit-log/client-events";
 import { effectiveScopes, grants, parseScopes } from "./scopes";
 import { verifyAccessToken } from "./tokens";
 

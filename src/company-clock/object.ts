@@ -91,7 +91,7 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
     return triggered(this.clock(companyId).sql, limit);
   }
 
-  // ---- calendar feeds (src/routes/calendar-feeds/feed.ts) ----
+  // ---- calendar feeds (src/records/calendar-feeds/feed.ts) ----
 
   queuedRevision(companyId: number): number {
     return queuedRevision(this.clock(companyId).sql);

@@ -4,7 +4,7 @@
 //
 // The store mirrors each such item as one row (store.ts mirrorRenewal: its date, its rule state as
 // D1 last said it, the instant). When the instant has come, the renewal is written to D1 guarded
-// by that rule state (src/routes/items/recurrence.ts renewalWrites): a repeat of it (a retried
+// by that rule state (src/records/items/recurrence.ts renewalWrites): a repeat of it (a retried
 // alarm, a crash between the D1 write and the object learning of it, two runs at once) finds the
 // item no longer in that state and writes nothing. The row changes only when D1's new state is
 // synced in, like any item change.
@@ -12,7 +12,7 @@
 import { getDb } from "../db/client";
 import { parseRuleState, renewalDate } from "../lib/recurrence";
 import { todayIn } from "../lib/time";
-import { RENEWALS_PER_STATEMENT, renewalWrites, type Renewal } from "../routes/items/recurrence";
+import { RENEWALS_PER_STATEMENT, renewalWrites, type Renewal } from "../records/items/recurrence";
 import type { ClockContext } from "./context";
 import { dueRenewals, forgetRenewals, postponeRenewals, zoneOf } from "./store";
 import type { AuditActor } from "../db/audit-context";

@@ -533,7 +533,7 @@ export const uploadSessions = sqliteTable(
     usedAt: integer("used_at"),
     // KB held by the upload in progress (migration 0010): counted against the company's drive space until its file row exists.
     // Negative (-KB) once released unfinished (token expired, or the upload failed): holds nothing; its R2 object, if any, is
-    // deleted with the session (src/routes/drive/queries.ts, releaseAbandonedUploads). 0 when unclaimed or stored as a file.
+    // deleted with the session (src/records/drive/queries.ts, releaseAbandonedUploads). 0 when unclaimed or stored as a file.
     reservedKb: integer("reserved_kb").notNull().default(0),
     createdAt: createdAt(),
     // The API client that opened the session: the audit entry of the uploaded file names it.

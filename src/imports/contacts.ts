@@ -2,8 +2,8 @@
 // compares it: case-insensitively): a row whose email the company has updates that contact.
 import type { Env } from "../env";
 import { nameKey } from "../lib/text-key";
-import { CreateContactSchema } from "../routes/contacts/schemas";
-import { contactWords } from "../routes/contacts/queries";
+import { CreateContactSchema } from "../schemas/contacts";
+import { contactWords } from "../records/contacts";
 import { RowErrors, cellText, chunkLead, fenceRefused, integerCell, lookup, type ImportResource, type RowError } from "./context";
 
 const FIELDS = ["first_name", "last_name", "email", "country_code", "iso", "mobile_code", "phone_number"] as const;

@@ -11,11 +11,11 @@ import { nameKey } from "../lib/text-key";
 import { RULE_COLUMNS, RULE_KEYS, ruleColumn, type RecurrenceRule, type RuleKey } from "../lib/recurrence";
 import { formatDate, parseDate } from "../lib/time";
 import { syncReminders } from "../company-clock/handoff/worker";
-import { ensureFolderPath, folderPathSegments } from "../routes/folders/queries";
-import { ruleAnchor } from "../routes/items/recurrence";
-import { ITEM_STATUSES, ITEM_TYPES, ruleValueChecks } from "../routes/items/schemas";
-import { MAX_TAGS_PER_ITEM, MAX_TAG_LENGTH } from "../routes/tags/schemas";
-import { distinctTagNames } from "../routes/tags/queries";
+import { ensureFolderPath, folderPathSegments } from "../records/folders";
+import { ruleAnchor } from "../records/items/recurrence";
+import { ITEM_STATUSES, ITEM_TYPES, ruleValueChecks } from "../schemas/items";
+import { MAX_TAGS_PER_ITEM, MAX_TAG_LENGTH } from "../schemas/tags";
+import { distinctTagNames } from "../records/tags";
 import {
   REF_BASE,
   RowErrors,

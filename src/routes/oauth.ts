@@ -9,7 +9,7 @@ import { getSigningKeys } from "../auth/keys";
 import { MAX_AUTHORIZATION_HEADER_CHARS, authenticate } from "../auth/middleware";
 import { isScopeAllowed, parseScopes } from "../auth/scopes";
 import { hashClientSecret } from "../auth/secret-hash";
-import { clientEventStatement, logTokenRefusal } from "./audit-log/record";
+import { clientEventStatement, logTokenRefusal } from "../records/audit-log/client-events";
 import { TOKEN_FAILURE_LIMIT, TOKEN_FAILURE_WINDOW_SECONDS, admitTokenAttempt, lockedSeconds, releaseTokenAttemptStatement } from "../auth/token-failures";
 import { CLOCK_SKEW_LEEWAY_SECONDS, TOKEN_LIFETIME_SECONDS, signAccessToken } from "../auth/tokens";
 import { echo } from "../lib/echo";

@@ -19,7 +19,7 @@ import {
 } from "./helpers";
 import { sql } from "drizzle-orm";
 import { getDb } from "../../src/db/client";
-import { DEPARTMENT_HOLDINGS, departmentHolds } from "../../src/routes/departments/queries";
+import { DEPARTMENT_HOLDINGS, departmentHolds } from "../../src/records/departments";
 import { nameKey } from "../../src/lib/text-key";
 
 // Departments: CRUD, the one default per company, unique names, usage counters, delete refusals,

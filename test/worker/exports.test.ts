@@ -8,10 +8,10 @@ import { getDb } from "../../src/db/client";
 import worker from "../../src/index";
 import { restoreCsvFormula, splitCsvList } from "../../src/lib/csv";
 import { todayIn } from "../../src/lib/time";
-import { CONTACT_PAGE_ROWS, contactExportPage, exportedFields, ITEM_PAGE_ROWS, itemExportPage } from "../../src/routes/exports/queries";
-import { contactFilter } from "../../src/routes/contacts/queries";
-import { itemFilter } from "../../src/routes/items/queries";
-import { ListItemsQuery } from "../../src/routes/items/schemas";
+import { CONTACT_PAGE_ROWS, contactExportPage, exportedFields, ITEM_PAGE_ROWS, itemExportPage } from "../../src/records/exports";
+import { contactFilter } from "../../src/records/contacts";
+import { itemFilter } from "../../src/records/items/queries";
+import { ListItemsQuery } from "../../src/schemas/items";
 import {
   BASE,
   call,

@@ -15,7 +15,7 @@ import {
   noServerError,
 } from "./helpers";
 import { getDb } from "../../src/db/client";
-import { ensureFolderPath, folderInCompany } from "../../src/routes/folders/queries";
+import { ensureFolderPath, folderInCompany } from "../../src/records/folders";
 import { nameKey } from "../../src/lib/text-key";
 
 // Folders: CRUD, the tree (parents, moves, no loops), sibling names unique case-insensitively,

@@ -6,8 +6,8 @@ import { getDb } from "../../src/db/client";
 import { snapshotQueries } from "../../src/company-clock/handoff/snapshots";
 import { clockFor } from "../../src/company-clock/handoff/worker";
 import { DELETE_COMPANY_VIEWS_SQL, DELETE_VIEWS_SQL, WRITE_VIEWS_SQL, writeViewsStatement } from "../../src/company-clock/handoff/views";
-import { createItem as createItemRow, createItemInsert, itemDetailQuery, setItemStatus } from "../../src/routes/items/queries";
-import { CreateItemSchema } from "../../src/routes/items/schemas";
+import { createItem as createItemRow, createItemInsert, itemDetailQuery, setItemStatus } from "../../src/records/items/queries";
+import { CreateItemSchema } from "../../src/schemas/items";
 import { addDays, todayIn } from "../../src/lib/time";
 import { call, createAccount, createItem, env, fullScansOf, queryPlan } from "./helpers";
 

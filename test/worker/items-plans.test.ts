@@ -2,8 +2,8 @@
 // every filter but `q` comes out of its index already in (expiry_date, id) order (no sort step).
 import { describe, expect, it } from "vitest";
 import { getDb } from "../../src/db/client";
-import { itemListQueries } from "../../src/routes/items/queries";
-import { ListItemsQuery } from "../../src/routes/items/schemas";
+import { itemListQueries } from "../../src/records/items/queries";
+import { ListItemsQuery } from "../../src/schemas/items";
 import { env, fullScansOf, queryPlan } from "./helpers";
 
 const db = getDb(env.DB);

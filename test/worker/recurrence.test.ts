@@ -3,7 +3,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { getDb } from "../../src/db/client";
 import type { ApiError } from "../../src/lib/errors";
-import { RENEWAL_SETTLE_SECONDS, setItemStatus } from "../../src/routes/items/queries";
+import { RENEWAL_SETTLE_SECONDS, setItemStatus } from "../../src/records/items/queries";
 import { call, createAccount, env, expectShapeB, type Json, type TestAccount } from "./helpers";
 
 let account: TestAccount;

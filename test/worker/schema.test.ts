@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { getDb } from "../../src/db/client";
 import * as schema from "../../src/db/schema";
 import { contacts } from "../../src/db/schema";
-import { contactSearchQueries } from "../../src/routes/contacts/queries";
+import { contactSearchQueries } from "../../src/records/contacts";
 import { env } from "./helpers";
 
 // The drizzle schema (src/db/schema.ts) and the migrated local D1 must describe the same database:

@@ -4,12 +4,12 @@
 import { describe, expect, it } from "vitest";
 import { companyMark, searchWords, tokenize } from "../../src/lib/search";
 import { getDb } from "../../src/db/client";
-import { groupListQueries } from "../../src/routes/contact-groups/queries";
-import { ListGroupsQuery } from "../../src/routes/contact-groups/schemas";
-import { folderListQueries } from "../../src/routes/folders/queries";
-import { ListFoldersQuery } from "../../src/routes/folders/schemas";
-import { tagListQueries } from "../../src/routes/tags/queries";
-import { ListTagsQuery } from "../../src/routes/tags/schemas";
+import { groupListQueries } from "../../src/records/contact-groups";
+import { ListGroupsQuery } from "../../src/schemas/contact-groups";
+import { folderListQueries } from "../../src/records/folders";
+import { ListFoldersQuery } from "../../src/schemas/folders";
+import { tagListQueries } from "../../src/records/tags";
+import { ListTagsQuery } from "../../src/schemas/tags";
 import { call, createAccount, createContact, createItem, env, queryPlan, uniqueWord, type Json } from "./helpers";
 
 type Plannable = Parameters<typeof queryPlan>[0];

@@ -4,7 +4,7 @@ import { getDb } from "../../src/db/client";
 import { items } from "../../src/db/schema";
 import { and, eq } from "drizzle-orm";
 import { nameKey } from "../../src/lib/text-key";
-import { deleteItemTags, groupTagNames, tagsOfItems } from "../../src/routes/tags/queries";
+import { deleteItemTags, groupTagNames, tagsOfItems } from "../../src/records/tags";
 
 // Tags: PUT /v1/items/{item_id}/tags (replace an item's whole tag list) and GET /v1/tags. Items
 // are made directly in D1 (the items routes are separate work). Tag names here carry a unique

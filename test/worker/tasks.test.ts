@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { getDb } from "../../src/db/client";
-import { taskListQueries } from "../../src/routes/tasks/queries";
-import { ListTasksQuery, TASK_STATUSES } from "../../src/routes/tasks/schemas";
+import { taskListQueries } from "../../src/records/tasks";
+import { ListTasksQuery, TASK_STATUSES } from "../../src/schemas/tasks";
 import {
   TIMESTAMP,
   after,

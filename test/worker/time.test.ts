@@ -65,7 +65,7 @@ describe("calendar arithmetic", () => {
 
 describe("item list periods", () => {
   it("turns each period into its date range for the company's today", async () => {
-    const { periodRange, isPeriod, PERIODS } = await import("../../src/routes/items/period");
+    const { periodRange, isPeriod, PERIODS } = await import("../../src/lib/period");
     const today = "2026-02-20";
     expect(periodRange("expired", today)).toEqual({ to: "2026-02-19", pendingOnly: true });
     expect(periodRange("today", today)).toEqual({ from: today, to: today });

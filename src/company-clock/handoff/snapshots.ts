@@ -29,7 +29,7 @@ export interface ItemSnapshot {
   version: number;
   /** The item's own date (item.expired is at its 00:00 local). */
   expiry: string;
-  /** The item's rule state (src/routes/items/recurrence.ts ruleState): what renewals mirror; null when absent. */
+  /** The item's rule state (src/records/items/recurrence.ts ruleState): what renewals mirror; null when absent. */
   rule: string | null;
 }
 

@@ -15,7 +15,7 @@ import {
   z,
 } from "../../lib/openapi";
 import { created, done, ok, page, updated } from "../../lib/respond";
-import { humanSize } from "./format";
+import { humanSize } from "../../records/drive/format";
 import {
   attachFile,
   createUploadSession,
@@ -27,7 +27,7 @@ import {
   listFiles,
   releaseAbandonedUploads,
   SESSION_RETENTION_SECONDS,
-} from "./queries";
+} from "../../records/drive/queries";
 import {
   AttachFileSchema,
   AttachmentSchema,
@@ -42,7 +42,7 @@ import {
   UPLOAD_TOKEN_TTL_SECONDS,
   UploadSessionSchema,
   UploadedFileSchema,
-} from "./schemas";
+} from "../../schemas/drive";
 import { receiveUpload, serveFile } from "./storage";
 import { bookmarkOnAnswer } from "../../db/session";
 import { nudgeWebhooks } from "../../company-clock/handoff/worker";

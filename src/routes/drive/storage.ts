@@ -9,9 +9,9 @@ import { isShard } from "../../db/shards";
 import type { AppBindings } from "../../env";
 import { MAX_UPLOAD_BYTES, describeBytes } from "../../lib/body";
 import { ApiError, apiError, badRequest, conflict, notFound, oauthError } from "../../lib/errors";
-import { contentDisposition, etagMatches, kbOf, newFileId, objectKey, parseRange, sha256Hex, toHex, UPLOAD_TOKEN_PATTERN, uploadTokenShard } from "./format";
-import { claimUpload, completeUpload, explainRefusedClaim, explainRefusedCompletion, releaseUpload, type ClaimedUpload, type FileRow } from "./queries";
-import { UPLOAD_TOKEN_HEADER } from "./schemas";
+import { contentDisposition, etagMatches, kbOf, newFileId, objectKey, parseRange, sha256Hex, toHex, UPLOAD_TOKEN_PATTERN, uploadTokenShard } from "../../records/drive/format";
+import { claimUpload, completeUpload, explainRefusedClaim, explainRefusedCompletion, releaseUpload, type ClaimedUpload, type FileRow } from "../../records/drive/queries";
+import { UPLOAD_TOKEN_HEADER } from "../../schemas/drive";
 
 /** 401 Shape A `invalid_token` for the upload token, with its challenge (the token is not a Bearer token). */
 export function invalidUploadToken(description: string): ApiError {

@@ -1,8 +1,8 @@
 import { echo } from "../../lib/echo";
 import { apiError } from "../../lib/errors";
 import { createRouter, scopedRoute } from "../../lib/openapi";
-import { contactExport, itemExport, ITEM_PAGE_ROWS, CONTACT_PAGE_ROWS } from "./queries";
-import { CONTACT_COLUMNS, ContactExportRecordSchema, ExportContactsQuery, ExportItemsQuery, FIELD_PREFIX, ITEM_COLUMNS, ITEM_LAST_COLUMN, ItemExportRecordSchema } from "./schemas";
+import { contactExport, itemExport, ITEM_PAGE_ROWS, CONTACT_PAGE_ROWS } from "../../records/exports";
+import { CONTACT_COLUMNS, ContactExportRecordSchema, ExportContactsQuery, ExportItemsQuery, FIELD_PREFIX, ITEM_COLUMNS, ITEM_LAST_COLUMN, ItemExportRecordSchema } from "../../schemas/exports";
 import { exportResponse } from "./stream";
 
 // Registered before the items and contacts routers (src/app.ts): `/v1/items/export` would

@@ -6,7 +6,7 @@ import { conditionalRecord, ifMatchNamesTag, rowVersion } from "../../lib/condit
 import { ApiErrorSchema, MessageEnvelope, createRouter, dataEnvelope, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { syncReminders } from "../../company-clock/handoff/worker";
-import { itemRemindersLoader } from "../reminders/queries";
+import { itemRemindersLoader } from "../../records/reminders";
 import { MAX_EXACT_SEARCH_TOTAL } from "../../lib/search";
 import {
   MAX_EXACT_TOTAL,
@@ -22,7 +22,7 @@ import {
   updateItem,
   itemEntry,
   type OccurrenceBinding,
-} from "./queries";
+} from "../../records/items/queries";
 import {
   CreateItemSchema,
   CreatedItemSchema,
@@ -33,7 +33,7 @@ import {
   ListItemsQuery,
   RenewItemSchema,
   UpdateItemSchema,
-} from "./schemas";
+} from "../../schemas/items";
 
 const tags = ["Items"];
 const ItemParams = idParam("item_id");

@@ -2,8 +2,8 @@ import { auditActor } from "../../lib/context";
 import { idempotencyKeyFor } from "../../idempotency/middleware";
 import { MessageEnvelope, createRouter, dataEnvelope, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { created, done, ok, updated } from "../../lib/respond";
-import { checkChannels, itemForReminders, reminderInput, remindersOf, unwrap } from "./queries";
-import { CreateReminderSchema, ItemRemindersSchema, ReminderEntry, ReminderParams, TriggeredEntry, TriggeredQuery, UpdateReminderSchema } from "./schemas";
+import { checkChannels, itemForReminders, reminderInput, remindersOf, unwrap } from "../../records/reminders";
+import { CreateReminderSchema, ItemRemindersSchema, ReminderEntry, ReminderParams, TriggeredEntry, TriggeredQuery, UpdateReminderSchema } from "../../schemas/reminders";
 
 const tags = ["Reminders"];
 const ItemParams = idParam("item_id");

@@ -10,7 +10,7 @@ import { page } from "../../lib/respond";
 import { integerString, pageEnvelope, paginationQuery } from "../../lib/schemas";
 import { clockFor } from "../../company-clock/handoff/worker";
 import { endpointOfCompany } from "../../webhooks/outbox";
-import { unwrap } from "../reminders/queries";
+import { unwrap } from "../../records/reminders";
 
 const tags = ["Webhooks"];
 
