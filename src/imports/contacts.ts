@@ -45,9 +45,9 @@ async function existingContacts(d1: D1Database, companyId: number, keys: string[
 
 export const contactImport: ImportResource<ContactRow> = {
   async validate(env, job, rows) {
-    const place = await placements(job.d1, job.companyId);
+    const place = await placements(job.db.d1, job.companyId);
     const keys = [...new Set(rows.map((r) => r.cells.get("email")).filter((v): v is string => typeof v === "string").map((v) => nameKey(v.normalize("NFC").trim())))];
-    const existing = await existingContacts(job.d1, job.companyId, keys);
+    const existing = await existingContacts(job.db.d1, job.companyId, keys);
     const errors: RowError[] = [];
     const valid: ContactRow[] = [];
     const seen = new Map<string, number>();
@@ -109,8 +109,8 @@ export const contactImport: ImportResource<ContactRow> = {
   },
 
   async write(env, job, chunk, fence) {
-    const db = job.d1;
-    const current = await existingContacts(job.d1, job.companyId, chunk.map((r) => r.key));
+    const db = job.db.d1;
+    const current = await existingContacts(db, job.companyId, chunk.map((r) => r.key));
     const creates: Array<Record<string, unknown>> = [];
     const updates: Array<Record<string, unknown>> = [];
     let skips = 0;
@@ -146,7 +146,7 @@ export const contactImport: ImportResource<ContactRow> = {
       );
     }
     try {
-      await db.batch(statements);
+      await job.db.commit(statements);
     } catch (err) {
       if (fenceRefused(err)) return null;
       throw err;

@@ -2,7 +2,7 @@
 // contacts, sequences and tags without writing; then written chunk by chunk, each chunk one D1
 // batch (new items inserted, changed ones updated by external_id, unchanged ones left alone).
 import { sql } from "drizzle-orm";
-import { getDb, sqlText } from "../db/client";
+import { sqlText } from "../db/client";
 import type { Env } from "../env";
 import { splitCsvList } from "../lib/csv";
 import { requiredText, optionalText } from "../lib/schemas";
@@ -210,7 +210,7 @@ const ANCHOR_AFTER = sqlText(
 
 export const itemImport: ImportResource<ItemRow> = {
   async validate(env, job, rows) {
-    const db = job.d1;
+    const db = job.db.d1;
     const refs = await companyRefs(db, job.companyId);
     const errors: RowError[] = [];
     const cellOf = (r: RawRow, name: string) => r.cells.get(name);
@@ -335,14 +335,13 @@ export const itemImport: ImportResource<ItemRow> = {
   },
 
   async write(env, job, chunk, fence) {
-    const db = job.d1;
-    const drizzle = getDb(db);
+    const db = job.db.d1;
     // Folders first (mkdir -p, idempotent): the batch needs their ids.
     const folderIds = new Map<string, number>();
     for (const r of chunk) {
       if (r.folderPath === undefined) continue;
       const key = `${r.dept}:${r.folderPath}`;
-      if (!folderIds.has(key)) folderIds.set(key, await ensureFolderPath(drizzle, job.companyId, r.dept, r.folderPath));
+      if (!folderIds.has(key)) folderIds.set(key, await ensureFolderPath(job.db, job.companyId, r.dept, r.folderPath));
     }
     const exts = chunk.filter((r) => r.ext !== null).map((r) => r.ext);
     const current = new Map(
@@ -472,7 +471,7 @@ export const itemImport: ImportResource<ItemRow> = {
     statements.push(db.prepare("SELECT id FROM items WHERE import_ref BETWEEN ? AND ?").bind(ref + first, ref + last));
     let results: D1Result[];
     try {
-      results = await db.batch(statements);
+      results = await job.db.commit(statements);
     } catch (err) {
       if (fenceRefused(err)) return null;
       throw err;

@@ -1,5 +1,4 @@
 import { and, asc, eq, ne, sql, type SQL } from "drizzle-orm";
-import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { MAX_ATTEMPTS, lostRace } from "../db/guarded";
 import { DEFAULT_DEPARTMENT_NAME, DEFAULT_GROUP_NAME } from "../db/departments";
@@ -204,7 +203,7 @@ export async function createCompany(db: Db, caller: Caller, input: CreateCompany
     // One batch: the company (only while every ceiling holds, checked inside the INSERT), then
     // its default department and that department's default group, each written only when the
     // statement before it wrote its row (changes() = 1) and attached to it (last_insert_rowid()).
-    const [inserted] = await db.batch([
+    const [inserted] = await db.commit([
       db
         .insert(companies)
         .select((qb) =>
@@ -277,18 +276,20 @@ export async function updateCompany(db: Db, caller: Caller, companyId: number, i
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     // Limits may not fall below what the company holds, nor pass the ceilings next to the
     // account's other companies: both checked by the UPDATE itself.
-    const [row] = await db
-      .update(companies)
-      .set({ name: input.company_name, documentsLimit: want.documents, contactsLimit: want.contacts, driveSpaceMb: want.driveMb })
-      .where(
-        and(
-          inAccount(caller, companyId),
-          sql`${want.documents} >= ${companies.documentsUsed} AND ${want.contacts} >= ${companies.contactsUsed}
-            AND ${want.driveMb * 1024} >= ${companies.driveSpaceUsedKb}`,
-          sql`EXISTS (SELECT 1 FROM ${accounts} WHERE ${accounts.id} = ${caller.accountId} AND ${fitsCeilings(caller.accountId, want, companyId)})`,
-        ),
-      )
-      .returning();
+    const [[row]] = await db.commit([
+      db
+        .update(companies)
+        .set({ name: input.company_name, documentsLimit: want.documents, contactsLimit: want.contacts, driveSpaceMb: want.driveMb })
+        .where(
+          and(
+            inAccount(caller, companyId),
+            sql`${want.documents} >= ${companies.documentsUsed} AND ${want.contacts} >= ${companies.contactsUsed}
+              AND ${want.driveMb * 1024} >= ${companies.driveSpaceUsedKb}`,
+            sql`EXISTS (SELECT 1 FROM ${accounts} WHERE ${accounts.id} = ${caller.accountId} AND ${fitsCeilings(caller.accountId, want, companyId)})`,
+          ),
+        )
+        .returning(),
+    ]);
     if (row) return row;
     const current = await getCompany(db, caller, companyId);
     const problem = await allocationProblem(db, caller.accountId, want, current);
@@ -300,31 +301,33 @@ export async function updateCompany(db: Db, caller: Caller, companyId: number, i
 /** Profile fields are merged into the stored object by the UPDATE itself (json_patch), so concurrent patches of different fields both land. */
 export async function updateCompanyInfo(db: Db, caller: Caller, companyId: number, input: UpdateCompanyInfoInput): Promise<CompanyRow> {
   const patch = JSON.stringify(Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)));
-  const row = await db
-    .update(companies)
-    .set({ info: sql`json_patch(${companies.info}, ${patch})` })
-    .where(inAccount(caller, companyId))
-    .returning()
-    .get();
+  const [[row]] = await db.commit([
+    db
+      .update(companies)
+      .set({ info: sql`json_patch(${companies.info}, ${patch})` })
+      .where(inAccount(caller, companyId))
+      .returning(),
+  ]);
   if (!row) throw notFound("Company");
   return row;
 }
 
 export async function updateCompanySettings(db: Db, caller: Caller, companyId: number, input: UpdateCompanySettingsInput): Promise<CompanyRow> {
   const patch = JSON.stringify(Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)));
-  const row = await db
-    .update(companies)
-    .set({ settings: sql`json_patch(${companies.settings}, ${patch})` })
-    .where(inAccount(caller, companyId))
-    .returning()
-    .get();
+  const [[row]] = await db.commit([
+    db
+      .update(companies)
+      .set({ settings: sql`json_patch(${companies.settings}, ${patch})` })
+      .where(inAccount(caller, companyId))
+      .returning(),
+  ]);
   if (!row) throw notFound("Company");
   return row;
 }
 
 export async function makeDefaultCompany(db: Db, caller: Caller, companyId: number): Promise<CompanyRow> {
   const exists = sql`EXISTS (SELECT 1 FROM companies AS c WHERE c.id = ${companyId} AND c.account_id = ${caller.accountId})`;
-  const [, [row]] = await db.batch([
+  const [, [row]] = await db.commit([
     db
       .update(companies)
       .set({ isDefault: 0 })
@@ -386,7 +389,7 @@ export async function deleteCompany(db: Db, caller: Caller, companyId: number): 
   // nothing more), so a record created meanwhile leaves everything in place.
   const deletable = sql`EXISTS (SELECT 1 FROM companies AS c WHERE c.id = ${companyId} AND c.account_id = ${caller.accountId} AND c.is_default = 0)
     AND ${holdsNothingMore(companyId)}`;
-  const statements: BatchItem<"sqlite">[] = [
+  const statements = [
     // Its API clients go with it: no token of the company works afterwards.
     db.delete(apiClients).where(and(eq(apiClients.companyId, companyId), deletable)),
     db.delete(contactGroups).where(and(eq(contactGroups.companyId, companyId), deletable)),
@@ -402,8 +405,8 @@ export async function deleteCompany(db: Db, caller: Caller, companyId: number): 
     db.delete(companyRevisions).where(and(eq(companyRevisions.companyId, companyId), deletable)),
     db.delete(companies).where(and(inAccount(caller, companyId), eq(companies.isDefault, 0), deletable)).returning({ id: companies.id }),
   ];
-  const results = await db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
-  if ((results[results.length - 1] as unknown[]).length > 0) return;
+  const results = await db.commit(statements);
+  if ((results[results.length - 1] as Array<{ id: number }>).length > 0) return;
   const now = await getCompany(db, caller, companyId);
   if (now.isDefault === 1) throw badRequest("The default company cannot be deleted: make another company the default first");
   const what = await holdings(db, companyId);

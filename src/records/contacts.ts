@@ -182,16 +182,18 @@ async function insertContact(db: Db, companyId: number, input: CreateContactInpu
     version: sql`1`,
   };
   try {
-    const inserted = await db
-      .insert(contacts)
-      .select((qb) =>
-        qb
-          .select(values)
-          .from(companies)
-          // drizzle types insert-select fields as columns; these are bound parameters in column order.
-          .where(and(eq(companies.id, companyId), lt(companies.contactsUsed, companies.contactsLimit), placementHolds(companyId, placement))) as never,
-      )
-      .returning();
+    const [inserted] = await db.commit([
+      db
+        .insert(contacts)
+        .select((qb) =>
+          qb
+            .select(values)
+            .from(companies)
+            // drizzle types insert-select fields as columns; these are bound parameters in column order.
+            .where(and(eq(companies.id, companyId), lt(companies.contactsUsed, companies.contactsLimit), placementHolds(companyId, placement))) as never,
+        )
+        .returning(),
+    ]);
     return inserted[0] as ContactRow | undefined;
   } catch (err) {
     if (isUniqueViolation(err, EMAIL_UNIQUE)) throw duplicateEmail(input.email);
@@ -263,12 +265,13 @@ export async function updateContact(db: Db, companyId: number, contactId: number
     }
     let updated: ContactRow | undefined;
     try {
-      updated = await db
-        .update(contacts)
-        .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
-        .where(and(eq(contacts.id, contactId), eq(contacts.companyId, companyId), ...wordsHold, placementHolds(companyId, placement)))
-        .returning()
-        .get();
+      [[updated]] = await db.commit([
+        db
+          .update(contacts)
+          .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
+          .where(and(eq(contacts.id, contactId), eq(contacts.companyId, companyId), ...wordsHold, placementHolds(companyId, placement)))
+          .returning(),
+      ]);
     } catch (err) {
       if (isUniqueViolation(err, EMAIL_UNIQUE)) throw duplicateEmail(input.email ?? "");
       if (!isForeignKeyViolation(err)) throw err;
@@ -280,9 +283,11 @@ export async function updateContact(db: Db, companyId: number, contactId: number
 }
 
 export async function deleteContact(db: Db, companyId: number, contactId: number): Promise<void> {
-  const deleted = await db
-    .delete(contacts)
-    .where(and(eq(contacts.id, contactId), eq(contacts.companyId, companyId)))
-    .returning({ id: contacts.id });
+  const [deleted] = await db.commit([
+    db
+      .delete(contacts)
+      .where(and(eq(contacts.id, contactId), eq(contacts.companyId, companyId)))
+      .returning({ id: contacts.id }),
+  ]);
   if (deleted.length === 0) throw notFound("Contact");
 }

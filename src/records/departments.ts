@@ -244,7 +244,7 @@ export async function deleteDepartment(db: Db, companyId: number, deptId: number
       sql`NOT ${departmentHolds(companyId, deptId)}`,
     );
     try {
-      const [, deleted] = await db.batch([
+      const [, deleted] = await db.commit([
         db
           .delete(contactGroups)
           .where(and(eq(contactGroups.companyId, companyId), eq(contactGroups.deptId, deptId), eq(contactGroups.isDefault, 1), deletable)),

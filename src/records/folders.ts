@@ -227,10 +227,12 @@ export async function deleteFolder(db: Db, companyId: number, folderId: number):
     ].filter(Boolean);
     if (held.length > 0) throw conflict(`Folder ${folderId} is not empty: it holds ${held.join(" and ")}; move or delete them first`);
     try {
-      const deleted = await db
-        .delete(folders)
-        .where(and(inCompany(companyId, folderId), folderIsEmpty(companyId, folderId)))
-        .returning({ id: folders.id });
+      const [deleted] = await db.commit([
+        db
+          .delete(folders)
+          .where(and(inCompany(companyId, folderId), folderIsEmpty(companyId, folderId)))
+          .returning({ id: folders.id }),
+      ]);
       if (deleted.length > 0) return;
     } catch (err) {
       // A row that refers to the folder but is not counted above: nothing was deleted.

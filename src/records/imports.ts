@@ -47,42 +47,44 @@ export interface NewImport {
 /** Inserts the job, unless the company has MAX_OPEN_IMPORTS unfinished ones (checked by the INSERT itself). */
 export async function createImport(db: Db, job: NewImport): Promise<ImportRow> {
   const now = Date.now();
-  const [row] = await db
-    .insert(imports)
-    .select((qb) =>
-      qb
-        .select({
-          id: sql`NULL`,
-          companyId: sql`${job.companyId}`,
-          clientId: sql`${job.clientId}`,
-          userId: sql`${job.userId}`,
-          resource: sql`${job.resource}`,
-          format: sql`${job.format}`,
-          status: sql`'queued'`,
-          dryRun: sql`${job.dryRun ? 1 : 0}`,
-          onError: sql`${job.onError}`,
-          dateFormat: sql`${job.dateFormat}`,
-          bodyKey: sql`${job.bodyKey}`,
-          bodyBytes: sql`${job.bodyBytes}`,
-          rows: sql`0`,
-          valid: sql`0`,
-          created: sql`0`,
-          updated: sql`0`,
-          skipped: sql`0`,
-          failed: sql`0`,
-          chunks: sql`0`,
-          nextRow: sql`0`,
-          message: sql`''`,
-          createdAt: sql`${now}`,
-          updatedAt: sql`${now}`,
-          finishedAt: sql`NULL`,
-          fence: sql`1`,
-          requestId: sql`${job.requestId}`,
-        })
-        .from(sql`(SELECT 1)`)
-        .where(sql`(SELECT count(*) FROM imports WHERE company_id = ${job.companyId} AND status IN ('queued', 'validating', 'running')) < ${MAX_OPEN_IMPORTS}`) as never,
-    )
-    .returning();
+  const [[row]] = await db.commit([
+    db
+      .insert(imports)
+      .select((qb) =>
+        qb
+          .select({
+            id: sql`NULL`,
+            companyId: sql`${job.companyId}`,
+            clientId: sql`${job.clientId}`,
+            userId: sql`${job.userId}`,
+            resource: sql`${job.resource}`,
+            format: sql`${job.format}`,
+            status: sql`'queued'`,
+            dryRun: sql`${job.dryRun ? 1 : 0}`,
+            onError: sql`${job.onError}`,
+            dateFormat: sql`${job.dateFormat}`,
+            bodyKey: sql`${job.bodyKey}`,
+            bodyBytes: sql`${job.bodyBytes}`,
+            rows: sql`0`,
+            valid: sql`0`,
+            created: sql`0`,
+            updated: sql`0`,
+            skipped: sql`0`,
+            failed: sql`0`,
+            chunks: sql`0`,
+            nextRow: sql`0`,
+            message: sql`''`,
+            createdAt: sql`${now}`,
+            updatedAt: sql`${now}`,
+            finishedAt: sql`NULL`,
+            fence: sql`1`,
+            requestId: sql`${job.requestId}`,
+          })
+          .from(sql`(SELECT 1)`)
+          .where(sql`(SELECT count(*) FROM imports WHERE company_id = ${job.companyId} AND status IN ('queued', 'validating', 'running')) < ${MAX_OPEN_IMPORTS}`) as never,
+      )
+      .returning(),
+  ]);
   if (!row) throw apiTooMany();
   return row;
 }
@@ -118,11 +120,13 @@ export async function listImportErrors(db: Db, companyId: number, importId: numb
 /** Cancels an unfinished job (400 for a finished one); the write steps' fence refuses anything after. */
 export async function cancelImport(db: Db, companyId: number, importId: number): Promise<ImportRow> {
   const now = Date.now();
-  const [row] = await db
-    .update(imports)
-    .set({ status: "canceled", message: "Canceled: rows written before the cancel stay", updatedAt: now, finishedAt: now })
-    .where(and(eq(imports.id, importId), eq(imports.companyId, companyId), inArray(imports.status, OPEN)))
-    .returning();
+  const [[row]] = await db.commit([
+    db
+      .update(imports)
+      .set({ status: "canceled", message: "Canceled: rows written before the cancel stay", updatedAt: now, finishedAt: now })
+      .where(and(eq(imports.id, importId), eq(imports.companyId, companyId), inArray(imports.status, OPEN)))
+      .returning(),
+  ]);
   if (row) return row;
   const current = await getImport(db, companyId, importId);
   throw badRequest(`Import ${importId} has finished (${current.status}): only a queued or running import can be canceled`);

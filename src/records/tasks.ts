@@ -221,34 +221,36 @@ export async function createTask(db: Db, caller: Caller, input: CreateTaskInput)
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     await resolveRefs(db, caller, refs);
     try {
-      const [row] = await db
-        .insert(tasks)
-        .select((qb) =>
-          qb
-            .select({
-              id: sql`NULL`,
-              publicId: sql`${newPublicId()}`,
-              companyId: sql`${caller.companyId}`,
-              itemId: sql`${refs.itemId ?? null}`,
-              title: sql`${input.title}`,
-              description: sql`${input.description ?? ""}`,
-              status: sql`${input.status ?? "open"}`,
-              priority: sql`${input.priority ?? "normal"}`,
-              dueAt: sql`${input.due_at}`,
-              ownerId: sql`${refs.ownerId}`,
-              assigneeType: sql`${refs.assignee?.type ?? null}`,
-              assigneeId: sql`${refs.assignee?.id ?? null}`,
-              createdBy: sql`${caller.userId}`,
-              createdAt: sql`CURRENT_TIMESTAMP`,
-              updatedAt: sql`CURRENT_TIMESTAMP`,
-              version: sql`1`,
-              searchWords: sql`${searchWords(input.title, input.description)}`,
-            })
-            .from(companies)
-            // Every reference, checked by the INSERT itself: one deleted since it was read writes nothing.
-            .where(and(eq(companies.id, caller.companyId), refsHold(caller, refs))) as never,
-        )
-        .returning();
+      const [[row]] = await db.commit([
+        db
+          .insert(tasks)
+          .select((qb) =>
+            qb
+              .select({
+                id: sql`NULL`,
+                publicId: sql`${newPublicId()}`,
+                companyId: sql`${caller.companyId}`,
+                itemId: sql`${refs.itemId ?? null}`,
+                title: sql`${input.title}`,
+                description: sql`${input.description ?? ""}`,
+                status: sql`${input.status ?? "open"}`,
+                priority: sql`${input.priority ?? "normal"}`,
+                dueAt: sql`${input.due_at}`,
+                ownerId: sql`${refs.ownerId}`,
+                assigneeType: sql`${refs.assignee?.type ?? null}`,
+                assigneeId: sql`${refs.assignee?.id ?? null}`,
+                createdBy: sql`${caller.userId}`,
+                createdAt: sql`CURRENT_TIMESTAMP`,
+                updatedAt: sql`CURRENT_TIMESTAMP`,
+                version: sql`1`,
+                searchWords: sql`${searchWords(input.title, input.description)}`,
+              })
+              .from(companies)
+              // Every reference, checked by the INSERT itself: one deleted since it was read writes nothing.
+              .where(and(eq(companies.id, caller.companyId), refsHold(caller, refs))) as never,
+          )
+          .returning(),
+      ]);
       if (row) return row;
     } catch (err) {
       // A public_id already taken (120 random bits: in practice never): draw another.
@@ -296,30 +298,32 @@ export async function updateTask(db: Db, caller: Caller, ref: TaskRef, input: Up
     await resolveRefs(db, caller, refs);
     // New words come from both texts: the one not sent must still be the one read.
     const words = input.title !== undefined || input.description !== undefined;
-    const [row] = await db
-      .update(tasks)
-      .set({
-        ...changes,
-        ...(words ? { searchWords: searchWords(input.title ?? current.title, input.description ?? current.description) } : {}),
-        updatedAt: sql`CURRENT_TIMESTAMP`,
-      })
-      .where(
-        and(
-          eq(tasks.id, current.id),
-          eq(tasks.companyId, caller.companyId),
-          eq(tasks.status, from),
-          refsHold(caller, refs),
-          words && input.title === undefined ? eq(tasks.title, current.title) : undefined,
-          words && input.description === undefined ? eq(tasks.description, current.description) : undefined,
-        ),
-      )
-      .returning();
+    const [[row]] = await db.commit([
+      db
+        .update(tasks)
+        .set({
+          ...changes,
+          ...(words ? { searchWords: searchWords(input.title ?? current.title, input.description ?? current.description) } : {}),
+          updatedAt: sql`CURRENT_TIMESTAMP`,
+        })
+        .where(
+          and(
+            eq(tasks.id, current.id),
+            eq(tasks.companyId, caller.companyId),
+            eq(tasks.status, from),
+            refsHold(caller, refs),
+            words && input.title === undefined ? eq(tasks.title, current.title) : undefined,
+            words && input.description === undefined ? eq(tasks.description, current.description) : undefined,
+          ),
+        )
+        .returning(),
+    ]);
     if (row) return row;
   }
   throw lostRace("task");
 }
 
 export async function deleteTask(db: Db, companyId: number, ref: TaskRef): Promise<void> {
-  const deleted = await db.delete(tasks).where(inCompany(companyId, ref)).returning({ id: tasks.id });
+  const [deleted] = await db.commit([db.delete(tasks).where(inCompany(companyId, ref)).returning({ id: tasks.id })]);
   if (deleted.length === 0) throw notFound("Task");
 }

@@ -111,32 +111,34 @@ export async function createEndpoint(
   const ciphertext = await encryptSecret(secret, key);
   const underLimit = sql`(SELECT count(*) FROM webhook_endpoints AS q WHERE q.company_id = ${companyId}) < ${MAX_ENDPOINTS}`;
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    const [inserted] = await db
-      .insert(webhookEndpoints)
-      .select(
-        (qb) =>
-          qb
-            .select({
-              id: sql`NULL`,
-              companyId: sql`${companyId}`,
-              url: sql`${input.url}`,
-              description: sql`${input.description ?? ""}`,
-              events: sql`${JSON.stringify(input.events)}`,
-              enabled: sql`${input.enabled === false ? 0 : 1}`,
-              secretCiphertext: sql`${ciphertext}`,
-              previousSecretCiphertext: sql`NULL`,
-              previousSecretExpiresAt: sql`NULL`,
-              failingSince: sql`NULL`,
-              disabledReason: sql`${input.enabled === false ? DISABLED_BY_OWNER : null}`,
-              createdBy: sql`${userId}`,
-              createdAt: sql`CURRENT_TIMESTAMP`,
-              updatedAt: sql`CURRENT_TIMESTAMP`,
-              version: sql`1`,
-            })
-            .from(companies)
-            .where(and(eq(companies.id, companyId), underLimit)) as never,
-      )
-      .returning(endpointColumns);
+    const [[inserted]] = await db.commit([
+      db
+        .insert(webhookEndpoints)
+        .select(
+          (qb) =>
+            qb
+              .select({
+                id: sql`NULL`,
+                companyId: sql`${companyId}`,
+                url: sql`${input.url}`,
+                description: sql`${input.description ?? ""}`,
+                events: sql`${JSON.stringify(input.events)}`,
+                enabled: sql`${input.enabled === false ? 0 : 1}`,
+                secretCiphertext: sql`${ciphertext}`,
+                previousSecretCiphertext: sql`NULL`,
+                previousSecretExpiresAt: sql`NULL`,
+                failingSince: sql`NULL`,
+                disabledReason: sql`${input.enabled === false ? DISABLED_BY_OWNER : null}`,
+                createdBy: sql`${userId}`,
+                createdAt: sql`CURRENT_TIMESTAMP`,
+                updatedAt: sql`CURRENT_TIMESTAMP`,
+                version: sql`1`,
+              })
+              .from(companies)
+              .where(and(eq(companies.id, companyId), underLimit)) as never,
+        )
+        .returning(endpointColumns),
+    ]);
     if (inserted) return { row: inserted, secret };
     const used = await db.select({ n: count() }).from(webhookEndpoints).where(eq(webhookEndpoints.companyId, companyId)).get();
     if ((used?.n ?? 0) >= MAX_ENDPOINTS) throw limitReached();
@@ -168,17 +170,19 @@ export async function updateEndpoint(db: Db, companyId: number, endpointId: numb
     changes.enabled = 0;
     changes.disabledReason = sql`CASE WHEN ${webhookEndpoints.enabled} = 1 THEN ${DISABLED_BY_OWNER} ELSE ${webhookEndpoints.disabledReason} END`;
   }
-  const [row] = await db
-    .update(webhookEndpoints)
-    .set({ ...(changes as typeof webhookEndpoints.$inferInsert), updatedAt: sql`CURRENT_TIMESTAMP` })
-    .where(inCompany(companyId, endpointId))
-    .returning(endpointColumns);
+  const [[row]] = await db.commit([
+    db
+      .update(webhookEndpoints)
+      .set({ ...(changes as typeof webhookEndpoints.$inferInsert), updatedAt: sql`CURRENT_TIMESTAMP` })
+      .where(inCompany(companyId, endpointId))
+      .returning(endpointColumns),
+  ]);
   if (!row) throw notFound("Webhook endpoint");
   return row;
 }
 
 export async function deleteEndpoint(db: Db, companyId: number, endpointId: number): Promise<void> {
-  const deleted = await db.delete(webhookEndpoints).where(inCompany(companyId, endpointId)).returning({ id: webhookEndpoints.id });
+  const [deleted] = await db.commit([db.delete(webhookEndpoints).where(inCompany(companyId, endpointId)).returning({ id: webhookEndpoints.id })]);
   if (deleted.length === 0) throw notFound("Webhook endpoint");
 }
 
@@ -192,16 +196,18 @@ export async function deleteEndpoint(db: Db, companyId: number, endpointId: numb
 export async function rotateSecret(db: Db, companyId: number, endpointId: number, key: string, now = Date.now()): Promise<{ row: EndpointRow; secret: string }> {
   const secret = generateSecret();
   const ciphertext = await encryptSecret(secret, key);
-  const [row] = await db
-    .update(webhookEndpoints)
-    .set({
-      previousSecretCiphertext: sql`${webhookEndpoints.secretCiphertext}`,
-      previousSecretExpiresAt: now + PREVIOUS_SECRET_TTL_MS,
-      secretCiphertext: ciphertext,
-      updatedAt: sql`CURRENT_TIMESTAMP`,
-    })
-    .where(inCompany(companyId, endpointId))
-    .returning(endpointColumns);
+  const [[row]] = await db.commit([
+    db
+      .update(webhookEndpoints)
+      .set({
+        previousSecretCiphertext: sql`${webhookEndpoints.secretCiphertext}`,
+        previousSecretExpiresAt: now + PREVIOUS_SECRET_TTL_MS,
+        secretCiphertext: ciphertext,
+        updatedAt: sql`CURRENT_TIMESTAMP`,
+      })
+      .where(inCompany(companyId, endpointId))
+      .returning(endpointColumns),
+  ]);
   if (!row) throw notFound("Webhook endpoint");
   return { row, secret };
 }

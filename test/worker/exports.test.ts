@@ -4,7 +4,7 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { getDb } from "../../src/db/client";
+import { database } from "../../src/db/client";
 import worker from "../../src/index";
 import { restoreCsvFormula, splitCsvList } from "../../src/lib/csv";
 import { todayIn } from "../../src/lib/time";
@@ -534,7 +534,7 @@ describe("exports over several pages", () => {
 // Query plans
 
 describe("query plans of the export", () => {
-  const db = getDb(env.DB);
+  const db = database(env.DB);
   const cases: Array<[string, string]> = [
     ["", "items_company_date_idx"],
     ["status=pending", "items_company_status_date_idx"],

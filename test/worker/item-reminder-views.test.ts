@@ -2,7 +2,7 @@
 // when the view is trustworthy; otherwise from the company's Durable Object, exactly as before.
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { getDb } from "../../src/db/client";
+import { database } from "../../src/db/client";
 import { snapshotQueries } from "../../src/company-clock/handoff/snapshots";
 import { clockFor } from "../../src/company-clock/handoff/worker";
 import { DELETE_COMPANY_VIEWS_SQL, DELETE_VIEWS_SQL, WRITE_VIEWS_SQL, writeViewsStatement } from "../../src/company-clock/handoff/views";
@@ -216,7 +216,7 @@ describe("the item's reminder view", () => {
 
   it("an item write returns the snapshot its own batch read (what sync applies without reading D1 again)", async () => {
     const { companyId } = await createAccount();
-    const db = getDb(env.DB);
+    const db = database(env.DB);
     const input = CreateItemSchema.parse({ title: "Snapshot", expiry_date: futureDate(50) });
     const { row, snapshot } = await createItemRow(db, companyId, 1, input);
     expect(snapshot?.company).toMatchObject({ exists: true, timezone: "UTC" });
@@ -255,7 +255,7 @@ describe("the item's reminder view", () => {
 });
 
 describe("query plans of the view and snapshot statements", () => {
-  const db = getDb(env.DB);
+  const db = database(env.DB);
   const raw = (statement: string, ...params: unknown[]) => ({ toSQL: () => ({ sql: statement, params }) });
   const tables = ["items", "reminder_sync", "zone_sync", "item_reminder_views", "reminder_sequences", "webhook_events", "companies", "document_types"];
   const expectNoScan = (plan: string) => {

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { getDb } from "../../src/db/client";
+import { database } from "../../src/db/client";
 import { taskListQueries } from "../../src/records/tasks";
 import { ListTasksQuery, TASK_STATUSES } from "../../src/schemas/tasks";
 import {
@@ -618,7 +618,7 @@ describe("races", () => {
 });
 
 describe("query plans of the task list", () => {
-  const db = getDb(env.DB);
+  const db = database(env.DB);
 
   const plan = queryPlan;
   const fullScanOfTasks = (text: string) => fullScansOf("tasks", text);

@@ -3,7 +3,7 @@
 // applied yet (the reminder_sync outbox). Each function is one round trip.
 
 import { asc, eq, sql } from "drizzle-orm";
-import { getDb, type Db } from "../../db/client";
+import { database, type Db } from "../../db/client";
 import { companies, webhookEvents } from "../../db/schema";
 import { DEFAULT_TIME_ZONE } from "../../lib/time";
 import { parseSteps, type Step } from "../sequence-steps";
@@ -111,7 +111,7 @@ export function toSnapshots([companyRows, itemRows, events]: SnapshotResults): S
 
 /** The company's time zone, the D1 state of `itemIds` (absent ones as not present), and webhook events waiting in D1. */
 export async function readSnapshots(d1: D1Database, companyId: number, itemIds: number[]): Promise<Snapshots> {
-  const db = getDb(d1);
+  const db = database(d1);
   const [companyRows, itemRows, events] = await db.batch(snapshotQueries(db, companyId, itemIds));
   return toSnapshots([companyRows, itemRows, events]);
 }

@@ -1,6 +1,7 @@
 // Entries that are not a row change: the token endpoint's issues and refusals (docs/audit-log.md).
 // Row changes are logged by the triggers of migration 0023, never from here.
 import type { ClientRecord } from "../../auth/clients";
+import type { Db } from "../../db/client";
 
 export interface ClientEvent {
   client: Pick<ClientRecord, "clientId" | "accountId" | "companyId" | "userId">;
@@ -12,9 +13,9 @@ export interface ClientEvent {
 }
 
 /** Logs a refused use of a deactivated or revoked client, best effort: a refused write must not turn the 401 into a 5xx. */
-export async function logTokenRefusal(d1: D1Database, event: Omit<ClientEvent, "action">): Promise<void> {
+export async function logTokenRefusal(db: Db, event: Omit<ClientEvent, "action">): Promise<void> {
   try {
-    await clientEventStatement(d1, { ...event, action: "token_refused" }).run();
+    await db.commit([clientEventStatement(db.d1, { ...event, action: "token_refused" })]);
   } catch (error) {
     console.error(JSON.stringify({ level: "error", msg: "token refusal not logged", error: String(error) }));
   }

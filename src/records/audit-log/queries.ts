@@ -1,4 +1,4 @@
-import { and, desc, eq, gte, lt, or, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gte, inArray, lt, or, type SQL } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { auditLog } from "../../db/schema";
 import { decodeCursor, encodeCursor } from "../../lib/cursor";
@@ -63,10 +63,8 @@ export async function listAuditLog(db: Db, accountId: number, query: ListAuditIn
 }
 
 /** Deletes entries older than `cutoffMs`, at most `max` per call (the cron job; docs/audit-log.md). */
-export async function pruneAuditLog(d1: D1Database, cutoffMs: number, max: number): Promise<number> {
-  const result = await d1
-    .prepare("DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < ? ORDER BY at LIMIT ?)")
-    .bind(cutoffMs, max)
-    .run();
+export async function pruneAuditLog(db: Db, cutoffMs: number, max: number): Promise<number> {
+  const oldest = db.select({ id: auditLog.id }).from(auditLog).where(lt(auditLog.at, cutoffMs)).orderBy(asc(auditLog.at)).limit(max);
+  const [result] = await db.commit([db.delete(auditLog).where(inArray(auditLog.id, oldest))]);
   return result.meta.changes ?? 0;
 }

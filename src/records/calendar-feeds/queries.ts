@@ -53,23 +53,25 @@ export async function createFeed(db: Db, companyId: number, clientId: string, fi
   const refs = references(companyId, filters);
   const underCap = sql`(SELECT count(*) FROM ${calendarFeeds} AS q WHERE q.company_id = ${companyId}) < ${MAX_FEEDS}`;
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    const [row] = await db
-      .insert(calendarFeeds)
-      .select(
-        (qb) =>
-          qb
-            .select({
-              id: sql`NULL`,
-              companyId: sql`${companyId}`,
-              clientId: sql`${clientId}`,
-              tokenHash: sql`${tokenHash}`,
-              filters: sql`${JSON.stringify(filters)}`,
-              createdAt: sql`${Date.now()}`,
-            })
-            .from(companies)
-            .where(and(eq(companies.id, companyId), underCap, ...refs.map(([, , exists]) => exists))) as never,
-      )
-      .returning(feedColumns);
+    const [[row]] = await db.commit([
+      db
+        .insert(calendarFeeds)
+        .select(
+          (qb) =>
+            qb
+              .select({
+                id: sql`NULL`,
+                companyId: sql`${companyId}`,
+                clientId: sql`${clientId}`,
+                tokenHash: sql`${tokenHash}`,
+                filters: sql`${JSON.stringify(filters)}`,
+                createdAt: sql`${Date.now()}`,
+              })
+              .from(companies)
+              .where(and(eq(companies.id, companyId), underCap, ...refs.map(([, , exists]) => exists))) as never,
+        )
+        .returning(feedColumns),
+    ]);
     if (row) return { row: feedOutput(row), token };
     const state = await db.get<Record<string, number>>(
       sql`SELECT (SELECT count(*) FROM ${calendarFeeds} WHERE company_id = ${companyId}) AS feeds${sql.join(
@@ -97,9 +99,11 @@ export async function listFeeds(db: Db, companyId: number, window: { limit: numb
 
 /** Revokes a feed: its row goes, so its URL is 404 from the next request on (each one reads the row). */
 export async function deleteFeed(db: Db, companyId: number, feedId: number): Promise<void> {
-  const deleted = await db
-    .delete(calendarFeeds)
-    .where(and(eq(calendarFeeds.id, feedId), eq(calendarFeeds.companyId, companyId)))
-    .returning({ id: calendarFeeds.id });
+  const [deleted] = await db.commit([
+    db
+      .delete(calendarFeeds)
+      .where(and(eq(calendarFeeds.id, feedId), eq(calendarFeeds.companyId, companyId)))
+      .returning({ id: calendarFeeds.id }),
+  ]);
   if (deleted.length === 0) throw notFound("Calendar feed");
 }

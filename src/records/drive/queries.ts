@@ -76,31 +76,33 @@ export async function createUploadSession(db: Db, shard: number, companyId: numb
     const place = await placeUpload(db, companyId, input);
     const folderHolds = place.folderId === null ? undefined : sql`EXISTS (SELECT 1 FROM folders AS f WHERE f.id = ${place.folderId} AND f.company_id = ${companyId})`;
     try {
-      const [row] = await db
-        .insert(uploadSessions)
-        .select(
-          (qb) =>
-            qb
-              // Bound values in the table's column order (src/db/schema.ts).
-              .select({
-                id: sql`NULL`,
-                tokenHash: sql`${tokenHash}`,
-                companyId: sql`${companyId}`,
-                userId: sql`${userId}`,
-                deptId: sql`${place.deptId}`,
-                folderId: sql`${place.folderId}`,
-                fileName: sql`${input.filename}`,
-                contentType: sql`${contentType}`,
-                expiresAt: sql`unixepoch() + ${UPLOAD_TOKEN_TTL_SECONDS}`,
-                usedAt: sql`NULL`,
-                reservedKb: sql`0`,
-                createdAt: sql`CURRENT_TIMESTAMP`,
-                clientId: sql`${actor.clientId}`,
-              })
-              .from(departments)
-              .where(and(eq(departments.id, place.deptId), eq(departments.companyId, companyId), folderHolds)) as never,
-        )
-        .returning({ id: uploadSessions.id });
+      const [[row]] = await db.commit([
+        db
+          .insert(uploadSessions)
+          .select(
+            (qb) =>
+              qb
+                // Bound values in the table's column order (src/db/schema.ts).
+                .select({
+                  id: sql`NULL`,
+                  tokenHash: sql`${tokenHash}`,
+                  companyId: sql`${companyId}`,
+                  userId: sql`${userId}`,
+                  deptId: sql`${place.deptId}`,
+                  folderId: sql`${place.folderId}`,
+                  fileName: sql`${input.filename}`,
+                  contentType: sql`${contentType}`,
+                  expiresAt: sql`unixepoch() + ${UPLOAD_TOKEN_TTL_SECONDS}`,
+                  usedAt: sql`NULL`,
+                  reservedKb: sql`0`,
+                  createdAt: sql`CURRENT_TIMESTAMP`,
+                  clientId: sql`${actor.clientId}`,
+                })
+                .from(departments)
+                .where(and(eq(departments.id, place.deptId), eq(departments.companyId, companyId), folderHolds)) as never,
+          )
+          .returning({ id: uploadSessions.id }),
+      ]);
       if (row) return { token, sessionId: row.id };
     } catch (err) {
       if (!isForeignKeyViolation(err)) throw err;
@@ -140,29 +142,31 @@ export type ClaimedUpload = Pick<UploadSessionRow, "id" | "companyId" | "userId"
  * Undefined when it did not take (see `explainRefusedClaim`).
  */
 export async function claimUpload(db: Db, tokenHash: string, sizeKb: number): Promise<ClaimedUpload | undefined> {
-  return db
-    .update(uploadSessions)
-    .set({ usedAt: sql`unixepoch()`, reservedKb: sizeKb })
-    .where(
-      and(
-        eq(uploadSessions.tokenHash, tokenHash),
-        isNull(uploadSessions.usedAt),
-        sql`${uploadSessions.expiresAt} > unixepoch()`,
-        fitsDriveSpace(sizeKb),
-      ),
-    )
-    .returning({
-      id: uploadSessions.id,
-      companyId: uploadSessions.companyId,
-      userId: uploadSessions.userId,
-      clientId: uploadSessions.clientId,
-      deptId: uploadSessions.deptId,
-      fileName: uploadSessions.fileName,
-      contentType: uploadSessions.contentType,
-      usedAt: uploadSessions.usedAt,
-      reservedKb: uploadSessions.reservedKb,
-    })
-    .get();
+  const [[claimed]] = await db.commit([
+    db
+      .update(uploadSessions)
+      .set({ usedAt: sql`unixepoch()`, reservedKb: sizeKb })
+      .where(
+        and(
+          eq(uploadSessions.tokenHash, tokenHash),
+          isNull(uploadSessions.usedAt),
+          sql`${uploadSessions.expiresAt} > unixepoch()`,
+          fitsDriveSpace(sizeKb),
+        ),
+      )
+      .returning({
+        id: uploadSessions.id,
+        companyId: uploadSessions.companyId,
+        userId: uploadSessions.userId,
+        clientId: uploadSessions.clientId,
+        deptId: uploadSessions.deptId,
+        fileName: uploadSessions.fileName,
+        contentType: uploadSessions.contentType,
+        usedAt: uploadSessions.usedAt,
+        reservedKb: uploadSessions.reservedKb,
+      }),
+  ]);
+  return claimed;
 }
 
 /** Why a claim did not take: `token` (unknown, used or expired: 401) or the space left (quota: 400). */
@@ -201,7 +205,7 @@ export async function completeUpload(
   const claimed = and(eq(uploadSessions.id, upload.id), eq(uploadSessions.usedAt, upload.usedAt ?? -1));
   const holdsSpace = or(eq(uploadSessions.reservedKb, kb), and(eq(uploadSessions.reservedKb, -kb), fitsDriveSpace(kb)));
   try {
-    const [inserted] = await db.batch([
+    const [inserted] = await db.commit([
       db
         .insert(files)
         .select(
@@ -256,10 +260,12 @@ export async function explainRefusedCompletion(db: Db, upload: ClaimedUpload) {
  * caller's own delete fail.
  */
 export async function releaseUpload(db: Db, upload: ClaimedUpload): Promise<void> {
-  await db
-    .update(uploadSessions)
-    .set({ reservedKb: -upload.reservedKb })
-    .where(and(eq(uploadSessions.id, upload.id), eq(uploadSessions.reservedKb, upload.reservedKb)));
+  await db.commit([
+    db
+      .update(uploadSessions)
+      .set({ reservedKb: -upload.reservedKb })
+      .where(and(eq(uploadSessions.id, upload.id), eq(uploadSessions.reservedKb, upload.reservedKb))),
+  ]);
 }
 
 /**
@@ -289,7 +295,7 @@ export async function releaseAbandonedUploads(db: Db, bucket: R2Bucket, companyI
     .from(uploadSessions)
     .where(and(scope, lt(uploadSessions.expiresAt, sql`unixepoch() - ${SESSION_RETENTION_SECONDS}`), sql`${uploadSessions.reservedKb} <= 0`))
     .limit(limit * 10);
-  const [released, pruned] = await db.batch([
+  const [released, pruned] = await db.commit([
     db
       .update(uploadSessions)
       .set({ reservedKb: sql`-${uploadSessions.reservedKb}` })
@@ -346,10 +352,12 @@ export async function listFiles(db: Db, companyId: number, query: ListFilesInput
  * Returns the R2 key, whose object the caller deletes once the row is gone.
  */
 export async function deleteFile(db: Db, companyId: number, publicId: string): Promise<string> {
-  const [deleted] = await db
-    .delete(files)
-    .where(and(fileInCompany(companyId, publicId), sql`NOT EXISTS (SELECT 1 FROM item_files AS a WHERE a.file_id = ${files.id})`))
-    .returning({ r2Key: files.r2Key });
+  const [[deleted]] = await db.commit([
+    db
+      .delete(files)
+      .where(and(fileInCompany(companyId, publicId), sql`NOT EXISTS (SELECT 1 FROM item_files AS a WHERE a.file_id = ${files.id})`))
+      .returning({ r2Key: files.r2Key }),
+  ]);
   if (deleted) return deleted.r2Key;
   const file = await getFile(db, companyId, publicId); // 404 when it is not there
   const n = file.attachments;
@@ -406,24 +414,26 @@ export async function listAttachments(db: Db, companyId: number, itemId: number)
 export async function attachFile(db: Db, companyId: number, itemId: number, publicId: string): Promise<{ created: boolean; attachment: AttachmentOutput }> {
   let created = false;
   try {
-    const rows = await db
-      .insert(itemFiles)
-      .select(
-        (qb) =>
-          qb
-            // Bound values in the table's column order (src/db/schema.ts).
-            .select({ itemId: items.id, fileId: files.id, companyId: sql`${companyId}`, createdAt: sql`CURRENT_TIMESTAMP` })
-            .from(items)
-            .innerJoin(files, fileInCompany(companyId, publicId))
-            .where(
-              and(
-                itemInCompany(companyId, itemId),
-                sql`(SELECT count(*) FROM item_files AS a WHERE a.item_id = ${itemId}) < ${MAX_ATTACHMENTS_PER_ITEM}`,
-              ),
-            ) as never,
-      )
-      .onConflictDoNothing()
-      .returning({ fileId: itemFiles.fileId });
+    const [rows] = await db.commit([
+      db
+        .insert(itemFiles)
+        .select(
+          (qb) =>
+            qb
+              // Bound values in the table's column order (src/db/schema.ts).
+              .select({ itemId: items.id, fileId: files.id, companyId: sql`${companyId}`, createdAt: sql`CURRENT_TIMESTAMP` })
+              .from(items)
+              .innerJoin(files, fileInCompany(companyId, publicId))
+              .where(
+                and(
+                  itemInCompany(companyId, itemId),
+                  sql`(SELECT count(*) FROM item_files AS a WHERE a.item_id = ${itemId}) < ${MAX_ATTACHMENTS_PER_ITEM}`,
+                ),
+              ) as never,
+        )
+        .onConflictDoNothing()
+        .returning({ fileId: itemFiles.fileId }),
+    ]);
     created = rows.length > 0;
   } catch (err) {
     // The item or file was deleted between the SELECT and the write's checks: answered below.
@@ -440,16 +450,18 @@ export async function attachFile(db: Db, companyId: number, itemId: number, publ
 
 /** Detaches a file from an item; the file stays in the drive. */
 export async function detachFile(db: Db, companyId: number, itemId: number, publicId: string): Promise<void> {
-  const deleted = await db
-    .delete(itemFiles)
-    .where(
-      and(
-        eq(itemFiles.itemId, itemId),
-        sql`+${itemFiles.companyId} = ${companyId}`,
-        sql`${itemFiles.fileId} = (SELECT f.id FROM files AS f WHERE f.public_id = ${publicId} AND f.company_id = ${companyId})`,
-      ),
-    )
-    .returning({ fileId: itemFiles.fileId });
+  const [deleted] = await db.commit([
+    db
+      .delete(itemFiles)
+      .where(
+        and(
+          eq(itemFiles.itemId, itemId),
+          sql`+${itemFiles.companyId} = ${companyId}`,
+          sql`${itemFiles.fileId} = (SELECT f.id FROM files AS f WHERE f.public_id = ${publicId} AND f.company_id = ${companyId})`,
+        ),
+      )
+      .returning({ fileId: itemFiles.fileId }),
+  ]);
   if (deleted.length > 0) return;
   await requireItem(db, companyId, itemId);
   throw notFound("Attachment");

@@ -415,7 +415,7 @@ async function withSnapshot<R>(
   write: Parameters<Db["batch"]>[0][number],
   before: Array<Parameters<Db["batch"]>[0][number]> = [],
 ): Promise<Written<R | undefined>> {
-  const results = await db.batch([...before, write, ...snapshotQueries(db, companyId, itemIds)] as unknown as Parameters<Db["batch"]>[0]);
+  const results = await db.commit([...before, write, ...snapshotQueries(db, companyId, itemIds)]);
   const [rows, ...snapshot] = results.slice(before.length) as unknown as [R[], ...SnapshotResults];
   const row = rows[0];
   if (!row) return { row, snapshot: null };
@@ -707,7 +707,7 @@ export async function renewItem(db: Db, companyId: number, userId: number, itemI
  */
 export async function deleteItem(db: Db, companyId: number, itemId: number): Promise<Snapshots> {
   const tagStatements = deleteItemTags(db, companyId, itemId);
-  const [deleted, ...rest] = await db.batch([
+  const [deleted, ...rest] = await db.commit([
     db.delete(items).where(inCompany(companyId, itemId)).returning({ id: items.id }),
     ...tagStatements,
     ...snapshotQueries(db, companyId, [itemId]),

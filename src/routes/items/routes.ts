@@ -1,6 +1,5 @@
 import type { Context } from "hono";
-import { getDb, type Db } from "../../db/client";
-import { primarySession } from "../../db/session";
+import type { Db } from "../../db/client";
 import type { AppBindings } from "../../env";
 import { conditionalRecord, ifMatchNamesTag, rowVersion } from "../../lib/conditional";
 import { ApiErrorSchema, MessageEnvelope, createRouter, dataEnvelope, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
@@ -56,7 +55,7 @@ const itemRecord = conditionalRecord({
  * the answer shows that renewal rather than a replica's older copy.
  */
 function answerDb(c: Context<AppBindings>, row: { recurRenewOn: string | null }): Db {
-  return row.recurRenewOn === "expired" ? getDb(primarySession(c.env, c.var.auth.shard)) : c.var.db;
+  return row.recurRenewOn === "expired" ? c.var.db.primary() : c.var.db;
 }
 
 export const itemsRouter = createRouter();
