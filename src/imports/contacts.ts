@@ -3,7 +3,7 @@
 import type { Env } from "../env";
 import { nameKey } from "../lib/text-key";
 import { CreateContactSchema } from "../schemas/contacts";
-import { contactWords } from "../records/contacts";
+import { contactWords, insertContacts, newContactRow } from "../records/contacts";
 import { RowErrors, cellText, chunkLead, fenceRefused, integerCell, lookup, type ImportResource, type RowError } from "./context";
 
 const FIELDS = ["first_name", "last_name", "email", "country_code", "iso", "mobile_code", "phone_number"] as const;
@@ -111,13 +111,33 @@ export const contactImport: ImportResource<ContactRow> = {
   async write(env, job, chunk, fence) {
     const db = job.db.d1;
     const current = await existingContacts(db, job.companyId, chunk.map((r) => r.key));
-    const creates: Array<Record<string, unknown>> = [];
+    const creates: Array<{ row: number; nth: number; contact: Record<string, unknown> }> = [];
     const updates: Array<Record<string, unknown>> = [];
     let skips = 0;
     for (const r of chunk) {
       const was = current.get(r.key);
       if (!was) {
-        creates.push({ ...r.values, words: wordsOf(r.values), row: r.row, nth: creates.length + 1, key: r.key, dept: r.dept, group: r.group });
+        // Written by the one writer of new contacts (src/records/contacts.ts), as POST writes them.
+        const v = r.values;
+        const nth = creates.length + 1;
+        creates.push({
+          row: r.row,
+          nth,
+          contact: newContactRow({
+            companyId: job.companyId,
+            deptId: r.dept!,
+            groupId: r.group ?? null,
+            firstName: v.first_name,
+            lastName: v.last_name,
+            email: v.email,
+            emailKey: r.key,
+            countryCode: v.country_code,
+            iso: v.iso,
+            mobileCode: v.mobile_code,
+            phoneNumber: v.phone_number,
+            nth,
+          }),
+        });
         continue;
       }
       const changed = FIELDS.some((f) => r.values[f] !== was[f]) || (r.dept !== undefined && (r.dept !== was.dept_id || r.group !== was.group_id));
@@ -127,13 +147,7 @@ export const contactImport: ImportResource<ContactRow> = {
     const col = (name: string) => `json_extract(j.value, '$.${name}')`;
     const statements = [
       ...chunkLead(db, job, fence.index, { creates: creates.map((c) => ({ row: c.row, nth: c.nth })), updates: updates.length, skips }, fence.now),
-      db
-        .prepare(
-          `INSERT INTO contacts (company_id, dept_id, group_id, ${FIELDS.join(", ")}, email_key, search_words, created_at, updated_at, version)
-           SELECT ?1, ${col("dept")}, ${col("group")}, ${FIELDS.map(col).join(", ")}, ${col("key")}, ${col("words")}, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 1
-           FROM json_each(?2) AS j WHERE ${col("nth")} <= (SELECT max(0, contacts_limit - contacts_used) FROM companies WHERE id = ?1) ORDER BY j.key`,
-        )
-        .bind(job.companyId, JSON.stringify(creates)),
+      insertContacts(db, creates.map((c) => c.contact), "room", false),
     ];
     if (updates.length > 0) {
       statements.push(

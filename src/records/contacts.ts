@@ -1,6 +1,7 @@
 import { and, asc, count, eq, inArray, isNull, lt, sql, type SQL } from "drizzle-orm";
 import { getCountryCallingCode, type CountryCode } from "libphonenumber-js/min";
 import { isForeignKeyViolation, isUniqueViolation, type Db } from "../db/client";
+import { jsonField, jsonRowsInsert, rowOf, type ColumnsMade } from "../db/json-rows";
 import { selectDepartment } from "../db/departments";
 import { cappedListPage, countUpTo, listPage } from "../db/pages";
 import { companies, contactGroups, contacts, type ContactRow } from "../db/schema";
@@ -157,44 +158,108 @@ function placementHolds(companyId: number, placement: { deptId: number; groupId:
     AND ${contactGroups.companyId} = ${companyId} AND ${contactGroups.deptId} = ${placement.deptId})`;
 }
 
+// ---- the one writer of new contact rows: POST /v1/contacts and the importer (src/imports/contacts.ts) ----
+
+/** A new contact as a writer describes it (checked already: CreateContactSchema). */
+export interface NewContact {
+  companyId: number;
+  deptId: number;
+  groupId: number | null;
+  firstName: string;
+  lastName: string;
+  email: string;
+  /** The email's key as the writer compared it (default: nameKey of the email). */
+  emailKey?: string;
+  countryCode?: string;
+  iso?: string;
+  mobileCode?: string;
+  phoneNumber?: string;
+  /** The importer's place of the row among its chunk's creations (its room check). */
+  nth?: number;
+}
+
+/** The values of a new contact row as the statement reads them from its JSON (`$.<column name>`). */
+export function newContactRow(c: NewContact): Record<string, unknown> {
+  const phoneNumber = c.phoneNumber ?? "";
+  return {
+    company_id: c.companyId,
+    dept_id: c.deptId,
+    group_id: c.groupId,
+    first_name: c.firstName,
+    last_name: c.lastName,
+    email: c.email,
+    email_key: c.emailKey ?? nameKey(c.email),
+    country_code: c.countryCode ?? "",
+    iso: c.iso ?? "",
+    mobile_code: c.mobileCode ?? "",
+    phone_number: phoneNumber,
+    search_words: contactWords({ firstName: c.firstName, lastName: c.lastName, email: c.email, phoneNumber }),
+    nth: c.nth ?? null,
+  };
+}
+
+/** How each column of a new contact is made, over `r` (the row's JSON `r.v`). */
+const NEW_CONTACT: ColumnsMade<typeof contacts> = {
+  id: null,
+  companyId: jsonField("company_id"),
+  deptId: jsonField("dept_id"),
+  groupId: jsonField("group_id"),
+  firstName: jsonField("first_name"),
+  lastName: jsonField("last_name"),
+  email: jsonField("email"),
+  emailKey: jsonField("email_key"),
+  countryCode: jsonField("country_code"),
+  iso: jsonField("iso"),
+  mobileCode: jsonField("mobile_code"),
+  phoneNumber: jsonField("phone_number"),
+  searchWords: jsonField("search_words"),
+  createdAt: "CURRENT_TIMESTAMP",
+  updatedAt: "CURRENT_TIMESTAMP",
+  version: "1",
+};
+
+/**
+ * Which rows a statement writes: `placement`, POST's (the company under its contacts_limit, and the
+ * group, if any, still in the company and in the contact's department); `room`, the importer's (a
+ * row creates only while the company has room for its `nth` place among the chunk's creations).
+ */
+const CONTACT_GUARDS = {
+  placement: `EXISTS (SELECT 1 FROM companies AS c WHERE c.id = n.company_id AND c.contacts_used < c.contacts_limit)
+      AND (n.group_id IS NULL OR EXISTS (SELECT 1 FROM contact_groups AS g WHERE g.id = n.group_id AND g.company_id = n.company_id AND g.dept_id = n.dept_id))`,
+  room: "n.nth <= (SELECT max(0, c.contacts_limit - c.contacts_used) FROM companies AS c WHERE c.id = n.company_id)",
+};
+const contactTexts = new Map<string, string>();
+
+/** The statement that inserts `rows` (from `newContactRow`) as `guard` allows; `returning`: answer them (`rowOf`). */
+export function insertContacts(d1: D1Database, rows: Array<Record<string, unknown>>, guard: keyof typeof CONTACT_GUARDS, returning: boolean): D1PreparedStatement {
+  const key = `${guard}:${returning}`;
+  let text = contactTexts.get(key);
+  if (!text) contactTexts.set(key, (text = jsonRowsInsert(contacts, NEW_CONTACT, { guard: CONTACT_GUARDS[guard], returning, more: { nth: jsonField("nth") } })));
+  return d1.prepare(text).bind(JSON.stringify(rows));
+}
+
 /**
  * One guarded INSERT: it writes only while the company is under its contacts_limit and the
  * placement read a moment ago still holds. Returns undefined when either check failed (or the
  * group or department vanished in between: a foreign-key failure).
  */
 async function insertContact(db: Db, companyId: number, input: CreateContactInput, placement: { deptId: number; groupId: number | null }) {
-  const values = {
-    id: sql`NULL`,
-    companyId: sql`${companyId}`,
-    deptId: sql`${placement.deptId}`,
-    groupId: sql`${placement.groupId}`,
-    firstName: sql`${input.first_name}`,
-    lastName: sql`${input.last_name}`,
-    email: sql`${input.email}`,
-    emailKey: sql`${nameKey(input.email)}`,
-    countryCode: sql`${input.country_code ?? ""}`,
-    iso: sql`${input.iso ?? ""}`,
-    mobileCode: sql`${input.mobile_code ?? ""}`,
-    phoneNumber: sql`${input.phone_number ?? ""}`,
-    searchWords: sql`${contactWords({ firstName: input.first_name, lastName: input.last_name, email: input.email, phoneNumber: input.phone_number ?? "" })}`,
-    createdAt: sql`CURRENT_TIMESTAMP`,
-    updatedAt: sql`CURRENT_TIMESTAMP`,
-    version: sql`1`,
-  };
+  const row = newContactRow({
+    companyId,
+    deptId: placement.deptId,
+    groupId: placement.groupId,
+    firstName: input.first_name,
+    lastName: input.last_name,
+    email: input.email,
+    countryCode: input.country_code,
+    iso: input.iso,
+    mobileCode: input.mobile_code,
+    phoneNumber: input.phone_number,
+  });
   try {
-    const [inserted] = await db.commit([
-      db
-        .insert(contacts)
-        .select((qb) =>
-          qb
-            .select(values)
-            .from(companies)
-            // drizzle types insert-select fields as columns; these are bound parameters in column order.
-            .where(and(eq(companies.id, companyId), lt(companies.contactsUsed, companies.contactsLimit), placementHolds(companyId, placement))) as never,
-        )
-        .returning(),
-    ]);
-    return inserted[0] as ContactRow | undefined;
+    const [inserted] = await db.commit([insertContacts(db.d1, [row], "placement", true)]);
+    const raw = inserted.results[0];
+    return raw && rowOf(contacts, raw);
   } catch (err) {
     if (isUniqueViolation(err, EMAIL_UNIQUE)) throw duplicateEmail(input.email);
     if (isForeignKeyViolation(err)) return undefined;

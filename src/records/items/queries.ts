@@ -14,11 +14,13 @@ import { snapshotQueries, toSnapshots, type SnapshotResults, type Snapshots } fr
 import { COMPANY_SETTINGS } from "../../company-clock/handoff/worker";
 import { trustedReminders } from "../../company-clock/handoff/views";
 import { folderPathWrites } from "../folders";
-import { defaultSequenceId, sequenceInCompany } from "../reminder-sequences";
+import { sequenceInCompany } from "../reminder-sequences";
 import { deleteItemTags, tagsOfItems } from "../tags";
 import { periodRange } from "../../lib/period";
 import { ruleState } from "../../db/rule-state";
 import { reanchorOnNewDate, recurrenceView, renewalWrites, ruleColumns, type RenewalReason } from "./recurrence";
+import { insertItems, insertItemsQuery, itemRowOf, newItemRow, type NewItem } from "./writer";
+import type { Statement } from "../../db/commit";
 import { parseRuleState, renewalDate } from "../../lib/recurrence";
 import type { CreateItemInput, ItemDetail, ItemListEntry, ListItemsInput, UpdateItemInput } from "../../schemas/items";
 import { decodeCursor, encodeCursor, invalidCursor } from "../../lib/cursor";
@@ -412,12 +414,13 @@ async function withSnapshot<R>(
   db: Db,
   companyId: number,
   itemIds: number[] | "inserted",
-  write: Parameters<Db["batch"]>[0][number],
-  before: Array<Parameters<Db["batch"]>[0][number]> = [],
+  write: Statement,
+  before: Statement[] = [],
+  rowOf: (result: unknown) => R | undefined = (rows) => (rows as R[])[0],
 ): Promise<Written<R | undefined>> {
-  const results = await db.commit([...before, write, ...snapshotQueries(db, companyId, itemIds)]);
-  const [rows, ...snapshot] = results.slice(before.length) as unknown as [R[], ...SnapshotResults];
-  const row = rows[0];
+  const results = await db.commit([...before, write, ...snapshotQueries(db.d1, companyId, itemIds)]);
+  const [written, ...snapshot] = results.slice(before.length) as unknown as [unknown, ...SnapshotResults];
+  const row = rowOf(written);
   if (!row) return { row, snapshot: null };
   const read = toSnapshots(snapshot);
   // Only a snapshot of exactly the rows written is handed on (else the object reads its own).
@@ -425,89 +428,53 @@ async function withSnapshot<R>(
   return { row, snapshot: read.items.map((i) => i.itemId).join() === expected.join() ? read : null };
 }
 
-/** The create's INSERT ... SELECT: references given as values or as scalar subqueries, `guard` re-checks them. */
-function insertItem(
-  db: Db,
-  companyId: number,
-  userId: number,
-  input: CreateItemInput,
-  refs: { deptId: number | SQL; documentTypeId: number | SQL | null; folderId: number | SQL | null; contactId: number | null },
-  guard: SQL,
-) {
-  return db
-    .insert(items)
-    .select((qb) =>
-      qb
-        .select({
-          id: sql`NULL`,
-          companyId: sql`${companyId}`,
-          deptId: sql`${refs.deptId}`,
-          documentTypeId: sql`${refs.documentTypeId}`,
-          folderId: sql`${refs.folderId}`,
-          contactId: sql`${refs.contactId}`,
-          seqId: input.seqid === undefined ? defaultSequenceId(companyId) : sql`${input.seqid || null}`,
-          reminderAnchor: sql`${input.expiry_date}`,
-          scheduleEpoch: sql`1`,
-          title: sql`${input.title}`,
-          notes: sql`${input.notes ?? ""}`,
-          itemType: sql`${input.item_type ?? "exp"}`,
-          expiryDate: sql`${input.expiry_date}`,
-          status: sql`'pending'`,
-          archived: sql`0`,
-          createdBy: sql`${userId}`,
-          createdAt: sql`CURRENT_TIMESTAMP`,
-          updatedAt: sql`CURRENT_TIMESTAMP`,
-          version: sql`1`,
-          externalId: sql`${input.external_id ?? null}`,
-          importRef: sql`NULL`,
-          searchWords: sql`${searchWords(input.title, input.notes)}`,
-          recurEvery: sql`${input.recurrence?.every ?? null}`,
-          recurUnit: sql`${input.recurrence?.unit ?? null}`,
-          recurRenewOn: sql`${input.recurrence?.renew_on ?? null}`,
-          recurUntil: sql`${input.recurrence?.until ?? null}`,
-          recurCount: sql`${input.recurrence?.count ?? null}`,
-          recurAnchor: sql`${input.recurrence ? input.expiry_date : null}`,
-        })
-        .from(companies)
-        // The company's documents_limit and every reference, checked by the INSERT itself.
-        .where(
-          and(
-            eq(companies.id, companyId),
-            lt(companies.documentsUsed, companies.documentsLimit),
-            guard,
-            input.seqid ? sequenceInCompany(companyId, input.seqid) : undefined,
-          ),
-        ) as never,
-    )
-    .returning();
+/**
+ * The new item of a POST, for the one writer of item rows (src/records/items/writer.ts). `resolved`:
+ * its department and document type as read (folder_path, or a type named both ways); else the
+ * statement finds them itself: the type by id or name, the department given, the type's, or the
+ * company's default.
+ */
+function newItemOf(companyId: number, userId: number, input: CreateItemInput, resolved?: { deptId: number; documentTypeId: number | null }): NewItem {
+  const rule = input.recurrence;
+  return {
+    companyId,
+    createdBy: userId,
+    title: input.title,
+    expiryDate: input.expiry_date,
+    notes: input.notes,
+    itemType: input.item_type,
+    deptId: resolved ? resolved.deptId : input.deptid,
+    documentTypeId: resolved ? (resolved.documentTypeId ?? undefined) : input.document_type_id,
+    documentTypeKey: !resolved && input.document_type !== undefined ? nameKey(input.document_type) : undefined,
+    folderId: input.folder_id ?? null,
+    contactId: input.contact_id ?? null,
+    seqId: input.seqid === undefined ? undefined : input.seqid || null,
+    externalId: input.external_id ?? null,
+    rule: rule ? { every: rule.every, unit: rule.unit, renewOn: rule.renew_on, until: rule.until ?? null, count: rule.count ?? null } : null,
+  };
 }
 
+/** The first row of a `RETURNING *` result, as an ItemRow. */
+const insertedRow = (result: unknown) => {
+  const raw = (result as D1Result<Record<string, unknown>>).results[0];
+  return raw && itemRowOf(raw);
+};
+
 /**
- * The create with its references looked up inside the INSERT (no round trip before it): the
- * department (given, the document type's, or the company's default) and the document type (by id
- * or name) as scalar subqueries, which must find a row. Null when that cannot be done in one
- * statement (folder_path creates folders first; document_type with document_type_id must agree).
+ * The create in one statement, its references looked up inside the INSERT (no round trip before
+ * it), as text and parameters. Null when that cannot be done in one statement (folder_path creates
+ * folders first; document_type with document_type_id must agree).
  */
-export function createItemInsert(db: Db, companyId: number, userId: number, input: CreateItemInput) {
+export function createItemQuery(companyId: number, userId: number, input: CreateItemInput) {
   if (input.folder_path !== undefined || (input.document_type !== undefined && input.document_type_id !== undefined)) return null;
-  const typeGiven = input.document_type_id !== undefined || input.document_type !== undefined;
-  const typeWhere = input.document_type_id !== undefined ? sql`t.id = ${input.document_type_id}` : sql`t.name_key = ${nameKey(input.document_type ?? "")}`;
-  const typeColumn = (column: "id" | "dept_id") => sql`(SELECT t.${sql.raw(column)} FROM document_types AS t WHERE t.company_id = ${companyId} AND ${typeWhere})`;
-  const deptId =
-    input.deptid ?? (typeGiven ? typeColumn("dept_id") : sql`(SELECT d.id FROM departments AS d WHERE d.company_id = ${companyId} AND d.is_default = 1)`);
-  const documentTypeId = typeGiven ? typeColumn("id") : null;
-  const guards: SQL[] = [sql`${deptId} IS NOT NULL`];
-  if (input.deptid !== undefined) guards.push(refExists(departments, companyId, input.deptid));
-  if (documentTypeId) guards.push(sql`${documentTypeId} IS NOT NULL`);
-  if (input.folder_id) guards.push(refExists(folders, companyId, input.folder_id));
-  if (input.contact_id) guards.push(refExists(contacts, companyId, input.contact_id));
-  return insertItem(db, companyId, userId, input, { deptId, documentTypeId, folderId: input.folder_id ?? null, contactId: input.contact_id ?? null }, and(...guards)!);
+  return insertItemsQuery([newItemRow(newItemOf(companyId, userId, input))], { guard: "references", returning: true });
 }
 
 export async function createItem(db: Db, companyId: number, userId: number, input: CreateItemInput): Promise<Written<ItemRow>> {
-  const inline = createItemInsert(db, companyId, userId, input);
+  const inline = createItemQuery(companyId, userId, input);
   if (inline) {
-    const { row, snapshot } = await externalIdUnique(input.external_id, () => withSnapshot<ItemRow>(db, companyId, "inserted", inline));
+    const insert = db.d1.prepare(inline.sql).bind(...inline.params);
+    const { row, snapshot } = await externalIdUnique(input.external_id, () => withSnapshot(db, companyId, "inserted", insert, [], insertedRow));
     if (row) return { row, snapshot };
     // Refused: the lookups below find which reference (or the limit) it was, or try again.
   }
@@ -518,13 +485,9 @@ export async function createItem(db: Db, companyId: number, userId: number, inpu
     // folder_path: its folders are created in the insert's own batch, so a request that dies
     // leaves both or neither (a key's retry then never finds folders without their item).
     const path = input.folder_path !== undefined ? folderPathWrites(db, companyId, deptId, input.folder_path) : null;
-    const folderId = input.folder_id ?? null;
-    const refs: Refs = { deptId, documentTypeId: type?.id ?? null, folderId, contactId: input.contact_id ?? null };
-    const guard = path ? and(refsHold(companyId, refs), sql`${path.lastFolder} IS NOT NULL`)! : refsHold(companyId, refs);
-    const values = { deptId, documentTypeId: refs.documentTypeId ?? null, folderId: path ? path.lastFolder : folderId, contactId: refs.contactId ?? null };
-    const { row, snapshot } = await externalIdUnique(input.external_id, () =>
-      withSnapshot<ItemRow>(db, companyId, "inserted", insertItem(db, companyId, userId, input, values, guard), path?.statements),
-    );
+    const item = newItemOf(companyId, userId, input, { deptId, documentTypeId: type?.id ?? null });
+    const insert = insertItems(db.d1, [newItemRow({ ...item, folderRequired: path !== null })], { guard: "references", returning: true, folder: path?.lastFolder });
+    const { row, snapshot } = await externalIdUnique(input.external_id, () => withSnapshot(db, companyId, "inserted", insert, path?.statements, insertedRow));
     if (row) return { row, snapshot };
     const company = await db.select({ used: companies.documentsUsed, limit: companies.documentsLimit }).from(companies).where(eq(companies.id, companyId)).get();
     if (!company || company.used >= company.limit) {
@@ -710,7 +673,7 @@ export async function deleteItem(db: Db, companyId: number, itemId: number): Pro
   const [deleted, ...rest] = await db.commit([
     db.delete(items).where(inCompany(companyId, itemId)).returning({ id: items.id }),
     ...tagStatements,
-    ...snapshotQueries(db, companyId, [itemId]),
+    ...snapshotQueries(db.d1, companyId, [itemId]),
   ]);
   if (deleted.length === 0) throw notFound("Item");
   return toSnapshots(rest.slice(tagStatements.length) as unknown as SnapshotResults);
