@@ -1,3 +1,6 @@
+import { and, eq, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { contacts, items, reminderSync } from "../db/schema";
 import type { Env } from "../env";
 import { apiError, badRequest, notFound } from "../lib/errors";
 import { channelProblem, WEBHOOK_CHANNEL_PROBLEM } from "../company-clock/channels";
@@ -17,30 +20,28 @@ export function unwrap<R>(result: R): Exclude<R, { error: unknown }> {
  * The item as D1 has it, before the Durable Object is asked: 404 when it is not in the company,
  * and whether the object has still to apply a change (then the call syncs it first).
  */
-export async function itemForReminders(db: D1Database, companyId: number, itemId: number, contactId?: number): Promise<{ syncFirst: boolean }> {
-  const [item, contact] = await db.batch<{ pending: number | null; id?: number }>([
+export async function itemForReminders(db: Db, companyId: number, itemId: number, contactId?: number): Promise<{ syncFirst: boolean }> {
+  const [[item], [contact]] = await db.batch([
     db
-      .prepare(
-        `SELECT i.id, (rs.version IS NULL OR rs.version > rs.synced_version) AS pending FROM items i
-         LEFT JOIN reminder_sync rs ON rs.company_id = i.company_id AND rs.item_id = i.id
-         WHERE i.id = ? AND i.company_id = ?`,
-      )
-      .bind(itemId, companyId),
-    db.prepare("SELECT id FROM contacts WHERE id = ? AND company_id = ?").bind(contactId ?? 0, companyId),
+      .select({ pending: sql<number>`(${reminderSync.version} IS NULL OR ${reminderSync.version} > ${reminderSync.syncedVersion})` })
+      .from(items)
+      .leftJoin(reminderSync, and(eq(reminderSync.companyId, items.companyId), eq(reminderSync.itemId, items.id)))
+      .where(and(eq(items.id, itemId), eq(items.companyId, companyId))),
+    db.select({ id: contacts.id }).from(contacts).where(and(eq(contacts.id, contactId ?? 0), eq(contacts.companyId, companyId))),
   ]);
-  if (item!.results.length === 0) throw notFound("Item");
-  if (contactId && contact!.results.length === 0) throw badRequest(`contact_id ${contactId} does not exist`);
-  return { syncFirst: item!.results[0]!.pending === 1 };
+  if (!item) throw notFound("Item");
+  if (contactId && !contact) throw badRequest(`contact_id ${contactId} does not exist`);
+  return { syncFirst: item.pending === 1 };
 }
 
 /**
  * 400 for a channel this deployment cannot deliver; `webhook` needs an enabled endpoint of the
  * company subscribed to reminder.sent (one D1 query, only when the webhook channel is asked for).
  */
-export async function checkChannels(env: Env, d1: D1Database, companyId: number, channels: Channel[] | undefined): Promise<void> {
+export async function checkChannels(env: Env, db: Db, companyId: number, channels: Channel[] | undefined): Promise<void> {
   for (const channel of channels ?? []) {
     if (channel === "webhook") {
-      if (!(await hasSubscriber(d1, companyId, "reminder.sent"))) throw badRequest(WEBHOOK_CHANNEL_PROBLEM);
+      if (!(await hasSubscriber(db.d1, companyId, "reminder.sent"))) throw badRequest(WEBHOOK_CHANNEL_PROBLEM);
       continue;
     }
     const problem = channelProblem(env, channel);
