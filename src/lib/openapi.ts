@@ -205,6 +205,7 @@ export function scopedRoute<R extends ScopedRoute>({ scope, scopeOf, owner, etag
     ...(write ? [sharedParameters.idempotencyKey] : []),
     ...(precondition ? [sharedParameters.ifMatch] : []),
     ...(etag ? [sharedParameters.ifNoneMatch] : []),
+    ...(config.parameters ?? []),
   ];
   const middleware: MiddlewareHandler<AppBindings>[] = [
     named(config.operationId),
