@@ -143,6 +143,8 @@ describe("every operation through Prism's validating proxy", () => {
     await expectStatus(400, "POST", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: owner.clientId, client_secret: owner.secret, scope: "contacts:delete" } });
     await expectStatus(200, "GET", "/v1/oauth/me", { token: t });
     await expectStatus(401, "GET", "/v1/oauth/me", { token: "not-a-token" });
+    await expectStatus(400, "GET", "/v1/oauth/me", { token: t, headers: { "X-D1-Bookmark": "not-a-bookmark" } });
+    await expectStatus(400, "GET", "/v1/contacts", { token: t, headers: { "X-D1-Bookmark": "not-a-bookmark" } });
   });
 
   it("429: the failed-token lock-out, after ten wrong secrets for one client_id", async () => {
@@ -383,6 +385,7 @@ describe("every operation through Prism's validating proxy", () => {
     expect(ics.text).toMatch(/^BEGIN:VCALENDAR\r\n/);
     await expectStatus(304, "GET", path, { headers: { "If-None-Match": ics.headers.get("ETag")! } });
     await expectStatus(400, "GET", path, { headers: { "If-None-Match": "not-quoted" } });
+    await expectStatus(400, "GET", path, { headers: { "X-D1-Bookmark": "not-a-bookmark" } });
     await expectStatus(200, "DELETE", `/v1/calendar-feeds/${feed.body.data.feed_id}`, { token: t });
     await expectStatus(404, "GET", path);
   });

@@ -123,7 +123,7 @@ calendarFeedsRouter.openAPIRegistry.registerPath({
       }),
     }),
   },
-  parameters: [sharedParameters.ifNoneMatch],
+  parameters: [sharedParameters.ifNoneMatch, sharedParameters.d1Bookmark],
   responses: {
     200: {
       description: "The calendar",
@@ -131,7 +131,7 @@ calendarFeedsRouter.openAPIRegistry.registerPath({
       content: { "text/calendar": { schema: z.string().openapi({ example: "BEGIN:VCALENDAR\r\nVERSION:2.0\r\n…\r\nEND:VCALENDAR\r\n" }) } },
     },
     304: errorResponses.notModified,
-    400: jsonResponse(ApiErrorSchema, "A malformed If-None-Match (Shape B, naming the header)"),
+    400: jsonResponse(ApiErrorSchema, "A malformed If-None-Match or X-D1-Bookmark (Shape B, naming the header)"),
     404: jsonResponse(ApiErrorSchema, "No feed has this token: unknown, or revoked (Shape B)"),
     414: errorResponses.uriTooLong,
     429: errorResponses.tooManyRequests,
