@@ -39,7 +39,7 @@ beforeAll(async () => {
     "--var", "WEBHOOK_SECRETS_KEY:e2e-webhook-secrets-key-0123456789abcdef",
     "--var", "WEBHOOKS_ALLOW_PRIVATE_URLS:true",
   ]);
-  doc = await (await fetch(`${service.base}/v1/openapi.json`)).json();
+  doc = (await (await fetch(`${service.base}/v1/openapi.json`)).json()) as Json;
   scratch = mkdtempSync(join(tmpdir(), "expiry-conformance-doc-"));
   writeFileSync(join(scratch, "openapi.json"), JSON.stringify(doc));
   prism = await startPrism(join(scratch, "openapi.json"), service.base);
