@@ -85,7 +85,8 @@ export function noneMatch(tags: EntityTags, etag: string): boolean {
  * then bound to the state that tag was checked against (`checkIfMatch`).
  */
 export function ifMatchNamesTag(c: Context): boolean {
-  return entityTags(c.req.header("If-Match") ?? "").some((tag) => tag !== "*");
+  const tags = requestTags(c, "If-Match");
+  return tags !== undefined && tags !== "*" && tags.length > 0;
 }
 
 /** If-Match uses the strong comparison: a weak tag never matches. */
