@@ -123,11 +123,3 @@ export function parseRange(header: string | undefined, size: number): ByteRange 
   if (start >= size) return { kind: "unsatisfiable" };
   return { kind: "range", start, end: Math.min(end, size - 1) };
 }
-
-/** Whether an `If-None-Match` header matches `etag` (weak comparison, `*` matches anything). */
-export function etagMatches(header: string | undefined, etag: string): boolean {
-  if (!header) return false;
-  if (header.trim() === "*") return true;
-  const bare = etag.replace(/^W\//, "");
-  return header.split(",").some((tag) => tag.trim().replace(/^W\//, "") === bare);
-}
