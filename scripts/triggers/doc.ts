@@ -32,7 +32,7 @@ export function renderDoc(): string {
     "into the migrations and into this page. `test/tools/triggers.test.ts` fails when the database that the",
     "migrations build and the catalogue disagree (a trigger missing, extra, different or out of order), when",
     "a trigger names a table or column that `src/db/schema.ts` does not have, or when this page is not what",
-    "the generator renders.",
+    "the generator renders; `test/worker/triggers.test.ts` checks local D1, migrated, against the catalogue.",
     "",
     "## Changing a trigger",
     "",
@@ -64,7 +64,7 @@ export function renderDoc(): string {
     "",
     "## Families",
     "",
-    "| Family | Triggers | Skip during shard moves | What for |",
+    "| Family | Triggers | Skips during shard moves | What for |",
     "|---|---|---|---|",
     ...FAMILIES.map((family) => {
       const members = CATALOGUE.filter((t) => t.family === family);

@@ -4,7 +4,7 @@
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync, type Database } from "../lib/node-sqlite.ts";
-import { normalise, renderTrigger, type Trigger } from "./trigger.ts";
+import { firingGroup, normalise, renderTrigger, type Trigger } from "./trigger.ts";
 
 export const MIGRATIONS = join(import.meta.dirname, "..", "..", "migrations");
 
@@ -26,17 +26,6 @@ export interface LiveTrigger {
 /** The database's triggers in the order they were created (sqlite_master's rowid order, which is also the order SQLite loads them in). */
 export function liveTriggers(db: Database): LiveTrigger[] {
   return db.prepare("SELECT name, tbl_name AS 'table', sql FROM sqlite_master WHERE type = 'trigger' ORDER BY rowid").all() as unknown as LiveTrigger[];
-}
-
-/**
- * Triggers on one table for one timing and event fire latest-created first, so their order is part
- * of what they do (an audit entry's place relative to the entries its triggers cause). Keyed from
- * the CREATE statement, which live triggers give too.
- */
-export function firingGroup(sql: string): string {
-  const m = /^CREATE TRIGGER `?\w+`? (BEFORE|AFTER) (INSERT|UPDATE|DELETE)\b.*? ON `?(\w+)`?/is.exec(normalise(sql));
-  if (!m) throw new Error(`not a trigger this catalogue renders: ${sql.slice(0, 80)}`);
-  return `${m[3]} ${m[1]} ${m[2]}`.toLowerCase();
 }
 
 export interface Plan {

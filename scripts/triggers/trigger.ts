@@ -63,3 +63,14 @@ export function normalise(sql: string): string {
     .map((part, i) => (i % 2 === 1 ? part : part.replace(/\s+/g, " ")))
     .join("");
 }
+
+/**
+ * Triggers on one table for one timing and event fire latest-created first, so their order is part
+ * of what they do (an audit entry's place relative to the entries its triggers cause). Keyed from
+ * the CREATE statement, which live triggers give too.
+ */
+export function firingGroup(sql: string): string {
+  const m = /^CREATE TRIGGER `?\w+`? (BEFORE|AFTER) (INSERT|UPDATE|DELETE)\b.*? ON `?(\w+)`?/is.exec(normalise(sql));
+  if (!m) throw new Error(`not a trigger this catalogue renders: ${sql.slice(0, 80)}`);
+  return `${m[3]} ${m[1]} ${m[2]}`.toLowerCase();
+}

@@ -10,8 +10,8 @@ import { describe, expect, it } from "vitest";
 import * as schema from "../../src/db/schema";
 import { CATALOGUE } from "../../scripts/triggers/catalogue.ts";
 import { DOC, renderDoc } from "../../scripts/triggers/doc.ts";
-import { MARKER, MAX_MIGRATION_BYTES, MIGRATIONS, firingGroup, liveTriggers, migrated, plan, type LiveTrigger } from "../../scripts/triggers/migrations.ts";
-import { normalise, renderTrigger } from "../../scripts/triggers/trigger.ts";
+import { MARKER, MAX_MIGRATION_BYTES, MIGRATIONS, liveTriggers, migrated, plan, type LiveTrigger } from "../../scripts/triggers/migrations.ts";
+import { firingGroup, normalise, renderTrigger } from "../../scripts/triggers/trigger.ts";
 
 const db = migrated();
 const live = liveTriggers(db);
