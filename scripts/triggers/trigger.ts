@@ -48,8 +48,9 @@ const quoted = (name: string) => `\`${name}\``;
 /** The trigger's CREATE statement, without its final semicolon (as sqlite_master keeps it). */
 export function renderTrigger(t: Trigger): string {
   const event = t.columns ? `UPDATE OF ${t.columns.map(quoted).join(", ")}` : t.event;
-  const conditions = [t.when, t.skipsShardMoves ? shardMoveGuard(t) : undefined].filter((c) => c !== undefined);
-  const when = conditions.length === 0 ? "" : `\n  WHEN ${conditions.length === 1 ? conditions[0] : conditions.map((c, i) => (i === 0 ? `(${c})` : c)).join(" AND ")}`;
+  const guard = t.skipsShardMoves ? shardMoveGuard(t) : undefined;
+  const condition = t.when && guard ? `(${t.when}) AND ${guard}` : (t.when ?? guard);
+  const when = condition ? `\n  WHEN ${condition}` : "";
   const body = t.body.map((statement) => `${statement.replace(/^/gm, "  ")};\n`).join("");
   return `CREATE TRIGGER ${quoted(t.name)} ${t.timing ?? "AFTER"} ${event} ON ${quoted(t.table)}${when}\nBEGIN\n${body}END`;
 }
