@@ -1,6 +1,6 @@
 // Pure helpers of the drive: sizes, ids and tokens, download headers, byte ranges.
 
-/** KB a file counts against the drive counters: ceil(bytes / 1024), at least 1 (migration 0010 does the same in SQL). */
+/** KB a file counts against the drive counters: ceil(bytes / 1024), at least 1 (the files_usage triggers do the same in SQL). */
 export function kbOf(bytes: number): number {
   return Math.max(1, Math.ceil(bytes / 1024));
 }
