@@ -60,7 +60,7 @@ describe("the OpenAPI document under real tools", () => {
     const problems = await spectral.run(source);
     const report = problems.map((p) => `${["error", "warning", "info", "hint"][p.severity]} ${p.code}: ${p.message} at ${p.path.join(".")}`);
     expect(report).toEqual([]);
-  });
+  }, 60_000);
 
   it("gives openapi-typescript a named operation for every operation", () => {
     expect(types).not.toMatch(/operations = Record<string, never>/);
