@@ -102,7 +102,7 @@ if (argv.includes("--help") || argv.includes("-h")) {
                      their point reads and lists, company 1 holding 30,000 items and 5,000 contacts; RATE_LIMITS=off;
                      --connections defaults to 16 and --rounds to 3 there, port 9100
   --duration S       measured seconds per route (default 10)
-  --connections N    concurrent connections (default 32)
+  --connections N    concurrent connections (default 32; 16 for writes)
   --warmup S         unmeasured seconds per route before its first measured run (default 2)
   --server-warmup S  unmeasured seconds of mixed load over all routes once the server is up (default 10)
   --rounds R         measure every route R times, interleaved; the table shows medians (default 1; 3 for drive, limits, feeds, imports, exports and writes)

@@ -1,4 +1,4 @@
-import { and, asc, count, eq, inArray, isNull, lt, sql, type SQL } from "drizzle-orm";
+import { and, asc, count, eq, inArray, isNull, sql, type SQL } from "drizzle-orm";
 import { getCountryCallingCode, type CountryCode } from "libphonenumber-js/min";
 import { isForeignKeyViolation, isUniqueViolation, type Db } from "../db/client";
 import { jsonField, jsonRowsInsert, rowOf, type ColumnsMade } from "../db/json-rows";

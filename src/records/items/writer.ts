@@ -81,7 +81,7 @@ export function newItemRow(item: NewItem): Record<string, unknown> {
 
 const field = (name: string) => jsonField(name);
 
-/** Marks where a statement's text takes the folder's own expression, and the rows' parameter. */
+/** Marks where a statement's text takes the folder's expression: the row's, or one of the caller's (`insertItemsQuery`). */
 const FOLDER = "\u0001";
 
 /** How each column of a new item is made, over `r`: the row's JSON `r.v`, its company `r.company_id`, its document type `r.type_id`. */
