@@ -44,7 +44,7 @@ export const RecurrenceSchema = z
   })
   .openapi("Recurrence", { description: RECURRENCE_DESCRIPTION });
 
-const ActionBySchema = z
+export const ActionBySchema = z
   .object({
     type: z.enum(["contact", "client"]).openapi({ example: "contact", description: "contact: a recipient, from a reminder's page; client: an API client" }),
     id: z.union([z.number().int(), z.string()]).openapi({ example: 42, description: "The contact's id (an integer) or the API client's client_id (a string)" }),

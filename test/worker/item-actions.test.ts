@@ -5,7 +5,9 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
 import { acknowledgeItem, itemActionState, snoozeItem, unacknowledgeItem, unsnoozeItem } from "../../src/records/items/actions";
+import { renewItem } from "../../src/records/items/queries";
 import { addDays, todayIn } from "../../src/lib/time";
+import { WebhookPayloadSchema } from "../../src/schemas/webhooks";
 import { call, createAccount, createContact, createItem, env, expectShapeB, type TestAccount } from "./helpers";
 
 let account: TestAccount;
@@ -151,5 +153,57 @@ describe("the API's routes", () => {
     await call("POST", `/v1/items/${item.item_id}/renew`, { token: account.ownerToken });
     const detail = (await call("GET", `/v1/items/${item.item_id}`, { token: account.ownerToken })).body.data;
     expect(detail).toMatchObject({ acknowledgement: null, snoozed_until: null });
+  });
+});
+
+describe("webhook events and keyed requests", () => {
+  it("records item.acknowledged, item.unacknowledged, item.snoozed and item.unsnoozed with by and via, and nothing for a renewal's clearing", async () => {
+    const owner = await createAccount();
+    const hook = await call("POST", "/v1/webhooks", { token: owner.ownerToken, body: { url: "http://127.0.0.1:9/hook", events: ["*"] } });
+    expect(hook.status, JSON.stringify(hook.body)).toBe(201);
+    const contact = await createContact(owner.ownerToken);
+    const item = await createItem(owner.ownerToken, { contact_id: contact.contact_id });
+    // The records' actions alone (no sync), so the events wait in D1's outbox where the test reads them.
+    const db = database(env.DB, {
+      committed: 0,
+      actor: { accountId: null, companyId: null, clientId: null, userId: null, requestId: null, operationId: "recipientAction", contactId: contact.contact_id, via: "link" },
+    });
+    const by = { type: "contact" as const, id: contact.contact_id };
+    await env.DB.prepare("DELETE FROM webhook_events WHERE company_id = ?").bind(owner.companyId).run();
+    const until = addDays(todayIn("UTC"), 4);
+    await acknowledgeItem(db, owner.companyId, item.item_id, { by, via: "link", note: "ok" });
+    await acknowledgeItem(db, owner.companyId, item.item_id, { by, via: "link" });
+    await snoozeItem(db, owner.companyId, item.item_id, { by, via: "link", until });
+    await unsnoozeItem(db, owner.companyId, item.item_id, { by, via: "link" });
+    await unacknowledgeItem(db, owner.companyId, item.item_id, { by, via: "link" });
+    await acknowledgeItem(db, owner.companyId, item.item_id, { by, via: "link" });
+    await renewItem(db, owner.companyId, 0, item.item_id);
+    const { results } = await env.DB.prepare("SELECT type, data FROM webhook_events WHERE company_id = ? ORDER BY id").bind(owner.companyId).all<{ type: string; data: string }>();
+    expect(results.map((e) => e.type)).toEqual(["item.acknowledged", "item.snoozed", "item.unsnoozed", "item.unacknowledged", "item.acknowledged", "item.renewed"]);
+    const payloads = results.map((e) => ({ type: e.type, timestamp: "2027-01-01T00:00:00.000Z", data: JSON.parse(e.data) }));
+    for (const payload of payloads) expect(WebhookPayloadSchema.safeParse(payload).success, JSON.stringify(payload)).toBe(true);
+    expect(payloads[0]!.data).toMatchObject({ item_id: item.item_id, acknowledgement: { by, via: "link", note: "ok" }, snoozed_until: null, by, via: "link" });
+    expect(payloads[1]!.data).toMatchObject({ snoozed_until: until, acknowledgement: { note: "ok" }, by, via: "link" });
+    expect(payloads[3]!.data).toMatchObject({ acknowledgement: null, by, via: "link" });
+  });
+
+  it("honours Idempotency-Key: the same acknowledgement again is the stored answer; another body with the key is 422", async () => {
+    const item = await createItem(account.ownerToken);
+    const key = crypto.randomUUID();
+    const path = `/v1/items/${item.item_id}/acknowledge`;
+    const first = await call("POST", path, { token: account.ownerToken, body: { note: "a" }, headers: { "Idempotency-Key": key } });
+    expect(first.status).toBe(200);
+    const again = await call("POST", path, { token: account.ownerToken, body: { note: "a" }, headers: { "Idempotency-Key": key } });
+    expect(again.headers.get("Idempotent-Replayed")).toBe("true");
+    expect(again.body).toEqual(first.body);
+    expectShapeB(await call("POST", path, { token: account.ownerToken, body: { note: "b" }, headers: { "Idempotency-Key": key } }), 422);
+  });
+
+  it("honours If-Match: a stale ETag is 412 and changes nothing", async () => {
+    const item = await createItem(account.ownerToken);
+    const etag = (await call("GET", `/v1/items/${item.item_id}`, { token: account.ownerToken })).headers.get("ETag")!;
+    await call("PATCH", `/v1/items/${item.item_id}`, { token: account.ownerToken, body: { notes: "changed" } });
+    expectShapeB(await call("POST", `/v1/items/${item.item_id}/acknowledge`, { token: account.ownerToken, headers: { "If-Match": etag } }), 412);
+    expect((await call("GET", `/v1/items/${item.item_id}`, { token: account.ownerToken })).body.data.acknowledgement).toBeNull();
   });
 });
