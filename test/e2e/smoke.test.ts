@@ -344,10 +344,29 @@ describe("the API reference page (GET /docs) in headless Chromium", () => {
   /** The section of one operation (its id ends with the tag slug, method and path). */
   const operation = (slug: string) => tab.page.locator(`section[id$="/tag/${slug}"]`);
 
-  it("GET / links to it", async () => {
+  it("GET / links to it: JSON for programs, a page for the browser whose link opens it", async () => {
     const res = await http("GET", "/");
     expect(res.status).toBe(200);
     expect(res.body.docs).toBe(`${base}/docs`);
+
+    const page = await tab.page.goto(`${base}/`);
+    expect(page?.status()).toBe(200);
+    expect(page?.headers()["content-type"]).toMatch(/^text\/html/);
+    const main = tab.page.getByRole("main");
+    await visible(main.getByRole("heading", { name: "Expiry-tracking and reminder API", level: 1 }));
+    await visible(main.getByText(`POST ${base}/v1/oauth/token`, { exact: true }));
+    // On a phone's width the page does not scroll sideways (the code block scrolls by itself).
+    await tab.page.setViewportSize({ width: 390, height: 844 });
+    expect(await tab.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBe(0);
+    await tab.page.setViewportSize({ width: 1400, height: 1000 });
+    for (const [name, path] of [["OpenAPI document", "/v1/openapi.json"], ["Health", "/health"]] as const) {
+      const [answer] = await Promise.all([tab.page.waitForResponse((r) => new URL(r.url()).pathname === path), main.getByRole("link", { name, exact: true }).click()]);
+      expect(answer.status(), path).toBe(200);
+      await tab.page.goBack();
+    }
+    await Promise.all([tab.page.waitForURL(`${base}/docs`), main.getByRole("link", { name: "API reference", exact: true }).click()]);
+    // The page's own style passed its Content-Security-Policy: a blocked one would be a console error (checked last).
+    expect(await tab.page.title()).toContain("reference");
   });
 
   it("lists every tag of the document in its navigation, with nothing loaded from another origin", async () => {

@@ -119,7 +119,7 @@ describe("security", () => {
       if (PUBLIC.has(key)) expect(op.security ?? [], key).toEqual([]);
       else expect(op.security, key).toBeDefined();
     }
-    expect(PUBLIC.size).toBe(5);
+    expect(PUBLIC.size).toBe(6);
   });
 
   it("gives each authenticated operation the oauth2 requirement with exactly its scope", () => {
