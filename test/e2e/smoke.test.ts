@@ -24,10 +24,10 @@ interface CliResult {
   stderr: string;
 }
 
-/** Runs `file args` in the project root; resolves with the exit code instead of throwing. */
-function run(file: string, args: string[]): Promise<CliResult> {
+/** Runs `file args` in the project root (`env` added); resolves with the exit code instead of throwing. */
+function run(file: string, args: string[], env: Record<string, string> = {}): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(file, args, { cwd: ROOT, env: { ...process.env, CI: "true" }, timeout: 60_000 }, (error, stdout, stderr) => {
+    execFile(file, args, { cwd: ROOT, env: { ...process.env, CI: "true", ...env }, timeout: 60_000 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
       resolve({ code, stdout, stderr });
     });
@@ -281,6 +281,37 @@ describe("operator CLI against the running service", () => {
     expect(me.body).toMatchObject({ client_id: clientId, company_id: companyId, userid: userId });
     const contacts = await http("GET", "/v1/contacts", { headers: bearer(token.body.access_token) });
     expect(contacts.status, JSON.stringify(contacts.body)).toBe(200);
+  });
+});
+
+// The README's check of a deployment (scripts/smoke-check.ts), here against the local service.
+describe("bash scripts/dev.sh smoke-check against the running service", () => {
+  const smokeCheck = (secret: string) =>
+    run("bash", [join(ROOT, "scripts", "dev.sh"), "smoke-check", `${base}/`, "--client-id", owner.clientId], { SMOKE_CLIENT_SECRET: secret });
+
+  it("passes every step: /health, the links, discovery, a token, one item written, read back and deleted", async () => {
+    const result = await smokeCheck(owner.secret);
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    const steps = result.stdout.split("\n").filter((line) => /^(ok|FAILED) \d/.test(line));
+    expect(steps.map((line) => line.replace(/ \(\d+ ms\)$/, "").replace(/items\/\d+/g, "items/N").replace(/item \d+/, "item N"))).toEqual([
+      "ok 1  GET /health",
+      "ok 2  GET / (links on this origin)",
+      "ok 3  GET /.well-known/oauth-authorization-server",
+      `ok 4  POST /v1/oauth/token (client ${owner.clientId}): scope "*", expires in 86400 s`,
+      "ok 5  POST /v1/items (one item): item N",
+      "ok 6  GET /v1/items/N (read back, X-D1-Bookmark)",
+      "ok 7  DELETE /v1/items/N",
+      "ok 8  GET /v1/items/N (gone)",
+    ]);
+    expect(result.stdout).toContain(`Smoke check of ${base} passed: 8 steps.`);
+    expect(result.stdout + result.stderr).not.toContain(owner.secret);
+  });
+
+  it("stops at the step that fails, naming it, with exit 1", async () => {
+    const result = await smokeCheck("not-the-secret");
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/FAILED 4  POST \/v1\/oauth\/token .*got 401 .*invalid_client/);
+    expect(result.stdout).not.toMatch(/^ok 5/m);
   });
 });
 

@@ -47,11 +47,18 @@ export interface Service {
 /**
  * Starts the service (extra arguments go to start.ts, e.g. `--var K:V`) and waits for /health.
  * `persistDir`: the state of an earlier (killed) service to start on; a new dir otherwise.
- * `env`: added to the service's environment.
+ * `env`: added to the service's environment. `port`: where it listens (it must be free); a free
+ * port the OS picks otherwise.
  */
-export async function startService(prefix: string, extraArgs: string[] = [], options: { persistDir?: string; env?: Record<string, string> } = {}): Promise<Service> {
+export async function startService(
+  prefix: string,
+  extraArgs: string[] = [],
+  options: { persistDir?: string; env?: Record<string, string>; port?: number } = {},
+): Promise<Service> {
+  // Checked first: on a taken port, the /health polled below could be another server's.
+  if (options.port !== undefined && !(await portIsFree(options.port))) throw new Error(`port ${options.port} is in use: choose another`);
   const persistDir = options.persistDir ?? mkdtempSync(join(tmpdir(), prefix));
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const base = `http://127.0.0.1:${port}`;
   let output = "";
   const server = spawn(process.execPath, [join(ROOT, "scripts", "start.ts"), "--port", String(port), "--persist-to", persistDir, ...extraArgs], {
@@ -97,6 +104,16 @@ export async function startService(prefix: string, extraArgs: string[] = [], opt
     }
     await sleep(200);
   }
+}
+
+/** Whether nothing listens on `port` on the loopback address right now. */
+export function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
+  });
 }
 
 /** A port nobody listens on right now (the OS picks it). */
