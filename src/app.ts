@@ -1,5 +1,7 @@
 import type { Context } from "hono";
 import type { AppBindings } from "./env";
+import { COMPOSED_HANDLER } from "hono/utils/constants";
+import { authenticate } from "./auth/middleware";
 import { requestGuard } from "./lib/body";
 import { rateLimits } from "./lib/rate-limit";
 import { requestContext } from "./lib/request-context";
@@ -32,10 +34,11 @@ import { systemRouter } from "./routes/system";
 
 export const app = createRouter();
 
-// Before every router: the request id and log line, the anonymous rate limit (authenticated calls
-// are counted by their route), then URL and body limits, charset and strict UTF-8 (src/lib/body.ts).
+// Before every router: the request id and log line, the anonymous rate limit (bearer calls of
+// authenticated operations are counted by their route, or as anonymous when the token fails), then
+// URL and body limits, charset and strict UTF-8 (src/lib/body.ts).
 app.use("*", requestContext());
-app.use("*", rateLimits());
+app.use("*", rateLimits(authenticatesBearer));
 app.use("*", requestGuard());
 
 app.route("/", systemRouter);
@@ -85,6 +88,17 @@ function methodsFor(path: string): string[] {
   const methods = new Set(routeTable.filter((r) => r.pattern.test(path)).map((r) => r.method));
   if (methods.has("GET")) methods.add("HEAD");
   return [...methods];
+}
+
+// Operations that authenticate a bearer token (their route runs `authenticate`): a bearer request to
+// one of them is rate-limited once its token is judged, any other request as its address's.
+let bearerTable: Array<{ pattern: RegExp; method: string }> | undefined;
+export function authenticatesBearer(method: string, path: string): boolean {
+  bearerTable ??= app.routes
+    .filter((r) => r.handler === authenticate || (r.handler as unknown as Record<string, unknown>)[COMPOSED_HANDLER] === authenticate)
+    .map((r) => ({ method: r.method, pattern: routePattern(r.path) }));
+  const wanted = method === "HEAD" ? "GET" : method;
+  return bearerTable.some((r) => r.method === wanted && r.pattern.test(path));
 }
 
 app.notFound((c: Context<AppBindings>) => {

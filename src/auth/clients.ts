@@ -20,7 +20,7 @@ export interface ClientRecord {
   shardState: string;
 }
 
-interface ClientRow {
+export interface ClientRow {
   client_id: string;
   secret_hash: string;
   secret_salt: string;
@@ -42,17 +42,27 @@ const CLIENT_SQL = `SELECT c.client_id, c.secret_hash, c.secret_salt, c.account_
   FROM api_clients c JOIN accounts a ON a.id = c.account_id
   WHERE c.client_id = ?`;
 
-/** Loads a client; a D1 failure becomes a Shape A 503 `service_unavailable`. */
-export async function findClient(db: D1Database, clientId: string): Promise<ClientRecord | null> {
-  let row: ClientRow | null;
+/** The statement that reads a client (its row: `clientFromRow`). */
+export const clientStatement = (db: D1Database, clientId: string) => db.prepare(CLIENT_SQL).bind(clientId);
+
+/** Runs `read` against the credential store; a D1 failure becomes a Shape A 503 `service_unavailable`. */
+export async function fromCredentialStore<T>(read: () => Promise<T>): Promise<T> {
   try {
-    row = await db.prepare(CLIENT_SQL).bind(clientId).first<ClientRow>();
+    return await read();
   } catch (err) {
     console.error(JSON.stringify({ level: "error", msg: "credential store unavailable", error: String(err) }));
     throw oauthError(503, "service_unavailable", "The credential store is unavailable; try again shortly", {
       headers: { "Retry-After": "5" },
     });
   }
+}
+
+/** Loads a client; a D1 failure becomes a Shape A 503 `service_unavailable`. */
+export async function findClient(db: D1Database, clientId: string): Promise<ClientRecord | null> {
+  return clientFromRow(await fromCredentialStore(() => clientStatement(db, clientId).first<ClientRow>()));
+}
+
+export function clientFromRow(row: ClientRow | null | undefined): ClientRecord | null {
   if (!row) return null;
   return {
     clientId: row.client_id,

@@ -6,7 +6,8 @@ import type { RequestSession } from "../db/request-session";
 import type { WriteGuards } from "../db/write-guards";
 import { READS, answerBookmark, requestSession } from "../db/session";
 import { isShard } from "../db/shards";
-import { apiError, forbidden, invalidToken, oauthError } from "../lib/errors";
+import { ApiError, apiError, forbidden, invalidToken, oauthError } from "../lib/errors";
+import { limitUnauthenticated } from "../lib/rate-limit";
 import { findClientCached, type ClientRecord } from "./clients";
 import { getSigningKeys } from "./keys";
 import { logTokenRefusal } from "../routes/audit-log/record";
@@ -25,6 +26,20 @@ export const MAX_AUTHORIZATION_HEADER_CHARS = 4096;
  * intersected with the client's current allowed scopes.
  */
 export const authenticate = createMiddleware<AppBindings>(async (c, next) => {
+  let session: RequestSession;
+  try {
+    session = await authenticateBearer(c);
+  } catch (error) {
+    // A token that does not authenticate: the request is its address's (429 once that is over).
+    if (error instanceof ApiError && error.status === 401) await limitUnauthenticated(c);
+    throw error;
+  }
+  await next();
+  answerBookmark(c, session);
+});
+
+/** The checks of `authenticate`: sets the request's session, D1 and `auth`, or throws (401 for a token that does not authenticate). */
+async function authenticateBearer(c: Context<AppBindings>): Promise<RequestSession> {
   const header = c.req.header("Authorization");
   if (!header) throw invalidToken("Missing bearer token in the Authorization header");
   if (header.length > MAX_AUTHORIZATION_HEADER_CHARS) {
@@ -105,9 +120,8 @@ export const authenticate = createMiddleware<AppBindings>(async (c, next) => {
     iat: claims.iat,
     exp: claims.exp,
   });
-  await next();
-  answerBookmark(c, session);
-});
+  return session;
+}
 
 /** 403 Shape A unless the token grants the scope (any one of a list; `required(c)`: the one the request names). */
 export function checkScope(required: string | readonly string[] | ((c: Context<AppBindings>) => string)) {

@@ -1,32 +1,62 @@
-// Failed token requests per client_id (docs/rate-limits.md): past TOKEN_FAILURE_LIMIT in a window
-// of TOKEN_FAILURE_WINDOW_SECONDS, the token endpoint answers 429 for the client until the window
-// ends, whatever the secret, so a secret cannot be guessed by brute force. Kept in D1 (exact, and
-// read with the client record the endpoint loads anyway), not in the approximate Rate Limiting binding.
-import type { ClientRecord } from "./clients";
+// Failed token requests per client_id (docs/rate-limits.md): at most TOKEN_FAILURE_LIMIT secrets are
+// checked in a window of TOKEN_FAILURE_WINDOW_SECONDS that turn out wrong; past that the token
+// endpoint answers 429 for the client until the window ends, whatever the secret, so a secret cannot
+// be guessed by brute force. Kept in D1 (exact and global), not in the approximate Rate Limiting binding.
+//
+// The count is taken before the secret is compared, in one guarded UPDATE: an attempt is admitted
+// only while the window holds fewer than the limit, so however many requests arrive at once, at most
+// the limit of them are ever checked. A right secret hands its attempt back; a wrong one keeps it.
+
+import { clientFromRow, clientStatement, fromCredentialStore, type ClientRecord, type ClientRow } from "./clients";
 
 export const TOKEN_FAILURE_LIMIT = 10;
 export const TOKEN_FAILURE_WINDOW_SECONDS = 900;
 
-/** Seconds the client is still locked out for (0: not locked). */
-export function lockedSeconds(client: ClientRecord, nowSeconds: number): number {
-  if (client.tokenFailures < TOKEN_FAILURE_LIMIT || client.tokenFailuresSince === null) return 0;
-  return Math.max(0, client.tokenFailuresSince + TOKEN_FAILURE_WINDOW_SECONDS - nowSeconds);
-}
+/** The window that began at `token_failures_since` is over (or none began): `?1` is now (unix s). */
+const FRESH = `(token_failures_since IS NULL OR token_failures_since <= ?1 - ${TOKEN_FAILURE_WINDOW_SECONDS})`;
 
-/** Counts a wrong secret: a new window starts when the last one has ended. */
-export async function recordTokenFailure(db: D1Database, clientId: string, nowSeconds: number): Promise<void> {
-  const fresh = `token_failures_since IS NULL OR token_failures_since <= ?1 - ${TOKEN_FAILURE_WINDOW_SECONDS}`;
-  await db
+/**
+ * Admits one attempt of `clientId` at `nowSeconds`: counts it, starting a new window when the last
+ * one has ended, unless the window already holds TOKEN_FAILURE_LIMIT. Returns a row only when the
+ * attempt was admitted (none for an unknown client_id either: the client's own read tells them apart).
+ */
+export function admitTokenAttemptStatement(db: D1Database, clientId: string, nowSeconds: number): D1PreparedStatement {
+  return db
     .prepare(
-      `UPDATE api_clients SET token_failures = CASE WHEN ${fresh} THEN 1 ELSE token_failures + 1 END,
-         token_failures_since = CASE WHEN ${fresh} THEN ?1 ELSE token_failures_since END
-       WHERE client_id = ?2`,
+      `UPDATE api_clients SET token_failures = CASE WHEN ${FRESH} THEN 1 ELSE token_failures + 1 END,
+         token_failures_since = CASE WHEN ${FRESH} THEN ?1 ELSE token_failures_since END
+       WHERE client_id = ?2 AND (${FRESH} OR token_failures < ${TOKEN_FAILURE_LIMIT})
+       RETURNING token_failures`,
     )
-    .bind(nowSeconds, clientId)
-    .run();
+    .bind(nowSeconds, clientId);
 }
 
-/** A token issued: earlier failures are forgotten (sent in the issue's batch). */
-export function clearTokenFailuresStatement(db: D1Database, clientId: string): D1PreparedStatement {
-  return db.prepare("UPDATE api_clients SET token_failures = 0, token_failures_since = NULL WHERE client_id = ?").bind(clientId);
+/**
+ * One round trip: the attempt admitted (or not) and the client read after it, in one transaction.
+ * `admitted` is false for an unknown client_id too (`client` null); a known client not admitted is
+ * over its limit until `lockedSeconds(client.tokenFailuresSince, now)`.
+ */
+export async function admitTokenAttempt(db: D1Database, clientId: string, nowSeconds: number): Promise<{ client: ClientRecord | null; admitted: boolean }> {
+  const [admit, read] = await fromCredentialStore(() => db.batch([admitTokenAttemptStatement(db, clientId, nowSeconds), clientStatement(db, clientId)]));
+  return { client: clientFromRow(read!.results[0] as ClientRow | undefined), admitted: admit!.results.length > 0 };
+}
+
+/** Seconds until the window that refused an attempt ends (at least 1). */
+export function lockedSeconds(failuresSince: number | null, nowSeconds: number): number {
+  return Math.max(1, (failuresSince ?? nowSeconds) + TOKEN_FAILURE_WINDOW_SECONDS - nowSeconds);
+}
+
+/**
+ * A right secret's attempt handed back (sent in the batch that issues the token, or after a refusal
+ * that was not the secret's fault): the failures of the window stay counted. Forgiving them on a
+ * success would let every token the real client fetches buy a guesser another TOKEN_FAILURE_LIMIT.
+ */
+export function releaseTokenAttemptStatement(db: D1Database, clientId: string): D1PreparedStatement {
+  return db
+    .prepare(
+      `UPDATE api_clients SET token_failures = max(token_failures - 1, 0),
+         token_failures_since = CASE WHEN token_failures <= 1 THEN NULL ELSE token_failures_since END
+       WHERE client_id = ?`,
+    )
+    .bind(clientId);
 }

@@ -29,6 +29,11 @@ export interface WriteCondition {
   version: number;
   /** For the 412 message: "Item". */
   what: string;
+  /**
+   * The record's ETag as it is now, for the 412 of a write that lost its race (the header every 412
+   * carries). Throws the record's 404 when the race was lost to its deletion.
+   */
+  currentEtag?: () => Promise<string>;
 }
 
 /** Statements sent with the request's first write (or alone, by `runPrelude`), and what to do with their results. */
@@ -113,8 +118,29 @@ export async function runPrelude(d1: D1Database, guards: WriteGuards): Promise<v
   if (guards.prelude || guards.stopped !== undefined) await guardedBatch(d1, guards, [], false);
 }
 
+/** The batch failed on the If-Match condition: answered as 412 once the batch's bookkeeping is done. */
+class PreconditionLost {
+  constructor(readonly condition: WriteCondition) {}
+}
+
 /** `statements` as one batch with the request's prelude (if it waits) and guards (on a write); only their own results are returned. */
 async function guardedBatch(d1: D1Database, guards: WriteGuards, statements: D1PreparedStatement[], write: boolean): Promise<D1Result[]> {
+  try {
+    return await runGuardedBatch(d1, guards, statements, write);
+  } catch (error) {
+    if (!(error instanceof PreconditionLost)) throw error;
+    const { what, id, currentEtag } = error.condition;
+    // Read after the write that won: the record's ETag now (a 404 when that write deleted it).
+    const etag = currentEtag ? await currentEtag() : undefined;
+    throw apiError(
+      412,
+      `${what} ${id} has changed since the ETag sent in If-Match${etag ? ` (its ETag is now ${etag})` : ""}: read it again (GET) and retry with its new ETag`,
+      etag ? { ETag: etag } : undefined,
+    );
+  }
+}
+
+async function runGuardedBatch(d1: D1Database, guards: WriteGuards, statements: D1PreparedStatement[], write: boolean): Promise<D1Result[]> {
   while (guards.preludeRun) await guards.preludeRun; // another call of the request carries the prelude
   if (guards.stopped) throw guards.stopped;
   // The prelude rides on a write (a read needs no claim: it changes nothing), or goes alone.
@@ -155,9 +181,7 @@ async function guardedBatch(d1: D1Database, guards: WriteGuards, statements: D1P
       results = await d1.batch([...first, ...before, ...statements, ...after]);
     } catch (error) {
       const message = String((error as Error)?.message ?? error) + String((error as { cause?: unknown })?.cause ?? "");
-      if (message.includes(PRECONDITION_FAILED) && condition) {
-        throw apiError(412, `${condition.what} ${condition.id} has changed since the ETag sent in If-Match: read it again (GET) and retry with its new ETag`);
-      }
+      if (message.includes(PRECONDITION_FAILED) && condition) throw new PreconditionLost(condition);
       if (message.includes(LEASE_LOST)) {
         if (prelude) stop(guards, await prelude.refused().catch((refusal: unknown) => refusal));
         throw apiError(409, "A retry with the same Idempotency-Key took this request over; nothing of it was written");

@@ -24,6 +24,14 @@ export function noneMatch(header: string, etag: string): boolean {
   return entityTags(header).some((tag) => tag === "*" || tag.replace(/^W\//, "") === etag);
 }
 
+/**
+ * The request's If-Match names a representation (an entity tag), not just "any" (`*`): its write is
+ * then bound to the state that tag was checked against (`checkIfMatch`).
+ */
+export function ifMatchNamesTag(c: Context): boolean {
+  return entityTags(c.req.header("If-Match") ?? "").some((tag) => tag !== "*");
+}
+
 /** If-Match uses the strong comparison: a weak tag never matches. */
 export function ifMatchHolds(header: string, etag: string): boolean {
   return entityTags(header).some((tag) => tag === "*" || tag === etag);
@@ -76,7 +84,13 @@ export function checkIfMatch<P extends z.ZodType>(record: ConditionalRecord<P>):
     if (!ifMatchHolds(header, etag)) {
       throw apiError(412, `${record.what} has changed since the ETag sent in If-Match (its ETag is now ${etag}): read it again and retry`, { ETag: etag });
     }
-    guardedWrites(c).condition = { table: record.table, id: current.id, version: current.version, what: record.what };
+    guardedWrites(c).condition = {
+      table: record.table,
+      id: current.id,
+      version: current.version,
+      what: record.what,
+      currentEtag: async () => etagOf(JSON.stringify({ success: true, data: (await record.load(c, params.data)).data })),
+    };
     await next();
   };
 }

@@ -104,10 +104,13 @@ async function charge(env: Env, limits: Array<[Policy, string]>, cost: number, n
     const reset = Math.max(1, Math.ceil((windowIndex + 1) * policy.window - now / 1000));
     return { policy, key, counter: counterFor(`${policy.name}:${key}`, windowIndex), reset };
   });
-  let over = charges.find((ch) => ch.counter.refused || ch.counter.used + cost > ch.policy.quota);
+  const exceeded = (ch: Charge) => ch.counter.refused || ch.counter.used + cost > ch.policy.quota;
+  let over = charges.find(exceeded);
   if (!over) {
     const reserved = await Promise.all(charges.map((ch) => reserve(env, ch, cost)));
-    over = charges.find((_, i) => !reserved[i]);
+    // Checked again after the await, and spent with no await in between: requests of the isolate
+    // that arrive together must not all pass the first check before any of them is counted.
+    over = charges.find((ch, i) => !reserved[i] || exceeded(ch));
   }
   if (!over) for (const ch of charges) ch.counter.used += cost;
   return charges.map((ch) => ({
@@ -171,29 +174,50 @@ export const limitAuthenticated: MiddlewareHandler<AppBindings> = async (c, next
   await next();
 };
 
-const clientAddress = (c: Context) => c.req.header("CF-Connecting-IP") ?? c.req.header("X-Real-IP") ?? "unknown";
+/**
+ * The caller's address: `CF-Connecting-IP`, which Cloudflare sets on every request it passes to
+ * the Worker (a client's own value is replaced). Nothing else is read (not `X-Real-IP` nor
+ * `X-Forwarded-For`, which any client can send). Under `wrangler dev` there is no Cloudflare in
+ * front: Miniflare sets the header from the socket only when the request has none, so locally a
+ * client that sends it picks its own anonymous bucket (docs/rate-limits.md, "Local development").
+ */
+export const clientAddress = (c: Context) => c.req.header("CF-Connecting-IP") ?? "unknown";
+
+const anonymousLimits = (c: Context): Array<[Policy, string]> => [[POLICIES.anonymous, clientAddress(c)]];
+
+/**
+ * A bearer token that did not authenticate (called by `authenticate` before its 401): the request
+ * is the address's, counted against the anonymous policy, and refused with 429 once the address
+ * has spent its units. A valid token is never held to its address's quota.
+ */
+export async function limitUnauthenticated(c: Context<AppBindings>): Promise<void> {
+  if (rateLimitsOn(c.env) && !c.get("rateLimits")) await enforce(c, anonymousLimits(c));
+}
 
 const BEARER = /^Bearer\s/i;
 
 /**
- * App-wide, first after the request context: requests without a bearer token (health, the token
- * endpoint, discovery, the OpenAPI document, unauthenticated calls) count against the anonymous
- * policy of their IP address before anything else runs. Bearer requests are counted by their route
- * once authenticated; one that never authenticates (an invalid token, an unknown path) is counted
- * against the anonymous policy afterwards. Every response gets the RateLimit headers.
+ * App-wide, first after the request context: every request counts against the anonymous policy of
+ * its address before anything else runs (health, the token endpoint, discovery, the OpenAPI
+ * document, unknown paths, calls without a token), a bearer header or not, except a bearer request
+ * to an operation that authenticates bearer tokens (`authenticates(method, path)`): that one is
+ * counted by its route once authenticated, or, when its token does not authenticate, against the
+ * anonymous policy by `authenticate` (`limitUnauthenticated`), refused with 429 once the address is
+ * over. Every response gets the RateLimit headers.
  */
-export function rateLimits(): MiddlewareHandler<AppBindings> {
+export function rateLimits(authenticates: (method: string, path: string) => boolean): MiddlewareHandler<AppBindings> {
   return async (c, next) => {
     if (!rateLimitsOn(c.env)) return next();
-    const bearer = BEARER.test(c.req.header("Authorization") ?? "");
+    const deferred = BEARER.test(c.req.header("Authorization") ?? "") && authenticates(c.req.method, c.req.path);
     try {
-      if (!bearer) await enforce(c, [[POLICIES.anonymous, clientAddress(c)]]);
+      if (!deferred) await enforce(c, anonymousLimits(c));
       await next();
     } finally {
       let states = c.get("rateLimits");
       if (!states) {
-        // A bearer request that did not authenticate: counted now, and limited from the next one on.
-        states = await charge(c.env, [[POLICIES.anonymous, clientAddress(c)]], requestCost(c), Date.now());
+        // Deferred, and neither authenticated nor refused as anonymous (a 500 or 503 before the token
+        // was judged): counted now.
+        states = await charge(c.env, anonymousLimits(c), requestCost(c), Date.now());
       }
       for (const [name, value] of Object.entries(rateLimitHeaders(states))) setResponseHeader(c, name, value);
     }

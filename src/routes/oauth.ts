@@ -4,14 +4,13 @@ import type { AppBindings, Env } from "../env";
 import { shardOfClient } from "../db/directory";
 import { bookmarkOnAnswer, openRequestSession } from "../db/session";
 import { isShard } from "../db/shards";
-import { findClient } from "../auth/clients";
 import { constantTimeEqual } from "../auth/constant-time";
 import { getSigningKeys } from "../auth/keys";
 import { MAX_AUTHORIZATION_HEADER_CHARS, authenticate } from "../auth/middleware";
 import { isScopeAllowed, parseScopes } from "../auth/scopes";
 import { hashClientSecret } from "../auth/secret-hash";
 import { clientEventStatement, logTokenRefusal } from "./audit-log/record";
-import { TOKEN_FAILURE_LIMIT, TOKEN_FAILURE_WINDOW_SECONDS, clearTokenFailuresStatement, lockedSeconds, recordTokenFailure } from "../auth/token-failures";
+import { TOKEN_FAILURE_LIMIT, TOKEN_FAILURE_WINDOW_SECONDS, admitTokenAttempt, lockedSeconds, releaseTokenAttemptStatement } from "../auth/token-failures";
 import { CLOCK_SKEW_LEEWAY_SECONDS, TOKEN_LIFETIME_SECONDS, signAccessToken } from "../auth/tokens";
 import { echo } from "../lib/echo";
 import { limitAuthenticated } from "../lib/rate-limit";
@@ -146,7 +145,7 @@ export const tokenRoute = createRoute({
     ),
     413: oauthErrorResponse("invalid_request: body over 8 KiB"),
     429: oauthErrorResponse(
-      `too_many_requests: more than ${TOKEN_FAILURE_LIMIT} failed attempts for the client_id within ${TOKEN_FAILURE_WINDOW_SECONDS / 60} minutes (every attempt is refused until the window ends, whatever the secret), or the anonymous rate limit of the caller's address`,
+      `too_many_requests: ${TOKEN_FAILURE_LIMIT} wrong secrets for the client_id were checked within ${TOKEN_FAILURE_WINDOW_SECONDS / 60} minutes (every attempt is refused until the window ends, whatever the secret; attempts are counted before the secret is compared, so requests sent at once get no more than ${TOKEN_FAILURE_LIMIT} checked; a right secret is not counted and does not forgive the window's failures), or the anonymous rate limit of the caller's address`,
       responseHeaders.retryAfter,
     ),
     414: oauthErrorResponse("invalid_request: URL over 8,192 characters"),
@@ -287,7 +286,7 @@ function clientFailure(description: string) {
 }
 
 /** Bookkeeping that must not turn a token request into a 5xx when D1 refuses it. */
-async function bestEffort(write: Promise<void>, msg: string): Promise<void> {
+async function bestEffort(write: Promise<unknown>, msg: string): Promise<void> {
   try {
     await write;
   } catch (error) {
@@ -327,10 +326,12 @@ oauthRouter.post(tokenRoute.path, named("issueToken"), async (c) => {
   if (!clientId || !clientSecret) throw fail();
 
   const session = openRequestSession(c.env, await clientShard(c.env, clientId), { write: true, bookmark: null });
-  const client = await findClient(session.d1, clientId);
   const now = Math.floor(Date.now() / 1000);
-  const locked = client ? lockedSeconds(client, now) : 0;
-  if (locked > 0) {
+  // The attempt is counted before the secret is compared, in the statement that admits it: of any
+  // number of requests at once, at most TOKEN_FAILURE_LIMIT per window get this far.
+  const { client, admitted } = await admitTokenAttempt(session.d1, clientId, now);
+  if (client && !admitted) {
+    const locked = lockedSeconds(client.tokenFailuresSince, now);
     throw oauthError(
       429,
       "too_many_requests",
@@ -340,13 +341,14 @@ oauthRouter.post(tokenRoute.path, named("issueToken"), async (c) => {
   }
   const presented = await hashClientSecret(clientSecret, client?.secretSalt ?? "");
   const matches = constantTimeEqual(presented, client?.secretHash ?? UNKNOWN_CLIENT_HASH);
-  // Counted for an unknown client_id too (an UPDATE that matches no row), so that the two cost the
-  // same and the endpoint does not tell which client_ids exist.
-  if (!matches) await bestEffort(recordTokenFailure(session.d1, clientId, now), "token failure not counted");
+  // A wrong secret keeps its attempt: it is the failure. (An unknown client_id has nothing counted.)
   if (!client || !matches) throw fail();
+  // The right secret: its attempt is handed back whatever comes next (in the issue's own batch below).
+  const release = releaseTokenAttemptStatement(session.d1, client.clientId);
   const event = { client, requestId: c.get("requestId") ?? null, operationId: "issueToken" };
   if (!client.active) {
     // The right secret of a deactivated client: someone still uses it, which its owner wants to know.
+    await bestEffort(release.run(), "token attempt not released");
     await logTokenRefusal(session.d1, { ...event, details: { reason: "client_inactive" } });
     throw fail();
   }
@@ -357,6 +359,7 @@ oauthRouter.post(tokenRoute.path, named("issueToken"), async (c) => {
     const requested = parseScopes(params.scope);
     const refused = requested.filter((s) => !isScopeAllowed(s, allowed));
     if (refused.length > 0) {
+      await bestEffort(release.run(), "token attempt not released");
       throw oauthError(400, "invalid_scope", `Scope not allowed for this client: ${describeRefused(refused)}`);
     }
     scope = requested.join(" ");
@@ -365,7 +368,7 @@ oauthRouter.post(tokenRoute.path, named("issueToken"), async (c) => {
   try {
     await session.d1.batch([
       clientEventStatement(session.d1, { ...event, action: "token_issued", details: { scope, expires_in: TOKEN_LIFETIME_SECONDS } }),
-      ...(client.tokenFailures > 0 ? [clearTokenFailuresStatement(session.d1, client.clientId)] : []),
+      release,
     ]);
   } catch (error) {
     console.error(JSON.stringify({ level: "error", msg: "token issue not logged", error: String(error) }));

@@ -1,7 +1,6 @@
 // End to end: starts the real service (`node scripts/start.ts`: migrate + seed + wrangler dev) on a
 // free port with a fresh --persist-to directory, talks to it over HTTP, and drives the operator
 // CLI (scripts/admin.ts) against the same local database while the server runs.
-import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import * as oidc from "openid-client";
@@ -10,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../../scripts/lib/local.ts";
 import { DEMO_CLIENTS, SHARD_ONE_DEMO as DEMO_CLIENTS_SHARD_ONE } from "../../scripts/seed-data.ts";
 import { launchChromium, originPage, type OriginPage } from "./support/browser.ts";
-import { sleep, startService, type Service } from "./support/service.ts";
+import { cliField as field, operatorCli, runCommand as run, sleep, startService, type Service } from "./support/service.ts";
 
 const owner = DEMO_CLIENTS.find((c) => c.clientId === "demo-owner")!;
 
@@ -18,32 +17,8 @@ let service: Service | undefined;
 let persistDir = "";
 let base = "";
 
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `file args` in the project root (`env` added); resolves with the exit code instead of throwing. */
-function run(file: string, args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  return new Promise((resolve) => {
-    execFile(file, args, { cwd: ROOT, env: { ...process.env, CI: "true", ...env }, timeout: 60_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
 /** The operator CLI against the running server's database. */
-function cli(...args: string[]): Promise<CliResult> {
-  return run(process.execPath, [join(ROOT, "scripts", "admin.ts"), ...args, "--persist-to", persistDir]);
-}
-
-function field(output: string, name: string): string {
-  const match = new RegExp(`^\\s*${name}:\\s+(\\S+)`, "m").exec(output);
-  if (!match) throw new Error(`no ${name} in CLI output:\n${output}`);
-  return match[1]!;
-}
+const cli = (...args: string[]) => operatorCli(persistDir, ...args);
 
 async function http(method: string, path: string, init: { headers?: Record<string, string>; body?: string } = {}) {
   const res = await fetch(`${base}${path}`, { method, headers: init.headers, body: init.body });

@@ -138,6 +138,33 @@ describe("If-Match on PATCH and DELETE", () => {
     }
   });
 
+  it("answers every 412 of ten concurrent writers with the record's current ETag, also those refused inside the write (issue 31.4)", async () => {
+    for (const record of await records()) {
+      const etag = etagOf(await get(record.path));
+      const results = await Promise.all(Array.from({ length: 10 }, () => patch(record.path, record.change(), { "If-Match": etag })));
+      noServerError(...results);
+      expect(results.filter((r) => r.status === 200), record.what).toHaveLength(1);
+      const current = etagOf(await get(record.path));
+      for (const refused of results.filter((r) => r.status !== 200)) {
+        expectShapeB(refused, 412, /has changed since the ETag/);
+        expect(refused.headers.get("ETag"), `${record.what}: ${refused.body.msg}`).toBe(current);
+      }
+    }
+  });
+
+  it("answers 404 to a writer whose record was deleted by the writer it raced", async () => {
+    for (let round = 0; round < 5; round++) {
+      const contact = await post("/v1/contacts", { first_name: "Race", last_name: "G", email: uniqueEmail() });
+      const path = `/v1/contacts/${contact.body.data.contact_id}`;
+      const etag = etagOf(await get(path));
+      const results = await Promise.all([del(path, { "If-Match": etag }), ...Array.from({ length: 5 }, () => patch(path, { last_name: "P" }, { "If-Match": etag }))]);
+      noServerError(...results);
+      expect(results.filter((r) => r.status === 200), `round ${round}`).toHaveLength(1);
+      for (const r of results.filter((r) => r.status === 412)) expect(r.headers.get("ETag"), `round ${round}: ${r.body.msg}`).toMatch(/^"[0-9a-f]{32}"$/);
+      if (results[0]!.status === 200) for (const r of results.slice(1)) expect([404, 412], `round ${round}`).toContain(r.status);
+    }
+  });
+
   it("also guards a concurrent PATCH and DELETE holding one ETag: never both", async () => {
     for (let round = 0; round < 10; round++) {
       const contact = await post("/v1/contacts", { first_name: "Race", last_name: "D", email: uniqueEmail() });

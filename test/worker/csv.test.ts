@@ -21,7 +21,9 @@ describe("quoteCsvField", () => {
 describe("neutraliseCsvFormula", () => {
   it("puts one ' before a cell starting with =, +, -, @, tab or CR, and nothing before others", () => {
     for (const first of ["=", "+", "-", "@", "\t", "\r"]) expect(neutraliseCsvFormula(`${first}1+1`)).toBe(`'${first}1+1`);
-    for (const safe of ["1=1", " =1", "a-b", "'quoted", "", "'", "x@y.z"]) expect(neutraliseCsvFormula(safe)).toBe(safe);
+    for (const safe of ["1=1", "a-b", "'quoted", "", "'", "x@y.z", " a=1"]) expect(neutraliseCsvFormula(safe)).toBe(safe);
+    // White space before the character is looked past (some readers trim it): issue 31.5.
+    expect(neutraliseCsvFormula(" =1")).toBe("' =1");
   });
 
   it("treats leading quotes followed by a formula character as a formula too, so they survive a round trip", () => {
@@ -42,6 +44,69 @@ describe("neutraliseCsvFormula", () => {
     );
   });
 });
+
+describe("neutraliseCsvFormula: every line, and what spreadsheets fold or skip (issue 31.5)", () => {
+  /** The lines of a cell. */
+  const lines = (cell: string) => cell.split(/\r\n|\r|\n/);
+
+  it("neutralises a formula character at the start of any line inside a cell", () => {
+    expect(neutraliseCsvFormula("ok\n=1+1")).toBe("ok\n'=1+1");
+    expect(neutraliseCsvFormula("ok\r\n+1")).toBe("ok\r\n'+1");
+    expect(neutraliseCsvFormula("ok\r-1")).toBe("ok\r'-1");
+    expect(neutraliseCsvFormula("=a\n@b\nc\n-d")).toBe("'=a\n'@b\nc\n'-d");
+    expect(neutraliseCsvFormula("a=b\nc-d")).toBe("a=b\nc-d");
+    expect(csvCell('note\n=HYPERLINK("http://x")')).toBe('"note\n\'=HYPERLINK(""http://x"")"');
+  });
+
+  it("neutralises the forms spreadsheets fold to = + - @ (fullwidth, small, super- and subscript, minus sign)", () => {
+    for (const first of ["\uFF1D", "\uFF0B", "\uFF0D", "\uFF20", "\uFE66", "\uFE62", "\uFE63", "\uFE6B", "\u207C", "\u208C", "\u207A", "\u208A", "\u207B", "\u208B", "\u2212"]) {
+      expect(neutraliseCsvFormula(`${first}1+1`), first.codePointAt(0)!.toString(16)).toBe(`'${first}1+1`);
+      expect(neutraliseCsvFormula(`x\n${first}1`)).toBe(`x\n'${first}1`);
+    }
+  });
+
+  it("looks past invisible and white-space characters a reader may skip before the formula character", () => {
+    for (const lead of ["\u200B", "\u200C", "\u200D", "\u2060", "\uFEFF", "\u00AD", "\u200E", "\u202E", "\u2066", "\u180E", "\u00A0", " ", "\u3000", "\u0000", "\u200B\u200B ", "\u{E0001}"]) {
+      expect(neutraliseCsvFormula(`${lead}=1`), JSON.stringify(lead)).toBe(`'${lead}=1`);
+      expect(neutraliseCsvFormula(`${lead}\uFF1D1`), JSON.stringify(lead)).toBe(`'${lead}\uFF1D1`);
+      expect(neutraliseCsvFormula(`a\n${lead}-1`), JSON.stringify(lead)).toBe(`a\n'${lead}-1`);
+      expect(neutraliseCsvFormula(`${lead}abc`)).toBe(`${lead}abc`);
+    }
+    expect(neutraliseCsvFormula("'\u200B=1")).toBe("''\u200B=1");
+    expect(restoreCsvFormula("''\u200B=1")).toBe("'\u200B=1");
+  });
+
+  it("leaves no line of any neutralised cell starting, past skipped characters, with a formula character", () => {
+    const dangerous = /^[\s\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}]*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20\uFE62\uFE63\uFE66\uFE6B\u207A-\u207C\u208A-\u208C\u2212]/u;
+    fc.assert(
+      fc.property(fc.string({ unit: UNITS }), (s) => {
+        for (const line of lines(neutraliseCsvFormula(s))) expect(dangerous.test(line), JSON.stringify(line)).toBe(false);
+      }),
+      { numRuns: 1000, seed: 31 },
+    );
+  });
+
+  it("round-trips every string through neutralise and restore, and through a CSV record and its reader", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: UNITS }), (s) => {
+        expect(restoreCsvFormula(neutraliseCsvFormula(s))).toBe(s);
+      }),
+      { numRuns: 2000, seed: 31 },
+    );
+    fc.assert(
+      fc.property(fc.array(fc.string({ unit: UNITS }), { minLength: 1, maxLength: 4 }), (cells) => {
+        expect(parseCsv(csvRecord(cells))[0]!.map(restoreCsvFormula)).toEqual(cells);
+      }),
+      { numRuns: 500, seed: 31 },
+    );
+  });
+});
+
+/** Characters that matter to the formula guard and its inverse, and a few that do not. */
+const UNITS = fc.constantFrom(
+  "=", "+", "-", "@", "\t", "\r", "\n", "\r\n", "'", "a", " ", '"', ",",
+  "\uFF1D", "\uFF0B", "\uFF0D", "\uFF20", "\uFE66", "\u2212", "\u200B", "\uFEFF", "\u00A0", "\u2060", "\u{E0001}", "🧯", "é",
+);
 
 describe("csvCell and csvRecord", () => {
   it("neutralises, then quotes", () => {

@@ -467,6 +467,40 @@ describe("export, then import into another company", () => {
             return rest;
           });
 
+  it("neutralises every line and the folded or hidden formula characters in the CSV, and the import restores each value exactly (issue 31.5)", async () => {
+    const from = await createAccount();
+    const to = await createAccount();
+    const values = [
+      { title: "\uFF1D1+1", notes: "ok\n=cmd|' /C calc'!A0\r\n+1\r@SUM(1)", tags: ["\uFF20tag", "\u2212x"] },
+      { title: '\u200B=HYPERLINK("http://x")', notes: "a\n\u00A0-2\n\u200B\uFF0B3\n'\u2060=4", tags: ["plain"] },
+      { title: "''=quoted", notes: "\uFE66x\n\t=tab", tags: [] },
+    ];
+    for (const [k, { tags, ...v }] of values.entries()) {
+      const res = await call("POST", "/v1/items", { token: from.ownerToken, body: { ...v, expiry_date: `2029-0${k + 1}-01`, external_id: `F-${k}` } });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      const tagged = await call("PUT", `/v1/items/${res.body.data.item_id}/tags`, { token: from.ownerToken, body: { tags } });
+      expect(tagged.status, JSON.stringify(tagged.body)).toBe(200);
+    }
+    const first = await exportOf(from.ownerToken, "csv");
+    const dangerous = /^[\s\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}]*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20\uFE62\uFE63\uFE66\uFE6B\u207A-\u207C\u208A-\u208C\u2212]/u;
+    for (const record of csvRecords(first)) {
+      for (const cell of record) for (const line of cell.split(/\r\n|\r|\n/)) expect(dangerous.test(line), JSON.stringify(cell)).toBe(false);
+    }
+    const upload = await readResult(
+      await exports.default.fetch(
+        new Request(`${BASE}/v1/imports?resource=items`, { method: "POST", headers: { Authorization: `Bearer ${to.ownerToken}`, "Content-Type": "text/csv" }, body: first }),
+      ),
+    );
+    expect(upload.status, JSON.stringify(upload.body)).toBe(202);
+    expect(await finished(upload.body.data.import_id, to.ownerToken)).toMatchObject({ status: "completed", counts: { created: 3, failed: 0 } });
+    for (const [k, v] of values.entries()) {
+      const list = await call("GET", `/v1/items?external_id=F-${k}`, { token: to.ownerToken });
+      const item = (await call("GET", `/v1/items/${list.body.data[0].item_id}`, { token: to.ownerToken })).body.data;
+      expect({ title: item.title, notes: item.notes, tags: [...item.tags].sort() }).toEqual({ ...v, tags: [...v.tags].sort() });
+    }
+    expect(comparable(await exportOf(to.ownerToken, "csv"), "csv")).toEqual(comparable(first, "csv"));
+  });
+
   for (const format of ["csv", "ndjson"] as const) {
     it(`yields the same items (${format})`, async () => {
       const from = await createAccount();

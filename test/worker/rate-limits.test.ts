@@ -4,7 +4,8 @@
 import { describe, expect, it } from "vitest";
 import { COSTS, POLICIES } from "../../src/lib/rate-limit";
 import { TOKEN_FAILURE_LIMIT } from "../../src/auth/token-failures";
-import { callWithEnv, createAccount, createOwnerClient, env, expectShapeA, expectShapeB, uniqueWord, type CallOptions, type CallResult } from "./helpers";
+import { authenticatesBearer } from "../../src/app";
+import { call, callWithEnv, createAccount, createOwnerClient, env, expectShapeA, expectShapeB, uniqueWord, type CallOptions, type CallResult } from "./helpers";
 
 const ON = { RATE_LIMITS: "on" };
 const send = (method: string, path: string, options: CallOptions = {}) => callWithEnv(ON, method, path, options);
@@ -160,6 +161,97 @@ describe("limits", () => {
   });
 });
 
+describe("requests whose bearer token does not authenticate (issue 31.2)", () => {
+  const address = () => `203.0.114.${Math.floor(Math.random() * 250)}`;
+  /** `n` requests from `ip`, 50 at a time; the statuses counted. */
+  async function flood(n: number, ip: string, method: string, path: string, headers: Record<string, string>, body?: unknown) {
+    const counts: Record<number, number> = {};
+    let last!: CallResult;
+    for (let sent = 0; sent < n; sent += 50) {
+      const results = await Promise.all(
+        Array.from({ length: Math.min(50, n - sent) }, () => send(method, path, { headers: { ...headers, "CF-Connecting-IP": ip }, body })),
+      );
+      for (const res of results) counts[res.status] = (counts[res.status] ?? 0) + 1;
+      last = results[results.length - 1]!;
+    }
+    return { counts, last };
+  }
+
+  it("refuses an invalid token with 429 and Retry-After once the address has spent its anonymous units; a valid token from it still works", async () => {
+    const account = await createAccount();
+    const client = await newClient(account);
+    await withinOneWindow(60, async () => {
+      const ip = address();
+      const { counts, last } = await flood(400, ip, "GET", "/v1/items?limit=1", { Authorization: "Bearer not.a.jwt" });
+      expect(counts).toEqual({ 401: POLICIES.anonymous.quota, 429: 400 - POLICIES.anonymous.quota });
+      expectShapeB(last, 429, /anonymous limit allows 300 request units per 60 s/);
+      const retryAfter = Number(last.headers.get("Retry-After"));
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(retryAfter).toBeLessThanOrEqual(60);
+      expect(rateLimit(last)).toMatchObject({ policy: "anonymous", r: 0, t: retryAfter });
+      // The address's anonymous units do not bind a client that authenticates.
+      const valid = await send("GET", "/v1/items?limit=1", { token: client.token, headers: { "CF-Connecting-IP": ip } });
+      expect(valid.status).toBe(200);
+    });
+  }, 30_000);
+
+  it("counts a bearer header on a route that does not take one (health, the token endpoint, an unknown path) up front, like no header", async () => {
+    await withinOneWindow(60, async () => {
+      const ip = address();
+      const bearer = { Authorization: "Bearer whatever" };
+      const health = await flood(POLICIES.anonymous.quota - 2, ip, "GET", "/health", bearer);
+      expect(health.counts).toEqual({ 200: POLICIES.anonymous.quota - 2 });
+      expect((await flood(2, ip, "GET", "/v1/no-such-thing", bearer)).counts).toEqual({ 404: 2 });
+      const over = await flood(1, ip, "GET", "/health", bearer);
+      expectShapeB(over.last, 429, /anonymous limit/);
+      const token = await flood(1, ip, "POST", "/v1/oauth/token", bearer, { grant_type: "client_credentials", client_id: "demo-owner", client_secret: "demo-owner-secret" });
+      expectShapeA(token.last, 429, "too_many_requests");
+      expect(token.last.headers.get("Retry-After")).toBeTruthy();
+      expectShapeB((await flood(1, ip, "GET", "/v1/no-such-thing", bearer)).last, 429);
+    });
+  }, 30_000);
+});
+
+describe("the caller's address (issue 31.6)", () => {
+  it("is CF-Connecting-IP alone: X-Real-IP picks no bucket", async () => {
+    await withinOneWindow(60, async () => {
+      // Without CF-Connecting-IP (only tests lack it: Cloudflare, and Miniflare locally, always set it) every request shares one bucket.
+      const spread = (i: number) => ({ "X-Real-IP": `192.0.2.${i % 250}`, "X-Forwarded-For": `192.0.2.${i % 250}` });
+      const results = await Promise.all(Array.from({ length: POLICIES.anonymous.quota + 5 }, (_, i) => send("GET", "/health", { headers: spread(i) })));
+      expect(results.filter((r) => r.status === 429)).toHaveLength(5);
+    });
+  });
+});
+
+describe("requests that arrive together", () => {
+  it("are counted exactly: of quota + 5 sent at once from one address, 5 are refused", async () => {
+    await withinOneWindow(60, async () => {
+      const ip = `203.0.115.${Math.floor(Math.random() * 250)}`;
+      const results = await Promise.all(Array.from({ length: POLICIES.anonymous.quota + 5 }, () => send("GET", "/health", { headers: { "CF-Connecting-IP": ip } })));
+      expect(results.filter((r) => r.status === 429)).toHaveLength(5);
+    });
+  });
+});
+
+describe("which bearer requests wait for their token to be judged", () => {
+  it("exactly the document's operations secured by oauth2 (the token endpoint, feeds, uploads and health are their address's)", async () => {
+    const doc = (await call("GET", "/v1/openapi.json")).body;
+    let checked = 0;
+    for (const [path, item] of Object.entries<Record<string, { security?: Array<Record<string, unknown>> }>>(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        if (!op || typeof op !== "object" || !("responses" in op)) continue;
+        const bearer = (op.security ?? []).some((s) => "oauth2" in s);
+        const sample = path.replace(/\{[^}]+\}/g, "1");
+        expect(authenticatesBearer(method.toUpperCase(), sample), `${method} ${path}`).toBe(bearer);
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(80);
+    expect(authenticatesBearer("HEAD", "/v1/items/1")).toBe(true);
+    expect(authenticatesBearer("GET", "/v1/no-such-thing")).toBe(false);
+  });
+});
+
 describe("the token endpoint and failed attempts", () => {
   it(`locks a client_id out after ${TOKEN_FAILURE_LIMIT} wrong secrets, even for the right one, until the window ends`, async () => {
     const account = await createAccount();
@@ -180,6 +272,77 @@ describe("the token endpoint and failed attempts", () => {
     expect((await attempt(client.secret)).status).toBe(200);
     const row = await env.DB.prepare("SELECT token_failures FROM api_clients WHERE client_id = ?").bind(client.clientId).first<{ token_failures: number }>();
     expect(row!.token_failures).toBe(0);
+  });
+
+  /** `secrets` sent at once for `clientId`, each from one of 50 addresses (the probe of issue 31). */
+  const burst = (clientId: string, secrets: string[]) => {
+    const net = Math.floor(Math.random() * 250);
+    return Promise.all(
+      secrets.map((secret, i) =>
+        send("POST", "/v1/oauth/token", {
+          body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret },
+          headers: { "CF-Connecting-IP": `198.18.${net}.${i % 50}` },
+        }),
+      ),
+    );
+  };
+  const statuses = (results: CallResult[]) => results.reduce<Record<number, number>>((n, r) => ({ ...n, [r.status]: (n[r.status] ?? 0) + 1 }), {});
+
+  it(`checks at most ${TOKEN_FAILURE_LIMIT} secrets of 100 sent at once over 50 addresses: the rest, the right one included, are 429`, async () => {
+    const account = await createAccount();
+    const client = await createOwnerClient(account.accountId, account.companyId, "rl");
+    const results = await burst(client.clientId, [...Array<string>(99).fill("wrong"), client.secret]);
+    const right = results[99]!;
+    const n = statuses(results);
+    // Exactly the limit is checked (401, or 200 for the right secret when it was among them); nothing else.
+    expect((n[401] ?? 0) + (n[200] ?? 0), JSON.stringify(n)).toBe(TOKEN_FAILURE_LIMIT);
+    expect(n[429], JSON.stringify(n)).toBe(100 - TOKEN_FAILURE_LIMIT);
+    for (const res of results.filter((r) => r.status === 429)) {
+      expectShapeA(res, 429, "too_many_requests");
+      expect(Number(res.headers.get("Retry-After"))).toBeGreaterThan(800);
+    }
+    if (right.status === 429) {
+      // Ten wrong secrets were checked: the client is locked, the right secret included.
+      expect(n[401]).toBe(TOKEN_FAILURE_LIMIT);
+      expectShapeA((await burst(client.clientId, [client.secret]))[0]!, 429, "too_many_requests");
+    } else {
+      // The right secret was among the first ten: it is not a failure, nine are counted.
+      expect(right.status).toBe(200);
+      expect(n[401]).toBe(TOKEN_FAILURE_LIMIT - 1);
+    }
+    const row = await env.DB.prepare("SELECT token_failures FROM api_clients WHERE client_id = ?").bind(client.clientId).first<{ token_failures: number }>();
+    expect(row!.token_failures).toBe(n[401]);
+  });
+
+  it("answers two bursts of 60 wrong secrets with 10 checked and 110 refused", async () => {
+    const account = await createAccount();
+    const client = await createOwnerClient(account.accountId, account.companyId, "rl");
+    expect(statuses(await burst(client.clientId, Array<string>(60).fill("wrong")))).toEqual({ 401: TOKEN_FAILURE_LIMIT, 429: 60 - TOKEN_FAILURE_LIMIT });
+    expect(statuses(await burst(client.clientId, Array<string>(60).fill("wrong")))).toEqual({ 429: 60 });
+    // HTTP Basic is the same door.
+    const basic = await send("POST", "/v1/oauth/token", {
+      rawBody: "grant_type=client_credentials",
+      headers: { "Content-Type": "application/x-www-form-urlencoded", Authorization: `Basic ${btoa(`${client.clientId}:${client.secret}`)}`, "CF-Connecting-IP": "198.18.251.1" },
+    });
+    expectShapeA(basic, 429, "too_many_requests");
+  });
+
+  it("counts neither a right secret nor its refusals (inactive, invalid_scope), and does not forgive the window's failures on a success", async () => {
+    const account = await createAccount();
+    const client = await createOwnerClient(account.accountId, account.companyId, "rl");
+    const attempt = (secret: string) => burst(client.clientId, [secret]).then((r) => r[0]!);
+    for (let i = 0; i < TOKEN_FAILURE_LIMIT - 1; i++) expectShapeA(await attempt("wrong"), 401, "invalid_client");
+    expect((await attempt(client.secret)).status).toBe(200);
+    const scoped = await send("POST", "/v1/oauth/token", {
+      body: { grant_type: "client_credentials", client_id: client.clientId, client_secret: client.secret, scope: "no:such" },
+      headers: { "CF-Connecting-IP": "198.18.252.1" },
+    });
+    expectShapeA(scoped, 400, "invalid_scope");
+    const failures = () => env.DB.prepare("SELECT token_failures AS n FROM api_clients WHERE client_id = ?").bind(client.clientId).first<number>("n");
+    expect(await failures()).toBe(TOKEN_FAILURE_LIMIT - 1);
+    // The tenth failure locks it: a token issued in between bought a guesser nothing.
+    expectShapeA(await attempt("wrong"), 401, "invalid_client");
+    expectShapeA(await attempt(client.secret), 429, "too_many_requests");
   });
 
   it("does not count a right secret, nor lock an unknown client_id", async () => {

@@ -1,7 +1,10 @@
 // Recurring items over HTTP (docs/recurrence.md): setting, reading, changing and removing a rule,
 // the list filter, next_occurrences, and renewal on completion (atomic, once under concurrency).
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, createAccount, expectShapeB, type Json, type TestAccount } from "./helpers";
+import { getDb } from "../../src/db/client";
+import type { ApiError } from "../../src/lib/errors";
+import { RENEWAL_SETTLE_SECONDS, setItemStatus } from "../../src/routes/items/queries";
+import { call, createAccount, env, expectShapeB, type Json, type TestAccount } from "./helpers";
 
 let account: TestAccount;
 const token = () => account.ownerToken;
@@ -125,8 +128,10 @@ describe("renewal on completion", () => {
     const queued = res.body.data.reminders.queued.map((r: Json) => r.date);
     expect(queued.length).toBe(before.reminders.queued.length);
     expect(queued.every((d: string) => d > "2033-02-28")).toBe(true);
-    // The rule has ended: the next completion only completes.
-    const again = await complete(id);
+    // A bare completion right after is taken for a repeat of the first (409); one naming the new
+    // occurrence completes it, and the rule has ended: it only completes.
+    expectShapeB(await complete(id), 409, /2033-02-28 is done: the item was renewed on completion to 2034-02-28/);
+    const again = await call("PATCH", `/v1/items/${id}/status`, { token: token(), body: { status: "completed", expiry_date: "2034-02-28" } });
     expect(again.body.msg).toBe("Item marked completed");
     expect(again.body.data).toMatchObject({ expiry_date: "2034-02-28", status: "completed" });
   });
@@ -139,24 +144,83 @@ describe("renewal on completion", () => {
     expect((await complete(atExpiry)).body.data).toMatchObject({ expiry_date: "2033-05-01", status: "completed" });
   });
 
-  it("renews exactly once when completions race; the losers are 409", async () => {
-    let raced = 0;
-    for (let round = 0; round < 5; round++) {
-      const id = await item({ expiry_date: "2034-01-15", recurrence: { every: 1, unit: "month", renew_on: "completed" } });
-      const results = await Promise.all(Array.from({ length: 4 }, () => complete(id)));
-      const statuses = results.map((r) => r.status).sort();
-      expect(statuses.filter((s) => s === 200).length, JSON.stringify(statuses)).toBeGreaterThanOrEqual(1);
-      expect(statuses.every((s) => s === 200 || s === 409)).toBe(true);
-      for (const r of results.filter((r) => r.status === 409)) expectShapeB(r, 409, /changed while it was being completed/);
+  const monthly = () => item({ expiry_date: "2027-01-05", recurrence: { every: 1, unit: "month", renew_on: "completed" } });
+  const statusOf = (id: number, body: Json, headers: Record<string, string> = {}) => call("PATCH", `/v1/items/${id}/status`, { token: token(), body, headers });
+  const RENEWED = /2027-01-05 is done: the item was renewed on completion to 2027-02-05/;
+
+  it("renews once when eight completions of one occurrence are sent together; the other seven are 409 naming the new date (issue 31.3)", async () => {
+    for (let round = 0; round < 7; round++) {
+      const id = await monthly();
+      const results = await Promise.all(Array.from({ length: 8 }, () => complete(id)));
+      expect(results.map((r) => r.status).sort(), `round ${round}`).toEqual([200, 409, 409, 409, 409, 409, 409, 409]);
+      expect(results.find((r) => r.status === 200)!.body.msg).toBe("Item completed and renewed until 2027-02-05");
+      for (const r of results.filter((r) => r.status === 409)) expectShapeB(r, 409, RENEWED);
       const detail = await get(id);
-      // Every 200 renewed it (each one saw the date the previous one left), a 409 did nothing:
-      // the history has one row per 200 and the date moved that many months.
-      const wins = statuses.filter((s) => s === 200).length;
-      expect(detail.renewals).toHaveLength(wins);
-      expect(detail.expiry_date).toBe(["2034-02-15", "2034-03-15", "2034-04-15", "2034-05-15"][wins - 1]);
-      if (wins === 1) raced++;
+      expect(detail).toMatchObject({ expiry_date: "2027-02-05", status: "pending" });
+      expect(detail.renewals).toHaveLength(1);
     }
-    // The requests did overlap (here every round has one winner and three 409s).
-    expect(raced).toBeGreaterThan(0);
+  });
+
+  it("binds a completion to the date it names, whatever else races it", async () => {
+    const id = await monthly();
+    const results = await Promise.all(Array.from({ length: 8 }, () => statusOf(id, { status: "completed", expiry_date: "2027-01-05" })));
+    expect(results.map((r) => r.status).sort()).toEqual([200, 409, 409, 409, 409, 409, 409, 409]);
+    // The old date again, later: 409 naming the new one, nothing written.
+    expectShapeB(await statusOf(id, { status: "completed", expiry_date: "2027-01-05" }), 409, RENEWED);
+    // The new date: completes the new occurrence at once.
+    const next = await statusOf(id, { status: "completed", expiry_date: "2027-02-05" });
+    expect(next.status, JSON.stringify(next.body)).toBe(200);
+    expect(next.body.data).toMatchObject({ expiry_date: "2027-03-05", status: "pending" });
+    expect(next.body.data.renewals).toHaveLength(2);
+    // A date the item never had, and an invalid one.
+    expectShapeB(await statusOf(id, { status: "completed", expiry_date: "2030-01-01" }), 409, /is dated 2027-03-05, not 2030-01-01/);
+    expectShapeB(await statusOf(id, { status: "completed", expiry_date: "2027-02-30" }), 400, /expiry_date/);
+    expect((await get(id)).renewals).toHaveLength(2);
+  });
+
+  it("refuses a bare completion that finds the item just renewed by a completion, unless If-Match names the new state", async () => {
+    const id = await monthly();
+    expect((await complete(id)).status).toBe(200);
+    // Sent one after the other, the second would complete 2027-02-05 unseen: refused, nothing written.
+    expectShapeB(await complete(id), 409, RENEWED);
+    expectShapeB(await statusOf(id, { status: "completed" }, { "If-Match": "*" }), 409, RENEWED);
+    expect((await get(id)).renewals).toHaveLength(1);
+    // If-Match with the item's current ETag says which occurrence: it is completed.
+    const etag = (await call("GET", `/v1/items/${id}`, { token: token() })).headers.get("ETag")!;
+    const bound = await Promise.all(Array.from({ length: 8 }, () => statusOf(id, { status: "completed" }, { "If-Match": etag })));
+    expect(bound.map((r) => r.status).sort()).toEqual([200, 412, 412, 412, 412, 412, 412, 412]);
+    expect(bound.find((r) => r.status === 200)!.body.data.expiry_date).toBe("2027-03-05");
+    const current = (await call("GET", `/v1/items/${id}`, { token: token() })).headers.get("ETag");
+    for (const r of bound.filter((r) => r.status === 412)) expect(r.headers.get("ETag")).toBe(current);
+  });
+
+  it(`lets a bare completion renew again once the last completion renewal is ${RENEWAL_SETTLE_SECONDS / 60} minutes old`, async () => {
+    const id = await monthly();
+    expect((await complete(id)).status).toBe(200);
+    expect((await complete(id)).status).toBe(409);
+    await env.DB.prepare(`UPDATE item_renewals SET created_at = datetime(created_at, '-${RENEWAL_SETTLE_SECONDS + 1} seconds') WHERE item_id = ?`).bind(id).run();
+    const later = await complete(id);
+    expect(later.status, JSON.stringify(later.body)).toBe(200);
+    expect(later.body.data.expiry_date).toBe("2027-03-05");
+  });
+
+  it("keeps a bound reopen to its date too, and leaves plain items' bare completions as they were", async () => {
+    const plain = await item({ expiry_date: "2027-01-05" });
+    const results = await Promise.all(Array.from({ length: 4 }, () => complete(plain)));
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expectShapeB(await statusOf(plain, { status: "pending", expiry_date: "2027-01-06" }), 409, /is dated 2027-01-05, not 2027-01-06/);
+    expect((await get(plain)).status).toBe("completed");
+    expect((await statusOf(plain, { status: "pending", expiry_date: "2027-01-05" })).body.data.status).toBe("pending");
+  });
+
+  it("is one records-level function: eight completions bound to one date renew once, called without HTTP", async () => {
+    const id = await monthly();
+    const db = getDb(env.DB);
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 8 }, () => setItemStatus(db, account.companyId, 1, id, "completed", { date: "2027-01-05" })),
+    );
+    expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
+    for (const o of outcomes.filter((o): o is PromiseRejectedResult => o.status === "rejected")) expect((o.reason as ApiError).status).toBe(409);
+    expect((await get(id)).renewals).toHaveLength(1);
   });
 });

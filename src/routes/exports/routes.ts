@@ -29,8 +29,10 @@ function exported(record: typeof ItemExportRecordSchema | typeof ContactExportRe
 const COMMON = [
   "Streams every matching record, without a row limit, read page by page in the list's order with keyset pagination; the body is not " +
     "buffered. `format=csv` (default): RFC 4180, a header row, CRLF line ends, fields quoted when they hold `\"`, `,`, CR or LF (quotes " +
-    "doubled), UTF-8 without a byte-order mark. A cell starting with `=`, `+`, `-`, `@`, tab or CR (after any leading `'`) gets one `'` in " +
-    "front against formula injection; an import strips exactly that one. `format=ndjson`: one JSON object per line with the same keys, " +
+    "doubled), UTF-8 without a byte-order mark. Against formula injection, each line of a cell (its start and " +
+    "every start after a CR, LF or CRLF in it) that starts with `=`, `+`, `-`, `@` or a form spreadsheets fold to one (fullwidth `＝＋－＠`, " +
+    "small, super- or subscript forms, `−`), past any white space, invisible or control characters and `'`, gets one `'` in front, as " +
+    "does a cell starting with tab or CR; an import strips exactly that one from each such line. `format=ndjson`: one JSON object per line with the same keys, " +
     "values as they are (no `'`).",
   "A failure after the first byte (a database error, the Worker's limits) cannot change the status any more: the transfer is cut short " +
     "(no terminating chunk), never ended as if complete; retry the export. The rows are not one snapshot: each page is read in one " +

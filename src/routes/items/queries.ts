@@ -580,14 +580,12 @@ export async function updateItem(db: Db, companyId: number, itemId: number, inpu
   throw lostRace("item");
 }
 
-async function setColumns(db: Db, companyId: number, itemId: number, changes: Partial<typeof items.$inferInsert>): Promise<Written<ItemRow>> {
-  const { row, snapshot } = await withSnapshot<ItemRow>(db, companyId, [itemId], db
+async function setColumns(db: Db, companyId: number, itemId: number, changes: Partial<typeof items.$inferInsert>, guard?: SQL): Promise<Written<ItemRow | undefined>> {
+  return withSnapshot<ItemRow>(db, companyId, [itemId], db
     .update(items)
     .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
-    .where(inCompany(companyId, itemId))
+    .where(and(inCompany(companyId, itemId), guard))
     .returning());
-  if (!row) throw notFound("Item");
-  return { row, snapshot };
 }
 
 /** The item's date as D1 has it now (after the company clock may have renewed it). */
@@ -595,33 +593,92 @@ export async function currentDate(db: Db, companyId: number, itemId: number): Pr
   return (await db.select({ date: items.expiryDate }).from(items).where(inCompany(companyId, itemId)).get())?.date;
 }
 
-/** `renewedTo`: the date a completion renewed the item to (its rule renews on completion), else null. */
+// ---- completing an occurrence (docs/recurrence.md, "Completing an occurrence") ----
+
+/**
+ * What a status change is bound to: the occurrence of the item its caller saw.
+ * - `{ date }`: the item's date as the caller read it (PATCH …/status's `expiry_date`; the date of a
+ *   reminder a recipient acts on). The change applies only while the item is still so dated.
+ * - `"current"`: bound by other means: If-Match, whose row version the request's write carries.
+ * - `"bare"`: nothing named. A completion that finds the item renewed by a completion less than
+ *   RENEWAL_SETTLE_SECONDS ago is refused: it was sent with that one (or is a retry of it), and
+ *   would otherwise complete the new occurrence unseen.
+ */
+export type OccurrenceBinding = { date: string } | "current" | "bare";
+
+/** How long after a renewal on completion a bare completion is taken for a repeat of it (409). */
+export const RENEWAL_SETTLE_SECONDS = 600;
+
+interface Occurrence {
+  state: string;
+  date: string;
+  /** The renewal on completion that made the current date, when it is less than RENEWAL_SETTLE_SECONDS old. */
+  renewed: { from: string; secondsAgo: number } | null;
+}
+
+/** The item's rule state and the renewal on completion that led to its date, if recent (one read). */
+async function occurrenceOf(db: Db, companyId: number, itemId: number): Promise<Occurrence> {
+  const recent = sql<string | null>`(SELECT json_array(r.previous_date, CAST(strftime('%s', 'now') - strftime('%s', r.created_at) AS INTEGER))
+    FROM item_renewals AS r WHERE r.item_id = "items"."id" AND r.company_id = ${companyId} AND r.reason = 'completed'
+      AND r.new_date = "items"."expiry_date" AND r.created_at > datetime('now', ${`-${RENEWAL_SETTLE_SECONDS} seconds`})
+    ORDER BY r.id DESC LIMIT 1)`;
+  const row = await db.select({ state: ruleState, recent }).from(items).where(inCompany(companyId, itemId)).get();
+  if (!row) throw notFound("Item");
+  const renewed = row.recent ? (JSON.parse(row.recent) as [string, number]) : null;
+  return { state: row.state, date: parseRuleState(row.state).date, renewed: renewed && { from: renewed[0], secondsAgo: Math.max(0, renewed[1]) } };
+}
+
+/** The 409 of a status change whose occurrence is not the item's current one; nothing was written. */
+function occurrenceConflict(itemId: number, now: Occurrence, named?: string) {
+  const how = `To change the occurrence ${now.date}, send "expiry_date": "${now.date}" or If-Match with the item's current ETag.`;
+  if (now.renewed && (named === undefined || named === now.renewed.from)) {
+    return conflict(
+      `The occurrence ${now.renewed.from} is done: the item was renewed on completion to ${now.date} ${now.renewed.secondsAgo} s ago, ` +
+        `and this request does not name the occurrence it is for; nothing was changed. ${how}`,
+    );
+  }
+  if (named !== undefined && named !== now.date) return conflict(`Item ${itemId} is dated ${now.date}, not ${named}; nothing was changed. ${how}`);
+  return conflict(`The item changed while its status was being changed (its rule or archived state); nothing was changed. Read it again and retry.`);
+}
+
+/**
+ * Marks the item completed or pending, bound to an occurrence (`binding`). `renewedTo`: the date a
+ * completion renewed the item to (its rule renews on completion), else null. Every write requires
+ * the rule state read (date, rule, archived): of completions of one occurrence sent together, one
+ * renews and the others are 409 naming the new date.
+ */
 export async function setItemStatus(
   db: Db,
   companyId: number,
   userId: number,
   itemId: number,
   status: "pending" | "completed",
+  binding: OccurrenceBinding = "bare",
 ): Promise<Written<ItemRow> & { renewedTo: string | null }> {
-  if (status === "completed") {
-    const current = await db.select({ state: ruleState }).from(items).where(inCompany(companyId, itemId)).get();
-    if (!current) throw notFound("Item");
-    const { date, rule, archived } = parseRuleState(current.state);
-    // Archived, the rule is paused: the item is only marked completed.
-    const next = rule?.renewOn === "completed" && !archived ? renewalDate(rule, date) : null;
-    if (next) {
-      const { history, update } = renewalWrites(db, companyId, [{ itemId, from: date, to: next, state: current.state }], { reason: "completed", userId });
-      const { row, snapshot } = await withSnapshot<ItemRow>(db, companyId, [itemId], update, [history]);
-      // Not in the state it was read in: another request renewed or changed it meanwhile.
-      if (!row) throw conflict("The item changed while it was being completed (another request renewed or changed it); read it again and retry");
-      return { row, snapshot, renewedTo: next };
-    }
+  const seen = await occurrenceOf(db, companyId, itemId);
+  const named = typeof binding === "object" ? binding.date : undefined;
+  if (named !== undefined && named !== seen.date) throw occurrenceConflict(itemId, seen, named);
+  if (status === "completed" && binding === "bare" && seen.renewed) throw occurrenceConflict(itemId, seen);
+  const lost = async () => occurrenceConflict(itemId, await occurrenceOf(db, companyId, itemId), named ?? seen.date);
+  const { date, rule, archived } = parseRuleState(seen.state);
+  // Archived, the rule is paused: the item is only marked completed.
+  const next = status === "completed" && rule?.renewOn === "completed" && !archived ? renewalDate(rule, date) : null;
+  if (next) {
+    const { history, update } = renewalWrites(db, companyId, [{ itemId, from: date, to: next, state: seen.state }], { reason: "completed", userId });
+    const { row, snapshot } = await withSnapshot<ItemRow>(db, companyId, [itemId], update, [history]);
+    if (!row) throw await lost();
+    return { row, snapshot, renewedTo: next };
   }
-  return { ...(await setColumns(db, companyId, itemId, { status })), renewedTo: null };
+  const { row, snapshot } = await setColumns(db, companyId, itemId, { status }, sql`${ruleState} = ${seen.state}`);
+  if (!row) throw await lost();
+  return { row, snapshot, renewedTo: null };
 }
 
-export const setItemArchived = (db: Db, companyId: number, itemId: number, archived: boolean) =>
-  setColumns(db, companyId, itemId, { archived: archived ? 1 : 0 });
+export async function setItemArchived(db: Db, companyId: number, itemId: number, archived: boolean): Promise<Written<ItemRow>> {
+  const { row, snapshot } = await setColumns(db, companyId, itemId, { archived: archived ? 1 : 0 });
+  if (!row) throw notFound("Item");
+  return { row, snapshot };
+}
 
 /**
  * Renewal by hand: the new date must be later than the current one (default: one year later; Feb

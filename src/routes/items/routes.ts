@@ -2,13 +2,27 @@ import type { Context } from "hono";
 import { getDb, type Db } from "../../db/client";
 import { primarySession } from "../../db/session";
 import type { AppBindings } from "../../env";
-import { conditionalRecord, rowVersion } from "../../lib/conditional";
-import { MessageEnvelope, createRouter, dataEnvelope, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
+import { conditionalRecord, ifMatchNamesTag, rowVersion } from "../../lib/conditional";
+import { ApiErrorSchema, MessageEnvelope, createRouter, dataEnvelope, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { syncReminders } from "../../company-clock/handoff/worker";
 import { itemRemindersLoader } from "../reminders/queries";
 import { MAX_EXACT_SEARCH_TOTAL } from "../../lib/search";
-import { MAX_EXACT_TOTAL, createItem, currentDate, deleteItem, getItem, listItems, renewItem, setItemArchived, setItemStatus, updateItem, itemEntry } from "./queries";
+import {
+  MAX_EXACT_TOTAL,
+  RENEWAL_SETTLE_SECONDS,
+  createItem,
+  currentDate,
+  deleteItem,
+  getItem,
+  listItems,
+  renewItem,
+  setItemArchived,
+  setItemStatus,
+  updateItem,
+  itemEntry,
+  type OccurrenceBinding,
+} from "./queries";
 import {
   CreateItemSchema,
   CreatedItemSchema,
@@ -169,13 +183,29 @@ itemsRouter.openapi(
       "pending <-> completed. Completing holds the item's queued reminders; reopening resumes those still in the future. An item whose recurrence " +
       "rule renews on completion (`renew_on: completed`, not archived, rule not ended) is instead renewed in the same step: its date moves to the " +
       "rule's next occurrence after the current date, the renewal history records it (`automatic: true`), the status stays pending and the " +
-      "reminder sequence is queued for the new date. A completion that finds the item changed meanwhile (two concurrent completions) is 409.",
+      "reminder sequence is queued for the new date.\n\n" +
+      "A change is for one **occurrence** of the item. Name it with `expiry_date` (the item's date as you read it) or with `If-Match` (the " +
+      "item's ETag): it then applies only to that occurrence, and a request that finds the item dated otherwise (renewed meanwhile) is 409 naming " +
+      "the current date, with nothing changed. Of completions of one occurrence sent together exactly one renews the item; the others are 409 " +
+      "(or 412 with If-Match). A **bare** completion (neither, or `If-Match: *`) completes the current occurrence, except when the item was " +
+      `renewed on completion less than ${RENEWAL_SETTLE_SECONDS / 60} minutes ago: it is then taken for a repeat of that completion (sent with ` +
+      "it, or retried) and answered 409 naming the new date, so that it cannot complete the new occurrence unseen. To complete the new " +
+      "occurrence at once, name it.",
     request: { params: ItemParams, body: jsonBody(ItemStatusSchema) },
-    responses: { 200: jsonResponse(ItemResult, "Status changed (or the item renewed)") },
+    responses: {
+      200: jsonResponse(ItemResult, "Status changed (or the item renewed)"),
+      409: jsonResponse(
+        ApiErrorSchema,
+        "The occurrence is not the item's current one (Shape B, naming the current date; nothing changed): `expiry_date` names another date, " +
+          "a completion sent together with the one that renewed the item lost to it, or a bare completion found the item renewed on completion " +
+          `less than ${RENEWAL_SETTLE_SECONDS / 60} minutes ago`,
+      ),
+    },
   }),
   async (c) => {
-    const { status } = c.req.valid("json");
-    const { row, snapshot, renewedTo } = await setItemStatus(c.var.db, c.var.companyId, c.var.auth.userId, c.req.valid("param").item_id, status);
+    const { status, expiry_date } = c.req.valid("json");
+    const binding: OccurrenceBinding = expiry_date !== undefined ? { date: expiry_date } : ifMatchNamesTag(c) ? "current" : "bare";
+    const { row, snapshot, renewedTo } = await setItemStatus(c.var.db, c.var.companyId, c.var.auth.userId, c.req.valid("param").item_id, status, binding);
     await syncReminders(c.env, c.var.companyId, [row.id], snapshot);
     const message = renewedTo ? `Item completed and renewed until ${renewedTo}` : status === "completed" ? "Item marked completed" : "Item marked pending";
     return updated(c, message, await getItem(c.var.db, c.var.companyId, row.id, itemRemindersLoader(c.env, c.var.companyId, row.id)));

@@ -192,6 +192,13 @@ export const UpdateItemSchema = z
 export const ItemStatusSchema = z
   .strictObject({
     status: z.enum(ITEM_STATUSES, { error: (i) => (i.input === undefined ? "status is required" : "status must be completed or pending") }),
+    expiry_date: calendarDate("expiry_date")
+      .optional()
+      .openapi({
+        description:
+          "Extension: the occurrence this change is for, the item's `expiry_date` as the client read it. The change applies only while the item " +
+          "is still so dated; otherwise 409 naming the item's current date, and nothing is changed.",
+      }),
   })
   .openapi("ItemStatus");
 

@@ -1,7 +1,7 @@
 // The real service for the e2e tests: `node scripts/start.ts` (what `npm start` runs) on a free
 // port with a fresh --persist-to dir, in its own process group, and a shutdown that leaves no
 // start.ts, wrangler or workerd process behind.
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -27,6 +27,34 @@ export async function ownerToken(base: string): Promise<string> {
   const res = await callApi(base, "POST", "/v1/oauth/token", undefined, { grant_type: "client_credentials", client_id: owner.clientId, client_secret: owner.secret });
   if (res.status !== 200) throw new Error(`token: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.access_token as string;
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `file args` in the project root (`env` added); resolves with the exit code instead of throwing. */
+export function runCommand(file: string, args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(file, args, { cwd: ROOT, env: { ...process.env, CI: "true", ...env }, timeout: 60_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** The operator CLI (scripts/admin.ts) against the database of the service started on `persistDir`. */
+export function operatorCli(persistDir: string, ...args: string[]): Promise<CliResult> {
+  return runCommand(process.execPath, [join(ROOT, "scripts", "admin.ts"), ...args, "--persist-to", persistDir]);
+}
+
+/** One `name: value` line of the CLI's output. */
+export function cliField(output: string, name: string): string {
+  const match = new RegExp(`^\\s*${name}:\\s+(\\S+)`, "m").exec(output);
+  if (!match) throw new Error(`no ${name} in CLI output:\n${output}`);
+  return match[1]!;
 }
 
 export interface Service {
@@ -55,8 +83,24 @@ export async function startService(
   extraArgs: string[] = [],
   options: { persistDir?: string; env?: Record<string, string>; port?: number } = {},
 ): Promise<Service> {
-  // Checked first: on a taken port, the /health polled below could be another server's.
-  if (options.port !== undefined && !(await portIsFree(options.port))) throw new Error(`port ${options.port} is in use: choose another`);
+  // A given port is checked first: on a taken one, the /health polled below could be another server's.
+  if (options.port !== undefined) {
+    if (!(await portIsFree(options.port))) throw new Error(`port ${options.port} is in use: choose another`);
+    return startServiceOnce(prefix, extraArgs, options);
+  }
+  // A port taken between freePort() and wrangler's bind (another service starting on this machine)
+  // fails the start before anything ran: try again on another port.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startServiceOnce(prefix, extraArgs, options);
+    } catch (error) {
+      if (attempt >= 3 || !String((error as Error).message).includes("Address already in use")) throw error;
+    }
+  }
+}
+
+async function startServiceOnce(prefix: string, extraArgs: string[], options: { persistDir?: string; env?: Record<string, string>; port?: number }): Promise<Service> {
+  const keep = options.persistDir !== undefined;
   const persistDir = options.persistDir ?? mkdtempSync(join(tmpdir(), prefix));
   const port = options.port ?? (await freePort());
   const base = `http://127.0.0.1:${port}`;
@@ -90,7 +134,7 @@ export async function startService(
   const deadline = Date.now() + 120_000;
   for (;;) {
     if (server.exitCode !== null || server.signalCode !== null) {
-      await service.stop();
+      await (keep ? service.halt() : service.stop());
       throw new Error(`npm start exited early (${server.exitCode ?? server.signalCode}):\n${output}`);
     }
     try {
@@ -99,10 +143,22 @@ export async function startService(
       // not listening yet
     }
     if (Date.now() > deadline) {
-      await service.stop();
+      await (keep ? service.halt() : service.stop());
       throw new Error(`no answer on ${base}/health within 120 s:\n${output}`);
     }
     await sleep(200);
+  }
+}
+
+/**
+ * A port nobody listens on right now, below Linux's ephemeral range (32768-60999): workerd and
+ * wrangler bind many sockets on port 0, and one of them could take an ephemeral port between this
+ * check and the service's own bind (seen: "Address already in use" when two services started at once).
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (await portIsFree(port)) return port;
   }
 }
 
@@ -113,20 +169,6 @@ export function portIsFree(port: number): Promise<boolean> {
     srv.unref();
     srv.once("error", () => resolve(false));
     srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
-  });
-}
-
-/** A port nobody listens on right now (the OS picks it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const address = srv.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      srv.close(() => resolve(port));
-    });
   });
 }
 
