@@ -60,7 +60,10 @@ if (args[0] === "secret" && args[1] === "list") {
   return file;
 }
 
-describe("deploy-check on the repository's wrangler.toml", () => {
+// Each run starts node and loads wrangler's config reader: seconds each on a busy machine.
+const CLI = { timeout: 60_000 };
+
+describe("deploy-check on the repository's wrangler.toml", CLI, () => {
   it("exits 1 and names every placeholder: both database ids, the sender, the allowed sender", async () => {
     const run = await deployCheck([]);
     expect(run.code, run.stdout + run.stderr).toBe(1);
@@ -90,7 +93,7 @@ describe("deploy-check on the repository's wrangler.toml", () => {
   });
 });
 
-describe("deploy-check --remote (the account's secrets and databases)", () => {
+describe("deploy-check --remote (the account's secrets and databases)", CLI, () => {
   const filled = () => writeConfig("remote.toml", filledToml);
   const databases = {
     "expiry-reminder": { uuid: "2f1c6a0e-5b7d-4c1e-9a3f-8d2b7e6c4a10", mode: "auto" },

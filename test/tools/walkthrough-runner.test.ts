@@ -151,7 +151,7 @@ describe("stackTraces", () => {
 
 // `npm run walkthrough -- --port N`: the port is checked before a service starts (a taken port
 // would have the run poll another server's /health). The run on a free port: test/e2e/walkthrough.test.ts.
-describe("the runner's --port", () => {
+describe("the runner's --port", { timeout: 60_000 }, () => {
   const walkthrough = (args: string[]) =>
     new Promise<{ code: number; stderr: string }>((resolve) => {
       execFile(process.execPath, [join(ROOT, "scripts", "walkthrough.ts"), ...args], { cwd: ROOT, timeout: 30_000 }, (error, _stdout, stderr) =>
