@@ -45,7 +45,8 @@ the stored answer with \`Idempotent-Replayed: true\` and no new effect; the same
 request is 422, a repeat while the first runs is 409.
 
 Single-record reads answer a strong \`ETag\` (\`If-None-Match\` → 304); \`If-Match\` on their PATCH and
-DELETE applies the change only while the record is unchanged (412 otherwise, nothing written).`;
+DELETE applies the change only while the record is unchanged (412 otherwise, nothing written). Both headers
+are parsed by RFC 9110's grammar: a malformed one is 400 naming it, never read as \`*\`.`;
 
 /** Every tag an operation uses, with its description (the OpenAPI test checks that none is missing). */
 export const TAGS = [
@@ -108,6 +109,11 @@ const HEADERS = {
   IdempotentReplayed: header("`true` when this is the stored response of an earlier request with the same Idempotency-Key (no new effect)."),
 };
 
+const ENTITY_TAG_GRAMMAR =
+  "RFC 9110: `*` alone, or a comma-separated list of entity tags, each `\"…\"` or `W/\"…\"` (printable characters other than `\"` inside the quotes); " +
+  "white space around the commas and empty list elements are allowed. Anything else (`*` in a list, an unquoted or unterminated tag, text after a tag) is 400 (Shape B) naming the header. " +
+  "A list holding no tag (`,`) matches nothing; an empty field value is as if the header were absent.";
+
 const PARAMETERS = {
   D1Bookmark: {
     name: "X-D1-Bookmark",
@@ -134,14 +140,16 @@ const PARAMETERS = {
     name: "If-Match",
     in: "header" as const,
     required: false,
-    description: "Apply the change only if the record's current ETag is one of these (or `*`): otherwise 412 and nothing is written. Strong comparison.",
+    description:
+      "Apply the change only if the record's current ETag is one of these (or `*`): otherwise 412 and nothing is written. Strong comparison: a weak tag (`W/\"…\"`) never matches. " +
+      ENTITY_TAG_GRAMMAR,
     schema: { type: "string" as const, example: '"9b74c9897bac770ffc029102a200c5de"' },
   },
   IfNoneMatch: {
     name: "If-None-Match",
     in: "header" as const,
     required: false,
-    description: "304 Not Modified (no body) when the record's current ETag is one of these (or `*`). Weak comparison.",
+    description: "304 Not Modified (no body) when the current ETag is one of these (or `*`). Weak comparison: `W/\"x\"` matches `\"x\"`. " + ENTITY_TAG_GRAMMAR,
     schema: { type: "string" as const, example: '"9b74c9897bac770ffc029102a200c5de"' },
   },
 };

@@ -5,7 +5,7 @@ import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } fro
 // Integer ids use AUTOINCREMENT so that an id is never handed out again after a delete.
 
 const createdAt = () => text("created_at").notNull().default(sql`CURRENT_TIMESTAMP`);
-// Bumped by a trigger on every UPDATE of the row (migration 0013): guards If-Match writes, whose
+// Bumped by a trigger on every UPDATE of the row (docs/triggers.md, version): guards If-Match writes, whose
 // ETag was checked against the version read with it (src/db/write-guards.ts).
 const version = () => integer("version").notNull().default(1);
 // Tenancy columns: every row of company data carries its company (and account) id.
@@ -476,7 +476,7 @@ export const tasks = sqliteTable(
   ],
 );
 
-/** Tasks per company and status, kept by triggers on tasks (migration 0009): list totals without a count. */
+/** Tasks per company and status, kept by triggers on tasks (docs/triggers.md): list totals without a count. */
 export const taskCounts = sqliteTable(
   "task_counts",
   {
@@ -836,7 +836,7 @@ export const shardMoves = sqliteTable("shard_moves", {
 
 /**
  * The audit log (docs/audit-log.md): one row per change of a resource, written by triggers on the
- * resource tables in the same statement as the change (migration 0023, scripts/gen-audit-triggers.ts),
+ * resource tables in the same statement as the change (scripts/triggers/audit.ts, docs/triggers.md),
  * plus the token endpoint's issues and refusals. Never updated; the cron job deletes rows older than
  * a year. `at` is Unix ms; `before` / `after` hold only the fields that changed (JSON objects).
  */

@@ -14,14 +14,70 @@ export async function etagOf(body: string | Uint8Array): Promise<string> {
   return `"${(await sha256Hex(body)).slice(0, 32)}"`;
 }
 
-/** The entity tags of an If-Match / If-None-Match header; `*` stands alone. */
-function entityTags(header: string): string[] {
-  return header.split(",").map((tag) => tag.trim()).filter(Boolean);
+export type ConditionalHeader = "If-Match" | "If-None-Match";
+
+/** `*` (any current representation), or the listed entity tags as sent (`"x"`, `W/"x"`). */
+export type EntityTags = "*" | string[];
+
+const isOws = (code: number) => code === 0x20 || code === 0x09;
+/** etagc (RFC 9110 §8.8.3): %x21 / %x23-7E / obs-text; any character past ASCII stands for obs-text bytes. */
+const isEtagc = (code: number) => code === 0x21 || (code >= 0x23 && code <= 0x7e) || code >= 0x80;
+
+/**
+ * Parses an If-Match / If-None-Match value by RFC 9110's grammar: `"*"` alone, or a list of entity
+ * tags (`"…"` or `W/"…"`), elements separated by commas with optional white space around them; empty
+ * elements are skipped, as the list rule (§5.6.1.2) asks of a recipient. Anything else, `*` inside a
+ * list included, is 400 naming the header. A list with no tag (`,`) matches nothing. (An empty field
+ * value never gets here: the runtime drops empty header fields, so it is as if absent.)
+ */
+export function parseEntityTags(value: string, header: ConditionalHeader): EntityTags {
+  let i = 0;
+  const end = value.length;
+  const skipOws = () => {
+    while (i < end && isOws(value.charCodeAt(i))) i++;
+  };
+  skipOws();
+  if (value[i] === "*") {
+    i++;
+    skipOws();
+    if (i === end) return "*";
+    throw malformed(header);
+  }
+  const tags: string[] = [];
+  for (;;) {
+    skipOws();
+    if (i === end) return tags;
+    if (value[i] === ",") {
+      i++;
+      continue;
+    }
+    const start = i;
+    if (value.startsWith("W/", i)) i += 2;
+    if (value[i] !== '"') throw malformed(header);
+    i++;
+    while (i < end && isEtagc(value.charCodeAt(i))) i++;
+    if (value[i] !== '"') throw malformed(header);
+    i++;
+    tags.push(value.slice(start, i));
+    skipOws();
+    if (i < end && value[i] !== ",") throw malformed(header);
+  }
 }
 
+const malformed = (header: ConditionalHeader) =>
+  apiError(400, `${header} must be * alone or a comma-separated list of entity tags, each "…" or W/"…" (RFC 9110 §13.1): send the ETag exactly as received`);
+
+/** The request's If-Match / If-None-Match, parsed (400 when malformed); undefined without the header. */
+export function requestTags(c: Context, header: ConditionalHeader): EntityTags | undefined {
+  const value = c.req.header(header);
+  return value === undefined ? undefined : parseEntityTags(value, header);
+}
+
+const opaque = (tag: string) => (tag.startsWith("W/") ? tag.slice(2) : tag);
+
 /** If-None-Match uses the weak comparison: `W/"x"` matches `"x"`. */
-export function noneMatch(header: string, etag: string): boolean {
-  return entityTags(header).some((tag) => tag === "*" || tag.replace(/^W\//, "") === etag);
+export function noneMatch(tags: EntityTags, etag: string): boolean {
+  return tags === "*" || tags.some((tag) => opaque(tag) === opaque(etag));
 }
 
 /**
@@ -29,12 +85,13 @@ export function noneMatch(header: string, etag: string): boolean {
  * then bound to the state that tag was checked against (`checkIfMatch`).
  */
 export function ifMatchNamesTag(c: Context): boolean {
-  return entityTags(c.req.header("If-Match") ?? "").some((tag) => tag !== "*");
+  const tags = requestTags(c, "If-Match");
+  return tags !== undefined && tags !== "*" && tags.length > 0;
 }
 
 /** If-Match uses the strong comparison: a weak tag never matches. */
-export function ifMatchHolds(header: string, etag: string): boolean {
-  return entityTags(header).some((tag) => tag === "*" || tag === etag);
+export function ifMatchHolds(tags: EntityTags, etag: string): boolean {
+  return tags === "*" || (!etag.startsWith("W/") && tags.includes(etag));
 }
 
 /**
@@ -42,10 +99,10 @@ export function ifMatchHolds(header: string, etag: string): boolean {
  * body (HEAD too).
  */
 export const etagged: MiddlewareHandler<AppBindings> = async (c, next) => {
+  const ifNoneMatch = requestTags(c, "If-None-Match");
   await next();
   if (c.res.status !== 200) return;
   const etag = await etagOf(new Uint8Array(await c.res.clone().arrayBuffer()));
-  const ifNoneMatch = c.req.header("If-None-Match");
   if (ifNoneMatch !== undefined && noneMatch(ifNoneMatch, etag)) {
     c.res = new Response(null, { status: 304, headers: { ETag: etag, "Cache-Control": "private, no-cache" } });
     return;
@@ -75,7 +132,7 @@ export const conditionalRecord = <P extends z.ZodType>(record: ConditionalRecord
  */
 export function checkIfMatch<P extends z.ZodType>(record: ConditionalRecord<P>): MiddlewareHandler<AppBindings> {
   return async (c, next) => {
-    const header = c.req.header("If-Match");
+    const header = requestTags(c, "If-Match");
     if (header === undefined) return next();
     const params = record.params.safeParse(c.req.param());
     if (!params.success) return next();

@@ -54,6 +54,17 @@ export const responseHeaders = {
 /** A required JSON request body. */
 export const jsonBody = <T extends z.ZodType>(schema: T) => ({ required: true, content: { "application/json": { schema } } });
 
+/**
+ * A zod schema as an inline OpenAPI 3.0 schema object, for a place the generator does not convert (an
+ * `x-` field). A schema it names inside must be inline too: a `$ref` would point at a component the
+ * document does not have.
+ */
+export function inlineSchema(schema: z.ZodType, name: string) {
+  const scratch = new OpenAPIHono();
+  scratch.openAPIRegistry.register(name, schema);
+  return scratch.getOpenAPIDocument({ openapi: "3.0.3", info: { title: name, version: "1" } }).components!.schemas![name]!;
+}
+
 /** A JSON response. */
 export const jsonResponse = <T extends z.ZodType>(schema: T, description: string) => ({
   description,
@@ -194,6 +205,7 @@ export function scopedRoute<R extends ScopedRoute>({ scope, scopeOf, owner, etag
     ...(write ? [sharedParameters.idempotencyKey] : []),
     ...(precondition ? [sharedParameters.ifMatch] : []),
     ...(etag ? [sharedParameters.ifNoneMatch] : []),
+    ...(config.parameters ?? []),
   ];
   const middleware: MiddlewareHandler<AppBindings>[] = [
     named(config.operationId),

@@ -15,7 +15,7 @@ import { CLOCK_SKEW_LEEWAY_SECONDS, TOKEN_LIFETIME_SECONDS, signAccessToken } fr
 import { echo } from "../lib/echo";
 import { limitAuthenticated } from "../lib/rate-limit";
 import { oauthError } from "../lib/errors";
-import { OAuthErrorSchema, createRouter, errorResponses, named, responseHeaders, z } from "../lib/openapi";
+import { ApiErrorSchema, OAuthErrorSchema, createRouter, errorResponses, jsonResponse, named, responseHeaders, sharedParameters, z } from "../lib/openapi";
 
 /**
  * Longest accepted value of each token-endpoint parameter, in characters. Longer is a 400
@@ -173,8 +173,11 @@ const meRoute = createRoute({
   ].join("\n\n"),
   security: [{ oauth2: [] }],
   middleware: [named("getTokenInfo"), authenticate, limitAuthenticated] as const,
+  // Authentication reads the client in the request's D1 session, which a sent X-D1-Bookmark constrains.
+  parameters: [sharedParameters.d1Bookmark],
   responses: {
     200: { description: "The token's claims", content: { "application/json": { schema: MeResponseSchema } } },
+    400: jsonResponse(ApiErrorSchema, "A malformed X-D1-Bookmark (Shape B, naming the header)"),
     401: { ...errorResponses.unauthorized, headers: responseHeaders.wwwAuthenticate },
     414: errorResponses.uriTooLong,
     429: errorResponses.tooManyRequests,

@@ -162,6 +162,9 @@ systemRouter.openapi(
     security: [],
     tags: ["System"],
     summary: "Liveness check (no authentication)",
+    description:
+      "Answers 200 `{success: true, status: \"ok\"}` while the Worker runs. It reads no database, Durable Object or bucket, so it says " +
+      "nothing about them: use it for liveness, not readiness. Counted against the anonymous rate limit of the caller's address.",
     responses: {
       200: jsonResponse(z.object({ success: z.literal(true), status: z.literal("ok") }).openapi("Health"), "The Worker is up"),
       414: errorResponses.uriTooLong,

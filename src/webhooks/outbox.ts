@@ -11,7 +11,7 @@ export const DISABLED_REASON = "failing for 5 days";
 
 /**
  * The item list entry (GET /v1/items) as SQL: `i` the items row, `d` its document type. The D1
- * triggers of migration 0011 build the same object from `new.` / `old.`.
+ * webhook event triggers (scripts/triggers/hand-written.ts) build the same object from `new.` / `old.`.
  */
 export const ITEM_ENTRY_SQL = `json_object('item_id', i.id, 'title', i.title, 'item_type', i.item_type,
   'document_type', coalesce(d.name, ''), 'document_type_id', coalesce(i.document_type_id, 0), 'deptid', i.dept_id,

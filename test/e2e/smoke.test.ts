@@ -1,6 +1,9 @@
 // End to end: starts the real service (`node scripts/start.ts`: migrate + seed + wrangler dev) on a
 // free port with a fresh --persist-to directory, talks to it over HTTP, and drives the operator
-// CLI (scripts/admin.ts) against the same local database while the server runs.
+// CLI (scripts/admin.ts) against the same local database while the server runs. The HTTP calls go
+// through Prism's validating proxy: an answer (or request) the OpenAPI document does not describe
+// fails its call (test/e2e/conformance.test.ts sends every operation through it).
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import * as oidc from "openid-client";
@@ -9,19 +12,23 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../../scripts/lib/local.ts";
 import { DEMO_CLIENTS, SHARD_ONE_DEMO as DEMO_CLIENTS_SHARD_ONE } from "../../scripts/seed-data.ts";
 import { launchChromium, originPage, type OriginPage } from "./support/browser.ts";
+import { startPrism, violationsOf, type Prism } from "./support/prism.ts";
 import { cliField as field, operatorCli, runCommand as run, sleep, startService, type Service } from "./support/service.ts";
 
 const owner = DEMO_CLIENTS.find((c) => c.clientId === "demo-owner")!;
 
 let service: Service | undefined;
+let prism: Prism | undefined;
 let persistDir = "";
 let base = "";
 
 /** The operator CLI against the running server's database. */
 const cli = (...args: string[]) => operatorCli(persistDir, ...args);
 
+/** A call through Prism (the document's operations) or straight to the service (the document itself). */
 async function http(method: string, path: string, init: { headers?: Record<string, string>; body?: string } = {}) {
-  const res = await fetch(`${base}${path}`, { method, headers: init.headers, body: init.body });
+  const direct = path === "/v1/openapi.json";
+  const res = await fetch(`${direct ? base : prism!.base}${path}`, { method, headers: init.headers, body: init.body });
   const text = await res.text();
   let body: any;
   try {
@@ -29,6 +36,7 @@ async function http(method: string, path: string, init: { headers?: Record<strin
   } catch {
     body = text;
   }
+  if (!direct) expect(violationsOf(res.status, res.headers, body), `${method} ${path} → ${res.status}`).toEqual([]);
   return { status: res.status, headers: res.headers, body };
 }
 
@@ -45,9 +53,12 @@ beforeAll(async () => {
   service = await startService("expiry-e2e-");
   base = service.base;
   persistDir = service.persistDir;
+  writeFileSync(join(persistDir, "openapi.json"), await (await fetch(`${base}/v1/openapi.json`)).text());
+  prism = await startPrism(join(persistDir, "openapi.json"), base);
 });
 
 afterAll(async () => {
+  await prism?.stop();
   await service?.stop();
 });
 

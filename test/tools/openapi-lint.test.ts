@@ -1,11 +1,14 @@
 // Runs in Node: builds the OpenAPI document from the app itself and checks it with the tools API
-// clients point at it: Redocly's linter (recommended rules) and the client generators
-// openapi-typescript and openapi-zod-client, whose output must compile under `tsc --strict`.
+// clients point at it: Redocly's linter (recommended rules), Spectral (the `spectral:oas` ruleset) and
+// the client generators openapi-typescript and openapi-zod-client, whose output must compile under
+// `tsc --strict`. (test/e2e/conformance.test.ts checks real answers against it through Prism.)
 // The document avoids what trips generators up: component names that shadow globals, `null`
 // among enum values.
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import { createConfig, lintFromString } from "@redocly/openapi-core";
+import { Spectral } from "@stoplight/spectral-core";
+import { oas } from "@stoplight/spectral-rulesets";
 import openapiTS, { astToString } from "openapi-typescript";
 import { generateZodClientFromOpenAPI } from "openapi-zod-client";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -49,6 +52,15 @@ describe("the OpenAPI document under real tools", () => {
     const report = problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location.map((l) => l.pointer).join(", ")}`);
     expect(report).toEqual([]);
   });
+
+  it("passes Spectral's spectral:oas ruleset with no problem of any severity (error, warning, info or hint)", async () => {
+    const spectral = new Spectral();
+    // What `extends: spectral:oas` means to the Spectral CLI: the ruleset's recommended rules.
+    spectral.setRuleset({ extends: [[oas as never, "recommended"]] });
+    const problems = await spectral.run(source);
+    const report = problems.map((p) => `${["error", "warning", "info", "hint"][p.severity]} ${p.code}: ${p.message} at ${p.path.join(".")}`);
+    expect(report).toEqual([]);
+  }, 60_000);
 
   it("gives openapi-typescript a named operation for every operation", () => {
     expect(types).not.toMatch(/operations = Record<string, never>/);

@@ -313,6 +313,9 @@ describe("ETag and 304", () => {
       expect(res.headers.get("Cache-Control")).toBe("private, no-cache");
     }
     expect((await fetchFeed(path, { "If-None-Match": '"0123456789abcdef0123456789abcdef"' })).status).toBe(200);
+    for (const malformed of [`*, ${etag}`, `${etag}x`, etag.slice(1, -1)]) {
+      expectShapeB(await fetchFeed(path, { "If-None-Match": malformed }), 400, /^If-None-Match must be \* alone or a comma-separated list of entity tags/);
+    }
     expect(etagOf(await fetchFeed(path))).toBe(etag);
     const head = await call("HEAD", path);
     expect(head.status).toBe(200);

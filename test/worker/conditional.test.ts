@@ -2,6 +2,7 @@
 // and DELETE → 412 when the record changed, checked inside the write (two writers holding one ETag
 // never both succeed).
 import { beforeAll, describe, expect, it } from "vitest";
+import { ifMatchHolds, noneMatch, parseEntityTags } from "../../src/lib/conditional";
 import { call, createAccount, expectShapeB, noServerError, uniqueEmail, uniqueWord, type CallResult, type TestAccount } from "./helpers";
 
 let account: TestAccount;
@@ -189,5 +190,83 @@ describe("If-Match on PATCH and DELETE", () => {
         expect(Object.keys(op(path, method).responses), `${method} ${path}`).toContain("412");
       }
     }
+  });
+});
+
+// RFC 9110 §13.1.1-2 and §8.8.3: `*` stands alone; otherwise a list of "…" / W/"…" with empty elements
+// allowed. A malformed header is 400 naming it, never read as `*` or as a partial list.
+const MALFORMED = ['*, "x"x', '*, "x"', '"x", *', '"x"x', "x", '"x', 'W/x', 'w/"x"', '"x" "y"', '"x";"y"', "**", "W/*", '"x",W/'];
+
+describe("the entity-tag grammar of If-Match and If-None-Match", () => {
+  it("refuses a malformed If-Match on PATCH and DELETE with 400 naming the header, writing nothing", async () => {
+    const item = await post("/v1/items", { title: uniqueWord("Strict "), expiry_date: "2032-04-01" });
+    const path = `/v1/items/${item.body.data.item_id}`;
+    const etag = etagOf(await get(path));
+    for (const header of [...MALFORMED, `*, ${etag}`, `${etag}x`]) {
+      expectShapeB(await patch(path, { notes: "must not be written" }, { "If-Match": header }), 400, /^If-Match must be \* alone or a comma-separated list of entity tags/);
+      expectShapeB(await del(path, { "If-Match": header }), 400, /^If-Match must be/);
+    }
+    const after = await get(path);
+    expect(etagOf(after)).toBe(etag);
+    expect(after.body.data.notes).toBe("");
+  });
+
+  it("reads lists with white space, empty elements and commas inside a tag; a weak tag or an empty list never satisfies If-Match", async () => {
+    const contact = await post("/v1/contacts", { first_name: "List", last_name: "Rule", email: uniqueEmail() });
+    const path = `/v1/contacts/${contact.body.data.contact_id}`;
+    const forms = [(e: string) => ` ${e} `, (e: string) => `,${e}`, (e: string) => `"a,b" , , ${e},`, (e: string) => `W/"x",\t${e}`, () => "\t*\t"];
+    for (const form of forms) {
+      const header = form(etagOf(await get(path)));
+      const res = await patch(path, { last_name: uniqueWord("L") }, { "If-Match": header });
+      expect(res.status, `If-Match: ${JSON.stringify(header)} ${JSON.stringify(res.body)}`).toBe(200);
+    }
+    const current = etagOf(await get(path));
+    for (const header of [`W/${current}`, ",", " , ,", '"a,b"']) {
+      const res = await patch(path, { last_name: "Refused" }, { "If-Match": header });
+      expect(res.status, `If-Match: ${JSON.stringify(header)}`).toBe(412);
+      expectShapeB(res, 412, /has changed since the ETag/);
+    }
+    expect(etagOf(await get(path))).toBe(current);
+    // An empty field value never reaches the Worker (workerd drops empty header fields): as if absent.
+    expect((await patch(path, { last_name: uniqueWord("L") }, { "If-Match": "" })).status).toBe(200);
+  });
+
+  it("answers If-None-Match by the same grammar on single-record reads: 304 for a listed tag (weak or strong), 200 for an empty list, 400 when malformed", async () => {
+    const folder = await post("/v1/folders", { folder_name: uniqueWord("F") });
+    const path = `/v1/folders/${folder.body.data.folderid}`;
+    const etag = etagOf(await get(path));
+    for (const header of [`"x", ,W/${etag}`, ` ${etag}`, `"a,b",${etag}`, " * "]) {
+      expect((await get(path, { "If-None-Match": header })).status, header).toBe(304);
+    }
+    for (const header of [",", '"a,b"', ""]) expect((await get(path, { "If-None-Match": header })).status, JSON.stringify(header)).toBe(200);
+    for (const header of [...MALFORMED, `*, ${etag}`]) {
+      expectShapeB(await get(path, { "If-None-Match": header }), 400, /^If-None-Match must be \* alone or a comma-separated list of entity tags/);
+      const head = await call("HEAD", path, { token: account.ownerToken, headers: { "If-None-Match": header } });
+      expect(head.status, `HEAD ${header}`).toBe(400);
+    }
+  });
+});
+
+describe("parseEntityTags", () => {
+  it("returns * alone, the tags of a list as sent, and throws 400 for anything else", () => {
+    expect(parseEntityTags(" * ", "If-Match")).toBe("*");
+    expect(parseEntityTags('"a", W/"b" ,, "c,d",', "If-Match")).toEqual(['"a"', 'W/"b"', '"c,d"']);
+    expect(parseEntityTags('""', "If-Match")).toEqual(['""']);
+    expect(parseEntityTags('"é€"', "If-None-Match")).toEqual(['"é€"']);
+    expect(parseEntityTags(" , ", "If-Match")).toEqual([]);
+    for (const value of [...MALFORMED, '"a\u0020b"', '"a"b"']) {
+      expect(() => parseEntityTags(value, "If-None-Match"), value).toThrow(/If-None-Match must be/);
+    }
+  });
+
+  it("compares strongly for If-Match and weakly for If-None-Match", () => {
+    expect(ifMatchHolds(['"a"'], '"a"')).toBe(true);
+    expect(ifMatchHolds(['W/"a"'], '"a"')).toBe(false);
+    expect(ifMatchHolds([], '"a"')).toBe(false);
+    expect(ifMatchHolds("*", '"a"')).toBe(true);
+    expect(noneMatch(['W/"a"'], '"a"')).toBe(true);
+    expect(noneMatch(['"b"'], '"a"')).toBe(false);
+    expect(noneMatch([], '"a"')).toBe(false);
+    expect(noneMatch("*", '"a"')).toBe(true);
   });
 });

@@ -392,6 +392,7 @@ describe("downloads: ranges and conditional requests", () => {
       expect(again.headers.get("ETag")).toBe(etag);
     }
     expect((await download(token, fileId, { "If-None-Match": '"other"' })).status).toBe(200);
+    for (const malformed of [`*, ${etag}`, `${etag}x`, etag.slice(1, -1)]) expect((await download(token, fileId, { "If-None-Match": malformed })).status, malformed).toBe(400);
     const stale = await download(token, fileId, { Range: "bytes=0-9", "If-Range": '"other"' });
     expect(stale.status).toBe(200);
     expect(stale.bytes.length).toBe(10_000);

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { app } from "../../src/app";
 import { RESOURCE_SCOPES } from "../../src/auth/scopes";
+import { ContactExportRecordSchema, ItemExportRecordSchema } from "../../src/routes/exports/schemas";
 import { call, documentedPath, expectShapeA, tokenFor, type Json } from "./helpers";
 
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const;
@@ -321,5 +322,52 @@ describe("components", () => {
     expect(create.required.sort()).toEqual(["email", "first_name", "last_name"]);
     expect(create.additionalProperties).toBe(false);
     for (const field of ["first_name", "last_name", "email"]) expect(create.properties[field].example, field).toBeDefined();
+  });
+});
+
+describe("bodies and answers that are not one JSON record (docs/api-notes.md, General)", () => {
+  it("publishes the audit log's before and after as objects of any values, or null", () => {
+    const entry = deref(doc.components.schemas.AuditEntry);
+    for (const side of ["before", "after"]) {
+      expect(entry.properties[side]).toMatchObject({ type: "object", nullable: true, additionalProperties: true });
+      expect(entry.required).toContain(side);
+    }
+  });
+
+  it("describes each media type of an import as it is, JSON first, with an example", () => {
+    const body = doc.paths["/v1/imports"].post.requestBody;
+    expect(Object.keys(body.content)).toEqual(["application/json", "text/csv", "application/x-ndjson"]);
+    expect(body.content["application/json"].schema).toMatchObject({ type: "array", items: { type: "object", additionalProperties: true } });
+    expect(body.content["text/csv"].schema.type).toBe("string");
+    expect(body.content["application/x-ndjson"].schema.type).toBe("string");
+    expect(body.content["application/json"].example.length).toBeGreaterThan(1);
+    expect(body.content["text/csv"].example.split("\r\n").filter(Boolean).length).toBeGreaterThan(2);
+    const lines = body.content["application/x-ndjson"].example.split("\n").filter(Boolean);
+    expect(lines.length).toBeGreaterThan(1);
+    for (const line of lines) expect(JSON.parse(line)).toEqual(expect.any(Object));
+  });
+
+  it("describes an NDJSON export as a string of several example lines, each a record of its x-itemSchema", () => {
+    for (const [path, record] of [
+      ["/v1/items/export", ItemExportRecordSchema],
+      ["/v1/contacts/export", ContactExportRecordSchema],
+    ] as const) {
+      const content = doc.paths[path].get.responses["200"].content;
+      expect(content["text/csv"].schema.type, path).toBe("string");
+      const ndjson = content["application/x-ndjson"];
+      expect(ndjson.schema.type, path).toBe("string");
+      expect(ndjson["x-itemSchema"], path).toMatchObject({ type: "object", properties: expect.any(Object) });
+      expect(Object.keys(ndjson["x-itemSchema"].properties), path).toEqual(Object.keys(record.shape));
+      const lines = (ndjson.example as string).split("\n");
+      expect(lines.pop(), `${path}: every line ends with LF`).toBe("");
+      expect(lines.length, path).toBeGreaterThan(1);
+      for (const line of lines) expect(() => record.strict().parse(JSON.parse(line)), `${path}: ${line}`).not.toThrow();
+      // Not a component: no operation would use it (a linter warning).
+      expect(refsIn(ndjson), path).toEqual([]);
+    }
+  });
+
+  it("describes GET /health (Spectral's operation-description)", () => {
+    expect(doc.paths["/health"].get.description).toMatch(/\S/);
   });
 });

@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { getDb } from "../../src/db/client";
+import { deleteContact, unassignTasksOf } from "../../src/routes/contacts/queries";
 import { taskListQueries } from "../../src/routes/tasks/queries";
 import { ListTasksQuery, TASK_STATUSES } from "../../src/routes/tasks/schemas";
 import {
@@ -257,6 +258,27 @@ describe("GET, PATCH and DELETE /v1/tasks/{task_id}", () => {
     expect((await call("DELETE", `/v1/contacts/${contact.contact_id}`, { token: owner })).status).toBe(200);
     expect((await call("GET", `/v1/tasks/${task.task_id}`, { token: owner })).body.data).toMatchObject({ assignee_type: "", assignee_id: 0 });
     expect((await call("GET", `/v1/tasks/${user.task_id}`, { token: owner })).body.data.assignee_type).toBe("user");
+  });
+
+  it("unassigns them in the contact's delete, as the same request, and only when the contact is gone", async () => {
+    const contact = await createContact(owner);
+    const task = await createTask(owner, { assignee_type: "contact", assignee_id: contact.contact_id });
+    // Another company's token cannot delete the contact: nothing is unassigned.
+    expectShapeB(await call("DELETE", `/v1/contacts/${contact.contact_id}`, { token: other }), 404);
+    expect((await call("GET", `/v1/tasks/${task.task_id}`, { token: owner })).body.data).toMatchObject({ assignee_type: "contact", assignee_id: contact.contact_id });
+    expect((await call("DELETE", `/v1/contacts/${contact.contact_id}`, { token: owner })).status).toBe(200);
+    const entries = async (type: string, id: string | number) =>
+      (await call("GET", `/v1/audit-log?resource_type=${type}&resource_id=${id}`, { token: owner })).body.data as Json[];
+    const [deleted] = await entries("contact", contact.contact_id);
+    const [unassigned] = await entries("task", task.public_id);
+    expect(deleted).toMatchObject({ action: "deleted", operation_id: "deleteContact" });
+    expect(unassigned).toMatchObject({
+      action: "updated",
+      operation_id: "deleteContact",
+      request_id: deleted!.request_id,
+      before: { assignee_type: "contact", assignee_id: contact.contact_id },
+      after: { assignee_type: null, assignee_id: null },
+    });
   });
 
   it("refuses bad PATCH bodies with 400 naming the field, and changes nothing", async () => {
@@ -584,14 +606,16 @@ describe("scopes", () => {
 
 describe("races", () => {
   it("never leaves a task assigned to a contact deleted while the task was being created", async () => {
-    // The contact is deleted straight in D1 (its delete trigger runs all the same), staggered by 0-4
-    // round trips so that it also lands between the create's read of the contact and its insert:
-    // an insert that did not re-check the contact leaves a dangling assignee there (checked).
+    // The contact is deleted straight in D1 by the API's own batch (the DELETE and its tasks'
+    // unassignment), staggered by 0-4 round trips so that it also lands between the create's read of
+    // the contact and its insert: an insert that did not re-check the contact leaves a dangling
+    // assignee there (checked).
+    const db = getDb(env.DB);
     for (let round = 0; round < 15; round++) {
       const contact = await createContact(owner);
       const [created] = await Promise.all([
         call("POST", "/v1/tasks", { token: owner, body: { title: "Race", due_at: "2030-01-01 10:00:00", assignee_type: "contact", assignee_id: contact.contact_id } }),
-        after(round % 5, () => env.DB.prepare("DELETE FROM contacts WHERE id = ?").bind(contact.contact_id).run()),
+        after(round % 5, () => deleteContact(db, 1, contact.contact_id)),
       ]);
       noServerError(created);
       if (created.status !== 201) expectShapeB(created, 400, /is not a contact of the company/);
@@ -666,13 +690,13 @@ describe("query plans of the task list", () => {
   }
 
   it("looks tasks up through an index when an item is deleted or a contact's tasks are unassigned", async () => {
-    for (const statement of [
-      "SELECT 1 FROM tasks WHERE item_id = ?",
-      "UPDATE tasks SET assignee_type = NULL, assignee_id = NULL WHERE company_id = ? AND assignee_id = ? AND assignee_type = 'contact'",
-      "SELECT 1 FROM tasks WHERE company_id = ?",
+    const unassign = unassignTasksOf(db, 1, 1).toSQL();
+    for (const { sql: statement, params } of [
+      { sql: "SELECT 1 FROM tasks WHERE item_id = ?", params: [1] },
+      unassign,
+      { sql: "SELECT 1 FROM tasks WHERE company_id = ?", params: [1] },
     ]) {
-      const params = statement.split("?").length - 1;
-      const text = await plan({ toSQL: () => ({ sql: statement, params: Array.from({ length: params }, () => 1) }) });
+      const text = await plan({ toSQL: () => ({ sql: statement, params }) });
       expect(text, `${statement}\n${text}`).toMatch(/^SEARCH tasks USING/m);
       expect(text, text).not.toMatch(/^SCAN /m);
     }

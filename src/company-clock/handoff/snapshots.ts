@@ -116,7 +116,7 @@ export async function readSnapshots(d1: D1Database, companyId: number, itemIds: 
   return toSnapshots([companyRows, itemRows, events]);
 }
 
-// ---- the webhook event outbox (written by D1 triggers, migration 0011) ----
+// ---- the webhook event outbox (written by D1 triggers: docs/triggers.md) ----
 
 /** Events taken from D1's webhook_events per round trip. */
 export const PULL_BATCH = 200;

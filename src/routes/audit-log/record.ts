@@ -1,5 +1,5 @@
 // Entries that are not a row change: the token endpoint's issues and refusals (docs/audit-log.md).
-// Row changes are logged by the triggers of migration 0023, never from here.
+// Row changes are logged by the audit triggers (scripts/triggers/audit.ts), never from here.
 import type { ClientRecord } from "../../auth/clients";
 
 export interface ClientEvent {

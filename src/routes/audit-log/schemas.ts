@@ -78,10 +78,13 @@ export const ListAuditQuery = z.object({
     .openapi({ param: { name: "cursor", in: "query" }, description: "`meta.next_cursor` of the previous page" }),
 });
 
+// Any JSON value per field, null included: `additionalProperties: true` (zod's `unknown` would publish
+// `{nullable: true}` without a type, which OpenAPI 3.0 linters refuse).
 const Changes = z
   .record(z.string(), z.unknown())
+  .openapi({ additionalProperties: true })
   .nullable()
-  .openapi({ type: "object", additionalProperties: true, description: "The fields that changed, by their API names (null: the resource did not exist on this side)" });
+  .openapi({ description: "The fields that changed, by their API names (null: the resource did not exist on this side)" });
 
 export const AuditEntrySchema = z
   .object({

@@ -15,7 +15,7 @@ import { shardOfCompany } from "../../db/directory";
 import { isShard } from "../../db/shards";
 import type { Env } from "../../env";
 import { sha256Hex } from "../../lib/bytes";
-import { etagOf, noneMatch } from "../../lib/conditional";
+import { etagOf, noneMatch, type EntityTags } from "../../lib/conditional";
 import { escapeText, icalDate, icalText, icalTimestamp, icalUtc } from "../../lib/ical";
 import { addDays } from "../../lib/time";
 import { MAX_FEED_EVENTS } from "../../company-clock/api";
@@ -153,7 +153,7 @@ export type FeedAnswer = { status: 304; etag: string } | { status: 200; etag: st
  * the reminder engine has still to apply; the Durable Object applies those (at most SYNC_BATCH) and
  * answers the items' queued reminders with the revision, in one turn.
  */
-export async function serveFeed(env: Env, d1: D1Database, token: string, ifNoneMatch: string | undefined): Promise<FeedAnswer | null> {
+export async function serveFeed(env: Env, d1: D1Database, token: string, ifNoneMatch: EntityTags | undefined): Promise<FeedAnswer | null> {
   const tokenHash = await sha256Hex(token);
   const feed = await feedOf(d1, tokenHash);
   if (!feed) return null;

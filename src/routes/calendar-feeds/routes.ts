@@ -1,6 +1,7 @@
 // Calendar feeds (docs/api-notes.md, "Calendar feeds"): a company's items as an iCalendar
 // subscription. The feed operations are scoped like item reads; the feed itself is public, its
 // unguessable URL being its only credential (./feed.ts).
+import { requestTags } from "../../lib/conditional";
 import { notFound } from "../../lib/errors";
 import {
   ApiErrorSchema,
@@ -122,7 +123,7 @@ calendarFeedsRouter.openAPIRegistry.registerPath({
       }),
     }),
   },
-  parameters: [sharedParameters.ifNoneMatch],
+  parameters: [sharedParameters.ifNoneMatch, sharedParameters.d1Bookmark],
   responses: {
     200: {
       description: "The calendar",
@@ -130,6 +131,7 @@ calendarFeedsRouter.openAPIRegistry.registerPath({
       content: { "text/calendar": { schema: z.string().openapi({ example: "BEGIN:VCALENDAR\r\nVERSION:2.0\r\n…\r\nEND:VCALENDAR\r\n" }) } },
     },
     304: errorResponses.notModified,
+    400: jsonResponse(ApiErrorSchema, "A malformed If-None-Match or X-D1-Bookmark (Shape B, naming the header)"),
     404: jsonResponse(ApiErrorSchema, "No feed has this token: unknown, or revoked (Shape B)"),
     414: errorResponses.uriTooLong,
     429: errorResponses.tooManyRequests,
@@ -138,10 +140,11 @@ calendarFeedsRouter.openAPIRegistry.registerPath({
 
 calendarFeedsRouter.get("/v1/calendar/:token{[A-Za-z0-9_-]+\\.ics}", named(FEED_OPERATION), async (c) => {
   const token = c.req.param("token").slice(0, -".ics".length);
+  const ifNoneMatch = requestTags(c, "If-None-Match");
   const shard = await feedShard(c.env, token);
   if (shard === null) throw notFound("Calendar feed");
   const session = requestSession(c, shard);
-  const answer = await serveFeed(c.env, session.d1, token, c.req.header("If-None-Match"));
+  const answer = await serveFeed(c.env, session.d1, token, ifNoneMatch);
   bookmarkOnAnswer(c, session);
   if (!answer) throw notFound("Calendar feed");
   const headers = { "Cache-Control": CACHE_CONTROL, ETag: answer.etag };

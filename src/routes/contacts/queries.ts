@@ -3,7 +3,7 @@ import { getCountryCallingCode, type CountryCode } from "libphonenumber-js/min";
 import { isForeignKeyViolation, isUniqueViolation, type Db } from "../../db/client";
 import { selectDepartment } from "../../db/departments";
 import { cappedListPage, countUpTo, listPage } from "../../db/pages";
-import { companies, contactGroups, contacts, type ContactRow } from "../../db/schema";
+import { companies, contactGroups, contacts, tasks, type ContactRow } from "../../db/schema";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { MAX_EXACT_SEARCH_TOTAL, matchExpression, searchWords } from "../../lib/search";
 import { nameKey } from "../../lib/text-key";
@@ -279,10 +279,25 @@ export async function updateContact(db: Db, companyId: number, contactId: number
   }
 }
 
+/**
+ * Unassigns the company's tasks assigned to the contact once it no longer exists (assignee_id is no
+ * foreign key: it names a user or a contact). Sent in the contact's DELETE batch (docs/triggers.md,
+ * "Business rules: SQL or TypeScript").
+ */
+export function unassignTasksOf(db: Db, companyId: number, contactId: number) {
+  return db
+    .update(tasks)
+    .set({ assigneeType: null, assigneeId: null, updatedAt: sql`CURRENT_TIMESTAMP` })
+    .where(and(eq(tasks.companyId, companyId), eq(tasks.assigneeId, contactId), eq(tasks.assigneeType, "contact"), sql`NOT EXISTS (SELECT 1 FROM ${contacts} WHERE ${contacts.id} = ${contactId})`));
+}
+
 export async function deleteContact(db: Db, companyId: number, contactId: number): Promise<void> {
-  const deleted = await db
-    .delete(contacts)
-    .where(and(eq(contacts.id, contactId), eq(contacts.companyId, companyId)))
-    .returning({ id: contacts.id });
+  const [deleted] = await db.batch([
+    db
+      .delete(contacts)
+      .where(and(eq(contacts.id, contactId), eq(contacts.companyId, companyId)))
+      .returning({ id: contacts.id }),
+    unassignTasksOf(db, companyId, contactId),
+  ]);
   if (deleted.length === 0) throw notFound("Contact");
 }

@@ -1,6 +1,6 @@
 // Pure helpers of the drive: sizes, ids and tokens, download headers, byte ranges.
 
-/** KB a file counts against the drive counters: ceil(bytes / 1024), at least 1 (migration 0010 does the same in SQL). */
+/** KB a file counts against the drive counters: ceil(bytes / 1024), at least 1 (the files_usage triggers do the same in SQL). */
 export function kbOf(bytes: number): number {
   return Math.max(1, Math.ceil(bytes / 1024));
 }
@@ -122,12 +122,4 @@ export function parseRange(header: string | undefined, size: number): ByteRange 
   if (end < start) return { kind: "all" };
   if (start >= size) return { kind: "unsatisfiable" };
   return { kind: "range", start, end: Math.min(end, size - 1) };
-}
-
-/** Whether an `If-None-Match` header matches `etag` (weak comparison, `*` matches anything). */
-export function etagMatches(header: string | undefined, etag: string): boolean {
-  if (!header) return false;
-  if (header.trim() === "*") return true;
-  const bare = etag.replace(/^W\//, "");
-  return header.split(",").some((tag) => tag.trim().replace(/^W\//, "") === bare);
 }

@@ -12,8 +12,10 @@ import {
   resultEnvelope,
   dataEnvelope,
   scopedRoute,
+  sharedParameters,
   z,
 } from "../../lib/openapi";
+import { requestTags } from "../../lib/conditional";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { humanSize } from "./format";
 import {
@@ -207,6 +209,7 @@ driveRouter.openapi(
       "A malformed `file_id` is 400; one not in the caller's company is 404.",
     ].join("\n\n"),
     request: { params: FileParams },
+    parameters: [sharedParameters.ifNoneMatch],
     responses: {
       200: { description: "The whole file", headers: fileHeaders, content: binary },
       206: { description: "The requested range", headers: { ...fileHeaders, "Content-Range": text("`bytes <first>-<last>/<size>`") }, content: binary },
@@ -214,7 +217,10 @@ driveRouter.openapi(
       416: { ...json(ApiErrorSchema, "Range not satisfiable (Shape B)"), headers: { "Content-Range": text("`bytes */<size>`") } },
     },
   }),
-  async (c) => serveFile(c, await getFile(c.var.db, c.var.companyId, c.req.valid("param").file_id)),
+  async (c) => {
+    const ifNoneMatch = requestTags(c, "If-None-Match");
+    return serveFile(c, await getFile(c.var.db, c.var.companyId, c.req.valid("param").file_id), ifNoneMatch);
+  },
 );
 
 driveRouter.openapi(

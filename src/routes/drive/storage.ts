@@ -8,8 +8,9 @@ import { openRequestSession } from "../../db/session";
 import { isShard } from "../../db/shards";
 import type { AppBindings } from "../../env";
 import { MAX_UPLOAD_BYTES, describeBytes } from "../../lib/body";
+import { noneMatch, type EntityTags } from "../../lib/conditional";
 import { ApiError, apiError, badRequest, conflict, notFound, oauthError } from "../../lib/errors";
-import { contentDisposition, etagMatches, kbOf, newFileId, objectKey, parseRange, sha256Hex, toHex, UPLOAD_TOKEN_PATTERN, uploadTokenShard } from "./format";
+import { contentDisposition, kbOf, newFileId, objectKey, parseRange, sha256Hex, toHex, UPLOAD_TOKEN_PATTERN, uploadTokenShard } from "./format";
 import { claimUpload, completeUpload, explainRefusedClaim, explainRefusedCompletion, releaseUpload, type ClaimedUpload, type FileRow } from "./queries";
 import { UPLOAD_TOKEN_HEADER } from "./schemas";
 
@@ -194,7 +195,7 @@ async function discard(bucket: R2Bucket, key: string, db: ReturnType<typeof getD
  * Content-Disposition: attachment, and single byte ranges. If-None-Match answers 304 without
  * touching R2; If-Range with another ETag (or a date) drops the Range. HEAD reads nothing from R2.
  */
-export async function serveFile(c: Context<AppBindings>, file: FileRow): Promise<Response> {
+export async function serveFile(c: Context<AppBindings>, file: FileRow, ifNoneMatch: EntityTags | undefined): Promise<Response> {
   const etag = `"${file.sha256}"`;
   const headers = new Headers({
     ETag: etag,
@@ -206,7 +207,7 @@ export async function serveFile(c: Context<AppBindings>, file: FileRow): Promise
     "X-Content-Type-Options": "nosniff",
     "Content-Security-Policy": "default-src 'none'; sandbox",
   });
-  if (etagMatches(c.req.header("If-None-Match"), etag)) {
+  if (ifNoneMatch !== undefined && noneMatch(ifNoneMatch, etag)) {
     headers.delete("Content-Type");
     return new Response(null, { status: 304, headers });
   }

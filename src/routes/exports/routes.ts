@@ -1,8 +1,19 @@
 import { echo } from "../../lib/echo";
 import { apiError } from "../../lib/errors";
-import { createRouter, scopedRoute } from "../../lib/openapi";
+import { createRouter, inlineSchema, scopedRoute, type z } from "../../lib/openapi";
 import { contactExport, itemExport, ITEM_PAGE_ROWS, CONTACT_PAGE_ROWS } from "./queries";
-import { CONTACT_COLUMNS, ContactExportRecordSchema, ExportContactsQuery, ExportItemsQuery, FIELD_PREFIX, ITEM_COLUMNS, ITEM_LAST_COLUMN, ItemExportRecordSchema } from "./schemas";
+import {
+  CONTACT_COLUMNS,
+  ContactExportRecordSchema,
+  ExportContactsQuery,
+  ExportItemsQuery,
+  FIELD_PREFIX,
+  ITEM_COLUMNS,
+  ITEM_LAST_COLUMN,
+  ItemExportRecordSchema,
+  type ContactExportRecord,
+  type ItemExportRecord,
+} from "./schemas";
 import { exportResponse } from "./stream";
 
 // Registered before the items and contacts routers (src/app.ts): `/v1/items/export` would
@@ -14,14 +25,63 @@ const headers = {
   "Cache-Control": text("`no-store`"),
 };
 
-/** The 200 response: CSV (a string) or NDJSON (one `record` object per line). */
-function exported(record: typeof ItemExportRecordSchema | typeof ContactExportRecordSchema, what: string) {
+export const exportsRouter = createRouter();
+
+/** The example lines of each export (two records; the NDJSON example is these, one per line). */
+const EXAMPLES = {
+  items: {
+    csv:
+      "item_id,external_id,title,item_type,expiry_date,status,archived,document_type,folder_path,contact_email,notes,tags,recurrence_every,recurrence_unit,recurrence_renew_on,recurrence_until,recurrence_count,Inspector,add_date\r\n" +
+      "120,ERP-4711,Fire safety certificate,exp,2027-03-31,pending,false,Certificate,Permits/City,ada@example.com,,fire|building A,1,year,completed,,,Ada,2026-11-20 09:30:00\r\n" +
+      "121,,Lift inspection,exp,2027-04-30,pending,false,,,,\"Call first, gate code 42\",,,,,,,,2026-11-21 14:05:00\r\n",
+    records: [
+      {
+        item_id: 120, external_id: "ERP-4711", title: "Fire safety certificate", item_type: "exp", expiry_date: "2027-03-31", status: "pending", archived: false,
+        document_type: "Certificate", folder_path: "Permits/City", contact_email: "ada@example.com", notes: "", tags: ["fire", "building A"],
+        recurrence: { every: 1, unit: "year", renew_on: "completed", until: null, count: null }, fields: { Inspector: "Ada" }, add_date: "2026-11-20 09:30:00",
+      },
+      {
+        item_id: 121, external_id: "", title: "Lift inspection", item_type: "exp", expiry_date: "2027-04-30", status: "pending", archived: false,
+        document_type: "", folder_path: "", contact_email: "", notes: "Call first, gate code 42", tags: [], recurrence: null, fields: {}, add_date: "2026-11-21 14:05:00",
+      },
+    ] satisfies ItemExportRecord[],
+  },
+  contacts: {
+    csv:
+      "contact_id,first_name,last_name,email,country_code,iso,mobile_code,phone_number,group_name,add_date\r\n" +
+      "42,Ada,Lovelace,ada@example.com,'+44,GB,'+44,7700900123,Suppliers,2026-11-20 09:30:00\r\n" +
+      "43,Grace,Hopper,grace@example.com,,,,,,2026-11-21 14:05:00\r\n",
+    records: [
+      { contact_id: 42, first_name: "Ada", last_name: "Lovelace", email: "ada@example.com", country_code: "+44", iso: "GB", mobile_code: "+44", phone_number: "7700900123", group_name: "Suppliers", add_date: "2026-11-20 09:30:00" },
+      { contact_id: 43, first_name: "Grace", last_name: "Hopper", email: "grace@example.com", country_code: "", iso: "", mobile_code: "", phone_number: "", group_name: "", add_date: "2026-11-21 14:05:00" },
+    ] satisfies ContactExportRecord[],
+  },
+};
+
+/**
+ * The 200 response: CSV or NDJSON, each a string. NDJSON is a stream of records, which an OpenAPI 3.0
+ * schema cannot type (it describes one JSON value, and validators read this body as text): the schema
+ * is a string whose description says what a line is, the example has several lines, and
+ * `x-itemSchema` holds the schema of one line (OpenAPI 3.2's `itemSchema` for sequential media
+ * types; docs/api-notes.md, "Exports"). Inline, not a component: no operation would use one.
+ */
+function exported(what: keyof typeof EXAMPLES, record: z.ZodType, name: string) {
   return {
-    description: `The ${what}, streamed: \`text/csv; charset=utf-8; header=present\` or \`application/x-ndjson\` (one JSON object per line, the schema below)`,
+    description: `The ${what}, streamed: \`text/csv; charset=utf-8; header=present\` or \`application/x-ndjson\` (one ${name} object per line)`,
     headers,
     content: {
-      "text/csv": { schema: { type: "string" as const, description: "RFC 4180: a header row, CRLF line ends, UTF-8 without BOM" } },
-      "application/x-ndjson": { schema: record },
+      "text/csv": {
+        schema: { type: "string" as const, description: "RFC 4180: a header row, then one record per line; CRLF line ends, UTF-8 without BOM" },
+        example: EXAMPLES[what].csv,
+      },
+      "application/x-ndjson": {
+        schema: {
+          type: "string" as const,
+          description: `Newline-delimited JSON: one ${name} object per line (its schema: \`x-itemSchema\`), each line ended by LF, one line per record (no line for no match).`,
+        },
+        example: EXAMPLES[what].records.map((r) => `${JSON.stringify(r)}\n`).join(""),
+        "x-itemSchema": inlineSchema(record, name),
+      },
     },
   };
 }
@@ -38,8 +98,6 @@ const COMMON = [
     "(no terminating chunk), never ended as if complete; retry the export. The rows are not one snapshot: each page is read in one " +
     "statement, pages one after another. A record present and unchanged for the whole transfer appears exactly once.",
 ];
-
-export const exportsRouter = createRouter();
 
 exportsRouter.openapi(
   scopedRoute({
@@ -66,7 +124,7 @@ exportsRouter.openapi(
         `${ITEM_PAGE_ROWS.toLocaleString("en-US")} rows, one D1 statement each: about a million rows fit in one request's D1 budget (docs/api-notes.md, Exports).`,
     ].join("\n\n"),
     request: { query: ExportItemsQuery },
-    responses: { 200: exported(ItemExportRecordSchema, "items") },
+    responses: { 200: exported("items", ItemExportRecordSchema, "ItemExportRecord") },
   }),
   async (c) => {
     const query = c.req.valid("query");
@@ -90,7 +148,7 @@ exportsRouter.openapi(
       `Pages of ${CONTACT_PAGE_ROWS.toLocaleString("en-US")} rows, one D1 statement each.`,
     ].join("\n\n"),
     request: { query: ExportContactsQuery },
-    responses: { 200: exported(ContactExportRecordSchema, "contacts") },
+    responses: { 200: exported("contacts", ContactExportRecordSchema, "ContactExportRecord") },
   }),
   async (c) => {
     const query = c.req.valid("query");

@@ -62,7 +62,7 @@ export const ExportContactsQuery = ListContactsQuery.omit({ limit: true, offset:
 
 const text = z.string();
 
-/** One NDJSON line of the item export (OpenAPI 3.0 cannot say "one per line": the description does). */
+/** One NDJSON line of the item export (the response names it in `x-itemSchema`: src/routes/exports/routes.ts). */
 export const ItemExportRecordSchema = z
   .object({
     item_id: z.number().int().openapi({ example: 120 }),

@@ -3,7 +3,7 @@ import { RULE_COLUMNS } from "../../lib/recurrence";
 import { createRouter, dataEnvelope, idParam, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { ok, page, updated } from "../../lib/respond";
 import { removeFiles } from "../../imports/job";
-import { IMPORT_FORMATS, MAX_IMPORT_BYTES, MAX_IMPORT_ROWS } from "../../imports/parse";
+import { IMPORT_FORMATS, MAX_COLUMNS, MAX_IMPORT_BYTES, MAX_IMPORT_ROWS } from "../../imports/parse";
 import { TAG_SEPARATOR } from "../../imports/items";
 import { startImport } from "../../imports/start";
 import { companySettings } from "../companies/queries";
@@ -15,7 +15,41 @@ const ImportParams = idParam("import_id");
 const WRITE_SCOPE = { items: "items:write", contacts: "contacts:write" } as const;
 /** A job is seen with any scope of its two resources. */
 const READ_SCOPES = ["items:read", "contacts:read"];
-const fileBody = { schema: { type: "string" as const, description: "The file" } };
+/**
+ * The file, described per media type (a raw schema, not zod: the handler reads the bytes itself and the
+ * job parses them, so no request validator runs on them). JSON first: client generators take the first.
+ */
+const fileBody = {
+  required: true,
+  description: "The file, in the format its Content-Type names. A file that cannot be read (not valid JSON, no header row, too many rows) still answers 202: the job then fails with a message.",
+  content: {
+    "application/json": {
+      schema: {
+        type: "array" as const,
+        description: `An array of objects, one per row (at most ${MAX_IMPORT_ROWS.toLocaleString("en-US")}), keyed by column name; a value may be a string, number, boolean or null (null and "" are no value). Items may give \`tags\` as an array, custom fields as a \`fields\` object and the rule as a \`recurrence\` object. An element that is not an object is a row error.`,
+        items: { type: "object" as const, additionalProperties: true, description: `One row: at most ${MAX_COLUMNS} keys` },
+      },
+      example: [
+        { external_id: "C-1", title: "Fire door check", expiry_date: "2027-04-30", folder_path: "Permits/City", tags: ["doors", "fire"] },
+        { external_id: "C-2", title: "Lift inspection", expiry_date: "2027-02-28", recurrence: { every: 1, unit: "year", renew_on: "completed" } },
+      ],
+    },
+    "text/csv": {
+      schema: {
+        type: "string" as const,
+        description: `RFC 4180, UTF-8 with or without a byte-order mark: a header row naming the columns (at most ${MAX_COLUMNS}), then one record per row; CRLF or LF line ends.`,
+      },
+      example: "external_id,title,expiry_date,folder_path,tags\r\nC-1,Fire door check,2027-04-30,Permits/City,doors|fire\r\nC-2,Lift inspection,2027-02-28,,\r\n",
+    },
+    "application/x-ndjson": {
+      schema: {
+        type: "string" as const,
+        description: "Newline-delimited JSON: one JSON object per line, keyed as a JSON row; blank lines are skipped; a line that is not a JSON object is a row error.",
+      },
+      example: '{"external_id":"C-1","title":"Fire door check","expiry_date":"2027-04-30","tags":["doors","fire"]}\n{"external_id":"C-2","title":"Lift inspection","expiry_date":"2027-02-28"}\n',
+    },
+  },
+};
 
 export const importsRouter = createRouter();
 
@@ -50,7 +84,7 @@ importsRouter.openapi(
       `the quote. At most ${MAX_OPEN_IMPORTS} unfinished imports per company (400 beyond).`,
     request: {
       query: CreateImportQuery,
-      body: { required: true, content: { "text/csv": fileBody, "application/json": fileBody, "application/x-ndjson": fileBody } },
+      body: fileBody,
     },
     responses: { 202: jsonResponse(resultEnvelope(ImportSchema, "ImportQueued"), "The job, queued") },
   }),

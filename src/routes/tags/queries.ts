@@ -11,7 +11,7 @@ import type { ListTagsInput, TagOutput } from "./schemas";
 
 // Tags are per company and case-insensitively unique (`tags.name_key`, nameKey()). An item's tags
 // are its item_tags rows, ordered by `position`. `tags.items_count` is kept by the triggers on
-// item_tags insert and delete (migrations/0004), which also fire for the rows that
+// item_tags insert and delete (docs/triggers.md), which also fire for the rows that
 // `ON DELETE CASCADE` removes with their item. A tag that no item uses any more is deleted in the
 // same batch that made it unused, so `GET /v1/tags` lists only tags in use.
 

@@ -1,10 +1,7 @@
-// The audit triggers of migration 0023 (docs/audit-log.md): which tables are the API's resources,
-// which of their columns an entry shows under which API name, and the SQL that writes the entry in
-// the same statement as the change. Run: node scripts/gen-audit-triggers.ts (rewrites the trigger
-// part of migrations/0023_audit_log.sql); test/tools/audit-triggers.test.ts checks the committed
-// migration is what this renders.
-import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+// The audit family (docs/audit-log.md): which tables are the API's resources, which of their columns
+// an entry shows under which API name, and the SQL that writes the entry in the same statement as
+// the change. Part of the trigger catalogue (catalogue.ts, docs/triggers.md).
+import { NOW_MS, type Row, type Trigger } from "./trigger.ts";
 
 /** A column an entry shows: its API name, the SQL column, and whether it holds JSON (shown as JSON, not as a string). */
 type Field = readonly [api: string, column: string, json?: "json"];
@@ -31,6 +28,8 @@ interface Part {
   company: string;
   /** The pseudo-field's name, e.g. 'tags.' || tag_id. */
   key: string;
+  /** That name in words (docs/triggers.md). */
+  shown: string;
   /** Its value; NULL on the side where the row does not exist. */
   value: string;
   /** The parent row: a part deleted along with its parent (a cascade) adds nothing to the parent's `deleted` entry. */
@@ -209,6 +208,7 @@ export const PARTS: readonly Part[] = [
     id: "{r}.item_id",
     company: "{r}.company_id",
     key: "'tags.' || {r}.tag_id",
+    shown: "tags.<tag id>",
     value: "(SELECT name FROM tags WHERE id = {r}.tag_id)",
     parent: "SELECT 1 FROM items WHERE id = {r}.item_id",
   },
@@ -218,6 +218,7 @@ export const PARTS: readonly Part[] = [
     id: "{r}.item_id",
     company: "{r}.company_id",
     key: "'attachments.' || coalesce((SELECT public_id FROM files WHERE id = {r}.file_id), {r}.file_id)",
+    shown: "attachments.<file id>",
     value: "coalesce((SELECT file_name FROM files WHERE id = {r}.file_id), '')",
     parent: "SELECT 1 FROM items WHERE id = {r}.item_id",
   },
@@ -227,6 +228,7 @@ export const PARTS: readonly Part[] = [
     id: "{r}.item_id",
     company: "{r}.company_id",
     key: "'fields.' || {r}.field_id",
+    shown: "fields.<field id>",
     value: "{r}.value",
     parent: "SELECT 1 FROM items WHERE id = {r}.item_id",
     changes: ["value"],
@@ -237,6 +239,7 @@ export const PARTS: readonly Part[] = [
     id: "{r}.type_id",
     company: "{r}.company_id",
     key: "'fields.' || {r}.id",
+    shown: "fields.<field id>",
     value: "json_object('field_name', {r}.field_name, 'field_type', {r}.field_type, 'field_data', {r}.field_data, 'private', {r}.private, 'position', {r}.position)",
     parent: "SELECT 1 FROM document_types WHERE id = {r}.type_id",
     changes: ["field_name", "field_type", "field_data", "private", "position"],
@@ -269,76 +272,65 @@ export const NOT_AUDITED: Readonly<Record<string, string>> = {
   audit_context: "the actor of the batch being written",
 };
 
-const row = (expr: string, r: "new" | "old") => expr.replaceAll("{r}", r);
-const NOW_MS = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
+const row = (expr: string, r: Row) => expr.replaceAll("{r}", r);
 /** A path json_remove finds nothing at: keeps the field. */
 const KEEP = "'$.\"\"'";
 
 function insertEntry(type: string, id: string, company: string, account: string | undefined, action: string, before: string, after: string): string {
   const accountExpr = account ?? `(SELECT account_id FROM companies WHERE id = ${company})`;
   return (
-    "  INSERT INTO `audit_log` (`account_id`, `company_id`, `at`, `client_id`, `user_id`, `actor_company_id`, `request_id`, `operation_id`, `resource_type`, `resource_id`, `action`, `before`, `after`)\n" +
-    `  SELECT coalesce(ctx.account_id, ${accountExpr}, 0), ${company}, coalesce(ctx.at, ${NOW_MS}), ctx.client_id, ctx.user_id, ctx.company_id, ctx.request_id, ctx.operation_id,\n` +
-    `    '${type}', ${id}, '${action}', ${before}, ${after}\n` +
-    "  FROM (SELECT 1) LEFT JOIN `audit_context` AS ctx;\n"
+    "INSERT INTO `audit_log` (`account_id`, `company_id`, `at`, `client_id`, `user_id`, `actor_company_id`, `request_id`, `operation_id`, `resource_type`, `resource_id`, `action`, `before`, `after`)\n" +
+    `SELECT coalesce(ctx.account_id, ${accountExpr}, 0), ${company}, coalesce(ctx.at, ${NOW_MS}), ctx.client_id, ctx.user_id, ctx.company_id, ctx.request_id, ctx.operation_id,\n` +
+    `  '${type}', ${id}, '${action}', ${before}, ${after}\n` +
+    "FROM (SELECT 1) LEFT JOIN `audit_context` AS ctx"
   );
 }
 
-const notMoving = (company: string) => `NOT EXISTS (SELECT 1 FROM shard_moves WHERE company_id = ${company})`;
-const value = (field: Field, r: "new" | "old") => (field[2] === "json" ? `json(${r}.${field[1]})` : `${r}.${field[1]}`);
-const object = (fields: readonly Field[], r: "new" | "old") => `json_object(${fields.map((fl) => `'${fl[0]}', ${value(fl, r)}`).join(", ")})`;
+const value = (field: Field, r: Row) => (field[2] === "json" ? `json(${r}.${field[1]})` : `${r}.${field[1]}`);
+const object = (fields: readonly Field[], r: Row) => `json_object(${fields.map((fl) => `'${fl[0]}', ${value(fl, r)}`).join(", ")})`;
 /** The side's object without the fields that did not change. */
-const changed = (fields: readonly Field[], r: "new" | "old") =>
+const changed = (fields: readonly Field[], r: Row) =>
   `json_remove(${object(fields, r)}, ${fields.map((fl) => `CASE WHEN old.${fl[1]} IS new.${fl[1]} THEN '$."${fl[0]}"' ELSE ${KEEP} END`).join(", ")})`;
 
-function trigger(name: string, event: string, table: string, when: string, body: string): string {
-  return `CREATE TRIGGER \`${name}\` AFTER ${event} ON \`${table}\` WHEN ${when}\nBEGIN\n${body}END;`;
-}
+const audit = (t: Omit<Trigger, "family" | "name" | "skipsShardMoves">): Trigger => ({
+  name: `audit_${t.table}_after_${t.event.toLowerCase()}`,
+  family: "audit",
+  skipsShardMoves: true,
+  ...t,
+});
 
-function resourceTriggers(t: Resource): string[] {
+function resourceTriggers(t: Resource): Trigger[] {
   const [n, o] = [(e: string) => row(e, "new"), (e: string) => row(e, "old")];
   const account = (r: (e: string) => string) => (t.account ? r(t.account) : undefined);
-  const differs = t.fields.map((fl) => `old.${fl[1]} IS NOT new.${fl[1]}`).join(" OR ");
-  const events = t.events ?? ["insert", "update", "delete"];
-  const triggers = [
-    trigger(`audit_${t.table}_after_insert`, "INSERT", t.table, notMoving(n(t.company)),
-      insertEntry(t.type, n(t.id), n(t.company), account(n), "created", "NULL", object(t.fields, "new"))),
-    trigger(`audit_${t.table}_after_update`, "UPDATE", t.table, `(${differs}) AND ${notMoving(n(t.company))}`,
-      insertEntry(t.type, n(t.id), n(t.company), account(n), "updated", changed(t.fields, "old"), changed(t.fields, "new"))),
-    trigger(`audit_${t.table}_after_delete`, "DELETE", t.table, notMoving(o(t.company)),
-      insertEntry(t.type, o(t.id), o(t.company), account(o), "deleted", object(t.fields, "old"), "NULL")),
-  ];
-  return triggers.filter((_, i) => events.includes((["insert", "update", "delete"] as const)[i]!));
+  const shown = t.fields.map((fl) => fl[0]).join(", ");
+  const triggers: Record<"insert" | "update" | "delete", Trigger> = {
+    insert: audit({ table: t.table, event: "INSERT", effect: `\`${t.type}\` \`created\` entry (${shown})`,
+      body: [insertEntry(t.type, n(t.id), n(t.company), account(n), "created", "NULL", object(t.fields, "new"))] }),
+    update: audit({ table: t.table, event: "UPDATE", when: t.fields.map((fl) => `old.${fl[1]} IS NOT new.${fl[1]}`).join(" OR "),
+      effect: `\`${t.type}\` \`updated\` entry with the shown fields that changed; none when only other columns change`,
+      body: [insertEntry(t.type, n(t.id), n(t.company), account(n), "updated", changed(t.fields, "old"), changed(t.fields, "new"))] }),
+    delete: audit({ table: t.table, event: "DELETE", effect: `\`${t.type}\` \`deleted\` entry`,
+      body: [insertEntry(t.type, o(t.id), o(t.company), account(o), "deleted", object(t.fields, "old"), "NULL")] }),
+  };
+  return (t.events ?? ["insert", "update", "delete"]).map((event) => triggers[event]);
 }
 
-function partTriggers(p: Part): string[] {
+function partTriggers(p: Part): Trigger[] {
   const [n, o] = [(e: string) => row(e, "new"), (e: string) => row(e, "old")];
   const side = (r: (e: string) => string, present: boolean) => `json_object(${r(p.key)}, ${present ? r(p.value) : "NULL"})`;
   const triggers = [
-    trigger(`audit_${p.table}_after_insert`, "INSERT", p.table, notMoving(n(p.company)),
-      insertEntry(p.type, n(p.id), n(p.company), undefined, "updated", side(n, false), side(n, true))),
-    trigger(`audit_${p.table}_after_delete`, "DELETE", p.table, `EXISTS (${o(p.parent)}) AND ${notMoving(o(p.company))}`,
-      insertEntry(p.type, o(p.id), o(p.company), undefined, "updated", side(o, true), side(o, false))),
+    audit({ table: p.table, event: "INSERT", effect: `\`${p.type}\` \`updated\` entry: \`${p.shown}\` added`,
+      body: [insertEntry(p.type, n(p.id), n(p.company), undefined, "updated", side(n, false), side(n, true))] }),
+    audit({ table: p.table, event: "DELETE", when: `EXISTS (${o(p.parent)})`,
+      effect: `\`${p.type}\` \`updated\` entry: \`${p.shown}\` removed (nothing when the ${p.type} itself is deleted)`,
+      body: [insertEntry(p.type, o(p.id), o(p.company), undefined, "updated", side(o, true), side(o, false))] }),
   ];
   if (p.changes) {
-    const differs = p.changes.map((c) => `old.${c} IS NOT new.${c}`).join(" OR ");
-    triggers.splice(1, 0, trigger(`audit_${p.table}_after_update`, "UPDATE", p.table, `(${differs}) AND ${notMoving(n(p.company))}`,
-      insertEntry(p.type, n(p.id), n(p.company), undefined, "updated", side(o, true), side(n, true))));
+    triggers.splice(1, 0, audit({ table: p.table, event: "UPDATE", when: p.changes.map((c) => `old.${c} IS NOT new.${c}`).join(" OR "),
+      effect: `\`${p.type}\` \`updated\` entry: \`${p.shown}\` before and after`,
+      body: [insertEntry(p.type, n(p.id), n(p.company), undefined, "updated", side(o, true), side(n, true))] }));
   }
   return triggers;
 }
 
-export const MARKER = "-- Audit triggers: generated by scripts/gen-audit-triggers.ts (do not edit by hand).";
-export const MIGRATION = join(import.meta.dirname, "..", "migrations", "0023_audit_log.sql");
-
-export function render(): string {
-  const all = [...RESOURCES.flatMap(resourceTriggers), ...PARTS.flatMap(partTriggers)];
-  return `${MARKER}\n${all.join("\n--> statement-breakpoint\n")}\n`;
-}
-
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const current = readFileSync(MIGRATION, "utf8");
-  const at = current.indexOf(MARKER);
-  const head = (at === -1 ? current : current.slice(0, at)).trimEnd();
-  writeFileSync(MIGRATION, `${head}\n--> statement-breakpoint\n${render()}`);
-}
+export const AUDIT: readonly Trigger[] = [...RESOURCES.flatMap(resourceTriggers), ...PARTS.flatMap(partTriggers)];
