@@ -95,8 +95,8 @@ case "$cmd" in
   test) exec npm test ;;
   walkthrough) exec npm run walkthrough ;;
   bench) exec npm run bench -- "$@" ;;
-  measure) exec node scripts/measure-d1.ts "$@" ;;
-  capacity) exec node scripts/capacity-model.ts "$@" ;;
+  measure) exec node bench/measure-d1.ts "$@" ;;
+  capacity) exec node bench/capacity-model.ts "$@" ;;
   client | account | shard) exec node scripts/admin.ts "$cmd" "$@" ;;
   # As for npm start (scripts/lib/local.ts startDev): no `request.cf` download, whose failure offline prints a stack trace.
   wrangler) CLOUDFLARE_CF_FETCH_ENABLED="${CLOUDFLARE_CF_FETCH_ENABLED:-false}" exec node node_modules/wrangler/bin/wrangler.js "$@" ;;
