@@ -35,7 +35,7 @@ const field = (output: string, name: string) => new RegExp(`^\\s*${name}:\\s+(\\
  * connection just as the next request goes out ("other side closed"), which fetch retries only for GETs.
  */
 async function http(method: string, path: string, token: string, body?: unknown, headers: Record<string, string> = {}) {
-  const key = method === "GET" ? {} : { "Idempotency-Key": crypto.randomUUID() };
+  const key: Record<string, string> = method === "GET" ? {} : { "Idempotency-Key": crypto.randomUUID() };
   const send = () =>
     fetch(`${service!.base}${path}`, {
       method,
