@@ -67,7 +67,7 @@ export interface AutocannonOptions {
   url: string;
   connections: number;
   duration: number;
-  method?: "GET" | "POST";
+  method?: "GET" | "POST" | "PATCH";
   headers?: Record<string, string>;
   body?: string;
   /** Replace `[<id>]` in the body with a fresh id on every request. */
@@ -121,6 +121,8 @@ export interface RouteSpec {
   token?: string;
   /** POST with a JSON body; `[<id>]` in it (and in `headers`) becomes a fresh id per request. */
   post?: string;
+  /** The method that sends `post` (default POST). */
+  method?: "POST" | "PATCH";
   /** More request headers, e.g. an `Idempotency-Key`. */
   headers?: Record<string, string>;
   /** Sent in turn across all connections (`roundRobin`) instead of `path` and `token` (which `drain` still uses). */
@@ -304,7 +306,7 @@ export function measurer(settings: MeasureSettings) {
       timeout: 30,
       headers: requestHeaders(route),
       ...(route.requests ? { requests: roundRobin(route.requests) } : {}),
-      ...(route.post !== undefined ? { method: "POST" as const, body: route.post, idReplacement: true } : {}),
+      ...(route.post !== undefined ? { method: route.method ?? "POST", body: route.post, idReplacement: true } : {}),
     };
     let warmNon2xx = 0;
     let warmErrors = 0;

@@ -1,7 +1,7 @@
 import type { Db } from "./db/client";
 import type { ImportParams } from "./imports/params";
 import type { RequestSession } from "./db/request-session";
-import type { WriteGuards } from "./db/write-guards";
+import type { WriteContext } from "./db/commit";
 import type { PolicyState } from "./lib/rate-limit-policy";
 import type { CompanyClockRpc } from "./company-clock/api";
 
@@ -70,14 +70,17 @@ export interface AppBindings {
     /** The rate-limit policies the request was counted against (src/lib/rate-limit.ts). */
     rateLimits: PolicyState[];
     auth: AuthContext;
-    /** Set for every scoped route (src/lib/openapi.ts): the drizzle handle and the caller's company. */
+    /**
+     * The request's one database handle (src/db/client.ts), set at authentication: reads, and
+     * `commit`, every write of the request with what travels with it (src/db/commit.ts).
+     */
     db: Db;
-    /** The request's D1 session on its account's shard (src/db/session.ts), for raw statements. */
-    d1: D1Database;
+    /** The request's D1 session on its account's shard (src/db/session.ts): its bookmark, and the request's own bookkeeping. */
     session: RequestSession;
+    /** The caller's company (src/lib/context.ts). */
     companyId: number;
-    /** Set when the request's writes are guarded (Idempotency-Key, If-Match): src/lib/context.ts. */
-    writeGuards: WriteGuards;
+    /** What the commits of a write request carry (src/lib/context.ts): its actor, Idempotency-Key and If-Match. */
+    writes: WriteContext;
     /** The key a keyed request's Durable Object change is recorded under (client and key hash). */
     idempotencyKey: string;
   };

@@ -1,13 +1,13 @@
 import { startStrandedImports } from "./imports/start";
-import { getDb } from "./db/client";
+import { database, type Db } from "./db/client";
 import { pruneKeys } from "./idempotency/store";
 import type { Env } from "./env";
 import { primarySession } from "./db/session";
 import { shardBindings } from "./db/shards";
 import { clockFor } from "./company-clock/handoff/worker";
-import { releaseAbandonedUploads } from "./routes/drive/queries";
-import { pruneAuditLog } from "./routes/audit-log/queries";
-import { RETENTION_DAYS } from "./routes/audit-log/schemas";
+import { releaseAbandonedUploads } from "./records/drive/queries";
+import { pruneAuditLog } from "./records/audit-log/queries";
+import { RETENTION_DAYS } from "./schemas/audit-log";
 
 /** Changes the Durable Objects have not applied after this long are replayed (the normal path takes milliseconds). */
 export const SYNC_GRACE_SECONDS = 30;
@@ -35,13 +35,14 @@ export async function handleScheduled(controller: ScheduledController, env: Env,
 }
 
 async function sweepShard(controller: ScheduledController, env: Env, shard: number): Promise<void> {
-  const d1 = primarySession(env, shard);
+  // The sweep's clean-ups are bookkeeping: its handle's commits carry nothing more.
+  const db = database(primarySession(env, shard));
   try {
-    await sweepReminders(controller, env, d1, shard);
+    await sweepReminders(controller, env, db.d1, shard);
   } finally {
-    await releaseExpiredUploads(env, d1);
-    await pruneIdempotencyKeys(d1, controller.scheduledTime);
-    await pruneAudit(d1, controller.scheduledTime);
+    await releaseExpiredUploads(env, db);
+    await pruneIdempotencyKeys(db, controller.scheduledTime);
+    await pruneAudit(db, controller.scheduledTime);
     await restartImports(env, shard, controller.scheduledTime);
   }
 }
@@ -56,27 +57,27 @@ async function restartImports(env: Env, shard: number, now: number): Promise<voi
 }
 
 /** Idempotency keys past their 24 h (docs/idempotency.md): a bounded delete per run. */
-async function pruneIdempotencyKeys(d1: D1Database, now: number): Promise<void> {
+async function pruneIdempotencyKeys(db: Db, now: number): Promise<void> {
   try {
-    await pruneKeys(d1, now);
+    await pruneKeys(db, now);
   } catch (error) {
     console.error(JSON.stringify({ level: "error", msg: "idempotency key pruning failed", error: String(error) }));
   }
 }
 
 /** Audit entries older than the retention (docs/audit-log.md): a bounded delete per run, so a backlog drains over a few runs. */
-async function pruneAudit(d1: D1Database, now: number): Promise<void> {
+async function pruneAudit(db: Db, now: number): Promise<void> {
   try {
-    await pruneAuditLog(d1, now - RETENTION_DAYS * 86_400_000, AUDIT_PRUNE_PER_RUN);
+    await pruneAuditLog(db, now - RETENTION_DAYS * 86_400_000, AUDIT_PRUNE_PER_RUN);
   } catch (error) {
     console.error(JSON.stringify({ level: "error", msg: "audit log pruning failed", error: String(error) }));
   }
 }
 
 /** Uploads whose Worker stopped mid-stream: their reservations are released (releaseAbandonedUploads, all companies). */
-async function releaseExpiredUploads(env: Env, d1: D1Database): Promise<void> {
+async function releaseExpiredUploads(env: Env, db: Db): Promise<void> {
   try {
-    await releaseAbandonedUploads(getDb(d1), env.FILES);
+    await releaseAbandonedUploads(db, env.FILES);
   } catch (error) {
     console.error(JSON.stringify({ level: "error", msg: "abandoned upload cleanup failed", error: String(error) }));
   }

@@ -12,7 +12,7 @@ export const FAMILY_NOTES: Readonly<Record<Family, string>> = {
   "key check":
     "BEFORE triggers that refuse a row without its normalised key (`src/lib/text-key.ts`). ALTER TABLE cannot add NOT NULL without a default, and `''` would collide in the unique index, so no write path can skip the key.",
   version:
-    "Every UPDATE of the row bumps `version` once: the If-Match precondition (`src/db/write-guards.ts`, [docs/api-notes.md](api-notes.md) \"Conditional requests\"). The trigger's own UPDATE changes only `version`, so its WHEN stops it there, and the column-specific triggers do not fire for it.",
+    "Every UPDATE of the row bumps `version` once: the If-Match precondition (`src/db/commit.ts`, [docs/api-notes.md](api-notes.md) \"Conditional requests\"). The trigger's own UPDATE changes only `version`, so its WHEN stops it there, and the column-specific triggers do not fire for it.",
   search:
     "The company-scoped search indexes ([docs/search.md](search.md)): the Worker writes `search_words`, these index them behind the company's mark and add long words to `search_terms`. They also run during shard moves, so the target builds the account's index as the rows arrive.",
   "business rule":
@@ -45,7 +45,7 @@ export const BUSINESS_RULES: ReadonlyArray<{ rule: string; where: string; why: s
   },
   {
     rule: "Deleting a contact unassigns its tasks",
-    where: "TypeScript: `deleteContact` in `src/routes/contacts/queries.ts`, an UPDATE of `tasks` in the same D1 batch as the contact's DELETE (before the migration `…_trigger_catalogue.sql`: the trigger `contacts_unassign_tasks_after_delete`)",
+    where: "TypeScript: `deleteContact` in `src/records/contacts.ts`, an UPDATE of `tasks` in the same D1 batch as the contact's DELETE (before the migration `…_trigger_catalogue.sql`: the trigger `contacts_unassign_tasks_after_delete`)",
     why:
       "One writer deletes contacts: the API's `DELETE /v1/contacts/{id}`. The operator CLI never deletes contacts, imports only create and update them, a company cannot be deleted while it holds contacts, and an account move's clean-up deletes them with the rule skipped anyway. The batch is one transaction, so the unassignment cannot be lost; its task `updated` audit entries and `task.updated` webhook events are written as before. Deploy the Worker before applying that migration: the previous Worker relies on the trigger.",
   },

@@ -21,7 +21,7 @@ const keyCheck = (table: string, column: string): Declaration[] => {
 const KEY_CHECKS = family("key check", [...keyCheck("contacts", "email_key"), ...keyCheck("contact_groups", "name_key"), ...keyCheck("departments", "name_key")]);
 
 // --- versions -----------------------------------------------------------------------------------
-// Every UPDATE of the row bumps `version` once (If-Match: src/db/write-guards.ts). The trigger's own
+// Every UPDATE of the row bumps `version` once (If-Match: src/db/commit.ts). The trigger's own
 // UPDATE changes only `version`, so WHEN stops it there (whether or not recursive triggers are on),
 // and the column-specific triggers of these tables do not fire for it.
 
@@ -270,7 +270,7 @@ const REMINDER_SYNC = family("reminder sync", [
 
 // --- revisions ----------------------------------------------------------------------------------
 // company_revisions.records moves on every change to a company's items, folders and document types
-// (a calendar feed's ETag reads it: src/routes/calendar-feeds/feed.ts). An UPDATE counts once: after
+// (a calendar feed's ETag reads it: src/records/calendar-feeds/feed.ts). An UPDATE counts once: after
 // the version trigger's bump (every UPDATE of these tables bumps version exactly once).
 
 const revision = (table: string): Declaration[] => {

@@ -2,15 +2,16 @@ import { createMiddleware } from "hono/factory";
 import type { Context } from "hono";
 import type { AppBindings } from "../env";
 import { shardOfClient } from "../db/directory";
+import { database } from "../db/client";
+import type { WriteContext } from "../db/commit";
 import type { RequestSession } from "../db/request-session";
-import type { WriteGuards } from "../db/write-guards";
-import { READS, answerBookmark, requestSession } from "../db/session";
+import { READS, answerBookmark, primarySession, requestSession } from "../db/session";
 import { isShard } from "../db/shards";
 import { ApiError, apiError, forbidden, invalidToken, oauthError } from "../lib/errors";
 import { limitUnauthenticated } from "../lib/rate-limit";
 import { findClientCached, type ClientRecord } from "./clients";
 import { getSigningKeys } from "./keys";
-import { logTokenRefusal } from "../routes/audit-log/record";
+import { logTokenRefusal } from "../records/audit-log/client-events";
 import { effectiveScopes, grants, parseScopes } from "./scopes";
 import { verifyAccessToken } from "./tokens";
 
@@ -90,11 +91,11 @@ async function authenticateBearer(c: Context<AppBindings>): Promise<RequestSessi
     });
   }
   c.set("session", session);
-  c.set("d1", session.d1);
+  // The request's one handle. A write request's commits name its actor for the audit log, in each
+  // write's own batch (src/db/commit.ts); the request id and operationId are set before authentication.
+  let context: WriteContext | undefined;
   if (!READS.has(c.req.method)) {
-    // Every write of the request through c.var.db names its actor for the audit log, in the
-    // write's own batch (src/lib/context.ts). The request id and operationId are set before authentication.
-    const guards: WriteGuards = {
+    context = {
       committed: 0,
       actor: {
         accountId: client.accountId,
@@ -105,8 +106,10 @@ async function authenticateBearer(c: Context<AppBindings>): Promise<RequestSessi
         operationId: c.get("operationId") ?? null,
       },
     };
-    c.set("writeGuards", guards);
+    c.set("writes", context);
   }
+  const shard = session.shard;
+  c.set("db", database(session.d1, context, () => primarySession(c.env, shard)));
   const scopes = effectiveScopes(parseScopes(claims.scope), parseScopes(client.scopes));
   c.set("auth", {
     clientId: claims.clientId,
@@ -145,4 +148,4 @@ export const requireOwner = createMiddleware<AppBindings>(async (c, next) => {
 
 /** A revoked or deactivated client's token presented: an audit entry (best effort). */
 const logRefusal = (c: Context<AppBindings>, session: RequestSession, client: ClientRecord, reason: string) =>
-  logTokenRefusal(session.d1, { client, requestId: c.get("requestId") ?? null, operationId: c.get("operationId") ?? null, details: { reason } });
+  logTokenRefusal(database(session.d1), { client, requestId: c.get("requestId") ?? null, operationId: c.get("operationId") ?? null, details: { reason } });

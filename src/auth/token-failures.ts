@@ -7,6 +7,7 @@
 // only while the window holds fewer than the limit, so however many requests arrive at once, at most
 // the limit of them are ever checked. A right secret hands its attempt back; a wrong one keeps it.
 
+import type { Db } from "../db/client";
 import { clientFromRow, clientStatement, fromCredentialStore, type ClientRecord, type ClientRow } from "./clients";
 
 export const TOKEN_FAILURE_LIMIT = 10;
@@ -36,9 +37,9 @@ export function admitTokenAttemptStatement(db: D1Database, clientId: string, now
  * `admitted` is false for an unknown client_id too (`client` null); a known client not admitted is
  * over its limit until `lockedSeconds(client.tokenFailuresSince, now)`.
  */
-export async function admitTokenAttempt(db: D1Database, clientId: string, nowSeconds: number): Promise<{ client: ClientRecord | null; admitted: boolean }> {
-  const [admit, read] = await fromCredentialStore(() => db.batch([admitTokenAttemptStatement(db, clientId, nowSeconds), clientStatement(db, clientId)]));
-  return { client: clientFromRow(read!.results[0] as ClientRow | undefined), admitted: admit!.results.length > 0 };
+export async function admitTokenAttempt(db: Db, clientId: string, nowSeconds: number): Promise<{ client: ClientRecord | null; admitted: boolean }> {
+  const [admit, read] = await fromCredentialStore(() => db.commit([admitTokenAttemptStatement(db.d1, clientId, nowSeconds), clientStatement(db.d1, clientId)]));
+  return { client: clientFromRow(read.results[0] as ClientRow | undefined), admitted: admit.results.length > 0 };
 }
 
 /** Seconds until the window that refused an attempt ends (at least 1). */

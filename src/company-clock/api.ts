@@ -5,7 +5,7 @@
 import type { CalendarUnit } from "../lib/time";
 import type { Snapshots } from "./handoff/snapshots";
 import type { Channel, DeliveryState } from "./store";
-import type { AuditActor } from "../db/audit-context";
+import type { AuditActor } from "../db/commit";
 
 /** A refusal the Durable Object returns (RPC keeps plain objects; thrown errors lose their status). */
 export type Failure = { error: { status: 400 | 404 | 409; msg: string } };

@@ -3,7 +3,8 @@
 // into the `audit_outbox` table, and handed to D1's audit_log by the next settle (the end of every
 // call that changes something, and of every alarm). Each entry carries a key of its own, so a
 // handoff repeated after a failure adds it once (audit_log.source_key is unique).
-import type { AuditActor } from "../db/audit-context";
+import type { Db } from "../db/client";
+import type { AuditActor } from "../db/commit";
 
 export interface ClockAuditEntry {
   resourceType: "reminder" | "webhook";
@@ -37,15 +38,16 @@ export function changedFields(before: Record<string, unknown>, after: Record<str
 }
 
 /** Hands the waiting entries to D1, then forgets them. A failure leaves them for the next settle (logged, never thrown). */
-export async function handOffAudit(clock: { sql: SqlStorage; companyId: number; d1(): Promise<D1Database> }): Promise<void> {
+export async function handOffAudit(clock: { sql: SqlStorage; companyId: number; db(): Promise<Db> }): Promise<void> {
   const rows = clock.sql
     .exec<{ seq: number; source_key: string; entry: string }>("SELECT seq, source_key, entry FROM audit_outbox ORDER BY seq LIMIT ?", ENTRIES_PER_HANDOFF)
     .toArray();
   if (rows.length === 0) return;
   try {
-    const d1 = await clock.d1();
-    await d1
-      .prepare(
+    const db = await clock.db();
+    await db.commit([
+      db.d1
+        .prepare(
         `INSERT OR IGNORE INTO audit_log (account_id, company_id, at, client_id, user_id, actor_company_id, request_id, operation_id,
            resource_type, resource_id, action, before, after, source_key)
          SELECT coalesce(e.value ->> '$.entry.actor.accountId', (SELECT account_id FROM companies WHERE id = ?1), 0), ?1,
@@ -55,8 +57,8 @@ export async function handOffAudit(clock: { sql: SqlStorage; companyId: number; 
            e.value ->> '$.key'
          FROM json_each(?2) AS e`,
       )
-      .bind(clock.companyId, JSON.stringify(rows.map((r) => ({ key: r.source_key, entry: JSON.parse(r.entry) }))))
-      .run();
+        .bind(clock.companyId, JSON.stringify(rows.map((r) => ({ key: r.source_key, entry: JSON.parse(r.entry) })))),
+    ]);
     clock.sql.exec("DELETE FROM audit_outbox WHERE seq <= ?", rows[rows.length - 1]!.seq);
   } catch (error) {
     console.error(JSON.stringify({ level: "error", msg: "audit entries not handed to D1 (kept for the next settle)", companyId: clock.companyId, error: String(error) }));

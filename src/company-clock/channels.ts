@@ -17,7 +17,7 @@ export function defaultChannels(env: Env): Channel[] {
   return availableChannels(env).includes("email") ? ["email"] : [];
 }
 
-/** The webhook channel is checked per company (src/routes/reminders/queries.ts `checkChannels`). */
+/** The webhook channel is checked per company (src/records/reminders.ts `checkChannels`). */
 export const WEBHOOK_CHANNEL_PROBLEM =
   "channel webhook is not available: the company has no enabled webhook endpoint subscribed to reminder.sent (POST /v1/webhooks)";
 

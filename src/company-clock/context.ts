@@ -2,6 +2,8 @@
 // bindings, the company it serves and that company's D1; and `settle`, which every change ends with
 // (time: arm the alarm; the handoff: tell D1). The object (object.ts) builds one per call.
 
+import { database, type Db } from "../db/client";
+import type { WriteContext } from "../db/commit";
 import { shardOfCompany } from "../db/directory";
 import { primarySession } from "../db/session";
 import type { Env } from "../env";
@@ -15,8 +17,11 @@ export interface ClockContext {
   readonly sql: SqlStorage;
   readonly env: Env;
   readonly companyId: number;
-  /** The company's shard, on its primary (companyD1). */
-  d1(): Promise<D1Database>;
+  /**
+   * The company's shard, on its primary (companyDb): a handle whose commits carry `context` (the
+   * renewals' actor), or nothing (the clock's bookkeeping).
+   */
+  db(context?: WriteContext): Promise<Db>;
   /** Items whose reminders a call is changing (their D1 view invalidated, the change not yet made): no view of them is written. */
   readonly changing: Map<number, number>;
   /** The object's bookkeeping writes to D1 (one batch in flight at a time). */
@@ -28,8 +33,8 @@ export interface ClockContext {
  * so a replica's past state must never be one of them (docs/scale.md "Which reads use the
  * primary"). The shard comes from the directory (cached for a minute) and follows a moved account.
  */
-export async function companyD1(env: Env, companyId: number): Promise<D1Database> {
-  return primarySession(env, await shardOfCompany(env, companyId));
+export async function companyDb(env: Env, companyId: number, context?: WriteContext): Promise<Db> {
+  return database(primarySession(env, await shardOfCompany(env, companyId)), context);
 }
 
 /**

@@ -5,7 +5,7 @@
 import { isCalendarDate, localToInstant, type CalendarUnit } from "../lib/time";
 import { isFailure, MAX_FEED_EVENTS, type Failure, type ItemReminders, type ReminderInput, type ReminderTime, type ReminderView, type TriggeredView } from "./api";
 import { defaultChannels } from "./channels";
-import type { AuditActor } from "../db/audit-context";
+import type { AuditActor } from "../db/commit";
 import { changedFields, recordAudit } from "./audit-outbox";
 import type { ClockContext } from "./context";
 import { SYNC_BATCH } from "./handoff/snapshots";

@@ -9,7 +9,7 @@ import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
 import { fetchTransport, type WebhookTransport } from "../webhooks/delivery";
 import type { CompanyClockRpc, ReminderInput } from "./api";
-import { companyD1, settle, type ClockContext } from "./context";
+import { companyDb, settle, type ClockContext } from "./context";
 import { Bookkeeping, forgetInD1 } from "./handoff/bookkeeping";
 import type { Snapshots } from "./handoff/snapshots";
 import { addReminder, deleteReminder, feedAlarms, itemReminders, triggered, updateReminder } from "./item-reminders";
@@ -20,7 +20,7 @@ import { claimCompany, knownCompany, migrate, queuedRevision } from "./store";
 import { armSoonest, overdue } from "./time";
 import { deliverWebhooks, listDeliveries, pruneWebhooks, retryDelivery } from "./webhook-deliveries";
 import { pump, testWebhook } from "./webhooks";
-import type { AuditActor } from "../db/audit-context";
+import type { AuditActor } from "../db/commit";
 
 const logError = (msg: string, companyId: number, error: unknown) => console.error(JSON.stringify({ level: "error", msg, companyId, error: String(error) }));
 
@@ -36,7 +36,7 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.transports = defaultTransports(env);
-    this.bookkeeping = new Bookkeeping(ctx.storage, (companyId) => companyD1(env, companyId));
+    this.bookkeeping = new Bookkeeping(ctx.storage, (companyId) => companyDb(env, companyId));
     ctx.blockConcurrencyWhile(async () => migrate(ctx.storage));
   }
 
@@ -45,7 +45,7 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
     const { storage } = this.ctx;
     claimCompany(storage.sql, companyId);
     const env = this.env;
-    return { storage, sql: storage.sql, env, companyId, d1: () => companyD1(env, companyId), changing: this.changing, bookkeeping: this.bookkeeping };
+    return { storage, sql: storage.sql, env, companyId, db: (context) => companyDb(env, companyId, context), changing: this.changing, bookkeeping: this.bookkeeping };
   }
 
   async status(companyId: number): Promise<{ companyId: number; queued: number; alarm: number | null }> {
@@ -91,7 +91,7 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
     return triggered(this.clock(companyId).sql, limit);
   }
 
-  // ---- calendar feeds (src/routes/calendar-feeds/feed.ts) ----
+  // ---- calendar feeds (src/records/calendar-feeds/feed.ts) ----
 
   queuedRevision(companyId: number): number {
     return queuedRevision(this.clock(companyId).sql);
@@ -165,8 +165,8 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
     } catch (error) {
       logError("webhook events not taken", companyId, error);
     }
-    more.push((await deliverDue(clock.storage, this.env, await clock.d1(), companyId, this.transports)).more);
-    more.push((await deliverWebhooks(clock.storage, this.env, await clock.d1(), companyId, this.webhookTransport)).more);
+    more.push((await deliverDue(clock.storage, this.env, (await clock.db()).d1, companyId, this.transports)).more);
+    more.push((await deliverWebhooks(clock.storage, this.env, await clock.db(), companyId, this.webhookTransport)).more);
     pruneWebhooks(clock.storage);
     // Re-armed last: a setAlarm() before a throw would suppress the runtime's retries.
     if (more.includes(true)) await armSoonest(clock.storage);
@@ -179,6 +179,6 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     migrate(this.ctx.storage);
-    await forgetInD1(await clock.d1(), companyId);
+    await forgetInD1(await clock.db(), companyId);
   }
 }

@@ -115,7 +115,8 @@ export function viewRows(clock: ClockContext, itemIds: number[], current?: Curre
 /** Best effort: a view not written only sends the next read to the object. */
 export async function writeViews(clock: ClockContext, views: ViewRow[]): Promise<void> {
   try {
-    await writeViewsStatement(await clock.d1(), clock.companyId, views).run();
+    const db = await clock.db();
+    await db.commit([writeViewsStatement(db.d1, clock.companyId, views)]);
   } catch (error) {
     console.error(JSON.stringify({ level: "error", msg: "reminder view not written", companyId: clock.companyId, error: String(error) }));
   }
@@ -132,7 +133,8 @@ export async function changeReminders<T>(clock: ClockContext, itemId: number, ch
   changing.set(itemId, (changing.get(itemId) ?? 0) + 1);
   let result: T;
   try {
-    await writeViewsStatement(await clock.d1(), clock.companyId, invalidRows([itemId], nextGen(clock.sql))).run();
+    const db = await clock.db();
+    await db.commit([writeViewsStatement(db.d1, clock.companyId, invalidRows([itemId], nextGen(clock.sql)))]);
     result = change();
   } finally {
     const left = changing.get(itemId)! - 1;
@@ -151,9 +153,9 @@ export async function invalidateFired(clock: ClockContext, itemIds: number[]): P
   const rows = invalidRows(itemIds, nextGen(clock.sql));
   try {
     const statements: D1PreparedStatement[] = [];
-    const d1 = await clock.d1();
-    for (let i = 0; i < rows.length; i += INVALIDATE_BATCH) statements.push(writeViewsStatement(d1, clock.companyId, rows.slice(i, i + INVALIDATE_BATCH)));
-    await d1.batch(statements);
+    const db = await clock.db();
+    for (let i = 0; i < rows.length; i += INVALIDATE_BATCH) statements.push(writeViewsStatement(db.d1, clock.companyId, rows.slice(i, i + INVALIDATE_BATCH)));
+    await db.commit(statements);
   } catch (error) {
     console.error(JSON.stringify({ level: "error", msg: "views of fired items not invalidated (their stale_at has passed)", companyId: clock.companyId, error: String(error) }));
   }

@@ -36,7 +36,7 @@ export async function sync(clock: ClockContext, itemIds: number[], given?: Snaps
     const ids = [...new Set(itemIds.slice(i, i + SYNC_BATCH))];
     // A snapshot the Worker read with its write (same round trip) is as good as one read now: an
     // older one than the object applied is ignored below like any other.
-    const snapshot = i === 0 && given ? given : await readSnapshots(await clock.d1(), clock.companyId, ids.filter((id) => id !== 0));
+    const snapshot = i === 0 && given ? given : await readSnapshots((await clock.db()).d1, clock.companyId, ids.filter((id) => id !== 0));
     pulled ??= snapshot.events;
     const applied = applySnapshot(clock, snapshot, ids, Date.now());
     const views = viewRows(clock, applied.filter((a) => !a.gone && a.itemId !== 0).slice(0, VIEWS_PER_BATCH).map((a) => a.itemId));
@@ -122,7 +122,7 @@ function applySnapshot(clock: ClockContext, snapshot: Snapshots, ids: number[], 
 /** Applies up to REPAIR_PAGES pages of pending changes; true when more remain (the caller re-arms). */
 export async function repair(clock: ClockContext): Promise<boolean> {
   for (let page = 0; page < REPAIR_PAGES; page++) {
-    const pending = await pendingItems(await clock.d1(), clock.companyId);
+    const pending = await pendingItems((await clock.db()).d1, clock.companyId);
     if (pending.length > 0) await sync(clock, pending);
     if (pending.length < SYNC_BATCH) return false;
   }

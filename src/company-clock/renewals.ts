@@ -4,19 +4,17 @@
 //
 // The store mirrors each such item as one row (store.ts mirrorRenewal: its date, its rule state as
 // D1 last said it, the instant). When the instant has come, the renewal is written to D1 guarded
-// by that rule state (src/routes/items/recurrence.ts renewalWrites): a repeat of it (a retried
+// by that rule state (src/records/items/recurrence.ts renewalWrites): a repeat of it (a retried
 // alarm, a crash between the D1 write and the object learning of it, two runs at once) finds the
 // item no longer in that state and writes nothing. The row changes only when D1's new state is
 // synced in, like any item change.
 
-import { getDb } from "../db/client";
 import { parseRuleState, renewalDate } from "../lib/recurrence";
 import { todayIn } from "../lib/time";
-import { RENEWALS_PER_STATEMENT, renewalWrites, type Renewal } from "../routes/items/recurrence";
+import { RENEWALS_PER_STATEMENT, renewalWrites, type Renewal } from "../records/items/recurrence";
 import type { ClockContext } from "./context";
 import { dueRenewals, forgetRenewals, postponeRenewals, zoneOf } from "./store";
-import type { AuditActor } from "../db/audit-context";
-import { auditedD1 } from "../db/write-guards";
+import type { AuditActor } from "../db/commit";
 
 /** Renewals at expiry are the service's own change in the audit log: no client or user. */
 const RENEWAL_ACTOR: AuditActor = { accountId: null, companyId: null, clientId: null, userId: null, requestId: null, operationId: "automaticRenewal" };
@@ -52,13 +50,14 @@ export async function renew(clock: ClockContext, apply: (itemIds: number[]) => P
   }
   const renewed = new Set<number>();
   if (renewals.length > 0) {
-    const db = getDb(auditedD1(await clock.d1(), RENEWAL_ACTOR));
+    // Written as the service: the commit's audit context names no client or user.
+    const db = await clock.db({ committed: 0, actor: RENEWAL_ACTOR });
     const statements = [];
     for (let i = 0; i < renewals.length; i += RENEWALS_PER_STATEMENT) {
       const { history, update } = renewalWrites(db, clock.companyId, renewals.slice(i, i + RENEWALS_PER_STATEMENT), { reason: "expired", userId: 0 });
       statements.push(history, update);
     }
-    const results = (await db.batch(statements as unknown as Parameters<typeof db.batch>[0])) as unknown as Array<Array<{ id: number }>>;
+    const results = (await db.commit(statements)) as unknown as Array<Array<{ id: number }>>;
     for (let i = 1; i < results.length; i += 2) for (const row of results[i]!) renewed.add(row.id);
   }
   await apply(batch.map((r) => r.item_id));

@@ -66,7 +66,7 @@ const MIGRATIONS: string[][] = [
   [
     // Version 4: a revision of the queued reminders (what calendar feeds show as alarms), bumped by
     // every change to that set: a queued reminder added or removed, fired, held or resumed, or moved
-    // to another instant. A feed's ETag carries it (src/routes/calendar-feeds/feed.ts), so a 304
+    // to another instant. A feed's ETag carries it (src/records/calendar-feeds/feed.ts), so a 304
     // costs one read of it instead of reading the reminders. Triggers, so no code path can forget it.
     `INSERT OR IGNORE INTO meta (key, value) VALUES ('queued_revision', '0')`,
     `CREATE TRIGGER reminders_queued_insert AFTER INSERT ON reminders WHEN new.state = 'queued' AND new.origin <> 'expiry'
@@ -283,7 +283,7 @@ export function forgetItem(sql: SqlStorage, itemId: number): void {
 // ---- renewals (renewals.ts) ----
 
 /**
- * Mirrors the item's rule (`state`: its rule state from D1, src/routes/items/recurrence.ts): a
+ * Mirrors the item's rule (`state`: its rule state from D1, src/records/items/recurrence.ts): a
  * renewal row while the rule renews at expiry and has an occurrence left, none otherwise.
  */
 export function mirrorRenewal(sql: SqlStorage, itemId: number, state: string | null, zone: string): void {

@@ -16,7 +16,8 @@ import type { Failure, WebhookDeliveryState, WebhookDeliveryView } from "./api";
 import { settle, type ClockContext } from "./context";
 import { appliedResult, recordApplied } from "./store";
 import { D1_RETRY_MS } from "./webhooks";
-import type { AuditActor } from "../db/audit-context";
+import type { Db } from "../db/client";
+import type { AuditActor } from "../db/commit";
 import { recordAudit } from "./audit-outbox";
 
 /** Deliveries attempted per alarm run, and at once; more ready re-arm the alarm at once. */
@@ -66,7 +67,7 @@ type Leased = DeliveryRow & { data: string; event_created_at: number };
  * first (attempt counted), so two runs never send it at once. A deleted endpoint's deliveries are
  * dropped, a disabled one's fail; an endpoint failing everything for FAILING_DISABLE_MS is disabled.
  */
-export async function deliverWebhooks(storage: DurableObjectStorage, env: Env, d1: D1Database, companyId: number, transport: WebhookTransport): Promise<{ more: boolean }> {
+export async function deliverWebhooks(storage: DurableObjectStorage, env: Env, db: Db, companyId: number, transport: WebhookTransport): Promise<{ more: boolean }> {
   const sql = storage.sql;
   const now = Date.now();
   let leased: Leased[] = [];
@@ -85,7 +86,7 @@ export async function deliverWebhooks(storage: DurableObjectStorage, env: Env, d
 
   let endpoints: Map<number, Endpoint>;
   try {
-    const { results } = await endpointsStatement(d1, companyId).all();
+    const { results } = await endpointsStatement(db.d1, companyId).all();
     endpoints = new Map((await toEndpoints(results, env.WEBHOOK_SECRETS_KEY)).map((e) => [e.id, e]));
   } catch (error) {
     // Not an attempt: given back, tried again later.
@@ -152,7 +153,7 @@ export async function deliverWebhooks(storage: DurableObjectStorage, env: Env, d
     }
   });
   try {
-    await recordHealth(d1, companyId, health, done);
+    await recordHealth(db, companyId, health, done);
   } catch (error) {
     console.error(JSON.stringify({ level: "error", msg: "webhook endpoint health not recorded", companyId, error: String(error) }));
   }

@@ -10,7 +10,7 @@ import type { Failure } from "./api";
 import { settle, type ClockContext } from "./context";
 import type { PulledEvent } from "./handoff/snapshots";
 import { appliedResult, recordApplied } from "./store";
-import type { AuditActor } from "../db/audit-context";
+import type { AuditActor } from "../db/commit";
 import { recordAudit } from "./audit-outbox";
 
 /** Events fanned out per run. */
@@ -129,7 +129,7 @@ export async function pump(clock: ClockContext, pulled?: PulledEvent[]): Promise
   let events = pulled;
   if (events === undefined) {
     try {
-      events = await pullEvents(await clock.d1(), companyId);
+      events = await pullEvents((await clock.db()).d1, companyId);
     } catch (error) {
       console.error(JSON.stringify({ level: "error", msg: "webhook events not pulled from D1", companyId, error: String(error) }));
       events = [];
@@ -138,12 +138,12 @@ export async function pump(clock: ClockContext, pulled?: PulledEvent[]): Promise
   storePulled(clock.storage, events, now);
   if (events.length > 0) {
     try {
-      await deleteTaken(await clock.d1(), companyId, events.map((e) => e.id));
+      await deleteTaken(await clock.db(), companyId, events.map((e) => e.id));
     } catch (error) {
       console.error(JSON.stringify({ level: "error", msg: "taken webhook events not deleted from D1 (a repeat is ignored)", companyId, error: String(error) }));
     }
   }
-  await fanOut(clock.storage, clock.env, await clock.d1(), companyId, now);
+  await fanOut(clock.storage, clock.env, (await clock.db()).d1, companyId, now);
 }
 
 /** A webhook.test event to one endpoint (subscribed or not), delivered by the alarm at once. */
@@ -160,7 +160,7 @@ export async function testWebhook(clock: ClockContext, endpointId: number, reque
     recordAudit(sql, actor, { resourceType: "webhook", resourceId: endpointId, action: "tested", before: null, after: { event_type: "webhook.test" } }, now);
     recordApplied(sql, requestKey, { eventId }, now);
   });
-  await fanOut(clock.storage, clock.env, await clock.d1(), clock.companyId, now);
+  await fanOut(clock.storage, clock.env, (await clock.db()).d1, clock.companyId, now);
   const row = sql
     .exec<{ delivery_id: number; message_id: string }>("SELECT delivery_id, message_id FROM webhook_deliveries WHERE event_id = ? AND endpoint_id = ?", eventId, endpointId)
     .toArray()[0];

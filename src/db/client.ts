@@ -1,15 +1,39 @@
 import type { SQL } from "drizzle-orm";
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
+import { commit, messagesOf, type Committed, type Statement, type WriteContext } from "./commit";
 import type * as schema from "./schema";
 
-export type Db = DrizzleD1Database<typeof schema>;
+/**
+ * The one database handle: drizzle's builder for reads and for building write statements, the same
+ * session for statements written in SQL (`d1`), and `commit`, the one way to write
+ * (src/db/commit.ts: what travels with each write). Handlers get the request's as `c.var.db`.
+ */
+export type Db = DrizzleD1Database<typeof schema> & {
+  /** The same session, for statements written in SQL (docs/data-layer.md says when). */
+  readonly d1: D1Database;
+  /** Sends `statements` as one D1 batch, one transaction, with what the handle's write context adds. */
+  commit<const T extends readonly Statement[]>(statements: T): Promise<Committed<T>>;
+  /**
+   * A handle on the shard's primary with the same write context, for a read that must see a write
+   * made in another session meanwhile (the company clock's). Outside a request: this handle.
+   */
+  primary(): Db;
+};
 
 /**
- * A drizzle handle over a D1 database or a request's session. Built per request, so without the
- * schema: that builds drizzle's relational-query config (about 0.2 ms), and no query uses `db.query`.
+ * A handle over a D1 database or session. `context`: what its commits carry (none: the statements
+ * alone). Built per request, so drizzle without the schema: that builds drizzle's relational-query
+ * config (about 0.2 ms), and no query uses `db.query`.
  */
-export const getDb = (d1: D1Database): Db => drizzle(d1) as unknown as Db;
+export function database(d1: D1Database, context?: WriteContext, primary?: () => D1Database): Db {
+  const db = drizzle(d1) as unknown as Db;
+  return Object.assign(db, {
+    d1,
+    commit: <const T extends readonly Statement[]>(statements: T) => commit(d1, statements, context),
+    primary: () => (primary ? database(primary(), context) : db),
+  });
+}
 
 const dialect = new SQLiteAsyncDialect();
 
@@ -18,16 +42,6 @@ export function sqlText(fragment: SQL): string {
   const { sql, params } = dialect.sqlToQuery(fragment);
   if (params.length > 0) throw new Error(`sqlText: the fragment binds ${params.length} parameters`);
   return sql;
-}
-
-function messagesOf(err: unknown): string {
-  const parts: string[] = [];
-  let current: unknown = err;
-  for (let depth = 0; current && depth < 5; depth++) {
-    parts.push(String((current as Error).message ?? current));
-    current = (current as { cause?: unknown }).cause;
-  }
-  return parts.join(" | ");
 }
 
 /**

@@ -1,5 +1,5 @@
 // The rule state of an item (docs/recurrence.md): one SQL expression shared by the API's renewals
-// (src/routes/items/recurrence.ts) and the company clock's snapshots. Kept apart from both so the
+// (src/records/items/recurrence.ts) and the company clock's snapshots. Kept apart from both so the
 // clock reads it without importing the items routes.
 
 import { sql, type SQL } from "drizzle-orm";

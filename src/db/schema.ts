@@ -6,7 +6,7 @@ import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } fro
 
 const createdAt = () => text("created_at").notNull().default(sql`CURRENT_TIMESTAMP`);
 // Bumped by a trigger on every UPDATE of the row (docs/triggers.md, version): guards If-Match writes, whose
-// ETag was checked against the version read with it (src/db/write-guards.ts).
+// ETag was checked against the version read with it (src/db/commit.ts).
 const version = () => integer("version").notNull().default(1);
 // Tenancy columns: every row of company data carries its company (and account) id.
 const companyId = () =>
@@ -533,7 +533,7 @@ export const uploadSessions = sqliteTable(
     usedAt: integer("used_at"),
     // KB held by the upload in progress (migration 0010): counted against the company's drive space until its file row exists.
     // Negative (-KB) once released unfinished (token expired, or the upload failed): holds nothing; its R2 object, if any, is
-    // deleted with the session (src/routes/drive/queries.ts, releaseAbandonedUploads). 0 when unclaimed or stored as a file.
+    // deleted with the session (src/records/drive/queries.ts, releaseAbandonedUploads). 0 when unclaimed or stored as a file.
     reservedKb: integer("reserved_kb").notNull().default(0),
     createdAt: createdAt(),
     // The API client that opened the session: the audit entry of the uploaded file names it.
@@ -674,7 +674,7 @@ export const idempotencyKeys = sqliteTable(
     createdAt: integer("created_at").notNull(),
     expiresAt: integer("expires_at").notNull(),
     // Always 1: a write of the request sets it to "the row still holds my lease", and the CHECK
-    // fails the whole batch when it does not (src/db/write-guards.ts).
+    // fails the whole batch when it does not (src/db/commit.ts).
     fence: integer("fence").notNull().default(1),
   },
   (t) => [
@@ -686,7 +686,7 @@ export const idempotencyKeys = sqliteTable(
 
 /**
  * Always empty: an If-Match write inserts a row here only when the record's version has changed,
- * and the CHECK then fails the whole batch (src/db/write-guards.ts).
+ * and the CHECK then fails the whole batch (src/db/commit.ts).
  */
 export const writeGuards = sqliteTable(
   "write_guards",
@@ -874,7 +874,7 @@ export const auditLog = sqliteTable(
 
 /**
  * Who is writing: one row, inserted first and deleted last by every write batch of a request
- * (src/db/write-guards.ts), read by the audit triggers. Empty between batches; a write made without
+ * (src/db/commit.ts), read by the audit triggers. Empty between batches; a write made without
  * it (the operator CLI, a migration) is logged with no actor.
  */
 export const auditContext = sqliteTable(

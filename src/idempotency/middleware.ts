@@ -2,12 +2,12 @@
 // 24 h, a repeat gets that response back with `Idempotent-Replayed: true` and has no effect.
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppBindings } from "../env";
-import { runPrelude } from "../db/write-guards";
-import { guardedWrites } from "../lib/context";
+import { database, type Db } from "../db/client";
+import { writeContext } from "../lib/context";
 import { ApiError, apiError, renderError } from "../lib/errors";
 import { noteOnLog } from "../lib/request-context";
 import { IDEMPOTENCY_KEY_HEADER, keyHash, openBody, parseIdempotencyKey, requestFingerprint, sealBody } from "./key";
-import { LEASE_MS, claimStatements, claimedRow, finishKey, readKey, releaseKey, type KeyRow, type KeyScope } from "./store";
+import { LEASE_LOST, claimStatement, claimedRow, fenceStatement, finishKey, readKey, releaseKey, type KeyRow, type KeyScope } from "./store";
 
 export const REPLAYED_HEADER = "Idempotent-Replayed";
 
@@ -26,7 +26,7 @@ export const RESPONSE_LOST =
 const IN_PROGRESS = `A request with this ${IDEMPOTENCY_KEY_HEADER} is still in progress; retry after a moment to get its response`;
 
 /**
- * Thrown into the operation by its first D1 call when the key is not this request's. The middleware
+ * Thrown into the operation by its first commit when the key is not this request's. The middleware
  * answers for the key; as an ApiError it renders quietly should anything else see it.
  */
 class KeyTaken extends ApiError {
@@ -37,9 +37,11 @@ class KeyTaken extends ApiError {
 
 /**
  * Route middleware of every keyed write (POST, PATCH, PUT, DELETE of a scoped route), after
- * authentication, rate limiting and the tenant. Without the header it does nothing. The key is
- * claimed in the same batch, so the same transaction, as the operation's first write: no round
- * trip nor transaction of its own, and never a change without its key.
+ * authentication, rate limiting and the tenant. Without the header it does nothing. With it, the
+ * request's write context gets the key (src/db/commit.ts): its claim rides on the operation's
+ * commits until one has carried it, in the same batch, so the same transaction, as the change: no
+ * round trip nor transaction of its own, and never a change without its key. Every commit carries
+ * the fence.
  */
 export const idempotency: MiddlewareHandler<AppBindings> = async (c, next) => {
   const header = c.req.header(IDEMPOTENCY_KEY_HEADER);
@@ -53,37 +55,42 @@ export const idempotency: MiddlewareHandler<AppBindings> = async (c, next) => {
   let claimed: KeyRow | undefined;
   let finished: (() => void) | undefined;
 
-  const guards = guardedWrites(c);
-  guards.fence = { ...scope, lease, leaseMs: LEASE_MS };
-  guards.prelude = {
-    statements: claimStatements(c.var.d1, scope, { fingerprint, operationId: c.var.operationId, lease, now: Date.now() }),
-    accept: (results) => {
-      const row = claimedRow(results);
+  const context = writeContext(c);
+  // The request's own bookkeeping of its key goes outside its write context (no fence, no actor).
+  const own = database(c.var.session.d1);
+  const now = Date.now();
+  context.key = {
+    claim: (d1) => claimStatement(d1, scope, { fingerprint, operationId: c.var.operationId, lease, now }),
+    fence: (d1) => fenceStatement(d1, scope, lease),
+    fenced: (message) => message.includes(LEASE_LOST),
+    accept: (result) => {
+      const row = claimedRow(result);
       if (row.lease !== lease) throw new KeyTaken(row);
+      if (claimed) return; // concurrent commits of the request each carried the claim
       claimed = row;
       // The reminder engine records its changes under this: one use of the key (a retry that takes
       // it over keeps it; a use after the 24 h is another).
       c.set("idempotencyKey", `${scopeKey}:${row.created_at}`);
       running.set(scopeKey, new Promise<void>((resolve) => (finished = resolve)));
     },
-    refused: async () => {
-      throw new KeyTaken(await readKey(c.var.d1, scope));
-    },
+    refusal: async () => new KeyTaken(await readKey(own.d1, scope)),
+    claimed: false,
   };
   try {
     await next();
     const taken = keyTaken(c.error);
     if (taken) throw taken;
     if (!claimed) {
-      // The operation wrote nothing, so it has not claimed the key: a success claims it now (to be
-      // kept); a failure (not kept) only looks whether the key holds an earlier request's answer.
-      if (c.res.status < 300) await runPrelude(c.var.d1, guards);
+      // The operation wrote nothing, so it has not claimed the key: a success claims it now (an
+      // empty commit: the claim alone), to be kept; a failure (not kept) only looks whether the key
+      // holds an earlier request's answer.
+      if (c.res.status < 300) await c.var.db.commit([]);
       else {
-        const earlier = await readKey(c.var.d1, scope);
+        const earlier = await readKey(own.d1, scope);
         if (earlier) throw new KeyTaken(earlier);
       }
     }
-    if (claimed) await record(c, claimed.id, lease, key, guards.committed > 0);
+    if (claimed) await record(c, own, claimed.id, lease, key, context.committed > 0);
   } catch (error) {
     const taken = keyTaken(error);
     if (!taken) throw error;
@@ -105,12 +112,12 @@ function keyTaken(error: unknown): KeyTaken | undefined {
 
 /**
  * For an operation whose change is made outside D1 (by the reminder engine): claims the key now
- * unless a D1 call has already, and answers what the change is recorded under there (undefined
- * without a key). Throws, for the middleware to answer, when the key is another request's.
+ * (an empty commit) unless a commit has already, and answers what the change is recorded under
+ * there (undefined without a key). Throws, for the middleware to answer, when the key is another
+ * request's.
  */
 export async function idempotencyKeyFor(c: Context<AppBindings>): Promise<string | undefined> {
-  const guards = c.get("writeGuards");
-  if (guards) await runPrelude(c.var.d1, guards);
+  await c.var.db.commit([]);
   return c.get("idempotencyKey");
 }
 
@@ -120,15 +127,15 @@ export async function idempotencyKeyFor(c: Context<AppBindings>): Promise<string
  * change happened, the 500 would say otherwise); a failure that changed nothing frees the key, so
  * a retry runs afresh.
  */
-async function record(c: Context<AppBindings>, id: number, lease: string, key: string, changedData: boolean): Promise<void> {
+async function record(c: Context<AppBindings>, own: Db, id: number, lease: string, key: string, changedData: boolean): Promise<void> {
   const res = c.res;
   try {
     if (res.status >= 300 && !changedData) {
-      await releaseKey(c.var.d1, id, lease);
+      await releaseKey(own, id, lease);
       return;
     }
     const response = res.status >= 500 ? lostResponse(c.var.requestId) : { status: res.status, body: await res.clone().text(), headers: keptHeaders(res.headers) };
-    await finishKey(c.var.d1, id, lease, { status: response.status, headers: JSON.stringify(response.headers), body: await sealBody(c.var.auth.clientId, key, response.body) });
+    await finishKey(own, id, lease, { status: response.status, headers: JSON.stringify(response.headers), body: await sealBody(c.var.auth.clientId, key, response.body) });
   } catch (error) {
     // The response still goes out. The key stays running: once its lease runs out, a retry takes it
     // over when nothing was changed, and is told the response was lost otherwise.
@@ -159,7 +166,7 @@ async function answerExisting(c: Context<AppBindings>, scope: KeyScope, first: K
   const local = running.get(`${scope.clientId}:${scope.keyHash}`);
   if (row?.state === "running" && local && row.fingerprint === fingerprint) {
     await Promise.race([local, new Promise((resolve) => setTimeout(resolve, LOCAL_WAIT_MS))]);
-    row = (await readKey(c.var.d1, scope)) ?? row;
+    row = (await readKey(c.var.session.d1, scope)) ?? row;
   }
   if (!row) return stillRunning(c); // freed meanwhile by a first request that failed: the client retries
   if (row.fingerprint !== fingerprint) {

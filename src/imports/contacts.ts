@@ -2,8 +2,8 @@
 // compares it: case-insensitively): a row whose email the company has updates that contact.
 import type { Env } from "../env";
 import { nameKey } from "../lib/text-key";
-import { CreateContactSchema } from "../routes/contacts/schemas";
-import { contactWords } from "../routes/contacts/queries";
+import { CreateContactSchema } from "../schemas/contacts";
+import { contactWords, insertContacts, newContactRow } from "../records/contacts";
 import { RowErrors, cellText, chunkLead, fenceRefused, integerCell, lookup, type ImportResource, type RowError } from "./context";
 
 const FIELDS = ["first_name", "last_name", "email", "country_code", "iso", "mobile_code", "phone_number"] as const;
@@ -45,9 +45,9 @@ async function existingContacts(d1: D1Database, companyId: number, keys: string[
 
 export const contactImport: ImportResource<ContactRow> = {
   async validate(env, job, rows) {
-    const place = await placements(job.d1, job.companyId);
+    const place = await placements(job.db.d1, job.companyId);
     const keys = [...new Set(rows.map((r) => r.cells.get("email")).filter((v): v is string => typeof v === "string").map((v) => nameKey(v.normalize("NFC").trim())))];
-    const existing = await existingContacts(job.d1, job.companyId, keys);
+    const existing = await existingContacts(job.db.d1, job.companyId, keys);
     const errors: RowError[] = [];
     const valid: ContactRow[] = [];
     const seen = new Map<string, number>();
@@ -109,15 +109,35 @@ export const contactImport: ImportResource<ContactRow> = {
   },
 
   async write(env, job, chunk, fence) {
-    const db = job.d1;
-    const current = await existingContacts(job.d1, job.companyId, chunk.map((r) => r.key));
-    const creates: Array<Record<string, unknown>> = [];
+    const db = job.db.d1;
+    const current = await existingContacts(db, job.companyId, chunk.map((r) => r.key));
+    const creates: Array<{ row: number; nth: number; contact: Record<string, unknown> }> = [];
     const updates: Array<Record<string, unknown>> = [];
     let skips = 0;
     for (const r of chunk) {
       const was = current.get(r.key);
       if (!was) {
-        creates.push({ ...r.values, words: wordsOf(r.values), row: r.row, nth: creates.length + 1, key: r.key, dept: r.dept, group: r.group });
+        // Written by the one writer of new contacts (src/records/contacts.ts), as POST writes them.
+        const v = r.values;
+        const nth = creates.length + 1;
+        creates.push({
+          row: r.row,
+          nth,
+          contact: newContactRow({
+            companyId: job.companyId,
+            deptId: r.dept!,
+            groupId: r.group ?? null,
+            firstName: v.first_name,
+            lastName: v.last_name,
+            email: v.email,
+            emailKey: r.key,
+            countryCode: v.country_code,
+            iso: v.iso,
+            mobileCode: v.mobile_code,
+            phoneNumber: v.phone_number,
+            nth,
+          }),
+        });
         continue;
       }
       const changed = FIELDS.some((f) => r.values[f] !== was[f]) || (r.dept !== undefined && (r.dept !== was.dept_id || r.group !== was.group_id));
@@ -127,13 +147,7 @@ export const contactImport: ImportResource<ContactRow> = {
     const col = (name: string) => `json_extract(j.value, '$.${name}')`;
     const statements = [
       ...chunkLead(db, job, fence.index, { creates: creates.map((c) => ({ row: c.row, nth: c.nth })), updates: updates.length, skips }, fence.now),
-      db
-        .prepare(
-          `INSERT INTO contacts (company_id, dept_id, group_id, ${FIELDS.join(", ")}, email_key, search_words, created_at, updated_at, version)
-           SELECT ?1, ${col("dept")}, ${col("group")}, ${FIELDS.map(col).join(", ")}, ${col("key")}, ${col("words")}, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 1
-           FROM json_each(?2) AS j WHERE ${col("nth")} <= (SELECT max(0, contacts_limit - contacts_used) FROM companies WHERE id = ?1) ORDER BY j.key`,
-        )
-        .bind(job.companyId, JSON.stringify(creates)),
+      insertContacts(db, creates.map((c) => c.contact), "room", false),
     ];
     if (updates.length > 0) {
       statements.push(
@@ -146,7 +160,7 @@ export const contactImport: ImportResource<ContactRow> = {
       );
     }
     try {
-      await db.batch(statements);
+      await job.db.commit(statements);
     } catch (err) {
       if (fenceRefused(err)) return null;
       throw err;

@@ -1,6 +1,7 @@
 // What an import job works with: the job's row, its company, row errors and the helpers both
 // resources (items, contacts) share (docs/imports.md).
 import { z } from "@hono/zod-openapi";
+import type { Db } from "../db/client";
 import type { Env } from "../env";
 import { ApiError } from "../lib/errors";
 import { echo } from "../lib/echo";
@@ -9,8 +10,8 @@ import type { RawRow } from "./parse";
 
 export interface ImportJob {
   id: number;
-  /** The job's shard, on its primary (the rows it checks decide what it writes). */
-  d1: D1Database;
+  /** The job's shard, on its primary (the rows it checks decide what it writes); its commits name the client that created the job. */
+  db: Db;
   companyId: number;
   userId: number;
   resource: "items" | "contacts";

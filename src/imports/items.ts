@@ -2,7 +2,7 @@
 // contacts, sequences and tags without writing; then written chunk by chunk, each chunk one D1
 // batch (new items inserted, changed ones updated by external_id, unchanged ones left alone).
 import { sql } from "drizzle-orm";
-import { getDb, sqlText } from "../db/client";
+import { sqlText } from "../db/client";
 import type { Env } from "../env";
 import { splitCsvList } from "../lib/csv";
 import { requiredText, optionalText } from "../lib/schemas";
@@ -11,11 +11,12 @@ import { nameKey } from "../lib/text-key";
 import { RULE_COLUMNS, RULE_KEYS, ruleColumn, type RecurrenceRule, type RuleKey } from "../lib/recurrence";
 import { formatDate, parseDate } from "../lib/time";
 import { syncReminders } from "../company-clock/handoff/worker";
-import { ensureFolderPath, folderPathSegments } from "../routes/folders/queries";
-import { ruleAnchor } from "../routes/items/recurrence";
-import { ITEM_STATUSES, ITEM_TYPES, ruleValueChecks } from "../routes/items/schemas";
-import { MAX_TAGS_PER_ITEM, MAX_TAG_LENGTH } from "../routes/tags/schemas";
-import { distinctTagNames } from "../routes/tags/queries";
+import { ensureFolderPath, folderPathSegments } from "../records/folders";
+import { ruleAnchor } from "../records/items/recurrence";
+import { insertItems, newItemRow, type NewItem } from "../records/items/writer";
+import { ITEM_STATUSES, ITEM_TYPES, ruleValueChecks } from "../schemas/items";
+import { MAX_TAGS_PER_ITEM, MAX_TAG_LENGTH } from "../schemas/tags";
+import { distinctTagNames } from "../records/tags";
 import {
   REF_BASE,
   RowErrors,
@@ -210,7 +211,7 @@ const ANCHOR_AFTER = sqlText(
 
 export const itemImport: ImportResource<ItemRow> = {
   async validate(env, job, rows) {
-    const db = job.d1;
+    const db = job.db.d1;
     const refs = await companyRefs(db, job.companyId);
     const errors: RowError[] = [];
     const cellOf = (r: RawRow, name: string) => r.cells.get(name);
@@ -335,14 +336,13 @@ export const itemImport: ImportResource<ItemRow> = {
   },
 
   async write(env, job, chunk, fence) {
-    const db = job.d1;
-    const drizzle = getDb(db);
+    const db = job.db.d1;
     // Folders first (mkdir -p, idempotent): the batch needs their ids.
     const folderIds = new Map<string, number>();
     for (const r of chunk) {
       if (r.folderPath === undefined) continue;
       const key = `${r.dept}:${r.folderPath}`;
-      if (!folderIds.has(key)) folderIds.set(key, await ensureFolderPath(drizzle, job.companyId, r.dept, r.folderPath));
+      if (!folderIds.has(key)) folderIds.set(key, await ensureFolderPath(job.db, job.companyId, r.dept, r.folderPath));
     }
     const exts = chunk.filter((r) => r.ext !== null).map((r) => r.ext);
     const current = new Map(
@@ -357,7 +357,7 @@ export const itemImport: ImportResource<ItemRow> = {
         job.companyId,
       )).map((r) => [String(r.external_id), r]),
     );
-    const creates: Array<Record<string, unknown>> = [];
+    const creates: Array<{ row: number; nth: number; item: NewItem }> = [];
     const updates: Array<Record<string, unknown>> = [];
     const tagRows: Array<{ row: number; tags: Array<{ name: string; key: string; position: number }> }> = [];
     const fieldRows: Array<{ row: number; id: number; value: string }> = [];
@@ -388,7 +388,30 @@ export const itemImport: ImportResource<ItemRow> = {
         if (!was || words !== searchWords(String(was.title), String(was.notes))) wanted.search_words = words;
       }
       if (!was) {
-        creates.push({ ...wanted, row: r.row, nth: creates.length + 1, ext: r.ext, dept: r.dept, seq_given: r.seq !== undefined ? 1 : 0 });
+        // Written by the one writer of new items (src/records/items/writer.ts), as POST writes them.
+        creates.push({
+          row: r.row,
+          nth: creates.length + 1,
+          item: {
+            companyId: job.companyId,
+            createdBy: job.userId,
+            title: r.title!,
+            expiryDate: r.expiry!,
+            notes: r.notes,
+            itemType: r.type,
+            status: r.status,
+            archived: r.archived,
+            deptId: r.dept,
+            documentTypeId: r.docType,
+            folderId: folder ?? null,
+            contactId: r.contact ?? null,
+            seqId: r.seq === undefined ? undefined : r.seq || null,
+            externalId: r.ext,
+            importRef: job.id * REF_BASE + r.row,
+            rule: r.rule ?? null,
+            nth: creates.length + 1,
+          },
+        });
         continue;
       }
       const set = Object.fromEntries(Object.entries(wanted).filter(([k, v]) => v !== undefined && v !== was[k]));
@@ -399,24 +422,11 @@ export const itemImport: ImportResource<ItemRow> = {
       updates.push({ id: was.id, row: r.row, set });
     }
     const ref = job.id * REF_BASE;
-    const rows = JSON.stringify(creates);
-    const col = (name: string) => `json_extract(j.value, '$.${name}')`;
     const setCol = (column: string) => `${column} = ${valueAfter(column)}`;
     const statements = [
       ...chunkLead(db, job, fence.index, { creates: creates.map((c) => ({ row: c.row, nth: c.nth })), updates: updates.length, skips }, fence.now),
-      db
-        .prepare(
-          `INSERT INTO items (company_id, dept_id, document_type_id, folder_id, contact_id, seq_id, reminder_anchor, schedule_epoch, title, notes, item_type,
-             expiry_date, status, archived, created_by, created_at, updated_at, version, external_id, import_ref, search_words,
-             ${RULE_SET_COLUMNS.join(", ")}, recur_anchor)
-           SELECT ?1, ${col("dept")}, ${col("document_type_id")}, ${col("folder_id")}, ${col("contact_id")},
-             CASE WHEN ${col("seq_given")} = 1 THEN ${col("seq_id")} ELSE (SELECT s.id FROM reminder_sequences AS s WHERE s.company_id = ?1 AND s.is_default = 1) END,
-             ${col("expiry_date")}, 1, ${col("title")}, coalesce(${col("notes")}, ''), coalesce(${col("item_type")}, 'exp'), ${col("expiry_date")},
-             coalesce(${col("status")}, 'pending'), coalesce(${col("archived")}, 0), ?2, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 1, ${col("ext")}, ?3 + ${col("row")}, coalesce(${col("search_words")}, '[]'),
-             ${RULE_SET_COLUMNS.map((c) => col(c)).join(", ")}, CASE WHEN ${col("recur_every")} IS NOT NULL THEN ${col("expiry_date")} END
-           FROM json_each(?4) AS j WHERE ${col("nth")} <= (SELECT max(0, documents_limit - documents_used) FROM companies WHERE id = ?1) ORDER BY j.key`,
-        )
-        .bind(job.companyId, job.userId, ref, rows),
+      // A row creates only while the company has room for it (its nth place among the chunk's creations).
+      insertItems(db, creates.map((c) => newItemRow(c.item)), { guard: "room", returning: false }),
     ];
     if (updates.length > 0) {
       statements.push(
@@ -472,7 +482,7 @@ export const itemImport: ImportResource<ItemRow> = {
     statements.push(db.prepare("SELECT id FROM items WHERE import_ref BETWEEN ? AND ?").bind(ref + first, ref + last));
     let results: D1Result[];
     try {
-      results = await db.batch(statements);
+      results = await job.db.commit(statements);
     } catch (err) {
       if (fenceRefused(err)) return null;
       throw err;

@@ -1,8 +1,8 @@
 // The steps of an import job (docs/imports.md), each safe to run again: the Workflow
 // (src/imports/workflow.ts) retries a step that failed and resumes after the last one that
 // completed, so a step must leave the same state however often it runs.
+import { database, type Db } from "../db/client";
 import { primarySession } from "../db/session";
-import { auditedD1 } from "../db/write-guards";
 import type { Env } from "../env";
 import { DATE_FORMATS, type DateFormat } from "../lib/time";
 import { contactImport } from "./contacts";
@@ -42,36 +42,35 @@ async function loadJob(env: Env, shard: number, importId: number): Promise<{ row
   const row = await d1.prepare("SELECT * FROM imports WHERE id = ?").bind(importId).first<JobRow>();
   if (!row) return null;
   const dateFormat = (DATE_FORMATS as readonly string[]).includes(row.date_format) ? (row.date_format as DateFormat) : "YYYY-MM-DD";
-  // The rows the job writes are logged as the work of the client that created it (docs/audit-log.md).
-  const audited = auditedD1(d1, {
-    accountId: null,
-    companyId: row.company_id,
-    clientId: row.client_id,
-    userId: row.user_id,
-    requestId: row.request_id,
-    operationId: "createImport",
+  // The rows the job writes are logged as the work of the client that created it (docs/audit-log.md):
+  // its commits carry that actor, and nothing else (no request of its own).
+  const db = database(d1, {
+    committed: 0,
+    actor: { accountId: null, companyId: row.company_id, clientId: row.client_id, userId: row.user_id, requestId: row.request_id, operationId: "createImport" },
   });
-  return { row, job: { id: row.id, d1: audited, companyId: row.company_id, userId: row.user_id, resource: row.resource, dateFormat, format: row.format } };
+  return { row, job: { id: row.id, db, companyId: row.company_id, userId: row.user_id, resource: row.resource, dateFormat, format: row.format } };
 }
 
 export const chunkKey = (row: { company_id: number; id: number }, index: number) => `imports/${row.company_id}/${row.id}/chunk-${index}.json`;
 
-async function fail(d1: D1Database, importId: number, message: string, counts: { rows?: number; valid?: number; failed?: number } = {}): Promise<{ chunks: number }> {
-  await d1.prepare(
-    `UPDATE imports SET status = 'failed', message = ?2, rows = ?3, valid = ?4, failed = ?5, updated_at = ?6, finished_at = ?6
-     WHERE id = ?1 AND status IN ('queued', 'validating')`,
-  )
-    .bind(importId, message, counts.rows ?? 0, counts.valid ?? 0, counts.failed ?? 0, Date.now())
-    .run();
+async function fail(db: Db, importId: number, message: string, counts: { rows?: number; valid?: number; failed?: number } = {}): Promise<{ chunks: number }> {
+  await db.commit([
+    db.d1
+      .prepare(
+        `UPDATE imports SET status = 'failed', message = ?2, rows = ?3, valid = ?4, failed = ?5, updated_at = ?6, finished_at = ?6
+         WHERE id = ?1 AND status IN ('queued', 'validating')`,
+      )
+      .bind(importId, message, counts.rows ?? 0, counts.valid ?? 0, counts.failed ?? 0, Date.now()),
+  ]);
   return { chunks: 0 };
 }
 
-async function storeErrors(db: D1Database, importId: number, errors: RowError[]): Promise<void> {
+async function storeErrors(db: Db, importId: number, errors: RowError[]): Promise<void> {
   const kept = errors.slice(0, MAX_STORED_ERRORS);
   const statements = [];
   for (let i = 0; i < kept.length; i += 500) {
     statements.push(
-      db
+      db.d1
         .prepare(
           `INSERT OR IGNORE INTO import_errors (import_id, row_number, "column", value, message)
            SELECT ?1, json_extract(value, '$.row'), json_extract(value, '$.column'), json_extract(value, '$.value'), json_extract(value, '$.message') FROM json_each(?2)`,
@@ -79,7 +78,7 @@ async function storeErrors(db: D1Database, importId: number, errors: RowError[])
         .bind(importId, JSON.stringify(kept.slice(i, i + 500))),
     );
   }
-  if (statements.length > 0) await db.batch(statements);
+  await db.commit(statements);
 }
 
 /**
@@ -93,54 +92,58 @@ export async function checkRows(env: Env, shard: number, importId: number): Prom
   const { row, job } = loaded;
   if (row.status === "running") return { chunks: row.chunks };
   if (row.status !== "queued" && row.status !== "validating") return { chunks: 0 };
-  await job.d1.prepare("UPDATE imports SET status = 'validating', updated_at = ? WHERE id = ? AND status = 'queued'").bind(Date.now(), importId).run();
+  await job.db.commit([job.db.d1.prepare("UPDATE imports SET status = 'validating', updated_at = ? WHERE id = ? AND status = 'queued'").bind(Date.now(), importId)]);
 
   const body = await env.FILES.get(row.body_key);
-  if (!body) return fail(job.d1, importId, "The uploaded file is gone");
+  if (!body) return fail(job.db, importId, "The uploaded file is gone");
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(await body.arrayBuffer());
   } catch {
-    return fail(job.d1, importId, "The file is not UTF-8 text");
+    return fail(job.db, importId, "The file is not UTF-8 text");
   }
   let rows;
   try {
     rows = parseRows(text, job.format);
   } catch (err) {
-    if (err instanceof UnreadableFile) return fail(job.d1, importId, err.message);
+    if (err instanceof UnreadableFile) return fail(job.db, importId, err.message);
     throw err;
   }
   const resource = resources[job.resource];
   const { valid, errors, creates } = await resource.validate(env, job, rows);
-  await storeErrors(job.d1, importId, errors);
+  await storeErrors(job.db, importId, errors);
   const failedRows = new Set(errors.map((e) => e.row)).size;
   const counts = { rows: rows.length, valid: valid.length, failed: failedRows };
   if (row.on_error === "abort" && failedRows > 0 && row.dry_run === 0) {
-    return fail(job.d1, importId, `${failedRows} of ${rows.length} rows are invalid, so nothing was written (on_error=abort); see the errors`, counts);
+    return fail(job.db, importId, `${failedRows} of ${rows.length} rows are invalid, so nothing was written (on_error=abort); see the errors`, counts);
   }
-  const room = (await job.d1.prepare(`SELECT ${roomLeft(job)} AS room`).first<number>("room")) ?? 0;
+  const room = (await job.db.d1.prepare(`SELECT ${roomLeft(job)} AS room`).first<number>("room")) ?? 0;
   const limitName = job.resource === "items" ? "documents_limit" : "contacts_limit";
   if (row.on_error === "abort" && row.dry_run === 0 && creates > room) {
-    return fail(job.d1, importId, `The file would create ${creates} ${job.resource}; the company has room for ${room} more (${limitName}), so nothing was written`, counts);
+    return fail(job.db, importId, `The file would create ${creates} ${job.resource}; the company has room for ${room} more (${limitName}), so nothing was written`, counts);
   }
   if (row.dry_run === 1) {
     const over = creates > room ? `; the company has room for only ${room} more (${limitName})` : "";
-    await job.d1.prepare(
-      `UPDATE imports SET status = 'completed', rows = ?2, valid = ?3, failed = ?4, message = ?5, updated_at = ?6, finished_at = ?6
-       WHERE id = ?1 AND status = 'validating'`,
-    )
-      .bind(importId, rows.length, valid.length, failedRows, `Dry run: nothing was written. ${creates} rows would create ${job.resource}, ${valid.length - creates} would update or leave existing ones${over}`, Date.now())
-      .run();
+    await job.db.commit([
+      job.db.d1
+        .prepare(
+          `UPDATE imports SET status = 'completed', rows = ?2, valid = ?3, failed = ?4, message = ?5, updated_at = ?6, finished_at = ?6
+           WHERE id = ?1 AND status = 'validating'`,
+        )
+        .bind(importId, rows.length, valid.length, failedRows, `Dry run: nothing was written. ${creates} rows would create ${job.resource}, ${valid.length - creates} would update or leave existing ones${over}`, Date.now()),
+    ]);
     return { chunks: 0 };
   }
   const chunks = Math.ceil(valid.length / CHUNK_ROWS);
   for (let k = 0; k < chunks; k++) await env.FILES.put(chunkKey(row, k), JSON.stringify(valid.slice(k * CHUNK_ROWS, (k + 1) * CHUNK_ROWS)));
-  await job.d1.prepare(
-    `UPDATE imports SET status = 'running', rows = ?2, valid = ?3, failed = ?4, chunks = ?5, next_row = 0, updated_at = ?6
-     WHERE id = ?1 AND status = 'validating'`,
-  )
-    .bind(importId, rows.length, valid.length, failedRows, chunks, Date.now())
-    .run();
+  await job.db.commit([
+    job.db.d1
+      .prepare(
+        `UPDATE imports SET status = 'running', rows = ?2, valid = ?3, failed = ?4, chunks = ?5, next_row = 0, updated_at = ?6
+         WHERE id = ?1 AND status = 'validating'`,
+      )
+      .bind(importId, rows.length, valid.length, failedRows, chunks, Date.now()),
+  ]);
   return { chunks };
 }
 
@@ -158,13 +161,16 @@ export async function writeChunk(env: Env, shard: number, importId: number, inde
 export async function finishJob(env: Env, shard: number, importId: number): Promise<void> {
   const loaded = await loadJob(env, shard, importId);
   if (!loaded) return;
-  await loaded.job.d1.prepare(
-    `UPDATE imports SET status = CASE WHEN on_error = 'abort' AND failed > 0 THEN 'failed' ELSE 'completed' END,
-       message = CASE WHEN on_error = 'abort' AND failed > 0 THEN 'The company reached its limit while the import ran: the rows past it were not written' ELSE message END,
-       updated_at = ?2, finished_at = ?2 WHERE id = ?1 AND status = 'running'`,
-  )
-    .bind(importId, Date.now())
-    .run();
+  const { db } = loaded.job;
+  await db.commit([
+    db.d1
+      .prepare(
+        `UPDATE imports SET status = CASE WHEN on_error = 'abort' AND failed > 0 THEN 'failed' ELSE 'completed' END,
+           message = CASE WHEN on_error = 'abort' AND failed > 0 THEN 'The company reached its limit while the import ran: the rows past it were not written' ELSE message END,
+           updated_at = ?2, finished_at = ?2 WHERE id = ?1 AND status = 'running'`,
+      )
+      .bind(importId, Date.now()),
+  ]);
   await removeFiles(env, loaded.row);
 }
 

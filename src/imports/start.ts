@@ -1,5 +1,6 @@
 // Starting an import job's Workflow instance (src/imports/workflow.ts), from the request that
 // queued it and from the cron sweep. Kept apart from the Workflow class, which only the runtime loads.
+import { database } from "../db/client";
 import { primarySession } from "../db/session";
 import type { Env } from "../env";
 
@@ -14,12 +15,12 @@ export async function startImport(env: Env, shard: number, importId: number): Pr
 
 /** Jobs still `queued` a minute after they were accepted (their request died before starting them): started again. Bounded per run. */
 export async function startStrandedImports(env: Env, shard: number, now: number): Promise<void> {
-  const d1 = primarySession(env, shard);
-  const { results } = await d1.prepare("SELECT id FROM imports WHERE status = 'queued' AND updated_at < ? ORDER BY updated_at LIMIT 20")
+  const db = database(primarySession(env, shard));
+  const { results } = await db.d1.prepare("SELECT id FROM imports WHERE status = 'queued' AND updated_at < ? ORDER BY updated_at LIMIT 20")
     .bind(now - 60_000)
     .all<{ id: number }>();
   for (const { id } of results) {
     await startImport(env, shard, id);
-    await d1.prepare("UPDATE imports SET updated_at = ? WHERE id = ? AND status = 'queued'").bind(now, id).run();
+    await db.commit([db.d1.prepare("UPDATE imports SET updated_at = ? WHERE id = ? AND status = 'queued'").bind(now, id)]);
   }
 }

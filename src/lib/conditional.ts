@@ -1,12 +1,12 @@
 // Conditional requests (RFC 9110 §13): strong ETags on single-record reads, If-None-Match → 304,
 // If-Match on PATCH and DELETE → 412 when the record has changed. The ETag is a hash of the exact
 // JSON a GET answers; the write is guarded by the row version read before that JSON, inside the
-// write's own batch (src/db/write-guards.ts), so two writers holding one ETag cannot both succeed.
+// write's own batch (src/db/commit.ts), so two writers holding one ETag cannot both succeed.
 import type { Context, MiddlewareHandler } from "hono";
 import type { z } from "zod";
 import type { AppBindings } from "../env";
 import { sha256Hex } from "./bytes";
-import { guardedWrites } from "./context";
+import { writeContext } from "./context";
 import { apiError } from "./errors";
 
 /** `"<32 hex characters>"`: the first 128 bits of the SHA-256 of the body. */
@@ -141,7 +141,7 @@ export function checkIfMatch<P extends z.ZodType>(record: ConditionalRecord<P>):
     if (!ifMatchHolds(header, etag)) {
       throw apiError(412, `${record.what} has changed since the ETag sent in If-Match (its ETag is now ${etag}): read it again and retry`, { ETag: etag });
     }
-    guardedWrites(c).condition = {
+    writeContext(c).condition = {
       table: record.table,
       id: current.id,
       version: current.version,
@@ -154,5 +154,5 @@ export function checkIfMatch<P extends z.ZodType>(record: ConditionalRecord<P>):
 
 /** The row's version, read before its representation (so a change in between makes the guarded write fail: 412). */
 export async function rowVersion(c: Context<AppBindings>, table: string, id: number): Promise<number> {
-  return (await c.var.d1.prepare(`SELECT version FROM "${table}" WHERE id = ?`).bind(id).first<number>("version")) ?? 0;
+  return (await c.var.db.d1.prepare(`SELECT version FROM "${table}" WHERE id = ?`).bind(id).first<number>("version")) ?? 0;
 }

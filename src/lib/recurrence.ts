@@ -55,7 +55,7 @@ export function renewalDate(rule: RecurrenceRule, current: string, notBefore?: s
 /** The next `n` dates renewals will move an item dated `current` to (fewer when the rule ends). */
 export const upcomingDates = (rule: RecurrenceRule, current: string, n = UPCOMING): string[] => occurrencesAfter(rule, current, n);
 
-/** What an item's rule state (src/routes/items/recurrence.ts ruleState, a JSON array) says. */
+/** What an item's rule state (src/records/items/recurrence.ts ruleState, a JSON array) says. */
 export interface RuleState {
   date: string;
   rule: RecurrenceRule | null;

@@ -143,6 +143,9 @@ export const isClockTime = (text: string) => HOUR_PATTERN.test(text);
 const offsetFormats = new Map<string, Intl.DateTimeFormat>();
 
 function wallClock(zone: string, instant: number): number {
+  // UTC, the default zone, shows the instant itself (to the second): no Intl call, which costs more
+  // than the rest of a reminder's scheduling (every step of every queued sequence comes here).
+  if (zone === "UTC") return Math.floor(instant / 1000) * 1000;
   let format = offsetFormats.get(zone);
   if (!format) {
     format = new Intl.DateTimeFormat("en-US", {

@@ -2,6 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppBindings, Env } from "../env";
 import { shardOfClient } from "../db/directory";
+import { database } from "../db/client";
 import { bookmarkOnAnswer, openRequestSession } from "../db/session";
 import { isShard } from "../db/shards";
 import { constantTimeEqual } from "../auth/constant-time";
@@ -9,7 +10,7 @@ import { getSigningKeys } from "../auth/keys";
 import { MAX_AUTHORIZATION_HEADER_CHARS, authenticate } from "../auth/middleware";
 import { isScopeAllowed, parseScopes } from "../auth/scopes";
 import { hashClientSecret } from "../auth/secret-hash";
-import { clientEventStatement, logTokenRefusal } from "./audit-log/record";
+import { clientEventStatement, logTokenRefusal } from "../records/audit-log/client-events";
 import { TOKEN_FAILURE_LIMIT, TOKEN_FAILURE_WINDOW_SECONDS, admitTokenAttempt, lockedSeconds, releaseTokenAttemptStatement } from "../auth/token-failures";
 import { CLOCK_SKEW_LEEWAY_SECONDS, TOKEN_LIFETIME_SECONDS, signAccessToken } from "../auth/tokens";
 import { echo } from "../lib/echo";
@@ -329,10 +330,12 @@ oauthRouter.post(tokenRoute.path, named("issueToken"), async (c) => {
   if (!clientId || !clientSecret) throw fail();
 
   const session = openRequestSession(c.env, await clientShard(c.env, clientId), { write: true, bookmark: null });
+  // The endpoint's writes are its own bookkeeping and entries that name their actor: no write context.
+  const db = database(session.d1);
   const now = Math.floor(Date.now() / 1000);
   // The attempt is counted before the secret is compared, in the statement that admits it: of any
   // number of requests at once, at most TOKEN_FAILURE_LIMIT per window get this far.
-  const { client, admitted } = await admitTokenAttempt(session.d1, clientId, now);
+  const { client, admitted } = await admitTokenAttempt(db, clientId, now);
   if (client && !admitted) {
     const locked = lockedSeconds(client.tokenFailuresSince, now);
     throw oauthError(
@@ -351,8 +354,8 @@ oauthRouter.post(tokenRoute.path, named("issueToken"), async (c) => {
   const event = { client, requestId: c.get("requestId") ?? null, operationId: "issueToken" };
   if (!client.active) {
     // The right secret of a deactivated client: someone still uses it, which its owner wants to know.
-    await bestEffort(release.run(), "token attempt not released");
-    await logTokenRefusal(session.d1, { ...event, details: { reason: "client_inactive" } });
+    await bestEffort(db.commit([release]), "token attempt not released");
+    await logTokenRefusal(db, { ...event, details: { reason: "client_inactive" } });
     throw fail();
   }
 
@@ -362,17 +365,14 @@ oauthRouter.post(tokenRoute.path, named("issueToken"), async (c) => {
     const requested = parseScopes(params.scope);
     const refused = requested.filter((s) => !isScopeAllowed(s, allowed));
     if (refused.length > 0) {
-      await bestEffort(release.run(), "token attempt not released");
+      await bestEffort(db.commit([release]), "token attempt not released");
       throw oauthError(400, "invalid_scope", `Scope not allowed for this client: ${describeRefused(refused)}`);
     }
     scope = requested.join(" ");
   }
   // The issue is logged before the token exists: no token without its entry (a refused write is a 503).
   try {
-    await session.d1.batch([
-      clientEventStatement(session.d1, { ...event, action: "token_issued", details: { scope, expires_in: TOKEN_LIFETIME_SECONDS } }),
-      release,
-    ]);
+    await db.commit([clientEventStatement(session.d1, { ...event, action: "token_issued", details: { scope, expires_in: TOKEN_LIFETIME_SECONDS } }), release]);
   } catch (error) {
     console.error(JSON.stringify({ level: "error", msg: "token issue not logged", error: String(error) }));
     throw oauthError(503, "service_unavailable", "The credential store is unavailable; try again shortly", { headers: { "Retry-After": "5" } });

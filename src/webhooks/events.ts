@@ -1,6 +1,6 @@
 // The webhook event catalogue: every type an endpoint can subscribe to, and the zod schema of an
 // endpoint's `events` list (POST / PATCH /v1/webhooks). The payload schemas published in the
-// OpenAPI document live in src/routes/webhooks/schemas.ts.
+// OpenAPI document live in src/schemas/webhooks.ts.
 
 import { z } from "@hono/zod-openapi";
 

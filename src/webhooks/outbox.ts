@@ -3,6 +3,7 @@
 // endpoints with their signing secrets decrypted, the item entries events carry, and the endpoint
 // health marks (failing_since, disabled after FAILING_DISABLE_MS). Each function is one round trip.
 
+import type { Db } from "../db/client";
 import { decryptSecret } from "./secrets";
 
 /** An endpoint failing every delivery for this long is disabled at its next failure. */
@@ -114,9 +115,9 @@ export async function pullEvents(db: D1Database, companyId: number, limit = 200)
 }
 
 /** Deletes the D1 events the object has stored (after its transaction committed: at-least-once, a repeat is ignored by source_id). */
-export async function deleteTaken(db: D1Database, companyId: number, ids: number[]): Promise<void> {
+export async function deleteTaken(db: Db, companyId: number, ids: number[]): Promise<void> {
   if (ids.length === 0) return;
-  await db.prepare("DELETE FROM webhook_events WHERE company_id = ? AND id IN (SELECT value FROM json_each(?))").bind(companyId, JSON.stringify(ids)).run();
+  await db.commit([db.d1.prepare("DELETE FROM webhook_events WHERE company_id = ? AND id IN (SELECT value FROM json_each(?))").bind(companyId, JSON.stringify(ids))]);
 }
 
 export interface EndpointHealth {
@@ -129,7 +130,8 @@ export interface EndpointHealth {
 }
 
 /** Records what a delivery run learned about the company's endpoints (one batch; nothing when nothing changed). */
-export async function recordHealth(db: D1Database, companyId: number, health: EndpointHealth, now: number): Promise<void> {
+export async function recordHealth(handle: Db, companyId: number, health: EndpointHealth, now: number): Promise<void> {
+  const db = handle.d1;
   const statements: D1PreparedStatement[] = [];
   const ids = (list: number[]) => JSON.stringify([...new Set(list)]);
   if (health.succeeded.length > 0) {
@@ -156,7 +158,7 @@ export async function recordHealth(db: D1Database, companyId: number, health: En
         .bind(DISABLED_REASON, companyId, now - FAILING_DISABLE_MS, ids(health.disable)),
     );
   }
-  if (statements.length > 0) await db.batch(statements);
+  await handle.commit(statements);
 }
 
 /** Whether the company has an enabled endpoint subscribed to `type` (reminders with channels ["webhook"] need one for reminder.sent). */

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { callApi, ownerToken, sleep, startService, type Service } from "./support/service.ts";
 
-// The Worker's DELIVERY_BATCH (src/company-clock/reminder-delivery.ts) and MAX_STEPS (reminder-sequences/schemas.ts):
+// The Worker's DELIVERY_BATCH (src/company-clock/reminder-delivery.ts) and MAX_STEPS (src/schemas/reminder-sequences.ts):
 // copied, since the e2e files are type-checked as Node code that cannot import the Worker's modules.
 const DELIVERY_BATCH = 200;
 const MAX_STEPS = 20;

@@ -4,6 +4,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { handOffAudit, recordAudit } from "../../src/company-clock/audit-outbox";
 import { clockFor } from "../../src/company-clock/handoff/worker";
+import { database } from "../../src/db/client";
 import { call, createAccount, env, expectShapeA, expectShapeB, tokenFor, uniqueWord, type Json, type TestAccount } from "./helpers";
 
 let account: TestAccount;
@@ -281,7 +282,7 @@ describe("the service's own writes and the log's upkeep", () => {
     const actor = { accountId: account.accountId, companyId: account.companyId, clientId: "crash-test", userId: 1, requestId: "audit-crash-1", operationId: "createItemReminder" };
     await runInDurableObject(stub, async (_i, state) => {
       const sql = state.storage.sql;
-      const clock = { sql, companyId: account.companyId, d1: async () => env.DB };
+      const clock = { sql, companyId: account.companyId, db: async () => database(env.DB) };
       state.storage.transactionSync(() =>
         recordAudit(sql, actor, { resourceType: "reminder", resourceId: 999_001, action: "created", before: null, after: { item_id: item } }, Date.now()),
       );

@@ -18,8 +18,8 @@ import {
   noServerError,
 } from "./helpers";
 import { sql } from "drizzle-orm";
-import { getDb } from "../../src/db/client";
-import { DEPARTMENT_HOLDINGS, departmentHolds } from "../../src/routes/departments/queries";
+import { database } from "../../src/db/client";
+import { DEPARTMENT_HOLDINGS, departmentHolds } from "../../src/records/departments";
 import { nameKey } from "../../src/lib/text-key";
 
 // Departments: CRUD, the one default per company, unique names, usage counters, delete refusals,
@@ -542,7 +542,7 @@ describe("departmentHolds: the one SQL condition that guards the delete", () => 
   // delete's read and its write therefore stops the write itself. Checked here statement-level,
   // for each kind of record, since an HTTP race rarely lands in that window.
   async function holds(deptId: number, companyId = 1): Promise<boolean> {
-    const row = await getDb(env.DB).get<{ holds: number }>(sql`SELECT ${departmentHolds(companyId, deptId)} AS holds`);
+    const row = await database(env.DB).get<{ holds: number }>(sql`SELECT ${departmentHolds(companyId, deptId)} AS holds`);
     return row.holds === 1;
   }
 
@@ -575,7 +575,7 @@ describe("departmentHolds: the one SQL condition that guards the delete", () => 
   it("a guarded delete does nothing while the department holds a record", async () => {
     const dept = await createDept();
     await createContact(owner, { deptid: dept.deptid });
-    const db = getDb(env.DB);
+    const db = database(env.DB);
     await db.run(sql`DELETE FROM contact_groups WHERE dept_id = ${dept.deptid} AND is_default = 1 AND NOT ${departmentHolds(1, dept.deptid)}`);
     await db.run(sql`DELETE FROM departments WHERE id = ${dept.deptid} AND NOT ${departmentHolds(1, dept.deptid)}`);
     expect(await departmentRow(dept.deptid)).not.toBeNull();

@@ -3,8 +3,8 @@ import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { MAX_UPLOAD_BYTES } from "../../src/lib/body";
-import { contentDisposition, humanSize, kbOf, parseRange, sha256Hex, toHex } from "../../src/routes/drive/format";
-import { MAX_ATTACHMENTS_PER_ITEM } from "../../src/routes/drive/schemas";
+import { contentDisposition, humanSize, kbOf, parseRange, sha256Hex, toHex } from "../../src/records/drive/format";
+import { MAX_ATTACHMENTS_PER_ITEM } from "../../src/schemas/drive";
 import {
   BASE,
   TIMESTAMP,

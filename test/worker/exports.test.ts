@@ -4,14 +4,14 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { getDb } from "../../src/db/client";
+import { database } from "../../src/db/client";
 import worker from "../../src/index";
 import { restoreCsvFormula, splitCsvList } from "../../src/lib/csv";
 import { todayIn } from "../../src/lib/time";
-import { CONTACT_PAGE_ROWS, contactExportPage, exportedFields, ITEM_PAGE_ROWS, itemExportPage } from "../../src/routes/exports/queries";
-import { contactFilter } from "../../src/routes/contacts/queries";
-import { itemFilter } from "../../src/routes/items/queries";
-import { ListItemsQuery } from "../../src/routes/items/schemas";
+import { CONTACT_PAGE_ROWS, contactExportPage, exportedFields, ITEM_PAGE_ROWS, itemExportPage } from "../../src/records/exports";
+import { contactFilter } from "../../src/records/contacts";
+import { itemFilter } from "../../src/records/items/queries";
+import { ListItemsQuery } from "../../src/schemas/items";
 import {
   BASE,
   call,
@@ -534,7 +534,7 @@ describe("exports over several pages", () => {
 // Query plans
 
 describe("query plans of the export", () => {
-  const db = getDb(env.DB);
+  const db = database(env.DB);
   const cases: Array<[string, string]> = [
     ["", "items_company_date_idx"],
     ["status=pending", "items_company_status_date_idx"],

@@ -14,8 +14,8 @@ import {
   after,
   noServerError,
 } from "./helpers";
-import { getDb } from "../../src/db/client";
-import { ensureFolderPath, folderInCompany } from "../../src/routes/folders/queries";
+import { database } from "../../src/db/client";
+import { ensureFolderPath, folderInCompany } from "../../src/records/folders";
 import { nameKey } from "../../src/lib/text-key";
 
 // Folders: CRUD, the tree (parents, moves, no loops), sibling names unique case-insensitively,
@@ -596,7 +596,7 @@ describe("scopes, members and authentication", () => {
 });
 
 describe("ensureFolderPath (folder_path for items)", () => {
-  const db = () => getDb(env.DB);
+  const db = () => database(env.DB);
 
   /** The folder chain from the top to `id`, as names, read from D1. */
   async function pathOf(id: number): Promise<string> {
@@ -711,7 +711,7 @@ describe("folderInCompany", () => {
   it("selects the id of a folder of the company only", async () => {
     const mine = await createFolder();
     const theirs = await createFolder({}, other);
-    const db = getDb(env.DB);
+    const db = database(env.DB);
     expect(await folderInCompany(db, 1, mine.folderid).get()).toEqual({ id: mine.folderid });
     expect(await folderInCompany(db, 1, theirs.folderid).get()).toBeUndefined();
     expect(await folderInCompany(db, 2, theirs.folderid).get()).toEqual({ id: theirs.folderid });

@@ -4,7 +4,8 @@
 import { createScheduledController, runInDurableObject } from "cloudflare:test";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { guardedDb } from "../../src/db/write-guards";
+import { database } from "../../src/db/client";
+import { LEASE_LOST, claimStatement, fenceStatement } from "../../src/idempotency/store";
 import { items } from "../../src/db/schema";
 import { RESPONSE_LOST } from "../../src/idempotency/middleware";
 import { clockFor } from "../../src/company-clock/handoff/worker";
@@ -254,11 +255,23 @@ describe("Idempotency-Key: the Worker dying between the change and the response"
     const [row] = await keyRows(account.companyId);
     // The slow first attempt still holds its old lease; a retry has since taken a new one.
     const fence = { companyId: account.companyId, clientId: row!.client_id as string, keyHash: row!.key_hash as string };
-    const stale = guardedDb(env.DB, { committed: 0, fence: { ...fence, lease: "lease-of-a-slow-first-attempt", leaseMs: 10_000 } });
+    const lease = "lease-of-a-slow-first-attempt";
+    // The slow attempt's key, as its request's write context holds it after its claim was accepted.
+    const stale = database(env.DB, {
+      committed: 0,
+      key: {
+        claim: (d1) => claimStatement(d1, fence, { fingerprint: "", operationId: "createItem", lease, now: Date.now() }),
+        fence: (d1) => fenceStatement(d1, fence, lease),
+        fenced: (message) => message.includes(LEASE_LOST),
+        accept: () => {},
+        refusal: async () => new Error("not claimed here"),
+        claimed: true,
+      },
+    });
     const before = await env.DB.prepare("SELECT count(*) AS n FROM items").first<{ n: number }>();
     await expect(
-      stale.update(items).set({ title: "late write" }).where(eq(items.companyId, account.companyId)),
-    ).rejects.toMatchObject({ cause: { status: 409 } });
+      stale.commit([stale.update(items).set({ title: "late write" }).where(eq(items.companyId, account.companyId))]),
+    ).rejects.toMatchObject({ status: 409 });
     const changed = await env.DB.prepare("SELECT count(*) AS n FROM items WHERE title = 'late write'").first<{ n: number }>();
     expect(changed!.n).toBe(0);
     expect((await env.DB.prepare("SELECT count(*) AS n FROM items").first<{ n: number }>())!.n).toBe(before!.n);

@@ -2,12 +2,12 @@
 // when the view is trustworthy; otherwise from the company's Durable Object, exactly as before.
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { getDb } from "../../src/db/client";
-import { snapshotQueries } from "../../src/company-clock/handoff/snapshots";
+import { database } from "../../src/db/client";
+import { snapshotSql } from "../../src/company-clock/handoff/snapshots";
 import { clockFor } from "../../src/company-clock/handoff/worker";
 import { DELETE_COMPANY_VIEWS_SQL, DELETE_VIEWS_SQL, WRITE_VIEWS_SQL, writeViewsStatement } from "../../src/company-clock/handoff/views";
-import { createItem as createItemRow, createItemInsert, itemDetailQuery, setItemStatus } from "../../src/routes/items/queries";
-import { CreateItemSchema } from "../../src/routes/items/schemas";
+import { createItem as createItemRow, createItemQuery, itemDetailQuery, setItemStatus } from "../../src/records/items/queries";
+import { CreateItemSchema } from "../../src/schemas/items";
 import { addDays, todayIn } from "../../src/lib/time";
 import { call, createAccount, createItem, env, fullScansOf, queryPlan } from "./helpers";
 
@@ -216,7 +216,7 @@ describe("the item's reminder view", () => {
 
   it("an item write returns the snapshot its own batch read (what sync applies without reading D1 again)", async () => {
     const { companyId } = await createAccount();
-    const db = getDb(env.DB);
+    const db = database(env.DB);
     const input = CreateItemSchema.parse({ title: "Snapshot", expiry_date: futureDate(50) });
     const { row, snapshot } = await createItemRow(db, companyId, 1, input);
     expect(snapshot?.company).toMatchObject({ exists: true, timezone: "UTC" });
@@ -255,7 +255,7 @@ describe("the item's reminder view", () => {
 });
 
 describe("query plans of the view and snapshot statements", () => {
-  const db = getDb(env.DB);
+  const db = database(env.DB);
   const raw = (statement: string, ...params: unknown[]) => ({ toSQL: () => ({ sql: statement, params }) });
   const tables = ["items", "reminder_sync", "zone_sync", "item_reminder_views", "reminder_sequences", "webhook_events", "companies", "document_types"];
   const expectNoScan = (plan: string) => {
@@ -271,17 +271,17 @@ describe("query plans of the view and snapshot statements", () => {
 
   it("the snapshot statements (by ids and of the row just inserted) read by key", async () => {
     for (const source of [[1, 2, 3], "inserted" as const]) {
-      for (const query of snapshotQueries(db, 1, source)) expectNoScan(await queryPlan(query));
+      for (const query of snapshotSql(1, source)) expectNoScan(await queryPlan(query));
     }
   });
 
   it("the create's INSERT looks its references up by key", async () => {
     for (const body of [{}, { deptid: 2, folder_id: 3, contact_id: 4 }, { document_type_id: 5 }, { document_type: "Permit" }, { seqid: 7 }]) {
       const input = CreateItemSchema.parse({ title: "t", expiry_date: "2030-01-01", ...body });
-      const plan = await queryPlan(createItemInsert(db, 1, 1, input)!);
+      const plan = await queryPlan(createItemQuery(1, 1, input)!);
       for (const table of [...tables, "departments", "folders", "contacts"]) expect(fullScansOf(table, plan), plan).toEqual([]);
-      // The aliases of the subqueries (t, d, s) are tables too.
-      for (const alias of ["t", "d", "s"]) expect(fullScansOf(alias, plan), plan).toEqual([]);
+      // The aliases of the subqueries (t, d, s, f, k, c) are tables too.
+      for (const alias of ["t", "d", "s", "f", "k", "c"]) expect(fullScansOf(alias, plan), plan).toEqual([]);
     }
   });
 

@@ -1,12 +1,12 @@
 // Every item list query reads through an index (no scan of the items table), and the page of
 // every filter but `q` comes out of its index already in (expiry_date, id) order (no sort step).
 import { describe, expect, it } from "vitest";
-import { getDb } from "../../src/db/client";
-import { itemListQueries } from "../../src/routes/items/queries";
-import { ListItemsQuery } from "../../src/routes/items/schemas";
+import { database } from "../../src/db/client";
+import { itemListQueries } from "../../src/records/items/queries";
+import { ListItemsQuery } from "../../src/schemas/items";
 import { env, fullScansOf, queryPlan } from "./helpers";
 
-const db = getDb(env.DB);
+const db = database(env.DB);
 
 const plan = queryPlan;
 const fullScanOfItems = (text: string) => fullScansOf("items", text);

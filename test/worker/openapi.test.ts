@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { app } from "../../src/app";
 import { RESOURCE_SCOPES } from "../../src/auth/scopes";
-import { ContactExportRecordSchema, ItemExportRecordSchema } from "../../src/routes/exports/schemas";
+import { ContactExportRecordSchema, ItemExportRecordSchema } from "../../src/schemas/exports";
 import { call, documentedPath, expectShapeA, tokenFor, type Json } from "./helpers";
 
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const;

@@ -1,9 +1,9 @@
 // Recurring items over HTTP (docs/recurrence.md): setting, reading, changing and removing a rule,
 // the list filter, next_occurrences, and renewal on completion (atomic, once under concurrency).
 import { beforeAll, describe, expect, it } from "vitest";
-import { getDb } from "../../src/db/client";
+import { database } from "../../src/db/client";
 import type { ApiError } from "../../src/lib/errors";
-import { RENEWAL_SETTLE_SECONDS, setItemStatus } from "../../src/routes/items/queries";
+import { RENEWAL_SETTLE_SECONDS, setItemStatus } from "../../src/records/items/queries";
 import { call, createAccount, env, expectShapeB, type Json, type TestAccount } from "./helpers";
 
 let account: TestAccount;
@@ -215,7 +215,7 @@ describe("renewal on completion", () => {
 
   it("is one records-level function: eight completions bound to one date renew once, called without HTTP", async () => {
     const id = await monthly();
-    const db = getDb(env.DB);
+    const db = database(env.DB);
     const outcomes = await Promise.allSettled(
       Array.from({ length: 8 }, () => setItemStatus(db, account.companyId, 1, id, "completed", { date: "2027-01-05" })),
     );

@@ -1,14 +1,14 @@
-// The plans of the renewal statements (src/routes/items/recurrence.ts renewalWrites): the renewals
+// The plans of the renewal statements (src/records/items/recurrence.ts renewalWrites): the renewals
 // are walked once and each item found by its id. Through the company's index instead, every
 // renewal would be re-read for each of the company's items (10,000 items x 500 renewals per
 // statement made the clock's renewal at expiry take minutes; docs/performance.md).
 import { expect, it } from "vitest";
-import { getDb } from "../../src/db/client";
-import { renewalWrites } from "../../src/routes/items/recurrence";
+import { database } from "../../src/db/client";
+import { renewalWrites } from "../../src/records/items/recurrence";
 import { env } from "./helpers";
 
 it("renewal writes scan the renewals once and find items by primary key", async () => {
-  const db = getDb(env.DB);
+  const db = database(env.DB);
   const renewals = [1, 2, 3].map((itemId) => ({ itemId, from: "2026-01-01", to: "2026-02-01", state: "[]" }));
   const { history, update } = renewalWrites(db, 1, renewals, { reason: "expired", userId: 0 });
   for (const statement of [history, update]) {

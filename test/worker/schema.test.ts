@@ -1,10 +1,10 @@
 import { and, asc, count, eq, getTableName, is, SQL, sql } from "drizzle-orm";
 import { SQLiteSyncDialect, SQLiteTable, getTableConfig } from "drizzle-orm/sqlite-core";
 import { describe, expect, it } from "vitest";
-import { getDb } from "../../src/db/client";
+import { database } from "../../src/db/client";
 import * as schema from "../../src/db/schema";
 import { contacts } from "../../src/db/schema";
-import { contactSearchQueries } from "../../src/routes/contacts/queries";
+import { contactSearchQueries } from "../../src/records/contacts";
 import { env } from "./helpers";
 
 // The drizzle schema (src/db/schema.ts) and the migrated local D1 must describe the same database:
@@ -125,7 +125,7 @@ describe("drizzle schema vs migrated D1", () => {
 });
 
 describe("query plans of the contact list", () => {
-  const db = getDb(env.DB);
+  const db = database(env.DB);
 
   async function plan(query: { toSQL(): { sql: string; params: unknown[] } }): Promise<string[]> {
     const { sql: text, params } = query.toSQL();

@@ -3,13 +3,13 @@
 // company, and list order, paging and totals unchanged.
 import { describe, expect, it } from "vitest";
 import { companyMark, searchWords, tokenize } from "../../src/lib/search";
-import { getDb } from "../../src/db/client";
-import { groupListQueries } from "../../src/routes/contact-groups/queries";
-import { ListGroupsQuery } from "../../src/routes/contact-groups/schemas";
-import { folderListQueries } from "../../src/routes/folders/queries";
-import { ListFoldersQuery } from "../../src/routes/folders/schemas";
-import { tagListQueries } from "../../src/routes/tags/queries";
-import { ListTagsQuery } from "../../src/routes/tags/schemas";
+import { database } from "../../src/db/client";
+import { groupListQueries } from "../../src/records/contact-groups";
+import { ListGroupsQuery } from "../../src/schemas/contact-groups";
+import { folderListQueries } from "../../src/records/folders";
+import { ListFoldersQuery } from "../../src/schemas/folders";
+import { tagListQueries } from "../../src/records/tags";
+import { ListTagsQuery } from "../../src/schemas/tags";
 import { call, createAccount, createContact, createItem, env, queryPlan, uniqueWord, type Json } from "./helpers";
 
 type Plannable = Parameters<typeof queryPlan>[0];
@@ -216,7 +216,7 @@ describe("GET /v1/tasks?q=", () => {
 
 describe("name search (q) on contact groups, folders and tags", () => {
   it("streams a page in list order and counts from the index alone, up to the cap", async () => {
-    const db = getDb(env.DB);
+    const db = database(env.DB);
     const cases: Array<[string, { page: Plannable; total: Plannable }, string, string]> = [
       ["contact_groups", groupListQueries(db, 1, ListGroupsQuery.parse({ q: "ops" })), "contact_groups_company_id_name_idx", "contact_groups_company_id_name_idx"],
       ["folders", folderListQueries(db, 1, ListFoldersQuery.parse({ q: "permits" })), "folders_company_id_name_idx", "folders_company_id_name_idx"],

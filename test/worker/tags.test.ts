@@ -1,10 +1,10 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { type Json, call, createAccount, demoTokens, env, expectShapeA, expectShapeB, tokenFor, uniqueWord, noServerError } from "./helpers";
-import { getDb } from "../../src/db/client";
+import { database } from "../../src/db/client";
 import { items } from "../../src/db/schema";
 import { and, eq } from "drizzle-orm";
 import { nameKey } from "../../src/lib/text-key";
-import { deleteItemTags, groupTagNames, tagsOfItems } from "../../src/routes/tags/queries";
+import { deleteItemTags, groupTagNames, tagsOfItems } from "../../src/records/tags";
 
 // Tags: PUT /v1/items/{item_id}/tags (replace an item's whole tag list) and GET /v1/tags. Items
 // are made directly in D1 (the items routes are separate work). Tag names here carry a unique
@@ -282,7 +282,7 @@ describe("items_count and deleted items", () => {
   });
 
   it("deleteItemTags, batched after the item's delete, also removes the tags left unused", async () => {
-    const db = getDb(env.DB);
+    const db = database(env.DB);
     const [kept, gone] = [await createItem(), await createItem()];
     const w = uniqueWord("t");
     await setTags(kept, [`${w}-shared`]);
@@ -295,7 +295,7 @@ describe("items_count and deleted items", () => {
   });
 
   it("deleteItemTags leaves the item's tags alone when the item was not deleted", async () => {
-    const db = getDb(env.DB);
+    const db = database(env.DB);
     const item = await createItem();
     const w = uniqueWord("t");
     await setTags(item, [w]);
@@ -308,7 +308,7 @@ describe("items_count and deleted items", () => {
 
 describe("tagsOfItems", () => {
   it("loads the tag names of several items in one query, in position order", async () => {
-    const db = getDb(env.DB);
+    const db = database(env.DB);
     const [a, b, none] = [await createItem(), await createItem(), await createItem()];
     const w = uniqueWord("t");
     await setTags(a, [`${w}-z`, `${w}-a`, `${w}-m`]);

@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { getDb } from "../../src/db/client";
-import { deleteContact, unassignTasksOf } from "../../src/routes/contacts/queries";
-import { taskListQueries } from "../../src/routes/tasks/queries";
-import { ListTasksQuery, TASK_STATUSES } from "../../src/routes/tasks/schemas";
+import { database } from "../../src/db/client";
+import { deleteContact, unassignTasksOf } from "../../src/records/contacts";
+import { taskListQueries } from "../../src/records/tasks";
+import { ListTasksQuery, TASK_STATUSES } from "../../src/schemas/tasks";
 import {
   TIMESTAMP,
   after,
@@ -610,7 +610,7 @@ describe("races", () => {
     // unassignment), staggered by 0-4 round trips so that it also lands between the create's read of
     // the contact and its insert: an insert that did not re-check the contact leaves a dangling
     // assignee there (checked).
-    const db = getDb(env.DB);
+    const db = database(env.DB);
     for (let round = 0; round < 15; round++) {
       const contact = await createContact(owner);
       const [created] = await Promise.all([
@@ -642,7 +642,7 @@ describe("races", () => {
 });
 
 describe("query plans of the task list", () => {
-  const db = getDb(env.DB);
+  const db = database(env.DB);
 
   const plan = queryPlan;
   const fullScanOfTasks = (text: string) => fullScansOf("tasks", text);

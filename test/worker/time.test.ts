@@ -65,7 +65,7 @@ describe("calendar arithmetic", () => {
 
 describe("item list periods", () => {
   it("turns each period into its date range for the company's today", async () => {
-    const { periodRange, isPeriod, PERIODS } = await import("../../src/routes/items/period");
+    const { periodRange, isPeriod, PERIODS } = await import("../../src/lib/period");
     const today = "2026-02-20";
     expect(periodRange("expired", today)).toEqual({ to: "2026-02-19", pendingOnly: true });
     expect(periodRange("today", today)).toEqual({ from: today, to: today });
@@ -92,6 +92,18 @@ describe("local date and hour to a UTC instant", () => {
     expect(at("2026-01-15", "09:00", "Asia/Kolkata")).toBe("2026-01-15T03:30:00.000Z");
     expect(at("2026-01-15", "00:00", "Asia/Kathmandu")).toBe("2026-01-14T18:15:00.000Z");
     expect(at("2026-01-15", "23:59", "Pacific/Kiritimati")).toBe("2026-01-15T09:59:00.000Z");
+  });
+
+  it("answers for UTC, without Intl, what Intl answers for the same zone (Etc/UTC), whatever the instant", async () => {
+    const { instantToLocal, localToInstant, zoneOffset } = await import("../../src/lib/time");
+    const instants = [Date.UTC(1900, 0, 1), -1, -1_500, 0, 999, Date.UTC(2026, 2, 29, 1, 30, 15, 750), Date.UTC(2038, 0, 19, 3, 14, 8), Date.UTC(9999, 11, 31, 23, 59, 59, 999)];
+    for (const instant of instants) {
+      expect(instantToLocal(instant, "UTC"), String(instant)).toEqual(instantToLocal(instant, "Etc/UTC"));
+      expect(zoneOffset("UTC", instant), String(instant)).toBe(zoneOffset("Etc/UTC", instant));
+    }
+    for (const [date, hour] of [["1900-01-01", "00:00"], ["2026-03-29", "02:30"], ["2026-10-25", "02:30"], ["9999-12-31", "23:59"]] as const) {
+      expect(localToInstant(date, hour, "UTC"), `${date} ${hour}`).toBe(localToInstant(date, hour, "Etc/UTC"));
+    }
   });
 
   it("moves a time in the spring-forward gap forward by the gap (02:30 fires at 03:30 local)", async () => {

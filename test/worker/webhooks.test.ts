@@ -2,7 +2,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import { clockFor } from "../../src/company-clock/handoff/worker";
-import { WebhookPayloadSchema } from "../../src/routes/webhooks/schemas";
+import { WebhookPayloadSchema } from "../../src/schemas/webhooks";
 import type { CompanyClock } from "../../src/company-clock/object";
 import type { WebhookRequest } from "../../src/webhooks/delivery";
 import { EVENT_TYPES } from "../../src/webhooks/events";

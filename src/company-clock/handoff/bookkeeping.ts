@@ -4,6 +4,7 @@
 // batch is in flight share the next (Bookkeeping). All of it is bookkeeping: if D1 cannot take it,
 // the outbox rows stay pending (a replay is a no-op) and the reminders themselves are safe.
 
+import type { Db } from "../../db/client";
 import { getMeta, setMeta } from "../store";
 import { deleteViewsStatement, writeViewsStatement, type ViewRow } from "./views";
 
@@ -20,12 +21,13 @@ export interface Applied {
  * next wakeup.
  */
 export async function recordSync(
-  db: D1Database,
+  handle: Db,
   companyId: number,
   applied: Applied[],
   wakeup: number | null | undefined,
   views: ViewRow[] = [],
 ): Promise<void> {
+  const db = handle.d1;
   const statements: D1PreparedStatement[] = [];
   if (views.length > 0) statements.push(writeViewsStatement(db, companyId, views));
   if (applied.length > 0) {
@@ -52,7 +54,7 @@ export async function recordSync(
     }
   }
   if (wakeup !== undefined) statements.push(wakeupStatement(db, companyId, wakeup));
-  if (statements.length > 0) await db.batch(statements);
+  await handle.commit(statements);
 }
 
 function wakeupStatement(db: D1Database, companyId: number, wakeup: number | null): D1PreparedStatement {
@@ -102,7 +104,7 @@ export class Bookkeeping {
   constructor(
     private readonly storage: DurableObjectStorage,
     /** The company's shard, on its primary. */
-    private readonly d1: (companyId: number) => Promise<D1Database>,
+    private readonly db: (companyId: number) => Promise<Db>,
   ) {}
 
   /**
@@ -143,7 +145,7 @@ export class Bookkeeping {
         const batch = this.nextRecord;
         this.nextRecord = null;
         try {
-          await recordSync(await this.d1(companyId), companyId, mergeApplied(batch.applied), batch.wakeup, batch.views);
+          await recordSync(await this.db(companyId), companyId, mergeApplied(batch.applied), batch.wakeup, batch.views);
           if (batch.wakeup !== undefined) setMeta(this.storage.sql, "wakeup", String(batch.wakeup));
           batch.resolve();
         } catch (error) {
@@ -157,10 +159,10 @@ export class Bookkeeping {
 }
 
 /** A deleted company: its wakeup, its outbox rows and its items' views go from D1. */
-export async function forgetInD1(d1: D1Database, companyId: number): Promise<void> {
-  await d1.batch([
-    d1.prepare("DELETE FROM reminder_wakeups WHERE company_id = ?").bind(companyId),
-    d1.prepare("DELETE FROM reminder_sync WHERE company_id = ?").bind(companyId),
-    deleteViewsStatement(d1, companyId, "all"),
+export async function forgetInD1(db: Db, companyId: number): Promise<void> {
+  await db.commit([
+    db.d1.prepare("DELETE FROM reminder_wakeups WHERE company_id = ?").bind(companyId),
+    db.d1.prepare("DELETE FROM reminder_sync WHERE company_id = ?").bind(companyId),
+    deleteViewsStatement(db.d1, companyId, "all"),
   ]);
 }

@@ -2,9 +2,7 @@
 // read by the object itself or appended to a Worker's write batch, and the changes it has not
 // applied yet (the reminder_sync outbox). Each function is one round trip.
 
-import { asc, eq, sql } from "drizzle-orm";
-import { getDb, type Db } from "../../db/client";
-import { companies, webhookEvents } from "../../db/schema";
+import { sqlText } from "../../db/client";
 import { DEFAULT_TIME_ZONE } from "../../lib/time";
 import { parseSteps, type Step } from "../sequence-steps";
 import { ruleStateOf } from "../../db/rule-state";
@@ -29,7 +27,7 @@ export interface ItemSnapshot {
   version: number;
   /** The item's own date (item.expired is at its 00:00 local). */
   expiry: string;
-  /** The item's rule state (src/routes/items/recurrence.ts ruleState): what renewals mirror; null when absent. */
+  /** The item's rule state (src/records/items/recurrence.ts ruleState): what renewals mirror; null when absent. */
   rule: string | null;
 }
 
@@ -44,56 +42,57 @@ export interface Snapshots {
  * The statements of a snapshot, for one D1 batch: the object's own read (`itemIds`), or appended
  * to a Worker's write batch so the snapshot comes back with the write (`"inserted"`: the item the
  * batch's previous statement inserted, nothing if it inserted no row). Absent ids read as not present.
- * Each statement's column names must stay distinct: a drizzle batch maps rows by name.
+ * Fixed texts (every item write sends them): `?1` the company, `?2` the ids.
  */
-export function snapshotQueries(db: Db, companyId: number, itemIds: number[] | "inserted") {
-  const source =
-    itemIds === "inserted" ? sql`(SELECT last_insert_rowid() AS value WHERE changes() = 1)` : sql`json_each(${JSON.stringify(itemIds)})`;
-  return [
-    db
-      .select({
-        timezone: sql<string | null>`json_extract(${companies.settings}, '$.timezone')`,
-        version: sql<number>`coalesce((SELECT version FROM reminder_sync WHERE company_id = ${companyId} AND item_id = 0), 0)`,
-      })
-      .from(companies)
-      .where(eq(companies.id, companyId)),
-    db
-      .select({
-        id: sql<number>`j.value`,
-        present: sql<number>`i.id IS NOT NULL`,
-        title: sql<string | null>`i.title`,
-        anchor: sql<string | null>`coalesce(i.reminder_anchor, i.expiry_date)`,
-        epoch: sql<number | null>`i.schedule_epoch`,
-        held: sql<number | null>`(i.status = 'completed' OR i.archived = 1)`,
-        steps: sql<string | null>`s.steps`,
-        version: sql<number>`coalesce(rs.version, 0)`,
-        expiry: sql<string | null>`i.expiry_date`,
-        rule: sql<string | null>`CASE WHEN i.id IS NULL THEN NULL ELSE ${ruleStateOf("i")} END`,
-      })
-      .from(
-        sql`${source} AS j
-          LEFT JOIN items i ON i.id = j.value AND i.company_id = ${companyId}
-          LEFT JOIN reminder_sequences s ON s.id = i.seq_id AND s.company_id = ${companyId}
-          LEFT JOIN reminder_sync rs ON rs.company_id = ${companyId} AND rs.item_id = j.value`,
-      ),
-    db
-      .select({ id: webhookEvents.id, type: webhookEvents.type, data: webhookEvents.data, created_at: webhookEvents.createdAt })
-      .from(webhookEvents)
-      .where(eq(webhookEvents.companyId, companyId))
-      .orderBy(asc(webhookEvents.id))
-      .limit(PULL_BATCH),
-  ] as const;
+export function snapshotSql(companyId: number, itemIds: number[] | "inserted"): Array<{ sql: string; params: unknown[] }> {
+  const items = itemIds === "inserted" ? { sql: SNAPSHOT_INSERTED, params: [companyId] } : { sql: SNAPSHOT_ITEMS, params: [companyId, JSON.stringify(itemIds)] };
+  return [{ sql: SNAPSHOT_COMPANY, params: [companyId] }, items, { sql: SNAPSHOT_EVENTS, params: [companyId, PULL_BATCH] }];
 }
 
-type Queries = ReturnType<typeof snapshotQueries>;
-/** The results of `snapshotQueries`, in order (a batch's tail). */
-export type SnapshotResults = [Awaited<Queries[0]>, Awaited<Queries[1]>, Awaited<Queries[2]>];
+/** `snapshotSql` as statements of `d1`. */
+export const snapshotQueries = (d1: D1Database, companyId: number, itemIds: number[] | "inserted"): D1PreparedStatement[] =>
+  snapshotSql(companyId, itemIds).map((q) => d1.prepare(q.sql).bind(...q.params));
 
-export function toSnapshots([companyRows, itemRows, events]: SnapshotResults): Snapshots {
-  const company = companyRows[0];
+const SNAPSHOT_COMPANY = `SELECT json_extract(settings, '$.timezone') AS timezone,
+  coalesce((SELECT version FROM reminder_sync WHERE company_id = ?1 AND item_id = 0), 0) AS version
+  FROM companies WHERE id = ?1`;
+const snapshotItems = (source: string) => `SELECT j.value AS id, i.id IS NOT NULL AS present, i.title AS title,
+  coalesce(i.reminder_anchor, i.expiry_date) AS anchor, i.schedule_epoch AS epoch, (i.status = 'completed' OR i.archived = 1) AS held,
+  s.steps AS steps, coalesce(rs.version, 0) AS version, i.expiry_date AS expiry,
+  CASE WHEN i.id IS NULL THEN NULL ELSE ${sqlText(ruleStateOf("i"))} END AS rule
+  FROM ${source} AS j
+  LEFT JOIN items i ON i.id = j.value AND i.company_id = ?1
+  LEFT JOIN reminder_sequences s ON s.id = i.seq_id AND s.company_id = ?1
+  LEFT JOIN reminder_sync rs ON rs.company_id = ?1 AND rs.item_id = j.value`;
+const SNAPSHOT_ITEMS = snapshotItems("json_each(?2)");
+const SNAPSHOT_INSERTED = snapshotItems("(SELECT last_insert_rowid() AS value WHERE changes() = 1)");
+const SNAPSHOT_EVENTS = "SELECT id, type, data, created_at FROM webhook_events WHERE company_id = ?1 ORDER BY id LIMIT ?2";
+
+interface CompanyRow {
+  timezone: string | null;
+  version: number;
+}
+interface ItemSnapshotRow {
+  id: number;
+  present: number;
+  title: string | null;
+  anchor: string | null;
+  epoch: number | null;
+  held: number | null;
+  steps: string | null;
+  version: number;
+  expiry: string | null;
+  rule: string | null;
+}
+
+/** The results of `snapshotQueries`, in order (a batch's tail). */
+export type SnapshotResults = [D1Result, D1Result, D1Result];
+
+export function toSnapshots([companyResult, itemResult, eventResult]: SnapshotResults): Snapshots {
+  const company = companyResult.results[0] as CompanyRow | undefined;
   return {
     company: { exists: !!company, timezone: company?.timezone || DEFAULT_TIME_ZONE, version: company?.version ?? 0 },
-    items: itemRows.map((r) => ({
+    items: (itemResult.results as ItemSnapshotRow[]).map((r) => ({
       itemId: Number(r.id),
       present: r.present === 1,
       title: r.title ?? "",
@@ -105,15 +104,14 @@ export function toSnapshots([companyRows, itemRows, events]: SnapshotResults): S
       expiry: r.expiry ?? "",
       rule: r.rule ?? null,
     })),
-    events,
+    events: eventResult.results as PulledEvent[],
   };
 }
 
 /** The company's time zone, the D1 state of `itemIds` (absent ones as not present), and webhook events waiting in D1. */
 export async function readSnapshots(d1: D1Database, companyId: number, itemIds: number[]): Promise<Snapshots> {
-  const db = getDb(d1);
-  const [companyRows, itemRows, events] = await db.batch(snapshotQueries(db, companyId, itemIds));
-  return toSnapshots([companyRows, itemRows, events]);
+  const [companyRows, itemRows, events] = await d1.batch(snapshotQueries(d1, companyId, itemIds));
+  return toSnapshots([companyRows!, itemRows!, events!]);
 }
 
 // ---- the webhook event outbox (written by D1 triggers: docs/triggers.md) ----

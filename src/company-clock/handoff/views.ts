@@ -47,7 +47,7 @@ export function deleteViewsStatement(db: D1Database, companyId: number, itemIds:
     : db.prepare(DELETE_VIEWS_SQL).bind(companyId, JSON.stringify(itemIds));
 }
 
-/** What the item read brings back with the item row (one statement: src/routes/items/queries.ts). */
+/** What the item read brings back with the item row (one statement: src/records/items/queries.ts). */
 export interface ViewCheck {
   syncVersion: number | null;
   syncedVersion: number | null;

@@ -2,8 +2,8 @@
 // written by the changes themselves (triggers, the company clock's outbox, the token endpoint).
 import { createRouter, jsonResponse, scopedRoute } from "../../lib/openapi";
 import { page } from "../../lib/respond";
-import { listAuditLog } from "./queries";
-import { AUDIT_RESOURCE_TYPES, AuditPageEnvelope, ListAuditQuery, RETENTION_DAYS } from "./schemas";
+import { listAuditLog } from "../../records/audit-log/queries";
+import { AUDIT_RESOURCE_TYPES, AuditPageEnvelope, ListAuditQuery, RETENTION_DAYS } from "../../schemas/audit-log";
 
 export const auditLogRouter = createRouter();
 

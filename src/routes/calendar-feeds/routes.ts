@@ -1,6 +1,6 @@
 // Calendar feeds (docs/api-notes.md, "Calendar feeds"): a company's items as an iCalendar
 // subscription. The feed operations are scoped like item reads; the feed itself is public, its
-// unguessable URL being its only credential (./feed.ts).
+// unguessable URL being its only credential (src/records/calendar-feeds/feed.ts).
 import { requestTags } from "../../lib/conditional";
 import { notFound } from "../../lib/errors";
 import {
@@ -18,10 +18,10 @@ import {
 } from "../../lib/openapi";
 import { created, done, page } from "../../lib/respond";
 import { MAX_FEED_EVENTS } from "../../company-clock/api";
-import { feedShard, serveFeed } from "./feed";
+import { feedShard, serveFeed } from "../../records/calendar-feeds/feed";
 import { bookmarkOnAnswer, requestSession } from "../../db/session";
-import { createFeed, deleteFeed, listFeeds, normalizeFilters } from "./queries";
-import { CalendarFeedListEnvelope, CreateFeedSchema, CreatedCalendarFeedSchema, ListFeedsQuery, MAX_FEEDS } from "./schemas";
+import { createFeed, deleteFeed, listFeeds, normalizeFilters } from "../../records/calendar-feeds/queries";
+import { CalendarFeedListEnvelope, CreateFeedSchema, CreatedCalendarFeedSchema, ListFeedsQuery, MAX_FEEDS } from "../../schemas/calendar-feeds";
 
 const tags = ["Calendar feeds"];
 const FeedParams = idParam("feed_id");

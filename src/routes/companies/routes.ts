@@ -17,7 +17,7 @@ import {
   updateCompanyInfo,
   updateCompanySettings,
   type Caller,
-} from "./queries";
+} from "../../records/companies";
 import {
   CompanyDetailSchema,
   CompanyInfoResultSchema,
@@ -27,7 +27,7 @@ import {
   UpdateCompanyInfoSchema,
   UpdateCompanySchema,
   UpdateCompanySettingsSchema,
-} from "./schemas";
+} from "../../schemas/companies";
 
 const tags = ["Companies"];
 const CompanyParams = idParam("company_id");

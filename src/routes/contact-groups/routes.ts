@@ -1,8 +1,8 @@
 import { conditionalRecord, rowVersion } from "../../lib/conditional";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
-import { createGroup, deleteGroup, getGroup, groupOutput, listGroups, makeDefaultGroup, updateGroup } from "./queries";
-import { ContactGroupSchema, CreateGroupSchema, GroupListEnvelope, ListGroupsQuery, UpdateGroupSchema } from "./schemas";
+import { createGroup, deleteGroup, getGroup, groupOutput, listGroups, makeDefaultGroup, updateGroup } from "../../records/contact-groups";
+import { ContactGroupSchema, CreateGroupSchema, GroupListEnvelope, ListGroupsQuery, UpdateGroupSchema } from "../../schemas/contact-groups";
 
 const tags = ["Contact groups"];
 const GroupParams = idParam("group_id");

@@ -1,8 +1,8 @@
 import { conditionalRecord } from "../../lib/conditional";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
-import { contactOutput, createContact, deleteContact, getContact, listContacts, updateContact } from "./queries";
-import { ContactListEnvelope, ContactSchema, CreateContactSchema, ListContactsQuery, UpdateContactSchema } from "./schemas";
+import { contactOutput, createContact, deleteContact, getContact, listContacts, updateContact } from "../../records/contacts";
+import { ContactListEnvelope, ContactSchema, CreateContactSchema, ListContactsQuery, UpdateContactSchema } from "../../schemas/contacts";
 
 const tags = ["Contacts"];
 const ContactParams = idParam("contact_id");

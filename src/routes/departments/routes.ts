@@ -1,8 +1,8 @@
 import { conditionalRecord, rowVersion } from "../../lib/conditional";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
-import { createDepartment, deleteDepartment, departmentOutput, getDepartment, listDepartments, updateDepartment } from "./queries";
-import { CreateDepartmentSchema, DepartmentListEnvelope, DepartmentSchema, ListDepartmentsQuery, UpdateDepartmentSchema } from "./schemas";
+import { createDepartment, deleteDepartment, departmentOutput, getDepartment, listDepartments, updateDepartment } from "../../records/departments";
+import { CreateDepartmentSchema, DepartmentListEnvelope, DepartmentSchema, ListDepartmentsQuery, UpdateDepartmentSchema } from "../../schemas/departments";
 
 const tags = ["Departments"];
 const DepartmentParams = idParam("dept_id");

@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import type { AppBindings } from "../../env";
 import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { created, done, ok, page, updated } from "../../lib/respond";
-import { createDocumentType, deleteDocumentType, documentTypeOutput, getDocumentType, listDocumentTypes, updateDocumentType, type Caller } from "./queries";
+import { createDocumentType, deleteDocumentType, documentTypeOutput, getDocumentType, listDocumentTypes, updateDocumentType, type Caller } from "../../records/document-types";
 import {
   CreateDocumentTypeSchema,
   DocumentTypeInfoSchema,
@@ -13,7 +13,7 @@ import {
   MAX_FIELDS,
   MAX_SELECT_OPTIONS,
   UpdateDocumentTypeSchema,
-} from "./schemas";
+} from "../../schemas/document-types";
 
 const tags = ["Document types"];
 const TypeParams = idParam("type_id");

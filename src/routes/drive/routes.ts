@@ -17,7 +17,7 @@ import {
 } from "../../lib/openapi";
 import { requestTags } from "../../lib/conditional";
 import { created, done, ok, page, updated } from "../../lib/respond";
-import { humanSize } from "./format";
+import { humanSize } from "../../records/drive/format";
 import {
   attachFile,
   createUploadSession,
@@ -29,7 +29,7 @@ import {
   listFiles,
   releaseAbandonedUploads,
   SESSION_RETENTION_SECONDS,
-} from "./queries";
+} from "../../records/drive/queries";
 import {
   AttachFileSchema,
   AttachmentSchema,
@@ -44,7 +44,7 @@ import {
   UPLOAD_TOKEN_TTL_SECONDS,
   UploadSessionSchema,
   UploadedFileSchema,
-} from "./schemas";
+} from "../../schemas/drive";
 import { receiveUpload, serveFile } from "./storage";
 import { bookmarkOnAnswer } from "../../db/session";
 import { nudgeWebhooks } from "../../company-clock/handoff/worker";

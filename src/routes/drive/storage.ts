@@ -2,17 +2,16 @@
 // Neither holds a file in memory: the upload flows request body -> hashing transform ->
 // FixedLengthStream -> R2 with back-pressure; the download hands R2's stream to the response.
 import type { Context } from "hono";
-import { auditedD1 } from "../../db/write-guards";
-import { getDb } from "../../db/client";
+import { database } from "../../db/client";
 import { openRequestSession } from "../../db/session";
 import { isShard } from "../../db/shards";
 import type { AppBindings } from "../../env";
 import { MAX_UPLOAD_BYTES, describeBytes } from "../../lib/body";
 import { noneMatch, type EntityTags } from "../../lib/conditional";
 import { ApiError, apiError, badRequest, conflict, notFound, oauthError } from "../../lib/errors";
-import { contentDisposition, kbOf, newFileId, objectKey, parseRange, sha256Hex, toHex, UPLOAD_TOKEN_PATTERN, uploadTokenShard } from "./format";
-import { claimUpload, completeUpload, explainRefusedClaim, explainRefusedCompletion, releaseUpload, type ClaimedUpload, type FileRow } from "./queries";
-import { UPLOAD_TOKEN_HEADER } from "./schemas";
+import { contentDisposition, kbOf, newFileId, objectKey, parseRange, sha256Hex, toHex, UPLOAD_TOKEN_PATTERN, uploadTokenShard } from "../../records/drive/format";
+import { claimUpload, completeUpload, explainRefusedClaim, explainRefusedCompletion, releaseUpload, type ClaimedUpload, type FileRow } from "../../records/drive/queries";
+import { UPLOAD_TOKEN_HEADER } from "../../schemas/drive";
 
 /** 401 Shape A `invalid_token` for the upload token, with its challenge (the token is not a Bearer token). */
 export function invalidUploadToken(description: string): ApiError {
@@ -127,7 +126,7 @@ export async function receiveUpload(c: Context<AppBindings>) {
   if (!isShard(c.env, shard)) throw invalidUploadToken("The upload token is not valid");
   const session = openRequestSession(c.env, shard, { write: true, bookmark: null });
   c.set("session", session);
-  const db = getDb(session.d1);
+  const db = database(session.d1);
   const tokenHash = await sha256Hex(token);
   const upload = await claimUpload(db, tokenHash, kbOf(size));
   if (!upload) {
@@ -143,16 +142,17 @@ export async function receiveUpload(c: Context<AppBindings>) {
   const fileId = newFileId();
   let file: FileRow | undefined;
   // The file's audit entry names whoever opened the session (the upload itself carries no bearer token).
-  const audited = getDb(
-    auditedD1(session.d1, {
+  const audited = database(session.d1, {
+    committed: 0,
+    actor: {
       accountId: null,
       companyId: upload.companyId,
       clientId: upload.clientId,
       userId: upload.userId,
       requestId: c.get("requestId") ?? null,
       operationId: c.get("operationId") ?? "uploadFileBytes",
-    }),
-  );
+    },
+  });
   try {
     const sha256 = await streamToR2(c.env.FILES, key, c.req.raw.body, size, upload.contentType, fileId);
     file = await completeUpload(audited, upload, { publicId: fileId, sizeBytes: size, sha256, r2Key: key });
@@ -169,7 +169,7 @@ export async function receiveUpload(c: Context<AppBindings>) {
 }
 
 /** The 409 for an upload whose bytes were stored but whose file row could not be written (the caller deletes the bytes). */
-async function refusedCompletion(db: ReturnType<typeof getDb>, upload: ClaimedUpload): Promise<ApiError> {
+async function refusedCompletion(db: ReturnType<typeof database>, upload: ClaimedUpload): Promise<ApiError> {
   const why = await explainRefusedCompletion(db, upload);
   if (why.reason === "gone") {
     return conflict("The upload was cancelled while its bytes were stored (its department was deleted, or it ran for more than a day after its token expired); nothing was kept");
@@ -181,7 +181,7 @@ async function refusedCompletion(db: ReturnType<typeof getDb>, upload: ClaimedUp
 }
 
 /** Clean-up after a failed upload: nothing stays in R2, the reservation is released. Best effort (the sweep is the safety net). */
-async function discard(bucket: R2Bucket, key: string, db: ReturnType<typeof getDb>, upload: ClaimedUpload) {
+async function discard(bucket: R2Bucket, key: string, db: ReturnType<typeof database>, upload: ClaimedUpload) {
   const results = await Promise.allSettled([bucket.delete(key), releaseUpload(db, upload)]);
   for (const result of results) {
     if (result.status === "rejected") {

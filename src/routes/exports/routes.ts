@@ -1,7 +1,7 @@
 import { echo } from "../../lib/echo";
 import { apiError } from "../../lib/errors";
 import { createRouter, inlineSchema, scopedRoute, type z } from "../../lib/openapi";
-import { contactExport, itemExport, ITEM_PAGE_ROWS, CONTACT_PAGE_ROWS } from "./queries";
+import { contactExport, itemExport, ITEM_PAGE_ROWS, CONTACT_PAGE_ROWS } from "../../records/exports";
 import {
   CONTACT_COLUMNS,
   ContactExportRecordSchema,
@@ -13,7 +13,7 @@ import {
   ItemExportRecordSchema,
   type ContactExportRecord,
   type ItemExportRecord,
-} from "./schemas";
+} from "../../schemas/exports";
 import { exportResponse } from "./stream";
 
 // Registered before the items and contacts routers (src/app.ts): `/v1/items/export` would

@@ -1,19 +1,8 @@
 import type { Context } from "hono";
 import type { AppBindings } from "../../env";
 import { csvRecord } from "../../lib/csv";
-import type { ExportFormat } from "./schemas";
-
-/** An export ready to stream: its header, and its records page by page (each source keeps its keyset position). */
-export interface ExportSource<R> {
-  /** The CSV header row (the NDJSON objects have the same keys). */
-  columns: readonly string[];
-  /** The company's today (YYYY-MM-DD), for the file name. */
-  today: string;
-  /** The next page; `last` once there is nothing after it. One D1 statement per call. */
-  nextPage(): Promise<{ records: R[]; last: boolean }>;
-  csv(record: R): string[];
-  json(record: R): unknown;
-}
+import type { ExportSource } from "../../records/exports";
+import type { ExportFormat } from "../../schemas/exports";
 
 const CONTENT_TYPES: Record<ExportFormat, string> = {
   csv: "text/csv; charset=utf-8; header=present",

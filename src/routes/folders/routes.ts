@@ -1,8 +1,8 @@
 import { conditionalRecord } from "../../lib/conditional";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
-import { createFolder, deleteFolder, folderOutput, getFolder, listFolders, updateFolder } from "./queries";
-import { CreateFolderSchema, FolderListEnvelope, FolderSchema, ListFoldersQuery, UpdateFolderSchema } from "./schemas";
+import { createFolder, deleteFolder, folderOutput, getFolder, listFolders, updateFolder } from "../../records/folders";
+import { CreateFolderSchema, FolderListEnvelope, FolderSchema, ListFoldersQuery, UpdateFolderSchema } from "../../schemas/folders";
 
 const tags = ["Folders"];
 const FolderParams = idParam("folder_id");

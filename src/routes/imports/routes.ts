@@ -6,9 +6,9 @@ import { removeFiles } from "../../imports/job";
 import { IMPORT_FORMATS, MAX_COLUMNS, MAX_IMPORT_BYTES, MAX_IMPORT_ROWS } from "../../imports/parse";
 import { TAG_SEPARATOR } from "../../imports/items";
 import { startImport } from "../../imports/start";
-import { companySettings } from "../companies/queries";
-import { cancelImport, createImport, getImport, importOutput, listImportErrors, listImports } from "./queries";
-import { CreateImportQuery, ImportErrorListEnvelope, ImportListEnvelope, ImportSchema, ListImportErrorsQuery, ListImportsQuery, MAX_OPEN_IMPORTS } from "./schemas";
+import { companySettings } from "../../records/companies";
+import { cancelImport, createImport, getImport, importOutput, listImportErrors, listImports } from "../../records/imports";
+import { CreateImportQuery, ImportErrorListEnvelope, ImportListEnvelope, ImportSchema, ListImportErrorsQuery, ListImportsQuery, MAX_OPEN_IMPORTS } from "../../schemas/imports";
 
 const tags = ["Imports"];
 const ImportParams = idParam("import_id");

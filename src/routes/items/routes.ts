@@ -1,12 +1,11 @@
 import type { Context } from "hono";
-import { getDb, type Db } from "../../db/client";
-import { primarySession } from "../../db/session";
+import type { Db } from "../../db/client";
 import type { AppBindings } from "../../env";
 import { conditionalRecord, ifMatchNamesTag, rowVersion } from "../../lib/conditional";
 import { ApiErrorSchema, MessageEnvelope, createRouter, dataEnvelope, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { syncReminders } from "../../company-clock/handoff/worker";
-import { itemRemindersLoader } from "../reminders/queries";
+import { itemRemindersLoader } from "../../records/reminders";
 import { MAX_EXACT_SEARCH_TOTAL } from "../../lib/search";
 import {
   MAX_EXACT_TOTAL,
@@ -22,7 +21,7 @@ import {
   updateItem,
   itemEntry,
   type OccurrenceBinding,
-} from "./queries";
+} from "../../records/items/queries";
 import {
   CreateItemSchema,
   CreatedItemSchema,
@@ -33,7 +32,7 @@ import {
   ListItemsQuery,
   RenewItemSchema,
   UpdateItemSchema,
-} from "./schemas";
+} from "../../schemas/items";
 
 const tags = ["Items"];
 const ItemParams = idParam("item_id");
@@ -56,7 +55,7 @@ const itemRecord = conditionalRecord({
  * the answer shows that renewal rather than a replica's older copy.
  */
 function answerDb(c: Context<AppBindings>, row: { recurRenewOn: string | null }): Db {
-  return row.recurRenewOn === "expired" ? getDb(primarySession(c.env, c.var.auth.shard)) : c.var.db;
+  return row.recurRenewOn === "expired" ? c.var.db.primary() : c.var.db;
 }
 
 export const itemsRouter = createRouter();

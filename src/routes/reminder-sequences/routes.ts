@@ -1,7 +1,7 @@
 import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { created, done, ok, page, updated } from "../../lib/respond";
-import { createSequence, deleteSequence, getSequence, listSequences, sequenceOutput, updateSequence } from "./queries";
-import { CreateSequenceSchema, MAX_SEQUENCES, MAX_STEPS, ReminderSequenceListEnvelope, ReminderSequenceSchema, UpdateSequenceSchema } from "./schemas";
+import { createSequence, deleteSequence, getSequence, listSequences, sequenceOutput, updateSequence } from "../../records/reminder-sequences";
+import { CreateSequenceSchema, MAX_SEQUENCES, MAX_STEPS, ReminderSequenceListEnvelope, ReminderSequenceSchema, UpdateSequenceSchema } from "../../schemas/reminder-sequences";
 
 const tags = ["Reminder sequences"];
 const SequenceParams = idParam("seqid");

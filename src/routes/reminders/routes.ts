@@ -2,8 +2,8 @@ import { auditActor } from "../../lib/context";
 import { idempotencyKeyFor } from "../../idempotency/middleware";
 import { MessageEnvelope, createRouter, dataEnvelope, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { created, done, ok, updated } from "../../lib/respond";
-import { checkChannels, itemForReminders, reminderInput, remindersOf, unwrap } from "./queries";
-import { CreateReminderSchema, ItemRemindersSchema, ReminderEntry, ReminderParams, TriggeredEntry, TriggeredQuery, UpdateReminderSchema } from "./schemas";
+import { checkChannels, itemForReminders, reminderInput, remindersOf, unwrap } from "../../records/reminders";
+import { CreateReminderSchema, ItemRemindersSchema, ReminderEntry, ReminderParams, TriggeredEntry, TriggeredQuery, UpdateReminderSchema } from "../../schemas/reminders";
 
 const tags = ["Reminders"];
 const ItemParams = idParam("item_id");
@@ -27,7 +27,7 @@ remindersRouter.openapi(
   }),
   async (c) => {
     const itemId = c.req.valid("param").item_id;
-    const { syncFirst } = await itemForReminders(c.var.d1, c.var.companyId, itemId);
+    const { syncFirst } = await itemForReminders(c.var.db, c.var.companyId, itemId);
     return ok(c, unwrap(await remindersOf(c.env, c.var.companyId).itemReminders(c.var.companyId, itemId, syncFirst)));
   },
 );
@@ -54,8 +54,8 @@ remindersRouter.openapi(
   async (c) => {
     const itemId = c.req.valid("param").item_id;
     const body = c.req.valid("json");
-    await checkChannels(c.env, c.var.d1, c.var.companyId, body.channels);
-    const { syncFirst } = await itemForReminders(c.var.d1, c.var.companyId, itemId, body.contact_id || undefined);
+    await checkChannels(c.env, c.var.db, c.var.companyId, body.channels);
+    const { syncFirst } = await itemForReminders(c.var.db, c.var.companyId, itemId, body.contact_id || undefined);
     const view = unwrap(await remindersOf(c.env, c.var.companyId).addReminder(c.var.companyId, itemId, reminderInput(body), syncFirst, await idempotencyKeyFor(c), auditActor(c)));
     return created(c, "Reminder queued", view);
   },
@@ -79,8 +79,8 @@ remindersRouter.openapi(
   async (c) => {
     const { item_id: itemId, reminder_id: reminderId } = c.req.valid("param");
     const body = c.req.valid("json");
-    await checkChannels(c.env, c.var.d1, c.var.companyId, body.channels);
-    const { syncFirst } = await itemForReminders(c.var.d1, c.var.companyId, itemId, body.contact_id || undefined);
+    await checkChannels(c.env, c.var.db, c.var.companyId, body.channels);
+    const { syncFirst } = await itemForReminders(c.var.db, c.var.companyId, itemId, body.contact_id || undefined);
     const view = unwrap(await remindersOf(c.env, c.var.companyId).updateReminder(c.var.companyId, itemId, reminderId, reminderInput(body), syncFirst, await idempotencyKeyFor(c), auditActor(c)));
     return updated(c, "Reminder updated", view);
   },
@@ -100,7 +100,7 @@ remindersRouter.openapi(
   }),
   async (c) => {
     const { item_id: itemId, reminder_id: reminderId } = c.req.valid("param");
-    const { syncFirst } = await itemForReminders(c.var.d1, c.var.companyId, itemId);
+    const { syncFirst } = await itemForReminders(c.var.db, c.var.companyId, itemId);
     unwrap(await remindersOf(c.env, c.var.companyId).deleteReminder(c.var.companyId, itemId, reminderId, syncFirst, await idempotencyKeyFor(c), auditActor(c)));
     return done(c, "Reminder deleted");
   },

@@ -1,7 +1,7 @@
 import { page, updated } from "../../lib/respond";
 import { createRouter, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
-import { listTags, setItemTags, tagOutput } from "./queries";
-import { ItemTagNames, ListTagsQuery, MAX_TAG_LENGTH, MAX_TAGS_PER_ITEM, SetItemTagsSchema, TagListEnvelope } from "./schemas";
+import { listTags, setItemTags, tagOutput } from "../../records/tags";
+import { ItemTagNames, ListTagsQuery, MAX_TAG_LENGTH, MAX_TAGS_PER_ITEM, SetItemTagsSchema, TagListEnvelope } from "../../schemas/tags";
 
 const ItemTagsResult = resultEnvelope(ItemTagNames, "ItemTagsResult");
 

@@ -2,9 +2,9 @@ import { conditionalRecord } from "../../lib/conditional";
 import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { MAX_EXACT_SEARCH_TOTAL } from "../../lib/search";
-import { MAX_EXACT_TOTAL, createTask, deleteTask, getTask, listTasks, taskOutput, updateTask, type Caller } from "./queries";
+import { MAX_EXACT_TOTAL, createTask, deleteTask, getTask, listTasks, taskOutput, updateTask, type Caller } from "../../records/tasks";
 import { nudgeWebhooks } from "../../company-clock/handoff/worker";
-import { CreateTaskSchema, ListTasksQuery, TRANSITIONS_DESCRIPTION, TaskListEnvelope, TaskParams, TaskSchema, UpdateTaskSchema } from "./schemas";
+import { CreateTaskSchema, ListTasksQuery, TRANSITIONS_DESCRIPTION, TaskListEnvelope, TaskParams, TaskSchema, UpdateTaskSchema } from "../../schemas/tasks";
 
 /** What If-Match on its PATCH and DELETE compares: the ETag of its GET (src/lib/conditional.ts). */
 const taskRecord = conditionalRecord({

@@ -1,3 +1,4 @@
+import type { Db } from "../../db/client";
 import { auditActor } from "../../lib/context";
 import { idempotencyKeyFor } from "../../idempotency/middleware";
 // GET /v1/webhooks/{webhook_id}/deliveries and POST .../deliveries/{delivery_id}/retry: the
@@ -10,7 +11,7 @@ import { page } from "../../lib/respond";
 import { integerString, pageEnvelope, paginationQuery } from "../../lib/schemas";
 import { clockFor } from "../../company-clock/handoff/worker";
 import { endpointOfCompany } from "../../webhooks/outbox";
-import { unwrap } from "../reminders/queries";
+import { unwrap } from "../../records/reminders";
 
 const tags = ["Webhooks"];
 
@@ -44,8 +45,8 @@ const RetryEnvelope = z
 
 export const webhookDeliveriesRouter = createRouter();
 
-async function ownEndpoint(db: D1Database, companyId: number, endpointId: number) {
-  const endpoint = await endpointOfCompany(db, companyId, endpointId);
+async function ownEndpoint(db: Db, companyId: number, endpointId: number) {
+  const endpoint = await endpointOfCompany(db.d1, companyId, endpointId);
   if (!endpoint) throw notFound("Webhook endpoint");
   return endpoint;
 }
@@ -69,7 +70,7 @@ webhookDeliveriesRouter.openapi(
   async (c) => {
     const endpointId = c.req.valid("param").webhook_id;
     const { limit, offset } = c.req.valid("query");
-    await ownEndpoint(c.var.d1, c.var.companyId, endpointId);
+    await ownEndpoint(c.var.db, c.var.companyId, endpointId);
     const result = await clockFor(c.env, c.var.companyId).webhookDeliveries(c.var.companyId, endpointId, { limit, offset });
     return page(c, { rows: result.rows, meta: { total: result.total, limit, offset } });
   },
@@ -93,7 +94,7 @@ webhookDeliveriesRouter.openapi(
   }),
   async (c) => {
     const { webhook_id: endpointId, delivery_id: deliveryId } = c.req.valid("param");
-    const endpoint = await ownEndpoint(c.var.d1, c.var.companyId, endpointId);
+    const endpoint = await ownEndpoint(c.var.db, c.var.companyId, endpointId);
     if (!endpoint.enabled) unwrap({ error: { status: 400 as const, msg: `Webhook endpoint ${endpointId} is disabled: enable it (PATCH enabled: true) before retrying` } });
     const view = unwrap(await clockFor(c.env, c.var.companyId).retryWebhookDelivery(c.var.companyId, endpointId, deliveryId, await idempotencyKeyFor(c), auditActor(c)));
     return c.json({ success: true as const, msg: "Delivery queued", data: view }, 202);

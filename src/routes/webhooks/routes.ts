@@ -24,8 +24,8 @@ import { created, done, ok, page, updated } from "../../lib/respond";
 import { clockFor } from "../../company-clock/handoff/worker";
 import { EVENT_DESCRIPTIONS, EVENT_TYPES } from "../../webhooks/events";
 import { allowsPrivateUrls } from "../../webhooks/urls";
-import { unwrap } from "../reminders/queries";
-import { checkUrl, createEndpoint, deleteEndpoint, endpointOutput, getEndpoint, listEndpoints, rotateSecret, secretsKey, updateEndpoint } from "./queries";
+import { unwrap } from "../../records/reminders";
+import { checkUrl, createEndpoint, deleteEndpoint, endpointOutput, getEndpoint, listEndpoints, rotateSecret, secretsKey, updateEndpoint } from "../../records/webhooks";
 import {
   CreateWebhookSchema,
   MAX_ENDPOINTS,
@@ -36,7 +36,7 @@ import {
   WebhookListEnvelope,
   WebhookTestResultSchema,
   examplePayload,
-} from "./schemas";
+} from "../../schemas/webhooks";
 
 const tags = ["Webhooks"];
 const WebhookParams = idParam("webhook_id");

@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 
 /** SQLite's query plan of a drizzle query, one step per line. */
-export async function queryPlan(query: { toSQL(): { sql: string; params: unknown[] } }): Promise<string> {
-  const { sql, params } = query.toSQL();
+export async function queryPlan(query: { toSQL(): { sql: string; params: unknown[] } } | { sql: string; params: unknown[] }): Promise<string> {
+  const { sql, params } = "toSQL" in query ? query.toSQL() : query;
   const rows = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
     .bind(...params)
     .all<{ detail: string }>();

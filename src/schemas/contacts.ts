@@ -1,0 +1,117 @@
+import { z } from "@hono/zod-openapi";
+import { isSupportedCountry } from "libphonenumber-js/min";
+import { Timestamp, cleanText, idField, idQuery, integerString, optionalText, paginationQuery, requiredText, searchPageEnvelope, searchQuery } from "../lib/schemas";
+
+export const ContactSchema = z
+  .object({
+    contact_id: z.number().int().openapi({ example: 42 }),
+    firstname: z.string().openapi({ example: "Ada" }),
+    lastname: z.string().openapi({ example: "Lovelace" }),
+    email: z.string().openapi({ example: "ada@example.com" }),
+    groupid: z.number().int().openapi({ example: 3, description: "0 when the contact is in no group" }),
+    deptid: z.number().int().openapi({ example: 1 }),
+    country_code: z.string().openapi({ example: "+44" }),
+    mobile_code: z.string().openapi({ example: "+44" }),
+    phone_number: z.string().openapi({ example: "7700900123" }),
+    iso: z.string().openapi({ example: "GB" }),
+    add_date: Timestamp,
+  })
+  .openapi("Contact");
+
+const email = cleanText("email")
+  .max(254, { error: "email must be at most 254 characters" })
+  .email({ error: "email must be a valid email address" })
+  .openapi({ example: "ada@example.com" });
+
+const countryCode = optionalText("country_code", 8).openapi({
+  example: "+44",
+  description: "International dialling code; only together with iso.",
+});
+const iso = z
+  .string()
+  .trim()
+  .regex(/^([A-Za-z]{2,3})?$/, { error: "iso must be a 2- or 3-letter country code" })
+  .optional()
+  .openapi({ example: "GB", description: "ISO 3166-1 country code; only together with country_code." });
+
+const groupId = z
+  .number()
+  .int({ error: "groupid must be an integer" })
+  .min(0, { error: "groupid must be 0 (no group) or a group id" })
+  .max(Number.MAX_SAFE_INTEGER, { error: "groupid is too large" });
+
+/** `country_code` and `iso` describe the same country: both or neither. */
+function bothOrNeither(value: { country_code?: string; iso?: string }, ctx: z.RefinementCtx) {
+  const hasCode = !!value.country_code;
+  const hasIso = !!value.iso;
+  if (hasCode !== hasIso) {
+    ctx.addIssue({
+      code: "custom",
+      path: [hasCode ? "iso" : "country_code"],
+      message: `${hasCode ? "iso" : "country_code"} is required when ${hasCode ? "country_code" : "iso"} is given (send both or neither)`,
+    });
+  }
+}
+
+export const CreateContactSchema = z
+  .strictObject({
+    first_name: requiredText("first_name", 100).openapi({ example: "Ada" }),
+    last_name: requiredText("last_name", 100).openapi({ example: "Lovelace" }),
+    email,
+    deptid: idField("deptid").optional().openapi({ description: "Defaults to the group's department, else the company's default department." }),
+    groupid: groupId.optional().openapi({ description: "Defaults to the department's default group; 0 for no group." }),
+    country_code: countryCode,
+    iso,
+    mobile_code: optionalText("mobile_code", 8).openapi({ example: "+44" }),
+    phone_number: optionalText("phone_number", 32).openapi({ example: "7700900123" }),
+  })
+  .superRefine(bothOrNeither)
+  .openapi("CreateContact");
+
+export const UpdateContactSchema = z
+  .strictObject({
+    first_name: requiredText("first_name", 100).optional(),
+    last_name: requiredText("last_name", 100).optional(),
+    email: email.optional(),
+    groupid: groupId.optional().openapi({ description: "Moves the contact to this group and its department; 0 removes it from its group." }),
+    countryid: z
+      .string()
+      .trim()
+      .refine((v) => isSupportedCountry(v.toUpperCase()), { error: "countryid must be an ISO 3166-1 alpha-2 country code, e.g. US" })
+      .optional()
+      .openapi({ example: "GB", description: "ISO 3166-1 alpha-2 code; sets iso to it and country_code to its dialling code (e.g. GB gives +44)." }),
+    country_code: countryCode,
+    iso,
+    mobile_code: optionalText("mobile_code", 8),
+    phone_number: optionalText("phone_number", 32),
+  })
+  .superRefine((value, ctx) => {
+    if (Object.values(value).every((v) => v === undefined)) {
+      ctx.addIssue({ code: "custom", path: [], message: "No updatable fields provided" });
+      return;
+    }
+    if (value.countryid !== undefined && (value.country_code !== undefined || value.iso !== undefined)) {
+      ctx.addIssue({ code: "custom", path: ["countryid"], message: "countryid cannot be combined with country_code or iso" });
+      return;
+    }
+    bothOrNeither(value, ctx);
+  })
+  .openapi("UpdateContact");
+
+export const ListContactsQuery = z.object({
+  ...paginationQuery(200, 50),
+  groupid: integerString("groupid must be 0 (contacts in no group) or a group id", 0)
+    .optional()
+    .openapi({ param: { name: "groupid", in: "query" }, description: "A group id, or 0 for contacts in no group." }),
+  deptid: idQuery("deptid"),
+  q: searchQuery.openapi({
+    description: "Word-prefix search over first name, last name, email and phone number; every word must match (case- and accent-insensitive).",
+  }),
+});
+
+export const ContactListEnvelope = searchPageEnvelope(ContactSchema, "ContactList");
+
+export type ContactOutput = z.infer<typeof ContactSchema>;
+export type CreateContactInput = z.infer<typeof CreateContactSchema>;
+export type UpdateContactInput = z.infer<typeof UpdateContactSchema>;
+export type ListContactsInput = z.infer<typeof ListContactsQuery>;
