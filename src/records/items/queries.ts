@@ -20,6 +20,7 @@ import { periodRange } from "../../lib/period";
 import { ruleState } from "../../db/rule-state";
 import { reanchorOnNewDate, recurrenceView, renewalWrites, ruleColumns, type RenewalReason } from "./recurrence";
 import { insertItems, insertItemsQuery, itemRowOf, newItemRow, type NewItem } from "./writer";
+import { occurrenceState } from "./actions";
 import type { Statement } from "../../db/commit";
 import { parseRuleState, renewalDate } from "../../lib/recurrence";
 import type { CreateItemInput, ItemDetail, ItemListEntry, ListItemsInput, UpdateItemInput } from "../../schemas/items";
@@ -119,6 +120,8 @@ export function itemFilter(companyId: number, query: ItemFilterInput, today: str
   if (query.folder_id !== undefined) filter(query.folder_id === 0 ? isNull(items.folderId) : eq(items.folderId, query.folder_id));
   if (query.external_id !== undefined) filter(eq(items.externalId, query.external_id));
   if (query.recurring !== undefined) filter(query.recurring === "true" ? isNotNull(items.recurEvery) : isNull(items.recurEvery));
+  // items_company_ack_date_idx's expression, as written there.
+  if (query.acknowledged !== undefined) filter(sql`(ack_epoch IS schedule_epoch) = ${query.acknowledged === "true" ? 1 : 0}`);
   if (query.period) {
     const range = periodRange(query.period, today);
     filter(range.from ? gte(items.expiryDate, range.from) : undefined);
@@ -263,6 +266,14 @@ export function itemDetailQuery(db: Db, companyId: number, itemId: number) {
       createdAt: items.createdAt,
       externalId: items.externalId,
       ruleState: sql<string>`${ruleState}`.as("rule_state"),
+      epoch: items.scheduleEpoch,
+      ackEpoch: items.ackEpoch,
+      acknowledgement: items.acknowledgement,
+      snoozeEpoch: items.snoozeEpoch,
+      snoozedUntil: items.snoozedUntil,
+      // The company's time zone, only for a snoozed item (whether its snooze date has passed).
+      snoozeZone: sql<string | null>`CASE WHEN ${items.snoozeEpoch} = ${items.scheduleEpoch}
+        THEN (SELECT json_extract(c.settings, '$.timezone') FROM companies AS c WHERE c.id = ${items.companyId}) END`.as("snooze_zone"),
       // Aliased: a batch maps its rows by column name, and three of these tables have a `version`.
       syncVersion: sql<number | null>`${reminderSync.version}`.as("sync_version"),
       syncedVersion: sql<number | null>`${reminderSync.syncedVersion}`.as("sync_synced_version"),
@@ -320,6 +331,7 @@ export async function getItem(db: Db, companyId: number, itemId: number, loadRem
     external_id: row.externalId,
     fields: fieldValues,
     ...recurrenceView(row.ruleState),
+    ...occurrenceState(row, () => row.snoozeZone || DEFAULT_TIME_ZONE),
   };
 }
 
