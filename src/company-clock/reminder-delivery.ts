@@ -4,6 +4,7 @@
 // until MAX_DELIVERY_ATTEMPTS, then it is `failed`.
 
 import type { Env } from "../env";
+import { recipientLinks } from "../lib/recipient-links";
 import { DATE_FORMATS, DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, todayIn, type DateFormat } from "../lib/time";
 import { reminderMessage } from "./reminder-email";
 
@@ -91,7 +92,13 @@ export async function deliverDue(storage: DurableObjectStorage, env: Env, d1: D1
     const send = async (d: Leased) => {
       const key = `${d.reminder_id}:${d.channel}`;
       const facts = details.get(d.reminder_id);
-      outcomes.set(key, await deliverOne(d, facts, { companyName: company.name, today, dateFormat: company.dateFormat }, transports));
+      // Issue 33: the recipient's links to its page for the item, bound to the item's current
+      // occurrence (src/lib/recipient-links.ts). Email only; the one place delivery makes them.
+      const links =
+        d.channel === "email" && facts?.present && facts.contactId !== null
+          ? await recipientLinks(env, { companyId, itemId: d.item_id, contactId: facts.contactId, epoch: facts.epoch, itemDate: facts.expiryDate })
+          : null;
+      outcomes.set(key, await deliverOne(d, facts, { companyName: company.name, today, dateFormat: company.dateFormat }, transports, links));
     };
     for (let i = 0; i < leased.length; i += CONCURRENCY) await Promise.all(leased.slice(i, i + CONCURRENCY).map(send));
   } catch (error) {
@@ -143,6 +150,7 @@ async function deliverOne(
   facts: DeliveryDetails | undefined,
   company: { companyName: string; today: string; dateFormat: Parameters<typeof reminderMessage>[0]["dateFormat"] },
   transports: Transports,
+  links: Awaited<ReturnType<typeof recipientLinks>> = null,
 ): Promise<Outcome> {
   if (!facts?.present) return { state: "skipped", recipient: null, error: "the item was deleted before delivery" };
   const message = reminderMessage({
@@ -156,6 +164,7 @@ async function deliverOne(
     recipientName: facts.recipientName,
     itemId: d.item_id,
     notes: facts.notes,
+    links,
   });
   const recipient = d.channel === "email" ? facts.email : d.channel === "sms" ? facts.phone : null;
   if (d.channel !== "email" && d.channel !== "sms") return { state: "skipped", recipient: null, error: `channel ${d.channel} is not delivered by this deployment` };
@@ -189,7 +198,11 @@ interface DeliveryDetails {
   itemType: "exp" | "due" | "apt" | "evt";
   documentType: string | null;
   expiryDate: string;
+  /** The item's schedule_epoch: the occurrence the links are bound to. */
+  epoch: number;
   notes: string | null;
+  /** The contact the delivery goes to (the reminder's, else the item's); null without one. */
+  contactId: number | null;
   email: string | null;
   phone: string | null;
   recipientName: string | null;
@@ -209,8 +222,8 @@ async function deliveryDetails(db: D1Database, companyId: number, targets: Deliv
       .bind(companyId),
     db
       .prepare(
-        `SELECT t.value ->> 0 AS reminder_id, i.id IS NOT NULL AS present, i.title, i.item_type, i.expiry_date, i.notes, d.name AS document_type,
-           c.email, trim(c.mobile_code || ' ' || c.phone_number) AS phone, trim(c.first_name || ' ' || c.last_name) AS recipient_name
+        `SELECT t.value ->> 0 AS reminder_id, i.id IS NOT NULL AS present, i.title, i.item_type, i.expiry_date, i.schedule_epoch AS epoch, i.notes, d.name AS document_type,
+           c.id AS contact_id, c.email, trim(c.mobile_code || ' ' || c.phone_number) AS phone, trim(c.first_name || ' ' || c.last_name) AS recipient_name
          FROM json_each(?2) AS t
          LEFT JOIN items i ON i.id = t.value ->> 1 AND i.company_id = ?1
          LEFT JOIN document_types d ON d.id = i.document_type_id
@@ -229,6 +242,8 @@ async function deliveryDetails(db: D1Database, companyId: number, targets: Deliv
       itemType: (r.item_type as DeliveryDetails["itemType"]) ?? "exp",
       documentType: (r.document_type as string | null) ?? null,
       expiryDate: String(r.expiry_date ?? ""),
+      epoch: Number(r.epoch ?? 0),
+      contactId: r.contact_id === null || r.contact_id === undefined ? null : Number(r.contact_id),
       notes: (r.notes as string | null) ?? null,
       email: (r.email as string | null) || null,
       phone: (r.phone as string | null) || null,
