@@ -8,9 +8,11 @@
 // page reads both on every request. Verification does the same work whatever the token is
 // (malformed, forged, signed by a dropped key, expired), so time tells nothing about it.
 import type { Env } from "../env";
-import { fromBase64, toBase64Url } from "./bytes";
 import { keyRing } from "./key-ring";
-import { addDays, daysBetween } from "./time";
+import { checkToken, signClaims, type LinkClaims, type TokenVerdict } from "./link-token";
+import { addDays } from "./time";
+
+export { MAX_TOKEN_CHARS, type LinkClaims, type TokenVerdict } from "./link-token";
 
 /** The secret holding the link keys (`kid:secret` pairs; the first signs). */
 export const LINK_KEYS_VARIABLE = "LINK_SIGNING_KEYS";
@@ -23,95 +25,8 @@ export const RECIPIENT_ACTIONS = ["acknowledge", "complete", "renew", "snooze"] 
 export type RecipientAction = (typeof RECIPIENT_ACTIONS)[number];
 export const isRecipientAction = (value: string): value is RecipientAction => (RECIPIENT_ACTIONS as readonly string[]).includes(value);
 
-/** What a token says. `expiresOn`: the last day (UTC, YYYY-MM-DD) it works. */
-export interface LinkClaims {
-  companyId: number;
-  itemId: number;
-  contactId: number;
-  /** The item's schedule_epoch when the link was made: its occurrence. */
-  epoch: number;
-  expiresOn: string;
-}
-
 /** Absolute URLs on PUBLIC_BASE_URL: the page, and each action's confirmation. */
 export type RecipientLinks = { page: string } & Record<RecipientAction, string>;
-
-const VERSION = 1;
-const TAG_BYTES = 32;
-const CLAIM_FIELDS = 5;
-/** A safe integer takes at most 8 bytes of 7 bits. */
-const MAX_VARINT_BYTES = 8;
-const MAX_TOKEN_BYTES = 1 + CLAIM_FIELDS * MAX_VARINT_BYTES + TAG_BYTES;
-/** The longest token text: base64url of MAX_TOKEN_BYTES. */
-export const MAX_TOKEN_CHARS = Math.ceil((MAX_TOKEN_BYTES * 4) / 3);
-const TOKEN_TEXT = /^[A-Za-z0-9_-]+$/;
-/** Keeps a tag of these links from ever verifying as anything else signed with the same secret. */
-const DOMAIN = new TextEncoder().encode("expiry-reminder recipient link\u0000");
-const EPOCH_DAY = "1970-01-01";
-
-// ---- encoding ----
-
-function writeVarint(out: number[], value: number): void {
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`recipient link: ${value} is not a non-negative safe integer`);
-  let rest = value;
-  while (rest >= 0x80) {
-    out.push((rest % 0x80) | 0x80);
-    rest = Math.floor(rest / 0x80);
-  }
-  out.push(rest);
-}
-
-/** The claims' bytes: the version, then company, item, contact, epoch and expiry day as unsigned LEB128 varints. */
-function encodeClaims(claims: LinkClaims): Uint8Array {
-  const out = [VERSION];
-  for (const value of [claims.companyId, claims.itemId, claims.contactId, claims.epoch, daysBetween(EPOCH_DAY, claims.expiresOn)]) writeVarint(out, value);
-  return Uint8Array.from(out);
-}
-
-/** The claims at the start of `bytes` and where they end; null when they are not well formed. */
-function decodeClaims(bytes: Uint8Array): { claims: LinkClaims; length: number } | null {
-  if (bytes[0] !== VERSION) return null;
-  const values: number[] = [];
-  let at = 1;
-  for (let field = 0; field < CLAIM_FIELDS; field++) {
-    let value = 0;
-    let scale = 1;
-    for (let n = 0; ; n++) {
-      if (n >= MAX_VARINT_BYTES || at >= bytes.length) return null;
-      const byte = bytes[at++]!;
-      value += (byte & 0x7f) * scale;
-      scale *= 0x80;
-      if (byte < 0x80) break;
-    }
-    if (!Number.isSafeInteger(value)) return null;
-    values.push(value);
-  }
-  const [companyId, itemId, contactId, epoch, day] = values as [number, number, number, number, number];
-  return { claims: { companyId, itemId, contactId, epoch, expiresOn: addDays(EPOCH_DAY, day) }, length: at };
-}
-
-function fromBase64Url(text: string): Uint8Array | null {
-  if (text.length > MAX_TOKEN_CHARS || !TOKEN_TEXT.test(text) || text.length % 4 === 1) return null;
-  try {
-    return fromBase64(text.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (text.length % 4)) % 4));
-  } catch {
-    return null;
-  }
-}
-
-async function tagOf(key: CryptoKey, claims: Uint8Array): Promise<Uint8Array> {
-  const input = new Uint8Array(DOMAIN.length + claims.length);
-  input.set(DOMAIN);
-  input.set(claims, DOMAIN.length);
-  return new Uint8Array(await crypto.subtle.sign("HMAC", key, input));
-}
-
-/** Equal without an early exit (both are TAG_BYTES long). */
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  let diff = a.length ^ b.length;
-  for (let i = 0; i < a.length && i < b.length; i++) diff |= a[i]! ^ b[i]!;
-  return diff === 0;
-}
 
 // ---- minting and verifying ----
 
@@ -123,41 +38,15 @@ function linkKeys(source: string | undefined) {
 
 /** A token for `claims`, signed with the current key of `keys` (LINK_SIGNING_KEYS). */
 export async function mintLinkToken(keys: string | undefined, claims: LinkClaims): Promise<string> {
-  const ring = await linkKeys(keys);
-  const bytes = encodeClaims(claims);
-  const tag = await tagOf(ring.current.key, bytes);
-  const token = new Uint8Array(bytes.length + tag.length);
-  token.set(bytes);
-  token.set(tag, bytes.length);
-  return toBase64Url(token);
+  return signClaims((await linkKeys(keys)).current.key, claims);
 }
 
 /**
- * What a token is. `valid`: signed by a key of the set and not past its last day (`today`, UTC);
- * `expired`: signed, but past it; `forged`: anything else (malformed, altered, another secret, a
- * dropped key). `claims` is what the token says, or, for a token that says nothing readable, claims
- * of no record (ids 0): the caller reads with them all the same, so every kind of token costs the
- * same work. Throws only when LINK_SIGNING_KEYS itself is unusable.
+ * What a token is (link-token.ts `checkToken`), against every key of LINK_SIGNING_KEYS. Throws
+ * only when LINK_SIGNING_KEYS itself is unusable.
  */
-export async function verifyLinkToken(
-  keys: string | undefined,
-  token: string,
-  today: string,
-): Promise<{ state: "valid" | "expired" | "forged"; claims: LinkClaims }> {
-  const ring = await linkKeys(keys);
-  const bytes = fromBase64Url(token);
-  const decoded = bytes ? decodeClaims(bytes) : null;
-  const readable = decoded !== null && bytes!.length === decoded.length + TAG_BYTES;
-  const claims: LinkClaims = readable ? decoded.claims : { companyId: 0, itemId: 0, contactId: 0, epoch: 0, expiresOn: EPOCH_DAY };
-  const signed = readable ? bytes!.subarray(0, decoded.length) : encodeClaims(claims);
-  const tag = readable ? bytes!.subarray(decoded.length) : new Uint8Array(TAG_BYTES);
-  // Every key is tried, whichever matches: the work does not depend on the token.
-  let matches = false;
-  for (const key of ring.byKid.values()) {
-    if (sameBytes(await tagOf(key, signed), tag)) matches = true;
-  }
-  if (!readable || !matches) return { state: "forged", claims };
-  return { state: claims.expiresOn < today ? "expired" : "valid", claims };
+export async function verifyLinkToken(keys: string | undefined, token: string, today: string): Promise<TokenVerdict> {
+  return checkToken([...(await linkKeys(keys)).byKid.values()], token, today);
 }
 
 /** The last day a link minted on `today` for an occurrence dated `itemDate` works. */
