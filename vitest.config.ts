@@ -1,6 +1,7 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 import { prepareDocsAssets } from "./scripts/docs-assets.ts";
+import { ProjectDurations } from "./test/project-durations.ts";
 
 // Three projects: `worker` runs inside workerd against real local D1, R2 and Durable Objects;
 // `tools` runs in Node and checks the OpenAPI document with the tools clients use (linter, client
@@ -11,6 +12,7 @@ export default defineConfig(async () => {
   const migrations = await readD1Migrations("./migrations");
   return {
     test: {
+      reporters: ["default", new ProjectDurations()],
       projects: [
         {
           plugins: [

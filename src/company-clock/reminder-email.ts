@@ -4,6 +4,7 @@
 // (CR/LF included) are replaced by a space so a title cannot add header lines or fake paragraphs;
 // in the HTML body every value is also escaped. Long values are cut (by code point) with "…".
 
+import { escapeHtml } from "../lib/html";
 import type { RecipientLinks } from "../lib/recipient-links";
 import { type DateFormat, daysBetween, formatDate } from "../lib/time";
 
@@ -92,13 +93,6 @@ export function truncate(value: string, max: number): string {
   const points = Array.from(value);
   if (points.length <= max) return value;
   return points.slice(0, Math.max(0, max - 1)).join("").trimEnd() + "…";
-}
-
-/** Escapes & < > " ' for HTML text and attribute values. */
-const HTML_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
-
-export function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
 }
 
 /**

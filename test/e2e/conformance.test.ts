@@ -131,8 +131,12 @@ describe("every operation through Prism's validating proxy", () => {
 
   it("the public operations and the token endpoint in its three client-auth forms", async () => {
     await expectStatus(200, "GET", "/");
+    // GET /'s page for browsers, the other representation of its 200 (text/html).
+    const page = await expectStatus(200, "GET", "/", { headers: { Accept: "text/html,application/xhtml+xml,*/*;q=0.8" } });
+    expect(page.headers.get("Content-Type")).toMatch(/^text\/html/);
     await expectStatus(200, "GET", "/health");
     await expectStatus(200, "GET", "/.well-known/oauth-authorization-server");
+    await expectStatus(200, "GET", "/.well-known/openid-configuration");
     t = await token(owner.clientId, owner.secret);
     await expectStatus(200, "POST", "/v1/oauth/token", {
       raw: { type: "application/x-www-form-urlencoded", text: new URLSearchParams({ grant_type: "client_credentials", client_id: owner.clientId, client_secret: owner.secret, scope: "items:read" }).toString() },

@@ -2,7 +2,8 @@
 // actions, an action's one-button confirmation, what a POST did, and the error pages. Plain forms
 // (method="post") that need no script; one inline style, allowed by its hash; nothing loaded from
 // anywhere. Pure: the routes (routes.ts) decide which page, with which status.
-import { escapeHtml as e, relativeDay } from "../../company-clock/reminder-email";
+import { relativeDay } from "../../company-clock/reminder-email";
+import { escapeHtml as e } from "../../lib/html";
 import { toBase64 } from "../../lib/bytes";
 import type { RecipientAction } from "../../lib/recipient-links";
 import { LINK_LIFETIME_DAYS, RECIPIENT_PREFIX } from "../../lib/recipient-links";
