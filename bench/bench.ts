@@ -1,4 +1,4 @@
-// `npm run bench [-- --only items|contacts|reminders|webhooks|drive|limits|feeds|imports|exports|renewals|all --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
+// `npm run bench [-- --only items|contacts|reminders|webhooks|drive|limits|feeds|imports|exports|renewals|writes|pages|all --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
 //
 // `--only reminders` runs bench/reminders.ts instead (the reminder engine: queueing, firing,
 // lateness; on its own data and server, default port 8920; about 6 minutes, see docs/performance.md);
@@ -68,7 +68,7 @@ import { ROOT, applyMigrations, ensureDevVars, numberOption as numberOptionOf, o
 const argv = process.argv.slice(2);
 if (argv.includes("--help") || argv.includes("-h")) {
   console.log(`Usage: npm run bench -- [options]
-  --only SET         items | contacts | reminders | webhooks | drive | limits | feeds | imports | exports | renewals | writes | all (default all): which data to seed and which routes to
+  --only SET         items | contacts | reminders | webhooks | drive | limits | feeds | imports | exports | renewals | writes | pages | all (default all): which data to seed and which routes to
                      measure; items: the item routes at 100,000 and 1,000 items; contacts: the contact, company
                      and department routes; all: items and contacts. reminders (not part of all): the reminder
                      engine (bench/reminders.ts, about 6 minutes): 100,000 reminders
@@ -101,12 +101,14 @@ if (argv.includes("--help") || argv.includes("-h")) {
                      writes (not part of all; bench/writes.ts, about 7 minutes): POST and PATCH of items and contacts beside
                      their point reads and lists, company 1 holding 30,000 items and 5,000 contacts; RATE_LIMITS=off;
                      --connections defaults to 16 and --rounds to 3 there, port 9100
+                     pages (not part of all; bench/pages.ts, about 3 minutes): a recipient's page GET and an acknowledge POST
+                     through its form, against /health; 40,000 items with a link each; RATE_LIMITS=off; --rounds 3, port 9120
   --duration S       measured seconds per route (default 10)
   --connections N    concurrent connections (default 32; 16 for writes)
   --warmup S         unmeasured seconds per route before its first measured run (default 2)
   --server-warmup S  unmeasured seconds of mixed load over all routes once the server is up (default 10)
-  --rounds R         measure every route R times, interleaved; the table shows medians (default 1; 3 for drive, limits, feeds, imports, exports and writes)
-  --port P           wrangler dev port (default 8900; 8920 reminders, 8940 webhooks, 8960 drive, 8980 limits, 9020 feeds, 9040 imports, 9060 exports, 9080 renewals, 9100 writes; its inspector takes P+1)
+  --rounds R         measure every route R times, interleaved; the table shows medians (default 1; 3 for drive, limits, feeds, imports, exports, writes and pages)
+  --port P           wrangler dev port (default 8900; 8920 reminders, 8940 webhooks, 8960 drive, 8980 limits, 9020 feeds, 9040 imports, 9060 exports, 9080 renewals, 9100 writes, 9120 pages; its inspector takes P+1)
   --json [FILE]      also write the results as JSON (default .bench/bench-<timestamp>.json)`);
   process.exit(0);
 }
@@ -114,7 +116,7 @@ const KNOWN_FLAGS = ["--only", "--duration", "--connections", "--warmup", "--ser
 rejectUnknownOptions(argv, KNOWN_FLAGS);
 const numberOption = (name: string, fallback: number, min: number) => numberOptionOf(argv, name, fallback, min);
 
-const ONLY_VALUES = ["items", "contacts", "reminders", "webhooks", "drive", "limits", "feeds", "imports", "exports", "renewals", "writes", "all"] as const;
+const ONLY_VALUES = ["items", "contacts", "reminders", "webhooks", "drive", "limits", "feeds", "imports", "exports", "renewals", "writes", "pages", "all"] as const;
 const ONLY = (optionValue(argv, "--only") ?? "all") as (typeof ONLY_VALUES)[number];
 if (!ONLY_VALUES.includes(ONLY)) {
   console.error(`--only must be one of ${ONLY_VALUES.join(", ")} (got ${ONLY})`);
@@ -131,13 +133,14 @@ const IMPORTS = ONLY === "imports";
 const EXPORTS = ONLY === "exports";
 const RENEWALS = ONLY === "renewals";
 const WRITES = ONLY === "writes";
+const PAGES = ONLY === "pages";
 
 const DURATION = numberOption("--duration", 10, 1);
 const CONNECTIONS = Math.round(numberOption("--connections", WRITES ? 16 : 32, 1));
 const WARMUP = numberOption("--warmup", 2, 0);
 const SERVER_WARMUP = numberOption("--server-warmup", REMINDERS || LIMITS || FEEDS ? 5 : 10, 0);
-const ROUNDS = Math.round(numberOption("--rounds", DRIVE || LIMITS || FEEDS || IMPORTS || EXPORTS || WRITES ? 3 : 1, 1));
-const PORT = Math.round(numberOption("--port", REMINDERS ? 8920 : WEBHOOKS ? 8940 : DRIVE ? 8960 : LIMITS ? 8980 : FEEDS ? 9020 : IMPORTS ? 9040 : EXPORTS ? 9060 : RENEWALS ? 9080 : WRITES ? 9100 : 8900, 1));
+const ROUNDS = Math.round(numberOption("--rounds", DRIVE || LIMITS || FEEDS || IMPORTS || EXPORTS || WRITES || PAGES ? 3 : 1, 1));
+const PORT = Math.round(numberOption("--port", REMINDERS ? 8920 : WEBHOOKS ? 8940 : DRIVE ? 8960 : LIMITS ? 8980 : FEEDS ? 9020 : IMPORTS ? 9040 : EXPORTS ? 9060 : RENEWALS ? 9080 : WRITES ? 9100 : PAGES ? 9120 : 8900, 1));
 const INSPECTOR_PORT = PORT + 1;
 
 function jsonOutputPath(): string | undefined {
@@ -973,6 +976,7 @@ const SUITES: Partial<Record<(typeof ONLY_VALUES)[number], () => Promise<number>
   exports: () => import("./exports.ts").then(({ runExportsBench }) => runExportsBench(suite)),
   renewals: () => import("./renewals.ts").then(({ runRenewalBench }) => runRenewalBench(suite)),
   writes: () => import("./writes.ts").then(({ runWritesBench }) => runWritesBench(suite)),
+  pages: () => import("./pages.ts").then(({ runPagesBench }) => runPagesBench(suite)),
 };
 const run = (SUITES[ONLY] ?? main)();
 run.then(

@@ -12,6 +12,7 @@ import { parseShardList } from "../../src/db/id-blocks.ts";
 export const DEV_VARS: Record<string, "required" | "local"> = {
   JWT_SIGNING_KEYS: "required", // signs and verifies the access tokens: without it no token is issued
   WEBHOOK_SECRETS_KEY: "required", // encrypts webhook signing secrets: without it webhooks answer 503
+  LINK_SIGNING_KEYS: "required", // signs the links in reminder emails: without it emails go without them and the pages answer 500
   WEBHOOKS_ALLOW_PRIVATE_URLS: "local", // lets webhooks reach http://127.0.0.1; a deployment accepts only public https URLs
 };
 
@@ -110,9 +111,20 @@ export function checkDeployConfig(config: DeployConfig, remote: RemoteFacts = {}
     notes.push("no [[send_email]] binding EMAIL and no EMAIL_FROM: the email channel is off");
   }
 
+  // The public address the links in reminder emails open on (the recipient's page).
+  const publicBase = text("PUBLIC_BASE_URL");
+  const origin = "the deployment's own https origin (README, \"Deploying\")";
+  if (publicBase === undefined) {
+    problems.push(`vars.PUBLIC_BASE_URL is not set: reminder emails would go out without their links to the recipient's page; set it to ${origin}`);
+  } else if (!/^https:\/\/[^/\s?#@]+(\/[^\s?#]*)?$/.test(publicBase)) {
+    problems.push(`vars.PUBLIC_BASE_URL "${publicBase}" is not an https URL: the links in reminder emails need ${origin}`);
+  } else {
+    for (const host of hostsIn(publicBase)) if (isExampleDomain(host)) problems.push(`vars.PUBLIC_BASE_URL "${publicBase}": ${host} is an example domain; the links in reminder emails need ${origin}`);
+  }
+
   // Other example hosts in vars and routes (SMS_API_URL, a custom domain).
   for (const [key, value] of Object.entries(vars)) {
-    if (key === "EMAIL_FROM" || typeof value !== "string") continue;
+    if (key === "EMAIL_FROM" || key === "PUBLIC_BASE_URL" || typeof value !== "string") continue;
     for (const host of hostsIn(value)) if (isExampleDomain(host)) problems.push(`vars.${key} "${value}": ${host} is an example domain`);
   }
   const routes = [...(config.routes ?? []), ...(config.route ? [config.route] : [])];

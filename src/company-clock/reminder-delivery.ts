@@ -5,6 +5,7 @@
 // the same time; a failure is retried with exponential backoff until MAX_DELIVERY_ATTEMPTS, then it is `failed`.
 
 import type { Env } from "../env";
+import { recipientLinks } from "../lib/recipient-links";
 import { DATE_FORMATS, DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, todayIn, type DateFormat } from "../lib/time";
 import { reminderMessage } from "./reminder-email";
 import { resolveRecipients, resolutionKey, type Resolution } from "./recipients";
@@ -100,7 +101,7 @@ export async function deliverDue(storage: DurableObjectStorage, env: Env, d1: D1
     }
   });
   if (leased.length > 0) {
-    const outcomes = await send(leased, d1, companyId, transports);
+    const outcomes = await send(leased, env, d1, companyId, transports);
     recordOutcomes(storage, leased, outcomes);
   }
   const ready = storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM deliveries WHERE state = 'pending' AND next_at <= ?", Date.now()).one().n;
@@ -173,7 +174,7 @@ async function resolveFired(storage: DurableObjectStorage, d1: D1Database, compa
 }
 
 /** Sends each leased delivery (CONCURRENCY at a time) with the D1 facts read for all of them at once. */
-async function send(leased: Leased[], d1: D1Database, companyId: number, transports: Transports): Promise<Map<string, Outcome>> {
+async function send(leased: Leased[], env: Env, d1: D1Database, companyId: number, transports: Transports): Promise<Map<string, Outcome>> {
   const outcomes = new Map<string, Outcome>();
   try {
     const targets: DeliveryTarget[] = leased.map((d) => ({ reminderId: d.reminder_id, itemId: d.item_id, contactId: d.contact_id }));
@@ -181,7 +182,13 @@ async function send(leased: Leased[], d1: D1Database, companyId: number, transpo
     const today = todayIn(company.timezone);
     const one = async (d: Leased) => {
       const facts = details.get(`${d.reminder_id}:${d.contact_id}`);
-      outcomes.set(deliveryKey(d), await deliverOne(d, facts, { companyName: company.name, today, dateFormat: company.dateFormat }, transports));
+      // The recipient's links to its page for the item, bound to the item's current occurrence
+      // (src/lib/recipient-links.ts). Email only; the one place delivery makes them.
+      const links =
+        d.channel === "email" && facts?.present && facts.contactPresent
+          ? await recipientLinks(env, { companyId, itemId: d.item_id, contactId: d.contact_id, epoch: facts.epoch, itemDate: facts.expiryDate })
+          : null;
+      outcomes.set(deliveryKey(d), await deliverOne(d, facts, { companyName: company.name, today, dateFormat: company.dateFormat }, transports, links));
     };
     for (let i = 0; i < leased.length; i += CONCURRENCY) await Promise.all(leased.slice(i, i + CONCURRENCY).map(one));
   } catch (error) {
@@ -227,6 +234,7 @@ async function deliverOne(
   facts: DeliveryDetails | undefined,
   company: { companyName: string; today: string; dateFormat: Parameters<typeof reminderMessage>[0]["dateFormat"] },
   transports: Transports,
+  links: Awaited<ReturnType<typeof recipientLinks>> = null,
 ): Promise<Outcome> {
   if (!facts?.present) return { state: "skipped", recipient: null, error: "the item was deleted before delivery" };
   if (!facts.contactPresent) return { state: "no_recipient", recipient: null, error: `contact ${d.contact_id} no longer exists` };
@@ -241,6 +249,7 @@ async function deliverOne(
     recipientName: facts.recipientName,
     itemId: d.item_id,
     notes: facts.notes,
+    links,
   });
   const recipient = d.channel === "email" ? facts.email : d.channel === "sms" ? facts.phone : null;
   if (d.channel !== "email" && d.channel !== "sms") return { state: "skipped", recipient: null, error: `channel ${d.channel} is not delivered by this deployment` };

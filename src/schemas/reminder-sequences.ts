@@ -16,9 +16,9 @@ export const ReminderSequenceSchema = z
     reminders: z.array(StepOutput).openapi({
       description: "The steps, in the order they were sent; unit always singular",
       example: [
-        { period: 30, unit: "day", type: 1, hour: "09:00" },
-        { period: 7, unit: "day", type: 1, hour: "09:00" },
-        { period: 0, unit: "day", type: 1, hour: "09:00" },
+        { period: 7, unit: "day", type: 1, hour: "09:00", contact_id: null, group_id: null, unless_acknowledged: false, always: false },
+        { period: 3, unit: "day", type: 1, hour: "09:00", contact_id: null, group_id: 2, unless_acknowledged: true, always: false },
+        { period: 0, unit: "day", type: 1, hour: "09:00", contact_id: null, group_id: null, unless_acknowledged: false, always: true },
       ],
     }),
   })

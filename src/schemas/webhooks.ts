@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { Timestamp, cleanText, optionalText } from "../lib/schemas";
+import { Timestamp, cleanText, nullableEnum, optionalText } from "../lib/schemas";
 import { EVENT_TYPES, EventTypeSchema, EventsInput, type EventType } from "../webhooks/events";
 import { MAX_URL_CHARS } from "../webhooks/urls";
 import { VIAS } from "../lib/actors";
@@ -202,8 +202,9 @@ export const WebhookItemActionEventSchema = z
     data: ItemListEntrySchema.extend({
       acknowledgement: AcknowledgementSchema.nullable().openapi({ description: "The acknowledgement of the current occurrence after the action; null: none" }),
       snoozed_until: z.string().nullable().openapi({ format: "date", example: null, description: "The current occurrence's snooze after the action; null: none" }),
-      by: ActionBySchema.nullable().openapi({ description: "Who acted: a contact (from a reminder's page) or an API client" }),
-      via: z.enum(VIAS).nullable().openapi({ example: "link", description: "How: link (a reminder's page) or api" }),
+      // Inline, not a $ref: a nullable reference is published as allOf without a type.
+      by: z.object(ActionBySchema.shape).nullable().openapi({ description: "Who acted: a contact (from a reminder's page) or an API client; null: the service itself" }),
+      via: nullableEnum(VIAS).openapi({ example: "link", description: "How: link (a reminder's page) or api" }),
     }).openapi("WebhookItemActionData"),
   })
   .openapi("WebhookItemActionEvent", {

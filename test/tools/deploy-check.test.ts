@@ -18,7 +18,8 @@ const SENDER = "reminders@mail.acme-reminders.net";
 const filledToml = repoToml
   .replace('database_id = "00000000-0000-0000-0000-000000000000"', 'database_id = "2f1c6a0e-5b7d-4c1e-9a3f-8d2b7e6c4a10"')
   .replace('database_id = "00000000-0000-0000-0000-000000000001"', 'database_id = "7a9e3c21-0d4f-4b8a-b6e5-1c2d3e4f5a6b"')
-  .replaceAll("reminders@expiry-reminder.example", SENDER);
+  .replaceAll("reminders@expiry-reminder.example", SENDER)
+  .replace('PUBLIC_BASE_URL = "https://expiry-reminder.example"', 'PUBLIC_BASE_URL = "https://reminders.acme-reminders.net"');
 
 function writeConfig(name: string, toml: string): string {
   const file = join(dir, name);
@@ -64,7 +65,7 @@ if (args[0] === "secret" && args[1] === "list") {
 const CLI = { timeout: 60_000 };
 
 describe("deploy-check on the repository's wrangler.toml", CLI, () => {
-  it("exits 1 and names every placeholder: both database ids, the sender, the allowed sender", async () => {
+  it("exits 1 and names every placeholder: both database ids, the sender, the allowed sender, the public address", async () => {
     const run = await deployCheck([]);
     expect(run.code, run.stdout + run.stderr).toBe(1);
     const problems = run.stdout.split("\n").filter((line) => line.startsWith("✗ "));
@@ -73,9 +74,10 @@ describe("deploy-check on the repository's wrangler.toml", CLI, () => {
       expect.stringMatching(/^✗ \[\[d1_databases\]\] DB_1 \(expiry-reminder-shard-1\): database_id "0{8}-0{4}-0{4}-0{4}-0{11}1" is a placeholder/),
       expect.stringMatching(/^✗ vars\.EMAIL_FROM "reminders@expiry-reminder\.example": expiry-reminder\.example is an example domain; use an address of a domain onboarded to Cloudflare Email Service/),
       expect.stringMatching(/^✗ \[\[send_email\]\] EMAIL allowed_sender_addresses "reminders@expiry-reminder\.example": expiry-reminder\.example is an example domain/),
+      expect.stringMatching(/^✗ vars\.PUBLIC_BASE_URL "https:\/\/expiry-reminder\.example": expiry-reminder\.example is an example domain; the links in reminder emails need the deployment's own https origin/),
     ]);
-    expect(run.stdout).toContain("the Worker needs JWT_SIGNING_KEYS, WEBHOOK_SECRETS_KEY");
-    expect(run.stdout).toMatch(/Not ready to deploy: 4 things to fix above\.\n$/);
+    expect(run.stdout).toContain("the Worker needs JWT_SIGNING_KEYS, WEBHOOK_SECRETS_KEY, LINK_SIGNING_KEYS");
+    expect(run.stdout).toMatch(/Not ready to deploy: 5 things to fix above\.\n$/);
   });
 
   it("exits 0 on a filled-in copy", async () => {
@@ -101,7 +103,7 @@ describe("deploy-check --remote (the account's secrets and databases)", CLI, () 
   };
 
   it("exits 0 when the secrets are set and the ids match, with read replication on", async () => {
-    const wrangler = fakeWrangler({ secrets: ["JWT_SIGNING_KEYS", "WEBHOOK_SECRETS_KEY"], databases });
+    const wrangler = fakeWrangler({ secrets: ["JWT_SIGNING_KEYS", "WEBHOOK_SECRETS_KEY", "LINK_SIGNING_KEYS"], databases });
     const run = await deployCheck(["--config", filled(), "--remote"], { DEPLOY_CHECK_WRANGLER: wrangler });
     expect(run.code, run.stdout + run.stderr).toBe(0);
     expect(run.stdout).not.toContain("read replication");
@@ -109,7 +111,7 @@ describe("deploy-check --remote (the account's secrets and databases)", CLI, () 
 
   it("names a missing secret, a local-only one, a database id of another database; notes read replication off", async () => {
     const wrangler = fakeWrangler({
-      secrets: ["JWT_SIGNING_KEYS", "WEBHOOKS_ALLOW_PRIVATE_URLS"],
+      secrets: ["JWT_SIGNING_KEYS", "LINK_SIGNING_KEYS", "WEBHOOKS_ALLOW_PRIVATE_URLS"],
       databases: { ...databases, "expiry-reminder": { uuid: "99999999-5b7d-4c1e-9a3f-8d2b7e6c4a10", mode: "auto" }, "expiry-reminder-shard-1": { ...databases["expiry-reminder-shard-1"], mode: "disabled" } },
     });
     const run = await deployCheck(["--config", filled(), "--remote"], { DEPLOY_CHECK_WRANGLER: wrangler });
@@ -122,7 +124,7 @@ describe("deploy-check --remote (the account's secrets and databases)", CLI, () 
   });
 
   it("names a database the account does not have", async () => {
-    const wrangler = fakeWrangler({ secrets: ["JWT_SIGNING_KEYS", "WEBHOOK_SECRETS_KEY"], databases: { ...databases, "expiry-reminder-shard-1": "missing" } });
+    const wrangler = fakeWrangler({ secrets: ["JWT_SIGNING_KEYS", "WEBHOOK_SECRETS_KEY", "LINK_SIGNING_KEYS"], databases: { ...databases, "expiry-reminder-shard-1": "missing" } });
     const run = await deployCheck(["--config", filled(), "--remote"], { DEPLOY_CHECK_WRANGLER: wrangler });
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(/✗ \[\[d1_databases\]\] DB_1: expiry-reminder-shard-1 could not be read from the account: .*Couldn't find DB/);
@@ -131,7 +133,7 @@ describe("deploy-check --remote (the account's secrets and databases)", CLI, () 
 
 describe("the checks (scripts/lib/deploy-check.ts)", () => {
   const base: DeployConfig = {
-    vars: { EMAIL_FROM: SENDER, D1_SHARDS: "DB DB_1" },
+    vars: { EMAIL_FROM: SENDER, D1_SHARDS: "DB DB_1", PUBLIC_BASE_URL: "https://reminders.acme-reminders.net" },
     d1_databases: [
       { binding: "DB", database_name: "a", database_id: "2f1c6a0e-5b7d-4c1e-9a3f-8d2b7e6c4a10" },
       { binding: "DB_1", database_name: "b", database_id: "7a9e3c21-0d4f-4b8a-b6e5-1c2d3e4f5a6b" },
@@ -166,15 +168,18 @@ describe("the checks (scripts/lib/deploy-check.ts)", () => {
     ["one database for two bindings", (c) => (c.d1_databases![1]!.database_id = c.d1_databases![0]!.database_id), /is also DB's; each binding needs its own database/],
     ["an id that is not a UUID", (c) => (c.d1_databases![0]!.database_id = "<your-database-id>"), /is not a D1 database id/],
     ["a route on an example domain", (c) => (c.routes = [{ pattern: "api.example.org/*" }]), /route "api\.example\.org\/\*": api\.example\.org is an example domain/],
+    ["no public address for the links in emails", (c) => delete c.vars!.PUBLIC_BASE_URL, /vars\.PUBLIC_BASE_URL is not set: reminder emails would go out without their links/],
+    ["a public address that is not https", (c) => (c.vars!.PUBLIC_BASE_URL = "http://reminders.acme-reminders.net"), /vars\.PUBLIC_BASE_URL "http:\/\/reminders\.acme-reminders\.net" is not an https URL/],
+    ["a local public address", (c) => (c.vars!.PUBLIC_BASE_URL = "https://localhost:8787"), /vars\.PUBLIC_BASE_URL "https:\/\/localhost:8787": localhost is an example domain/],
   ])("names %s", (_, change, message) => {
     expect(problems(change)).toEqual([expect.stringMatching(message)]);
   });
 
   it("asks for SMS_API_KEY only where SMS_API_URL is set", () => {
-    expect(checkDeployConfig(base, { secrets: ["JWT_SIGNING_KEYS", "WEBHOOK_SECRETS_KEY"], databases: {} }).problems).toEqual([]);
+    expect(checkDeployConfig(base, { secrets: ["JWT_SIGNING_KEYS", "WEBHOOK_SECRETS_KEY", "LINK_SIGNING_KEYS"], databases: {} }).problems).toEqual([]);
     const sms = structuredClone(base);
     sms.vars!.SMS_API_URL = "https://sms.acme-provider.net/send";
-    expect(checkDeployConfig(sms, { secrets: ["JWT_SIGNING_KEYS", "WEBHOOK_SECRETS_KEY"], databases: {} }).problems).toEqual([
+    expect(checkDeployConfig(sms, { secrets: ["JWT_SIGNING_KEYS", "WEBHOOK_SECRETS_KEY", "LINK_SIGNING_KEYS"], databases: {} }).problems).toEqual([
       expect.stringContaining("secret SMS_API_KEY is not set"),
     ]);
   });

@@ -23,8 +23,8 @@ beforeAll(async () => {
   );
 });
 
-/** Routes that are not operations of the document: the document itself and the reference page (HTML). */
-const UNDOCUMENTED = new Set(["/v1/openapi.json", "/docs"]);
+/** Routes that are not operations of the document: the document itself, the reference page and the recipient's pages (HTML). */
+const UNDOCUMENTED = new Set(["/v1/openapi.json", "/docs", "/r/:token", "/r/:token/:action"]);
 
 /** `METHOD /openapi/{path}` for every route registered on the Hono app (middleware entries folded). */
 function registeredRoutes(): Set<string> {
