@@ -98,7 +98,13 @@ export async function readRecipientView(d1: D1Database, claims: LinkClaims): Pro
   const status = row.status === "completed" ? "completed" : "pending";
   const timeZone = row.timezone || DEFAULT_TIME_ZONE;
   const { acknowledgement, snoozed_until: snoozedUntil } = occurrenceState(
-    { epoch: row.epoch, ackEpoch: row.ack_epoch, acknowledgement: row.acknowledgement, snoozeEpoch: row.snooze_epoch, snoozedUntil: row.snoozed_until },
+    {
+      epoch: row.epoch,
+      ackEpoch: row.ack_epoch,
+      acknowledgement: row.acknowledgement,
+      snoozeEpoch: row.snooze_epoch,
+      snoozedUntil: row.snoozed_until,
+    },
     () => timeZone,
   );
   return {
@@ -106,7 +112,9 @@ export async function readRecipientView(d1: D1Database, claims: LinkClaims): Pro
     accountId: row.account_id,
     companyName: row.company_name,
     timeZone,
-    dateFormat: (DATE_FORMATS as readonly string[]).includes(row.date_format ?? "") ? (row.date_format as DateFormat) : DEFAULT_DATE_FORMAT,
+    dateFormat: (DATE_FORMATS as readonly string[]).includes(row.date_format ?? "")
+      ? (row.date_format as DateFormat)
+      : DEFAULT_DATE_FORMAT,
     readOnly: row.shard_state !== "active",
     contactId: claims.contactId,
     contactName: row.contact_name,
@@ -121,7 +129,8 @@ export async function readRecipientView(d1: D1Database, claims: LinkClaims): Pro
       archived,
       epoch: row.epoch,
       rule,
-      completionRenewsTo: status === "pending" && !archived && rule?.renewOn === "completed" ? renewalDate(rule, row.expiry_date) : null,
+      completionRenewsTo:
+        status === "pending" && !archived && rule?.renewOn === "completed" ? renewalDate(rule, row.expiry_date) : null,
     },
     acknowledgement: acknowledgement && { ...acknowledgement, byName: row.ack_name || null },
     snoozedUntil,
@@ -156,7 +165,12 @@ const conflictOf = (error: unknown) => error instanceof ApiError && error.status
  * other finds the item changed (unchanged or moved on), whatever their order. A request that is
  * not valid for the item (a renewal date not after its date) throws a 400 naming the field.
  */
-export async function actFromLink(db: Db, view: RecipientView, claims: LinkClaims, request: LinkRequest): Promise<LinkOutcome> {
+export async function actFromLink(
+  db: Db,
+  view: RecipientView,
+  claims: LinkClaims,
+  request: LinkRequest,
+): Promise<LinkOutcome> {
   const { item } = view;
   if (item.epoch !== claims.epoch || item.archived) return { outcome: "moved_on" };
   const action: ItemAction = { by: { type: "contact", id: claims.contactId }, via: "link", occurrence: claims.epoch };
@@ -172,7 +186,15 @@ export async function actFromLink(db: Db, view: RecipientView, claims: LinkClaim
     case "complete": {
       if (item.status === "completed") return { outcome: "unchanged" };
       try {
-        const done = await setItemStatus(db, view.companyId, 0, item.id, "completed", { date: item.expiryDate }, { onlyFromOther: true });
+        const done = await setItemStatus(
+          db,
+          view.companyId,
+          0,
+          item.id,
+          "completed",
+          { date: item.expiryDate },
+          { onlyFromOther: true },
+        );
         return { outcome: "applied", renewedTo: done.renewedTo, snapshot: done.snapshot };
       } catch (error) {
         if (!conflictOf(error)) throw error;
@@ -182,7 +204,8 @@ export async function actFromLink(db: Db, view: RecipientView, claims: LinkClaim
       }
     }
     case "renew": {
-      if (request.date <= item.expiryDate) throw badRequest(`date must be later than the item's date ${item.expiryDate}`);
+      if (request.date <= item.expiryDate)
+        throw badRequest(`date must be later than the item's date ${item.expiryDate}`);
       try {
         const renewed = await renewItem(db, view.companyId, 0, item.id, request.date, item.expiryDate);
         return { outcome: "applied", renewedTo: renewed.row.expiryDate, snapshot: renewed.snapshot };
