@@ -10,7 +10,7 @@ import { parseRuleState, renewalDate, type RecurrenceRule } from "../../lib/recu
 import { DATE_FORMATS, DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, type DateFormat } from "../../lib/time";
 import type { Snapshots } from "../../company-clock/handoff/snapshots";
 import type { Acknowledgement } from "../../schemas/item-actions";
-import { acknowledgeItem, occurrenceState, snoozeItem, type ItemAction } from "./actions";
+import { acknowledgeItem, occurrenceState, snoozeItem, type ActionResult, type ItemAction } from "./actions";
 import { renewItem, setItemStatus } from "./queries";
 
 export type ItemType = "exp" | "due" | "apt" | "evt";
@@ -155,6 +155,36 @@ export interface LinkOutcome {
   /** The date a completion renewed the item to, or a renewal moved it to. */
   renewedTo?: string | null;
   snapshot?: Snapshots | null;
+  /** The page's data after the action, when the action's own answer tells all of it; else the page is read again. */
+  view?: RecipientView;
+}
+
+/**
+ * The view after an acknowledgement or a snooze, from the state the action's write returned: no
+ * second read. Undefined when it cannot tell (moved on, or acknowledged by another contact whose
+ * name it does not have).
+ */
+function viewAfter(view: RecipientView, claims: LinkClaims, result: ActionResult): RecipientView | undefined {
+  if (result.outcome === "moved_on") return undefined;
+  const { item } = result;
+  const ack = item.acknowledgement;
+  let byName: string | null = null;
+  if (ack?.by.type === "contact") {
+    if (ack.by.id === claims.contactId) byName = view.contactName;
+    else if (view.acknowledgement?.at === ack.at) byName = view.acknowledgement.byName;
+    else return undefined;
+  }
+  return {
+    ...view,
+    item: {
+      ...view.item,
+      status: item.status === "completed" ? "completed" : "pending",
+      archived: item.archived,
+      epoch: item.epoch,
+    },
+    acknowledgement: ack && { ...ack, byName },
+    snoozedUntil: item.snoozed_until,
+  };
 }
 
 const conflictOf = (error: unknown) => error instanceof ApiError && error.status === 409;
@@ -177,11 +207,11 @@ export async function actFromLink(
   switch (request.action) {
     case "acknowledge": {
       const done = await acknowledgeItem(db, view.companyId, item.id, { ...action, note: request.note });
-      return { outcome: done.outcome, snapshot: done.snapshot };
+      return { outcome: done.outcome, snapshot: done.snapshot, view: viewAfter(view, claims, done) };
     }
     case "snooze": {
       const done = await snoozeItem(db, view.companyId, item.id, { ...action, until: request.until });
-      return { outcome: done.outcome, snapshot: done.snapshot };
+      return { outcome: done.outcome, snapshot: done.snapshot, view: viewAfter(view, claims, done) };
     }
     case "complete": {
       if (item.status === "completed") return { outcome: "unchanged" };

@@ -259,7 +259,7 @@ async function act(c: Context<AppBindings>) {
   noteOnLog(c, { page_outcome: outcome.outcome });
   if (outcome.outcome === "applied") await syncReminders(c.env, view.companyId, [view.item.id], outcome.snapshot);
   // The page as it is now, with what this request did.
-  const now = (await readRecipientView(session.d1, claims)) ?? view;
+  const now = outcome.view ?? (await readRecipientView(session.d1, claims)) ?? view;
   const after: Opened = { ...opened, view: now };
   const notice: PageNotice = { action, outcome: outcome.outcome, renewedTo: outcome.renewedTo };
   return send(c, outcome.outcome === "moved_on" ? 409 : 200, render(after, { notice }));
