@@ -44,6 +44,9 @@ export type SuccessBody<O extends Operation> = Success<Answer<O>>["body"];
 /** The `data` of an operation's 2xx answer. */
 export type DataOf<O extends Operation> = SuccessBody<O> extends { data: infer D } ? D : never;
 
+/** A loose object: a request body a test builds (valid or not), a D1 row. */
+export type Fields = Record<string, unknown>;
+
 /** Any answer: a typed one, or a raw one whose body is not known. */
 export interface CallResult {
   status: number;
@@ -59,9 +62,12 @@ export interface CallOptions {
 }
 
 type SuccessStatus = 200 | 201 | 202 | 203 | 204 | 206;
-type Success<R> = R extends { status: infer S } ? (S extends SuccessStatus ? R : number extends S ? R : never) : never;
-type WithStatus<R, S extends number> = R extends { status: infer T } ? (S extends T ? R & { status: S } : never) : never;
-type WithBody<R, B> = R extends { body: infer T } ? (B extends T ? R & { body: B } : never) : never;
+/** The 2xx members of an answer. */
+export type Success<R> = R extends { status: infer S } ? (S extends SuccessStatus ? R : number extends S ? R : never) : never;
+/** The members of an answer with status S. */
+export type WithStatus<R, S extends number> = R extends { status: infer T } ? (S extends T ? R & { status: S } : never) : never;
+/** The members of an answer whose body can be B, with that body. */
+export type WithBody<R, B> = R extends { body: infer T } ? (B extends T ? R & { body: B } : never) : never;
 
 function buildRequest(method: string, path: string, options: CallOptions): Request {
   const headers: Record<string, string> = { Accept: "application/json", ...options.headers };
