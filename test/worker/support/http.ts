@@ -47,6 +47,14 @@ export type DataOf<O extends Operation> = SuccessBody<O> extends { data: infer D
 /** A loose object: a request body a test builds (valid or not), a D1 row. */
 export type Fields = Record<string, unknown>;
 
+/**
+ * The OpenAPI document as tests of the document itself walk it (paths × methods, schemas by `$ref`).
+ * `any` on purpose, here only: it is not an answer the document describes but the description, a
+ * JSON Schema tree navigated by key; its keywords are checked by Redocly and Spectral (test/tools).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type OpenApiJson = any;
+
 /** Any answer: a typed one, or a raw one whose body is not known. */
 export interface CallResult {
   status: number;
@@ -115,6 +123,13 @@ export async function call<O extends Operation>(operation: O, path: string, opti
 /** Sends what no operation describes (an unknown path, an unsupported method); the body is `unknown`. */
 export async function callRaw(method: string, path: string, options: CallOptions = {}): Promise<CallResult> {
   return readResult(await exports.default.fetch(buildRequest(method, path, options)));
+}
+
+/** GET /v1/openapi.json (expects 200). */
+export async function openApiDocument(options: CallOptions = {}): Promise<OpenApiJson> {
+  const res = await callRaw("GET", "/v1/openapi.json", options);
+  expectStatus(res, 200);
+  return res.body;
 }
 
 /** Expects the status (the body in the message) and narrows the answer to it. */
