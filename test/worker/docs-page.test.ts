@@ -1,14 +1,14 @@
 // GET /docs (the API reference page) and GET / (the links to it), over the Worker's fetch. The page in
 // a real browser, offline, with "Test Request": test/e2e/smoke.test.ts ("the API reference page").
 import { describe, expect, it } from "vitest";
-import { BASE, call, type CallResult } from "./helpers";
+import { BASE, call, type CallResult, expectStatus, callRaw, textOf } from "./helpers";
 
-const text = (res: CallResult) => res.body.__text as string;
+const text = (res: CallResult) => textOf(res);
 
 describe("GET /docs", () => {
   it("is an HTML page that runs the same-origin bundle on the same-origin document", async () => {
-    const res = await call("GET", "/docs", { headers: { Accept: "text/html" } });
-    expect(res.status).toBe(200);
+    const res = await callRaw("GET", "/docs", { headers: { Accept: "text/html" } });
+    expectStatus(res, 200);
     expect(res.headers.get("Content-Type")).toMatch(/^text\/html; charset=utf-8/i);
     expect(res.headers.get("Cache-Control")).toBe("no-store");
     expect(res.headers.get("X-Content-Type-Options")).toBe("nosniff");
@@ -22,7 +22,7 @@ describe("GET /docs", () => {
   });
 
   it("allows only this origin, and inline scripts only with the response's nonce", async () => {
-    const [a, b] = [await call("GET", "/docs"), await call("GET", "/docs")];
+    const [a, b] = [await callRaw("GET", "/docs"), await callRaw("GET", "/docs")];
     const csp = a.headers.get("Content-Security-Policy") ?? "";
     const nonce = /'nonce-([A-Za-z0-9+/=]+)'/.exec(csp)?.[1];
     expect(nonce).toBeTruthy();
@@ -37,17 +37,17 @@ describe("GET /docs", () => {
   });
 
   it("answers HEAD, and 405 to other methods", async () => {
-    expect((await call("HEAD", "/docs")).status).toBe(200);
-    const res = await call("POST", "/docs");
-    expect(res.status).toBe(405);
+    expectStatus(await callRaw("HEAD", "/docs"), 200);
+    const res = await callRaw("POST", "/docs");
+    expectStatus(res, 405);
     expect(res.headers.get("Allow")).toBe("GET, HEAD");
   });
 });
 
 describe("GET /", () => {
   it("links to the reference page and the document, on the request's origin, without a token", async () => {
-    const res = await call("GET", "/");
-    expect(res.status).toBe(200);
+    const res = await call("getServiceIndex", "/");
+    expectStatus(res, 200);
     expect(res.body).toEqual({
       success: true,
       name: "Expiry-tracking and reminder API",

@@ -125,6 +125,13 @@ export async function callRaw(method: string, path: string, options: CallOptions
   return readResult(await exports.default.fetch(buildRequest(method, path, options)));
 }
 
+/** The text of an answer that is not JSON (HTML, CSV); throws when the body was JSON. */
+export function textOf(res: CallResult): string {
+  const text = (res.body as Partial<TextBody> | null)?.__text;
+  if (typeof text !== "string") throw new Error(`expected a body that is not JSON, got ${JSON.stringify(res.body)}`);
+  return text;
+}
+
 /** GET /v1/openapi.json (expects 200). */
 export async function openApiDocument(options: CallOptions = {}): Promise<OpenApiJson> {
   const res = await callRaw("GET", "/v1/openapi.json", options);
