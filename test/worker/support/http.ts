@@ -140,7 +140,7 @@ export async function openApiDocument(options: CallOptions = {}): Promise<OpenAp
 }
 
 /** Expects the status (the body in the message) and narrows the answer to it. */
-export function expectStatus<R extends CallResult, S extends number>(res: R, status: S, message?: string): asserts res is WithStatus<R, S> {
+export function expectStatus<R extends { status: number; body?: unknown }, S extends number>(res: R, status: S, message?: string): asserts res is WithStatus<R, S> {
   expect(res.status, message ?? JSON.stringify(res.body)).toBe(status);
 }
 
