@@ -20,11 +20,12 @@ type Operation = { operationId?: string };
 function typesOnly(value: unknown, key = ""): unknown {
   if (Array.isArray(value)) return value.map((v) => typesOnly(v));
   if (value === null || typeof value !== "object") return value;
-  const kept = Object.entries(value).filter(([k]) => !PROSE.has(k) && !(key !== "properties" && SKIPPED.has(k)));
+  // Under `properties` every key is a field's name, kept whatever it is (a field may be called `description`).
+  const kept = Object.entries(value).filter(([k]) => key === "properties" || !(PROSE.has(k) || SKIPPED.has(k)));
   return Object.fromEntries(kept.map(([k, v]) => [k, typesOnly(v, k)]));
 }
 const PROSE = new Set(["description", "summary", "example", "examples", "externalDocs", "x-codeSamples"]);
-// Not types of bodies; a schema property of one of these names is kept (`key === "properties"`).
+// Not types of bodies.
 const SKIPPED = new Set(["headers", "parameters", "security", "securitySchemes", "tags", "servers", "info"]);
 
 async function generate(): Promise<string> {

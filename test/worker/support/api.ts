@@ -666,6 +666,7 @@ export interface components {
             parentid: number;
             folder_name: string;
             deptid: number;
+            description: string;
             add_date: string;
         };
         FolderResult: {
@@ -676,6 +677,7 @@ export interface components {
         };
         CreateFolder: {
             folder_name: string;
+            description?: string;
             deptid?: number;
             parent_id?: number;
         };
@@ -686,6 +688,7 @@ export interface components {
         };
         UpdateFolder: {
             folder_name?: string;
+            description?: string;
             parent_id?: number;
         };
         ItemTagsResult: {
@@ -772,6 +775,7 @@ export interface components {
             task_id: number;
             public_id: string;
             title: string;
+            description: string;
             /** @enum {string} */
             status: "open" | "todo" | "in_progress" | "review" | "completed" | "canceled";
             /** @enum {string} */
@@ -794,6 +798,7 @@ export interface components {
         CreateTask: {
             title: string;
             due_at: string;
+            description?: string;
             /** @enum {string} */
             status?: "open" | "todo" | "in_progress" | "review" | "completed" | "canceled";
             /** @enum {string} */
@@ -817,6 +822,7 @@ export interface components {
         };
         UpdateTask: {
             title?: string;
+            description?: string;
             due_at?: string;
             /** @enum {string} */
             status?: "open" | "todo" | "in_progress" | "review" | "completed" | "canceled";
@@ -917,6 +923,8 @@ export interface components {
         };
         WebhookEventTypeInfo: {
             type: components["schemas"]["WebhookEventType"];
+            description: string;
+            example: components["schemas"]["WebhookPayload"];
         };
         /** @enum {string} */
         WebhookEventType: "reminder.sent" | "item.expired" | "item.created" | "item.updated" | "item.renewed" | "item.status_changed" | "item.archived" | "item.restored" | "item.deleted" | "task.created" | "task.updated" | "task.deleted" | "file.uploaded" | "webhook.test";
@@ -1017,6 +1025,7 @@ export interface components {
         WebhookEndpoint: {
             webhook_id: number;
             url: string;
+            description: string;
             events: string[];
             enabled: boolean;
             /** @enum {string} */
@@ -1042,6 +1051,7 @@ export interface components {
         CreateWebhook: {
             url: string;
             events: string[];
+            description?: string;
             enabled?: boolean;
         };
         WebhookEndpointEnvelope: {
@@ -1058,6 +1068,7 @@ export interface components {
         UpdateWebhook: {
             url?: string;
             events?: string[];
+            description?: string;
             enabled?: boolean;
         };
         WebhookTestQueued: {
