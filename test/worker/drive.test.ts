@@ -373,7 +373,7 @@ describe("downloads: ranges and conditional requests", () => {
   it("answers 416 with Content-Range for an unsatisfiable range", async () => {
     for (const range of ["bytes=10000-", "bytes=20000-30000", "bytes=-0"]) {
       const res = await readResult(
-        await exports.default.fetch(new Request(`${BASE}/v1/files/${fileId}`, { headers: { Authorization: `Bearer ${token}`, Range: range } })),
+        await exports.default.fetch(new Request(`${BASE}/v1/files/${fileId}`, { headers: { Authorization: `Bearer ${token}`, Range: range } })), "downloadFile",
       );
       expectShapeB(res, 416, /not satisfiable.*10000 bytes/);
       expect(res.headers.get("Content-Range")).toBe("bytes */10000");
@@ -451,7 +451,7 @@ describe("the upload token", () => {
     const res = await readResult(
       await exports.default.fetch(
         new Request(`${BASE}/v1/uploads`, { method: "PUT", headers: { Authorization: `Bearer ${account.ownerToken}`, "Content-Length": "3" }, body: bytesOf(3) }),
-      ),
+      ), "uploadFileBytes",
     );
     expectShapeA(res, 401, "invalid_token");
     expect(res.body.error_description).toMatch(/X-Upload-Token/);
@@ -819,7 +819,7 @@ describe("session input", () => {
   it("refuses a PUT whose Content-Length is not a number with 400", async () => {
     const { upload_token } = await openSession(token);
     const res = await readResult(
-      await exports.default.fetch(new Request(`${BASE}/v1/uploads`, { method: "PUT", headers: { "X-Upload-Token": upload_token, "Content-Length": "abc" }, body: "abc" })),
+      await exports.default.fetch(new Request(`${BASE}/v1/uploads`, { method: "PUT", headers: { "X-Upload-Token": upload_token, "Content-Length": "abc" }, body: "abc" })), "uploadFileBytes",
     );
     noServerError(res);
     expect([400, 411]).toContain(res.status);
