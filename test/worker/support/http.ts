@@ -22,6 +22,8 @@ export type Schemas = components["schemas"];
 export type ApiError = Schemas["ApiError"];
 /** Shape A: authentication and scope errors. */
 export type OAuthError = Schemas["OAuthError"];
+/** Either error shape: both carry `request_id`. */
+export type ErrorBody = ApiError | OAuthError;
 /** A body that is not JSON (CSV, NDJSON, iCalendar, HTML, bytes): its text. */
 export interface TextBody {
   __text: string;
