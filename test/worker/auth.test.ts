@@ -18,7 +18,6 @@ import {
   type Answer,
   type CallResult,
   type OAuthError,
-  type WithBody,
   type WithStatus,
   expectStatus,
   callRaw,
@@ -54,7 +53,7 @@ function expectToken(res: Answer<"issueToken">, scope: string): asserts res is W
 }
 
 /** A Shape A 401 from the bearer middleware, with its WWW-Authenticate challenge. */
-function expectInvalidToken<R extends CallResult>(res: R): asserts res is WithBody<WithStatus<R, 401>, OAuthError> {
+function expectInvalidToken(res: CallResult): asserts res is CallResult & { status: 401; body: OAuthError } {
   expectShapeA(res, 401, "invalid_token");
   expect(res.headers.get("WWW-Authenticate") ?? "").toMatch(/^Bearer\b.*error="invalid_token"/);
   expect(res.body).not.toHaveProperty("success");

@@ -79,7 +79,7 @@ export type WithStatus<R, S extends number> = OrElse<R extends { status: infer T
 /** The members of an answer whose body can be B, with that body. */
 export type WithBody<R, B> = OrElse<R extends { body: infer T } ? (B extends T ? R & { body: B } : never) : never, Omit<R, "body"> & { body: B }>;
 /** What a status check takes: an answer, or anything with a status (a download, a Response). */
-type Checked = { status: number; body?: unknown };
+export type Checked = { status: number; body?: unknown };
 // A status or shape the document does not list for the operation (the check passed all the same): what was checked.
 type OrElse<T, Otherwise> = [T] extends [never] ? Otherwise : T;
 
