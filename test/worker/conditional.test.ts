@@ -121,7 +121,7 @@ describe("If-Match on PATCH and DELETE", () => {
     const item = await post("createItem", "/v1/items", { title: uniqueWord("Tagged "), expiry_date: "2032-02-01" });
     const path = `/v1/items/${item.body.data.item_id}`;
     const etag = etagOf(await get(path));
-    expectStatus(await callRaw("PUT", `${path}/tags`, { token: account.ownerToken, body: { tags: ["boiler"] } }), 200);
+    expectStatus(await call("setItemTags", `${path}/tags`, { token: account.ownerToken, body: { tags: ["boiler"] } }), 200);
     expectShapeB(await patch(path, { notes: "x" }, { "If-Match": etag }), 412);
   });
 

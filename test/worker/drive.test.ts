@@ -898,9 +898,9 @@ describe("attachments", () => {
     const path = `/v1/items/${item.item_id}/attachments`;
     await call("attachFile", path, { token: account.memberToken, body: { file_id: id } });
     expectShapeB(await call("deleteFile", `/v1/files/${id}`, { token: account.memberToken }), 409, /attached to 1 item: detach it first/);
-    const detached = await callRaw("DELETE", `${path}/${id}`, { token: account.memberToken });
+    const detached = await call("detachFile", `${path}/${id}`, { token: account.memberToken });
     expect(detached.body).toEqual({ success: true, msg: "File detached" });
-    expectShapeB(await callRaw("DELETE", `${path}/${id}`, { token: account.memberToken }), 404, /Attachment not found/);
+    expectShapeB(await call("detachFile", `${path}/${id}`, { token: account.memberToken }), 404, /Attachment not found/);
     expectShapeB(await call("detachFile", `/v1/items/999999999/attachments/${id}`, { token: account.memberToken }), 404, /Item not found/);
     expectStatus(await download(account.memberToken, id), 200);
 
@@ -1013,8 +1013,14 @@ describe("scopes", () => {
       expectShapeA(res, 403, "insufficient_scope");
       expect(res.body.required_scope).toBe(scope);
     }
-    for (const path of [`/v1/items/${item.item_id}/attachments`, `/v1/files/${fileId}`, `/v1/files/${fileId}/info`, "/v1/files"]) {
-      const res = await call("listAttachments", path, { token: write });
+    const reads = [
+      ["listAttachments", `/v1/items/${item.item_id}/attachments`],
+      ["downloadFile", `/v1/files/${fileId}`],
+      ["getFileInfo", `/v1/files/${fileId}/info`],
+      ["listFiles", "/v1/files"],
+    ] as const;
+    for (const [operation, path] of reads) {
+      const res = await call(operation, path, { token: write });
       expectShapeA(res, 403, "insufficient_scope");
       expect(res.body.required_scope).toBe("drive:read");
     }

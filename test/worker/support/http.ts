@@ -156,8 +156,8 @@ export function ok<R extends CallResult>(res: R): Success<R> {
   return res as Success<R>;
 }
 
-/** The body's fields, for the shape checks (an answer's body is an object or `{ __text }`). */
-const fieldsOf = (res: Checked) => (typeof res.body === "object" && res.body !== null ? (res.body as Record<string, unknown>) : {});
+/** The body's fields, for shape checks of answers no operation describes (an answer's body is an object or `{ __text }`). */
+export const fieldsOf = (res: Checked): Fields => (typeof res.body === "object" && res.body !== null ? (res.body as Fields) : {});
 
 /** Expects a Shape B error with the status and a message matching `msg`, and narrows the answer to it. */
 export function expectShapeB<R extends Checked, S extends number>(res: R | Checked, status: S, msg?: RegExp): asserts res is WithBody<WithStatus<R, S>, ApiError> {
@@ -181,18 +181,28 @@ export function expectShapeA<R extends Checked, S extends number>(res: R | Check
   if (problems.length) throw new Error(`${problems.join("; ")}: ${JSON.stringify(res.body)}`);
 }
 
-/** Calls an operation through the Worker's default export with a modified environment (e.g. a missing secret). */
+/** Calls the Worker's default export with a modified environment (e.g. a missing secret); the body is `unknown`. */
+export async function callRawWithEnv(
+  envOverrides: Partial<Cloudflare.Env> & Record<string, unknown>,
+  method: string,
+  path: string,
+  options: CallOptions = {},
+): Promise<CallResult> {
+  const ctx = createExecutionContext();
+  const request = buildRequest(method, path, options) as Request<unknown, IncomingRequestCfProperties>;
+  const response = await worker.fetch(request, { ...env, ...envOverrides } as Cloudflare.Env, ctx);
+  await waitOnExecutionContext(ctx);
+  return readResult(response);
+}
+
+/** Calls an operation through the Worker's default export with a modified environment; the answer is typed by status. */
 export async function callWithEnv<O extends Operation>(
   envOverrides: Partial<Cloudflare.Env> & Record<string, unknown>,
   operation: O,
   path: string,
   options: CallOptions = {},
 ): Promise<Answer<O>> {
-  const ctx = createExecutionContext();
-  const request = buildRequest(routeOf(operation, path).method, path, options) as Request<unknown, IncomingRequestCfProperties>;
-  const response = await worker.fetch(request, { ...env, ...envOverrides } as Cloudflare.Env, ctx);
-  await waitOnExecutionContext(ctx);
-  return readResult(response, operation);
+  return (await callRawWithEnv(envOverrides, routeOf(operation, path).method, path, options)) as Answer<O>;
 }
 
 /** Fails when an error body carries anything that looks like a stack trace or source location. */
