@@ -1,6 +1,7 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 import { prepareDocsAssets } from "./scripts/docs-assets.ts";
+import { ProjectDurations } from "./test/project-durations.ts";
 
 // Three projects: `worker` runs inside workerd against real local D1, R2 and Durable Objects;
 // `tools` runs in Node and checks the OpenAPI document with the tools clients use (linter, client
@@ -11,6 +12,7 @@ export default defineConfig(async () => {
   const migrations = await readD1Migrations("./migrations");
   return {
     test: {
+      reporters: ["default", new ProjectDurations()],
       projects: [
         {
           plugins: [
@@ -23,6 +25,9 @@ export default defineConfig(async () => {
                   // No client-status caching in tests: deactivation must be visible at once.
                   CLIENT_STATUS_TTL_SECONDS: "0",
                   WEBHOOK_SECRETS_KEY: "test-webhook-secrets-key-0123456789abcdef",
+                  LINK_SIGNING_KEYS: "links-current:test-link-key-current-0123456789abcdef links-previous:test-link-key-previous-0123456789abcdef",
+                  // The links in reminder emails point at the origin the tests call (test/worker/support/http.ts BASE).
+                  PUBLIC_BASE_URL: "https://api.test",
                   WEBHOOKS_ALLOW_PRIVATE_URLS: "true",
                   // Suites send thousands of requests per client; test/worker/rate-limits.test.ts turns them on.
                   RATE_LIMITS: "off",

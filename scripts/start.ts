@@ -3,13 +3,16 @@
 // the --port given). `--persist-to DIR` applies to migrations, seed, the carry and dev.
 import { dirname, join, resolve } from "node:path";
 import { carryLocalRenames } from "./lib/do-rename.ts";
-import { applyMigrations, ensureDevVars, optionValue, ROOT, seedLocal, startDev } from "./lib/local.ts";
+import { applyMigrations, devVarsSet, ensureDevVars, optionValue, ROOT, seedLocal, startDev, varArgSet } from "./lib/local.ts";
 
 const args = process.argv.slice(2);
 const persistTo = optionValue(args, "--persist-to");
 const portArg = optionValue(args, "--port");
 const port = Number(portArg ?? 8787);
 if (portArg === undefined) args.push("--port", String(port));
+
+// The links in reminder emails open on this server, whatever the port, unless the user set where.
+if (!varArgSet(args, "PUBLIC_BASE_URL") && !devVarsSet("PUBLIC_BASE_URL")) args.push("--var", `PUBLIC_BASE_URL:http://localhost:${port}`);
 
 ensureDevVars();
 console.log("Applying D1 migrations (local)...");

@@ -21,6 +21,7 @@ import { documentTypesRouter } from "./routes/document-types/routes";
 import { driveRouter } from "./routes/drive/routes";
 import { exportsRouter } from "./routes/exports/routes";
 import { foldersRouter } from "./routes/folders/routes";
+import { itemActionsRouter } from "./routes/items/actions";
 import { itemsRouter } from "./routes/items/routes";
 import { reminderSequencesRouter } from "./routes/reminder-sequences/routes";
 import { tagsRouter } from "./routes/tags/routes";
@@ -30,6 +31,7 @@ import { webhookDeliveriesRouter } from "./routes/webhooks/deliveries";
 import { webhooksRouter } from "./routes/webhooks/routes";
 import { importsRouter } from "./routes/imports/routes";
 import { oauthRouter } from "./routes/oauth";
+import { isRecipientPath, recipientErrorPage, recipientPagesRouter } from "./routes/recipient-pages/routes";
 import { systemRouter } from "./routes/system";
 
 export const app = createRouter();
@@ -52,6 +54,7 @@ app.route("/", companiesRouter);
 app.route("/", departmentsRouter);
 app.route("/", documentTypesRouter);
 app.route("/", itemsRouter);
+app.route("/", itemActionsRouter);
 app.route("/", reminderSequencesRouter);
 app.route("/", foldersRouter);
 app.route("/", tagsRouter);
@@ -63,6 +66,8 @@ app.route("/", importsRouter);
 app.route("/", auditLogRouter);
 app.route("/", webhookDeliveriesRouter);
 app.route("/", calendarFeedsRouter);
+// The pages the links of reminder emails open (HTML for people, not operations of the document).
+app.route("/", recipientPagesRouter);
 
 let openApiDocument: ReturnType<typeof buildOpenApiDocument> | undefined;
 app.get(OPENAPI_PATH, (c) => {
@@ -110,4 +115,5 @@ app.notFound((c: Context<AppBindings>) => {
   }
   throw apiError(404, `No route for ${echo(c.req.method)} ${echo(c.req.path)}`);
 });
-app.onError(renderError);
+// The recipient's pages answer every error as a page (a browser shows it), with the error's status and headers.
+app.onError((err, c) => (isRecipientPath(c.req.path) ? recipientErrorPage(err, c) : renderError(err, c)));

@@ -19,6 +19,10 @@ export interface Env {
   /** Space-separated `kid:secret` pairs; the first one signs. */
   JWT_SIGNING_KEYS?: string;
   CLIENT_STATUS_TTL_SECONDS?: string;
+  /** Space-separated `kid:secret` pairs signing the links in reminder emails (src/lib/recipient-links.ts); the first one signs. */
+  LINK_SIGNING_KEYS?: string;
+  /** The service's public origin, e.g. https://reminders.example.com: the links in reminder emails are absolute URLs on it. */
+  PUBLIC_BASE_URL?: string;
   /** How long an isolate trusts a directory answer (default 60; docs/scale.md). `account move` waits longer before deleting the old copy. */
   DIRECTORY_TTL_SECONDS?: string;
   /** Cloudflare Email Service binding for reminder emails; without it (or EMAIL_FROM) email is not offered. */

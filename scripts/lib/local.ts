@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseShardList } from "../../src/db/id-blocks.ts";
+import { redactSecrets } from "../../src/lib/secret-paths.ts";
 import { buildSeedStatements, buildShardOneSeedStatements } from "../seed-data.ts";
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -128,6 +129,32 @@ export function ensureDevVars(): void {
   console.log(`Added to .dev.vars from .dev.vars.example: ${missing.map(keyOf).join(", ")}`);
 }
 
+/** Whether .dev.vars (in the repository) sets `name`. */
+export function devVarsSet(name: string): boolean {
+  const devVars = join(ROOT, ".dev.vars");
+  if (!existsSync(devVars)) return false;
+  return readFileSync(devVars, "utf8")
+    .split(/\r?\n/)
+    .some((line) => new RegExp(`^\\s*(?:export\\s+)?${name}\\s*=`).test(line));
+}
+
+/**
+ * Whether `wrangler dev` arguments set the variable `name` (`--var NAME:value`, `--var=NAME:value`,
+ * or one of several pairs after one `--var`).
+ */
+export function varArgSet(argv: string[], name: string): boolean {
+  let inVar = false;
+  for (const arg of argv) {
+    if (arg === "--var") inVar = true;
+    else if (arg.startsWith("--var=")) {
+      if (arg.slice(6).startsWith(`${name}:`)) return true;
+      inVar = false;
+    } else if (arg.startsWith("-")) inVar = false;
+    else if (inVar && arg.startsWith(`${name}:`)) return true;
+  }
+  return false;
+}
+
 /** Value of `--name value` or `--name=value` in argv. */
 export function optionValue(argv: string[], name: string): string | undefined {
   for (let i = 0; i < argv.length; i++) {
@@ -190,14 +217,28 @@ export async function startDev(
   args: string[],
   options: { port: number; env?: Record<string, string>; stdio?: "inherit" | "pipe" },
 ): Promise<ChildProcess> {
+  const inherit = options.stdio === "inherit";
   const child = spawn(process.execPath, [WRANGLER, "dev", ...args], {
     cwd: ROOT,
-    stdio: options.stdio === "inherit" ? "inherit" : ["ignore", "pipe", "pipe"],
+    // Shown to the user (npm start): through redactedLines, so that no token of a URL (wrangler's own
+    // access log prints every request's path) reaches the terminal or a log file. Keyboard shortcuts
+    // need wrangler's stdout to be a terminal, so `npm start` has none; Ctrl-C stops it.
+    stdio: inherit ? ["inherit", "pipe", "pipe"] : ["ignore", "pipe", "pipe"],
     // CLOUDFLARE_CF_FETCH_ENABLED=false: miniflare does not download the `request.cf` sample, which
     // the Worker never reads; offline, that download prints a stack trace on every start.
-    env: { CLOUDFLARE_CF_FETCH_ENABLED: "false", ...process.env, WRANGLER_SEND_METRICS: "false", ...options.env },
-    detached: options.stdio !== "inherit",
+    env: {
+      CLOUDFLARE_CF_FETCH_ENABLED: "false",
+      ...(inherit && process.stdout.isTTY ? { FORCE_COLOR: "1" } : {}),
+      ...process.env,
+      WRANGLER_SEND_METRICS: "false",
+      ...options.env,
+    },
+    detached: !inherit,
   });
+  if (inherit) {
+    redactedLines(child.stdout!, process.stdout);
+    redactedLines(child.stderr!, process.stderr);
+  }
   let output = "";
   child.stdout?.on("data", (chunk) => (output += chunk));
   child.stderr?.on("data", (chunk) => (output += chunk));
@@ -214,6 +255,21 @@ export async function startDev(
   }
   stopDev(child);
   throw new Error(`wrangler dev did not answer on port ${options.port} within 120 s:\n${output}`);
+}
+
+/** Copies `from` to `to` line by line with every URL token redacted (src/lib/secret-paths.ts). */
+function redactedLines(from: NodeJS.ReadableStream, to: NodeJS.WritableStream): void {
+  let pending = "";
+  from.setEncoding("utf8");
+  from.on("data", (chunk: string) => {
+    const text = pending + chunk;
+    const end = text.lastIndexOf("\n") + 1;
+    pending = text.slice(end);
+    if (end > 0) to.write(redactSecrets(text.slice(0, end)));
+  });
+  from.on("end", () => {
+    if (pending) to.write(redactSecrets(pending));
+  });
 }
 
 /** Stops a `wrangler dev` started by startDev (its whole process group). */

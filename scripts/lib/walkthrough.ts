@@ -264,6 +264,8 @@ export async function checkReminderEmail(base: string, vars: Record<string, stri
 
 export interface WalkthroughResult {
   ok: boolean;
+  /** The service's address, http://127.0.0.1:<port>. */
+  base: string;
   failures: string[];
   transcript: string;
   /** Everything the service printed, from its start to its stop. */
@@ -273,14 +275,16 @@ export interface WalkthroughResult {
 }
 
 /**
- * The whole check: a fresh service (`npm start` on a free port and a new --persist-to directory;
- * `serviceEnv` is added to its environment), the README's blocks, then step 6's email and the
+ * The whole check: a fresh service (`npm start` on `port`, or a free port, and a new --persist-to
+ * directory; `serviceEnv` is added to its environment), the README's blocks, then step 6's email and the
  * service's log. `print` gets the blocks' output as it comes.
  */
-export async function runReadmeWalkthrough(options: { serviceEnv?: Record<string, string>; print?: (chunk: string) => void } = {}): Promise<WalkthroughResult> {
+export async function runReadmeWalkthrough(
+  options: { serviceEnv?: Record<string, string>; print?: (chunk: string) => void; port?: number } = {},
+): Promise<WalkthroughResult> {
   const readme = readFileSync(join(ROOT, "README.md"), "utf8");
   const t0 = Date.now();
-  const service: Service = await startService("expiry-walkthrough-", [], { env: options.serviceEnv });
+  const service: Service = await startService("expiry-walkthrough-", [], { env: options.serviceEnv, port: options.port });
   const t1 = Date.now();
   let run: BlocksRun;
   const failures: string[] = [];
@@ -295,5 +299,5 @@ export async function runReadmeWalkthrough(options: { serviceEnv?: Record<string
   const serviceLog = service.output();
   for (const trace of stackTraces(serviceLog)) failures.push(`a stack trace in the service's log:\n${trace}`);
   for (const trace of stackTraces(run.transcript)) failures.push(`a stack trace in the walk-through's output:\n${trace}`);
-  return { ok: failures.length === 0, failures, transcript: run.transcript, serviceLog, calls: run.calls, seconds: { start: (t1 - t0) / 1000, blocks: (t2 - t1) / 1000 } };
+  return { ok: failures.length === 0, base: service.base, failures, transcript: run.transcript, serviceLog, calls: run.calls, seconds: { start: (t1 - t0) / 1000, blocks: (t2 - t1) / 1000 } };
 }

@@ -121,6 +121,9 @@ export const RESOURCES: readonly Resource[] = [
       f("recurrence.renew_on", "recur_renew_on"),
       f("recurrence.until", "recur_until"),
       f("recurrence.count", "recur_count"),
+      // An acknowledgement or snooze of the current occurrence (a renewal clears both).
+      f("acknowledgement", "acknowledgement", "json"),
+      f("snoozed_until"),
     ],
   },
   { table: "tags", type: "tag", id: "{r}.id", company: "{r}.company_id", fields: [f("name")] },
@@ -279,8 +282,8 @@ const KEEP = "'$.\"\"'";
 function insertEntry(type: string, id: string, company: string, account: string | undefined, action: string, before: string, after: string): string {
   const accountExpr = account ?? `(SELECT account_id FROM companies WHERE id = ${company})`;
   return (
-    "INSERT INTO `audit_log` (`account_id`, `company_id`, `at`, `client_id`, `user_id`, `actor_company_id`, `request_id`, `operation_id`, `resource_type`, `resource_id`, `action`, `before`, `after`)\n" +
-    `SELECT coalesce(ctx.account_id, ${accountExpr}, 0), ${company}, coalesce(ctx.at, ${NOW_MS}), ctx.client_id, ctx.user_id, ctx.company_id, ctx.request_id, ctx.operation_id,\n` +
+    "INSERT INTO `audit_log` (`account_id`, `company_id`, `at`, `client_id`, `user_id`, `actor_company_id`, `request_id`, `operation_id`, `contact_id`, `via`, `resource_type`, `resource_id`, `action`, `before`, `after`)\n" +
+    `SELECT coalesce(ctx.account_id, ${accountExpr}, 0), ${company}, coalesce(ctx.at, ${NOW_MS}), ctx.client_id, ctx.user_id, ctx.company_id, ctx.request_id, ctx.operation_id, ctx.contact_id, ctx.via,\n` +
     `  '${type}', ${id}, '${action}', ${before}, ${after}\n` +
     "FROM (SELECT 1) LEFT JOIN `audit_context` AS ctx"
   );

@@ -261,7 +261,11 @@ const REMINDER_SYNC = family("reminder sync", [
     table: "items",
     event: "UPDATE",
     // What the reminder engine reads of an item, the recurrence rule included (it renews renew_on=expired items).
-    columns: ["title", "expiry_date", "reminder_anchor", "schedule_epoch", "status", "archived", "recur_every", "recur_unit", "recur_renew_on", "recur_until", "recur_count", "recur_anchor"],
+    // An acknowledgement holds its occurrence's reminders, a snooze defers them (docs/reminders.md).
+    columns: [
+      "title", "expiry_date", "reminder_anchor", "schedule_epoch", "status", "archived", "recur_every", "recur_unit", "recur_renew_on", "recur_until", "recur_count",
+      "recur_anchor", "ack_epoch", "snooze_epoch", "snoozed_until", "snooze_contact_id",
+    ],
     skipsShardMoves: true,
     effect: "the item's `reminder_sync` bumped when what its reminders depend on changes",
     body: reminderSync("new.company_id", "new.id"),
@@ -328,6 +332,24 @@ const ITEM_UPDATE_TYPE =
   "        OR new.recur_until IS NOT old.recur_until OR new.recur_count IS NOT old.recur_count THEN 'item.updated'\n" +
   "    END AS type) AS t";
 
+// A recipient's or a client's action on the current occurrence (docs/webhooks.md): acknowledged or
+// no longer, snoozed or no longer. A renewal clears both in its own UPDATE, which is item.renewed.
+const ITEM_ACTION_TYPE =
+  "FROM (SELECT CASE\n" +
+  "      WHEN new.ack_epoch IS NOT old.ack_epoch THEN CASE WHEN new.ack_epoch IS NULL THEN 'item.unacknowledged' ELSE 'item.acknowledged' END\n" +
+  "      WHEN new.snooze_epoch IS NOT old.snooze_epoch OR new.snoozed_until IS NOT old.snoozed_until\n" +
+  "        THEN CASE WHEN new.snoozed_until IS NULL THEN 'item.unsnoozed' ELSE 'item.snoozed' END\n" +
+  "    END AS type) AS t";
+
+/** The item entry with the occurrence's acknowledgement and snooze, and who acted how (the batch's actor, audit_context). */
+const itemActionData = (r: Row) =>
+  `${itemData(r).slice(0, -1)},\n` +
+  `    'acknowledgement', CASE WHEN ${r}.ack_epoch IS ${r}.schedule_epoch THEN json(${r}.acknowledgement) END,\n` +
+  `    'snoozed_until', CASE WHEN ${r}.snooze_epoch IS ${r}.schedule_epoch THEN ${r}.snoozed_until END,\n` +
+  "    'by', (SELECT json(CASE WHEN ctx.contact_id IS NOT NULL THEN json_object('type', 'contact', 'id', ctx.contact_id)\n" +
+  "      WHEN ctx.client_id IS NOT NULL THEN json_object('type', 'client', 'id', ctx.client_id) END) FROM `audit_context` AS ctx),\n" +
+  "    'via', (SELECT ctx.via FROM `audit_context` AS ctx))";
+
 const WEBHOOK_EVENTS = family("webhook event", [
   {
     name: "webhook_files_after_insert",
@@ -346,6 +368,17 @@ const WEBHOOK_EVENTS = family("webhook event", [
     skipsShardMoves: true,
     effect: "the most specific of `item.renewed`, `item.archived` / `item.restored`, `item.status_changed`, `item.updated` into `webhook_events` (none for other columns, such as the version bump)",
     body: [webhookEvent("new", "t.type", itemData("new"), ITEM_UPDATE_TYPE)],
+  },
+  {
+    name: "webhook_items_after_action",
+    table: "items",
+    event: "UPDATE",
+    columns: ["ack_epoch", "snooze_epoch", "snoozed_until"],
+    // A renewal's UPDATE clears them too: its event is item.renewed, above.
+    when: "new.schedule_epoch IS old.schedule_epoch",
+    skipsShardMoves: true,
+    effect: "`item.acknowledged` / `item.unacknowledged`, else `item.snoozed` / `item.unsnoozed` into `webhook_events`, with the acknowledgement, the snooze and who acted how (`by`, `via`: the batch's actor)",
+    body: [webhookEvent("new", "t.type", itemActionData("new"), ITEM_ACTION_TYPE)],
   },
   { name: "webhook_tasks_after_delete", table: "tasks", event: "DELETE", skipsShardMoves: true, effect: "`task.deleted` into `webhook_events`", body: [webhookEvent("old", "'task.deleted'", taskData("old"))] },
   { name: "webhook_tasks_after_insert", table: "tasks", event: "INSERT", skipsShardMoves: true, effect: "`task.created` into `webhook_events`", body: [webhookEvent("new", "'task.created'", taskData("new"))] },

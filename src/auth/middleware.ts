@@ -104,6 +104,7 @@ async function authenticateBearer(c: Context<AppBindings>): Promise<RequestSessi
         userId: claims.userId,
         requestId: c.get("requestId") ?? null,
         operationId: c.get("operationId") ?? null,
+        via: "api",
       },
     };
     c.set("writes", context);

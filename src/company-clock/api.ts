@@ -22,12 +22,18 @@ export interface ReminderTime {
   rtype?: 1 | 2;
 }
 export interface ReminderInput extends ReminderTime {
+  /** null: the item's contact; undefined: unchanged (PATCH) or the item's contact. A contact or a group, not both. */
   contactId?: number | null;
+  groupId?: number | null;
+  always?: boolean;
+  unlessAck?: boolean;
   channels?: Channel[];
 }
 
 export interface DeliveryView {
   channel: string;
+  /** The recipient (a contact of the company); null while not resolved yet, or when there was nobody. */
+  contact_id: number | null;
   state: DeliveryState;
   attempts: number;
   recipient: string | null;
@@ -41,12 +47,15 @@ export interface ReminderView {
   hour: string;
   sent: boolean;
   state: "queued" | "held" | "sent";
-  origin: "sequence" | "manual";
+  origin: "sequence" | "manual" | "snooze";
   due_at: string;
   period: number | null;
   unit: CalendarUnit | null;
   rtype: number | null;
   contact_id: number;
+  group_id: number | null;
+  always: boolean;
+  unless_acknowledged: boolean;
   channels: string[];
   sent_at: string | null;
   deliveries: DeliveryView[];

@@ -49,10 +49,11 @@ export async function handOffAudit(clock: { sql: SqlStorage; companyId: number; 
       db.d1
         .prepare(
         `INSERT OR IGNORE INTO audit_log (account_id, company_id, at, client_id, user_id, actor_company_id, request_id, operation_id,
-           resource_type, resource_id, action, before, after, source_key)
+           contact_id, via, resource_type, resource_id, action, before, after, source_key)
          SELECT coalesce(e.value ->> '$.entry.actor.accountId', (SELECT account_id FROM companies WHERE id = ?1), 0), ?1,
            e.value ->> '$.entry.at', e.value ->> '$.entry.actor.clientId', e.value ->> '$.entry.actor.userId', e.value ->> '$.entry.actor.companyId',
-           e.value ->> '$.entry.actor.requestId', e.value ->> '$.entry.actor.operationId', e.value ->> '$.entry.resourceType',
+           e.value ->> '$.entry.actor.requestId', e.value ->> '$.entry.actor.operationId', e.value ->> '$.entry.actor.contactId',
+           e.value ->> '$.entry.actor.via', e.value ->> '$.entry.resourceType',
            CAST(e.value ->> '$.entry.resourceId' AS TEXT), e.value ->> '$.entry.action', nullif(e.value -> '$.entry.before', 'null'), nullif(e.value -> '$.entry.after', 'null'),
            e.value ->> '$.key'
          FROM json_each(?2) AS e`,

@@ -12,7 +12,7 @@ import { SYNC_BATCH } from "./handoff/snapshots";
 import { changeReminders, reminderView, remindersOf, viewRows, writeViews } from "./reminder-views";
 import { sync } from "./reminders";
 import { DEFAULT_HOUR, stepDate } from "./sequence-steps";
-import { appliedResult, insertReminder, itemMirror, queuedRevision, recordApplied, reminder, zoneOf } from "./store";
+import { appliedResult, insertReminder, itemMirror, queuedRevision, recordApplied, reconcile, reminder, zoneOf } from "./store";
 
 /** Waiting (queued or held) reminders an item may have. */
 export const MAX_WAITING_PER_ITEM = 100;
@@ -91,6 +91,9 @@ const auditView = (itemId: number, view: ReminderView) => ({
   unit: view.unit,
   rtype: view.rtype,
   contact_id: view.contact_id,
+  group_id: view.group_id,
+  always: view.always,
+  unless_acknowledged: view.unless_acknowledged,
   channels: view.channels,
 });
 
@@ -126,11 +129,12 @@ export async function addReminder(
         hour: time.hour,
         dueAt: time.dueAt,
         relative: time.relative,
-        contactId: input.contactId ?? null,
+        to: { contactId: input.contactId ?? null, groupId: input.groupId ?? null, always: input.always === true, unlessAck: input.unlessAck === true },
         channels: input.channels ?? defaultChannels(clock.env),
-        held: mirror.held === 1,
         now,
       });
+      // Held while the item is completed, archived, acknowledged (unless `always`) or snoozed past it.
+      reconcile(sql, itemId, now);
       created = reminderView(reminder(sql, itemId, id)!, []);
       recordAudit(sql, actor, { resourceType: "reminder", resourceId: id, action: "created", before: null, after: auditView(itemId, created) }, now);
       recordApplied(sql, requestKey, created, now);
@@ -192,8 +196,17 @@ export async function updateReminder(
           reminderId,
         );
       }
-      if (input.contactId !== undefined) sql.exec("UPDATE reminders SET contact_id = ? WHERE reminder_id = ? AND state <> 'sent'", input.contactId, reminderId);
+      // A new recipient replaces the other kind: a contact clears the group and the other way round.
+      if (input.contactId !== undefined) sql.exec("UPDATE reminders SET contact_id = ?, group_id = NULL WHERE reminder_id = ? AND state <> 'sent'", input.contactId, reminderId);
+      if (input.groupId !== undefined) sql.exec("UPDATE reminders SET group_id = ?, contact_id = NULL WHERE reminder_id = ? AND state <> 'sent'", input.groupId, reminderId);
+      if (input.always !== undefined || input.unlessAck !== undefined) {
+        // One rule at most: setting one clears the other.
+        const always = input.always ?? (input.unlessAck ? false : current.always === 1);
+        const unlessAck = input.unlessAck ?? (input.always ? false : current.unless_ack === 1);
+        sql.exec("UPDATE reminders SET always = ?, unless_ack = ? WHERE reminder_id = ? AND state <> 'sent'", always ? 1 : 0, unlessAck ? 1 : 0, reminderId);
+      }
       if (input.channels !== undefined) sql.exec("UPDATE reminders SET channels = ? WHERE reminder_id = ? AND state <> 'sent'", JSON.stringify(input.channels), reminderId);
+      reconcile(sql, itemId, Date.now());
       updated = reminderView(reminder(sql, itemId, reminderId)!, []);
       const [before, after] = changedFields(auditView(itemId, reminderView(current, [])), auditView(itemId, updated));
       if (Object.keys(after).length > 0) recordAudit(sql, actor, { resourceType: "reminder", resourceId: reminderId, action: "updated", before, after }, Date.now());

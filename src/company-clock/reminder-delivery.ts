@@ -1,11 +1,14 @@
 // Delivery of fired reminders (email, SMS) from the company clock's outbox (table `deliveries`),
-// after the transaction that fired them. Each (reminder, channel) is leased before it is sent, so
-// two runs never send it twice at the same time; a failure is retried with exponential backoff
-// until MAX_DELIVERY_ATTEMPTS, then it is `failed`.
+// after the transaction that fired them. A fired reminder has one delivery per channel until its
+// recipients are resolved (recipients.ts), then one per channel and recipient, each with its own
+// state, attempts and message. Each is leased before it is sent, so two runs never send it twice at
+// the same time; a failure is retried with exponential backoff until MAX_DELIVERY_ATTEMPTS, then it is `failed`.
 
 import type { Env } from "../env";
+import { recipientLinks } from "../lib/recipient-links";
 import { DATE_FORMATS, DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, todayIn, type DateFormat } from "../lib/time";
 import { reminderMessage } from "./reminder-email";
+import { resolveRecipients, resolutionKey, type Resolution } from "./recipients";
 
 export const MAX_DELIVERY_ATTEMPTS = 6;
 /** Deliveries attempted per alarm run; more ready re-arm the alarm at once. */
@@ -55,9 +58,9 @@ export function defaultTransports(env: Env): Transports {
 type Leased = {
   reminder_id: number;
   channel: string;
+  contact_id: number;
   attempts: number;
   item_id: number;
-  contact_id: number | null;
 };
 
 type Outcome =
@@ -65,77 +68,165 @@ type Outcome =
   | { state: "no_recipient" | "skipped"; recipient: null; error: string }
   | { state: "retry"; recipient: string | null; error: string };
 
+/** Fired reminders whose recipients one run resolves (each becomes up to MAX_GROUP_RECIPIENTS deliveries per channel). */
+const RESOLVE_BATCH = 50;
+
+const deliveryKey = (d: { reminder_id: number; channel: string; contact_id: number }) => `${d.reminder_id}:${d.channel}:${d.contact_id}`;
+
+/**
+ * One run of the outbox: the recipients of reminders that just fired are resolved (each becomes its
+ * own delivery), then up to DELIVERY_BATCH ready deliveries are leased and sent. `more`: ready work is left.
+ */
 export async function deliverDue(storage: DurableObjectStorage, env: Env, d1: D1Database, companyId: number, transports: Transports): Promise<{ more: boolean }> {
+  await resolveFired(storage, d1, companyId, Date.now());
   const now = Date.now();
   let leased: Leased[] = [];
   storage.transactionSync(() => {
     leased = storage.sql
       .exec<Leased>(
-        `SELECT d.reminder_id, d.channel, d.attempts, r.item_id, r.contact_id FROM deliveries d JOIN reminders r ON r.reminder_id = d.reminder_id
-         WHERE d.state = 'pending' AND d.next_at <= ? ORDER BY d.next_at LIMIT ?`,
+        `SELECT d.reminder_id, d.channel, d.contact_id, d.attempts, r.item_id FROM deliveries d JOIN reminders r ON r.reminder_id = d.reminder_id
+         WHERE d.state = 'pending' AND d.next_at <= ? AND d.contact_id <> 0 ORDER BY d.next_at LIMIT ?`,
         now,
         DELIVERY_BATCH,
       )
       .toArray();
     for (const d of leased) {
-      storage.sql.exec("UPDATE deliveries SET attempts = attempts + 1, next_at = ? WHERE reminder_id = ? AND channel = ?", now + LEASE_MS, d.reminder_id, d.channel);
+      storage.sql.exec(
+        "UPDATE deliveries SET attempts = attempts + 1, next_at = ? WHERE reminder_id = ? AND channel = ? AND contact_id = ?",
+        now + LEASE_MS,
+        d.reminder_id,
+        d.channel,
+        d.contact_id,
+      );
     }
   });
-  if (leased.length === 0) return { more: false };
+  if (leased.length > 0) {
+    const outcomes = await send(leased, env, d1, companyId, transports);
+    recordOutcomes(storage, leased, outcomes);
+  }
+  const ready = storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM deliveries WHERE state = 'pending' AND next_at <= ?", Date.now()).one().n;
+  return { more: ready > 0 };
+}
 
+/**
+ * The recipients of fired reminders (their placeholder deliveries, contact 0), read from D1 now:
+ * each becomes a delivery of its own (same attempts and schedule), or the placeholder says why
+ * there is nobody. D1 away: the placeholder is retried like a failed attempt.
+ */
+async function resolveFired(storage: DurableObjectStorage, d1: D1Database, companyId: number, now: number): Promise<void> {
+  const waiting = storage.sql
+    .exec<{ reminder_id: number; channel: string; attempts: number; item_id: number; contact_id: number | null; group_id: number | null }>(
+      `SELECT d.reminder_id, d.channel, d.attempts, r.item_id, r.contact_id, r.group_id FROM deliveries d JOIN reminders r ON r.reminder_id = d.reminder_id
+       WHERE d.state = 'pending' AND d.contact_id = 0 AND d.next_at <= ? ORDER BY d.next_at LIMIT ?`,
+      now,
+      RESOLVE_BATCH,
+    )
+    .toArray();
+  if (waiting.length === 0) return;
+  let resolved: Map<string, Resolution> | null = null;
+  let failure = "";
+  try {
+    resolved = await resolveRecipients(
+      d1,
+      companyId,
+      waiting.map((w) => ({ reminderId: w.reminder_id, channel: w.channel, itemId: w.item_id, contactId: w.contact_id, groupId: w.group_id })),
+    );
+  } catch (error) {
+    failure = `recipients unavailable: ${String(error)}`;
+  }
+  const done = Date.now();
+  storage.transactionSync(() => {
+    const sql = storage.sql;
+    for (const w of waiting) {
+      const where = [w.reminder_id, w.channel] as const;
+      const found = resolved?.get(resolutionKey(w.reminder_id, w.channel));
+      if (!found) {
+        const attempt = w.attempts + 1;
+        const failed = attempt >= MAX_DELIVERY_ATTEMPTS;
+        sql.exec(
+          "UPDATE deliveries SET attempts = ?, state = ?, last_error = ?, next_at = ? WHERE reminder_id = ? AND channel = ? AND contact_id = 0 AND state = 'pending'",
+          attempt,
+          failed ? "failed" : "pending",
+          (failure || "recipients unavailable").slice(0, 300),
+          failed ? null : done + retryDelay(attempt),
+          ...where,
+        );
+      } else if (found.kind === "none") {
+        sql.exec(
+          "UPDATE deliveries SET state = ?, last_error = ?, next_at = NULL WHERE reminder_id = ? AND channel = ? AND contact_id = 0 AND state = 'pending'",
+          found.state,
+          found.error,
+          ...where,
+        );
+      } else {
+        sql.exec("DELETE FROM deliveries WHERE reminder_id = ? AND channel = ? AND contact_id = 0 AND state = 'pending'", ...where);
+        sql.exec(
+          `INSERT OR IGNORE INTO deliveries (reminder_id, channel, contact_id, state, attempts, next_at)
+           SELECT ?, ?, value, 'pending', ?, ? FROM json_each(?)`,
+          ...where,
+          w.attempts,
+          done,
+          JSON.stringify(found.contactIds),
+        );
+      }
+    }
+  });
+}
+
+/** Sends each leased delivery (CONCURRENCY at a time) with the D1 facts read for all of them at once. */
+async function send(leased: Leased[], env: Env, d1: D1Database, companyId: number, transports: Transports): Promise<Map<string, Outcome>> {
   const outcomes = new Map<string, Outcome>();
   try {
     const targets: DeliveryTarget[] = leased.map((d) => ({ reminderId: d.reminder_id, itemId: d.item_id, contactId: d.contact_id }));
     const { company, details } = await deliveryDetails(d1, companyId, targets);
     const today = todayIn(company.timezone);
-    const send = async (d: Leased) => {
-      const key = `${d.reminder_id}:${d.channel}`;
-      const facts = details.get(d.reminder_id);
-      outcomes.set(key, await deliverOne(d, facts, { companyName: company.name, today, dateFormat: company.dateFormat }, transports));
+    const one = async (d: Leased) => {
+      const facts = details.get(`${d.reminder_id}:${d.contact_id}`);
+      // The recipient's links to its page for the item, bound to the item's current occurrence
+      // (src/lib/recipient-links.ts). Email only; the one place delivery makes them.
+      const links =
+        d.channel === "email" && facts?.present && facts.contactPresent
+          ? await recipientLinks(env, { companyId, itemId: d.item_id, contactId: d.contact_id, epoch: facts.epoch, itemDate: facts.expiryDate })
+          : null;
+      outcomes.set(deliveryKey(d), await deliverOne(d, facts, { companyName: company.name, today, dateFormat: company.dateFormat }, transports, links));
     };
-    for (let i = 0; i < leased.length; i += CONCURRENCY) await Promise.all(leased.slice(i, i + CONCURRENCY).map(send));
+    for (let i = 0; i < leased.length; i += CONCURRENCY) await Promise.all(leased.slice(i, i + CONCURRENCY).map(one));
   } catch (error) {
-    for (const d of leased) outcomes.set(`${d.reminder_id}:${d.channel}`, { state: "retry", recipient: null, error: `delivery details unavailable: ${String(error)}` });
+    for (const d of leased) outcomes.set(deliveryKey(d), { state: "retry", recipient: null, error: `delivery details unavailable: ${String(error)}` });
   }
+  return outcomes;
+}
 
+function recordOutcomes(storage: DurableObjectStorage, leased: Leased[], outcomes: Map<string, Outcome>): void {
   const done = Date.now();
   storage.transactionSync(() => {
     for (const d of leased) {
-      const outcome = outcomes.get(`${d.reminder_id}:${d.channel}`)!;
+      const outcome = outcomes.get(deliveryKey(d))!;
+      const where = [d.reminder_id, d.channel, d.contact_id] as const;
       const attempt = d.attempts + 1;
       if (outcome.state === "sent") {
         storage.sql.exec(
-          "UPDATE deliveries SET state = 'sent', recipient = ?, message_id = ?, delivered_at = ?, last_error = NULL, next_at = NULL WHERE reminder_id = ? AND channel = ?",
+          "UPDATE deliveries SET state = 'sent', recipient = ?, message_id = ?, delivered_at = ?, last_error = NULL, next_at = NULL WHERE reminder_id = ? AND channel = ? AND contact_id = ?",
           outcome.recipient,
           outcome.messageId,
           done,
-          d.reminder_id,
-          d.channel,
+          ...where,
         );
       } else if (outcome.state === "retry") {
         const failed = attempt >= MAX_DELIVERY_ATTEMPTS;
         storage.sql.exec(
-          "UPDATE deliveries SET state = ?, recipient = ?, last_error = ?, next_at = ? WHERE reminder_id = ? AND channel = ?",
+          "UPDATE deliveries SET state = ?, recipient = ?, last_error = ?, next_at = ? WHERE reminder_id = ? AND channel = ? AND contact_id = ?",
           failed ? "failed" : "pending",
           outcome.recipient,
           outcome.error.slice(0, 300),
           failed ? null : done + retryDelay(attempt),
-          d.reminder_id,
-          d.channel,
+          ...where,
         );
       } else {
-        storage.sql.exec(
-          "UPDATE deliveries SET state = ?, last_error = ?, next_at = NULL WHERE reminder_id = ? AND channel = ?",
-          outcome.state,
-          outcome.error,
-          d.reminder_id,
-          d.channel,
-        );
+        storage.sql.exec("UPDATE deliveries SET state = ?, last_error = ?, next_at = NULL WHERE reminder_id = ? AND channel = ? AND contact_id = ?", outcome.state, outcome.error, ...where);
       }
     }
   });
-  const ready = storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM deliveries WHERE state = 'pending' AND next_at <= ?", Date.now()).one().n;
-  return { more: ready > 0 };
 }
 
 async function deliverOne(
@@ -143,8 +234,10 @@ async function deliverOne(
   facts: DeliveryDetails | undefined,
   company: { companyName: string; today: string; dateFormat: Parameters<typeof reminderMessage>[0]["dateFormat"] },
   transports: Transports,
+  links: Awaited<ReturnType<typeof recipientLinks>> = null,
 ): Promise<Outcome> {
   if (!facts?.present) return { state: "skipped", recipient: null, error: "the item was deleted before delivery" };
+  if (!facts.contactPresent) return { state: "no_recipient", recipient: null, error: `contact ${d.contact_id} no longer exists` };
   const message = reminderMessage({
     companyName: company.companyName,
     itemTitle: facts.title,
@@ -156,16 +249,11 @@ async function deliverOne(
     recipientName: facts.recipientName,
     itemId: d.item_id,
     notes: facts.notes,
+    links,
   });
   const recipient = d.channel === "email" ? facts.email : d.channel === "sms" ? facts.phone : null;
   if (d.channel !== "email" && d.channel !== "sms") return { state: "skipped", recipient: null, error: `channel ${d.channel} is not delivered by this deployment` };
-  if (!recipient) {
-    return {
-      state: "no_recipient",
-      recipient: null,
-      error: d.contact_id || facts.recipientName ? `the contact has no ${d.channel === "email" ? "email address" : "phone number"}` : "no recipient: the item has no contact and the reminder names none",
-    };
-  }
+  if (!recipient) return { state: "no_recipient", recipient: null, error: `the contact has no ${d.channel === "email" ? "email address" : "phone number"}` };
   try {
     const messageId = d.channel === "email" ? await transports.email({ to: recipient, ...message }) : await transports.sms(recipient, `${message.subject}`);
     return { state: "sent", recipient, messageId };
@@ -179,12 +267,15 @@ async function deliverOne(
 interface DeliveryTarget {
   reminderId: number;
   itemId: number;
-  contactId: number | null;
+  contactId: number;
 }
 
 interface DeliveryDetails {
   reminderId: number;
   present: boolean;
+  contactPresent: boolean;
+  /** The item's current occurrence (the recipient's links are bound to it). */
+  epoch: number;
   title: string;
   itemType: "exp" | "due" | "apt" | "evt";
   documentType: string | null;
@@ -201,30 +292,33 @@ interface CompanyDetails {
   dateFormat: DateFormat;
 }
 
-/** The current D1 facts for a batch of deliveries: item, recipient (the reminder's contact or the item's), company. */
-async function deliveryDetails(db: D1Database, companyId: number, targets: DeliveryTarget[]): Promise<{ company: CompanyDetails; details: Map<number, DeliveryDetails> }> {
+/** The current D1 facts for a batch of deliveries, by `reminderId:contactId`: item, recipient, company. */
+async function deliveryDetails(db: D1Database, companyId: number, targets: DeliveryTarget[]): Promise<{ company: CompanyDetails; details: Map<string, DeliveryDetails> }> {
   const [companyResult, rows] = await db.batch([
     db
       .prepare("SELECT name, json_extract(settings, '$.timezone') AS timezone, json_extract(settings, '$.date_format') AS date_format FROM companies WHERE id = ?")
       .bind(companyId),
     db
       .prepare(
-        `SELECT t.value ->> 0 AS reminder_id, i.id IS NOT NULL AS present, i.title, i.item_type, i.expiry_date, i.notes, d.name AS document_type,
+        `SELECT t.value ->> 0 AS reminder_id, t.value ->> 2 AS contact_id, i.id IS NOT NULL AS present, c.id IS NOT NULL AS contact_present,
+           i.schedule_epoch AS epoch, i.title, i.item_type, i.expiry_date, i.notes, d.name AS document_type,
            c.email, trim(c.mobile_code || ' ' || c.phone_number) AS phone, trim(c.first_name || ' ' || c.last_name) AS recipient_name
          FROM json_each(?2) AS t
          LEFT JOIN items i ON i.id = t.value ->> 1 AND i.company_id = ?1
          LEFT JOIN document_types d ON d.id = i.document_type_id
-         LEFT JOIN contacts c ON c.id = coalesce(t.value ->> 2, i.contact_id) AND c.company_id = ?1`,
+         LEFT JOIN contacts c ON c.id = t.value ->> 2 AND c.company_id = ?1`,
       )
       .bind(companyId, JSON.stringify(targets.map((t) => [t.reminderId, t.itemId, t.contactId]))),
   ]);
   const company = (companyResult!.results as Array<{ name: string; timezone: string | null; date_format: string | null }>)[0];
   const dateFormat = (DATE_FORMATS as readonly string[]).includes(company?.date_format ?? "") ? (company!.date_format as DateFormat) : DEFAULT_DATE_FORMAT;
-  const details = new Map<number, DeliveryDetails>();
+  const details = new Map<string, DeliveryDetails>();
   for (const r of rows!.results as Array<Record<string, unknown>>) {
-    details.set(Number(r.reminder_id), {
+    details.set(`${Number(r.reminder_id)}:${Number(r.contact_id)}`, {
       reminderId: Number(r.reminder_id),
       present: r.present === 1,
+      contactPresent: r.contact_present === 1,
+      epoch: Number(r.epoch ?? 0),
       title: String(r.title ?? ""),
       itemType: (r.item_type as DeliveryDetails["itemType"]) ?? "exp",
       documentType: (r.document_type as string | null) ?? null,

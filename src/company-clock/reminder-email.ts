@@ -4,6 +4,8 @@
 // (CR/LF included) are replaced by a space so a title cannot add header lines or fake paragraphs;
 // in the HTML body every value is also escaped. Long values are cut (by code point) with "…".
 
+import { escapeHtml } from "../lib/html";
+import type { RecipientLinks } from "../lib/recipient-links";
 import { type DateFormat, daysBetween, formatDate } from "../lib/time";
 
 export type ReminderItemType = "exp" | "due" | "apt" | "evt";
@@ -24,6 +26,8 @@ export interface ReminderMessageInput {
   recipientName: string | null;
   itemId: number;
   notes?: string | null;
+  /** The recipient's links to its page for the item (src/lib/recipient-links.ts); none: the email has no links. */
+  links?: RecipientLinks | null;
 }
 
 export interface ReminderMessage {
@@ -63,6 +67,19 @@ const ACTION: Record<ReminderItemType, [string, string]> = {
   evt: ["Make sure you are ready for it.", "It has passed: mark it completed if it is done."],
 };
 
+/** The email's links, in order: the page first, then each action the item's type offers. */
+function linkRows(links: RecipientLinks, itemType: ReminderItemType): Array<[string, string]> {
+  return [
+    ["Open the item", links.page],
+    ["I'm on it", links.acknowledge],
+    ["Mark it completed", links.complete],
+    ...(itemType === "exp" ? ([["Renew it", links.renew]] as Array<[string, string]>) : []),
+    ["Snooze reminders", links.snooze],
+  ];
+}
+
+const LINKS_NOTE = "These links are yours: they act without signing in, so do not forward this email.";
+
 // A run of C0/C1 controls, DEL or Unicode line/paragraph separators, with the spaces around it.
 const CONTROL_RUNS = /\s*[\u0000-\u001f\u007f-\u009f\u2028\u2029][\s\u0000-\u001f\u007f-\u009f\u2028\u2029]*/g;
 
@@ -76,13 +93,6 @@ export function truncate(value: string, max: number): string {
   const points = Array.from(value);
   if (points.length <= max) return value;
   return points.slice(0, Math.max(0, max - 1)).join("").trimEnd() + "…";
-}
-
-/** Escapes & < > " ' for HTML text and attribute values. */
-const HTML_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
-
-export function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
 }
 
 /**
@@ -177,6 +187,8 @@ export function reminderMessage(input: ReminderMessageInput): ReminderMessage {
   if (company) rows.push(["Company", company]);
 
   const labelWidth = Math.max(...rows.map(([key]) => key.length)) + 2;
+  const links = input.links ? linkRows(input.links, input.itemType) : [];
+  const linkWidth = Math.max(0, ...links.map(([label]) => label.length)) + 2;
   const text = [
     greeting,
     "",
@@ -185,6 +197,8 @@ export function reminderMessage(input: ReminderMessageInput): ReminderMessage {
     ...rows.map(([key, value]) => wrap(value, TEXT_WIDTH, `${key}:`.padEnd(labelWidth), " ".repeat(labelWidth))),
     "",
     wrap(`What to do: ${action}`),
+    // URLs stay whole on their lines (a wrapped URL does not work).
+    ...(links.length > 0 ? ["", "Act on it:", ...links.map(([label, url]) => `  ${`${label}:`.padEnd(linkWidth)}${url}`), "", wrap(LINKS_NOTE)] : []),
     ...(notes ? ["", "Notes:", ...notes.split("\n").map((line) => wrap(line))] : []),
     "",
     wrap(footer),
@@ -209,6 +223,18 @@ export function reminderMessage(input: ReminderMessageInput): ReminderMessage {
     ...rows.map(([key, value]) => `<tr><th scope="row" style="${cell}color:#52606d;font-weight:normal;">${e(key)}</th><td style="${cell}">${e(value)}</td></tr>`),
     "</table>",
     `<p style="margin:0 0 16px;"><strong>What to do:</strong> ${e(action)}</p>`,
+    ...(links.length > 0
+      ? [
+          '<p style="margin:0 0 16px;">',
+          ...links.map(([label, url], i) =>
+            i === 0
+              ? `<a href="${e(url)}" style="display:inline-block;margin:0 8px 8px 0;padding:10px 16px;background:#1f5fbf;color:#ffffff;text-decoration:none;border-radius:4px;font-weight:bold;">${e(label)}</a>`
+              : `<a href="${e(url)}" style="display:inline-block;margin:0 8px 8px 0;padding:9px 14px;border:1px solid #1f5fbf;color:#1f5fbf;text-decoration:none;border-radius:4px;">${e(label)}</a>`,
+          ),
+          "</p>",
+          `<p style="margin:0 0 16px;font-size:12px;color:#52606d;">${e(LINKS_NOTE)}</p>`,
+        ]
+      : []),
     ...(notes
       ? [
           '<p style="margin:0 0 4px;"><strong>Notes:</strong></p>',

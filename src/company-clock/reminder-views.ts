@@ -24,6 +24,9 @@ export function reminderView(r: ReminderRow, deliveries: DeliveryView[]): Remind
     unit: r.unit,
     rtype: r.rtype,
     contact_id: r.contact_id ?? 0,
+    group_id: r.group_id ?? null,
+    always: r.always === 1,
+    unless_acknowledged: r.unless_ack === 1,
     channels: JSON.parse(r.channels) as string[],
     sent_at: iso(r.sent_at),
     deliveries,
@@ -34,15 +37,23 @@ function deliveriesOf(sql: SqlStorage, reminderIds: number[]): Map<number, Deliv
   const byReminder = new Map<number, DeliveryView[]>();
   if (reminderIds.length === 0) return byReminder;
   const rows = sql
-    .exec<{ reminder_id: number; channel: string; state: DeliveryState; attempts: number; recipient: string | null; last_error: string | null; delivered_at: number | null; next_at: number | null }>(
-      "SELECT * FROM deliveries WHERE reminder_id IN (SELECT value FROM json_each(?)) ORDER BY channel",
-      JSON.stringify(reminderIds),
-    )
+    .exec<{
+      reminder_id: number;
+      channel: string;
+      contact_id: number;
+      state: DeliveryState;
+      attempts: number;
+      recipient: string | null;
+      last_error: string | null;
+      delivered_at: number | null;
+      next_at: number | null;
+    }>("SELECT * FROM deliveries WHERE reminder_id IN (SELECT value FROM json_each(?)) ORDER BY channel, contact_id", JSON.stringify(reminderIds))
     .toArray();
   for (const d of rows) {
     const list = byReminder.get(d.reminder_id) ?? [];
     list.push({
       channel: d.channel,
+      contact_id: d.contact_id || null,
       state: d.state,
       attempts: d.attempts,
       recipient: d.recipient,

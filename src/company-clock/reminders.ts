@@ -10,7 +10,7 @@ import type { Applied } from "./handoff/bookkeeping";
 import { pendingItems, readSnapshots, SYNC_BATCH, type PulledEvent, type Snapshots } from "./handoff/snapshots";
 import { VIEWS_PER_BATCH } from "./handoff/views";
 import { invalidateFired, reminderView, viewRows } from "./reminder-views";
-import { forgetItem, mirrorRenewal, getMeta, hold, itemMirror, queueSequence, reanchor, resume, rezone, setExpiry, setMeta, zoneOf, type ReminderRow } from "./store";
+import { forgetItem, mirrorRenewal, getMeta, itemMirror, queueSequence, reanchor, reconcile, rezone, setExpiry, setMeta, setSnooze, zoneOf, type ReminderRow } from "./store";
 import { pump, recordEvent } from "./webhooks";
 
 /** Reminders claimed per transaction; an alarm run claims up to CLAIM_BATCHES_PER_RUN of them, more re-arm the alarm at once. */
@@ -54,7 +54,13 @@ function applySnapshot(clock: ClockContext, snapshot: Snapshots, ids: number[], 
     const zoneVersion = Number(getMeta(sql, "zone_version") ?? -1);
     if (snapshot.company.exists && snapshot.company.version > zoneVersion) {
       if (getMeta(sql, "timezone") !== snapshot.company.timezone) {
-        if (getMeta(sql, "timezone") !== null) rezone(sql, snapshot.company.timezone);
+        if (getMeta(sql, "timezone") !== null) {
+          rezone(sql, snapshot.company.timezone);
+          // A snooze's instant moved with its reminder: what it holds moves too.
+          for (const { item_id } of sql.exec<{ item_id: number }>("SELECT DISTINCT item_id FROM reminders WHERE origin = 'snooze' AND state IN ('queued', 'held')").toArray()) {
+            reconcile(sql, item_id, now);
+          }
+        }
         setMeta(sql, "timezone", snapshot.company.timezone);
       }
       setMeta(sql, "zone_version", String(snapshot.company.version));
@@ -88,23 +94,26 @@ function applySnapshot(clock: ClockContext, snapshot: Snapshots, ids: number[], 
         continue;
       }
       if (mirror?.gone) continue;
-      if (!mirror || item.epoch > mirror.epoch) {
+      const renewed = mirror !== undefined && item.epoch > mirror.epoch;
+      if (!mirror || renewed) {
         // New to the object, or renewed: the sequence is queued for the (new) date.
         if (mirror) sql.exec("DELETE FROM reminders WHERE item_id = ? AND state IN ('queued', 'held') AND origin = 'sequence'", item.itemId);
         if (mirror && item.anchor !== mirror.anchor) reanchor(sql, item.itemId, item.anchor, zone, now);
-        queueSequence(sql, item.itemId, item.anchor, item.steps, zone, channels, item.held, now);
+        queueSequence(sql, item.itemId, item.anchor, item.steps, zone, channels, now);
       } else if (item.anchor !== mirror.anchor) {
         reanchor(sql, item.itemId, item.anchor, zone, now);
       }
       // item.expired: queued at 00:00 local of the item's date (a new date or a renewal moves it).
-      if (!mirror || mirror.expiry !== item.expiry || item.epoch > mirror.epoch) setExpiry(sql, item.itemId, item.expiry, zone, item.held, now);
+      if (!mirror || mirror.expiry !== item.expiry || renewed) setExpiry(sql, item.itemId, item.expiry, zone, now);
       mirrorRenewal(sql, item.itemId, item.rule, zone);
-      if (mirror && !mirror.held && item.held) hold(sql, item.itemId);
-      if (mirror && mirror.held && !item.held) resume(sql, item.itemId, now);
+      // The snooze's reminder is replaced only when the snooze changed: one already sent is not sent again.
+      const snoozeChanged = !mirror || renewed || mirror.snooze_until !== item.snoozedUntil || mirror.snooze_contact !== item.snoozeContactId;
+      if (snoozeChanged) setSnooze(sql, item.itemId, { until: item.snoozedUntil, contactId: item.snoozeContactId }, zone, channels, now);
       sql.exec(
-        `INSERT INTO items (item_id, version, title, anchor, epoch, held, gone, expiry) VALUES (?, ?, ?, ?, ?, ?, 0, ?)
+        `INSERT INTO items (item_id, version, title, anchor, epoch, held, gone, expiry, acked, snooze_until, snooze_contact) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
          ON CONFLICT (item_id) DO UPDATE SET version = excluded.version, title = excluded.title, anchor = excluded.anchor,
-           epoch = excluded.epoch, held = excluded.held, expiry = excluded.expiry`,
+           epoch = excluded.epoch, held = excluded.held, expiry = excluded.expiry, acked = excluded.acked,
+           snooze_until = excluded.snooze_until, snooze_contact = excluded.snooze_contact`,
         item.itemId,
         item.version,
         item.title,
@@ -112,7 +121,12 @@ function applySnapshot(clock: ClockContext, snapshot: Snapshots, ids: number[], 
         item.epoch,
         item.held ? 1 : 0,
         item.expiry,
+        item.acknowledged ? 1 : 0,
+        item.snoozedUntil,
+        item.snoozeContactId,
       );
+      // Completed or archived, acknowledged, snoozed: its waiting reminders held or queued accordingly.
+      reconcile(sql, item.itemId, now);
       applied.push({ itemId: item.itemId, version: item.version, gone: false });
     }
   });
@@ -186,8 +200,11 @@ function claimDue(clock: ClockContext, now: number, fired: Set<number>): number 
       for (const channel of JSON.parse(r.channels) as string[]) {
         // The webhook channel is the reminder.sent event above; it has no delivery row of its own.
         if (channel === "webhook") continue;
-        sql.exec("INSERT OR IGNORE INTO deliveries (reminder_id, channel, state, attempts, next_at) VALUES (?, ?, 'pending', 0, ?)", r.reminder_id, channel, now);
+        // contact_id 0: its recipients are resolved by the delivery run that follows (reminder-delivery.ts).
+        sql.exec("INSERT OR IGNORE INTO deliveries (reminder_id, channel, contact_id, state, attempts, next_at) VALUES (?, ?, 0, 'pending', 0, ?)", r.reminder_id, channel, now);
       }
+      // The snooze is over: what it held before its instant is dropped (its time has passed), the rest goes on.
+      if (r.origin === "snooze") reconcile(sql, r.item_id, now);
     }
     claimed = due.length;
     if (claimed > 0) {

@@ -22,7 +22,17 @@ export interface Step {
   unit: CalendarUnit;
   type: 1 | 2;
   hour: string;
+  /** The recipient: a contact of the company, or every contact of a contact group; neither: the item's contact. */
+  contact_id?: number | null;
+  group_id?: number | null;
+  /** An escalation: fires only if nobody has acknowledged the occurrence by then. */
+  unless_acknowledged?: boolean;
+  /** Sent even when the occurrence is acknowledged (e.g. on the day). */
+  always?: boolean;
 }
+
+/** Most recipients of one reminder through a contact group (per channel, after de-duplication by address). */
+export const MAX_GROUP_RECIPIENTS = 200;
 
 /** The local date a relative step falls on for an item dated `anchor`. */
 export function stepDate(anchor: string, step: { period: number; unit: CalendarUnit; type: number }): string {
@@ -62,14 +72,50 @@ export const hourField = (field = "hour") =>
     .refine((text) => isClockTime(text), { error: `${field} must be a time HH:MM (00:00 to 23:59)` })
     .openapi({ example: "09:00", pattern: "^([01]\\d|2[0-3]):[0-5]\\d$", description: "Local time in the company's time zone, HH:MM" });
 
-/** One step of a sequence, as sent and as shown: `{period, unit, type, hour}`. */
+const positiveId = (field: string) =>
+  z
+    .number({ error: `${field} must be a positive integer` })
+    .int({ error: `${field} must be a positive integer` })
+    .positive({ error: `${field} must be a positive integer` })
+    .max(Number.MAX_SAFE_INTEGER, { error: `${field} is too large` });
+
+const flag = (field: string) => z.boolean({ error: `${field} must be a boolean` });
+
+/**
+ * Whom a reminder goes to and what an acknowledgement does to it: the fields a sequence step and a
+ * reminder added through the API share (docs/reminders.md, "Recipients and escalation").
+ */
+export const recipientFields = {
+  contact_id: positiveId("contact_id").nullable().optional().openapi({
+    example: 42,
+    description: "A contact of the company: the reminder goes to them instead of the item's contact. Not with group_id.",
+  }),
+  group_id: positiveId("group_id").nullable().optional().openapi({
+    example: 7,
+    description: `A contact group of the company: the reminder goes to every contact of the group when it fires (de-duplicated by address, the first ${MAX_GROUP_RECIPIENTS} by contact id), each its own delivery. Not with contact_id.`,
+  }),
+  unless_acknowledged: flag("unless_acknowledged").optional().openapi({
+    description: "An escalation: fires only if nobody has acknowledged the item's current occurrence by then (what every reminder without `always` does; this names it). Not with always.",
+  }),
+  always: flag("always").optional().openapi({ description: "Sent even when the occurrence is acknowledged (e.g. on the day). Not with unless_acknowledged." }),
+};
+
+/** contact_id and group_id, always and unless_acknowledged: one of each pair at most (400 naming the field). */
+export function checkRecipients(v: { contact_id?: number | null; group_id?: number | null; always?: boolean; unless_acknowledged?: boolean }, ctx: z.RefinementCtx) {
+  if (v.contact_id && v.group_id) ctx.addIssue({ code: "custom", path: ["group_id"], message: "give contact_id or group_id, not both" });
+  if (v.always && v.unless_acknowledged) ctx.addIssue({ code: "custom", path: ["always"], message: "always and unless_acknowledged contradict each other: give one" });
+}
+
+/** One step of a sequence, as sent: `{period, unit, type, hour}` and optionally its recipient and acknowledgement rule. */
 export const StepSchema = z
   .strictObject({
     period: periodField(),
     unit: unitField(),
     type: rtypeField("type"),
     hour: hourField().optional().default(DEFAULT_HOUR),
+    ...recipientFields,
   })
+  .superRefine(checkRecipients)
   .openapi("ReminderStep", { description: "A reminder relative to the item's date" });
 
 export const StepOutput = z
@@ -78,8 +124,24 @@ export const StepOutput = z
     unit: z.enum(UNITS).openapi({ example: "day" }),
     type: z.number().int().openapi({ example: 1, description: "1: before the item's date; 2: after it" }),
     hour: z.string().openapi({ example: "09:00" }),
+    contact_id: z.number().int().nullable().openapi({ example: null, description: "The step's contact; null: the item's contact (or the group)" }),
+    group_id: z.number().int().nullable().openapi({ example: null, description: "The step's contact group; null: none" }),
+    unless_acknowledged: z.boolean().openapi({ example: false }),
+    always: z.boolean().openapi({ example: false }),
   })
   .openapi("ReminderStepOutput");
+
+/** A step as the API shows it (absent recipient fields filled in). */
+export const stepOutput = (step: Step): z.infer<typeof StepOutput> => ({
+  period: step.period,
+  unit: step.unit,
+  type: step.type,
+  hour: step.hour,
+  contact_id: step.contact_id ?? null,
+  group_id: step.group_id ?? null,
+  unless_acknowledged: step.unless_acknowledged === true,
+  always: step.always === true,
+});
 
 export const DEFAULT_STEPS: Step[] = [30, 14, 7, 1, 0].map((period) => ({ period, unit: "day", type: RTYPE_BEFORE, hour: DEFAULT_HOUR }));
 
@@ -95,7 +157,13 @@ export function parseSteps(json: string | null | undefined): Step[] {
       const type = Number(s?.type);
       const hour = typeof s?.hour === "string" && isClockTime(s.hour) ? s.hour : DEFAULT_HOUR;
       if (!unit || !Number.isInteger(period) || period < 0 || period > MAX_PERIOD || (type !== 1 && type !== 2)) return [];
-      return [{ period, unit, type: type as 1 | 2, hour }];
+      const step: Step = { period, unit, type: type as 1 | 2, hour };
+      const id = (value: unknown) => (Number.isSafeInteger(value) && (value as number) > 0 ? (value as number) : null);
+      if (id(s.group_id)) step.group_id = id(s.group_id);
+      else if (id(s.contact_id)) step.contact_id = id(s.contact_id);
+      if (s.always === true) step.always = true;
+      else if (s.unless_acknowledged === true) step.unless_acknowledged = true;
+      return [step];
     });
   } catch {
     return [];

@@ -3,9 +3,9 @@
 
 import { parseRuleState, renewalDate } from "../lib/recurrence";
 import { isCalendarDate, localToInstant, startOfDayAfter, type CalendarUnit } from "../lib/time";
-import { stepDate, type Step } from "./sequence-steps";
+import { DEFAULT_HOUR, stepDate, type Step } from "./sequence-steps";
 
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 const MIGRATIONS: string[][] = [
   [], // version 0: nothing
@@ -89,6 +89,33 @@ const MIGRATIONS: string[][] = [
     // Version 6: audit entries of the clock's own changes, waiting for D1 (audit-outbox.ts).
     `CREATE TABLE audit_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, source_key TEXT NOT NULL, entry TEXT NOT NULL)`,
   ],
+  [
+    // Version 7: recipients and acknowledgement (docs/reminders.md). A reminder names a contact or a
+    // contact group (group_id), may be sent even when its occurrence is acknowledged (always) and
+    // may mark an escalation (unless_ack). The item mirror says whether its current occurrence is
+    // acknowledged and what it is snoozed to (the 'snooze' reminder row holds the instant).
+    `ALTER TABLE reminders ADD COLUMN group_id INTEGER`,
+    `ALTER TABLE reminders ADD COLUMN always INTEGER NOT NULL DEFAULT 0`,
+    `ALTER TABLE reminders ADD COLUMN unless_ack INTEGER NOT NULL DEFAULT 0`,
+    `ALTER TABLE items ADD COLUMN acked INTEGER NOT NULL DEFAULT 0`,
+    `ALTER TABLE items ADD COLUMN snooze_until TEXT`,
+    `ALTER TABLE items ADD COLUMN snooze_contact INTEGER`,
+    // One delivery per recipient: (reminder, channel, contact). contact_id 0 on a pending row: its
+    // recipients are not resolved yet (resolved when the reminder fires: reminder-delivery.ts); on a
+    // finished row: nobody (no_recipient, skipped). Rows of earlier versions keep their state; a
+    // pending one is resolved at its next attempt, a finished one names the reminder's contact if it had one.
+    `CREATE TABLE recipient_deliveries (
+      reminder_id INTEGER NOT NULL, channel TEXT NOT NULL, contact_id INTEGER NOT NULL DEFAULT 0, state TEXT NOT NULL,
+      attempts INTEGER NOT NULL DEFAULT 0, next_at INTEGER, last_error TEXT, recipient TEXT, delivered_at INTEGER, message_id TEXT,
+      PRIMARY KEY (reminder_id, channel, contact_id))`,
+    `INSERT INTO recipient_deliveries (reminder_id, channel, contact_id, state, attempts, next_at, last_error, recipient, delivered_at, message_id)
+     SELECT d.reminder_id, d.channel, CASE WHEN d.state = 'pending' THEN 0 ELSE coalesce(r.contact_id, 0) END, d.state, d.attempts, d.next_at,
+       d.last_error, d.recipient, d.delivered_at, d.message_id
+     FROM deliveries AS d LEFT JOIN reminders AS r ON r.reminder_id = d.reminder_id`,
+    `DROP TABLE deliveries`,
+    `ALTER TABLE recipient_deliveries RENAME TO deliveries`,
+    `CREATE INDEX deliveries_next ON deliveries (state, next_at)`,
+  ],
 ];
 
 /** How long an applied request is remembered: longer than an Idempotency-Key lives (24 h). */
@@ -108,12 +135,12 @@ export function recordApplied(sql: SqlStorage, requestKey: string | undefined, r
   sql.exec("DELETE FROM applied_requests WHERE applied_at < ?", now - APPLIED_REQUEST_TTL_MS);
 }
 
-/** Brings the object's schema to SCHEMA_VERSION (each step in one transaction). */
-export function migrate(storage: DurableObjectStorage): void {
+/** Brings the object's schema to SCHEMA_VERSION (each step in one transaction); `target`: an earlier version, for tests of a migration. */
+export function migrate(storage: DurableObjectStorage, target = SCHEMA_VERSION): void {
   const sql = storage.sql;
   sql.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
   let version = Number(getMeta(sql, "schema_version") ?? 0);
-  while (version < SCHEMA_VERSION) {
+  while (version < target) {
     const next = version + 1;
     storage.transactionSync(() => {
       for (const statement of MIGRATIONS[next]!) sql.exec(statement);
@@ -155,10 +182,12 @@ export const DELIVERY_STATES = ["pending", "sent", "failed", "no_recipient", "sk
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
 export type Channel = "email" | "sms" | "webhook";
 
+export type Origin = "sequence" | "manual" | "expiry" | "snooze";
+
 export type ReminderRow = {
   reminder_id: number;
   item_id: number;
-  origin: "sequence" | "manual" | "expiry";
+  origin: Origin;
   date: string;
   hour: string;
   due_at: number;
@@ -166,6 +195,9 @@ export type ReminderRow = {
   unit: CalendarUnit | null;
   rtype: number | null;
   contact_id: number | null;
+  group_id: number | null;
+  always: number;
+  unless_ack: number;
   channels: string;
   state: ReminderState;
   sent_at: number | null;
@@ -181,6 +213,9 @@ export type ItemMirror = {
   held: number;
   gone: number;
   expiry: string | null;
+  acked: number;
+  snooze_until: string | null;
+  snooze_contact: number | null;
 };
 
 export function itemMirror(sql: SqlStorage, itemId: number): ItemMirror | undefined {
@@ -191,24 +226,35 @@ export function reminder(sql: SqlStorage, itemId: number, reminderId: number): R
   return sql.exec<ReminderRow>("SELECT * FROM reminders WHERE reminder_id = ? AND item_id = ? AND origin <> 'expiry'", reminderId, itemId).toArray()[0];
 }
 
+/** Whom a reminder goes to (default: the item's contact when it fires) and what an acknowledgement does to it. */
+export interface Recipients {
+  contactId: number | null;
+  groupId: number | null;
+  /** Sent even when the occurrence is acknowledged. */
+  always: boolean;
+  /** An escalation: fires only if nobody acknowledged by then (as every reminder but `always` ones). */
+  unlessAck: boolean;
+}
+export const ITEM_CONTACT: Recipients = { contactId: null, groupId: null, always: false, unlessAck: false };
+
 export interface NewReminder {
   itemId: number;
-  origin: "sequence" | "manual" | "expiry";
+  origin: Origin;
   date: string;
   hour: string;
   dueAt: number;
   relative: { period: number; unit: CalendarUnit; rtype: number } | null;
-  contactId: number | null;
+  to: Recipients;
   channels: Channel[];
-  held: boolean;
   now: number;
 }
 
+/** Inserts a reminder, queued; `reconcile` then holds it if its item says so. */
 export function insertReminder(sql: SqlStorage, r: NewReminder): number {
   const row = sql
     .exec<{ reminder_id: number }>(
-      `INSERT INTO reminders (item_id, origin, date, hour, due_at, period, unit, rtype, contact_id, channels, state, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING reminder_id`,
+      `INSERT INTO reminders (item_id, origin, date, hour, due_at, period, unit, rtype, contact_id, group_id, always, unless_ack, channels, state, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?) RETURNING reminder_id`,
       r.itemId,
       r.origin,
       r.date,
@@ -217,17 +263,19 @@ export function insertReminder(sql: SqlStorage, r: NewReminder): number {
       r.relative?.period ?? null,
       r.relative?.unit ?? null,
       r.relative?.rtype ?? null,
-      r.contactId,
+      r.to.contactId,
+      r.to.groupId,
+      r.to.always ? 1 : 0,
+      r.to.unlessAck ? 1 : 0,
       JSON.stringify(r.channels),
-      r.held ? "held" : "queued",
       r.now,
     )
     .one();
   return row.reminder_id;
 }
 
-/** Queues the sequence's steps for an item dated `anchor`; steps whose instant has passed are skipped. */
-export function queueSequence(sql: SqlStorage, itemId: number, anchor: string, steps: Step[], zone: string, channels: Channel[], held: boolean, now: number): number {
+/** Queues the sequence's steps for an item dated `anchor`; steps whose instant has passed are skipped. Call `reconcile` after. */
+export function queueSequence(sql: SqlStorage, itemId: number, anchor: string, steps: Step[], zone: string, channels: Channel[], now: number): number {
   let queued = 0;
   for (const step of steps) {
     const date = stepDate(anchor, step);
@@ -241,9 +289,8 @@ export function queueSequence(sql: SqlStorage, itemId: number, anchor: string, s
       hour: step.hour,
       dueAt,
       relative: { period: step.period, unit: step.unit, rtype: step.type },
-      contactId: null,
+      to: { contactId: step.contact_id ?? null, groupId: step.group_id ?? null, always: step.always === true, unlessAck: step.unless_acknowledged === true },
       channels,
-      held,
       now,
     });
     queued++;
@@ -262,15 +309,54 @@ export function reanchor(sql: SqlStorage, itemId: number, anchor: string, zone: 
   }
 }
 
-/** Completing or archiving holds the item's queued reminders. */
-export function hold(sql: SqlStorage, itemId: number): void {
-  sql.exec("UPDATE reminders SET state = 'held' WHERE item_id = ? AND state = 'queued'", itemId);
+/**
+ * Whether a waiting reminder of the item is held (SQL over `reminders`, parameters ?1 the item's
+ * held flag, ?2 its acknowledged flag, ?3 the snooze's instant or NULL):
+ * - completed or archived (held): all of them, item.expired included;
+ * - acknowledged: all but `always` ones;
+ * - snoozed: all before the snooze's reminder (its own row, origin 'snooze', is the instant).
+ */
+const WANT_HELD = `CASE WHEN origin = 'expiry' THEN ?1 ELSE (?1 OR (?2 AND always = 0) OR (origin <> 'snooze' AND ?3 IS NOT NULL AND due_at < ?3)) END`;
+
+/**
+ * Holds or queues the item's waiting reminders as its mirror says (completed or archived,
+ * acknowledged, snoozed): every change to those, and every reminder added, ends with it. A held
+ * reminder released after its time has passed is dropped, not sent late: a reminder about
+ * something already done, acknowledged or snoozed past is noise.
+ */
+export function reconcile(sql: SqlStorage, itemId: number, now: number): void {
+  const mirror = itemMirror(sql, itemId);
+  if (!mirror || mirror.gone) return;
+  const snoozeAt = sql
+    .exec<{ at: number | null }>("SELECT min(due_at) AS at FROM reminders WHERE item_id = ? AND origin = 'snooze' AND state IN ('queued', 'held')", itemId)
+    .one().at;
+  const facts = [mirror.held ? 1 : 0, mirror.acked ? 1 : 0, snoozeAt] as const;
+  sql.exec(`UPDATE reminders SET state = 'held' WHERE item_id = ?4 AND state = 'queued' AND ${WANT_HELD}`, ...facts, itemId);
+  sql.exec(`DELETE FROM reminders WHERE item_id = ?4 AND state = 'held' AND NOT ${WANT_HELD} AND due_at <= ?5`, ...facts, itemId, now);
+  sql.exec(`UPDATE reminders SET state = 'queued' WHERE item_id = ?4 AND state = 'held' AND NOT ${WANT_HELD}`, ...facts, itemId);
 }
 
-/** Reopening or restoring resumes held reminders still in the future; those that fell due meanwhile are dropped, not sent late. */
-export function resume(sql: SqlStorage, itemId: number, now: number): void {
-  sql.exec("DELETE FROM reminders WHERE item_id = ? AND state = 'held' AND due_at <= ?", itemId, now);
-  sql.exec("UPDATE reminders SET state = 'queued' WHERE item_id = ? AND state = 'held'", itemId);
+/**
+ * The item's snooze (`until`, a date, and who gets its reminder), as D1 says it: the waiting
+ * snooze reminder is replaced when it changed (none when the snooze ended, or its instant has
+ * passed); one already sent stays in the history. Call `reconcile` after.
+ */
+export function setSnooze(sql: SqlStorage, itemId: number, snooze: { until: string | null; contactId: number | null }, zone: string, channels: Channel[], now: number): void {
+  sql.exec("DELETE FROM reminders WHERE item_id = ? AND origin = 'snooze' AND state IN ('queued', 'held')", itemId);
+  if (snooze.until === null || !isCalendarDate(snooze.until)) return;
+  const dueAt = localToInstant(snooze.until, DEFAULT_HOUR, zone);
+  if (dueAt <= now) return;
+  insertReminder(sql, {
+    itemId,
+    origin: "snooze",
+    date: snooze.until,
+    hour: DEFAULT_HOUR,
+    dueAt,
+    relative: null,
+    to: { ...ITEM_CONTACT, contactId: snooze.contactId },
+    channels,
+    now,
+  });
 }
 
 /** A deleted item: its reminders and their pending deliveries go; the triggered feed keeps what was sent. */
@@ -332,11 +418,11 @@ export function rezone(sql: SqlStorage, zone: string): void {
  * The item's item.expired: one hidden reminder row (origin 'expiry', no channels) at 00:00 local of
  * its date, queued only while that instant is ahead. Replaces the waiting one (a new date, a renewal).
  */
-export function setExpiry(sql: SqlStorage, itemId: number, date: string, zone: string, held: boolean, now: number): void {
+export function setExpiry(sql: SqlStorage, itemId: number, date: string, zone: string, now: number): void {
   sql.exec("DELETE FROM reminders WHERE item_id = ? AND origin = 'expiry' AND state IN ('queued', 'held')", itemId);
   if (!isCalendarDate(date)) return;
   const dueAt = localToInstant(date, EXPIRY_HOUR, zone);
   if (dueAt <= now) return;
-  insertReminder(sql, { itemId, origin: "expiry", date, hour: EXPIRY_HOUR, dueAt, relative: null, contactId: null, channels: [], held, now });
+  insertReminder(sql, { itemId, origin: "expiry", date, hour: EXPIRY_HOUR, dueAt, relative: null, to: ITEM_CONTACT, channels: [], now });
 }
 export const EXPIRY_HOUR = "00:00";

@@ -18,6 +18,7 @@
 // Guards fail the whole batch through a named CHECK constraint (idempotency_keys.fence, the empty
 // table write_guards), so a lost race is a clean 409 or 412 with nothing written.
 import type { BatchItem } from "drizzle-orm/batch";
+import type { Via } from "../lib/actors";
 import { apiError } from "../lib/errors";
 
 /** A statement a commit takes: a drizzle query (its result is drizzle's) or a prepared D1 statement (its D1Result). */
@@ -37,6 +38,10 @@ export interface AuditActor {
   userId: number | null;
   requestId: string | null;
   operationId: string | null;
+  /** A recipient acting from a reminder's page (no API client): the contact. */
+  contactId?: number | null;
+  /** How the actor acted (src/lib/actors.ts); absent or null: the service itself. */
+  via?: Via | null;
 }
 
 /** An If-Match precondition: the version of the record the request's ETag was checked against. */
@@ -132,9 +137,9 @@ export async function commit<const T extends readonly Statement[]>(d1: D1Databas
 function auditContext(d1: D1Database, actor: AuditActor): D1PreparedStatement {
   return d1
     .prepare(
-      "INSERT OR REPLACE INTO audit_context (slot, account_id, company_id, at, client_id, user_id, request_id, operation_id) VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
+      "INSERT OR REPLACE INTO audit_context (slot, account_id, company_id, at, client_id, user_id, request_id, operation_id, contact_id, via) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
-    .bind(actor.accountId, actor.companyId, Date.now(), actor.clientId, actor.userId, actor.requestId, actor.operationId);
+    .bind(actor.accountId, actor.companyId, Date.now(), actor.clientId, actor.userId, actor.requestId, actor.operationId, actor.contactId ?? null, actor.via ?? null);
 }
 
 /** Fails the batch (CHECK of write_guards) unless the record still has the version the ETag was checked against. */

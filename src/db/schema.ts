@@ -304,8 +304,23 @@ export const items = sqliteTable(
     recurUntil: text("recur_until"),
     recurCount: integer("recur_count"),
     recurAnchor: text("recur_anchor"),
+    // The acknowledgement of the current occurrence (docs/reminders.md, "Acknowledgement and snooze"):
+    // valid only while ack_epoch = schedule_epoch, so a renewal starts the new occurrence
+    // unacknowledged (it also clears these in its own UPDATE). `acknowledgement` is the JSON the
+    // detail shows: {at, by: {type, id}, via, note}.
+    ackEpoch: integer("ack_epoch"),
+    acknowledgement: text("acknowledgement"),
+    // A snooze of the current occurrence, valid while snooze_epoch = schedule_epoch: nothing is sent
+    // before snoozed_until (a date), then one reminder at the default hour, to snooze_contact_id when a
+    // recipient snoozed from their page, else to the item's contact.
+    snoozeEpoch: integer("snooze_epoch"),
+    snoozedUntil: text("snoozed_until"),
+    snoozeContactId: integer("snooze_contact_id"),
   },
   (t) => [
+    // The list's acknowledged=true|false: the company's items by whether their current occurrence is
+    // acknowledged, in (expiry_date, id) order (the expression is itemFilter's, character for character).
+    index("items_company_ack_date_idx").on(t.companyId, t.archived, sql`(ack_epoch IS schedule_epoch)`, t.expiryDate, t.id),
     // The list's recurring=true: the company's recurring items in (expiry_date, id) order.
     index("items_company_recurring_idx").on(t.companyId, t.archived, t.expiryDate, t.id).where(sql`recur_every IS NOT NULL`),
     uniqueIndex("items_company_external_id_uq").on(t.companyId, t.externalId).where(sql`external_id IS NOT NULL`),
@@ -853,6 +868,9 @@ export const auditLog = sqliteTable(
     actorCompanyId: integer("actor_company_id"),
     requestId: text("request_id"),
     operationId: text("operation_id"),
+    // The contact who acted from a reminder's page, and how the actor acted (api, link; null: the service).
+    contactId: integer("contact_id"),
+    via: text("via"),
     resourceType: text("resource_type").notNull(),
     resourceId: text("resource_id").notNull(),
     action: text("action").notNull(),
@@ -888,6 +906,9 @@ export const auditContext = sqliteTable(
     userId: integer("user_id"),
     requestId: text("request_id"),
     operationId: text("operation_id"),
+    // A recipient acting from a reminder's page (no API client), and how the actor acted: api, link.
+    contactId: integer("contact_id"),
+    via: text("via"),
   },
   (t) => [check("audit_context_one_row", sql`${t.slot} = 1`)],
 );

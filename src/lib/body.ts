@@ -51,6 +51,9 @@ export const BODY_RULES: readonly BodyRule[] = [
   { method: "PUT", path: "/v1/uploads", limit: MAX_UPLOAD_BYTES, mode: "stream" },
   // An import file (src/routes/imports/routes.ts): read whole, then stored in R2 for the job.
   { method: "POST", path: "/v1/imports", limit: 20 * MiB },
+  // A recipient page's form (src/routes/recipient-pages/routes.ts): an action, a date or a short note.
+  { method: "POST", path: "/r/:token", limit: 8 * KiB },
+  { method: "POST", path: "/r/:token/:action", limit: 8 * KiB },
 ];
 
 const DEFAULT_RULE: Required<BodyRule> = { method: "*", path: "*", limit: DEFAULT_BODY_LIMIT, mode: "buffer", shape: "api" };

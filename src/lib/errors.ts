@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { echo } from "./echo";
+import { redactSecrets } from "./secret-paths";
 
 /** Shape A: OAuth-style errors for authentication and scope problems. */
 export interface OAuthErrorBody {
@@ -90,6 +91,6 @@ export function renderError(thrown: Error, c: Context): Response {
     const msg = status === 415 ? "Content-Type must be application/json" : err.message || "Bad request";
     return c.json({ ...bounded({ success: false, msg } satisfies ApiErrorBody), request_id: requestId }, status);
   }
-  console.error(JSON.stringify({ level: "error", request_id: requestId, path: echo(c.req.path), method: c.req.method, error: String(err?.stack ?? err) }));
+  console.error(JSON.stringify({ level: "error", request_id: requestId, path: echo(redactSecrets(c.req.path)), method: c.req.method, error: String(err?.stack ?? err) }));
   return c.json({ success: false, msg: "Internal server error", request_id: requestId } satisfies ApiErrorBody, 500);
 }

@@ -2,6 +2,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppBindings } from "../env";
 import { echo } from "./echo";
+import { redactSecrets } from "./secret-paths";
 
 /** A client's own `X-Request-Id` is kept when it is 1–128 characters of these (UUIDs, hex, `req_…`, `1-5f…`). */
 export const SANE_REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9._:@+=\/-]{0,127}$/;
@@ -57,7 +58,7 @@ function logRequest(c: Context<AppBindings>, requestId: string, durationMs: numb
       msg: "request",
       request_id: requestId,
       method: c.req.method,
-      path: echo(c.req.path, 200),
+      path: echo(redactSecrets(c.req.path), 200),
       status: c.res.status,
       duration_ms: durationMs,
       company_id: auth?.companyId ?? null,

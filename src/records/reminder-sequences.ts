@@ -2,12 +2,12 @@ import { and, asc, count, desc, eq, ne, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { MAX_ATTEMPTS, lostRace, writeBatch } from "../db/guarded";
-import { companies, items, reminderSequences } from "../db/schema";
+import { companies, contactGroups, contacts, items, reminderSequences } from "../db/schema";
 import { echo } from "../lib/echo";
 import { badRequest, conflict, notFound } from "../lib/errors";
 import { toFlag } from "../lib/schemas";
 import { nameKey } from "../lib/text-key";
-import { parseSteps, type Step } from "../company-clock/sequence-steps";
+import { parseSteps, stepOutput, type Step } from "../company-clock/sequence-steps";
 import { MAX_SEQUENCES, type CreateSequenceInput, type ReminderSequenceOutput, type UpdateSequenceInput } from "../schemas/reminder-sequences";
 
 const sequenceColumns = {
@@ -20,12 +20,46 @@ const sequenceColumns = {
 export type SequenceRow = { id: number; name: string; isDefault: number; steps: string };
 
 export function sequenceOutput(row: SequenceRow): ReminderSequenceOutput {
-  return { seqid: row.id, name: row.name, isdefault: toFlag(row.isDefault), reminders: parseSteps(row.steps) };
+  return { seqid: row.id, name: row.name, isdefault: toFlag(row.isDefault), reminders: parseSteps(row.steps).map(stepOutput) };
 }
 
-/** Steps as stored in reminder_sequences.steps: normalised (unit singular, hour filled in), in order. */
+/**
+ * Steps as stored in reminder_sequences.steps: normalised (unit singular, hour filled in), in order;
+ * a recipient and an acknowledgement rule only when the step has them.
+ */
 export const stepsJson = (steps: Step[]) =>
-  JSON.stringify(steps.map(({ period, unit, type, hour }) => ({ period, unit, type, hour })));
+  JSON.stringify(
+    steps.map(({ period, unit, type, hour, contact_id, group_id, always, unless_acknowledged }) => ({
+      period,
+      unit,
+      type,
+      hour,
+      ...(group_id ? { group_id } : contact_id ? { contact_id } : {}),
+      ...(always ? { always: true } : unless_acknowledged ? { unless_acknowledged: true } : {}),
+    })),
+  );
+
+/**
+ * 400 naming the first step whose contact or contact group is not the company's
+ * (`reminders.2.group_id`): one read for every step. A group deleted later leaves its steps
+ * without recipients (their deliveries say so when they fire).
+ */
+async function checkStepRecipients(db: Db, companyId: number, steps: Step[]): Promise<void> {
+  const refs = steps.flatMap((step, i) =>
+    step.group_id ? [{ i, kind: "group_id", id: step.group_id }] : step.contact_id ? [{ i, kind: "contact_id", id: step.contact_id }] : [],
+  );
+  if (refs.length === 0) return;
+  const missing = await db.all<{ i: number; kind: string; id: number }>(sql`
+    SELECT r.value ->> '$.i' AS i, r.value ->> '$.kind' AS kind, r.value ->> '$.id' AS id FROM json_each(${JSON.stringify(refs)}) AS r
+    WHERE NOT CASE r.value ->> '$.kind'
+      WHEN 'group_id' THEN EXISTS (SELECT 1 FROM ${contactGroups} AS g WHERE g.id = r.value ->> '$.id' AND g.company_id = ${companyId})
+      ELSE EXISTS (SELECT 1 FROM ${contacts} AS c WHERE c.id = r.value ->> '$.id' AND c.company_id = ${companyId}) END
+    ORDER BY r.key LIMIT 1`);
+  const first = missing[0];
+  if (first) {
+    throw badRequest(`reminders.${first.i}.${first.kind}: ${first.kind === "group_id" ? `contact group ${first.id} is not a contact group` : `contact ${first.id} is not a contact`} of the company`);
+  }
+}
 
 // ---- for other modules (items): conditions that go inside their own statements ----
 
@@ -79,6 +113,7 @@ export async function getSequence(db: Db, companyId: number, seqId: number): Pro
 export async function createSequence(db: Db, companyId: number, input: CreateSequenceInput): Promise<SequenceRow> {
   const name = input.name;
   const key = nameKey(name);
+  await checkStepRecipients(db, companyId, input.reminders);
   const steps = stepsJson(input.reminders);
   const underLimit = sql`(SELECT count(*) FROM reminder_sequences AS q WHERE q.company_id = ${companyId}) < ${MAX_SEQUENCES}`;
   const isDefault =
@@ -132,6 +167,7 @@ export async function createSequence(db: Db, companyId: number, input: CreateSeq
  * of writing over it. Making it the default unsets the previous default first, in the same batch.
  */
 export async function updateSequence(db: Db, companyId: number, seqId: number, input: UpdateSequenceInput): Promise<SequenceRow> {
+  if (input.reminders !== undefined) await checkStepRecipients(db, companyId, input.reminders);
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const current = await getSequence(db, companyId, seqId);
     if (current.isDefault === 1 && input.isdefault === 0) {

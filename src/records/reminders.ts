@@ -1,6 +1,6 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { contacts, items, reminderSync } from "../db/schema";
+import { contactGroups, contacts, items, reminderSync } from "../db/schema";
 import type { Env } from "../env";
 import { apiError, badRequest, notFound } from "../lib/errors";
 import { channelProblem, WEBHOOK_CHANNEL_PROBLEM } from "../company-clock/channels";
@@ -20,17 +20,19 @@ export function unwrap<R>(result: R): Exclude<R, { error: unknown }> {
  * The item as D1 has it, before the Durable Object is asked: 404 when it is not in the company,
  * and whether the object has still to apply a change (then the call syncs it first).
  */
-export async function itemForReminders(db: Db, companyId: number, itemId: number, contactId?: number): Promise<{ syncFirst: boolean }> {
-  const [[item], [contact]] = await db.batch([
+export async function itemForReminders(db: Db, companyId: number, itemId: number, refs: { contactId?: number | null; groupId?: number | null } = {}): Promise<{ syncFirst: boolean }> {
+  const [[item], [contact], [group]] = await db.batch([
     db
       .select({ pending: sql<number>`(${reminderSync.version} IS NULL OR ${reminderSync.version} > ${reminderSync.syncedVersion})` })
       .from(items)
       .leftJoin(reminderSync, and(eq(reminderSync.companyId, items.companyId), eq(reminderSync.itemId, items.id)))
       .where(and(eq(items.id, itemId), eq(items.companyId, companyId))),
-    db.select({ id: contacts.id }).from(contacts).where(and(eq(contacts.id, contactId ?? 0), eq(contacts.companyId, companyId))),
+    db.select({ id: contacts.id }).from(contacts).where(and(eq(contacts.id, refs.contactId ?? 0), eq(contacts.companyId, companyId))),
+    db.select({ id: contactGroups.id }).from(contactGroups).where(and(eq(contactGroups.id, refs.groupId ?? 0), eq(contactGroups.companyId, companyId))),
   ]);
   if (!item) throw notFound("Item");
-  if (contactId && !contact) throw badRequest(`contact_id ${contactId} does not exist`);
+  if (refs.contactId && !contact) throw badRequest(`contact_id ${refs.contactId} does not exist`);
+  if (refs.groupId && !group) throw badRequest(`group_id ${refs.groupId} is not a contact group of the company`);
   return { syncFirst: item.pending === 1 };
 }
 
@@ -58,6 +60,9 @@ export function reminderInput(body: Partial<CreateReminderInput>): ReminderInput
     unit: body.unit,
     rtype: body.rtype,
     contactId: body.contact_id === undefined ? undefined : body.contact_id || null,
+    groupId: body.group_id === undefined ? undefined : body.group_id || null,
+    always: body.always,
+    unlessAck: body.unless_acknowledged,
     channels: body.channels,
   };
 }

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import { cleanText, integerString } from "../lib/schemas";
+import { VIAS } from "../lib/actors";
+import { cleanText, integerString, nullableEnum } from "../lib/schemas";
 
 /** What the log keeps (docs/audit-log.md, "Retention"): the cron job deletes older entries. */
 export const RETENTION_DAYS = 365;
@@ -95,6 +96,14 @@ export const AuditEntrySchema = z
         client_id: z.string().nullable().openapi({ example: "demo-owner", description: "null: the service itself (an automatic renewal, the operator's CLI)" }),
         user_id: z.number().int().nullable().openapi({ example: 1 }),
         company_id: z.number().int().nullable().openapi({ example: 1, description: "The company of the actor's token" }),
+        contact_id: z.number().int().nullable().openapi({
+          example: null,
+          description: "The contact who acted as a reminder's recipient, from the page its email links to (`via: link`; no client then); null otherwise",
+        }),
+        via: nullableEnum(VIAS).openapi({
+          example: "api",
+          description: "How the actor acted: `api` (a request with a bearer token, or the token endpoint), `link` (a recipient's page); null: the service itself",
+        }),
       })
       .openapi("AuditActor"),
     company_id: z.number().int().openapi({ example: 1, description: "The company the resource belongs to" }),

@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { isCalendarDate } from "../lib/time";
 import { Timestamp, cleanText, idField, idQuery, integerString, optionalText, paginationQuery, requiredText, searchQuery } from "../lib/schemas";
 import { ItemRemindersSchema } from "./reminders";
+import { VIAS } from "../lib/actors";
 import { CUSTOM_PERIOD, PERIODS, PERIOD_DESCRIPTION, isPeriod } from "../lib/period";
 import { RECURRENCE_UNITS, RENEW_ON, UPCOMING, type RuleKey } from "../lib/recurrence";
 
@@ -43,6 +44,22 @@ export const RecurrenceSchema = z
   })
   .openapi("Recurrence", { description: RECURRENCE_DESCRIPTION });
 
+export const ActionBySchema = z
+  .object({
+    type: z.enum(["contact", "client"]).openapi({ example: "contact", description: "contact: a recipient, from a reminder's page; client: an API client" }),
+    id: z.union([z.number().int(), z.string()]).openapi({ example: 42, description: "The contact's id (an integer) or the API client's client_id (a string)" }),
+  })
+  .openapi("ActionBy");
+
+export const AcknowledgementSchema = z
+  .object({
+    at: z.string().openapi({ example: "2027-02-22T09:14:03.120Z", description: "When it was acknowledged (UTC, RFC 3339)" }),
+    by: ActionBySchema,
+    via: z.enum(VIAS).openapi({ example: "link", description: "link: from the reminder's page; api: through the API" }),
+    note: z.string().nullable().openapi({ example: "Booked the inspector for March 3", description: "What the acknowledger wrote; null: nothing" }),
+  })
+  .openapi("Acknowledgement", { description: "The acknowledgement of the item's current occurrence" });
+
 export const ItemDetailSchema = ItemListEntrySchema.extend({
   tags: z.array(z.string()).openapi({ example: ["fire", "building A"] }),
   reminders: ItemRemindersSchema,
@@ -68,6 +85,15 @@ export const ItemDetailSchema = ItemListEntrySchema.extend({
     .array(z.object({ autonum: z.number().int(), field_name: z.string(), value: z.string() }))
     .openapi({ description: "Extension: the item's custom field values (set by imports), in the document type's field order" }),
   recurrence: RecurrenceSchema.nullable().openapi({ description: "The item's recurrence rule; null for an item that does not recur" }),
+  acknowledgement: AcknowledgementSchema.nullable().openapi({
+    description:
+      "Extension: the acknowledgement of the current occurrence (POST /v1/items/{item_id}/acknowledge, or a recipient's \"I'm on it\"); null: none. A renewal starts the next occurrence unacknowledged.",
+  }),
+  snoozed_until: z.string().nullable().openapi({
+    format: "date",
+    example: null,
+    description: "Extension: the current occurrence's reminders wait until this date (company time zone); null: not snoozed, or the date has passed",
+  }),
   next_occurrences: z.array(z.string().openapi({ format: "date" })).openapi({
     example: ["2027-04-30", "2027-05-31", "2027-06-30"],
     description: `The next ${UPCOMING} dates the rule will renew the item to, after its current date (fewer when until or count end the rule first; [] without a rule)`,
@@ -252,6 +278,13 @@ export const ListItemsQuery = z.object({
     .enum(["true", "false"], { error: "recurring must be true or false" })
     .optional()
     .openapi({ param: { name: "recurring", in: "query" }, description: "Extension: true, only items with a recurrence rule; false, only items without one" }),
+  acknowledged: z
+    .enum(["true", "false"], { error: "acknowledged must be true or false" })
+    .optional()
+    .openapi({
+      param: { name: "acknowledged", in: "query" },
+      description: "Extension: true, only items whose current occurrence is acknowledged; false, only those not acknowledged",
+    }),
   external_id: cleanText("external_id")
     .max(255, { error: "external_id must be at most 255 characters" })
     .optional()
@@ -278,6 +311,7 @@ export const ItemListEnvelope = z
 
 export type ItemListEntry = z.infer<typeof ItemListEntrySchema>;
 export type ItemDetail = z.infer<typeof ItemDetailSchema>;
+export type Acknowledgement = z.infer<typeof AcknowledgementSchema>;
 export type CreateItemInput = z.infer<typeof CreateItemSchema>;
 export type UpdateItemInput = z.infer<typeof UpdateItemSchema>;
 export type ListItemsInput = z.infer<typeof ListItemsQuery>;

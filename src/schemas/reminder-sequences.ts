@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { Flag, flagField, requiredText } from "../lib/schemas";
-import { DEFAULT_HOUR, StepOutput, StepSchema, type Step } from "../company-clock/sequence-steps";
+import { DEFAULT_HOUR, MAX_GROUP_RECIPIENTS, StepOutput, StepSchema, type Step } from "../company-clock/sequence-steps";
 
 /** Most sequences per company, and most steps (reminders) per sequence. */
 export const MAX_SEQUENCES = 50;
@@ -16,9 +16,9 @@ export const ReminderSequenceSchema = z
     reminders: z.array(StepOutput).openapi({
       description: "The steps, in the order they were sent; unit always singular",
       example: [
-        { period: 30, unit: "day", type: 1, hour: "09:00" },
-        { period: 7, unit: "day", type: 1, hour: "09:00" },
-        { period: 0, unit: "day", type: 1, hour: "09:00" },
+        { period: 7, unit: "day", type: 1, hour: "09:00", contact_id: null, group_id: null, unless_acknowledged: false, always: false },
+        { period: 3, unit: "day", type: 1, hour: "09:00", contact_id: null, group_id: 2, unless_acknowledged: true, always: false },
+        { period: 0, unit: "day", type: 1, hour: "09:00", contact_id: null, group_id: null, unless_acknowledged: false, always: true },
       ],
     }),
   })
@@ -42,7 +42,9 @@ export const ReminderSequenceListEnvelope = z
  * once normalised, and period 0 (the item's date itself) whatever its unit and type.
  */
 export function stepKey(step: Step): string {
-  return step.period === 0 ? `0|${step.hour}` : `${step.period}|${step.unit}|${step.type}|${step.hour}`;
+  // Steps to different recipients may share a moment (the contact and, at once, a group).
+  const to = step.group_id ? `g${step.group_id}` : step.contact_id ? `c${step.contact_id}` : "item";
+  return step.period === 0 ? `0|${step.hour}|${to}` : `${step.period}|${step.unit}|${step.type}|${step.hour}|${to}`;
 }
 
 /** A step repeated (same moment as an earlier one) is 400 naming both. */
@@ -52,12 +54,18 @@ function uniqueSteps(steps: Step[], ctx: z.RefinementCtx) {
     const key = stepKey(step);
     const first = seen.get(key);
     if (first !== undefined) {
-      ctx.addIssue({ code: "custom", path: [i], message: `reminders.${i} repeats reminders.${first} (the same period, unit, type and hour)` });
+      ctx.addIssue({ code: "custom", path: [i], message: `reminders.${i} repeats reminders.${first} (the same period, unit, type, hour and recipient)` });
     } else seen.set(key, i);
   });
 }
 
-const STEP_RULES = `1 to ${MAX_STEPS} steps, each {period 0-1000, unit day|week|month|year (plurals accepted, stored singular), type 1 before / 2 after the item's date, hour HH:MM local time (default ${DEFAULT_HOUR})}. Two steps that fall on the same moment (same period, unit, type and hour; period 0 whatever the unit and type) are 400.`;
+const STEP_RULES =
+  `1 to ${MAX_STEPS} steps, each {period 0-1000, unit day|week|month|year (plurals accepted, stored singular), type 1 before / 2 after the item's date, ` +
+  `hour HH:MM local time (default ${DEFAULT_HOUR})}, optionally with a recipient (contact_id, or group_id: every contact of the group, ` +
+  `de-duplicated by address, at most ${MAX_GROUP_RECIPIENTS}; default the item's contact) and an acknowledgement rule (always: sent even when ` +
+  `acknowledged; unless_acknowledged: an escalation, fired only if nobody acknowledged by then). Two steps to the same recipient that fall on ` +
+  `the same moment (same period, unit, type and hour; period 0 whatever the unit and type) are 400; a contact or group not of the company is 400 ` +
+  `naming the step (reminders.2.group_id).`;
 
 const reminders = z
   .array(StepSchema)

@@ -3,13 +3,17 @@ import { idField, integerString, nullableEnum } from "../lib/schemas";
 import { isCalendarDate } from "../lib/time";
 import { CHANNELS } from "../company-clock/channels";
 import { DELIVERY_STATES } from "../company-clock/store";
-import { UNITS, hourField, periodField, rtypeField, unitField } from "../company-clock/sequence-steps";
+import { UNITS, checkRecipients, hourField, periodField, recipientFields, rtypeField, unitField } from "../company-clock/sequence-steps";
 
 const Iso = z.string().openapi({ example: "2027-02-22T08:00:00.000Z", description: "UTC instant, ISO 8601" });
 
 const DeliveryEntry = z
   .object({
     channel: z.string().openapi({ example: "email" }),
+    contact_id: z.number().int().nullable().openapi({
+      example: 42,
+      description: "The recipient of this delivery: each contact a reminder goes to (the item's, the reminder's, or each of its group's) is its own delivery. null while the recipients are being resolved, or when there was nobody to send to",
+    }),
     state: z.enum(DELIVERY_STATES).openapi({
       description:
         "pending: waiting for its (next) attempt; sent: handed to the provider; failed: every attempt failed; no_recipient: nobody to send to " +
@@ -29,16 +33,24 @@ export const ReminderEntry = z
     date: z.string().openapi({ example: "2027-02-22", description: "Local date in the company's time zone" }),
     hour: z.string().openapi({ example: "09:00", description: "Local time HH:MM in the company's time zone" }),
     sent: z.boolean(),
-    state: z.enum(["queued", "held", "sent"]).openapi({ description: "Extension. held: queued, but the item is completed or archived" }),
-    origin: z.enum(["sequence", "manual"]).openapi({ description: "Extension: from the item's reminder sequence or added through the API" }),
+    state: z.enum(["queued", "held", "sent"]).openapi({
+      description:
+        "Extension. held: waiting, but not to be sent while the item is completed or archived, its occurrence is acknowledged (unless `always`), or it is snoozed past this reminder",
+    }),
+    origin: z.enum(["sequence", "manual", "snooze"]).openapi({
+      description: "Extension: from the item's reminder sequence, added through the API, or the one reminder a snooze sends on its date",
+    }),
     due_at: Iso.openapi({ description: "Extension: the UTC instant the date and hour resolve to" }),
     period: z.number().int().nullable().openapi({ description: "Extension: set when relative to the item's date" }),
     unit: nullableEnum(UNITS),
     rtype: z.number().int().nullable().openapi({ description: "1: before the item's date; 2: after" }),
-    contact_id: z.number().int().openapi({ description: "Extension: the recipient; 0 means the item's contact at sending time" }),
+    contact_id: z.number().int().openapi({ description: "Extension: the recipient; 0 means the item's contact when it fires (or the group's contacts)" }),
+    group_id: z.number().int().nullable().openapi({ description: "Extension: the contact group it goes to (every contact of it, resolved when it fires); null: none" }),
+    always: z.boolean().openapi({ description: "Extension: sent even when the item's occurrence is acknowledged" }),
+    unless_acknowledged: z.boolean().openapi({ description: "Extension: an escalation, fired only if nobody acknowledged the occurrence by then" }),
     channels: z.array(z.string()).openapi({ example: ["email"] }),
     sent_at: Iso.nullable().openapi({ description: "Extension: when it was sent (null while queued)" }),
-    deliveries: z.array(DeliveryEntry).openapi({ description: "Extension: delivery state per channel (sent reminders)" }),
+    deliveries: z.array(DeliveryEntry).openapi({ description: "Extension: delivery state per channel and recipient (sent reminders)" }),
   })
   .openapi("ReminderEntry");
 
@@ -84,17 +96,25 @@ function checkTime(v: { date?: string; period?: number; unit?: string; rtype?: n
   }
 }
 
+const recipients = { contact_id: contactId.optional(), group_id: recipientFields.group_id, unless_acknowledged: recipientFields.unless_acknowledged, always: recipientFields.always };
+
 export const CreateReminderSchema = z
-  .strictObject({ ...timeFields, contact_id: contactId.optional(), channels: channels.optional() })
-  .superRefine((v, ctx) => checkTime(v, ctx, true))
+  .strictObject({ ...timeFields, ...recipients, channels: channels.optional() })
+  .superRefine((v, ctx) => {
+    checkTime(v, ctx, true);
+    checkRecipients(v, ctx);
+  })
   .openapi("CreateReminder", {
     description:
       "Either an absolute `date` + `hour`, or `period` + `unit` + `rtype` relative to the item's date; `hour` defaults to 09:00, local time in the company's time zone.",
   });
 
 export const UpdateReminderSchema = z
-  .strictObject({ ...timeFields, contact_id: contactId.optional(), channels: channels.optional() })
-  .superRefine((v, ctx) => checkTime(v, ctx, false))
+  .strictObject({ ...timeFields, ...recipients, channels: channels.optional() })
+  .superRefine((v, ctx) => {
+    checkTime(v, ctx, false);
+    checkRecipients(v, ctx);
+  })
   .refine((v) => Object.values(v).some((x) => x !== undefined), { error: "No updatable fields provided" })
   .openapi("UpdateReminder");
 

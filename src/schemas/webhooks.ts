@@ -1,8 +1,9 @@
 import { z } from "@hono/zod-openapi";
-import { Timestamp, cleanText, optionalText } from "../lib/schemas";
+import { Timestamp, cleanText, nullableEnum, optionalText } from "../lib/schemas";
 import { EVENT_TYPES, EventTypeSchema, EventsInput, type EventType } from "../webhooks/events";
 import { MAX_URL_CHARS } from "../webhooks/urls";
-import { ItemListEntrySchema } from "./items";
+import { VIAS } from "../lib/actors";
+import { AcknowledgementSchema, ActionBySchema, ItemListEntrySchema } from "./items";
 import { ReminderEntry } from "./reminders";
 import { TaskSchema } from "./tasks";
 
@@ -116,7 +117,9 @@ export type UpdateWebhookInput = z.infer<typeof UpdateWebhookSchema>;
 
 // ---- event payloads (published as components; OpenAPI 3.0.3 has no `webhooks` section) ----
 
-const ITEM_EVENT_TYPES = EVENT_TYPES.filter((t) => t.startsWith("item.")) as EventType[];
+/** A person's or a program's action on an item's current occurrence (src/records/items/actions.ts). */
+export const ITEM_ACTION_EVENT_TYPES = ["item.acknowledged", "item.unacknowledged", "item.snoozed", "item.unsnoozed"] as const satisfies readonly EventType[];
+const ITEM_EVENT_TYPES = EVENT_TYPES.filter((t) => t.startsWith("item.") && !(ITEM_ACTION_EVENT_TYPES as readonly string[]).includes(t)) as EventType[];
 const TASK_EVENT_TYPES = EVENT_TYPES.filter((t) => t.startsWith("task.")) as EventType[];
 
 const eventTimestamp = Iso.openapi({ description: "When the event happened (UTC, ISO 8601); the webhook-timestamp header is the time of the attempt" });
@@ -192,8 +195,31 @@ export const WebhookTestEventSchema = z
   })
   .openapi("WebhookTestEvent", { description: "Sent by POST /v1/webhooks/{webhook_id}/test to that endpoint only" });
 
+export const WebhookItemActionEventSchema = z
+  .object({
+    type: z.enum(ITEM_ACTION_EVENT_TYPES).openapi({ example: "item.acknowledged" }),
+    timestamp: eventTimestamp,
+    data: ItemListEntrySchema.extend({
+      acknowledgement: AcknowledgementSchema.nullable().openapi({ description: "The acknowledgement of the current occurrence after the action; null: none" }),
+      snoozed_until: z.string().nullable().openapi({ format: "date", example: null, description: "The current occurrence's snooze after the action; null: none" }),
+      // Inline, not a $ref: a nullable reference is published as allOf without a type.
+      by: z.object(ActionBySchema.shape).nullable().openapi({ description: "Who acted: a contact (from a reminder's page) or an API client; null: the service itself" }),
+      via: nullableEnum(VIAS).openapi({ example: "link", description: "How: link (a reminder's page) or api" }),
+    }).openapi("WebhookItemActionData"),
+  })
+  .openapi("WebhookItemActionEvent", {
+    description: "item.acknowledged, item.unacknowledged, item.snoozed, item.unsnoozed: the item entry with the occurrence's acknowledgement and snooze after the action, and who acted how",
+  });
+
 export const WebhookPayloadSchema = z
-  .discriminatedUnion("type", [WebhookItemEventSchema, WebhookReminderSentEventSchema, WebhookTaskEventSchema, WebhookFileUploadedEventSchema, WebhookTestEventSchema])
+  .discriminatedUnion("type", [
+    WebhookItemEventSchema,
+    WebhookItemActionEventSchema,
+    WebhookReminderSentEventSchema,
+    WebhookTaskEventSchema,
+    WebhookFileUploadedEventSchema,
+    WebhookTestEventSchema,
+  ])
   .openapi("WebhookPayload", {
     description:
       "The JSON body POSTed to an endpoint: {type, timestamp, data} (Standard Webhooks), signed in the webhook-id, webhook-timestamp and webhook-signature headers. `data` has the shape of the API's own output for the record.",
@@ -241,9 +267,14 @@ const ReminderExample = {
   unit: "day",
   rtype: 1,
   contact_id: 0,
+  group_id: null,
+  always: false,
+  unless_acknowledged: false,
   channels: ["email"],
   sent_at: "2027-03-01T08:00:00.412Z",
 };
+
+const AcknowledgementExample = { at: "2027-03-02T07:41:09.220Z", by: { type: "contact", id: 42 }, via: "link", note: "Booked the inspector for March 3" };
 
 export type WebhookPayload = z.infer<typeof WebhookPayloadSchema>;
 
@@ -255,6 +286,11 @@ function exampleData(type: EventType): unknown {
   if (type.startsWith("task.")) return TaskExample;
   if (type === "item.archived") return { ...ItemExample, active: false };
   if (type === "item.status_changed") return { ...ItemExample, status: "completed" };
+  const by = { type: "contact", id: 42 };
+  if (type === "item.acknowledged") return { ...ItemExample, acknowledgement: AcknowledgementExample, snoozed_until: null, by, via: "link" };
+  if (type === "item.unacknowledged") return { ...ItemExample, acknowledgement: null, snoozed_until: null, by: { type: "client", id: "ck_erp_sync" }, via: "api" };
+  if (type === "item.snoozed") return { ...ItemExample, acknowledgement: null, snoozed_until: "2027-03-10", by, via: "link" };
+  if (type === "item.unsnoozed") return { ...ItemExample, acknowledgement: null, snoozed_until: null, by, via: "link" };
   return ItemExample;
 }
 

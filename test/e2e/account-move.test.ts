@@ -29,11 +29,22 @@ function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr:
 
 const field = (output: string, name: string) => new RegExp(`^\\s*${name}:\\s+(\\S+)`, "m").exec(output)![1]!;
 
+/**
+ * One call. A write carries an Idempotency-Key and is sent again once when the connection was closed
+ * under it: after a long pause (the CLI's D1 reads), the server may close the idle keep-alive
+ * connection just as the next request goes out ("other side closed"), which fetch retries only for GETs.
+ */
 async function http(method: string, path: string, token: string, body?: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(`${service!.base}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "Content-Type": "application/json" }), ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
+  const key: Record<string, string> = method === "GET" ? {} : { "Idempotency-Key": crypto.randomUUID() };
+  const send = () =>
+    fetch(`${service!.base}${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${token}`, ...key, ...(body === undefined ? {} : { "Content-Type": "application/json" }), ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  const res = await send().catch((error: unknown) => {
+    if (!String((error as { cause?: unknown }).cause ?? error).includes("other side closed")) throw error;
+    return send();
   });
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: text.startsWith("{") ? JSON.parse(text) : text };

@@ -131,8 +131,12 @@ describe("every operation through Prism's validating proxy", () => {
 
   it("the public operations and the token endpoint in its three client-auth forms", async () => {
     await expectStatus(200, "GET", "/");
+    // GET /'s page for browsers, the other representation of its 200 (text/html).
+    const page = await expectStatus(200, "GET", "/", { headers: { Accept: "text/html,application/xhtml+xml,*/*;q=0.8" } });
+    expect(page.headers.get("Content-Type")).toMatch(/^text\/html/);
     await expectStatus(200, "GET", "/health");
     await expectStatus(200, "GET", "/.well-known/oauth-authorization-server");
+    await expectStatus(200, "GET", "/.well-known/openid-configuration");
     t = await token(owner.clientId, owner.secret);
     await expectStatus(200, "POST", "/v1/oauth/token", {
       raw: { type: "application/x-www-form-urlencoded", text: new URLSearchParams({ grant_type: "client_credentials", client_id: owner.clientId, client_secret: owner.secret, scope: "items:read" }).toString() },
@@ -268,10 +272,26 @@ describe("every operation through Prism's validating proxy", () => {
     await expectStatus(200, "PATCH", `${path}/reminders/${reminder.body.data.reminder_id}`, { token: t, body: { hour: "09:45" } });
     await expectStatus(200, "DELETE", `${path}/reminders/${reminder.body.data.reminder_id}`, { token: t });
     await expectStatus(200, "GET", "/v1/reminders/triggered?limit=5", { token: t });
+    const grouped = await expectStatus(201, "POST", `${path}/reminders`, {
+      token: t,
+      body: { period: 3, unit: "day", rtype: 1, group_id: ids.group, unless_acknowledged: true },
+    });
+    await expectStatus(200, "DELETE", `${path}/reminders/${grouped.body.data.reminder_id}`, { token: t });
+
+    // Acknowledgement and snooze of the current occurrence (and the list's filter).
+    const acknowledged = await expectStatus(200, "POST", `${path}/acknowledge`, { token: t, body: { note: "Booked the inspector" } });
+    expect(acknowledged.body.data.acknowledgement).toMatchObject({ via: "api", note: "Booked the inspector" });
+    await expectStatus(200, "GET", "/v1/items?acknowledged=true", { token: t });
+    await expectStatus(200, "DELETE", `${path}/acknowledge`, { token: t });
+    const until = new Date(Date.now() + 3 * 86_400_000).toISOString().slice(0, 10);
+    await expectStatus(200, "POST", `${path}/snooze`, { token: t, body: { until } });
+    await expectStatus(400, "POST", `${path}/snooze`, { token: t, body: { until: "2000-01-01" } });
+    await expectStatus(200, "DELETE", `${path}/snooze`, { token: t });
 
     await expectStatus(200, "POST", `${path}/renew`, { token: t, body: { expiry_date: `${year + 1}-01-31` } });
     await expectStatus(200, "PATCH", `${path}/status`, { token: t, body: { status: "completed" } });
     await expectStatus(200, "PATCH", `${path}/archive`, { token: t, body: { archived: true } });
+    await expectStatus(409, "POST", `${path}/acknowledge`, { token: t });
     await expectStatus(200, "PATCH", `${path}/archive`, { token: t, body: { archived: false } });
 
     const spare = await expectStatus(201, "POST", "/v1/items", { token: t, body: { title: unique("Spare"), expiry_date: `${year}-06-30` } });
@@ -280,7 +300,17 @@ describe("every operation through Prism's validating proxy", () => {
   });
 
   it("reminder sequences and tasks", async () => {
-    const seq = await expectStatus(201, "POST", "/v1/reminder-sequences", { token: t, body: { name: unique("Seq"), reminders: [{ period: 7, unit: "day", type: 1 }] } });
+    const seq = await expectStatus(201, "POST", "/v1/reminder-sequences", {
+      token: t,
+      body: {
+        name: unique("Seq"),
+        reminders: [
+          { period: 7, unit: "day", type: 1 },
+          { period: 3, unit: "day", type: 1, group_id: ids.group, unless_acknowledged: true },
+          { period: 0, unit: "day", type: 1, always: true },
+        ],
+      },
+    });
     const path = `/v1/reminder-sequences/${seq.body.data.seqid}`;
     await expectStatus(200, "GET", "/v1/reminder-sequences", { token: t });
     await expectStatus(200, "GET", path, { token: t });

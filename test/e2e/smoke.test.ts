@@ -125,14 +125,18 @@ describe("service over HTTP", () => {
   });
 });
 
-describe("RFC 8414 discovery with an unmodified client library (openid-client)", () => {
-  for (const [name, method] of [
-    ["client_secret_basic", oidc.ClientSecretBasic],
-    ["client_secret_post", oidc.ClientSecretPost],
+// openid-client's defaults fetch /.well-known/openid-configuration; `algorithm: "oauth2"` fetches the
+// RFC 8414 path. Both serve the same document (docs/api-notes.md, "Discovery"). Plain http needs
+// allowInsecureRequests; nothing else is set.
+describe("discovery with an unmodified client library (openid-client)", () => {
+  for (const [name, method, algorithm] of [
+    ["client_secret_basic", oidc.ClientSecretBasic, undefined],
+    ["client_secret_post", oidc.ClientSecretPost, undefined],
+    ["client_secret_basic", oidc.ClientSecretBasic, "oauth2"],
   ] as const) {
-    it(`discovers the token endpoint from the base URL and gets a working token (${name})`, async () => {
+    it(`discovers the token endpoint from the base URL and gets a working token (${name}, algorithm ${algorithm ?? "default"})`, async () => {
       const config = await oidc.discovery(new URL(base), owner.clientId, owner.secret, method(), {
-        algorithm: "oauth2",
+        ...(algorithm ? { algorithm } : {}),
         execute: [oidc.allowInsecureRequests],
       });
       const metadata = config.serverMetadata();
@@ -266,6 +270,37 @@ describe("operator CLI against the running service", () => {
   });
 });
 
+// The README's check of a deployment (scripts/smoke-check.ts), here against the local service.
+describe("bash scripts/dev.sh smoke-check against the running service", () => {
+  const smokeCheck = (secret: string) =>
+    run("bash", [join(ROOT, "scripts", "dev.sh"), "smoke-check", `${base}/`, "--client-id", owner.clientId], { SMOKE_CLIENT_SECRET: secret });
+
+  it("passes every step: /health, the links, discovery, a token, one item written, read back and deleted", async () => {
+    const result = await smokeCheck(owner.secret);
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    const steps = result.stdout.split("\n").filter((line) => /^(ok|FAILED) \d/.test(line));
+    expect(steps.map((line) => line.replace(/ \(\d+ ms\)$/, "").replace(/items\/\d+/g, "items/N").replace(/item \d+/, "item N"))).toEqual([
+      "ok 1  GET /health",
+      "ok 2  GET / (links on this origin)",
+      "ok 3  GET /.well-known/oauth-authorization-server",
+      `ok 4  POST /v1/oauth/token (client ${owner.clientId}): scope "*", expires in 86400 s`,
+      "ok 5  POST /v1/items (one item): item N",
+      "ok 6  GET /v1/items/N (read back, X-D1-Bookmark)",
+      "ok 7  DELETE /v1/items/N",
+      "ok 8  GET /v1/items/N (gone)",
+    ]);
+    expect(result.stdout).toContain(`Smoke check of ${base} passed: 8 steps.`);
+    expect(result.stdout + result.stderr).not.toContain(owner.secret);
+  });
+
+  it("stops at the step that fails, naming it, with exit 1", async () => {
+    const result = await smokeCheck("not-the-secret");
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/FAILED 4  POST \/v1\/oauth\/token .*got 401 .*invalid_client/);
+    expect(result.stdout).not.toMatch(/^ok 5/m);
+  });
+});
+
 describe("two shards (docs/scale.md)", () => {
   it("serves the shard-1 demo account and a CLI-made shard-1 account, each seeing only its own data, with bookmarks", async () => {
     const shardOne = DEMO_CLIENTS_SHARD_ONE;
@@ -326,10 +361,29 @@ describe("the API reference page (GET /docs) in headless Chromium", () => {
   /** The section of one operation (its id ends with the tag slug, method and path). */
   const operation = (slug: string) => tab.page.locator(`section[id$="/tag/${slug}"]`);
 
-  it("GET / links to it", async () => {
+  it("GET / links to it: JSON for programs, a page for the browser whose link opens it", async () => {
     const res = await http("GET", "/");
     expect(res.status).toBe(200);
     expect(res.body.docs).toBe(`${base}/docs`);
+
+    const page = await tab.page.goto(`${base}/`);
+    expect(page?.status()).toBe(200);
+    expect(page?.headers()["content-type"]).toMatch(/^text\/html/);
+    const main = tab.page.getByRole("main");
+    await visible(main.getByRole("heading", { name: "Expiry-tracking and reminder API", level: 1 }));
+    await visible(main.getByText(`POST ${base}/v1/oauth/token`, { exact: true }));
+    // On a phone's width the page does not scroll sideways (the code block scrolls by itself).
+    await tab.page.setViewportSize({ width: 390, height: 844 });
+    expect(await tab.page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")).toBe(0);
+    await tab.page.setViewportSize({ width: 1400, height: 1000 });
+    for (const [name, path] of [["OpenAPI document", "/v1/openapi.json"], ["Health", "/health"]] as const) {
+      const [answer] = await Promise.all([tab.page.waitForResponse((r) => new URL(r.url()).pathname === path), main.getByRole("link", { name, exact: true }).click()]);
+      expect(answer.status(), path).toBe(200);
+      await tab.page.goBack();
+    }
+    await Promise.all([tab.page.waitForURL(`${base}/docs`), main.getByRole("link", { name: "API reference", exact: true }).click()]);
+    // The page's own style passed its Content-Security-Policy: a blocked one would be a console error (checked last).
+    expect(await tab.page.title()).toContain("reference");
   });
 
   it("lists every tag of the document in its navigation, with nothing loaded from another origin", async () => {

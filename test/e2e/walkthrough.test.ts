@@ -2,14 +2,17 @@
 // that starts as on a machine without network access.
 import { expect, it } from "vitest";
 import { runReadmeWalkthrough } from "../../scripts/lib/walkthrough.ts";
+import { freePort } from "./support/service.ts";
 
 // wrangler's and miniflare's https requests (the update check, the `request.cf` download) go to a
 // closed port, as they fail offline. The walk-through's curl calls are http, which HTTPS_PROXY
 // does not touch, and the service gets it alone.
 const OFFLINE = { HTTPS_PROXY: "http://127.0.0.1:9" };
 
-it("runs from top to bottom on a fresh start offline: every command succeeds, step 6's email arrives, no stack trace", async () => {
-  const result = await runReadmeWalkthrough({ serviceEnv: OFFLINE });
+it("runs from top to bottom on a fresh start offline, on the port it is given: every command succeeds, step 6's email arrives, no stack trace", async () => {
+  const port = await freePort(); // what `npm run walkthrough -- --port N` passes
+  const result = await runReadmeWalkthrough({ serviceEnv: OFFLINE, port });
+  expect(result.base).toBe(`http://127.0.0.1:${port}`);
   const context = `${result.failures.join("\n")}\n--- walk-through output ---\n${result.transcript.slice(-6000)}\n--- service log ---\n${result.serviceLog.slice(-6000)}`;
   expect(result.serviceLog, "wrangler saw no proxy: the run was not offline").toContain("Proxy environment variables detected");
   expect(result.failures, context).toEqual([]);

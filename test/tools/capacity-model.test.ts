@@ -1,12 +1,9 @@
-// The capacity model (scripts/capacity-model.ts) over the committed measurements
-// (docs/scale-measurements.json): its shape, and that docs/scale.md quotes its current figures.
-import { readFileSync } from "node:fs";
+// The capacity model (bench/capacity-model.ts) over the committed measurements
+// (bench/scale-measurements.json): how it grows with shards and where it stops.
 import { describe, expect, it } from "vitest";
-import { ASSUMPTIONS, directoryCrossover, loadMeasurements, ownDatabase, shardTable, storage } from "../../scripts/capacity-model.ts";
+import { ASSUMPTIONS, directoryCrossover, loadMeasurements, shardTable } from "../../bench/capacity-model.ts";
 
 const m = loadMeasurements();
-const doc = readFileSync("docs/scale.md", "utf8");
-const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 
 describe("capacity model", () => {
   const rows = shardTable(m, ASSUMPTIONS);
@@ -24,13 +21,5 @@ describe("capacity model", () => {
     expect(rows[2]!.directoryOnlyHome).toBeCloseTo(Math.min(15 * perDataShard, ceiling), 6);
     expect(rows[3]!.limit).toMatch(/home database/);
     expect(directoryCrossover(m, ASSUMPTIONS)).toBeGreaterThan(4);
-  });
-
-  it("is quoted in docs/scale.md with its current figures", () => {
-    for (const r of rows) expect(doc, `${r.shards} shards`).toContain(`| ${r.shards} | ${fmt(r.requestsPerSecond)} |`);
-    const s = storage(m, ASSUMPTIONS);
-    expect(doc).toContain(fmt(s.companiesPerDatabase));
-    expect(doc).toContain(fmt(s.itemsPerDatabaseItemsOnly));
-    expect(ownDatabase(m, ASSUMPTIONS)).toBeDefined();
   });
 });

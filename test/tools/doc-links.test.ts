@@ -1,4 +1,4 @@
-// The project's documentation (README.md, docs/) links only to files of the repository: no link to
+// The project's documentation (README.md, docs/, bench/) links only to files of the repository: no link to
 // another site (written out or as a bare URL, which renderers turn into a link) and no relative
 // link that leaves the repository or names a missing file. Code spans and blocks are not links.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -69,9 +69,9 @@ function outsideLinks(file: string, markdown: string): string[] {
   return found;
 }
 
-describe("links in README.md and docs/", () => {
+describe("links in README.md, docs/ and bench/", () => {
   it("stay inside the repository", () => {
-    const files = [join(ROOT, "README.md"), ...markdownFiles(join(ROOT, "docs"))];
+    const files = [join(ROOT, "README.md"), ...markdownFiles(join(ROOT, "docs")), ...markdownFiles(join(ROOT, "bench"))];
     expect(files.length).toBeGreaterThan(5);
     expect(files.flatMap((file) => outsideLinks(file, readFileSync(file, "utf8")))).toEqual([]);
   });

@@ -1,5 +1,6 @@
 // The README walk-through's runner (scripts/lib/walkthrough.ts) without a service: the script it
 // builds from README.md, and what it makes of commands that fail, run against a stub server.
+import { execFile } from "node:child_process";
 import { existsSync, readFileSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
@@ -145,5 +146,32 @@ describe("stackTraces", () => {
     ].join("\n");
     expect(stackTraces(log)).toEqual(["Error: connect ECONNREFUSED 127.0.0.1:9\n    at TCPConnectWrap.afterConnect [as oncomplete] (node:net:1638:16)"]);
     expect(stackTraces('{"level":"info","msg":"request","path":"/v1/items"}\nlooked at 3 items')).toEqual([]);
+  });
+});
+
+// `npm run walkthrough -- --port N`: the port is checked before a service starts (a taken port
+// would have the run poll another server's /health). The run on a free port: test/e2e/walkthrough.test.ts.
+describe("the runner's --port", { timeout: 60_000 }, () => {
+  const walkthrough = (args: string[]) =>
+    new Promise<{ code: number; stderr: string }>((resolve) => {
+      execFile(process.execPath, [join(ROOT, "scripts", "walkthrough.ts"), ...args], { cwd: ROOT, timeout: 30_000 }, (error, _stdout, stderr) =>
+        resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stderr }),
+      );
+    });
+
+  it("refuses a port that is taken, naming it, before starting anything", async () => {
+    const port = new URL(base).port;
+    const run = await walkthrough(["--port", port]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`npm start on port ${port}`);
+    expect(run.stderr).toContain(`port ${port} is in use: choose another`);
+  });
+
+  it("answers a port that is not one, or an unknown option, with exit 2 and the usage", async () => {
+    for (const args of [["--port", "80a"], ["--port", "70000"], ["--colour"]]) {
+      const run = await walkthrough(args);
+      expect(run.code, args.join(" ")).toBe(2);
+      expect(run.stderr).toContain("usage: npm run walkthrough -- [--port N]");
+    }
   });
 });

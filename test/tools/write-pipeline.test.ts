@@ -18,6 +18,7 @@ const HANDLE_SEAMS = [
   "src/routes/oauth.ts",
   "src/routes/drive/storage.ts",
   "src/routes/calendar-feeds/routes.ts",
+  "src/routes/recipient-pages/routes.ts",
   "src/imports/job.ts",
   "src/imports/start.ts",
   "src/company-clock/context.ts",

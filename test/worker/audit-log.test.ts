@@ -218,7 +218,7 @@ describe("tokens", () => {
     ]);
     expect(log[2]).toMatchObject({ request_id: "audit-revoked-1", operation_id: "listItems", actor: { client_id: memberId } });
     // The operator's own changes (the CLI writes D1 directly) name no client.
-    expect(log[1]!.actor).toEqual({ client_id: null, user_id: null, company_id: null });
+    expect(log[1]!.actor).toEqual({ client_id: null, user_id: null, company_id: null, contact_id: null, via: null });
   });
 });
 
@@ -297,7 +297,7 @@ describe("the service's own writes and the log's upkeep", () => {
       await handOffAudit(clock);
       expect(sql.exec("SELECT * FROM audit_outbox").toArray()).toHaveLength(0);
     });
-    expect(await entriesOf("audit-crash-1")).toEqual([expect.objectContaining({ resource_type: "reminder", resource_id: "999001", actor: { client_id: "crash-test", user_id: 1, company_id: account.companyId } })]);
+    expect(await entriesOf("audit-crash-1")).toEqual([expect.objectContaining({ resource_type: "reminder", resource_id: "999001", actor: { client_id: "crash-test", user_id: 1, company_id: account.companyId, contact_id: null, via: null } })]);
   });
 
   it("keeps a year: the cron job deletes older entries", async () => {

@@ -1167,8 +1167,9 @@ describe("coverage (runs last)", () => {
     expect(exercised.size).toBeGreaterThanOrEqual(documented.length);
     for (const key of documented) expect(exercised, `${key} was never exercised`).toContain(key);
     const registered = app.routes
-      // Not operations: the document itself and the reference page (HTML, test/worker/docs-page.test.ts).
-      .filter((r) => r.method !== "ALL" && r.path !== "/v1/openapi.json" && r.path !== "/docs")
+      // Not operations: the document itself, the reference page (HTML, test/worker/docs-page.test.ts) and the
+      // recipient's pages (HTML, test/worker/recipient-pages.test.ts).
+      .filter((r) => r.method !== "ALL" && r.path !== "/v1/openapi.json" && r.path !== "/docs" && !r.path.startsWith("/r/"))
       .map((r) => `${r.method} ${documentedPath(r.path)}`);
     for (const key of registered) expect(exercised, `registered route ${key} was never exercised`).toContain(key);
     for (const op of operations.filter((o) => o.body?.json?.properties)) {

@@ -140,7 +140,7 @@ describe("GET /v1/items/{item_id}", () => {
   it("adds tags, reminders and the documented extensions", async () => {
     const contact = await createContact(owner);
     const item = await createItem(owner, { notes: "Call the city", contact_id: contact.contact_id, seqid: 0, item_type: "apt" });
-    expect(Object.keys(item).sort()).toEqual([...ENTRY_FIELDS, "tags", "reminders", "notes", "contact_id", "seqid", "renewals", "add_date", "external_id", "fields", "recurrence", "next_occurrences"].sort());
+    expect(Object.keys(item).sort()).toEqual([...ENTRY_FIELDS, "tags", "reminders", "notes", "contact_id", "seqid", "renewals", "add_date", "external_id", "fields", "recurrence", "next_occurrences", "acknowledgement", "snoozed_until"].sort());
     expect(item).toMatchObject({ tags: [], reminders: { queued: [], sent: [] }, notes: "Call the city", contact_id: contact.contact_id, seqid: 0, item_type: "apt", status: "pending", active: true, folder_id: 0, document_type: "", document_type_id: 0, renewals: [] });
   });
 

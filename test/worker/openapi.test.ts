@@ -6,7 +6,7 @@ import { call, documentedPath, expectShapeA, tokenFor, type OpenApiJson, expectS
 
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const;
 /** Operations that need no token. */
-const PUBLIC = new Set(["get /", "get /health", "post /v1/oauth/token", "get /.well-known/oauth-authorization-server", "get /v1/calendar/{token}.ics"]);
+const PUBLIC = new Set(["get /", "get /health", "post /v1/oauth/token", "get /.well-known/oauth-authorization-server", "get /.well-known/openid-configuration", "get /v1/calendar/{token}.ics"]);
 /** Writes that need only a read scope: a calendar feed reads items and nothing more (docs/api-notes.md, "Calendar feeds"). */
 const READ_SCOPED_WRITES = new Set(["post /v1/calendar-feeds", "delete /v1/calendar-feeds/{feed_id}"]);
 
@@ -23,8 +23,8 @@ beforeAll(async () => {
   );
 });
 
-/** Routes that are not operations of the document: the document itself and the reference page (HTML). */
-const UNDOCUMENTED = new Set(["/v1/openapi.json", "/docs"]);
+/** Routes that are not operations of the document: the document itself, the reference page and the recipient's pages (HTML). */
+const UNDOCUMENTED = new Set(["/v1/openapi.json", "/docs", "/r/:token", "/r/:token/:action"]);
 
 /** `METHOD /openapi/{path}` for every route registered on the Hono app (middleware entries folded). */
 function registeredRoutes(): Set<string> {
@@ -120,7 +120,7 @@ describe("security", () => {
       if (PUBLIC.has(key)) expect(op.security ?? [], key).toEqual([]);
       else expect(op.security, key).toBeDefined();
     }
-    expect(PUBLIC.size).toBe(5);
+    expect(PUBLIC.size).toBe(6);
   });
 
   it("gives each authenticated operation the oauth2 requirement with exactly its scope", () => {

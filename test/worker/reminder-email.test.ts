@@ -218,3 +218,59 @@ describe("reminderMessage: greeting", () => {
     }
   });
 });
+
+describe("reminderMessage: the recipient's links", () => {
+  const page = "https://reminders.example.com/r/AQEBAQGtowEcNTSNajDWGDrRLks71scQZ4TnGfj7SnqaMXmLtubTxQ";
+  const links = { page, acknowledge: `${page}/acknowledge`, complete: `${page}/complete`, renew: `${page}/renew`, snooze: `${page}/snooze` };
+
+  it("lists the page and each action in the text part, whole URLs on their own lines, after what to do", () => {
+    const m = message({ links });
+    expect(m.text).toContain(
+      [
+        "What to do: Renew it before it expires.",
+        "",
+        "Act on it:",
+        `  Open the item:     ${page}`,
+        `  I'm on it:         ${page}/acknowledge`,
+        `  Mark it completed: ${page}/complete`,
+        `  Renew it:          ${page}/renew`,
+        `  Snooze reminders:  ${page}/snooze`,
+        "",
+        "These links are yours: they act without signing in, so do not forward this",
+        "email.",
+      ].join("\n"),
+    );
+  });
+
+  it("links them in the HTML part, the page first as the main button", () => {
+    const m = message({ links });
+    const anchors = [...m.html.matchAll(/<a href="([^"]+)"[^>]*>([^<]+)<\/a>/g)].map((a) => [a[1], a[2]]);
+    expect(anchors).toEqual([
+      [page, "Open the item"],
+      [`${page}/acknowledge`, "I&#39;m on it"],
+      [`${page}/complete`, "Mark it completed"],
+      [`${page}/renew`, "Renew it"],
+      [`${page}/snooze`, "Snooze reminders"],
+    ]);
+    expect(m.html).not.toMatch(/<script|src=|url\(|@import/i);
+  });
+
+  it("offers renewal only for expirations, and no links without any", () => {
+    for (const itemType of ["due", "apt", "evt"] as const) {
+      const m = message({ links, itemType });
+      expect(m.text, itemType).not.toContain("/renew");
+      expect(m.html, itemType).not.toContain("/renew");
+      expect(m.text).toContain(`${page}/complete`);
+    }
+    for (const none of [undefined, null]) {
+      const m = message({ links: none });
+      expect(m.text).not.toContain("Act on it");
+      expect(m.html).not.toMatch(/href=/);
+    }
+  });
+
+  it("escapes a link in the HTML part", () => {
+    const odd = { ...links, page: 'https://x.example/r/a"><script>' };
+    expect(message({ links: odd }).html).toContain('href="https://x.example/r/a&quot;&gt;&lt;script&gt;"');
+  });
+});

@@ -778,7 +778,7 @@ describe("the webhook event catalogue", () => {
     const schemas = doc.components.schemas;
     expect(schemas.WebhookEventType.enum).toEqual([...EVENT_TYPES]);
     expect(schemas.WebhookPayload.oneOf.map((s: OpenApiJson) => s.$ref)).toEqual(
-      ["WebhookItemEvent", "WebhookReminderSentEvent", "WebhookTaskEvent", "WebhookFileUploadedEvent", "WebhookTestEvent"].map((n) => `#/components/schemas/${n}`),
+      ["WebhookItemEvent", "WebhookItemActionEvent", "WebhookReminderSentEvent", "WebhookTaskEvent", "WebhookFileUploadedEvent", "WebhookTestEvent"].map((n) => `#/components/schemas/${n}`),
     );
     expect(Object.keys(schemas.WebhookPayload.discriminator.mapping).sort()).toEqual([...EVENT_TYPES].sort());
     expect(schemas.WebhookItemEvent.properties.data.$ref).toBe("#/components/schemas/ItemListEntry");

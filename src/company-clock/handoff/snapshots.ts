@@ -29,6 +29,12 @@ export interface ItemSnapshot {
   expiry: string;
   /** The item's rule state (src/records/items/recurrence.ts ruleState): what renewals mirror; null when absent. */
   rule: string | null;
+  /** The current occurrence is acknowledged: its reminders are held, except `always` steps. */
+  acknowledged: boolean;
+  /** The current occurrence is snoozed until this date (nothing before it), or null. */
+  snoozedUntil: string | null;
+  /** Who gets the snooze's reminder: the contact who snoozed from their page; null: the item's contact. */
+  snoozeContactId: number | null;
 }
 
 /** What `sync` applies: the company's time zone, the items' D1 state, and webhook events waiting in D1. */
@@ -59,7 +65,10 @@ const SNAPSHOT_COMPANY = `SELECT json_extract(settings, '$.timezone') AS timezon
 const snapshotItems = (source: string) => `SELECT j.value AS id, i.id IS NOT NULL AS present, i.title AS title,
   coalesce(i.reminder_anchor, i.expiry_date) AS anchor, i.schedule_epoch AS epoch, (i.status = 'completed' OR i.archived = 1) AS held,
   s.steps AS steps, coalesce(rs.version, 0) AS version, i.expiry_date AS expiry,
-  CASE WHEN i.id IS NULL THEN NULL ELSE ${sqlText(ruleStateOf("i"))} END AS rule
+  CASE WHEN i.id IS NULL THEN NULL ELSE ${sqlText(ruleStateOf("i"))} END AS rule,
+  i.ack_epoch IS i.schedule_epoch AS acknowledged,
+  CASE WHEN i.snooze_epoch IS i.schedule_epoch THEN i.snoozed_until END AS snoozed_until,
+  CASE WHEN i.snooze_epoch IS i.schedule_epoch THEN i.snooze_contact_id END AS snooze_contact_id
   FROM ${source} AS j
   LEFT JOIN items i ON i.id = j.value AND i.company_id = ?1
   LEFT JOIN reminder_sequences s ON s.id = i.seq_id AND s.company_id = ?1
@@ -83,6 +92,9 @@ interface ItemSnapshotRow {
   version: number;
   expiry: string | null;
   rule: string | null;
+  acknowledged: number | null;
+  snoozed_until: string | null;
+  snooze_contact_id: number | null;
 }
 
 /** The results of `snapshotQueries`, in order (a batch's tail). */
@@ -103,6 +115,9 @@ export function toSnapshots([companyResult, itemResult, eventResult]: SnapshotRe
       version: r.version,
       expiry: r.expiry ?? "",
       rule: r.rule ?? null,
+      acknowledged: r.acknowledged === 1,
+      snoozedUntil: r.snoozed_until ?? null,
+      snoozeContactId: r.snooze_contact_id ?? null,
     })),
     events: eventResult.results as PulledEvent[],
   };

@@ -26,8 +26,8 @@ export function clientEventStatement(d1: D1Database, event: ClientEvent): D1Prep
   const { client } = event;
   return d1
     .prepare(
-      `INSERT INTO audit_log (account_id, company_id, at, client_id, user_id, actor_company_id, request_id, operation_id, resource_type, resource_id, action, before, after)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'api_client', ?, ?, NULL, ?)`,
+      `INSERT INTO audit_log (account_id, company_id, at, client_id, user_id, actor_company_id, request_id, operation_id, via, resource_type, resource_id, action, before, after)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'api', 'api_client', ?, ?, NULL, ?)`,
     )
     .bind(
       client.accountId,

@@ -21,7 +21,7 @@ export function auditEntry(row: AuditRow): AuditEntry {
   return {
     audit_id: row.id,
     at: new Date(row.at).toISOString(),
-    actor: { client_id: row.clientId, user_id: row.userId, company_id: row.actorCompanyId },
+    actor: { client_id: row.clientId, user_id: row.userId, company_id: row.actorCompanyId, contact_id: row.contactId, via: row.via as AuditEntry["actor"]["via"] },
     company_id: row.companyId,
     request_id: row.requestId,
     operation_id: row.operationId,

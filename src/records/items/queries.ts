@@ -1,4 +1,4 @@
-import { and, asc, eq, gte, inArray, isNotNull, isNull, lte, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gte, inArray, isNotNull, isNull, lte, ne, sql, type SQL } from "drizzle-orm";
 import { isUniqueViolation, type Db } from "../../db/client";
 import { selectDepartment } from "../../db/departments";
 import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
@@ -20,6 +20,7 @@ import { periodRange } from "../../lib/period";
 import { ruleState } from "../../db/rule-state";
 import { reanchorOnNewDate, recurrenceView, renewalWrites, ruleColumns, type RenewalReason } from "./recurrence";
 import { insertItems, insertItemsQuery, itemRowOf, newItemRow, type NewItem } from "./writer";
+import { occurrenceState } from "./actions";
 import type { Statement } from "../../db/commit";
 import { parseRuleState, renewalDate } from "../../lib/recurrence";
 import type { CreateItemInput, ItemDetail, ItemListEntry, ListItemsInput, UpdateItemInput } from "../../schemas/items";
@@ -119,6 +120,8 @@ export function itemFilter(companyId: number, query: ItemFilterInput, today: str
   if (query.folder_id !== undefined) filter(query.folder_id === 0 ? isNull(items.folderId) : eq(items.folderId, query.folder_id));
   if (query.external_id !== undefined) filter(eq(items.externalId, query.external_id));
   if (query.recurring !== undefined) filter(query.recurring === "true" ? isNotNull(items.recurEvery) : isNull(items.recurEvery));
+  // items_company_ack_date_idx's expression, as written there.
+  if (query.acknowledged !== undefined) filter(sql`(ack_epoch IS schedule_epoch) = ${query.acknowledged === "true" ? 1 : 0}`);
   if (query.period) {
     const range = periodRange(query.period, today);
     filter(range.from ? gte(items.expiryDate, range.from) : undefined);
@@ -263,6 +266,14 @@ export function itemDetailQuery(db: Db, companyId: number, itemId: number) {
       createdAt: items.createdAt,
       externalId: items.externalId,
       ruleState: sql<string>`${ruleState}`.as("rule_state"),
+      epoch: items.scheduleEpoch,
+      ackEpoch: items.ackEpoch,
+      acknowledgement: items.acknowledgement,
+      snoozeEpoch: items.snoozeEpoch,
+      snoozedUntil: items.snoozedUntil,
+      // The company's time zone, only for a snoozed item (whether its snooze date has passed).
+      snoozeZone: sql<string | null>`CASE WHEN ${items.snoozeEpoch} = ${items.scheduleEpoch}
+        THEN (SELECT json_extract(c.settings, '$.timezone') FROM companies AS c WHERE c.id = ${items.companyId}) END`.as("snooze_zone"),
       // Aliased: a batch maps its rows by column name, and three of these tables have a `version`.
       syncVersion: sql<number | null>`${reminderSync.version}`.as("sync_version"),
       syncedVersion: sql<number | null>`${reminderSync.syncedVersion}`.as("sync_synced_version"),
@@ -320,6 +331,7 @@ export async function getItem(db: Db, companyId: number, itemId: number, loadRem
     external_id: row.externalId,
     fields: fieldValues,
     ...recurrenceView(row.ruleState),
+    ...occurrenceState(row, () => row.snoozeZone || DEFAULT_TIME_ZONE),
   };
 }
 
@@ -606,7 +618,9 @@ function occurrenceConflict(itemId: number, now: Occurrence, named?: string) {
 
 /**
  * Marks the item completed or pending, bound to an occurrence (`binding`). `renewedTo`: the date a
- * completion renewed the item to (its rule renews on completion), else null. Every write requires
+ * completion renewed the item to (its rule renews on completion), else null. `onlyFromOther`: a
+ * change that finds the item already in `status` (or loses to one that put it there) is 409 with
+ * nothing written, instead of writing it again (a recipient's page: two clicks, one effect). Every write requires
  * the rule state read (date, rule, archived): of completions of one occurrence sent together, one
  * renews and the others are 409 naming the new date.
  */
@@ -617,6 +631,7 @@ export async function setItemStatus(
   itemId: number,
   status: "pending" | "completed",
   binding: OccurrenceBinding = "bare",
+  options: { onlyFromOther?: boolean } = {},
 ): Promise<Written<ItemRow> & { renewedTo: string | null }> {
   const seen = await occurrenceOf(db, companyId, itemId);
   const named = typeof binding === "object" ? binding.date : undefined;
@@ -632,7 +647,9 @@ export async function setItemStatus(
     if (!row) throw await lost();
     return { row, snapshot, renewedTo: next };
   }
-  const { row, snapshot } = await setColumns(db, companyId, itemId, { status }, sql`${ruleState} = ${seen.state}`);
+  // onlyFromOther: the write needs the other status too, so that of two sent together only one changes it.
+  const guard = options.onlyFromOther ? and(sql`${ruleState} = ${seen.state}`, ne(items.status, status)) : sql`${ruleState} = ${seen.state}`;
+  const { row, snapshot } = await setColumns(db, companyId, itemId, { status }, guard);
   if (!row) throw await lost();
   return { row, snapshot, renewedTo: null };
 }
@@ -647,12 +664,16 @@ export async function setItemArchived(db: Db, companyId: number, itemId: number,
  * Renewal by hand: the new date must be later than the current one (default: one year later; Feb
  * 29 -> Feb 28); the item goes back to pending, the previous date joins the renewal history, and a
  * recurrence rule counts its occurrences from the new date. Both writes require the date read a
- * moment ago, so two concurrent renewals never both apply to it.
+ * moment ago, so two concurrent renewals never both apply to it. `seenDate`: the date the caller
+ * showed (a recipient's page); an item dated otherwise by then is 409, nothing written.
  */
-export async function renewItem(db: Db, companyId: number, userId: number, itemId: number, requested?: string) {
+export async function renewItem(db: Db, companyId: number, userId: number, itemId: number, requested?: string, seenDate?: string) {
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const current = await db.select({ expiryDate: items.expiryDate }).from(items).where(inCompany(companyId, itemId)).get();
     if (!current) throw notFound("Item");
+    if (seenDate !== undefined && current.expiryDate !== seenDate) {
+      throw conflict(`Item ${itemId} is dated ${current.expiryDate}, not ${seenDate}: it was renewed or changed meanwhile; nothing was changed`);
+    }
     const next = requested ?? addYears(current.expiryDate, 1);
     if (next <= current.expiryDate) {
       throw badRequest(`expiry_date must be later than the item's current expiry date ${current.expiryDate}`);

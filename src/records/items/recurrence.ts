@@ -120,6 +120,13 @@ export function renewalWrites(db: Db, companyId: number, renewals: Renewal[], ho
       reminderAnchor: sql`r.to_date`,
       scheduleEpoch: sql`${items.scheduleEpoch} + 1`,
       status: "pending",
+      // The new occurrence starts unacknowledged and unsnoozed (ack_epoch alone would say so; this
+      // keeps the row and its audit entry plain).
+      ackEpoch: null,
+      acknowledgement: null,
+      snoozeEpoch: null,
+      snoozedUntil: null,
+      snoozeContactId: null,
       updatedAt: sql`CURRENT_TIMESTAMP`,
       ...(automatic ? { recurCount: sql`${items.recurCount} - 1` } : { recurAnchor: sql`CASE WHEN ${items.recurEvery} IS NULL THEN NULL ELSE r.to_date END` }),
     })

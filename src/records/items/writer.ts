@@ -116,6 +116,12 @@ const NEW_ITEM: ColumnsMade<typeof items> = {
   recurUntil: field("recur_until"),
   recurCount: field("recur_count"),
   recurAnchor: field("recur_anchor"),
+  // A new item's occurrence is neither acknowledged nor snoozed.
+  ackEpoch: "NULL",
+  acknowledgement: "NULL",
+  snoozeEpoch: "NULL",
+  snoozedUntil: "NULL",
+  snoozeContactId: "NULL",
 };
 
 /** Computed from the row first: its company, and the document type it names (by id, or the company's type with its name key). */

@@ -39,7 +39,7 @@ const ItemParams = idParam("item_id");
 const ItemResult = resultEnvelope(ItemDetailSchema, "ItemResult");
 
 /** What If-Match on its PATCH and DELETE compares: the ETag of its GET (src/lib/conditional.ts). */
-const itemRecord = conditionalRecord({
+export const itemRecord = conditionalRecord({
   what: "Item",
   table: "items",
   params: ItemParams,

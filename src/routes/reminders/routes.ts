@@ -44,7 +44,10 @@ remindersRouter.openapi(
       "Either `date` (+ `hour`) or `period` + `unit` + `rtype` (1: before the item's date, 2: after; period 0: on the day). `hour` is HH:MM, " +
       "default 09:00, local time in the company's time zone (DST: a time skipped by the clock change fires that much later, a repeated time " +
       "fires at its first occurrence). A time that has passed is 400. `contact_id` defaults to the item's contact; without any recipient the " +
-      "reminder still fires (it shows in /v1/reminders/triggered) and its delivery says `no_recipient`. `channels` defaults to email; a " +
+      "reminder still fires (it shows in /v1/reminders/triggered) and its delivery says `no_recipient`. `group_id` sends it to every contact of a " +
+      "contact group of the company instead (resolved when it fires, de-duplicated by address, at most 200 per channel, one delivery each). " +
+      "Like every waiting reminder it is held while the item's occurrence is acknowledged, unless `always: true`; `unless_acknowledged: true` " +
+      "marks an escalation (fired only if nobody acknowledged by then). `channels` defaults to email; a " +
       "channel this deployment cannot deliver is 400; `webhook` needs an enabled webhook endpoint subscribed to `reminder.sent` (the " +
       "reminder then goes out only as that event, see docs/webhooks.md). An item may have at most 100 waiting reminders. On a completed or archived item the " +
       "reminder is held until the item is reopened or restored.",
@@ -55,7 +58,7 @@ remindersRouter.openapi(
     const itemId = c.req.valid("param").item_id;
     const body = c.req.valid("json");
     await checkChannels(c.env, c.var.db, c.var.companyId, body.channels);
-    const { syncFirst } = await itemForReminders(c.var.db, c.var.companyId, itemId, body.contact_id || undefined);
+    const { syncFirst } = await itemForReminders(c.var.db, c.var.companyId, itemId, { contactId: body.contact_id, groupId: body.group_id });
     const view = unwrap(await remindersOf(c.env, c.var.companyId).addReminder(c.var.companyId, itemId, reminderInput(body), syncFirst, await idempotencyKeyFor(c), auditActor(c)));
     return created(c, "Reminder queued", view);
   },
@@ -80,7 +83,7 @@ remindersRouter.openapi(
     const { item_id: itemId, reminder_id: reminderId } = c.req.valid("param");
     const body = c.req.valid("json");
     await checkChannels(c.env, c.var.db, c.var.companyId, body.channels);
-    const { syncFirst } = await itemForReminders(c.var.db, c.var.companyId, itemId, body.contact_id || undefined);
+    const { syncFirst } = await itemForReminders(c.var.db, c.var.companyId, itemId, { contactId: body.contact_id, groupId: body.group_id });
     const view = unwrap(await remindersOf(c.env, c.var.companyId).updateReminder(c.var.companyId, itemId, reminderId, reminderInput(body), syncFirst, await idempotencyKeyFor(c), auditActor(c)));
     return updated(c, "Reminder updated", view);
   },

@@ -27,10 +27,17 @@ export interface OriginPage {
   close(): Promise<void>;
 }
 
-/** A new page in its own context that may only talk to `base`'s origin. */
-export async function originPage(browser: Browser, base: string): Promise<OriginPage> {
+/**
+ * A new page in its own context that may only talk to `base`'s origin. `options`: the viewport,
+ * and JavaScript off (a page that must work without it).
+ */
+export async function originPage(browser: Browser, base: string, options: { viewport?: { width: number; height: number }; javaScript?: boolean } = {}): Promise<OriginPage> {
   const origin = new URL(base).origin;
-  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, serviceWorkers: "block" });
+  const context = await browser.newContext({
+    viewport: options.viewport ?? { width: 1400, height: 1000 },
+    serviceWorkers: "block",
+    javaScriptEnabled: options.javaScript ?? true,
+  });
   const foreign: string[] = [];
   const errors: string[] = [];
   await context.route("**/*", (route) => {

@@ -35,10 +35,10 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `file args` in the project root; resolves with the exit code instead of throwing. */
-export function runCommand(file: string, args: string[]): Promise<CliResult> {
+/** Runs `file args` in the project root (`env` added); resolves with the exit code instead of throwing. */
+export function runCommand(file: string, args: string[], env: Record<string, string> = {}): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(file, args, { cwd: ROOT, env: { ...process.env, CI: "true" }, timeout: 60_000 }, (error, stdout, stderr) => {
+    execFile(file, args, { cwd: ROOT, env: { ...process.env, CI: "true", ...env }, timeout: 60_000 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
       resolve({ code, stdout, stderr });
     });
@@ -75,9 +75,19 @@ export interface Service {
 /**
  * Starts the service (extra arguments go to start.ts, e.g. `--var K:V`) and waits for /health.
  * `persistDir`: the state of an earlier (killed) service to start on; a new dir otherwise.
- * `env`: added to the service's environment.
+ * `env`: added to the service's environment. `port`: where it listens (it must be free); a free
+ * port the OS picks otherwise.
  */
-export async function startService(prefix: string, extraArgs: string[] = [], options: { persistDir?: string; env?: Record<string, string> } = {}): Promise<Service> {
+export async function startService(
+  prefix: string,
+  extraArgs: string[] = [],
+  options: { persistDir?: string; env?: Record<string, string>; port?: number } = {},
+): Promise<Service> {
+  // A given port is checked first: on a taken one, the /health polled below could be another server's.
+  if (options.port !== undefined) {
+    if (!(await portIsFree(options.port))) throw new Error(`port ${options.port} is in use: choose another`);
+    return startServiceOnce(prefix, extraArgs, options);
+  }
   // A port taken between freePort() and wrangler's bind (another service starting on this machine)
   // fails the start before anything ran: try again on another port.
   for (let attempt = 1; ; attempt++) {
@@ -89,10 +99,10 @@ export async function startService(prefix: string, extraArgs: string[] = [], opt
   }
 }
 
-async function startServiceOnce(prefix: string, extraArgs: string[], options: { persistDir?: string; env?: Record<string, string> }): Promise<Service> {
+async function startServiceOnce(prefix: string, extraArgs: string[], options: { persistDir?: string; env?: Record<string, string>; port?: number }): Promise<Service> {
   const keep = options.persistDir !== undefined;
   const persistDir = options.persistDir ?? mkdtempSync(join(tmpdir(), prefix));
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const base = `http://127.0.0.1:${port}`;
   let output = "";
   const server = spawn(process.execPath, [join(ROOT, "scripts", "start.ts"), "--port", String(port), "--persist-to", persistDir, ...extraArgs], {
@@ -148,11 +158,12 @@ async function startServiceOnce(prefix: string, extraArgs: string[], options: { 
 export async function freePort(): Promise<number> {
   for (;;) {
     const port = 20_000 + Math.floor(Math.random() * 12_000);
-    if (await canListen(port)) return port;
+    if (await portIsFree(port)) return port;
   }
 }
 
-function canListen(port: number): Promise<boolean> {
+/** Whether nothing listens on `port` on the loopback address right now. */
+export function portIsFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const srv = createServer();
     srv.unref();

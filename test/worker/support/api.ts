@@ -510,6 +510,9 @@ export interface components {
                 value: string;
             }[];
             recurrence: components["schemas"]["Recurrence"];
+            acknowledgement: components["schemas"]["Acknowledgement"];
+            /** Format: date */
+            snoozed_until: string | null;
             next_occurrences: string[];
         };
         ItemReminders: {
@@ -524,19 +527,23 @@ export interface components {
             /** @enum {string} */
             state: "queued" | "held" | "sent";
             /** @enum {string} */
-            origin: "sequence" | "manual";
+            origin: "sequence" | "manual" | "snooze";
             due_at: string;
             period: number | null;
             /** @enum {string|null} */
             unit: "day" | "week" | "month" | "year" | null;
             rtype: number | null;
             contact_id: number;
+            group_id: number | null;
+            always: boolean;
+            unless_acknowledged: boolean;
             channels: string[];
             sent_at: string | null;
             deliveries: components["schemas"]["ReminderDelivery"][];
         };
         ReminderDelivery: {
             channel: string;
+            contact_id: number | null;
             /** @enum {string} */
             state: "pending" | "sent" | "failed" | "no_recipient" | "skipped";
             attempts: number;
@@ -555,6 +562,18 @@ export interface components {
             until: string | null;
             count: number | null;
         } | null;
+        Acknowledgement: {
+            at: string;
+            by: components["schemas"]["ActionBy"];
+            /** @enum {string} */
+            via: "api" | "link";
+            note: string | null;
+        } | null;
+        ActionBy: {
+            /** @enum {string} */
+            type: "contact" | "client";
+            id: number | string;
+        };
         ItemResult: {
             /** @enum {boolean} */
             success: true;
@@ -597,6 +616,32 @@ export interface components {
             /** Format: date */
             expiry_date?: string;
         };
+        ItemActionResult: {
+            /** @enum {boolean} */
+            success: true;
+            msg: string;
+            data: components["schemas"]["ItemActionState"];
+        };
+        ItemActionState: {
+            item_id: number;
+            title: string;
+            expiry_date: string;
+            /** @enum {string} */
+            item_type: "exp" | "due" | "apt" | "evt";
+            /** @enum {string} */
+            status: "pending" | "completed";
+            active: boolean;
+            acknowledgement: components["schemas"]["Acknowledgement"] & unknown;
+            /** Format: date */
+            snoozed_until: string | null;
+        };
+        AcknowledgeItem: {
+            note?: string | null;
+        };
+        SnoozeItem: {
+            /** Format: date */
+            until: string;
+        };
         ReminderSequenceList: {
             /** @enum {boolean} */
             success: true;
@@ -616,6 +661,10 @@ export interface components {
             unit: "day" | "week" | "month" | "year";
             type: number;
             hour: string;
+            contact_id: number | null;
+            group_id: number | null;
+            unless_acknowledged: boolean;
+            always: boolean;
         };
         ReminderSequenceListMeta: {
             total: number;
@@ -641,6 +690,10 @@ export interface components {
             type: 1 | 2;
             /** @default 09:00 */
             hour: string;
+            contact_id?: number | null;
+            group_id?: number | null;
+            unless_acknowledged?: boolean;
+            always?: boolean;
         };
         ReminderSequenceEnvelope: {
             /** @enum {boolean} */
@@ -733,6 +786,9 @@ export interface components {
             /** @enum {integer} */
             rtype?: 1 | 2;
             contact_id?: number;
+            group_id?: number | null;
+            unless_acknowledged?: boolean;
+            always?: boolean;
             channels?: ("email" | "sms" | "webhook")[];
         };
         UpdateReminder: {
@@ -744,6 +800,9 @@ export interface components {
             /** @enum {integer} */
             rtype?: 1 | 2;
             contact_id?: number;
+            group_id?: number | null;
+            unless_acknowledged?: boolean;
+            always?: boolean;
             channels?: ("email" | "sms" | "webhook")[];
         };
         TriggeredRemindersEnvelope: {
@@ -927,8 +986,8 @@ export interface components {
             example: components["schemas"]["WebhookPayload"];
         };
         /** @enum {string} */
-        WebhookEventType: "reminder.sent" | "item.expired" | "item.created" | "item.updated" | "item.renewed" | "item.status_changed" | "item.archived" | "item.restored" | "item.deleted" | "task.created" | "task.updated" | "task.deleted" | "file.uploaded" | "webhook.test";
-        WebhookPayload: components["schemas"]["WebhookItemEvent"] | components["schemas"]["WebhookReminderSentEvent"] | components["schemas"]["WebhookTaskEvent"] | components["schemas"]["WebhookFileUploadedEvent"] | components["schemas"]["WebhookTestEvent"];
+        WebhookEventType: "reminder.sent" | "item.expired" | "item.created" | "item.updated" | "item.renewed" | "item.status_changed" | "item.archived" | "item.restored" | "item.deleted" | "item.acknowledged" | "item.unacknowledged" | "item.snoozed" | "item.unsnoozed" | "task.created" | "task.updated" | "task.deleted" | "file.uploaded" | "webhook.test";
+        WebhookPayload: components["schemas"]["WebhookItemEvent"] | components["schemas"]["WebhookItemActionEvent"] | components["schemas"]["WebhookReminderSentEvent"] | components["schemas"]["WebhookTaskEvent"] | components["schemas"]["WebhookFileUploadedEvent"] | components["schemas"]["WebhookTestEvent"];
         WebhookItemEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -937,6 +996,27 @@ export interface components {
             type: "item.expired" | "item.created" | "item.updated" | "item.renewed" | "item.status_changed" | "item.archived" | "item.restored" | "item.deleted";
             timestamp: string;
             data: components["schemas"]["ItemListEntry"];
+        };
+        WebhookItemActionEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "item.acknowledged" | "item.unacknowledged" | "item.snoozed" | "item.unsnoozed";
+            timestamp: string;
+            data: components["schemas"]["WebhookItemActionData"];
+        };
+        WebhookItemActionData: components["schemas"]["ItemListEntry"] & {
+            acknowledgement: components["schemas"]["Acknowledgement"] & unknown;
+            /** Format: date */
+            snoozed_until: string | null;
+            by: {
+                /** @enum {string} */
+                type: "contact" | "client";
+                id: number | string;
+            } | null;
+            /** @enum {string|null} */
+            via: "api" | "link" | null;
         };
         WebhookReminderSentEvent: {
             /**
@@ -971,13 +1051,16 @@ export interface components {
             /** @enum {string} */
             state: "queued" | "held" | "sent";
             /** @enum {string} */
-            origin: "sequence" | "manual";
+            origin: "sequence" | "manual" | "snooze";
             due_at: string;
             period: number | null;
             /** @enum {string|null} */
             unit: "day" | "week" | "month" | "year" | null;
             rtype: number | null;
             contact_id: number;
+            group_id: number | null;
+            always: boolean;
+            unless_acknowledged: boolean;
             channels: string[];
             sent_at: string | null;
         };
@@ -1176,6 +1259,9 @@ export interface components {
             client_id: string | null;
             user_id: number | null;
             company_id: number | null;
+            contact_id: number | null;
+            /** @enum {string|null} */
+            via: "api" | "link" | null;
         };
         WebhookDeliveryList: {
             /** @enum {boolean} */
@@ -1269,6 +1355,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ServiceIndex"];
+                    "text/html": string;
                 };
             };
             414: {
@@ -1480,6 +1567,41 @@ export interface operations {
         };
     };
     getAuthorizationServerMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthorizationServerMetadata"];
+                };
+            };
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getOpenIdConfiguration: {
         parameters: {
             query?: never;
             header?: never;
@@ -5520,6 +5642,474 @@ export interface operations {
                 };
             };
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"] | components["schemas"]["ApiError"];
+                };
+            };
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+        };
+    };
+    acknowledgeItem: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["AcknowledgeItem"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ItemActionResult"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"] | components["schemas"]["ApiError"];
+                };
+            };
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+        };
+    };
+    unacknowledgeItem: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ItemActionResult"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"] | components["schemas"]["ApiError"];
+                };
+            };
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+        };
+    };
+    snoozeItem: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SnoozeItem"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ItemActionResult"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"] | components["schemas"]["ApiError"];
+                };
+            };
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+        };
+    };
+    unsnoozeItem: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ItemActionResult"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10461,6 +11051,7 @@ export const operationRoutes = {
   issueToken: { method: "POST", path: "/v1/oauth/token" },
   getTokenInfo: { method: "GET", path: "/v1/oauth/me" },
   getAuthorizationServerMetadata: { method: "GET", path: "/.well-known/oauth-authorization-server" },
+  getOpenIdConfiguration: { method: "GET", path: "/.well-known/openid-configuration" },
   exportItems: { method: "GET", path: "/v1/items/export" },
   exportContacts: { method: "GET", path: "/v1/contacts/export" },
   listContacts: { method: "GET", path: "/v1/contacts" },
@@ -10500,6 +11091,10 @@ export const operationRoutes = {
   setItemStatus: { method: "PATCH", path: "/v1/items/{item_id}/status" },
   archiveItem: { method: "PATCH", path: "/v1/items/{item_id}/archive" },
   renewItem: { method: "POST", path: "/v1/items/{item_id}/renew" },
+  acknowledgeItem: { method: "POST", path: "/v1/items/{item_id}/acknowledge" },
+  unacknowledgeItem: { method: "DELETE", path: "/v1/items/{item_id}/acknowledge" },
+  snoozeItem: { method: "POST", path: "/v1/items/{item_id}/snooze" },
+  unsnoozeItem: { method: "DELETE", path: "/v1/items/{item_id}/snooze" },
   listReminderSequences: { method: "GET", path: "/v1/reminder-sequences" },
   createReminderSequence: { method: "POST", path: "/v1/reminder-sequences" },
   getReminderSequence: { method: "GET", path: "/v1/reminder-sequences/{seqid}" },

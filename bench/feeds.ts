@@ -35,8 +35,8 @@ import {
   type RouteResult,
   type RouteSpec,
   type SuiteOptions,
-} from "./lib/bench-kit.ts";
-import { executeSql, startDev } from "./lib/local.ts";
+} from "./kit.ts";
+import { executeSql, startDev } from "../scripts/lib/local.ts";
 
 export type FeedsBenchOptions = SuiteOptions;
 

@@ -1,7 +1,7 @@
 // `npm run capacity [-- --measurements FILE] [--overhead MS] [--replica-share X] [--json FILE]`
 //
-// The capacity model of docs/scale.md: pure arithmetic over docs/scale-measurements.json (written by
-// scripts/measure-d1.ts) and the assumptions below, which it prints with its results. Nothing here
+// The capacity model of docs/scale.md: pure arithmetic over bench/scale-measurements.json (written by
+// bench/measure-d1.ts) and the assumptions below, which it prints with its results. Nothing here
 // talks to a server. Production's rule is that a D1 database runs one query at a time, so a
 // database can give at most 1,000 ms of query time per second: what a request costs is the time its
 // statements hold its databases, and a database's capacity is that budget divided by the cost.
@@ -11,13 +11,13 @@
 // shards and where it stops growing (the home database, which answers every directory read: token
 // issuance, calendar feeds and the Durable Objects' shard lookups); when an account needs a
 // database of its own; what Durable Objects, R2 and the cron sweep cost per 1,000 companies.
-// scripts/measure-d1.ts --check-shards checks its per-shard query predictions against a 2-shard run.
+// bench/measure-d1.ts --check-shards checks its per-shard query predictions against a 2-shard run.
 import { readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 // ---------------------------------------------------------------------------------------------
-// The measurements (docs/scale-measurements.json)
+// The measurements (bench/scale-measurements.json)
 
 export interface RouteMeasurement {
   label: string;
@@ -113,7 +113,7 @@ export interface Measurements {
   };
 }
 
-export const DEFAULT_MEASUREMENTS = join(fileURLToPath(new URL("..", import.meta.url)), "docs", "scale-measurements.json");
+export const DEFAULT_MEASUREMENTS = fileURLToPath(new URL("scale-measurements.json", import.meta.url));
 
 export function loadMeasurements(path = DEFAULT_MEASUREMENTS): Measurements {
   return JSON.parse(readFileSync(path, "utf8")) as Measurements;
@@ -540,7 +540,7 @@ export function ownDatabase(m: Measurements, a: Assumptions = ASSUMPTIONS): OwnD
 }
 
 // ---------------------------------------------------------------------------------------------
-// What the 2-shard check compares (scripts/measure-d1.ts --check-shards)
+// What the 2-shard check compares (bench/measure-d1.ts --check-shards)
 
 /** A feed revalidation (If-None-Match) answered 200: the 304's batch, then the full feed. */
 export const FEED_CHANGED = "feed_revalidated_200";
@@ -844,7 +844,7 @@ function main(): void {
   const argv = process.argv.slice(2);
   if (argv.includes("--help") || argv.includes("-h")) {
     console.log(`Usage: npm run capacity -- [--measurements FILE] [--overhead MS] [--replica-share X] [--utilisation X] [--json FILE]
-  --measurements FILE  scale-measurements.json of scripts/measure-d1.ts (default docs/scale-measurements.json)
+  --measurements FILE  scale-measurements.json of bench/measure-d1.ts (default bench/scale-measurements.json)
   --overhead MS        production busy time of a lone query beyond SQLite's (default ${perQueryOverhead(ASSUMPTIONS)}; split per round trip and per statement as in the defaults)
   --replica-share X    share of GET statements answered by read replicas (default ${ASSUMPTIONS.replicaReadShare})
   --utilisation X      share of a database's time the plan uses (default ${ASSUMPTIONS.utilisation})

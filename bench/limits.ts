@@ -47,9 +47,9 @@ import {
   type RouteSpec,
   type SuiteOptions,
   sleep,
-} from "./lib/bench-kit.ts";
-import { executeSql, queryRows, startDev } from "./lib/local.ts";
-import { procStats, readProcFile } from "./lib/procs.ts";
+} from "./kit.ts";
+import { executeSql, queryRows, startDev } from "../scripts/lib/local.ts";
+import { procStats, readProcFile } from "../scripts/lib/procs.ts";
 
 export type LimitsBenchOptions = SuiteOptions;
 

@@ -1,12 +1,12 @@
-// Shared by the benchmarks (scripts/bench.ts and scripts/bench-*.ts): seeding SQL, autocannon,
+// Shared by the benchmarks (bench/bench.ts and the other bench/*.ts suites): seeding SQL, autocannon,
 // HTTP helpers, the CPU accounting of a measured run, and stopping the dev server.
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { ROOT, applyMigrations, ensureDevVars, seedLocal, stopDev } from "./local.ts";
-import { procStats, readProcFile } from "./procs.ts";
+import { ROOT, applyMigrations, ensureDevVars, seedLocal, stopDev } from "../scripts/lib/local.ts";
+import { procStats, readProcFile } from "../scripts/lib/procs.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Seeding SQL

@@ -33,10 +33,10 @@ import {
   tempServerScope,
   type RouteResult,
   type RouteSpec,
-} from "./lib/bench-kit.ts";
-import { ROOT, executeSql, startDev } from "./lib/local.ts";
+} from "./kit.ts";
+import { ROOT, executeSql, startDev } from "../scripts/lib/local.ts";
 import { searchWords } from "../src/lib/search.ts";
-import { rssSampler } from "./lib/procs.ts";
+import { rssSampler } from "../scripts/lib/procs.ts";
 
 export interface DriveBenchOptions {
   port: number;

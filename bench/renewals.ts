@@ -21,8 +21,8 @@
 import type { ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { addMonths, canonicalTimeZone, startOfDayAfter, todayIn } from "../src/lib/time.ts";
-import { expect, httpClient, multiRowInserts, prepareBenchState, sleep, sqlText, tempServerScope, type SuiteOptions } from "./lib/bench-kit.ts";
-import { executeSql, queryRows, startDev } from "./lib/local.ts";
+import { expect, httpClient, multiRowInserts, prepareBenchState, sleep, sqlText, tempServerScope, type SuiteOptions } from "./kit.ts";
+import { executeSql, queryRows, startDev } from "../scripts/lib/local.ts";
 
 const COMPANY = 1;
 const ITEMS = 10_000;

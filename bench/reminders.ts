@@ -15,7 +15,7 @@
 //      finds nothing, then D1 (read by wrangler) must show no pending row, and 100 sampled items
 //      must list their 5 queued reminders (GET /v1/items/{id}/reminders);
 //   5. `GET /v1/items/{id}` on that company (100,000 queued) against `GET /health`, autocannon as in
-//      scripts/bench.ts (shared code in scripts/lib/bench-kit.ts);
+//      bench/bench.ts (shared code in bench/kit.ts);
 //   6. 5,000 reminders due in one minute T: 50 contacts, 100 items (half with a contact, no
 //      sequence), 50 reminders each through POST /v1/items/{id}/reminders (T is chosen from the
 //      measured POST rate so that the creation ends before it);
@@ -55,8 +55,8 @@ import {
   type RouteSpec,
   type SuiteOptions,
   sleep,
-} from "./lib/bench-kit.ts";
-import { applyMigrations, ensureDevVars, executeSql, queryRows, seedLocal, startDev } from "./lib/local.ts";
+} from "./kit.ts";
+import { applyMigrations, ensureDevVars, executeSql, queryRows, seedLocal, startDev } from "../scripts/lib/local.ts";
 
 export type ReminderBenchOptions = SuiteOptions;
 

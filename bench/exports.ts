@@ -17,9 +17,9 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname } from "node:path";
-import { expect, httpClient, median, multiRowInserts, prepareBenchState, printColumns, prng, sleep, sqlText, tempServerScope, wranglerVersion, type SuiteOptions } from "./lib/bench-kit.ts";
-import { executeSql, queryRows, startDev } from "./lib/local.ts";
-import { procStats, readProcFile, rssKb } from "./lib/procs.ts";
+import { expect, httpClient, median, multiRowInserts, prepareBenchState, printColumns, prng, sleep, sqlText, tempServerScope, wranglerVersion, type SuiteOptions } from "./kit.ts";
+import { executeSql, queryRows, startDev } from "../scripts/lib/local.ts";
+import { procStats, readProcFile, rssKb } from "../scripts/lib/procs.ts";
 
 const ITEMS = { company1: 100_000, company2: 5_000 };
 const TARGET_ROWS_PER_SECOND = 20_000;

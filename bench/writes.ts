@@ -34,8 +34,8 @@ import {
   type RouteResult,
   type RouteSpec,
   type SuiteOptions,
-} from "./lib/bench-kit.ts";
-import { executeSql, startDev } from "./lib/local.ts";
+} from "./kit.ts";
+import { executeSql, startDev } from "../scripts/lib/local.ts";
 
 export type WritesBenchOptions = SuiteOptions;
 

@@ -14,9 +14,9 @@ import type { ChildProcess } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname } from "node:path";
-import { autocannon, expect, httpClient, median, prepareBenchState, printColumns, tempServerScope, wranglerVersion, type SuiteOptions } from "./lib/bench-kit.ts";
-import { executeSql, queryRows, startDev } from "./lib/local.ts";
-import { rssSampler } from "./lib/procs.ts";
+import { autocannon, expect, httpClient, median, prepareBenchState, printColumns, tempServerScope, wranglerVersion, type SuiteOptions } from "./kit.ts";
+import { executeSql, queryRows, startDev } from "../scripts/lib/local.ts";
+import { rssSampler } from "../scripts/lib/procs.ts";
 
 export type ImportsBenchOptions = SuiteOptions;
 

@@ -1,13 +1,13 @@
-// `npm run bench [-- --only items|contacts|reminders|webhooks|drive|limits|feeds|imports|exports|renewals|all --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
+// `npm run bench [-- --only items|contacts|reminders|webhooks|drive|limits|feeds|imports|exports|renewals|writes|pages|all --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
 //
-// `--only reminders` runs scripts/bench-reminders.ts instead (the reminder engine: queueing, firing,
+// `--only reminders` runs bench/reminders.ts instead (the reminder engine: queueing, firing,
 // lateness; on its own data and server, default port 8920; about 6 minutes, see docs/performance.md);
-// `--only webhooks`, `--only drive` and `--only limits` likewise run scripts/bench-webhooks.ts,
-// scripts/bench-drive.ts and scripts/bench-limits.ts (rate limits, the request log and
+// `--only webhooks`, `--only drive` and `--only limits` likewise run bench/webhooks.ts,
+// bench/drive.ts and bench/limits.ts (rate limits, the request log and
 // Idempotency-Key: two servers, A with both off, B with the defaults; about 5 minutes), and
-// `--only feeds` scripts/bench-feeds.ts (a calendar feed's 304 and 200 against a point read), `--only
-// imports` scripts/bench-imports.ts (imports against POSTs, 100,000 rows), `--only exports`
-// scripts/bench-exports.ts (streamed CSV/NDJSON exports of 100,000 items). `all` (the
+// `--only feeds` bench/feeds.ts (a calendar feed's 304 and 200 against a point read), `--only
+// imports` bench/imports.ts (imports against POSTs, 100,000 rows), `--only exports`
+// bench/exports.ts (streamed CSV/NDJSON exports of 100,000 items). `all` (the
 // default) is items + contacts and leaves those sets out: they answer other questions, and the
 // reminder set waits for wall-clock minutes.
 //
@@ -59,8 +59,8 @@ import {
   wranglerVersion,
   type RouteResult,
   type RouteSpec,
-} from "./lib/bench-kit.ts";
-import { ROOT, applyMigrations, ensureDevVars, numberOption as numberOptionOf, optionValue, rejectUnknownOptions, seedLocal, startDev, wrangler } from "./lib/local.ts";
+} from "./kit.ts";
+import { ROOT, applyMigrations, ensureDevVars, numberOption as numberOptionOf, optionValue, rejectUnknownOptions, seedLocal, startDev, wrangler } from "../scripts/lib/local.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -68,45 +68,47 @@ import { ROOT, applyMigrations, ensureDevVars, numberOption as numberOptionOf, o
 const argv = process.argv.slice(2);
 if (argv.includes("--help") || argv.includes("-h")) {
   console.log(`Usage: npm run bench -- [options]
-  --only SET         items | contacts | reminders | webhooks | drive | limits | feeds | imports | exports | renewals | writes | all (default all): which data to seed and which routes to
+  --only SET         items | contacts | reminders | webhooks | drive | limits | feeds | imports | exports | renewals | writes | pages | all (default all): which data to seed and which routes to
                      measure; items: the item routes at 100,000 and 1,000 items; contacts: the contact, company
                      and department routes; all: items and contacts. reminders (not part of all): the reminder
-                     engine (scripts/bench-reminders.ts, about 6 minutes): 100,000 reminders
+                     engine (bench/reminders.ts, about 6 minutes): 100,000 reminders
                      queued by the sweep, 10,000 POST /v1/items, 5,000 reminders due in one minute,
                      GET /v1/items/{id} against /health, lateness of a light run; webhooks (not part of
-                     all; scripts/bench-webhooks.ts, about 1 minute): POST /v1/items with and without a
+                     all; bench/webhooks.ts, about 1 minute): POST /v1/items with and without a
                      subscribed endpoint, item.created events delivered per second to a local receiver; it uses --connections,
                      --duration, --warmup, --server-warmup (default 5 there), --rounds (the GET only),
-                     --port (default 8940) and --json; drive (not part of all; scripts/bench-drive.ts, about
+                     --port (default 8940) and --json; drive (not part of all; bench/drive.ts, about
                      4 minutes): uploads and downloads of 10 and 50 MiB through the API against a bare R2
                      put/get in the same run, the servers' peak memory meanwhile, GET /v1/tasks?limit=50
                      with 50,000 tasks against /health; --rounds defaults to 3 there, port 8960 (the
-                     bare Worker takes P+10); limits (not part of all; scripts/bench-limits.ts, about
+                     bare Worker takes P+10); limits (not part of all; bench/limits.ts, about
                      5 minutes): GET /v1/contacts/{id} over 200 tenants on server A (RATE_LIMITS=off,
                      REQUEST_LOGS=off) against server B (the defaults: both on), POST /v1/items with
                      and without an Idempotency-Key, one company's reads while another floods searches
                      past its limit; --rounds defaults to 3, --server-warmup to 5, port 8980 (B takes P+10, C P+20);
-                     feeds (not part of all; scripts/bench-feeds.ts, about 2.5 minutes): a calendar feed of 1,000 items
+                     feeds (not part of all; bench/feeds.ts, about 2.5 minutes): a calendar feed of 1,000 items
                      with If-None-Match (304) and in full (200) against GET /v1/contacts/{id} and /health, RATE_LIMITS=off
                      and REQUEST_LOGS=off; --rounds defaults to 3, --server-warmup to 5, port 9020
-                     imports (not part of all; scripts/bench-imports.ts, about 8 minutes): 10,000 items through
+                     imports (not part of all; bench/imports.ts, about 8 minutes): 10,000 items through
                      POST /v1/items against one CSV import of them (to completed), and an import of 100,000 rows
                      with the server's memory; RATE_LIMITS=off and REQUEST_LOGS=off; --rounds defaults to 3, port 9040
-                     exports (not part of all; scripts/bench-exports.ts, about 4 minutes): 100,000 items seeded by SQL,
+                     exports (not part of all; bench/exports.ts, about 4 minutes): 100,000 items seeded by SQL,
                      GET /v1/items/export as CSV and NDJSON read to the end: rows/s and the server's workerd memory
                      (RSS before, peak during, after); RATE_LIMITS=off; --rounds defaults to 3, port 9060
-                     renewals (not part of all; scripts/bench-renewals.ts): 10,000 items with a renew_on: expired
+                     renewals (not part of all; bench/renewals.ts): 10,000 items with a renew_on: expired
                      rule renew at a local midnight (company 1 takes the zone whose midnight comes first: waits
                      up to an hour); both the renewals and their requeued reminders within 30 s; RATE_LIMITS=off; port 9080
-                     writes (not part of all; scripts/bench-writes.ts, about 6 minutes): POST and PATCH of items and contacts beside
+                     writes (not part of all; bench/writes.ts, about 7 minutes): POST and PATCH of items and contacts beside
                      their point reads and lists, company 1 holding 30,000 items and 5,000 contacts; RATE_LIMITS=off;
                      --connections defaults to 16 and --rounds to 3 there, port 9100
+                     pages (not part of all; bench/pages.ts, about 3 minutes): a recipient's page GET and an acknowledge POST
+                     through its form, against /health; 40,000 items with a link each; RATE_LIMITS=off; --rounds 3, port 9120
   --duration S       measured seconds per route (default 10)
   --connections N    concurrent connections (default 32; 16 for writes)
   --warmup S         unmeasured seconds per route before its first measured run (default 2)
   --server-warmup S  unmeasured seconds of mixed load over all routes once the server is up (default 10)
-  --rounds R         measure every route R times, interleaved; the table shows medians (default 1; 3 for drive, limits, feeds, imports, exports and writes)
-  --port P           wrangler dev port (default 8900; 8920 reminders, 8940 webhooks, 8960 drive, 8980 limits, 9020 feeds, 9040 imports, 9060 exports, 9080 renewals, 9100 writes; its inspector takes P+1)
+  --rounds R         measure every route R times, interleaved; the table shows medians (default 1; 3 for drive, limits, feeds, imports, exports, writes and pages)
+  --port P           wrangler dev port (default 8900; 8920 reminders, 8940 webhooks, 8960 drive, 8980 limits, 9020 feeds, 9040 imports, 9060 exports, 9080 renewals, 9100 writes, 9120 pages; its inspector takes P+1)
   --json [FILE]      also write the results as JSON (default .bench/bench-<timestamp>.json)`);
   process.exit(0);
 }
@@ -114,7 +116,7 @@ const KNOWN_FLAGS = ["--only", "--duration", "--connections", "--warmup", "--ser
 rejectUnknownOptions(argv, KNOWN_FLAGS);
 const numberOption = (name: string, fallback: number, min: number) => numberOptionOf(argv, name, fallback, min);
 
-const ONLY_VALUES = ["items", "contacts", "reminders", "webhooks", "drive", "limits", "feeds", "imports", "exports", "renewals", "writes", "all"] as const;
+const ONLY_VALUES = ["items", "contacts", "reminders", "webhooks", "drive", "limits", "feeds", "imports", "exports", "renewals", "writes", "pages", "all"] as const;
 const ONLY = (optionValue(argv, "--only") ?? "all") as (typeof ONLY_VALUES)[number];
 if (!ONLY_VALUES.includes(ONLY)) {
   console.error(`--only must be one of ${ONLY_VALUES.join(", ")} (got ${ONLY})`);
@@ -131,13 +133,14 @@ const IMPORTS = ONLY === "imports";
 const EXPORTS = ONLY === "exports";
 const RENEWALS = ONLY === "renewals";
 const WRITES = ONLY === "writes";
+const PAGES = ONLY === "pages";
 
 const DURATION = numberOption("--duration", 10, 1);
 const CONNECTIONS = Math.round(numberOption("--connections", WRITES ? 16 : 32, 1));
 const WARMUP = numberOption("--warmup", 2, 0);
 const SERVER_WARMUP = numberOption("--server-warmup", REMINDERS || LIMITS || FEEDS ? 5 : 10, 0);
-const ROUNDS = Math.round(numberOption("--rounds", DRIVE || LIMITS || FEEDS || IMPORTS || EXPORTS || WRITES ? 3 : 1, 1));
-const PORT = Math.round(numberOption("--port", REMINDERS ? 8920 : WEBHOOKS ? 8940 : DRIVE ? 8960 : LIMITS ? 8980 : FEEDS ? 9020 : IMPORTS ? 9040 : EXPORTS ? 9060 : RENEWALS ? 9080 : WRITES ? 9100 : 8900, 1));
+const ROUNDS = Math.round(numberOption("--rounds", DRIVE || LIMITS || FEEDS || IMPORTS || EXPORTS || WRITES || PAGES ? 3 : 1, 1));
+const PORT = Math.round(numberOption("--port", REMINDERS ? 8920 : WEBHOOKS ? 8940 : DRIVE ? 8960 : LIMITS ? 8980 : FEEDS ? 9020 : IMPORTS ? 9040 : EXPORTS ? 9060 : RENEWALS ? 9080 : WRITES ? 9100 : PAGES ? 9120 : 8900, 1));
 const INSPECTOR_PORT = PORT + 1;
 
 function jsonOutputPath(): string | undefined {
@@ -964,15 +967,16 @@ const suite = {
 };
 /** The sets that run on their own data and server (not part of `all`). */
 const SUITES: Partial<Record<(typeof ONLY_VALUES)[number], () => Promise<number>>> = {
-  reminders: () => import("./bench-reminders.ts").then(({ runReminderBench }) => runReminderBench(suite)),
-  webhooks: () => import("./bench-webhooks.ts").then(({ runWebhookBench }) => runWebhookBench(suite)),
-  drive: () => import("./bench-drive.ts").then(({ runDriveBench }) => runDriveBench(suite)),
-  limits: () => import("./bench-limits.ts").then(({ runLimitsBench }) => runLimitsBench(suite)),
-  feeds: () => import("./bench-feeds.ts").then(({ runFeedsBench }) => runFeedsBench(suite)),
-  imports: () => import("./bench-imports.ts").then(({ runImportsBench }) => runImportsBench(suite)),
-  exports: () => import("./bench-exports.ts").then(({ runExportsBench }) => runExportsBench(suite)),
-  renewals: () => import("./bench-renewals.ts").then(({ runRenewalBench }) => runRenewalBench(suite)),
-  writes: () => import("./bench-writes.ts").then(({ runWritesBench }) => runWritesBench(suite)),
+  reminders: () => import("./reminders.ts").then(({ runReminderBench }) => runReminderBench(suite)),
+  webhooks: () => import("./webhooks.ts").then(({ runWebhookBench }) => runWebhookBench(suite)),
+  drive: () => import("./drive.ts").then(({ runDriveBench }) => runDriveBench(suite)),
+  limits: () => import("./limits.ts").then(({ runLimitsBench }) => runLimitsBench(suite)),
+  feeds: () => import("./feeds.ts").then(({ runFeedsBench }) => runFeedsBench(suite)),
+  imports: () => import("./imports.ts").then(({ runImportsBench }) => runImportsBench(suite)),
+  exports: () => import("./exports.ts").then(({ runExportsBench }) => runExportsBench(suite)),
+  renewals: () => import("./renewals.ts").then(({ runRenewalBench }) => runRenewalBench(suite)),
+  writes: () => import("./writes.ts").then(({ runWritesBench }) => runWritesBench(suite)),
+  pages: () => import("./pages.ts").then(({ runPagesBench }) => runPagesBench(suite)),
 };
 const run = (SUITES[ONLY] ?? main)();
 run.then(

@@ -1,7 +1,7 @@
-// `node scripts/measure-d1.ts [--items 10000 --contacts 10000 --tasks 2000 --reps 30 --port 9110 --json FILE]`
-// `node scripts/measure-d1.ts --check-shards [--requests 400 --port 9120]`
+// `node bench/measure-d1.ts [--items 10000 --contacts 10000 --tasks 2000 --reps 30 --port 9110 --json FILE]`
+// `node bench/measure-d1.ts --check-shards [--requests 400 --port 9120]`
 //
-// The measured inputs of docs/scale.md and of its capacity model (scripts/capacity-model.ts), under
+// The measured inputs of docs/scale.md and of its capacity model (bench/capacity-model.ts), under
 // `wrangler dev` on a throw-away local D1:
 //   1. migrations and the demo seed on both shards; then, by SQL on shard 0, contacts, items (20
 //      folders, 10 document types, the default reminder sequence) and tasks for company 1, a fifth
@@ -15,14 +15,14 @@
 //      collected (d1_queries, d1_rows_read, d1_rows_written, d1_ms, d1_shard) with the time the
 //      client saw; then the sweep, idle, three times;
 //   3. the server is stopped and the shard files copied: the state pass B starts from;
-//   4. pass B, the same service through a tracing entry point (scripts/lib/d1-inspect.ts: its D1
+//   4. pass B, the same service through a tracing entry point (bench/d1-inspect.ts: its D1
 //      bindings wrapped to print every statement with its bound values; D1_STATS off): each route
 //      again (--trace-reps requests), the sweep, and an alarm run that fires 5 reminders by email;
 //      every statement is attributed to its request, to the Durable Object, to an alarm or to the cron;
 //   5. every captured statement is replayed on the copy with Node's SQLite (writes rolled back) and
 //      timed: the SQLite time a statement costs, which local D1 reports as 0 (its meta.duration is
 //      measured with a clock workerd freezes during synchronous work);
-//   6. docs/scale-measurements.json (or --json FILE): per route the medians of queries, rows read and
+//   6. bench/scale-measurements.json (or --json FILE): per route the medians of queries, rows read and
 //      written, d1_ms, end-to-end ms, statements, round trips, directory and Durable Object
 //      statements and replayed SQLite ms; storage per 1,000 rows; the sweep; the directory read; the alarm.
 // About 2–3 minutes on a 2-core machine, most of it setup and the wait for the alarm. Quote counts and ratios, not absolute times.
@@ -31,7 +31,7 @@
 // shard-1 demo company (500001) alike, then sends both accounts a mixed workload at the same time
 // (the model's daily route mix scaled to --requests each, in random order, 2 at a time per account),
 // sums the logged d1_queries by d1_shard, and compares them with the model's prediction from
-// docs/scale-measurements.json (per route the measured median; plus the client-row reads the 15 s
+// bench/scale-measurements.json (per route the measured median; plus the client-row reads the 15 s
 // per-isolate cache lets through); counts the directory reads in the home database from wrangler's
 // local traces (they are outside the request's session, so not in its log line) against the token
 // requests; checks that no request of one account touched the other shard. Prints PASS or FAIL.
@@ -40,7 +40,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node
 import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { searchWords } from "../src/lib/search.ts";
-import { multiRowInserts, prepareBenchState, prng, sqlText, stopServer, tempServerScope, wranglerVersion, median } from "./lib/bench-kit.ts";
+import { multiRowInserts, prepareBenchState, prng, sqlText, stopServer, tempServerScope, wranglerVersion, median } from "./kit.ts";
 import {
   dbSize,
   durableObjectFiles,
@@ -53,9 +53,9 @@ import {
   snapshotFile,
   writeTraceWorker,
   type TracedStatement,
-} from "./lib/d1-inspect.ts";
-import { executeSql, numberOption as numberOptionOf, optionValue, rejectUnknownOptions, shardBindingNames, startDev } from "./lib/local.ts";
-import { SHARD_ONE_DEMO } from "./seed-data.ts";
+} from "./d1-inspect.ts";
+import { executeSql, numberOption as numberOptionOf, optionValue, rejectUnknownOptions, shardBindingNames, startDev } from "../scripts/lib/local.ts";
+import { SHARD_ONE_DEMO } from "../scripts/seed-data.ts";
 import { DAILY_REQUESTS, DEFAULT_MEASUREMENTS, FEED_CHANGED, loadMeasurements, loggedQueries, type Measurements, type RouteMeasurement } from "./capacity-model.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -63,8 +63,8 @@ import { DAILY_REQUESTS, DEFAULT_MEASUREMENTS, FEED_CHANGED, loadMeasurements, l
 
 const argv = process.argv.slice(2);
 if (argv.includes("--help") || argv.includes("-h")) {
-  console.log(`Usage: node scripts/measure-d1.ts [options]          (measure; writes docs/scale-measurements.json)
-       node scripts/measure-d1.ts --check-shards [options] (the 2-shard check of scripts/capacity-model.ts)
+  console.log(`Usage: node bench/measure-d1.ts [options]          (measure; writes bench/scale-measurements.json)
+       node bench/measure-d1.ts --check-shards [options] (the 2-shard check of bench/capacity-model.ts)
   --items N        items of company 1 (default 10000; company 2 gets a fifth)
   --contacts N     contacts of company 1 (default 10000)
   --tasks N        tasks of company 1 (default 2000)
@@ -72,9 +72,9 @@ if (argv.includes("--help") || argv.includes("-h")) {
   --trace-reps N   traced requests per route in pass B (default 5)
   --no-alarm       skip the alarm run (saves up to 80 s of waiting)
   --port P         wrangler dev port (default 9110; 9120 with --check-shards; the inspector takes P+1)
-  --json FILE      where to write the measurements (default docs/scale-measurements.json)
+  --json FILE      where to write the measurements (default bench/scale-measurements.json)
   --requests N     --check-shards: requests per account (default 400)
-  --measurements F --check-shards: the measurements the prediction uses (default docs/scale-measurements.json)`);
+  --measurements F --check-shards: the measurements the prediction uses (default bench/scale-measurements.json)`);
   process.exit(0);
 }
 const KNOWN = ["--items", "--contacts", "--tasks", "--reps", "--trace-reps", "--no-alarm", "--port", "--json", "--check-shards", "--requests", "--measurements"];
@@ -1083,7 +1083,7 @@ async function checkShards(): Promise<number> {
   try {
     m = loadMeasurements(resolve(optionValue(argv, "--measurements") ?? DEFAULT_MEASUREMENTS));
   } catch (error) {
-    console.error(`--check-shards needs the measurements (run node scripts/measure-d1.ts first): ${String(error)}`);
+    console.error(`--check-shards needs the measurements (run node bench/measure-d1.ts first): ${String(error)}`);
     return 2;
   }
   const scope = tempServerScope("expiry-check-shards-", log);

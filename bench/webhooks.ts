@@ -13,8 +13,8 @@ import type { AddressInfo } from "node:net";
 import type { ChildProcess } from "node:child_process";
 import { loadavg } from "node:os";
 import { Webhook } from "standardwebhooks";
-import { cpuSample, httpClient, measurer, printColumns, prepareBenchState, tempServerScope, type RouteResult, type RouteSpec } from "./lib/bench-kit.ts";
-import { startDev } from "./lib/local.ts";
+import { cpuSample, httpClient, measurer, printColumns, prepareBenchState, tempServerScope, type RouteResult, type RouteSpec } from "./kit.ts";
+import { startDev } from "../scripts/lib/local.ts";
 
 export interface WebhookBenchOptions {
   port: number;
@@ -76,7 +76,7 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<num
   try {
     const loadBefore = await prepareBenchState(scope.persistTo, log);
     child = await startDev(
-      ["--port", String(options.port), "--persist-to", scope.persistTo, "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(options.port + 1)],
+      ["--port", String(options.port), "--persist-to", scope.persistTo, "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(options.port + 1), "--var", "RATE_LIMITS:off"],
       { port: options.port, env: { X_LOCAL_OBSERVABILITY: "false" } },
     );
     scope.setServer(child);

@@ -1,0 +1,148 @@
+// The token of a recipient link (src/lib/recipient-links.ts, docs/recipient-journey.md): its
+// claims, its HMAC-SHA-256 tag, and the check. No imports, so that Node code (the e2e tests, the
+// benchmark) mints tokens the way the Worker does, from the same module.
+//
+// Bytes: a version (1), then company, item, contact, epoch and the last day (days since
+// 1970-01-01) as unsigned LEB128 varints, then the 32-byte tag over a domain label and those bytes;
+// the whole as unpadded base64url (54 characters for small ids).
+
+/** What a token says. `expiresOn`: the last day (UTC, YYYY-MM-DD) it works. */
+export interface LinkClaims {
+  companyId: number;
+  itemId: number;
+  contactId: number;
+  /** The item's schedule_epoch when the link was made: its occurrence. */
+  epoch: number;
+  expiresOn: string;
+}
+
+/**
+ * `valid`: signed by a key given and not past its last day; `expired`: signed, but past it;
+ * `forged`: anything else (malformed, altered, another secret, a dropped key). `claims`: what the
+ * token says, or claims of no record (ids 0) for a token that says nothing readable.
+ */
+export interface TokenVerdict {
+  state: "valid" | "expired" | "forged";
+  claims: LinkClaims;
+}
+
+/** An HMAC-SHA-256 key, named so that both the Worker's and Node's type declarations accept it. */
+export type LinkKey = Parameters<typeof crypto.subtle.sign>[1];
+
+const VERSION = 1;
+const TAG_BYTES = 32;
+const CLAIM_FIELDS = 5;
+/** A safe integer takes at most 8 bytes of 7 bits. */
+const MAX_VARINT_BYTES = 8;
+const MAX_TOKEN_BYTES = 1 + CLAIM_FIELDS * MAX_VARINT_BYTES + TAG_BYTES;
+/** The longest token text: base64url of the longest token. */
+export const MAX_TOKEN_CHARS = Math.ceil((MAX_TOKEN_BYTES * 4) / 3);
+const TOKEN_TEXT = /^[A-Za-z0-9_-]+$/;
+/** Keeps a tag of these links from ever verifying as anything else signed with the same secret. */
+const DOMAIN = new TextEncoder().encode("expiry-reminder recipient link\u0000");
+const DAY_MS = 86_400_000;
+const NO_CLAIMS: LinkClaims = { companyId: 0, itemId: 0, contactId: 0, epoch: 0, expiresOn: "1970-01-01" };
+
+const dayNumber = (date: string) => Math.round(Date.parse(`${date}T00:00:00Z`) / DAY_MS);
+const dayText = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
+
+function writeVarint(out: number[], value: number): void {
+  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`recipient link: ${value} is not a non-negative safe integer`);
+  let rest = value;
+  while (rest >= 0x80) {
+    out.push((rest % 0x80) | 0x80);
+    rest = Math.floor(rest / 0x80);
+  }
+  out.push(rest);
+}
+
+function encodeClaims(claims: LinkClaims): Uint8Array {
+  const day = dayNumber(claims.expiresOn);
+  if (!/^\d{4}-\d\d-\d\d$/.test(claims.expiresOn) || !Number.isSafeInteger(day)) throw new Error(`recipient link: ${claims.expiresOn} is not a date`);
+  const out = [VERSION];
+  for (const value of [claims.companyId, claims.itemId, claims.contactId, claims.epoch, day]) writeVarint(out, value);
+  return Uint8Array.from(out);
+}
+
+/** The claims at the start of `bytes` and where they end; null when they are not well formed. */
+function decodeClaims(bytes: Uint8Array): { claims: LinkClaims; length: number } | null {
+  if (bytes[0] !== VERSION) return null;
+  const values: number[] = [];
+  let at = 1;
+  for (let field = 0; field < CLAIM_FIELDS; field++) {
+    let value = 0;
+    let scale = 1;
+    for (let n = 0; ; n++) {
+      if (n >= MAX_VARINT_BYTES || at >= bytes.length) return null;
+      const byte = bytes[at++]!;
+      value += (byte & 0x7f) * scale;
+      scale *= 0x80;
+      if (byte < 0x80) break;
+    }
+    if (!Number.isSafeInteger(value)) return null;
+    values.push(value);
+  }
+  const [companyId, itemId, contactId, epoch, day] = values as [number, number, number, number, number];
+  if (day > dayNumber("9999-12-31")) return null;
+  return { claims: { companyId, itemId, contactId, epoch, expiresOn: dayText(day) }, length: at };
+}
+
+function toBase64Url(bytes: Uint8Array): string {
+  let text = "";
+  for (const b of bytes) text += String.fromCharCode(b);
+  return btoa(text).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
+}
+
+function fromBase64Url(text: string): Uint8Array | null {
+  if (text.length > MAX_TOKEN_CHARS || !TOKEN_TEXT.test(text) || text.length % 4 === 1) return null;
+  try {
+    const raw = atob(text.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (text.length % 4)) % 4));
+    return Uint8Array.from(raw, (c) => c.charCodeAt(0));
+  } catch {
+    return null;
+  }
+}
+
+async function tagOf(key: LinkKey, claims: Uint8Array): Promise<Uint8Array> {
+  const input = new Uint8Array(DOMAIN.length + claims.length);
+  input.set(DOMAIN);
+  input.set(claims, DOMAIN.length);
+  return new Uint8Array(await crypto.subtle.sign("HMAC", key, input));
+}
+
+/** Equal without an early exit. */
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < a.length && i < b.length; i++) diff |= a[i]! ^ b[i]!;
+  return diff === 0;
+}
+
+/** The token of `claims`, signed with `key` (an HMAC-SHA-256 key). */
+export async function signClaims(key: LinkKey, claims: LinkClaims): Promise<string> {
+  const bytes = encodeClaims(claims);
+  const tag = await tagOf(key, bytes);
+  const token = new Uint8Array(bytes.length + tag.length);
+  token.set(bytes);
+  token.set(tag, bytes.length);
+  return toBase64Url(token);
+}
+
+/**
+ * What `token` is, against `keys` (every key that may verify), on `today` (UTC, YYYY-MM-DD). The
+ * same work whatever the token: a tag computed with every key, each compared in full (over claims
+ * of no record when the token has none readable), so its time says nothing of what was wrong.
+ */
+export async function checkToken(keys: LinkKey[], token: string, today: string): Promise<TokenVerdict> {
+  const bytes = fromBase64Url(token);
+  const decoded = bytes ? decodeClaims(bytes) : null;
+  const readable = decoded !== null && bytes!.length === decoded.length + TAG_BYTES;
+  const claims = readable ? decoded.claims : NO_CLAIMS;
+  const signed = readable ? bytes!.subarray(0, decoded.length) : encodeClaims(NO_CLAIMS);
+  const tag = readable ? bytes!.subarray(decoded.length) : new Uint8Array(TAG_BYTES);
+  let matches = false;
+  for (const key of keys) {
+    if (sameBytes(await tagOf(key, signed), tag)) matches = true;
+  }
+  if (!readable || !matches) return { state: "forged", claims };
+  return { state: claims.expiresOn < today ? "expired" : "valid", claims };
+}

@@ -1,0 +1,146 @@
+// The tokens of the links in reminder emails (src/lib/recipient-links.ts): minted with the first
+// key of LINK_SIGNING_KEYS, verified by any; bound to company, item, contact, occurrence and a last
+// day; altered, foreign, dropped-key, malformed and expired tokens refused, each with the same work.
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { LINK_LIFETIME_DAYS, linkExpiry, mintLinkToken, publicBase, recipientLinks, verifyLinkToken, type LinkClaims } from "../../src/lib/recipient-links";
+import { addDays } from "../../src/lib/time";
+import { captureErrorLogs, env } from "./helpers";
+
+const TODAY = "2026-11-26";
+const CLAIMS: LinkClaims = { companyId: 500_001, itemId: 123_456_789, contactId: 42, epoch: 3, expiresOn: "2027-03-31" };
+const KEYS = env.LINK_SIGNING_KEYS!;
+const [CURRENT, PREVIOUS] = KEYS.split(" ") as [string, string];
+const OTHER = "other:another-link-key-of-another-deployment-0123456789";
+
+/** base64url -> bytes -> base64url, for altering a token byte by byte. */
+const decode = (token: string) => Uint8Array.from(atob(token.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (token.length % 4)) % 4)), (c) => c.charCodeAt(0));
+const encode = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
+
+describe("minting and verifying", () => {
+  it("verifies what it minted, with the claims it was given; URL-safe, at least 256 bits of tag", async () => {
+    const token = await mintLinkToken(KEYS, CLAIMS);
+    expect(token).toMatch(/^[A-Za-z0-9_-]+$/);
+    expect(decode(token).length).toBeGreaterThanOrEqual(32 + 6);
+    expect(await verifyLinkToken(KEYS, token, TODAY)).toEqual({ state: "valid", claims: CLAIMS });
+    // Deterministic: a recipient's links for one occurrence are the same in every email.
+    expect(await mintLinkToken(KEYS, CLAIMS)).toBe(token);
+    // Each claim changes the token.
+    for (const change of [{ companyId: 1 }, { itemId: 1 }, { contactId: 1 }, { epoch: 4 }, { expiresOn: "2027-04-01" }]) {
+      expect(await mintLinkToken(KEYS, { ...CLAIMS, ...change }), JSON.stringify(change)).not.toBe(token);
+    }
+  });
+
+  it("refuses a token with any byte altered", async () => {
+    const bytes = decode(await mintLinkToken(KEYS, CLAIMS));
+    for (let i = 0; i < bytes.length; i++) {
+      const altered = bytes.slice();
+      altered[i] = altered[i]! ^ 0x01;
+      expect((await verifyLinkToken(KEYS, encode(altered), TODAY)).state, `byte ${i}`).toBe("forged");
+    }
+    expect((await verifyLinkToken(KEYS, encode(bytes.subarray(0, bytes.length - 1)), TODAY)).state).toBe("forged");
+    expect((await verifyLinkToken(KEYS, encode(Uint8Array.of(...bytes, 0)), TODAY)).state).toBe("forged");
+  });
+
+  it("rotates: the previous key still verifies, a dropped key or another deployment's does not", async () => {
+    const byPrevious = await mintLinkToken(PREVIOUS, CLAIMS);
+    expect((await verifyLinkToken(KEYS, byPrevious, TODAY)).state).toBe("valid");
+    // Rotation: a new key first, the old one kept: old links work, new ones are signed by the new key.
+    const rotated = `new:a-brand-new-link-signing-key-0123456789abcdef ${CURRENT}`;
+    expect((await verifyLinkToken(rotated, await mintLinkToken(KEYS, CLAIMS), TODAY)).state).toBe("valid");
+    expect((await verifyLinkToken(KEYS, await mintLinkToken(rotated, CLAIMS), TODAY)).state).toBe("forged");
+    // The old key dropped: its links are dead.
+    expect((await verifyLinkToken(CURRENT, byPrevious, TODAY)).state).toBe("forged");
+    expect((await verifyLinkToken(KEYS, await mintLinkToken(OTHER, CLAIMS), TODAY)).state).toBe("forged");
+  });
+
+  it("expires after its last day (UTC), and says so only to a signed token", async () => {
+    const token = await mintLinkToken(KEYS, CLAIMS);
+    expect((await verifyLinkToken(KEYS, token, CLAIMS.expiresOn)).state).toBe("valid");
+    expect((await verifyLinkToken(KEYS, token, addDays(CLAIMS.expiresOn, 1))).state).toBe("expired");
+    expect((await verifyLinkToken(OTHER, token, addDays(CLAIMS.expiresOn, 1))).state).toBe("forged");
+  });
+
+  it("refuses malformed text with claims of no record", async () => {
+    const token = await mintLinkToken(KEYS, CLAIMS);
+    const none = { companyId: 0, itemId: 0, contactId: 0, epoch: 0, expiresOn: "1970-01-01" };
+    for (const text of ["", "x", "not a token", "%2F..", token + "=", "A".repeat(5000), token.slice(0, 1), `${token}/`, "AgEBAQGtow" + token.slice(10)]) {
+      const verdict = await verifyLinkToken(KEYS, text, TODAY);
+      expect(verdict.state, text.slice(0, 40)).toBe("forged");
+      if (!text.startsWith(token.slice(0, 10)) && text !== token + "=") expect(verdict.claims, text.slice(0, 40)).toEqual(none);
+    }
+  });
+
+  it("does the same work whatever the token: one HMAC per configured key", async () => {
+    const signs = vi.spyOn(crypto.subtle, "sign");
+    const valid = await mintLinkToken(KEYS, CLAIMS);
+    const kinds = {
+      valid,
+      expired: await mintLinkToken(KEYS, { ...CLAIMS, expiresOn: "2026-01-01" }),
+      forged: await mintLinkToken(OTHER, CLAIMS),
+      altered: valid.slice(0, -2) + (valid.endsWith("AA") ? "BB" : "AA"),
+      malformed: "!!",
+      empty: "",
+    };
+    const counts: Record<string, number> = {};
+    for (const [kind, token] of Object.entries(kinds)) {
+      signs.mockClear();
+      await verifyLinkToken(KEYS, token, TODAY);
+      counts[kind] = signs.mock.calls.length;
+    }
+    signs.mockRestore();
+    expect(new Set(Object.values(counts))).toEqual(new Set([2]));
+  });
+
+  it("throws when LINK_SIGNING_KEYS is missing or unusable (the pages answer 500, emails go without links)", async () => {
+    await expect(verifyLinkToken(undefined, "x", TODAY)).rejects.toThrow(/LINK_SIGNING_KEYS is not configured/);
+    await expect(mintLinkToken("k:short", CLAIMS)).rejects.toThrow(/LINK_SIGNING_KEYS must hold/);
+  });
+});
+
+describe("the links of a reminder", () => {
+  const logged = captureErrorLogs();
+  afterEach(() => vi.restoreAllMocks());
+
+  it("lasts LINK_LIFETIME_DAYS after the item's date, or after today when that is later", () => {
+    expect(LINK_LIFETIME_DAYS).toBe(60);
+    expect(linkExpiry("2027-01-31", "2026-11-26")).toBe("2027-04-01");
+    expect(linkExpiry("2026-10-01", "2026-11-26")).toBe("2027-01-25");
+  });
+
+  it("are absolute URLs on PUBLIC_BASE_URL: the page and one per action, bound to the recipient and the occurrence", async () => {
+    const links = await recipientLinks(
+      { PUBLIC_BASE_URL: "https://reminders.example.com/", LINK_SIGNING_KEYS: KEYS },
+      { companyId: 7, itemId: 18, contactId: 5, epoch: 2, itemDate: "2027-01-31", today: "2026-11-26" },
+    );
+    expect(links).not.toBeNull();
+    const token = links!.page.slice("https://reminders.example.com/r/".length);
+    expect(links).toEqual({
+      page: `https://reminders.example.com/r/${token}`,
+      acknowledge: `https://reminders.example.com/r/${token}/acknowledge`,
+      complete: `https://reminders.example.com/r/${token}/complete`,
+      renew: `https://reminders.example.com/r/${token}/renew`,
+      snooze: `https://reminders.example.com/r/${token}/snooze`,
+    });
+    expect(await verifyLinkToken(KEYS, token, "2026-11-26")).toEqual({
+      state: "valid",
+      claims: { companyId: 7, itemId: 18, contactId: 5, epoch: 2, expiresOn: "2027-04-01" },
+    });
+  });
+
+  it("are left out (null, one error line) without a usable PUBLIC_BASE_URL or LINK_SIGNING_KEYS", async () => {
+    const target = { companyId: 1, itemId: 1, contactId: 1, epoch: 1, itemDate: "2027-01-31" };
+    expect(await recipientLinks({ PUBLIC_BASE_URL: "ftp://x.example", LINK_SIGNING_KEYS: KEYS }, target)).toBeNull();
+    expect(await recipientLinks({ PUBLIC_BASE_URL: undefined, LINK_SIGNING_KEYS: KEYS }, target)).toBeNull();
+    expect(await recipientLinks({ PUBLIC_BASE_URL: "https://x.example", LINK_SIGNING_KEYS: undefined }, target)).toBeNull();
+    expect(logged.join("\n")).toMatch(/without action links/);
+    expect(logged.join("\n")).not.toContain("test-link-key");
+  });
+
+  it("normalises PUBLIC_BASE_URL to an origin (and path) without a trailing slash", () => {
+    expect(publicBase("https://reminders.example.com")).toBe("https://reminders.example.com");
+    expect(publicBase(" https://reminders.example.com/ ")).toBe("https://reminders.example.com");
+    expect(publicBase("http://localhost:8790")).toBe("http://localhost:8790");
+    expect(publicBase("https://example.com/base/")).toBe("https://example.com/base");
+    for (const bad of ["", "reminders.example.com", "javascript:alert(1)", "https://example.com/?q=1", "https://u:p@example.com"]) expect(publicBase(bad), bad).toBeNull();
+  });
+});
