@@ -10,7 +10,7 @@ import { items } from "../../src/db/schema";
 import { RESPONSE_LOST } from "../../src/idempotency/middleware";
 import { clockFor } from "../../src/company-clock/handoff/worker";
 import worker from "../../src/index";
-import { call, createAccount, env, expectShapeB, noServerError, uniqueWord, type Answer, type CallResult, type Operation, expectStatus, callRaw, ok, openApiDocument } from "./helpers";
+import { call, createAccount, env, expectShapeB, noServerError, uniqueWord, type Answer, type CallResult, type Operation, expectStatus, callRaw, ok, openApiDocument, type OpenApiJson } from "./helpers";
 
 const key = () => crypto.randomUUID();
 
@@ -325,7 +325,7 @@ describe("Idempotency-Key: housekeeping and the published contract", () => {
 
   it("publishes the header on every POST, PATCH, PUT and DELETE but the token endpoint and the upload PUT", async () => {
     const doc = await openApiDocument();
-    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, OpenApiJson>>)) {
       for (const [method, op] of Object.entries(item)) {
         const keyed = (op.parameters ?? []).some((p: { $ref?: string }) => p.$ref === "#/components/parameters/IdempotencyKey");
         const excluded = path === "/v1/oauth/token" || (path === "/v1/uploads" && method === "put");
