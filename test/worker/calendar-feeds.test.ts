@@ -413,7 +413,7 @@ describe("the feed URL", () => {
   it("is 404 (Shape B) for an unknown or malformed token, and for a path without .ics", async () => {
     expectShapeB(await fetchFeed(`/v1/calendar/${"A".repeat(43)}.ics`), 404, /^Calendar feed not found$/);
     expectShapeB(await fetchFeed("/v1/calendar/short.ics"), 404, /^Calendar feed not found$/);
-    expectShapeB(await fetchFeed(path.replace(".ics", "")), 404, /^No route for GET/);
+    expectShapeB(await callRaw("GET", path.replace(".ics", "")), 404, /^No route for GET/);
   });
 
   it("answers other methods 405 with Allow: GET, HEAD", async () => {

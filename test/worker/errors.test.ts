@@ -6,13 +6,13 @@ import type { AppBindings } from "../../src/env";
 import { apiError, oauthError, renderError } from "../../src/lib/errors";
 import { requestContext } from "../../src/lib/request-context";
 import { describeIssue, validationHook } from "../../src/lib/validation";
-import { call, captureErrorLogs, expectNoStackTrace, expectShapeB, tokenFor, type CallResult, expectStatus, callRaw, ok } from "./helpers";
+import { call, captureErrorLogs, expectNoStackTrace, expectShapeB, tokenFor, type ApiError, type CallResult, expectStatus, callRaw, ok } from "./helpers";
 
 const JSON_TYPE = { "Content-Type": "application/json" };
 const VALID_CONTACT = { first_name: "Err", last_name: "Case", email: "err-case@example.com" };
 
 /** Shape B, never a 500, never a stack trace. */
-function expectClientError(res: CallResult, status: number, msg?: RegExp) {
+function expectClientError<R extends CallResult>(res: R, status: number, msg?: RegExp): asserts res is R & { body: ApiError } {
   expectShapeB(res, status, msg);
   expectNoStackTrace(res);
   expect(Object.keys(res.body).sort()).toEqual(["msg", "request_id", "success"]);
@@ -158,7 +158,7 @@ describe("request bodies", () => {
   });
 
   it("answers 400 naming every missing field", async () => {
-    const res = ok(await post("{}"));
+    const res = await post("{}");
     expectClientError(res, 400);
     for (const field of ["first_name", "last_name", "email"]) expect(res.body.msg).toContain(`${field} is required`);
   });

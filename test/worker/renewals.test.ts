@@ -9,6 +9,9 @@ import { call, createAccount, env, type Fields, expectStatus, ok } from "./helpe
 const stubOf = (companyId: number) => clockFor(env, companyId);
 const today = () => todayIn("UTC");
 
+/** The PATCH operations these tests send, by the path after the item's. */
+const PATCHES = { "": "updateItem", "/archive": "archiveItem", "/status": "setItemStatus" } as const;
+
 async function setup(zone = "UTC") {
   const account = await createAccount();
   if (zone !== "UTC") {
@@ -22,7 +25,7 @@ async function setup(zone = "UTC") {
     return res.body.data.item_id;
   };
   const get = async (id: number) => ok(await call("getItem", `/v1/items/${id}`, { token })).body.data;
-  const patch = async (id: number, path: string, body: Fields) => call("updateItem", `/v1/items/${id}${path}`, { token, body });
+  const patch = async <P extends keyof typeof PATCHES>(id: number, path: P, body: Fields) => call(PATCHES[path], `/v1/items/${id}${path}`, { token, body });
   return { ...account, token, create, get, patch };
 }
 
