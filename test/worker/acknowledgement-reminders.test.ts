@@ -11,7 +11,7 @@ import type { CompanyClock } from "../../src/company-clock/object";
 import { migrate, SCHEMA_VERSION } from "../../src/company-clock/store";
 import { acknowledgeItem } from "../../src/records/items/actions";
 import { addDays, todayIn } from "../../src/lib/time";
-import { call, createAccount, createContact, createGroup, createItem, env, expectShapeB, type Json, type TestAccount } from "./helpers";
+import { call, createAccount, createContact, createGroup, createItem, env, expectShapeB, expectStatus, ok, type Fields, type TestAccount } from "./helpers";
 
 const stubOf = (companyId: number) => clockFor(env, companyId);
 const futureDate = (days: number) => addDays(todayIn("UTC"), days);
@@ -33,11 +33,11 @@ async function backdate(companyId: number, reminderIds: number[]) {
   });
 }
 
-const reminders = async (token: string, itemId: number) => (await call("GET", `/v1/items/${itemId}/reminders`, { token })).body.data as { queued: Json[]; sent: Json[] };
-const states = (list: Json[]) => list.map((r) => [r.date, r.state]);
+const reminders = async (token: string, itemId: number) => ok(await call("listItemReminders", `/v1/items/${itemId}/reminders`, { token })).body.data;
+const states = (list: Array<{ date: string; state: string }>) => list.map((r) => [r.date, r.state]);
 
-async function sequence(token: string, steps: Json[]): Promise<number> {
-  const res = await call("POST", "/v1/reminder-sequences", { token, body: { name: `Seq ${crypto.randomUUID().slice(0, 8)}`, reminders: steps } });
+async function sequence(token: string, steps: Fields[]): Promise<number> {
+  const res = await call("createReminderSequence", "/v1/reminder-sequences", { token, body: { name: `Seq ${crypto.randomUUID().slice(0, 8)}`, reminders: steps } });
   if (res.status !== 201) throw new Error(`sequence: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.data.seqid;
 }
@@ -65,18 +65,18 @@ describe("an acknowledged occurrence", () => {
     expect(item.reminders.queued[1]).toMatchObject({ group_id: groupId, unless_acknowledged: true, always: false });
     expect(item.reminders.queued[2]).toMatchObject({ group_id: null, always: true });
 
-    expect((await call("POST", `/v1/items/${item.item_id}/acknowledge`, { token: account.ownerToken })).status).toBe(200);
+    expectStatus(await call("acknowledgeItem", `/v1/items/${item.item_id}/acknowledge`, { token: account.ownerToken }), 200);
     let list = await reminders(account.ownerToken, item.item_id);
     expect(states(list.queued)).toEqual([[addDays(date, -7), "held"], [addDays(date, -3), "held"], [date, "queued"]]);
     // The detail's view agrees (it is written by the clock with the sync).
-    expect(states((await call("GET", `/v1/items/${item.item_id}`, { token: account.ownerToken })).body.data.reminders.queued)).toEqual(states(list.queued));
+    expect(states(ok(await call("getItem", `/v1/items/${item.item_id}`, { token: account.ownerToken })).body.data.reminders.queued)).toEqual(states(list.queued));
 
     // While held, the first one's minute comes: nothing is sent; taken back, it is dropped, not sent late.
     await backdate(account.companyId, [list.queued[0]!.reminder_id]);
     const emails = await captureEmails(account.companyId);
     await runDurableObjectAlarm(stubOf(account.companyId));
     expect(emails).toEqual([]);
-    expect((await call("DELETE", `/v1/items/${item.item_id}/acknowledge`, { token: account.ownerToken })).status).toBe(200);
+    expectStatus(await call("unacknowledgeItem", `/v1/items/${item.item_id}/acknowledge`, { token: account.ownerToken }), 200);
     list = await reminders(account.ownerToken, item.item_id);
     expect(states(list.queued)).toEqual([[addDays(date, -3), "queued"], [date, "queued"]]);
     expect(list.sent).toEqual([]);
@@ -91,8 +91,8 @@ describe("an acknowledged occurrence", () => {
       { period: 0, unit: "day", type: 1, always: true },
     ]);
     const item = await createItem(account.ownerToken, { expiry_date: futureDate(10), seqid, contact_id: contact.contact_id });
-    await call("POST", `/v1/items/${item.item_id}/acknowledge`, { token: account.ownerToken });
-    await backdate(account.companyId, item.reminders.queued.map((r: Json) => r.reminder_id));
+    await call("acknowledgeItem", `/v1/items/${item.item_id}/acknowledge`, { token: account.ownerToken });
+    await backdate(account.companyId, item.reminders.queued.map((r) => r.reminder_id));
     const emails = await captureEmails(account.companyId);
     await runDurableObjectAlarm(stubOf(account.companyId));
     expect(emails.map((e) => e.to)).toEqual([contact.email]);
@@ -106,14 +106,14 @@ describe("an acknowledged occurrence", () => {
     const { groupId, emails: addresses } = await groupOf(account, 3);
     const seqid = await sequence(account.ownerToken, [{ period: 3, unit: "day", type: 1, group_id: groupId, unless_acknowledged: true }]);
     const item = await createItem(account.ownerToken, { expiry_date: futureDate(10), seqid });
-    await backdate(account.companyId, item.reminders.queued.map((r: Json) => r.reminder_id));
+    await backdate(account.companyId, item.reminders.queued.map((r) => r.reminder_id));
     const emails = await captureEmails(account.companyId);
     await runDurableObjectAlarm(stubOf(account.companyId));
     expect(emails.map((e) => e.to).sort()).toEqual([...addresses].sort());
     const [sent] = (await reminders(account.ownerToken, item.item_id)).sent;
     expect(sent!.deliveries).toHaveLength(3);
-    expect(sent!.deliveries.map((d: Json) => [d.state, d.attempts])).toEqual([["sent", 1], ["sent", 1], ["sent", 1]]);
-    expect(new Set(sent!.deliveries.map((d: Json) => d.contact_id)).size).toBe(3);
+    expect(sent!.deliveries.map((d) => [d.state, d.attempts])).toEqual([["sent", 1], ["sent", 1], ["sent", 1]]);
+    expect(new Set(sent!.deliveries.map((d) => d.contact_id)).size).toBe(3);
   });
 
   it("is applied before anything fires even when the clock never heard of it (the alarm replays D1's outbox)", async () => {
@@ -124,7 +124,7 @@ describe("an acknowledged occurrence", () => {
     const db = database(env.DB, { committed: 0, actor: { accountId: null, companyId: null, clientId: null, userId: null, requestId: null, operationId: "recipientAction", contactId: contact.contact_id, via: "link" } });
     const result = await acknowledgeItem(db, account.companyId, item.item_id, { by: { type: "contact", id: contact.contact_id }, via: "link", occurrence: 1 });
     expect(result.outcome).toBe("applied");
-    await backdate(account.companyId, item.reminders.queued.map((r: Json) => r.reminder_id));
+    await backdate(account.companyId, item.reminders.queued.map((r) => r.reminder_id));
     const emails = await captureEmails(account.companyId);
     await runDurableObjectAlarm(stubOf(account.companyId));
     // Only the default sequence's "on the day" step would be `always`: the Standard sequence has none.
@@ -140,8 +140,8 @@ describe("a snoozed occurrence", () => {
     const date = futureDate(40);
     const item = await createItem(account.ownerToken, { expiry_date: date, contact_id: contact.contact_id });
     const until = futureDate(28);
-    const snoozed = await call("POST", `/v1/items/${item.item_id}/snooze`, { token: account.ownerToken, body: { until } });
-    expect(snoozed.status, JSON.stringify(snoozed.body)).toBe(200);
+    const snoozed = await call("snoozeItem", `/v1/items/${item.item_id}/snooze`, { token: account.ownerToken, body: { until } });
+    expectStatus(snoozed, 200, JSON.stringify(snoozed.body));
     let list = await reminders(account.ownerToken, item.item_id);
     expect(list.queued.map((r) => [r.date, r.hour, r.state, r.origin])).toEqual([
       [addDays(date, -30), "09:00", "held", "sequence"],
@@ -153,10 +153,10 @@ describe("a snoozed occurrence", () => {
     ]);
 
     // Ended: back as it was. Snoozed again, its day comes: the one reminder goes to the item's contact.
-    await call("DELETE", `/v1/items/${item.item_id}/snooze`, { token: account.ownerToken });
+    await call("unsnoozeItem", `/v1/items/${item.item_id}/snooze`, { token: account.ownerToken });
     list = await reminders(account.ownerToken, item.item_id);
     expect(list.queued.map((r) => r.state)).toEqual(["queued", "queued", "queued", "queued", "queued"]);
-    await call("POST", `/v1/items/${item.item_id}/snooze`, { token: account.ownerToken, body: { until } });
+    await call("snoozeItem", `/v1/items/${item.item_id}/snooze`, { token: account.ownerToken, body: { until } });
     list = await reminders(account.ownerToken, item.item_id);
     const [first, second, snooze] = list.queued;
     await backdate(account.companyId, [first!.reminder_id, snooze!.reminder_id]);
@@ -190,14 +190,14 @@ describe("recipients of sequence steps and reminders", () => {
     const other = await createAccount();
     const foreign = await createGroup(other.ownerToken);
     const base = { period: 7, unit: "day", type: 1 };
-    const post = (reminders: Json[]) => call("POST", "/v1/reminder-sequences", { token: account.ownerToken, body: { name: crypto.randomUUID().slice(0, 8), reminders } });
+    const post = (reminders: Fields[]) => call("createReminderSequence", "/v1/reminder-sequences", { token: account.ownerToken, body: { name: crypto.randomUUID().slice(0, 8), reminders } });
     expectShapeB(await post([base, { ...base, period: 3, group_id: foreign.groupid }]), 400, /^reminders\.1\.group_id: contact group \d+ is not a contact group of the company$/);
     expectShapeB(await post([{ ...base, contact_id: 999_999_999 }]), 400, /^reminders\.0\.contact_id: contact 999999999 is not a contact/);
     expectShapeB(await post([{ ...base, contact_id: 1, group_id: 2 }]), 400, /reminders\.0\.group_id: give contact_id or group_id, not both/);
     expectShapeB(await post([{ ...base, always: true, unless_acknowledged: true }]), 400, /reminders\.0\.always/);
     expectShapeB(await post([{ ...base, group_id: "x" }]), 400, /reminders\.0\.group_id/);
     const item = await createItem(account.ownerToken);
-    expectShapeB(await call("POST", `/v1/items/${item.item_id}/reminders`, { token: account.ownerToken, body: { period: 1, unit: "day", rtype: 1, group_id: foreign.groupid } }), 400, /group_id \d+ is not a contact group of the company/);
+    expectShapeB(await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: account.ownerToken, body: { period: 1, unit: "day", rtype: 1, group_id: foreign.groupid } }), 400, /group_id \d+ is not a contact group of the company/);
   });
 
   it("a group reminder goes to at most 200 contacts, the first by contact id", async () => {
@@ -211,16 +211,16 @@ describe("recipients of sequence steps and reminders", () => {
       .bind(JSON.stringify(rows))
       .run();
     const item = await createItem(account.ownerToken, { expiry_date: futureDate(30), seqid: 0 });
-    const added = await call("POST", `/v1/items/${item.item_id}/reminders`, { token: account.ownerToken, body: { period: 1, unit: "day", rtype: 1, group_id: group.groupid } });
-    expect(added.status, JSON.stringify(added.body)).toBe(201);
+    const added = await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: account.ownerToken, body: { period: 1, unit: "day", rtype: 1, group_id: group.groupid } });
+    expectStatus(added, 201, JSON.stringify(added.body));
     await backdate(account.companyId, [added.body.data.reminder_id]);
     const emails = await captureEmails(account.companyId);
     await runDurableObjectAlarm(stubOf(account.companyId));
     expect(emails).toHaveLength(200);
     const [sent] = (await reminders(account.ownerToken, item.item_id)).sent;
-    const ids = sent!.deliveries.map((d: Json) => d.contact_id);
+    const ids = sent!.deliveries.map((d) => d.contact_id);
     expect(ids).toHaveLength(200);
-    expect(Math.max(...ids)).toBeLessThan(Math.max(...(await env.DB.prepare("SELECT id FROM contacts WHERE group_id = ?").bind(group.groupid).all<{ id: number }>()).results.map((r) => r.id)));
+    expect(Math.max(...ids.map(Number))).toBeLessThan(Math.max(...(await env.DB.prepare("SELECT id FROM contacts WHERE group_id = ?").bind(group.groupid).all<{ id: number }>()).results.map((r) => r.id)));
   });
 });
 

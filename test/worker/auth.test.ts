@@ -15,7 +15,13 @@ import {
   signTestToken,
   testSigningKeys,
   tokenFor,
+  type Answer,
   type CallResult,
+  type OAuthError,
+  type WithStatus,
+  expectStatus,
+  callRaw,
+  ok,
 } from "./helpers";
 
 const TOKEN = "/v1/oauth/token";
@@ -28,17 +34,17 @@ const creds = (clientId: string, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-const postToken = (body: unknown, headers?: Record<string, string>) => call("POST", TOKEN, { body, headers });
+const postToken = (body: unknown, headers?: Record<string, string>) => call("issueToken", TOKEN, { body, headers });
 const postForm = (form: Record<string, string>, headers: Record<string, string> = {}) =>
-  call("POST", TOKEN, {
+  call("issueToken", TOKEN, {
     rawBody: new URLSearchParams(form).toString(),
     headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers },
   });
 const basic = (id: string, secret: string) => `Basic ${btoa(`${id}:${secret}`)}`;
 
 /** A successful token response, checked field by field. */
-function expectToken(res: CallResult, scope: string) {
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
+function expectToken(res: Answer<"issueToken">, scope: string): asserts res is WithStatus<Answer<"issueToken">, 200> {
+  expectStatus(res, 200, JSON.stringify(res.body));
   expect(res.body.token_type).toBe("Bearer");
   expect(res.body.expires_in).toBe(86400);
   expect(res.body.scope).toBe(scope);
@@ -47,7 +53,7 @@ function expectToken(res: CallResult, scope: string) {
 }
 
 /** A Shape A 401 from the bearer middleware, with its WWW-Authenticate challenge. */
-function expectInvalidToken(res: CallResult) {
+function expectInvalidToken(res: CallResult): asserts res is CallResult & { status: 401; body: OAuthError } {
   expectShapeA(res, 401, "invalid_token");
   expect(res.headers.get("WWW-Authenticate") ?? "").toMatch(/^Bearer\b.*error="invalid_token"/);
   expect(res.body).not.toHaveProperty("success");
@@ -61,15 +67,15 @@ describe("POST /v1/oauth/token: client authentication forms", () => {
   it("accepts a JSON body", async () => {
     const res = await postToken(creds("demo-owner"));
     expectToken(res, "*");
-    const me = await call("GET", ME, { token: res.body.access_token });
-    expect(me.status).toBe(200);
+    const me = await call("getTokenInfo", ME, { token: res.body.access_token });
+    expectStatus(me, 200);
     expect(me.body.client_id).toBe("demo-owner");
   });
 
   it("accepts an application/x-www-form-urlencoded body", async () => {
     const res = await postForm({ grant_type: "client_credentials", client_id: "demo-readonly", client_secret: "demo-readonly-secret" });
     expectToken(res, "contacts:read items:read");
-    const me = await call("GET", ME, { token: res.body.access_token });
+    const me = ok(await call("getTokenInfo", ME, { token: res.body.access_token }));
     expect(me.body.client_id).toBe("demo-readonly");
   });
 
@@ -133,7 +139,7 @@ describe("POST /v1/oauth/token: response and scopes", () => {
     expect(payload.userid).toBe(2);
     expect(payload.scope).toBe("*");
     expect(payload.gen).toBe(0); // the client's token generation
-    expect(payload.exp - payload.iat).toBe(86400);
+    expect(payload.exp! - payload.iat!).toBe(86400);
     expect(payload.iat).toBeGreaterThanOrEqual(before - 1);
     expect(payload.iat).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) + 1);
   });
@@ -191,18 +197,18 @@ describe("POST /v1/oauth/token: request errors", () => {
   });
 
   it("refuses an empty body with 400 invalid_request", async () => {
-    expectShapeA(await call("POST", TOKEN, { headers: { "Content-Type": "application/json" } }), 400, "invalid_request");
-    expectShapeA(await call("POST", TOKEN), 400, "invalid_request");
+    expectShapeA(await call("issueToken", TOKEN, { headers: { "Content-Type": "application/json" } }), 400, "invalid_request");
+    expectShapeA(await call("issueToken", TOKEN), 400, "invalid_request");
   });
 
   it("refuses malformed JSON with 400 invalid_request", async () => {
-    const res = await call("POST", TOKEN, { rawBody: '{"grant_type": "client_credentials",', headers: { "Content-Type": "application/json" } });
+    const res = await call("issueToken", TOKEN, { rawBody: '{"grant_type": "client_credentials",', headers: { "Content-Type": "application/json" } });
     expectShapeA(res, 400, "invalid_request");
   });
 
   it("refuses a JSON body that is not an object with 400 invalid_request", async () => {
     for (const rawBody of ["[]", '"client_credentials"', "null", "42"]) {
-      const res = await call("POST", TOKEN, { rawBody, headers: { "Content-Type": "application/json" } });
+      const res = await call("issueToken", TOKEN, { rawBody, headers: { "Content-Type": "application/json" } });
       expectShapeA(res, 400, "invalid_request");
     }
   });
@@ -213,7 +219,7 @@ describe("POST /v1/oauth/token: request errors", () => {
   });
 
   it("refuses an unsupported Content-Type with 400 invalid_request", async () => {
-    const res = await call("POST", TOKEN, { rawBody: "grant_type=client_credentials", headers: { "Content-Type": "text/plain" } });
+    const res = await call("issueToken", TOKEN, { rawBody: "grant_type=client_credentials", headers: { "Content-Type": "text/plain" } });
     expectShapeA(res, 400, "invalid_request");
   });
 
@@ -250,37 +256,37 @@ describe("POST /v1/oauth/token: request errors", () => {
 
 describe("client deactivation", () => {
   it("refuses a deactivated client at the token endpoint and invalidates its issued tokens at once", async () => {
-    const issued = await postToken(creds("demo-member"));
+    const issued = ok(await postToken(creds("demo-member")));
     expectToken(issued, "*");
     const token = issued.body.access_token as string;
-    expect((await call("GET", ME, { token })).status).toBe(200);
-    expect((await call("GET", "/v1/contacts", { token })).status).toBe(200);
+    expectStatus(await call("getTokenInfo", ME, { token }), 200);
+    expectStatus(await call("listContacts", "/v1/contacts", { token }), 200);
 
     await setActive("demo-member", 0);
     try {
       expectShapeA(await postToken(creds("demo-member")), 401, "invalid_client");
-      expectInvalidToken(await call("GET", ME, { token }));
-      expectInvalidToken(await call("GET", "/v1/contacts", { token }));
+      expectInvalidToken(await call("getTokenInfo", ME, { token }));
+      expectInvalidToken(await call("listContacts", "/v1/contacts", { token }));
       // Other clients are unaffected.
-      expect((await call("GET", ME, { token: await tokenFor("demo-owner") })).status).toBe(200);
+      expectStatus(await call("getTokenInfo", ME, { token: await tokenFor("demo-owner") }), 200);
     } finally {
       await setActive("demo-member", 1);
     }
     // After reactivation the client gets tokens again. (Revocation proper also bumps the token
     // generation, so its old tokens stay dead: test/worker/token-lifecycle.test.ts.)
-    const fresh = await postToken(creds("demo-member"));
+    const fresh = ok(await postToken(creds("demo-member")));
     expectToken(fresh, "*");
-    expect((await call("GET", ME, { token: fresh.body.access_token })).status).toBe(200);
+    expectStatus(await call("getTokenInfo", ME, { token: fresh.body.access_token }), 200);
   });
 
   it("refuses a token whose company no longer matches its client", async () => {
     const token = await signTestToken({ sub: "demo-member", claims: { company_id: 2, userid: 2 } });
-    expectInvalidToken(await call("GET", ME, { token }));
+    expectInvalidToken(await call("getTokenInfo", ME, { token }));
   });
 
   it("refuses a validly signed token for a client that does not exist", async () => {
     const token = await signTestToken({ sub: "ghost-client" });
-    expectInvalidToken(await call("GET", ME, { token }));
+    expectInvalidToken(await call("getTokenInfo", ME, { token }));
   });
 });
 
@@ -295,7 +301,7 @@ describe("signing key not configured", () => {
     ["listing one kid twice", "k1:test-signing-key-current-0123456789abcdef k1:test-signing-key-previous-0123456789abcdef"],
   ] as const) {
     it(`answers 500 server_error at the token endpoint when the key is ${label}`, async () => {
-      const res = await callWithEnv({ JWT_SIGNING_KEYS: value }, "POST", TOKEN, { body: creds("demo-owner") });
+      const res = await callWithEnv({ JWT_SIGNING_KEYS: value }, "issueToken", TOKEN, { body: creds("demo-owner") });
       expectShapeA(res, 500, "server_error");
       expect(JSON.stringify(res.body)).not.toContain("test-signing-key");
       // An unusable key is logged for the operator (a missing one needs no detail), never its secret.
@@ -305,57 +311,57 @@ describe("signing key not configured", () => {
 
     it(`answers 500 server_error at /v1/oauth/me when the key is ${label}`, async () => {
       const token = await tokenFor("demo-owner");
-      const res = await callWithEnv({ JWT_SIGNING_KEYS: value }, "GET", ME, { token });
+      const res = await callWithEnv({ JWT_SIGNING_KEYS: value }, "getTokenInfo", ME, { token });
       expectShapeA(res, 500, "server_error");
     });
   }
 
   it("answers 500 server_error on an authenticated resource route too", async () => {
     const token = await tokenFor("demo-owner");
-    expectShapeA(await callWithEnv({ JWT_SIGNING_KEYS: undefined }, "GET", "/v1/contacts", { token }), 500, "server_error");
+    expectShapeA(await callWithEnv({ JWT_SIGNING_KEYS: undefined }, "listContacts", "/v1/contacts", { token }), 500, "server_error");
   });
 
   it("works again through the same entry point with the configured keys (control)", async () => {
-    const res = await callWithEnv({}, "POST", TOKEN, { body: creds("demo-owner") });
+    const res = await callWithEnv({}, "issueToken", TOKEN, { body: creds("demo-owner") });
     expectToken(res, "*");
   });
 });
 
 describe("bearer authentication", () => {
   it("answers 401 invalid_token with a challenge when the Authorization header is missing", async () => {
-    const res = await call("GET", ME);
+    const res = await call("getTokenInfo", ME);
     expectInvalidToken(res);
-    expectInvalidToken(await call("GET", "/v1/contacts"));
+    expectInvalidToken(await call("listContacts", "/v1/contacts"));
   });
 
   it("answers 401 invalid_token for a non-Bearer or empty Authorization header", async () => {
     const token = await tokenFor("demo-owner");
     for (const header of [`Basic ${btoa("demo-owner:demo-owner-secret")}`, "Bearer", "Bearer ", token, `Token ${token}`]) {
-      expectInvalidToken(await call("GET", ME, { headers: { Authorization: header } }));
+      expectInvalidToken(await call("getTokenInfo", ME, { headers: { Authorization: header } }));
     }
   });
 
   it("accepts the Bearer scheme case-insensitively", async () => {
     const token = await tokenFor("demo-owner");
-    expect((await call("GET", ME, { headers: { Authorization: `bearer ${token}` } })).status).toBe(200);
+    expectStatus(await call("getTokenInfo", ME, { headers: { Authorization: `bearer ${token}` } }), 200);
   });
 
   it("answers 401 invalid_token for a garbage token", async () => {
     for (const garbage of ["garbage", "a.b.c", "eyJhbGciOiJIUzI1NiJ9.e30.", "x".repeat(2000)]) {
-      expectInvalidToken(await call("GET", ME, { token: garbage }));
+      expectInvalidToken(await call("getTokenInfo", ME, { token: garbage }));
     }
   });
 
   it("accepts a token the test signs with the current key (control for the forgeries below)", async () => {
     const token = await signTestToken();
-    const res = await call("GET", ME, { token });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const res = await call("getTokenInfo", ME, { token });
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.client_id).toBe("demo-owner");
   });
 
   it("answers 401 invalid_token for a token signed with an unknown kid", async () => {
     const current = testSigningKeys()[0]!;
-    expectInvalidToken(await call("GET", ME, { token: await signTestToken({ kid: "unknown-kid", secret: current.secret }) }));
+    expectInvalidToken(await call("getTokenInfo", ME, { token: await signTestToken({ kid: "unknown-kid", secret: current.secret }) }));
   });
 
   it("answers 401 invalid_token for a token without a kid", async () => {
@@ -368,45 +374,45 @@ describe("bearer authentication", () => {
       .setIssuedAt(now)
       .setExpirationTime(now + 600)
       .sign(new TextEncoder().encode(current.secret));
-    expectInvalidToken(await call("GET", ME, { token }));
+    expectInvalidToken(await call("getTokenInfo", ME, { token }));
   });
 
   it("answers 401 invalid_token for a token signed with a wrong secret", async () => {
     const token = await signTestToken({ secret: "a-completely-different-secret-0123456789abcdef" });
-    expectInvalidToken(await call("GET", ME, { token }));
+    expectInvalidToken(await call("getTokenInfo", ME, { token }));
   });
 
   it("answers 401 invalid_token for a token signed with the previous key but labelled with the current kid", async () => {
     const [current, previous] = testSigningKeys();
-    expectInvalidToken(await call("GET", ME, { token: await signTestToken({ kid: current!.kid, secret: previous!.secret }) }));
+    expectInvalidToken(await call("getTokenInfo", ME, { token: await signTestToken({ kid: current!.kid, secret: previous!.secret }) }));
   });
 
   it("answers 401 invalid_token for an expired token", async () => {
     const now = Math.floor(Date.now() / 1000);
     const token = await signTestToken({ iat: now - 2 * 86400, exp: now - 3600 });
-    const res = await call("GET", ME, { token });
+    const res = await call("getTokenInfo", ME, { token });
     expectInvalidToken(res);
     expect(res.body.error_description).toMatch(/expired/i);
   });
 
   it("answers 401 invalid_token for a token from another issuer", async () => {
-    expectInvalidToken(await call("GET", ME, { token: await signTestToken({ issuer: "someone-else" }) }));
+    expectInvalidToken(await call("getTokenInfo", ME, { token: await signTestToken({ issuer: "someone-else" }) }));
   });
 
   it("answers 401 invalid_token for a token signed with another algorithm", async () => {
-    expectInvalidToken(await call("GET", ME, { token: await signTestToken({ alg: "HS512" }) }));
+    expectInvalidToken(await call("getTokenInfo", ME, { token: await signTestToken({ alg: "HS512" }) }));
   });
 
   it("answers 401 invalid_token for an unsigned (alg none) token", async () => {
     const enc = (o: object) => btoa(JSON.stringify(o)).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
     const now = Math.floor(Date.now() / 1000);
     const token = `${enc({ alg: "none", kid: "test-current" })}.${enc({ iss: "expiry-reminder-api", sub: "demo-owner", company_id: 1, userid: 1, scope: "*", iat: now, exp: now + 600 })}.`;
-    expectInvalidToken(await call("GET", ME, { token }));
+    expectInvalidToken(await call("getTokenInfo", ME, { token }));
   });
 
   it("answers 401 invalid_token for a token with malformed claims", async () => {
-    expectInvalidToken(await call("GET", ME, { token: await signTestToken({ claims: { company_id: "1" } }) }));
-    expectInvalidToken(await call("GET", ME, { token: await signTestToken({ claims: { scope: 7 } }) }));
+    expectInvalidToken(await call("getTokenInfo", ME, { token: await signTestToken({ claims: { company_id: "1" } }) }));
+    expectInvalidToken(await call("getTokenInfo", ME, { token: await signTestToken({ claims: { scope: 7 } }) }));
   });
 
   it("answers 401 invalid_token for a tampered payload", async () => {
@@ -414,7 +420,7 @@ describe("bearer authentication", () => {
     const [h, , s] = token.split(".");
     const payload = decodeJwt(token).payload;
     const forged = btoa(JSON.stringify({ ...payload, scope: "*" })).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
-    expectInvalidToken(await call("GET", ME, { token: `${h}.${forged}.${s}` }));
+    expectInvalidToken(await call("getTokenInfo", ME, { token: `${h}.${forged}.${s}` }));
   });
 });
 
@@ -430,16 +436,16 @@ describe("key rotation", () => {
     const previous = testSigningKeys()[1]!;
     expect(previous.kid).toBe("test-previous");
     const token = await signTestToken({ kid: previous.kid, secret: previous.secret, sub: "demo-readonly", claims: { userid: 2, scope: "contacts:read" } });
-    const me = await call("GET", ME, { token });
-    expect(me.status, JSON.stringify(me.body)).toBe(200);
+    const me = await call("getTokenInfo", ME, { token });
+    expectStatus(me, 200, JSON.stringify(me.body));
     expect(me.body.client_id).toBe("demo-readonly");
-    expect((await call("GET", "/v1/contacts", { token })).status).toBe(200);
+    expectStatus(await call("listContacts", "/v1/contacts", { token }), 200);
   });
 
   it("rejects the previous key's tokens once that key is removed from the configuration", async () => {
     const [current, previous] = testSigningKeys();
     const token = await signTestToken({ kid: previous!.kid, secret: previous!.secret });
-    const res = await callWithEnv({ JWT_SIGNING_KEYS: `${current!.kid}:${current!.secret}` }, "GET", ME, { token });
+    const res = await callWithEnv({ JWT_SIGNING_KEYS: `${current!.kid}:${current!.secret}` }, "getTokenInfo", ME, { token });
     expectInvalidToken(res);
   });
 
@@ -447,20 +453,20 @@ describe("key rotation", () => {
     const [current] = testSigningKeys();
     const token = await tokenFor("demo-owner");
     const rotated = `next-key:next-signing-key-0123456789abcdef-0123 ${current!.kid}:${current!.secret}`;
-    const me = await callWithEnv({ JWT_SIGNING_KEYS: rotated }, "GET", ME, { token });
-    expect(me.status, JSON.stringify(me.body)).toBe(200);
-    const issued = await callWithEnv({ JWT_SIGNING_KEYS: rotated }, "POST", TOKEN, { body: creds("demo-owner") });
+    const me = await callWithEnv({ JWT_SIGNING_KEYS: rotated }, "getTokenInfo", ME, { token });
+    expectStatus(me, 200, JSON.stringify(me.body));
+    const issued = ok(await callWithEnv({ JWT_SIGNING_KEYS: rotated }, "issueToken", TOKEN, { body: creds("demo-owner") }));
     expect(decodeJwt(issued.body.access_token).header.kid).toBe("next-key");
   });
 });
 
 describe("GET /v1/oauth/me", () => {
   it("returns client_id, company_id, userid, scope, exp and iat matching the token", async () => {
-    const issued = await postToken(creds("demo-readonly", { scope: "items:read" }));
+    const issued = ok(await postToken(creds("demo-readonly", { scope: "items:read" })));
     const token = issued.body.access_token as string;
     const { payload } = decodeJwt(token);
-    const res = await call("GET", ME, { token });
-    expect(res.status).toBe(200);
+    const res = await call("getTokenInfo", ME, { token });
+    expectStatus(res, 200);
     expect(res.body).toEqual({
       success: true,
       client_id: "demo-readonly",
@@ -474,14 +480,14 @@ describe("GET /v1/oauth/me", () => {
   });
 
   it("reports the other company for a client of another account", async () => {
-    const res = await call("GET", ME, { token: await tokenFor("demo-other") });
+    const res = await call("getTokenInfo", ME, { token: await tokenFor("demo-other") });
     expect(res.body).toMatchObject({ client_id: "demo-other", company_id: 2, userid: 3, scope: "*" });
   });
 
   it("needs no particular scope", async () => {
-    const issued = await postToken(creds("demo-owner", { scope: "tags:read" }));
-    const res = await call("GET", ME, { token: issued.body.access_token });
-    expect(res.status).toBe(200);
+    const issued = ok(await postToken(creds("demo-owner", { scope: "tags:read" })));
+    const res = await call("getTokenInfo", ME, { token: issued.body.access_token });
+    expectStatus(res, 200);
     expect(res.body.scope).toBe("tags:read");
   });
 });
@@ -489,8 +495,8 @@ describe("GET /v1/oauth/me", () => {
 describe("scopes", () => {
   it("lets demo-readonly read contacts but not write them (403 insufficient_scope contacts:write)", async () => {
     const token = await tokenFor("demo-readonly");
-    expect((await call("GET", "/v1/contacts", { token })).status).toBe(200);
-    const res = await call("POST", "/v1/contacts", { token, body: { first_name: "Read", last_name: "Only", email: "readonly@example.com" } });
+    expectStatus(await call("listContacts", "/v1/contacts", { token }), 200);
+    const res = await call("createContact", "/v1/contacts", { token, body: { first_name: "Read", last_name: "Only", email: "readonly@example.com" } });
     expectShapeA(res, 403, "insufficient_scope");
     expect(res.body.required_scope).toBe("contacts:write");
     expect(res.headers.get("WWW-Authenticate") ?? "").toMatch(/insufficient_scope/);
@@ -509,48 +515,48 @@ describe("scopes", () => {
       ["DELETE", "/v1/contact-groups/1"],
       ["PATCH", "/v1/contact-groups/1/default"],
     ] as const) {
-      const res = await call(method, path, { token, body: { group_name: "x" } });
+      const res = await callRaw(method, path, { token, body: { group_name: "x" } });
       expectShapeA(res, 403, "insufficient_scope");
       expect(res.body.required_scope, `${method} ${path}`).toBe("contacts:write");
     }
   });
 
   it("refuses GET /v1/contacts to a token granted only items:read (required_scope contacts:read)", async () => {
-    const issued = await postToken(creds("demo-owner", { scope: "items:read" }));
-    const res = await call("GET", "/v1/contacts", { token: issued.body.access_token });
+    const issued = ok(await postToken(creds("demo-owner", { scope: "items:read" })));
+    const res = await call("listContacts", "/v1/contacts", { token: issued.body.access_token });
     expectShapeA(res, 403, "insufficient_scope");
     expect(res.body.required_scope).toBe("contacts:read");
   });
 
   it("does not let contacts:write imply contacts:read", async () => {
-    const issued = await postToken(creds("demo-owner", { scope: "contacts:write" }));
-    const res = await call("GET", "/v1/contact-groups", { token: issued.body.access_token });
+    const issued = ok(await postToken(creds("demo-owner", { scope: "contacts:write" })));
+    const res = await call("listContactGroups", "/v1/contact-groups", { token: issued.body.access_token });
     expectShapeA(res, 403, "insufficient_scope");
     expect(res.body.required_scope).toBe("contacts:read");
   });
 
   it("lets * grant every scope", async () => {
     const token = await tokenFor("demo-owner");
-    expect((await call("GET", "/v1/contacts", { token })).status).toBe(200);
-    const created = await call("POST", "/v1/contacts", { token, body: { first_name: "Star", last_name: "Scope", email: "star-scope@example.com" } });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    expect((await call("GET", "/v1/contact-groups", { token })).status).toBe(200);
+    expectStatus(await call("listContacts", "/v1/contacts", { token }), 200);
+    const created = await call("createContact", "/v1/contacts", { token, body: { first_name: "Star", last_name: "Scope", email: "star-scope@example.com" } });
+    expectStatus(created, 201, JSON.stringify(created.body));
+    expectStatus(await call("listContactGroups", "/v1/contact-groups", { token }), 200);
   });
 
   it("checks the scope before validating the body", async () => {
     const token = await tokenFor("demo-readonly");
-    const invalid = await call("POST", "/v1/contacts", { token, body: { first_name: 5, unknown: true } });
+    const invalid = await call("createContact", "/v1/contacts", { token, body: { first_name: 5, unknown: true } });
     expectShapeA(invalid, 403, "insufficient_scope");
-    const malformed = await call("POST", "/v1/contacts", { token, rawBody: "{not json", headers: { "Content-Type": "application/json" } });
+    const malformed = await call("createContact", "/v1/contacts", { token, rawBody: "{not json", headers: { "Content-Type": "application/json" } });
     expectShapeA(malformed, 403, "insufficient_scope");
-    const wrongType = await call("POST", "/v1/contacts", { token, rawBody: "hello", headers: { "Content-Type": "text/plain" } });
+    const wrongType = await call("createContact", "/v1/contacts", { token, rawBody: "hello", headers: { "Content-Type": "text/plain" } });
     expectShapeA(wrongType, 403, "insufficient_scope");
   });
 
   it("checks authentication before the path id", async () => {
-    expectInvalidToken(await call("GET", "/v1/contacts/abc"));
+    expectInvalidToken(await call("getContact", "/v1/contacts/abc"));
     const token = await tokenFor("demo-owner", "items:read");
-    expectShapeA(await call("GET", "/v1/contacts/abc", { token }), 403, "insufficient_scope");
+    expectShapeA(await call("getContact", "/v1/contacts/abc", { token }), 403, "insufficient_scope");
   });
 });
 
@@ -566,12 +572,12 @@ describe("requireOwner", () => {
 
   it("lets the account owner through", async () => {
     const res = await request(await tokenFor("demo-owner"));
-    expect(res.status).toBe(200);
+    expectStatus(res, 200);
     expect(res.body).toEqual({ success: true, userid: 1 });
   });
 
   it("lets the owner of another account through", async () => {
-    expect((await request(await tokenFor("demo-other"))).status).toBe(200);
+    expectStatus(await request(await tokenFor("demo-other")), 200);
   });
 
   it("refuses a non-owner of the account with 403 Shape B", async () => {
@@ -581,7 +587,7 @@ describe("requireOwner", () => {
 
   it("refuses a non-owner whatever its scopes, and lets an owner token with few scopes pass", async () => {
     expectShapeB(await request(await tokenFor("demo-readonly")), 403);
-    expect((await request(await tokenFor("demo-owner", "tags:read"))).status).toBe(200);
+    expectStatus(await request(await tokenFor("demo-owner", "tags:read")), 200);
   });
 
   it("still answers 401 without a token (authenticate runs first)", async () => {

@@ -17,18 +17,23 @@ import {
   expectShapeB,
   tokenFor,
   uniqueWord,
+  type Answer,
   type CallResult,
-  type Json,
+  type DataOf,
+  type Fields,
   type TestAccount,
+  expectStatus,
+  callRaw,
+  ok,
 } from "./helpers";
 
 // `c<company id, base 36>_` and 32 random bytes in base64url (43 characters).
 const FEED_URL = /^https:\/\/api\.test\/v1\/calendar\/(c[0-9a-z]+_[A-Za-z0-9_-]{43})\.ics$/;
 const DEFAULT_FILTERS = { item_type: "all", status: "any", include_archived: false };
 
-async function createFeed(token: string, body?: Json): Promise<{ feedId: number; url: string; path: string; token: string; data: Json }> {
-  const res = await call("POST", "/v1/calendar-feeds", { token, ...(body !== undefined && { body }) });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
+async function createFeed(token: string, body?: Fields): Promise<{ feedId: number; url: string; path: string; token: string; data: DataOf<"createCalendarFeed"> }> {
+  const res = await call("createCalendarFeed", "/v1/calendar-feeds", { token, ...(body !== undefined && { body }) });
+  expectStatus(res, 201, JSON.stringify(res.body));
   const match = FEED_URL.exec(res.body.data.url);
   expect(match, res.body.data.url).not.toBeNull();
   const path = new URL(res.body.data.url).pathname;
@@ -36,7 +41,7 @@ async function createFeed(token: string, body?: Json): Promise<{ feedId: number;
 }
 
 /** GET of a feed, without any Authorization header. */
-const fetchFeed = (path: string, headers: Record<string, string> = {}) => call("GET", path, { headers });
+const fetchFeed = (path: string, headers: Record<string, string> = {}) => call("getCalendarFeed", path, { headers });
 
 function etagOf(res: CallResult): string {
   const etag = res.headers.get("ETag");
@@ -44,9 +49,9 @@ function etagOf(res: CallResult): string {
   return etag!;
 }
 
-function parse(res: CallResult) {
-  expect(res.status, JSON.stringify(res.body).slice(0, 300)).toBe(200);
-  return new ICAL.Component(ICAL.parse(res.body.__text as string));
+function parse(res: Answer<"getCalendarFeed">) {
+  expectStatus(res, 200, JSON.stringify(res.body).slice(0, 300));
+  return new ICAL.Component(ICAL.parse(res.body.__text));
 }
 
 const events = (calendar: ICAL.Component) => calendar.getAllSubcomponents("vevent");
@@ -59,8 +64,8 @@ const triggers = (event: ICAL.Component) =>
 
 /** The queued reminders' instants of an item, as the item detail shows them. */
 async function queuedInstants(token: string, itemId: number): Promise<string[]> {
-  const detail = await call("GET", `/v1/items/${itemId}`, { token });
-  return (detail.body.data.reminders.queued as Json[]).filter((r) => r.state === "queued").map((r) => r.due_at as string).sort();
+  const detail = ok(await call("getItem", `/v1/items/${itemId}`, { token }));
+  return detail.body.data.reminders.queued.filter((r) => r.state === "queued").map((r) => r.due_at).sort();
 }
 
 describe("creating, listing and revoking feeds", () => {
@@ -74,7 +79,7 @@ describe("creating, listing and revoking feeds", () => {
     expect(Object.keys(feed.data).sort()).toEqual(["created_at", "feed_id", "filters", "url"]);
     expect(feed.data.filters).toEqual(DEFAULT_FILTERS);
     expect(feed.data.created_at).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
-    const row = await env.DB.prepare("SELECT * FROM calendar_feeds WHERE id = ?").bind(feed.feedId).first<Json>();
+    const row = await env.DB.prepare("SELECT * FROM calendar_feeds WHERE id = ?").bind(feed.feedId).first<Fields>();
     expect(row!.token_hash).toBe(await sha256Hex(feed.token));
     expect(JSON.stringify(row)).not.toContain(feed.token);
     expect(row!.company_id).toBe(1);
@@ -90,7 +95,7 @@ describe("creating, listing and revoking feeds", () => {
   });
 
   it("refuses bad filters with 400 naming the field", async () => {
-    const cases: Array<[Json, RegExp]> = [
+    const cases: Array<[Fields, RegExp]> = [
       [{ item_type: "expired" }, /item_type must be one of/],
       [{ status: "done" }, /status must be one of/],
       [{ include_archived: "yes" }, /include_archived must be a boolean/],
@@ -98,21 +103,21 @@ describe("creating, listing and revoking feeds", () => {
       [{ deptid: 0 }, /deptid must be a positive integer/],
       [{ folderid: 1 }, /Unknown field: folderid/],
     ];
-    for (const [body, msg] of cases) expectShapeB(await call("POST", "/v1/calendar-feeds", { token: tokens.owner, body }), 400, msg);
+    for (const [body, msg] of cases) expectShapeB(await call("createCalendarFeed", "/v1/calendar-feeds", { token: tokens.owner, body }), 400, msg);
   });
 
   it("refuses ids of another company (or none) with 400 naming the field, and stores nothing", async () => {
     const other = await createAccount();
-    const folder = await call("POST", "/v1/folders", { token: other.ownerToken, body: { folder_name: uniqueWord("F") } });
-    const contact = await call("POST", "/v1/contacts", { token: other.ownerToken, body: { first_name: "O", last_name: "C", email: `${uniqueWord("e")}@example.test` } });
+    const folder = ok(await call("createFolder", "/v1/folders", { token: other.ownerToken, body: { folder_name: uniqueWord("F") } }));
+    const contact = ok(await call("createContact", "/v1/contacts", { token: other.ownerToken, body: { first_name: "O", last_name: "C", email: `${uniqueWord("e")}@example.test` } }));
     const before = await env.DB.prepare("SELECT count(*) AS n FROM calendar_feeds WHERE company_id = 1").first<{ n: number }>();
-    const cases: Array<[Json, RegExp]> = [
+    const cases: Array<[Fields, RegExp]> = [
       [{ folder_id: folder.body.data.folderid }, new RegExp(`^folder_id ${folder.body.data.folderid} does not exist$`)],
       [{ deptid: other.deptId }, new RegExp(`^deptid ${other.deptId} does not exist$`)],
       [{ contact_id: contact.body.data.contact_id }, new RegExp(`^contact_id ${contact.body.data.contact_id} does not exist$`)],
       [{ contact_id: 987654321 }, /^contact_id 987654321 does not exist$/],
     ];
-    for (const [body, msg] of cases) expectShapeB(await call("POST", "/v1/calendar-feeds", { token: tokens.owner, body }), 400, msg);
+    for (const [body, msg] of cases) expectShapeB(await call("createCalendarFeed", "/v1/calendar-feeds", { token: tokens.owner, body }), 400, msg);
     const after = await env.DB.prepare("SELECT count(*) AS n FROM calendar_feeds WHERE company_id = 1").first<{ n: number }>();
     expect(after!.n).toBe(before!.n);
   });
@@ -122,49 +127,49 @@ describe("creating, listing and revoking feeds", () => {
     const b = await createAccount();
     const mine = [await createFeed(a.ownerToken), await createFeed(a.memberToken, { item_type: "due" })];
     const theirs = await createFeed(b.ownerToken);
-    const list = await call("GET", "/v1/calendar-feeds", { token: a.ownerToken });
-    expect(list.status).toBe(200);
+    const list = await call("listCalendarFeeds", "/v1/calendar-feeds", { token: a.ownerToken });
+    expectStatus(list, 200);
     expect(list.body.meta).toEqual({ total: 2, limit: 50, offset: 0 });
-    expect(list.body.data.map((f: Json) => f.feed_id)).toEqual(mine.map((f) => f.feedId));
+    expect(list.body.data.map((f) => f.feed_id)).toEqual(mine.map((f) => f.feedId));
     expect(list.body.data[1]).toEqual({ feed_id: mine[1]!.feedId, filters: { ...DEFAULT_FILTERS, item_type: "due" }, created_at: mine[1]!.data.created_at });
     expect(JSON.stringify(list.body)).not.toMatch(/calendar\/|url/);
-    const page = await call("GET", "/v1/calendar-feeds?limit=1&offset=1", { token: a.ownerToken });
-    expect(page.body.data.map((f: Json) => f.feed_id)).toEqual([mine[1]!.feedId]);
+    const page = ok(await call("listCalendarFeeds", "/v1/calendar-feeds?limit=1&offset=1", { token: a.ownerToken }));
+    expect(page.body.data.map((f) => f.feed_id)).toEqual([mine[1]!.feedId]);
     expect(page.body.meta).toEqual({ total: 2, limit: 1, offset: 1 });
-    const other = await call("GET", "/v1/calendar-feeds", { token: b.ownerToken });
-    expect(other.body.data.map((f: Json) => f.feed_id)).toEqual([theirs.feedId]);
+    const other = ok(await call("listCalendarFeeds", "/v1/calendar-feeds", { token: b.ownerToken }));
+    expect(other.body.data.map((f) => f.feed_id)).toEqual([theirs.feedId]);
   });
 
   it("revokes a feed: its URL is 404 at once; another company's DELETE is 404 and changes nothing", async () => {
     const feed = await createFeed(tokens.owner);
-    expect((await fetchFeed(feed.path)).status).toBe(200);
-    expectShapeB(await call("DELETE", `/v1/calendar-feeds/${feed.feedId}`, { token: tokens.other }), 404, /^Calendar feed not found$/);
-    expect((await fetchFeed(feed.path)).status).toBe(200);
+    expectStatus(await fetchFeed(feed.path), 200);
+    expectShapeB(await call("deleteCalendarFeed", `/v1/calendar-feeds/${feed.feedId}`, { token: tokens.other }), 404, /^Calendar feed not found$/);
+    expectStatus(await fetchFeed(feed.path), 200);
     const etag = etagOf(await fetchFeed(feed.path));
-    const revoked = await call("DELETE", `/v1/calendar-feeds/${feed.feedId}`, { token: tokens.owner });
-    expect(revoked.status).toBe(200);
+    const revoked = await call("deleteCalendarFeed", `/v1/calendar-feeds/${feed.feedId}`, { token: tokens.owner });
+    expectStatus(revoked, 200);
     expect(revoked.body).toMatchObject({ success: true, msg: "Calendar feed revoked" });
     expectShapeB(await fetchFeed(feed.path), 404, /^Calendar feed not found$/);
     expectShapeB(await fetchFeed(feed.path, { "If-None-Match": etag }), 404, /^Calendar feed not found$/);
-    expectShapeB(await call("DELETE", `/v1/calendar-feeds/${feed.feedId}`, { token: tokens.owner }), 404, /^Calendar feed not found$/);
+    expectShapeB(await call("deleteCalendarFeed", `/v1/calendar-feeds/${feed.feedId}`, { token: tokens.owner }), 404, /^Calendar feed not found$/);
   });
 
   it("needs items:read for every feed operation (403 Shape A), and nothing more: a read-only client may create and revoke", async () => {
     const noItems = await tokenFor("demo-owner", "contacts:read");
     for (const [method, path] of [["POST", "/v1/calendar-feeds"], ["GET", "/v1/calendar-feeds"], ["DELETE", "/v1/calendar-feeds/1"]] as const) {
-      const res = await call(method, path, { token: noItems });
+      const res = await callRaw(method, path, { token: noItems });
       expectShapeA(res, 403, "insufficient_scope");
       expect(res.body.required_scope).toBe("items:read");
     }
-    expectShapeA(await call("POST", "/v1/calendar-feeds"), 401, "invalid_token");
+    expectShapeA(await call("createCalendarFeed", "/v1/calendar-feeds"), 401, "invalid_token");
     const feed = await createFeed(tokens.readonly);
-    expect((await call("DELETE", `/v1/calendar-feeds/${feed.feedId}`, { token: tokens.readonly })).status).toBe(200);
+    expectStatus(await call("deleteCalendarFeed", `/v1/calendar-feeds/${feed.feedId}`, { token: tokens.readonly }), 200);
   });
 
   it("allows 100 feeds per company, checked inside the insert: concurrent creates never overshoot", async () => {
     const account = await createAccount();
     for (let i = 0; i < 96; i++) await createFeed(account.ownerToken);
-    const racing = await Promise.all(Array.from({ length: 8 }, () => call("POST", "/v1/calendar-feeds", { token: account.ownerToken })));
+    const racing = await Promise.all(Array.from({ length: 8 }, () => call("createCalendarFeed", "/v1/calendar-feeds", { token: account.ownerToken })));
     expect(racing.filter((r) => r.status === 201)).toHaveLength(4);
     for (const refused of racing.filter((r) => r.status !== 201)) expectShapeB(refused, 400, /^Calendar feed limit reached: a company may have at most 100 calendar feeds$/);
     const count = await env.DB.prepare("SELECT count(*) AS n FROM calendar_feeds WHERE company_id = ?").bind(account.companyId).first<{ n: number }>();
@@ -183,7 +188,7 @@ describe("the feed", () => {
     return start + "x".repeat(200 - start.length);
   })();
   const notes = "Line one\nLine two, with a comma; and a semicolon\n\nAfter a blank line: 👩‍👩‍👧 ✓";
-  const items = {} as Record<"main" | "plain" | "archived" | "done", Json>;
+  const items = {} as Record<"main" | "plain" | "archived" | "done", DataOf<"getItem">>;
 
   beforeAll(async () => {
     account = await createAccount();
@@ -196,18 +201,18 @@ describe("the feed", () => {
     items.plain = await createItem(account.ownerToken, { title: "Plain", expiry_date: "2031-01-10", item_type: "apt" });
     items.archived = await createItem(account.ownerToken, { title: "Archived one", expiry_date: "2031-02-01" });
     items.done = await createItem(account.ownerToken, { title: "Done one", expiry_date: "2031-02-02", item_type: "due" });
-    expect((await call("PATCH", `/v1/items/${items.archived.item_id}/archive`, { token: account.ownerToken })).status).toBe(200);
-    expect((await call("PATCH", `/v1/items/${items.done.item_id}/status`, { token: account.ownerToken, body: { status: "completed" } })).status).toBe(200);
+    expectStatus(await call("archiveItem", `/v1/items/${items.archived.item_id}/archive`, { token: account.ownerToken }), 200);
+    expectStatus(await call("setItemStatus", `/v1/items/${items.done.item_id}/status`, { token: account.ownerToken, body: { status: "completed" } }), 200);
     feed = await createFeed(account.memberToken);
   });
 
   it("is a VCALENDAR served without authentication as text/calendar, CRLF lines of at most 75 octets", async () => {
     const res = await fetchFeed(feed.path);
-    expect(res.status).toBe(200);
+    expectStatus(res, 200);
     expect(res.headers.get("Content-Type")).toBe("text/calendar; charset=utf-8");
     expect(res.headers.get("Cache-Control")).toBe("private, no-cache");
     etagOf(res);
-    const text = res.body.__text as string;
+    const text = res.body.__text;
     expect(text.startsWith("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:")).toBe(true);
     expect(text.endsWith("END:VCALENDAR\r\n")).toBe(true);
     expect(text.replace(/\r\n/g, "")).not.toMatch(/[\r\n]/);
@@ -259,12 +264,12 @@ describe("the feed", () => {
   it("keeps its UIDs from one fetch to the next, edits included", async () => {
     const uidsOf = async () => events(parse(await fetchFeed(feed.path))).map((e) => e.getFirstPropertyValue("uid")).sort();
     const first = await uidsOf();
-    expect((await call("PATCH", `/v1/items/${items.plain.item_id}`, { token: account.ownerToken, body: { notes: "edited" } })).status).toBe(200);
+    expectStatus(await call("updateItem", `/v1/items/${items.plain.item_id}`, { token: account.ownerToken, body: { notes: "edited" } }), 200);
     expect(await uidsOf()).toEqual(first);
   });
 
   it("applies its filters, include_archived included", async () => {
-    const uidsOf = async (body: Json) => events(parse(await fetchFeed((await createFeed(account.ownerToken, body)).path))).map((e) => Number(/item-(\d+)-/.exec(String(e.getFirstPropertyValue("uid")))![1]));
+    const uidsOf = async (body: Fields) => events(parse(await fetchFeed((await createFeed(account.ownerToken, body)).path))).map((e) => Number(/item-(\d+)-/.exec(String(e.getFirstPropertyValue("uid")))![1]));
     expect(await uidsOf({ include_archived: true })).toEqual([items.plain, items.archived, items.done, items.main].map((i) => i.item_id));
     expect(await uidsOf({ status: "completed" })).toEqual([items.done.item_id]);
     expect(await uidsOf({ item_type: "apt" })).toEqual([items.plain.item_id]);
@@ -277,7 +282,7 @@ describe("the feed", () => {
 describe("ETag and 304", () => {
   let account: TestAccount;
   let path: string;
-  let item: Json;
+  let item: DataOf<"getItem">;
 
   beforeAll(async () => {
     account = await createAccount();
@@ -290,7 +295,7 @@ describe("ETag and 304", () => {
   async function stableEtag(): Promise<string> {
     const etag = etagOf(await fetchFeed(path));
     const again = await fetchFeed(path, { "If-None-Match": etag });
-    expect(again.status).toBe(304);
+    expectStatus(again, 304);
     expect(again.headers.get("ETag")).toBe(etag);
     return etag;
   }
@@ -298,7 +303,7 @@ describe("ETag and 304", () => {
   /** After a change: the old ETag gets a 200 with a new ETag; returns the new body. */
   async function expectChanged(etag: string): Promise<{ etag: string; calendar: ICAL.Component }> {
     const res = await fetchFeed(path, { "If-None-Match": etag });
-    expect(res.status).toBe(200);
+    expectStatus(res, 200);
     const next = etagOf(res);
     expect(next).not.toBe(etag);
     return { etag: next, calendar: parse(res) };
@@ -308,39 +313,39 @@ describe("ETag and 304", () => {
     const etag = await stableEtag();
     for (const value of [etag, `W/${etag}`, `"other", ${etag}`, "*"]) {
       const res = await fetchFeed(path, { "If-None-Match": value });
-      expect(res.status, value).toBe(304);
+      expectStatus(res, 304, value);
       expect(res.body).toEqual({});
       expect(res.headers.get("Cache-Control")).toBe("private, no-cache");
     }
-    expect((await fetchFeed(path, { "If-None-Match": '"0123456789abcdef0123456789abcdef"' })).status).toBe(200);
+    expectStatus(await fetchFeed(path, { "If-None-Match": '"0123456789abcdef0123456789abcdef"' }), 200);
     for (const malformed of [`*, ${etag}`, `${etag}x`, etag.slice(1, -1)]) {
       expectShapeB(await fetchFeed(path, { "If-None-Match": malformed }), 400, /^If-None-Match must be \* alone or a comma-separated list of entity tags/);
     }
     expect(etagOf(await fetchFeed(path))).toBe(etag);
-    const head = await call("HEAD", path);
-    expect(head.status).toBe(200);
+    const head = await callRaw("HEAD", path);
+    expectStatus(head, 200);
     expect(head.headers.get("ETag")).toBe(etag);
   });
 
   it("changes with every change the body shows: item, new item, archive, folder, document type, company name", async () => {
     let etag = await stableEtag();
     const changes: Array<() => Promise<CallResult | void>> = [
-      () => call("PATCH", `/v1/items/${item.item_id}`, { token: account.ownerToken, body: { title: "Lift inspection, renamed" } }),
-      () => call("POST", "/v1/items", { token: account.ownerToken, body: { title: "Newcomer", expiry_date: "2032-07-01", seqid: 0 } }),
+      () => call("updateItem", `/v1/items/${item.item_id}`, { token: account.ownerToken, body: { title: "Lift inspection, renamed" } }),
+      () => call("createItem", "/v1/items", { token: account.ownerToken, body: { title: "Newcomer", expiry_date: "2032-07-01", seqid: 0 } }),
       async () => {
         const folder = await env.DB.prepare("SELECT folder_id FROM items WHERE id = ?").bind(item.item_id).first<{ folder_id: number }>();
-        return call("PATCH", `/v1/folders/${folder!.folder_id}`, { token: account.ownerToken, body: { folder_name: "Depot North" } });
+        return call("updateFolder", `/v1/folders/${folder!.folder_id}`, { token: account.ownerToken, body: { folder_name: "Depot North" } });
       },
       async () => {
         const type = await createDocumentType(account.ownerToken);
-        return call("PATCH", `/v1/items/${item.item_id}`, { token: account.ownerToken, body: { document_type_id: type.typeid } });
+        return call("updateItem", `/v1/items/${item.item_id}`, { token: account.ownerToken, body: { document_type_id: type.typeid } });
       },
       async () => {
         const typeId = (await env.DB.prepare("SELECT document_type_id AS id FROM items WHERE id = ?").bind(item.item_id).first<{ id: number }>())!.id;
-        return call("PATCH", `/v1/document-types/${typeId}`, { token: account.ownerToken, body: { doctype_name: uniqueWord("Renamed ") } });
+        return call("updateDocumentType", `/v1/document-types/${typeId}`, { token: account.ownerToken, body: { doctype_name: uniqueWord("Renamed ") } });
       },
       async () => void (await env.DB.prepare("UPDATE companies SET name = ? WHERE id = ?").bind(uniqueWord("Company "), account.companyId).run()),
-      () => call("PATCH", `/v1/items/${item.item_id}/archive`, { token: account.ownerToken }),
+      () => call("archiveItem", `/v1/items/${item.item_id}/archive`, { token: account.ownerToken }),
     ];
     for (const [i, change] of changes.entries()) {
       const res = await change();
@@ -354,11 +359,11 @@ describe("ETag and 304", () => {
     const live = await createItem(account.ownerToken, { title: "Boiler", expiry_date: "2032-09-30" });
     let etag = await stableEtag();
     const when = new Date(Date.now() + 3 * 86_400_000);
-    const added = await call("POST", `/v1/items/${live.item_id}/reminders`, {
+    const added = await call("createItemReminder", `/v1/items/${live.item_id}/reminders`, {
       token: account.ownerToken,
       body: { date: when.toISOString().slice(0, 10), hour: "10:30" },
     });
-    expect(added.status, JSON.stringify(added.body)).toBe(201);
+    expectStatus(added, 201, JSON.stringify(added.body));
     let changed = await expectChanged(etag);
     expect(triggers(eventOf(changed.calendar, live.item_id)!)).toEqual(await queuedInstants(account.ownerToken, live.item_id));
     expect(triggers(eventOf(changed.calendar, live.item_id)!)).toContain(added.body.data.due_at);
@@ -394,8 +399,8 @@ describe("changes the reminder engine has not applied yet", () => {
     expect(outbox!.pending).toBe(0);
     // The 200 read its fingerprint while the change was still pending: the next fetch answers 200 once more, then 304.
     const settled = await fetchFeed(path, { "If-None-Match": etagOf(changed) });
-    expect(settled.status).toBe(200);
-    expect((await fetchFeed(path, { "If-None-Match": etagOf(settled) })).status).toBe(304);
+    expectStatus(settled, 200);
+    expectStatus(await fetchFeed(path, { "If-None-Match": etagOf(settled) }), 304);
   });
 });
 
@@ -408,21 +413,21 @@ describe("the feed URL", () => {
   it("is 404 (Shape B) for an unknown or malformed token, and for a path without .ics", async () => {
     expectShapeB(await fetchFeed(`/v1/calendar/${"A".repeat(43)}.ics`), 404, /^Calendar feed not found$/);
     expectShapeB(await fetchFeed("/v1/calendar/short.ics"), 404, /^Calendar feed not found$/);
-    expectShapeB(await fetchFeed(path.replace(".ics", "")), 404, /^No route for GET/);
+    expectShapeB(await callRaw("GET", path.replace(".ics", "")), 404, /^No route for GET/);
   });
 
   it("answers other methods 405 with Allow: GET, HEAD", async () => {
-    const res = await call("POST", path);
+    const res = await callRaw("POST", path);
     expectShapeB(res, 405);
     expect(res.headers.get("Allow")).toBe("GET, HEAD");
   });
 
   it("ignores an Authorization header and is counted against the anonymous rate limit of the address", async () => {
     const owner = (await demoTokens()).owner;
-    const withToken = await call("GET", path, { token: owner });
-    expect(withToken.status).toBe(200);
-    const limited = await callWithEnv({ RATE_LIMITS: "on" }, "GET", path, { headers: { "CF-Connecting-IP": "203.0.113.77" } });
-    expect(limited.status).toBe(200);
+    const withToken = await call("getCalendarFeed", path, { token: owner });
+    expectStatus(withToken, 200);
+    const limited = await callWithEnv({ RATE_LIMITS: "on" }, "getCalendarFeed", path, { headers: { "CF-Connecting-IP": "203.0.113.77" } });
+    expectStatus(limited, 200);
     expect(limited.headers.get("RateLimit-Policy")).toBe('"anonymous";q=300;w=60');
   });
 });

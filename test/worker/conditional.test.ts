@@ -3,7 +3,7 @@
 // never both succeed).
 import { beforeAll, describe, expect, it } from "vitest";
 import { ifMatchHolds, noneMatch, parseEntityTags } from "../../src/lib/conditional";
-import { call, createAccount, expectShapeB, noServerError, uniqueEmail, uniqueWord, type CallResult, type TestAccount } from "./helpers";
+import { call, createAccount, expectShapeB, noServerError, uniqueEmail, uniqueWord, type CallResult, type Operation, type TestAccount, expectStatus, callRaw, ok, openApiDocument } from "./helpers";
 
 let account: TestAccount;
 
@@ -11,12 +11,12 @@ beforeAll(async () => {
   account = await createAccount();
 });
 
-const get = (path: string, headers: Record<string, string> = {}) => call("GET", path, { token: account.ownerToken, headers });
-const patch = (path: string, body: unknown, headers: Record<string, string> = {}) => call("PATCH", path, { token: account.ownerToken, body, headers });
-const del = (path: string, headers: Record<string, string> = {}) => call("DELETE", path, { token: account.ownerToken, headers });
-const post = async (path: string, body: unknown) => {
-  const res = await call("POST", path, { token: account.ownerToken, body });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
+const get = (path: string, headers: Record<string, string> = {}) => callRaw("GET", path, { token: account.ownerToken, headers });
+const patch = (path: string, body: unknown, headers: Record<string, string> = {}) => callRaw("PATCH", path, { token: account.ownerToken, body, headers });
+const del = (path: string, headers: Record<string, string> = {}) => callRaw("DELETE", path, { token: account.ownerToken, headers });
+const post = async <O extends Operation>(operation: O, path: string, body: unknown) => {
+  const res = await call(operation, path, { token: account.ownerToken, body });
+  expectStatus(res, 201, JSON.stringify(res.body));
   return res;
 };
 
@@ -28,15 +28,15 @@ function etagOf(res: CallResult): string {
 
 /** One record of each kind that answers ETags: its path, and a PATCH body that changes it. */
 async function records(): Promise<Array<{ what: string; path: string; change: () => unknown }>> {
-  const item = await post("/v1/items", { title: uniqueWord("Item "), expiry_date: "2032-01-01" });
-  const contact = await post("/v1/contacts", { first_name: "E", last_name: "Tag", email: uniqueEmail() });
-  const group = await post("/v1/contact-groups", { group_name: uniqueWord("G") });
-  const folder = await post("/v1/folders", { folder_name: uniqueWord("F") });
-  const task = await post("/v1/tasks", { title: uniqueWord("T"), due_at: "2032-01-01 10:00:00" });
-  const dept = await post("/v1/departments", { dept_name: uniqueWord("D") });
-  const type = await post("/v1/document-types", { doctype_name: uniqueWord("Type") });
+  const item = await post("createItem", "/v1/items", { title: uniqueWord("Item "), expiry_date: "2032-01-01" });
+  const contact = await post("createContact", "/v1/contacts", { first_name: "E", last_name: "Tag", email: uniqueEmail() });
+  const group = await post("createContactGroup", "/v1/contact-groups", { group_name: uniqueWord("G") });
+  const folder = await post("createFolder", "/v1/folders", { folder_name: uniqueWord("F") });
+  const task = await post("createTask", "/v1/tasks", { title: uniqueWord("T"), due_at: "2032-01-01 10:00:00" });
+  const dept = await post("createDepartment", "/v1/departments", { dept_name: uniqueWord("D") });
+  const type = await post("createDocumentType", "/v1/document-types", { doctype_name: uniqueWord("Type") });
   // Subscribed to an event these tests never cause: nothing is delivered to the closed port.
-  const hook = await post("/v1/webhooks", { url: "http://127.0.0.1:9/hook", events: ["task.deleted"] });
+  const hook = await post("createWebhook", "/v1/webhooks", { url: "http://127.0.0.1:9/hook", events: ["task.deleted"] });
   return [
     { what: "item", path: `/v1/items/${item.body.data.item_id}`, change: () => ({ title: uniqueWord("Renamed ") }) },
     { what: "contact", path: `/v1/contacts/${contact.body.data.contact_id}`, change: () => ({ first_name: uniqueWord("N") }) },
@@ -58,18 +58,18 @@ describe("ETag and If-None-Match on single-record reads", () => {
   it("answers a strong ETag, 304 without a body for a matching If-None-Match (weak or in a list, and HEAD), 200 otherwise", async () => {
     for (const { what, path } of await records()) {
       const first = await get(path);
-      expect(first.status, what).toBe(200);
+      expectStatus(first, 200, what);
       const etag = etagOf(first);
       expect(etagOf(await get(path)), `${what}: stable`).toBe(etag);
       for (const header of [etag, `W/${etag}`, `"other", ${etag}`, "*"]) {
         const res = await get(path, { "If-None-Match": header });
-        expect(res.status, `${what} If-None-Match: ${header}`).toBe(304);
+        expectStatus(res, 304, `${what} If-None-Match: ${header}`);
         expect(res.body, what).toEqual({});
         expect(res.headers.get("ETag")).toBe(etag);
       }
-      const head = await call("HEAD", path, { token: account.ownerToken, headers: { "If-None-Match": etag } });
-      expect(head.status, `${what} HEAD`).toBe(304);
-      expect((await get(path, { "If-None-Match": '"0123456789abcdef0123456789abcdef"' })).status, what).toBe(200);
+      const head = await callRaw("HEAD", path, { token: account.ownerToken, headers: { "If-None-Match": etag } });
+      expectStatus(head, 304, `${what} HEAD`);
+      expectStatus(await get(path, { "If-None-Match": '"0123456789abcdef0123456789abcdef"' }), 200, what);
     }
   });
 
@@ -77,7 +77,7 @@ describe("ETag and If-None-Match on single-record reads", () => {
     for (const { what, path, change } of await records()) {
       const before = etagOf(await get(path));
       const res = await patch(path, change());
-      expect(res.status, `${what}: ${JSON.stringify(res.body)}`).toBe(200);
+      expectStatus(res, 200, `${what}: ${JSON.stringify(res.body)}`);
       expect(etagOf(await get(path)), what).not.toBe(before);
     }
   });
@@ -88,7 +88,7 @@ describe("If-Match on PATCH and DELETE", () => {
     for (const { what, path, change } of await records()) {
       const etag = etagOf(await get(path));
       const ok = await patch(path, change(), { "If-Match": etag });
-      expect(ok.status, `${what}: ${JSON.stringify(ok.body)}`).toBe(200);
+      expectStatus(ok, 200, `${what}: ${JSON.stringify(ok.body)}`);
       const current = etagOf(await get(path));
       for (const stale of [etag, `W/${current}`, '"not-an-etag"']) {
         const refused = await patch(path, change(), { "If-Match": stale });
@@ -96,20 +96,20 @@ describe("If-Match on PATCH and DELETE", () => {
         expect(refused.headers.get("ETag"), what).toBe(current);
       }
       expect(etagOf(await get(path)), `${what}: unchanged by the 412s`).toBe(current);
-      expect((await patch(path, change(), { "If-Match": `"x", ${current}` })).status, what).toBe(200);
-      expect((await patch(path, change(), { "If-Match": "*" })).status, what).toBe(200);
+      expectStatus(await patch(path, change(), { "If-Match": `"x", ${current}` }), 200, what);
+      expectStatus(await patch(path, change(), { "If-Match": "*" }), 200, what);
     }
   });
 
   it("deletes only with a current If-Match", async () => {
-    const contact = await post("/v1/contacts", { first_name: "Del", last_name: "Me", email: uniqueEmail() });
+    const contact = await post("createContact", "/v1/contacts", { first_name: "Del", last_name: "Me", email: uniqueEmail() });
     const path = `/v1/contacts/${contact.body.data.contact_id}`;
     const etag = etagOf(await get(path));
     await patch(path, { last_name: "Changed" });
     expectShapeB(await del(path, { "If-Match": etag }), 412);
-    expect((await get(path)).status).toBe(200);
-    expect((await del(path, { "If-Match": etagOf(await get(path)) })).status).toBe(200);
-    expect((await get(path)).status).toBe(404);
+    expectStatus(await get(path), 200);
+    expectStatus(await del(path, { "If-Match": etagOf(await get(path)) }), 200);
+    expectStatus(await get(path), 404);
   });
 
   it("answers 404, not 412, for a record that does not exist; a malformed id stays 400", async () => {
@@ -118,24 +118,24 @@ describe("If-Match on PATCH and DELETE", () => {
   });
 
   it("treats a change to the item's tags as a change: the earlier ETag is refused", async () => {
-    const item = await post("/v1/items", { title: uniqueWord("Tagged "), expiry_date: "2032-02-01" });
+    const item = await post("createItem", "/v1/items", { title: uniqueWord("Tagged "), expiry_date: "2032-02-01" });
     const path = `/v1/items/${item.body.data.item_id}`;
     const etag = etagOf(await get(path));
-    expect((await call("PUT", `${path}/tags`, { token: account.ownerToken, body: { tags: ["boiler"] } })).status).toBe(200);
+    expectStatus(await call("setItemTags", `${path}/tags`, { token: account.ownerToken, body: { tags: ["boiler"] } }), 200);
     expectShapeB(await patch(path, { notes: "x" }, { "If-Match": etag }), 412);
   });
 
   it("lets exactly one of two concurrent writers holding the same ETag succeed; the other is 412", async () => {
     for (let round = 0; round < 10; round++) {
-      const item = await post("/v1/items", { title: uniqueWord("Race "), expiry_date: "2032-03-01" });
+      const item = await post("createItem", "/v1/items", { title: uniqueWord("Race "), expiry_date: "2032-03-01" });
       const path = `/v1/items/${item.body.data.item_id}`;
       const etag = etagOf(await get(path));
-      const results = await Promise.all(["A", "B", "C"].map((who) => patch(path, { notes: who }, { "If-Match": etag })));
+      const results = await Promise.all(["A", "B", "C"].map((who) => call("updateItem", path, { token: account.ownerToken, body: { notes: who }, headers: { "If-Match": etag } })));
       noServerError(...results);
       expect(results.filter((r) => r.status === 200), `round ${round}`).toHaveLength(1);
       for (const r of results.filter((r) => r.status !== 200)) expectShapeB(r, 412);
-      const winner = results.find((r) => r.status === 200)!;
-      expect((await get(path)).body.data.notes).toBe(winner.body.data.notes);
+      const winner = ok(results.find((r) => r.status === 200)!);
+      expect(ok(await call("getItem", path, { token: account.ownerToken })).body.data.notes).toBe(winner.body.data.notes);
     }
   });
 
@@ -155,20 +155,20 @@ describe("If-Match on PATCH and DELETE", () => {
 
   it("answers 404 to a writer whose record was deleted by the writer it raced", async () => {
     for (let round = 0; round < 5; round++) {
-      const contact = await post("/v1/contacts", { first_name: "Race", last_name: "G", email: uniqueEmail() });
+      const contact = await post("createContact", "/v1/contacts", { first_name: "Race", last_name: "G", email: uniqueEmail() });
       const path = `/v1/contacts/${contact.body.data.contact_id}`;
       const etag = etagOf(await get(path));
       const results = await Promise.all([del(path, { "If-Match": etag }), ...Array.from({ length: 5 }, () => patch(path, { last_name: "P" }, { "If-Match": etag }))]);
       noServerError(...results);
       expect(results.filter((r) => r.status === 200), `round ${round}`).toHaveLength(1);
-      for (const r of results.filter((r) => r.status === 412)) expect(r.headers.get("ETag"), `round ${round}: ${r.body.msg}`).toMatch(/^"[0-9a-f]{32}"$/);
+      for (const r of results.filter((r) => r.status === 412)) expect(r.headers.get("ETag"), `round ${round}: ${JSON.stringify(r.body)}`).toMatch(/^"[0-9a-f]{32}"$/);
       if (results[0]!.status === 200) for (const r of results.slice(1)) expect([404, 412], `round ${round}`).toContain(r.status);
     }
   });
 
   it("also guards a concurrent PATCH and DELETE holding one ETag: never both", async () => {
     for (let round = 0; round < 10; round++) {
-      const contact = await post("/v1/contacts", { first_name: "Race", last_name: "D", email: uniqueEmail() });
+      const contact = await post("createContact", "/v1/contacts", { first_name: "Race", last_name: "D", email: uniqueEmail() });
       const path = `/v1/contacts/${contact.body.data.contact_id}`;
       const etag = etagOf(await get(path));
       const [p, d] = await Promise.all([patch(path, { last_name: "P" }, { "If-Match": etag }), del(path, { "If-Match": etag })]);
@@ -178,7 +178,7 @@ describe("If-Match on PATCH and DELETE", () => {
   });
 
   it("publishes If-None-Match and ETag on the reads, If-Match and 412 on the writes", async () => {
-    const doc = (await call("GET", "/v1/openapi.json")).body;
+    const doc = await openApiDocument();
     const op = (path: string, method: string) => doc.paths[path][method];
     const refs = (o: { parameters?: Array<{ $ref?: string }> }) => (o.parameters ?? []).map((p) => p.$ref);
     for (const path of ["/v1/items/{item_id}", "/v1/contacts/{contact_id}", "/v1/tasks/{task_id}", "/v1/companies/{company_id}", "/v1/webhooks/{webhook_id}"]) {
@@ -199,50 +199,50 @@ const MALFORMED = ['*, "x"x', '*, "x"', '"x", *', '"x"x', "x", '"x', 'W/x', 'w/"
 
 describe("the entity-tag grammar of If-Match and If-None-Match", () => {
   it("refuses a malformed If-Match on PATCH and DELETE with 400 naming the header, writing nothing", async () => {
-    const item = await post("/v1/items", { title: uniqueWord("Strict "), expiry_date: "2032-04-01" });
+    const item = await post("createItem", "/v1/items", { title: uniqueWord("Strict "), expiry_date: "2032-04-01" });
     const path = `/v1/items/${item.body.data.item_id}`;
     const etag = etagOf(await get(path));
     for (const header of [...MALFORMED, `*, ${etag}`, `${etag}x`]) {
       expectShapeB(await patch(path, { notes: "must not be written" }, { "If-Match": header }), 400, /^If-Match must be \* alone or a comma-separated list of entity tags/);
       expectShapeB(await del(path, { "If-Match": header }), 400, /^If-Match must be/);
     }
-    const after = await get(path);
+    const after = ok(await call("getItem", path, { token: account.ownerToken }));
     expect(etagOf(after)).toBe(etag);
     expect(after.body.data.notes).toBe("");
   });
 
   it("reads lists with white space, empty elements and commas inside a tag; a weak tag or an empty list never satisfies If-Match", async () => {
-    const contact = await post("/v1/contacts", { first_name: "List", last_name: "Rule", email: uniqueEmail() });
+    const contact = await post("createContact", "/v1/contacts", { first_name: "List", last_name: "Rule", email: uniqueEmail() });
     const path = `/v1/contacts/${contact.body.data.contact_id}`;
     const forms = [(e: string) => ` ${e} `, (e: string) => `,${e}`, (e: string) => `"a,b" , , ${e},`, (e: string) => `W/"x",\t${e}`, () => "\t*\t"];
     for (const form of forms) {
       const header = form(etagOf(await get(path)));
       const res = await patch(path, { last_name: uniqueWord("L") }, { "If-Match": header });
-      expect(res.status, `If-Match: ${JSON.stringify(header)} ${JSON.stringify(res.body)}`).toBe(200);
+      expectStatus(res, 200, `If-Match: ${JSON.stringify(header)} ${JSON.stringify(res.body)}`);
     }
     const current = etagOf(await get(path));
     for (const header of [`W/${current}`, ",", " , ,", '"a,b"']) {
       const res = await patch(path, { last_name: "Refused" }, { "If-Match": header });
-      expect(res.status, `If-Match: ${JSON.stringify(header)}`).toBe(412);
+      expectStatus(res, 412, `If-Match: ${JSON.stringify(header)}`);
       expectShapeB(res, 412, /has changed since the ETag/);
     }
     expect(etagOf(await get(path))).toBe(current);
     // An empty field value never reaches the Worker (workerd drops empty header fields): as if absent.
-    expect((await patch(path, { last_name: uniqueWord("L") }, { "If-Match": "" })).status).toBe(200);
+    expectStatus(await patch(path, { last_name: uniqueWord("L") }, { "If-Match": "" }), 200);
   });
 
   it("answers If-None-Match by the same grammar on single-record reads: 304 for a listed tag (weak or strong), 200 for an empty list, 400 when malformed", async () => {
-    const folder = await post("/v1/folders", { folder_name: uniqueWord("F") });
+    const folder = await post("createFolder", "/v1/folders", { folder_name: uniqueWord("F") });
     const path = `/v1/folders/${folder.body.data.folderid}`;
     const etag = etagOf(await get(path));
     for (const header of [`"x", ,W/${etag}`, ` ${etag}`, `"a,b",${etag}`, " * "]) {
-      expect((await get(path, { "If-None-Match": header })).status, header).toBe(304);
+      expectStatus(await get(path, { "If-None-Match": header }), 304, header);
     }
-    for (const header of [",", '"a,b"', ""]) expect((await get(path, { "If-None-Match": header })).status, JSON.stringify(header)).toBe(200);
+    for (const header of [",", '"a,b"', ""]) expectStatus(await get(path, { "If-None-Match": header }), 200, JSON.stringify(header));
     for (const header of [...MALFORMED, `*, ${etag}`]) {
       expectShapeB(await get(path, { "If-None-Match": header }), 400, /^If-None-Match must be \* alone or a comma-separated list of entity tags/);
-      const head = await call("HEAD", path, { token: account.ownerToken, headers: { "If-None-Match": header } });
-      expect(head.status, `HEAD ${header}`).toBe(400);
+      const head = await callRaw("HEAD", path, { token: account.ownerToken, headers: { "If-None-Match": header } });
+      expectStatus(head, 400, `HEAD ${header}`);
     }
   });
 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, contactCounts, createContact, env, expectShapeB, tokenFor, uniqueEmail } from "./helpers";
+import { call, contactCounts, createContact, env, expectShapeB, tokenFor, uniqueEmail, expectStatus, ok } from "./helpers";
 
 // companies.contacts_limit. This file lowers company 1's limit, so it has its own storage
 // (isolated per file) and restores the seeded limit at the end anyway.
@@ -13,7 +13,7 @@ async function setLimit(companyId: number, limit: number) {
 }
 
 async function tryCreate(token: string) {
-  return call("POST", "/v1/contacts", { token, body: { first_name: "Lim", last_name: "It", email: uniqueEmail() } });
+  return call("createContact", "/v1/contacts", { token, body: { first_name: "Lim", last_name: "It", email: uniqueEmail() } });
 }
 
 beforeAll(async () => {
@@ -33,15 +33,15 @@ describe("contacts_limit", () => {
     const { used } = await contactCounts(1);
     await setLimit(1, used + 2);
 
-    expect((await tryCreate(owner)).status).toBe(201);
-    expect((await tryCreate(owner)).status).toBe(201);
+    expectStatus(await tryCreate(owner), 201);
+    expectStatus(await tryCreate(owner), 201);
     const refused = await tryCreate(owner);
     expectShapeB(refused, 400, /limit/i);
     expect(refused.body.msg).toContain(String(used + 2));
 
     const counts = await contactCounts(1);
     expect(counts).toEqual({ used: used + 2, actual: used + 2 });
-    const list = await call("GET", "/v1/contacts?limit=1", { token: owner });
+    const list = ok(await call("listContacts", "/v1/contacts?limit=1", { token: owner }));
     expect(list.body.meta.total).toBe(used + 2);
   });
 
@@ -50,11 +50,11 @@ describe("contacts_limit", () => {
     await setLimit(1, used);
     expectShapeB(await tryCreate(owner), 400, /limit/i);
 
-    const victim = (await call("GET", "/v1/contacts?limit=1", { token: owner })).body.data[0];
-    expect((await call("DELETE", `/v1/contacts/${victim.contact_id}`, { token: owner })).status).toBe(200);
+    const victim = ok(await call("listContacts", "/v1/contacts?limit=1", { token: owner })).body.data[0];
+    expectStatus(await call("deleteContact", `/v1/contacts/${victim!.contact_id}`, { token: owner }), 200);
     expect((await contactCounts(1)).used).toBe(used - 1);
 
-    expect((await tryCreate(owner)).status).toBe(201);
+    expectStatus(await tryCreate(owner), 201);
     expectShapeB(await tryCreate(owner), 400, /limit/i);
     expect(await contactCounts(1)).toEqual({ used, actual: used });
   });
@@ -75,7 +75,7 @@ describe("contacts_limit", () => {
 
   it("the validation of a refused create still comes first (400 for the field, not the limit)", async () => {
     await setLimit(1, 0);
-    const res = await call("POST", "/v1/contacts", { token: owner, body: { first_name: "A", last_name: "B" } });
+    const res = await call("createContact", "/v1/contacts", { token: owner, body: { first_name: "A", last_name: "B" } });
     expectShapeB(res, 400, /email/);
   });
 
@@ -83,7 +83,7 @@ describe("contacts_limit", () => {
     const { used } = await contactCounts(1);
     await setLimit(1, used);
     expectShapeB(await tryCreate(owner), 400, /limit/i);
-    expect((await tryCreate(other)).status).toBe(201);
+    expectStatus(await tryCreate(other), 201);
   });
 
   it("updates and deletes still work at the limit", async () => {
@@ -91,9 +91,9 @@ describe("contacts_limit", () => {
     const c = await createContact(owner);
     const { used } = await contactCounts(1);
     await setLimit(1, used);
-    const patched = await call("PATCH", `/v1/contacts/${c.contact_id}`, { token: owner, body: { first_name: "Still" } });
-    expect(patched.status).toBe(200);
-    expect((await call("DELETE", `/v1/contacts/${c.contact_id}`, { token: owner })).status).toBe(200);
+    const patched = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { first_name: "Still" } });
+    expectStatus(patched, 200);
+    expectStatus(await call("deleteContact", `/v1/contacts/${c.contact_id}`, { token: owner }), 200);
     await setLimit(1, seededLimit);
   });
 });

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import {
   CONTACT_FIELDS,
-  type Json,
+  type DataOf,
   call,
   contactCounts,
   createContact,
@@ -11,6 +11,7 @@ import {
   expectShapeB,
   demoTokens,
   uniqueWord,
+  expectStatus,
 } from "./helpers";
 
 // GET /v1/contacts: pagination, filters, search, meta.total and tenancy.
@@ -22,14 +23,14 @@ beforeAll(async () => {
 });
 
 async function list(query: string, token = owner) {
-  const res = await call("GET", `/v1/contacts${query ? `?${query}` : ""}`, { token });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  const res = await call("listContacts", `/v1/contacts${query ? `?${query}` : ""}`, { token });
+  expectStatus(res, 200, JSON.stringify(res.body));
   expect(res.body.success).toBe(true);
   expect(Array.isArray(res.body.data)).toBe(true);
-  return res.body as { data: Json[]; meta: { total: number; limit: number; offset: number } };
+  return res.body;
 }
 
-const ids = (rows: Json[]) => rows.map((r) => r.contact_id as number);
+const ids = (rows: DataOf<"listContacts">) => rows.map((r) => r.contact_id);
 
 async function search(q: string, token = owner, extra = "") {
   return list(`q=${encodeURIComponent(q)}${extra}`, token);
@@ -64,19 +65,19 @@ describe("GET /v1/contacts: envelope and pagination parameters", () => {
 
   for (const query of ["limit=0", "limit=201", "limit=abc", "limit=-1", "limit=1.5", "limit="]) {
     it(`400 for ${query}`, async () => {
-      expectShapeB(await call("GET", `/v1/contacts?${query}`, { token: owner }), 400, /limit/);
+      expectShapeB(await call("listContacts", `/v1/contacts?${query}`, { token: owner }), 400, /limit/);
     });
   }
 
   for (const query of ["offset=-1", "offset=abc", "offset=0.5"]) {
     it(`400 for ${query}`, async () => {
-      expectShapeB(await call("GET", `/v1/contacts?${query}`, { token: owner }), 400, /offset/);
+      expectShapeB(await call("listContacts", `/v1/contacts?${query}`, { token: owner }), 400, /offset/);
     });
   }
 
   for (const query of ["groupid=abc", "deptid=-3", "deptid=0"]) {
     it(`400 for ${query}`, async () => {
-      expectShapeB(await call("GET", `/v1/contacts?${query}`, { token: owner }), 400, /groupid|deptid/);
+      expectShapeB(await call("listContacts", `/v1/contacts?${query}`, { token: owner }), 400, /groupid|deptid/);
     });
   }
 
@@ -227,8 +228,8 @@ describe("GET /v1/contacts: q search", () => {
     const word = uniqueWord("o");
     const c = await createContact(owner, { first_name: word, last_name: "Plain" });
     for (const q of [`"${word}"`, `${word}*`, `${word} OR zzzzzz`, `NOT ${word}`, `${word}:`, `${word} NEAR(x)`, `^${word}`]) {
-      const res = await call("GET", `/v1/contacts?q=${encodeURIComponent(q)}`, { token: owner });
-      expect(res.status, `q=${q}: ${JSON.stringify(res.body)}`).toBe(200);
+      const res = await call("listContacts", `/v1/contacts?q=${encodeURIComponent(q)}`, { token: owner });
+      expectStatus(res, 200, `q=${q}: ${JSON.stringify(res.body)}`);
     }
     expect(ids((await search(`"${word}"`)).data)).toEqual([c.contact_id]);
     expect(ids((await search(`${word}*`)).data)).toEqual([c.contact_id]);
@@ -278,17 +279,17 @@ describe("GET /v1/contacts: q search", () => {
     const c = await createContact(owner, { first_name: before });
     expect(ids((await search(before)).data)).toEqual([c.contact_id]);
 
-    const patched = await call("PATCH", `/v1/contacts/${c.contact_id}`, { token: owner, body: { first_name: after, phone_number: phone } });
-    expect(patched.status).toBe(200);
+    const patched = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { first_name: after, phone_number: phone } });
+    expectStatus(patched, 200);
     expect((await search(before)).meta.total).toBe(0);
     expect(ids((await search(after)).data)).toEqual([c.contact_id]);
     expect(ids((await search(phone)).data)).toEqual([c.contact_id]);
 
     const newEmail = `${uniqueWord("n")}@example.test`;
-    await call("PATCH", `/v1/contacts/${c.contact_id}`, { token: owner, body: { email: newEmail } });
+    await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { email: newEmail } });
     expect(ids((await search(newEmail.split("@")[0]!)).data)).toEqual([c.contact_id]);
 
-    await call("DELETE", `/v1/contacts/${c.contact_id}`, { token: owner });
+    await call("deleteContact", `/v1/contacts/${c.contact_id}`, { token: owner });
     const gone = await search(after);
     expect(gone.data).toEqual([]);
     expect(gone.meta.total).toBe(0);
@@ -307,7 +308,7 @@ describe("GET /v1/contacts: meta.total", () => {
     expect((await list("")).meta.total).toBe(start.meta.total + 4);
 
     for (const id of made.slice(0, 3)) {
-      expect((await call("DELETE", `/v1/contacts/${id}`, { token: owner })).status).toBe(200);
+      expectStatus(await call("deleteContact", `/v1/contacts/${id}`, { token: owner }), 200);
     }
     const end = await list("limit=1");
     expect(end.meta.total).toBe(start.meta.total + 1);
@@ -318,9 +319,9 @@ describe("GET /v1/contacts: meta.total", () => {
   it("failed creates (duplicates, validation) do not change the total", async () => {
     const c = await createContact(owner);
     const before = (await list("")).meta.total;
-    await call("POST", "/v1/contacts", { token: owner, body: { first_name: "A", last_name: "B", email: c.email } });
-    await call("POST", "/v1/contacts", { token: owner, body: { first_name: "A", last_name: "B", email: "bad" } });
-    await call("POST", "/v1/contacts", { token: owner, body: { first_name: "A", last_name: "B", email: `${uniqueWord()}@x.test`, deptid: 999999 } });
+    await call("createContact", "/v1/contacts", { token: owner, body: { first_name: "A", last_name: "B", email: c.email } });
+    await call("createContact", "/v1/contacts", { token: owner, body: { first_name: "A", last_name: "B", email: "bad" } });
+    await call("createContact", "/v1/contacts", { token: owner, body: { first_name: "A", last_name: "B", email: `${uniqueWord()}@x.test`, deptid: 999999 } });
     expect((await list("")).meta.total).toBe(before);
     const counts = await contactCounts(1);
     expect(counts.used).toBe(counts.actual);

@@ -14,6 +14,8 @@ import {
   tokenFor,
   uniqueEmail,
   uniqueWord,
+  expectStatus,
+  ok,
 } from "./helpers";
 
 // Contacts: create, read, update, delete, validation and tenancy. Lists and search are in
@@ -32,7 +34,7 @@ async function rawContact(id: number) {
 describe("POST /v1/contacts", () => {
   it("creates a contact: 201 with msg and the contact in output field names", async () => {
     const email = uniqueEmail();
-    const res = await call("POST", "/v1/contacts", {
+    const res = await call("createContact", "/v1/contacts", {
       token: owner,
       body: {
         first_name: "Ada",
@@ -44,7 +46,7 @@ describe("POST /v1/contacts", () => {
         phone_number: "7700900123",
       },
     });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expectStatus(res, 201, JSON.stringify(res.body));
     expect(res.body.success).toBe(true);
     expect(typeof res.body.msg).toBe("string");
     expect(res.body.msg.length).toBeGreaterThan(0);
@@ -77,8 +79,8 @@ describe("POST /v1/contacts", () => {
 
   it("round-trips through GET with the same record", async () => {
     const data = await createContact(owner, { first_name: "Grace", last_name: "Hopper" });
-    const res = await call("GET", `/v1/contacts/${data.contact_id}`, { token: owner });
-    expect(res.status).toBe(200);
+    const res = await call("getContact", `/v1/contacts/${data.contact_id}`, { token: owner });
+    expectStatus(res, 200);
     expect(res.body.success).toBe(true);
     expect(res.body.data).toEqual(data);
   });
@@ -87,19 +89,19 @@ describe("POST /v1/contacts", () => {
     it(`400 naming ${field} when it is missing`, async () => {
       const body: Record<string, unknown> = { first_name: "A", last_name: "B", email: uniqueEmail() };
       delete body[field];
-      const res = await call("POST", "/v1/contacts", { token: owner, body });
+      const res = await call("createContact", "/v1/contacts", { token: owner, body });
       expectShapeB(res, 400, new RegExp(field));
     });
 
     it(`400 naming ${field} when it is empty`, async () => {
       const body: Record<string, unknown> = { first_name: "A", last_name: "B", email: uniqueEmail(), [field]: "  " };
-      const res = await call("POST", "/v1/contacts", { token: owner, body });
+      const res = await call("createContact", "/v1/contacts", { token: owner, body });
       expectShapeB(res, 400, new RegExp(field));
     });
   }
 
   it("400 naming every missing required field at once", async () => {
-    const res = await call("POST", "/v1/contacts", { token: owner, body: {} });
+    const res = await call("createContact", "/v1/contacts", { token: owner, body: {} });
     expectShapeB(res, 400, /first_name/);
     expect(res.body.msg).toMatch(/last_name/);
     expect(res.body.msg).toMatch(/email/);
@@ -107,13 +109,13 @@ describe("POST /v1/contacts", () => {
 
   for (const email of ["not-an-email", "a@", "@example.com", "a b@example.com"]) {
     it(`400 for the invalid email ${JSON.stringify(email)}`, async () => {
-      const res = await call("POST", "/v1/contacts", { token: owner, body: { first_name: "A", last_name: "B", email } });
+      const res = await call("createContact", "/v1/contacts", { token: owner, body: { first_name: "A", last_name: "B", email } });
       expectShapeB(res, 400, /email/);
     });
   }
 
   it("400 for output field names used as input (firstname/lastname)", async () => {
-    const res = await call("POST", "/v1/contacts", {
+    const res = await call("createContact", "/v1/contacts", {
       token: owner,
       body: { firstname: "A", lastname: "B", email: uniqueEmail() },
     });
@@ -121,12 +123,12 @@ describe("POST /v1/contacts", () => {
   });
 
   it("400 when country_code comes without iso, or iso without country_code", async () => {
-    const onlyCode = await call("POST", "/v1/contacts", {
+    const onlyCode = await call("createContact", "/v1/contacts", {
       token: owner,
       body: { first_name: "A", last_name: "B", email: uniqueEmail(), country_code: "+44" },
     });
     expectShapeB(onlyCode, 400, /iso/);
-    const onlyIso = await call("POST", "/v1/contacts", {
+    const onlyIso = await call("createContact", "/v1/contacts", {
       token: owner,
       body: { first_name: "A", last_name: "B", email: uniqueEmail(), iso: "GB" },
     });
@@ -135,7 +137,7 @@ describe("POST /v1/contacts", () => {
 
   it("400 for a non-integer deptid or groupid", async () => {
     for (const extra of [{ deptid: "1" }, { deptid: 1.5 }, { deptid: 0 }, { groupid: "x" }, { groupid: -1 }]) {
-      const res = await call("POST", "/v1/contacts", {
+      const res = await call("createContact", "/v1/contacts", {
         token: owner,
         body: { first_name: "A", last_name: "B", email: uniqueEmail(), ...extra },
       });
@@ -146,7 +148,7 @@ describe("POST /v1/contacts", () => {
   it("400 for a deptid that does not exist, including another company's department", async () => {
     for (const deptid of [999999, 2]) {
       const email = uniqueEmail();
-      const res = await call("POST", "/v1/contacts", { token: owner, body: { first_name: "A", last_name: "B", email, deptid } });
+      const res = await call("createContact", "/v1/contacts", { token: owner, body: { first_name: "A", last_name: "B", email, deptid } });
       expectShapeB(res, 400, /deptid/);
       const row = await env.DB.prepare("SELECT id FROM contacts WHERE email = ?").bind(email).first();
       expect(row).toBeNull();
@@ -156,7 +158,7 @@ describe("POST /v1/contacts", () => {
   it("400 for a groupid that does not exist, including another company's group", async () => {
     const foreign = await createGroup(other);
     for (const groupid of [999999, foreign.groupid]) {
-      const res = await call("POST", "/v1/contacts", {
+      const res = await call("createContact", "/v1/contacts", {
         token: owner,
         body: { first_name: "A", last_name: "B", email: uniqueEmail(), groupid },
       });
@@ -214,7 +216,7 @@ describe("POST /v1/contacts", () => {
   it("400 when groupid belongs to another department than deptid", async () => {
     const dept = await createDepartment();
     const group = await createGroup(owner, { deptid: dept });
-    const res = await call("POST", "/v1/contacts", {
+    const res = await call("createContact", "/v1/contacts", {
       token: owner,
       body: { first_name: "A", last_name: "B", email: uniqueEmail(), deptid: 1, groupid: group.groupid },
     });
@@ -226,7 +228,7 @@ describe("POST /v1/contacts", () => {
     await createContact(owner, { email: `${word}@example.test` });
     const before = await contactCounts(1);
     for (const email of [`${word}@example.test`, `${word.toUpperCase()}@Example.TEST`]) {
-      const res = await call("POST", "/v1/contacts", { token: member, body: { first_name: "A", last_name: "B", email } });
+      const res = await call("createContact", "/v1/contacts", { token: member, body: { first_name: "A", last_name: "B", email } });
       expectShapeB(res, 409, /email/i);
     }
     expect(await contactCounts(1)).toEqual(before);
@@ -235,7 +237,7 @@ describe("POST /v1/contacts", () => {
   it("409 for a duplicate email with surrounding whitespace", async () => {
     const email = uniqueEmail();
     await createContact(owner, { email });
-    const res = await call("POST", "/v1/contacts", { token: owner, body: { first_name: "A", last_name: "B", email: `  ${email} ` } });
+    const res = await call("createContact", "/v1/contacts", { token: owner, body: { first_name: "A", last_name: "B", email: `  ${email} ` } });
     expectShapeB(res, 409, /email/i);
   });
 
@@ -259,13 +261,13 @@ describe("POST /v1/contacts", () => {
   });
 
   it("415 for a non-JSON body and 400 for malformed JSON", async () => {
-    const form = await call("POST", "/v1/contacts", {
+    const form = await call("createContact", "/v1/contacts", {
       token: owner,
       rawBody: "first_name=A",
       headers: { "Content-Type": "application/x-www-form-urlencoded" },
     });
     expectShapeB(form, 415);
-    const broken = await call("POST", "/v1/contacts", {
+    const broken = await call("createContact", "/v1/contacts", {
       token: owner,
       rawBody: "{not json",
       headers: { "Content-Type": "application/json" },
@@ -276,13 +278,13 @@ describe("POST /v1/contacts", () => {
 
 describe("GET /v1/contacts/{contact_id}", () => {
   it("404 Shape B for an unknown id", async () => {
-    const res = await call("GET", "/v1/contacts/999999999", { token: owner });
+    const res = await call("getContact", "/v1/contacts/999999999", { token: owner });
     expectShapeB(res, 404, /not found/i);
   });
 
   it("400 for an id that is not a positive integer", async () => {
     for (const id of ["abc", "0", "-1", "1.5"]) {
-      const res = await call("GET", `/v1/contacts/${id}`, { token: owner });
+      const res = await call("getContact", `/v1/contacts/${id}`, { token: owner });
       expectShapeB(res, 400, /contact_id/);
     }
   });
@@ -290,20 +292,20 @@ describe("GET /v1/contacts/{contact_id}", () => {
   it("404 for another company's contact (tenancy), both ways", async () => {
     const mine = await createContact(owner);
     const theirs = await createContact(other);
-    expectShapeB(await call("GET", `/v1/contacts/${mine.contact_id}`, { token: other }), 404);
-    expectShapeB(await call("GET", `/v1/contacts/${theirs.contact_id}`, { token: owner }), 404);
-    expect((await call("GET", `/v1/contacts/${theirs.contact_id}`, { token: other })).status).toBe(200);
+    expectShapeB(await call("getContact", `/v1/contacts/${mine.contact_id}`, { token: other }), 404);
+    expectShapeB(await call("getContact", `/v1/contacts/${theirs.contact_id}`, { token: owner }), 404);
+    expectStatus(await call("getContact", `/v1/contacts/${theirs.contact_id}`, { token: other }), 200);
   });
 
   it("is readable with contacts:read only", async () => {
     const mine = await createContact(owner);
-    const res = await call("GET", `/v1/contacts/${mine.contact_id}`, { token: readonly });
-    expect(res.status).toBe(200);
+    const res = await call("getContact", `/v1/contacts/${mine.contact_id}`, { token: readonly });
+    expectStatus(res, 200);
     expect(res.body.data.contact_id).toBe(mine.contact_id);
   });
 
   it("401 without a token", async () => {
-    const res = await call("GET", "/v1/contacts/1");
+    const res = await call("getContact", "/v1/contacts/1");
     expectShapeA(res, 401, "invalid_token");
   });
 });
@@ -311,13 +313,13 @@ describe("GET /v1/contacts/{contact_id}", () => {
 describe("PATCH /v1/contacts/{contact_id}", () => {
   it("400 'No updatable fields provided' for an empty body", async () => {
     const c = await createContact(owner);
-    const res = await call("PATCH", `/v1/contacts/${c.contact_id}`, { token: owner, body: {} });
+    const res = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: {} });
     expectShapeB(res, 400, /No updatable fields provided/);
   });
 
   it("400 for unknown fields (including output names)", async () => {
     const c = await createContact(owner);
-    const res = await call("PATCH", `/v1/contacts/${c.contact_id}`, { token: owner, body: { firstname: "X" } });
+    const res = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { firstname: "X" } });
     expectShapeB(res, 400, /firstname/);
   });
 
@@ -333,13 +335,13 @@ describe("PATCH /v1/contacts/{contact_id}", () => {
     ];
     let expected = { ...c };
     for (const [body, change] of steps) {
-      const res = await call("PATCH", `/v1/contacts/${c.contact_id}`, { token: owner, body });
-      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      const res = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body });
+      expectStatus(res, 200, JSON.stringify(res.body));
       expect(res.body.success).toBe(true);
       expect(typeof res.body.msg).toBe("string");
       expected = { ...expected, ...change };
       expect(res.body.data).toEqual(expected);
-      const got = await call("GET", `/v1/contacts/${c.contact_id}`, { token: owner });
+      const got = ok(await call("getContact", `/v1/contacts/${c.contact_id}`, { token: owner }));
       expect(got.body.data).toEqual(expected);
     }
   });
@@ -347,27 +349,27 @@ describe("PATCH /v1/contacts/{contact_id}", () => {
   it("400 for an empty first_name, last_name or an invalid email", async () => {
     const c = await createContact(owner);
     for (const body of [{ first_name: "" }, { last_name: " " }, { email: "nope" }]) {
-      const res = await call("PATCH", `/v1/contacts/${c.contact_id}`, { token: owner, body });
+      const res = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body });
       expectShapeB(res, 400, new RegExp(Object.keys(body)[0]!));
     }
-    const got = await call("GET", `/v1/contacts/${c.contact_id}`, { token: owner });
+    const got = ok(await call("getContact", `/v1/contacts/${c.contact_id}`, { token: owner }));
     expect(got.body.data).toEqual(c);
   });
 
   it("countryid GB sets iso GB and country_code +44 (case-insensitive input)", async () => {
     const c = await createContact(owner);
-    const res = await call("PATCH", `/v1/contacts/${c.contact_id}`, { token: owner, body: { countryid: "GB" } });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const res = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { countryid: "GB" } });
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.data).toMatchObject({ iso: "GB", country_code: "+44" });
-    const us = await call("PATCH", `/v1/contacts/${c.contact_id}`, { token: owner, body: { countryid: "us" } });
-    expect(us.status, JSON.stringify(us.body)).toBe(200);
+    const us = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { countryid: "us" } });
+    expectStatus(us, 200, JSON.stringify(us.body));
     expect(us.body.data).toMatchObject({ iso: "US", country_code: "+1" });
   });
 
   it("400 for an invalid countryid", async () => {
     const c = await createContact(owner);
     for (const countryid of ["XX", "GBR", "", "1"]) {
-      const res = await call("PATCH", `/v1/contacts/${c.contact_id}`, { token: owner, body: { countryid } });
+      const res = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { countryid } });
       expectShapeB(res, 400, /countryid/);
     }
   });
@@ -379,17 +381,17 @@ describe("PATCH /v1/contacts/{contact_id}", () => {
       { countryid: "GB", iso: "GB" },
       { countryid: "GB", country_code: "+44", iso: "GB" },
     ]) {
-      const res = await call("PATCH", `/v1/contacts/${c.contact_id}`, { token: owner, body });
+      const res = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body });
       expectShapeB(res, 400, /countryid/);
     }
   });
 
   it("country_code and iso may be patched together, not alone", async () => {
     const c = await createContact(owner);
-    expectShapeB(await call("PATCH", `/v1/contacts/${c.contact_id}`, { token: owner, body: { country_code: "+33" } }), 400, /iso/);
-    expectShapeB(await call("PATCH", `/v1/contacts/${c.contact_id}`, { token: owner, body: { iso: "FR" } }), 400, /country_code/);
-    const both = await call("PATCH", `/v1/contacts/${c.contact_id}`, { token: owner, body: { country_code: "+33", iso: "FR" } });
-    expect(both.status, JSON.stringify(both.body)).toBe(200);
+    expectShapeB(await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { country_code: "+33" } }), 400, /iso/);
+    expectShapeB(await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { iso: "FR" } }), 400, /country_code/);
+    const both = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { country_code: "+33", iso: "FR" } });
+    expectStatus(both, 200, JSON.stringify(both.body));
     expect(both.body.data).toMatchObject({ country_code: "+33", iso: "FR" });
   });
 
@@ -397,10 +399,10 @@ describe("PATCH /v1/contacts/{contact_id}", () => {
     const c = await createContact(owner, { deptid: 1, groupid: 0 });
     const dept = await createDepartment();
     const group = await createGroup(owner, { deptid: dept });
-    const res = await call("PATCH", `/v1/contacts/${c.contact_id}`, { token: owner, body: { groupid: group.groupid } });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const res = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { groupid: group.groupid } });
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.data).toMatchObject({ groupid: group.groupid, deptid: dept });
-    const g = await call("GET", `/v1/contact-groups/${group.groupid}`, { token: owner });
+    const g = ok(await call("getContactGroup", `/v1/contact-groups/${group.groupid}`, { token: owner }));
     expect(g.body.data.contacts_count).toBe(1);
   });
 
@@ -408,8 +410,8 @@ describe("PATCH /v1/contacts/{contact_id}", () => {
     const dept = await createDepartment();
     const group = await createGroup(owner, { deptid: dept });
     const c = await createContact(owner, { groupid: group.groupid });
-    const res = await call("PATCH", `/v1/contacts/${c.contact_id}`, { token: owner, body: { groupid: 0 } });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const res = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { groupid: 0 } });
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.data).toMatchObject({ groupid: 0, deptid: dept });
     expect((await rawContact(c.contact_id))?.group_id).toBeNull();
   });
@@ -418,42 +420,42 @@ describe("PATCH /v1/contacts/{contact_id}", () => {
     const c = await createContact(owner);
     const foreign = await createGroup(other);
     for (const groupid of [999999, foreign.groupid]) {
-      const res = await call("PATCH", `/v1/contacts/${c.contact_id}`, { token: owner, body: { groupid, first_name: "Changed" } });
+      const res = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { groupid, first_name: "Changed" } });
       expectShapeB(res, 400, /groupid/);
     }
-    expect((await call("GET", `/v1/contacts/${c.contact_id}`, { token: owner })).body.data).toEqual(c);
+    expect(ok(await call("getContact", `/v1/contacts/${c.contact_id}`, { token: owner })).body.data).toEqual(c);
   });
 
   it("409 when the new email belongs to another contact of the company (case-insensitive)", async () => {
     const a = await createContact(owner);
     const b = await createContact(owner);
     for (const email of [a.email, a.email.toUpperCase()]) {
-      const res = await call("PATCH", `/v1/contacts/${b.contact_id}`, { token: owner, body: { email } });
+      const res = await call("updateContact", `/v1/contacts/${b.contact_id}`, { token: owner, body: { email } });
       expectShapeB(res, 409, /email/i);
     }
-    expect((await call("GET", `/v1/contacts/${b.contact_id}`, { token: owner })).body.data.email).toBe(b.email);
+    expect(ok(await call("getContact", `/v1/contacts/${b.contact_id}`, { token: owner })).body.data.email).toBe(b.email);
   });
 
   it("allows changing only the case of its own email, and taking an email used in another company", async () => {
     const c = await createContact(owner);
     const upper = c.email.toUpperCase();
-    const res = await call("PATCH", `/v1/contacts/${c.contact_id}`, { token: owner, body: { email: upper } });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const res = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { email: upper } });
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.data.email).toBe(upper);
     const theirs = await createContact(other);
-    const taken = await call("PATCH", `/v1/contacts/${c.contact_id}`, { token: owner, body: { email: theirs.email } });
-    expect(taken.status, JSON.stringify(taken.body)).toBe(200);
+    const taken = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { email: theirs.email } });
+    expectStatus(taken, 200, JSON.stringify(taken.body));
   });
 
   it("404 for an unknown id", async () => {
-    expectShapeB(await call("PATCH", "/v1/contacts/999999999", { token: owner, body: { first_name: "X" } }), 404);
+    expectShapeB(await call("updateContact", "/v1/contacts/999999999", { token: owner, body: { first_name: "X" } }), 404);
   });
 
   it("404 for another company's contact, and the record is untouched", async () => {
     const mine = await createContact(owner);
     const before = await rawContact(mine.contact_id);
     for (const body of [{ first_name: "Hacked" }, { email: uniqueEmail() }, { countryid: "DE" }, { groupid: 0 }]) {
-      expectShapeB(await call("PATCH", `/v1/contacts/${mine.contact_id}`, { token: other, body }), 404);
+      expectShapeB(await call("updateContact", `/v1/contacts/${mine.contact_id}`, { token: other, body }), 404);
     }
     expect(await rawContact(mine.contact_id)).toEqual(before);
   });
@@ -463,11 +465,11 @@ describe("DELETE /v1/contacts/{contact_id}", () => {
   it("200 with msg, then GET 404, and contacts_used drops by one", async () => {
     const c = await createContact(owner);
     const before = await contactCounts(1);
-    const res = await call("DELETE", `/v1/contacts/${c.contact_id}`, { token: owner });
-    expect(res.status).toBe(200);
+    const res = await call("deleteContact", `/v1/contacts/${c.contact_id}`, { token: owner });
+    expectStatus(res, 200);
     expect(res.body.success).toBe(true);
     expect(typeof res.body.msg).toBe("string");
-    expectShapeB(await call("GET", `/v1/contacts/${c.contact_id}`, { token: owner }), 404);
+    expectShapeB(await call("getContact", `/v1/contacts/${c.contact_id}`, { token: owner }), 404);
     const after = await contactCounts(1);
     expect(after.used).toBe(before.used - 1);
     expect(after.used).toBe(after.actual);
@@ -475,14 +477,14 @@ describe("DELETE /v1/contacts/{contact_id}", () => {
 
   it("404 when deleting twice or an unknown id", async () => {
     const c = await createContact(owner);
-    expect((await call("DELETE", `/v1/contacts/${c.contact_id}`, { token: owner })).status).toBe(200);
-    expectShapeB(await call("DELETE", `/v1/contacts/${c.contact_id}`, { token: owner }), 404);
-    expectShapeB(await call("DELETE", "/v1/contacts/999999999", { token: owner }), 404);
+    expectStatus(await call("deleteContact", `/v1/contacts/${c.contact_id}`, { token: owner }), 200);
+    expectShapeB(await call("deleteContact", `/v1/contacts/${c.contact_id}`, { token: owner }), 404);
+    expectShapeB(await call("deleteContact", "/v1/contacts/999999999", { token: owner }), 404);
   });
 
   it("frees the email for a new contact", async () => {
     const c = await createContact(owner);
-    await call("DELETE", `/v1/contacts/${c.contact_id}`, { token: owner });
+    await call("deleteContact", `/v1/contacts/${c.contact_id}`, { token: owner });
     const again = await createContact(owner, { email: c.email });
     expect(again.email).toBe(c.email);
     // AUTOINCREMENT: the deleted contact's id is never handed out again, even though it was the highest.
@@ -493,32 +495,32 @@ describe("DELETE /v1/contacts/{contact_id}", () => {
     const mine = await createContact(owner);
     const before = await rawContact(mine.contact_id);
     const usedBefore = await contactCounts(1);
-    expectShapeB(await call("DELETE", `/v1/contacts/${mine.contact_id}`, { token: other }), 404);
+    expectShapeB(await call("deleteContact", `/v1/contacts/${mine.contact_id}`, { token: other }), 404);
     expect(await rawContact(mine.contact_id)).toEqual(before);
     expect(await contactCounts(1)).toEqual(usedBefore);
-    expect((await call("GET", `/v1/contacts/${mine.contact_id}`, { token: owner })).status).toBe(200);
+    expectStatus(await call("getContact", `/v1/contacts/${mine.contact_id}`, { token: owner }), 200);
   });
 });
 
 describe("contact scopes", () => {
   it("contacts:read may list and get but gets 403 insufficient_scope on writes", async () => {
     const c = await createContact(owner);
-    expect((await call("GET", "/v1/contacts", { token: readonly })).status).toBe(200);
+    expectStatus(await call("listContacts", "/v1/contacts", { token: readonly }), 200);
     const writes = [
-      call("POST", "/v1/contacts", { token: readonly, body: { first_name: "A", last_name: "B", email: uniqueEmail() } }),
-      call("PATCH", `/v1/contacts/${c.contact_id}`, { token: readonly, body: { first_name: "X" } }),
-      call("DELETE", `/v1/contacts/${c.contact_id}`, { token: readonly }),
+      call("createContact", "/v1/contacts", { token: readonly, body: { first_name: "A", last_name: "B", email: uniqueEmail() } }),
+      call("updateContact", `/v1/contacts/${c.contact_id}`, { token: readonly, body: { first_name: "X" } }),
+      call("deleteContact", `/v1/contacts/${c.contact_id}`, { token: readonly }),
     ];
     for (const res of await Promise.all(writes)) {
       expectShapeA(res, 403, "insufficient_scope");
       expect(res.body.required_scope).toBe("contacts:write");
     }
-    expect((await call("GET", `/v1/contacts/${c.contact_id}`, { token: owner })).body.data).toEqual(c);
+    expect(ok(await call("getContact", `/v1/contacts/${c.contact_id}`, { token: owner })).body.data).toEqual(c);
   });
 
   it("a token narrowed to items:read gets 403 with required_scope contacts:read on reads", async () => {
     const token = await tokenFor("demo-readonly", "items:read");
-    const res = await call("GET", "/v1/contacts", { token });
+    const res = await call("listContacts", "/v1/contacts", { token });
     expectShapeA(res, 403, "insufficient_scope");
     expect(res.body.required_scope).toBe("contacts:read");
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { call, callWithEnv, captureErrorLogs, env, expectShapeA, tokenFor } from "./helpers";
+import { call, callWithEnv, captureErrorLogs, env, expectShapeA, tokenFor, expectStatus } from "./helpers";
 
 // Storage is isolated per test file, so this file may take the credential store away.
 // Every test puts it back, so the order of the tests does not matter.
@@ -19,13 +19,13 @@ describe("credential store unavailable", () => {
   const errorLogs = captureErrorLogs();
 
   it("issues tokens while the store is there (control)", async () => {
-    const res = await call("POST", "/v1/oauth/token", { body: CREDS });
-    expect(res.status).toBe(200);
+    const res = await call("issueToken", "/v1/oauth/token", { body: CREDS });
+    expectStatus(res, 200);
   });
 
   it("answers 503 service_unavailable (Shape A, Retry-After) at the token endpoint", async () => {
     await withoutCredentialStore(async () => {
-      const res = await call("POST", "/v1/oauth/token", { body: CREDS });
+      const res = await call("issueToken", "/v1/oauth/token", { body: CREDS });
       expectShapeA(res, 503, "service_unavailable");
       expect(res.headers.get("Retry-After")).toBe("5");
       expect(res.body).not.toHaveProperty("success");
@@ -37,12 +37,12 @@ describe("credential store unavailable", () => {
 
   it("answers 503 for HTTP Basic and form requests too", async () => {
     await withoutCredentialStore(async () => {
-      const basic = await call("POST", "/v1/oauth/token", {
+      const basic = await call("issueToken", "/v1/oauth/token", {
         body: { grant_type: "client_credentials" },
         headers: { Authorization: `Basic ${btoa("demo-owner:demo-owner-secret")}` },
       });
       expectShapeA(basic, 503, "service_unavailable");
-      const form = await call("POST", "/v1/oauth/token", {
+      const form = await call("issueToken", "/v1/oauth/token", {
         rawBody: new URLSearchParams(CREDS).toString(),
         headers: { "Content-Type": "application/x-www-form-urlencoded" },
       });
@@ -52,32 +52,32 @@ describe("credential store unavailable", () => {
 
   it("still validates the request first: a bad grant_type is 400, not 503", async () => {
     await withoutCredentialStore(async () => {
-      expectShapeA(await call("POST", "/v1/oauth/token", { body: { ...CREDS, grant_type: "password" } }), 400, "unsupported_grant_type");
+      expectShapeA(await call("issueToken", "/v1/oauth/token", { body: { ...CREDS, grant_type: "password" } }), 400, "unsupported_grant_type");
     });
   });
 
   it("answers 503 when an authenticated request has to look its client up", async () => {
     const token = await tokenFor("demo-owner");
     await withoutCredentialStore(async () => {
-      const me = await call("GET", "/v1/oauth/me", { token });
+      const me = await call("getTokenInfo", "/v1/oauth/me", { token });
       expectShapeA(me, 503, "service_unavailable");
       expect(me.headers.get("Retry-After")).toBe("5");
-      expectShapeA(await call("GET", "/v1/contacts", { token }), 503, "service_unavailable");
+      expectShapeA(await call("listContacts", "/v1/contacts", { token }), 503, "service_unavailable");
     });
   });
 
   it("reports a missing signing key before touching the store", async () => {
     await withoutCredentialStore(async () => {
-      expectShapeA(await callWithEnv({ JWT_SIGNING_KEYS: undefined }, "POST", "/v1/oauth/token", { body: CREDS }), 500, "server_error");
+      expectShapeA(await callWithEnv({ JWT_SIGNING_KEYS: undefined }, "issueToken", "/v1/oauth/token", { body: CREDS }), 500, "server_error");
     });
   });
 
   it("recovers as soon as the store is back", async () => {
     await withoutCredentialStore(async () => {
-      expect((await call("POST", "/v1/oauth/token", { body: CREDS })).status).toBe(503);
+      expectStatus(await call("issueToken", "/v1/oauth/token", { body: CREDS }), 503);
     });
-    const res = await call("POST", "/v1/oauth/token", { body: CREDS });
-    expect(res.status).toBe(200);
-    expect((await call("GET", "/v1/oauth/me", { token: res.body.access_token })).status).toBe(200);
+    const res = await call("issueToken", "/v1/oauth/token", { body: CREDS });
+    expectStatus(res, 200);
+    expectStatus(await call("getTokenInfo", "/v1/oauth/me", { token: res.body.access_token }), 200);
   });
 });

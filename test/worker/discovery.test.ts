@@ -2,7 +2,7 @@ import { exports } from "cloudflare:workers";
 import * as oidc from "openid-client";
 import { describe, expect, it } from "vitest";
 import { ALL_SCOPES, RESOURCE_SCOPES } from "../../src/auth/scopes";
-import { BASE, call, expectShapeB, readResult } from "./helpers";
+import { BASE, call, callRaw, expectShapeB, expectStatus, ok, openApiDocument, readResult } from "./helpers";
 
 const METADATA = "/.well-known/oauth-authorization-server";
 /** Where OpenID Connect libraries look by default: the same document (docs/api-notes.md, "Discovery"). */
@@ -10,13 +10,13 @@ const OPENID_CONFIGURATION = "/.well-known/openid-configuration";
 
 /** The Worker's fetch at another origin than `BASE` (call() always uses BASE). */
 async function fetchAt(url: string, init?: RequestInit) {
-  return readResult(await exports.default.fetch(new Request(url, init)));
+  return readResult(await exports.default.fetch(new Request(url, init)), "getAuthorizationServerMetadata");
 }
 
 describe("GET /.well-known/oauth-authorization-server (RFC 8414)", () => {
   it("answers without authentication, as cacheable JSON", async () => {
-    const res = await call("GET", METADATA);
-    expect(res.status).toBe(200);
+    const res = await call("getAuthorizationServerMetadata", METADATA);
+    expectStatus(res, 200);
     expect(res.headers.get("Content-Type")).toMatch(/^application\/json/);
     expect(res.headers.get("Cache-Control")).toBe("public, max-age=3600");
   });
@@ -24,7 +24,7 @@ describe("GET /.well-known/oauth-authorization-server (RFC 8414)", () => {
   it("takes issuer, token endpoint and documentation URL from the origin the request was sent to", async () => {
     for (const origin of [BASE, "http://localhost:8787", "http://127.0.0.1:41234", "https://api.example.com"]) {
       const res = await fetchAt(`${origin}${METADATA}`);
-      expect(res.status, origin).toBe(200);
+      expectStatus(res, 200, origin);
       expect(res.body, origin).toEqual({
         issuer: origin,
         token_endpoint: `${origin}/v1/oauth/token`,
@@ -41,55 +41,56 @@ describe("GET /.well-known/oauth-authorization-server (RFC 8414)", () => {
     const res = await fetchAt(`${BASE}${METADATA}?issuer=https://evil.example`, {
       headers: { "X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "http" },
     });
+    expectStatus(res, 200);
     expect(res.body.issuer).toBe(BASE);
   });
 
   it("advertises a token endpoint that issues tokens for every advertised scope, by both auth methods", async () => {
-    const { body: meta } = await call("GET", METADATA);
+    const { body: meta } = ok(await call("getAuthorizationServerMetadata", METADATA));
     const tokenPath = new URL(meta.token_endpoint).pathname;
-    const scope = (meta.scopes_supported as string[]).join(" ");
-    const post = await call("POST", tokenPath, {
+    const scope = meta.scopes_supported.join(" ");
+    const post = await call("issueToken", tokenPath, {
       headers: { "Content-Type": "application/x-www-form-urlencoded" },
       rawBody: new URLSearchParams({ grant_type: "client_credentials", client_id: "demo-owner", client_secret: "demo-owner-secret", scope }).toString(),
     });
-    expect(post.status, JSON.stringify(post.body)).toBe(200);
+    expectStatus(post, 200, JSON.stringify(post.body));
     expect(post.body.scope).toBe(scope);
-    const basic = await call("POST", tokenPath, {
+    const basic = await call("issueToken", tokenPath, {
       headers: { "Content-Type": "application/x-www-form-urlencoded", Authorization: `Basic ${btoa("demo-owner:demo-owner-secret")}` },
       rawBody: "grant_type=client_credentials",
     });
-    expect(basic.status, JSON.stringify(basic.body)).toBe(200);
+    expectStatus(basic, 200, JSON.stringify(basic.body));
   });
 
   it("points service_documentation at the reference page, which renders the OpenAPI document that publishes this operation", async () => {
-    const { body: meta } = await call("GET", METADATA);
+    const { body: meta } = ok(await call("getAuthorizationServerMetadata", METADATA));
     const page = await exports.default.fetch(new Request(meta.service_documentation));
-    expect(page.status).toBe(200);
+    expectStatus(page, 200);
     expect(page.headers.get("Content-Type")).toMatch(/^text\/html/);
     expect(await page.text()).toContain("/v1/openapi.json");
-    const doc = await call("GET", "/v1/openapi.json");
-    expect(doc.body.paths[METADATA].get).toMatchObject({ operationId: "getAuthorizationServerMetadata", security: [], tags: ["Authentication"] });
+    const doc = await openApiDocument();
+    expect(doc.paths[METADATA].get).toMatchObject({ operationId: "getAuthorizationServerMetadata", security: [], tags: ["Authentication"] });
   });
 
   it("answers HEAD with the headers only", async () => {
-    const res = await call("HEAD", METADATA);
-    expect(res.status).toBe(200);
+    const res = await callRaw("HEAD", METADATA);
+    expectStatus(res, 200);
     expect(res.body).toEqual({});
     expect(res.headers.get("Cache-Control")).toBe("public, max-age=3600");
   });
 
   it("answers other methods with 405 and Allow: GET, HEAD", async () => {
     for (const method of ["POST", "PUT", "DELETE"]) {
-      const res = await call(method, METADATA);
+      const res = await callRaw(method, METADATA);
       expectShapeB(res, 405, new RegExp(method));
       expect(res.headers.get("Allow")).toBe("GET, HEAD");
     }
   });
 
   it("serves nothing at other well-known paths", async () => {
-    expectShapeB(await call("GET", `${METADATA}/v1`), 404);
-    expectShapeB(await call("GET", `${OPENID_CONFIGURATION}/v1`), 404);
-    expectShapeB(await call("GET", "/v1/.well-known/openid-configuration"), 404);
+    expectShapeB(await callRaw("GET", `${METADATA}/v1`), 404);
+    expectShapeB(await callRaw("GET", `${OPENID_CONFIGURATION}/v1`), 404);
+    expectShapeB(await callRaw("GET", "/v1/.well-known/openid-configuration"), 404);
   });
 });
 
@@ -107,7 +108,7 @@ describe("GET /.well-known/openid-configuration (the same metadata, where OpenID
   });
 
   it("claims nothing of OpenID Connect: no openid scope, no ID token, JWKS, userinfo or authorization endpoint", async () => {
-    const { body } = await call("GET", OPENID_CONFIGURATION);
+    const { body } = ok(await call("getOpenIdConfiguration", OPENID_CONFIGURATION));
     expect(body.scopes_supported).not.toContain("openid");
     expect(body.response_types_supported).toEqual([]);
     expect(body.grant_types_supported).toEqual(["client_credentials"]);
@@ -117,9 +118,9 @@ describe("GET /.well-known/openid-configuration (the same metadata, where OpenID
   });
 
   it("is in the OpenAPI document as its own operation, without authentication", async () => {
-    const doc = await call("GET", "/v1/openapi.json");
-    expect(doc.body.paths[OPENID_CONFIGURATION].get).toMatchObject({ operationId: "getOpenIdConfiguration", security: [], tags: ["Authentication"] });
-    expect(doc.body.paths[OPENID_CONFIGURATION].get.description).toMatch(/not OpenID Connect/);
+    const doc = await openApiDocument();
+    expect(doc.paths[OPENID_CONFIGURATION].get).toMatchObject({ operationId: "getOpenIdConfiguration", security: [], tags: ["Authentication"] });
+    expect(doc.paths[OPENID_CONFIGURATION].get.description).toMatch(/not OpenID Connect/);
   });
 });
 
@@ -138,8 +139,8 @@ describe("openid-client's discovery() with its default options", () => {
     expect(config.serverMetadata()).toMatchObject({ issuer: origin, token_endpoint: `${origin}/v1/oauth/token` });
     const tokens = await oidc.clientCredentialsGrant(config, { scope: "items:read" });
     expect(tokens).toMatchObject({ token_type: "bearer", scope: "items:read" });
-    const me = await call("GET", "/v1/oauth/me", { headers: { Authorization: `Bearer ${tokens.access_token}` } });
-    expect(me.status, JSON.stringify(me.body)).toBe(200);
+    const me = await call("getTokenInfo", "/v1/oauth/me", { headers: { Authorization: `Bearer ${tokens.access_token}` } });
+    expectStatus(me, 200, JSON.stringify(me.body));
     expect(me.body).toMatchObject({ client_id: "demo-owner", scope: "items:read" });
   });
 

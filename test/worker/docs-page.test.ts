@@ -3,14 +3,14 @@
 import { describe, expect, it } from "vitest";
 import { toBase64 } from "../../src/lib/bytes";
 import { prefersHtml } from "../../src/lib/html";
-import { BASE, call, type CallResult } from "./helpers";
+import { BASE, call, callRaw, expectStatus, openApiDocument, textOf } from "./helpers";
 
-const text = (res: CallResult) => res.body.__text as string;
+const text = textOf;
 
 describe("GET /docs", () => {
   it("is an HTML page that runs the same-origin bundle on the same-origin document", async () => {
-    const res = await call("GET", "/docs", { headers: { Accept: "text/html" } });
-    expect(res.status).toBe(200);
+    const res = await callRaw("GET", "/docs", { headers: { Accept: "text/html" } });
+    expectStatus(res, 200);
     expect(res.headers.get("Content-Type")).toMatch(/^text\/html; charset=utf-8/i);
     expect(res.headers.get("Cache-Control")).toBe("no-store");
     expect(res.headers.get("X-Content-Type-Options")).toBe("nosniff");
@@ -24,7 +24,7 @@ describe("GET /docs", () => {
   });
 
   it("allows only this origin, and inline scripts only with the response's nonce", async () => {
-    const [a, b] = [await call("GET", "/docs"), await call("GET", "/docs")];
+    const [a, b] = [await callRaw("GET", "/docs"), await callRaw("GET", "/docs")];
     const csp = a.headers.get("Content-Security-Policy") ?? "";
     const nonce = /'nonce-([A-Za-z0-9+/=]+)'/.exec(csp)?.[1];
     expect(nonce).toBeTruthy();
@@ -39,9 +39,9 @@ describe("GET /docs", () => {
   });
 
   it("answers HEAD, and 405 to other methods", async () => {
-    expect((await call("HEAD", "/docs")).status).toBe(200);
-    const res = await call("POST", "/docs");
-    expect(res.status).toBe(405);
+    expectStatus(await callRaw("HEAD", "/docs"), 200);
+    const res = await callRaw("POST", "/docs");
+    expectStatus(res, 405);
     expect(res.headers.get("Allow")).toBe("GET, HEAD");
   });
 });
@@ -60,8 +60,8 @@ const LINKS = {
 describe("GET /", () => {
   it("answers programs with the links as JSON, on the request's origin, without a token", async () => {
     for (const accept of [undefined, "*/*", "application/json", "application/*", "application/json, text/html", "text/html;q=0.5, */*", "text/plain", "text/html;q=0"]) {
-      const res = await call("GET", "/", { headers: accept === undefined ? {} : { Accept: accept } });
-      expect(res.status, accept).toBe(200);
+      const res = await call("getServiceIndex", "/", { headers: accept === undefined ? {} : { Accept: accept } });
+      expectStatus(res, 200, accept);
       expect(res.headers.get("Content-Type"), accept).toMatch(/^application\/json/);
       expect(res.headers.get("Vary"), accept).toBe("Accept");
       expect(res.body, accept).toEqual(LINKS);
@@ -70,12 +70,12 @@ describe("GET /", () => {
 
   it("answers a browser with an HTML page whose links work, naming the token endpoint", async () => {
     for (const accept of [BROWSER_ACCEPT, "text/html", "application/json;q=0.5, text/html", "text/*"]) {
-      const res = await call("GET", "/", { headers: { Accept: accept } });
-      expect(res.status, accept).toBe(200);
+      const res = await call("getServiceIndex", "/", { headers: { Accept: accept } });
+      expectStatus(res, 200, accept);
       expect(res.headers.get("Content-Type"), accept).toMatch(/^text\/html; charset=utf-8/i);
       expect(res.headers.get("Vary"), accept).toBe("Accept");
     }
-    const html = text(await call("GET", "/", { headers: { Accept: BROWSER_ACCEPT } }));
+    const html = text(await call("getServiceIndex", "/", { headers: { Accept: BROWSER_ACCEPT } }));
     const hrefs = [...html.matchAll(/<a href="([^"]+)"/g)].map((m) => m[1]);
     expect(hrefs).toEqual([LINKS.docs, LINKS.openapi, LINKS.health]);
     expect(html).toContain(`POST ${LINKS.token_endpoint}`);
@@ -84,11 +84,11 @@ describe("GET /", () => {
     expect(html).not.toMatch(/<script|<iframe|<img|<form|\son[a-z]+=/i);
     // Every absolute URL on the page is on the request's origin.
     for (const url of html.match(/https?:\/\/[^\s"<]+/g) ?? []) expect(url.startsWith(BASE), url).toBe(true);
-    for (const href of hrefs) expect((await call("GET", new URL(href!).pathname)).status, href).toBe(200);
+    for (const href of hrefs) expectStatus(await callRaw("GET", new URL(href!).pathname), 200, href);
   });
 
   it("allows nothing but its own inline style, by hash", async () => {
-    const res = await call("GET", "/", { headers: { Accept: "text/html" } });
+    const res = await call("getServiceIndex", "/", { headers: { Accept: "text/html" } });
     const html = text(res);
     const style = /<style>([\s\S]*?)<\/style>/.exec(html)?.[1];
     expect(style).toBeTruthy();
@@ -102,16 +102,16 @@ describe("GET /", () => {
   });
 
   it("answers HEAD with the headers of the representation asked for", async () => {
-    const page = await call("HEAD", "/", { headers: { Accept: BROWSER_ACCEPT } });
-    expect(page.status).toBe(200);
+    const page = await callRaw("HEAD", "/", { headers: { Accept: BROWSER_ACCEPT } });
+    expectStatus(page, 200);
     expect(page.headers.get("Content-Type")).toMatch(/^text\/html/);
-    const json = await call("HEAD", "/");
+    const json = await callRaw("HEAD", "/");
     expect(json.headers.get("Content-Type")).toMatch(/^application\/json/);
   });
 
   it("describes both representations in the OpenAPI document", async () => {
-    const doc = await call("GET", "/v1/openapi.json");
-    const ok = doc.body.paths["/"].get.responses["200"];
+    const doc = await openApiDocument();
+    const ok = doc.paths["/"].get.responses["200"];
     expect(Object.keys(ok.content)).toEqual(["application/json", "text/html"]);
     expect(ok.headers.Vary).toBeDefined();
   });

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   TIMESTAMP,
-  type Json,
+  type DataOf,
+  type Fields,
   call,
   createDepartment,
   demoTokens,
@@ -12,6 +13,9 @@ import {
   uniqueWord,
   noServerError,
   createDocumentType,
+  expectStatus,
+  callRaw,
+  ok,
 } from "./helpers";
 
 // Document types: CRUD with custom fields, one default per company, the account's ceiling
@@ -32,21 +36,21 @@ beforeAll(async () => {
 });
 
 
-async function getType(id: number, token = owner): Promise<Json> {
-  const res = await call("GET", `/v1/document-types/${id}`, { token });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
+async function getType(id: number, token = owner): Promise<DataOf<"getDocumentType">> {
+  const res = await call("getDocumentType", `/v1/document-types/${id}`, { token });
+  expectStatus(res, 200, JSON.stringify(res.body));
   return res.body.data;
 }
 
 async function listTypes(query = "", token = owner) {
-  const res = await call("GET", `/v1/document-types${query ? `?${query}` : ""}`, { token });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  const res = await call("listDocumentTypes", `/v1/document-types${query ? `?${query}` : ""}`, { token });
+  expectStatus(res, 200, JSON.stringify(res.body));
   expect(res.body.success).toBe(true);
-  return res.body as { data: Json[]; meta: { total: number; max_allowed: number; limit: number; offset: number } };
+  return res.body;
 }
 
 function patchType(id: number, body: unknown, token = owner) {
-  return call("PATCH", `/v1/document-types/${id}`, { token, body });
+  return call("updateDocumentType", `/v1/document-types/${id}`, { token, body });
 }
 
 async function defaultsOf(companyId: number): Promise<number[]> {
@@ -57,12 +61,12 @@ async function defaultsOf(companyId: number): Promise<number[]> {
 }
 
 async function fieldRows(typeId: number) {
-  const { results } = await env.DB.prepare("SELECT * FROM document_type_fields WHERE type_id = ? ORDER BY position, id").bind(typeId).all<Json>();
+  const { results } = await env.DB.prepare("SELECT * FROM document_type_fields WHERE type_id = ? ORDER BY position, id").bind(typeId).all<Fields>();
   return results;
 }
 
 async function typeRow(typeId: number) {
-  return env.DB.prepare("SELECT * FROM document_types WHERE id = ?").bind(typeId).first<Json>();
+  return env.DB.prepare("SELECT * FROM document_types WHERE id = ?").bind(typeId).first<Fields>();
 }
 
 async function typesOfAccount(accountId: number): Promise<number> {
@@ -82,8 +86,8 @@ async function orphanFields(): Promise<number> {
 describe("POST /v1/document-types", () => {
   it("201 with msg and the type: default department, isdefault 0, empid the caller, docs_count 0, no fields", async () => {
     const name = uniqueWord("Passport");
-    const res = await call("POST", "/v1/document-types", { token: owner, body: { doctype_name: name } });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const res = await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: name } });
+    expectStatus(res, 201, JSON.stringify(res.body));
     expect(res.body.success).toBe(true);
     expect(typeof res.body.msg).toBe("string");
     const data = res.body.data;
@@ -109,14 +113,14 @@ describe("POST /v1/document-types", () => {
       expect(Object.keys(f).sort()).toEqual(FIELD_FIELDS);
       expect(Number.isInteger(f.autonum)).toBe(true);
     }
-    expect(t.fields.map((f: Json) => [f.field_name, f.field_type, f.field_data, f.private])).toEqual([
+    expect(t.fields.map((f) => [f.field_name, f.field_type, f.field_data, f.private])).toEqual([
       ["Policy number", "text", "", 0],
       ["Notes", "textarea", "line one\nline two", 1],
       // A select's options: one per line, trimmed, blank lines dropped, stored joined by LF.
       ["Cover", "select", "Basic\nPremium", 0],
       ["Amount", "number", "0", 0],
     ]);
-    const autonums = t.fields.map((f: Json) => f.autonum);
+    const autonums = t.fields.map((f) => f.autonum);
     expect(new Set(autonums).size).toBe(4);
     const rows = await fieldRows(t.typeid);
     expect(rows.map((r) => r.id)).toEqual(autonums);
@@ -131,8 +135,8 @@ describe("POST /v1/document-types", () => {
       field_data: FIELD_TYPES[i % FIELD_TYPES.length] === "select" ? "a\nb" : "x".repeat(1000),
     }));
     const t = await createDocumentType(owner, { fields });
-    expect(t.fields.map((f: Json) => f.field_name)).toEqual(fields.map((f) => f.field_name));
-    expect(new Set(t.fields.map((f: Json) => f.field_type))).toEqual(new Set(FIELD_TYPES));
+    expect(t.fields.map((f) => f.field_name)).toEqual(fields.map((f) => f.field_name));
+    expect(new Set(t.fields.map((f) => f.field_type))).toEqual(new Set(FIELD_TYPES));
   });
 
   it("creates in the given department", async () => {
@@ -143,29 +147,29 @@ describe("POST /v1/document-types", () => {
 
   it("400 naming doctype_name when it is missing, empty, blank, too long or not a string", async () => {
     for (const body of [{}, { doctype_name: "" }, { doctype_name: "  \u200b " }, { doctype_name: "x".repeat(101) }, { doctype_name: 5 }]) {
-      expectShapeB(await call("POST", "/v1/document-types", { token: owner, body }), 400, /doctype_name/);
+      expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body }), 400, /doctype_name/);
     }
   });
 
   it("400 naming deptid for an unknown department, another company's, or a non-id; nothing written", async () => {
     for (const deptid of [999999, 2, 0, "1", 1.5]) {
       const name = uniqueWord("nodept");
-      expectShapeB(await call("POST", "/v1/document-types", { token: owner, body: { doctype_name: name, deptid } }), 400, /deptid/);
+      expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: name, deptid } }), 400, /deptid/);
       expect(await env.DB.prepare("SELECT id FROM document_types WHERE name = ?").bind(name).first()).toBeNull();
     }
   });
 
   it("400 for isdefault other than 0 or 1, unknown body fields, fields not an array", async () => {
     for (const isdefault of [2, "1", true, null]) {
-      expectShapeB(await call("POST", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), isdefault } }), 400, /isdefault/);
+      expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), isdefault } }), 400, /isdefault/);
     }
-    expectShapeB(await call("POST", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), name: "x" } }), 400, /Unknown field: name/);
-    expectShapeB(await call("POST", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), fields: {} } }), 400, /fields/);
+    expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), name: "x" } }), 400, /Unknown field: name/);
+    expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), fields: {} } }), 400, /fields/);
   });
 
   it("400 naming the allowed values for an unknown field_type; 400 when field_type or field_name is missing", async () => {
     for (const field_type of ["string", "TEXT", "", 1, null]) {
-      const res = await call("POST", "/v1/document-types", {
+      const res = await call("createDocumentType", "/v1/document-types", {
         token: owner,
         body: { doctype_name: uniqueWord(), fields: [{ field_name: "A", field_type: "text" }, { field_name: "B", field_type }] },
       });
@@ -173,24 +177,24 @@ describe("POST /v1/document-types", () => {
       expect(res.body.msg).toContain(FIELD_TYPES.join(", "));
     }
     expectShapeB(
-      await call("POST", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), fields: [{ field_name: "A" }] } }),
+      await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), fields: [{ field_name: "A" }] } }),
       400,
       /fields\.0\.field_type.*required/,
     );
     expectShapeB(
-      await call("POST", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), fields: [{ field_type: "text" }] } }),
+      await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), fields: [{ field_type: "text" }] } }),
       400,
       /fields\.0\.field_name is required/,
     );
     expectShapeB(
-      await call("POST", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), fields: [{ field_name: " ", field_type: "text" }] } }),
+      await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), fields: [{ field_name: " ", field_type: "text" }] } }),
       400,
       /fields\.0\.field_name/,
     );
   });
 
   it("400 for a select without options, with too many, or with a repeated option", async () => {
-    const cases: Array<[Json, RegExp]> = [
+    const cases: Array<[Fields, RegExp]> = [
       [{ field_name: "S", field_type: "select" }, /fields\.0\.field_data.*options/],
       [{ field_name: "S", field_type: "select", field_data: "" }, /fields\.0\.field_data.*options/],
       [{ field_name: "S", field_type: "select", field_data: " \n \r\n " }, /fields\.0\.field_data.*options/],
@@ -199,24 +203,24 @@ describe("POST /v1/document-types", () => {
     ];
     for (const [field, msg] of cases) {
       const name = uniqueWord("sel");
-      expectShapeB(await call("POST", "/v1/document-types", { token: owner, body: { doctype_name: name, fields: [field] } }), 400, msg);
+      expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: name, fields: [field] } }), 400, msg);
       expect(await env.DB.prepare("SELECT id FROM document_types WHERE name = ?").bind(name).first()).toBeNull();
     }
   });
 
   it("400 for field_data over 2000 characters, control characters in it, or an unknown key in a field", async () => {
-    const body = (field: Json) => ({ doctype_name: uniqueWord(), fields: [field] });
-    expectShapeB(await call("POST", "/v1/document-types", { token: owner, body: body({ field_name: "A", field_type: "text", field_data: "x".repeat(2001) }) }), 400, /field_data must be at most 2000/);
-    expectShapeB(await call("POST", "/v1/document-types", { token: owner, body: body({ field_name: "A", field_type: "text", field_data: "a\u0000b" }) }), 400, /field_data/);
-    expectShapeB(await call("POST", "/v1/document-types", { token: owner, body: body({ field_name: "A", field_type: "text", label: "x" }) }), 400, /Unknown field: fields\.0\.label/);
+    const body = (field: Fields) => ({ doctype_name: uniqueWord(), fields: [field] });
+    expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: body({ field_name: "A", field_type: "text", field_data: "x".repeat(2001) }) }), 400, /field_data must be at most 2000/);
+    expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: body({ field_name: "A", field_type: "text", field_data: "a\u0000b" }) }), 400, /field_data/);
+    expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: body({ field_name: "A", field_type: "text", label: "x" }) }), 400, /Unknown field: fields\.0\.label/);
     // autonum names an existing field: it has no meaning on create.
-    expectShapeB(await call("POST", "/v1/document-types", { token: owner, body: body({ autonum: 1, field_name: "A", field_type: "text" }) }), 400, /autonum/);
-    expectShapeB(await call("POST", "/v1/document-types", { token: owner, body: body({ field_name: "A", field_type: "text", private: 2 }) }), 400, /private must be 0 or 1/);
+    expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: body({ autonum: 1, field_name: "A", field_type: "text" }) }), 400, /autonum/);
+    expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: body({ field_name: "A", field_type: "text", private: 2 }) }), 400, /private must be 0 or 1/);
   });
 
   it("400 naming a field name used twice in one request (case-insensitively); nothing written", async () => {
     const name = uniqueWord("dupfield");
-    const res = await call("POST", "/v1/document-types", {
+    const res = await call("createDocumentType", "/v1/document-types", {
       token: owner,
       body: {
         doctype_name: name,
@@ -233,7 +237,7 @@ describe("POST /v1/document-types", () => {
 
   it("400 for more than 50 fields", async () => {
     const fields = Array.from({ length: 51 }, (_, i) => ({ field_name: `F${i}`, field_type: "text" }));
-    expectShapeB(await call("POST", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), fields } }), 400, /at most 50/);
+    expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), fields } }), 400, /at most 50/);
   });
 
   it("409 for a duplicate name in the company, case-insensitively in any script; nothing written", async () => {
@@ -241,7 +245,7 @@ describe("POST /v1/document-types", () => {
     const first = await createDocumentType(owner, { doctype_name: `Straße ${word}` });
     const before = await typesOfAccount(1);
     for (const dup of [`Straße ${word}`, `STRASSE ${word.toUpperCase()}`, `  strasse ${word}  `]) {
-      const res = await call("POST", "/v1/document-types", { token: owner, body: { doctype_name: dup, fields: [{ field_name: "X", field_type: "text" }] } });
+      const res = await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: dup, fields: [{ field_name: "X", field_type: "text" }] } });
       expectShapeB(res, 409, /already exists/);
     }
     expect(await typesOfAccount(1)).toBe(before);
@@ -251,7 +255,7 @@ describe("POST /v1/document-types", () => {
   it("names are unique per company, whatever the department; another company may use the same name", async () => {
     const name = uniqueWord("PerCompany");
     await createDocumentType(owner, { doctype_name: name, deptid: 1 });
-    const res = await call("POST", "/v1/document-types", { token: owner, body: { doctype_name: name, deptid: await createDepartment() } });
+    const res = await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: name, deptid: await createDepartment() } });
     expectShapeB(res, 409);
     // ... but another company may use it.
     const elsewhere = await createDocumentType(other, { doctype_name: name });
@@ -265,7 +269,7 @@ describe("POST /v1/document-types", () => {
     const b = await createDocumentType(owner, { isdefault: 1 });
     expect(await defaultsOf(1)).toEqual([b.typeid]);
     expect((await getType(a.typeid)).isdefault).toBe(0);
-    expectShapeB(await call("POST", "/v1/document-types", { token: owner, body: { doctype_name: a.name, isdefault: 1 } }), 409);
+    expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: a.name, isdefault: 1 } }), 409);
     expect(await defaultsOf(1)).toEqual([b.typeid]);
     await createDocumentType(owner, { isdefault: 0 });
     expect(await defaultsOf(1)).toEqual([b.typeid]);
@@ -326,7 +330,7 @@ describe("GET /v1/document-types", () => {
 
   it("400 for a bad limit, offset or deptid", async () => {
     for (const query of ["limit=0", "limit=201", "offset=-1", "deptid=0", "deptid=abc", "limit=1&limit=2"]) {
-      expectShapeB(await call("GET", `/v1/document-types?${query}`, { token: owner }), 400);
+      expectShapeB(await call("listDocumentTypes", `/v1/document-types?${query}`, { token: owner }), 400);
     }
   });
 
@@ -341,9 +345,9 @@ describe("GET /v1/document-types", () => {
 describe("GET /v1/document-types/{type_id}", () => {
   it("404 for an unknown id and for another company's type; 400 for a malformed id", async () => {
     const theirs = await createDocumentType(other);
-    expectShapeB(await call("GET", `/v1/document-types/${theirs.typeid}`, { token: owner }), 404, /Document type not found/);
-    expectShapeB(await call("GET", "/v1/document-types/99999999", { token: owner }), 404);
-    expectShapeB(await call("GET", "/v1/document-types/abc", { token: owner }), 400, /type_id/);
+    expectShapeB(await call("getDocumentType", `/v1/document-types/${theirs.typeid}`, { token: owner }), 404, /Document type not found/);
+    expectShapeB(await call("getDocumentType", "/v1/document-types/99999999", { token: owner }), 404);
+    expectShapeB(await call("getDocumentType", "/v1/document-types/abc", { token: owner }), 400, /type_id/);
   });
 });
 
@@ -359,33 +363,33 @@ describe("PATCH /v1/document-types/{type_id}", () => {
     const b = await createDocumentType(owner);
     const renamed = uniqueWord("Renamed");
     const res = await patchType(a.typeid, { doctype_name: renamed });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(typeof res.body.msg).toBe("string");
     expect(res.body.data).toMatchObject({ typeid: a.typeid, name: renamed });
     expectShapeB(await patchType(b.typeid, { doctype_name: renamed.toUpperCase() }), 409, /already exists/);
     expect((await getType(b.typeid)).name).toBe(b.name);
     const self = await patchType(a.typeid, { doctype_name: renamed.toUpperCase() });
-    expect(self.status).toBe(200);
+    expectStatus(self, 200);
     expect(self.body.data.name).toBe(renamed.toUpperCase());
   });
 
   it("isdefault 1 moves the default; isdefault 0 on the default leaves the company without one", async () => {
     const a = await createDocumentType(owner);
     const b = await createDocumentType(owner);
-    expect((await patchType(a.typeid, { isdefault: 1 })).body.data.isdefault).toBe(1);
+    expect(ok(await patchType(a.typeid, { isdefault: 1 })).body.data.isdefault).toBe(1);
     expect(await defaultsOf(1)).toEqual([a.typeid]);
-    expect((await patchType(b.typeid, { isdefault: 1 })).body.data.isdefault).toBe(1);
+    expect(ok(await patchType(b.typeid, { isdefault: 1 })).body.data.isdefault).toBe(1);
     expect(await defaultsOf(1)).toEqual([b.typeid]);
-    expect((await patchType(b.typeid, { isdefault: 1 })).status).toBe(200);
+    expectStatus(await patchType(b.typeid, { isdefault: 1 }), 200);
     expect(await defaultsOf(1)).toEqual([b.typeid]);
-    expect((await patchType(b.typeid, { isdefault: 0 })).body.data.isdefault).toBe(0);
+    expect(ok(await patchType(b.typeid, { isdefault: 0 })).body.data.isdefault).toBe(0);
     expect(await defaultsOf(1)).toEqual([]);
   });
 
   it("deptid moves the type to another department of the company; an unknown one is 400", async () => {
     const t = await createDocumentType(owner);
     const dept = await createDepartment();
-    expect((await patchType(t.typeid, { deptid: dept })).body.data.deptid).toBe(dept);
+    expect(ok(await patchType(t.typeid, { deptid: dept })).body.data.deptid).toBe(dept);
     expectShapeB(await patchType(t.typeid, { deptid: 2 }), 400, /deptid/);
     expect((await getType(t.typeid)).deptid).toBe(dept);
   });
@@ -398,7 +402,7 @@ describe("PATCH /v1/document-types/{type_id}", () => {
         { field_name: "Gamma", field_type: "date" },
       ],
     });
-    const [alpha, beta, gamma] = t.fields as Json[];
+    const [alpha, beta, gamma] = t.fields;
     const res = await patchType(t.typeid, {
       fields: [
         { autonum: gamma!.autonum, field_name: "Gamma", field_type: "date" },
@@ -406,8 +410,8 @@ describe("PATCH /v1/document-types/{type_id}", () => {
         { field_name: "Delta", field_type: "email" },
       ],
     });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    const fields = res.body.data.fields as Json[];
+    expectStatus(res, 200, JSON.stringify(res.body));
+    const fields = res.body.data.fields;
     expect(fields.map((f) => [f.autonum, f.field_name, f.field_type, f.field_data, f.private])).toEqual([
       [gamma!.autonum, "Gamma", "date", "", 0],
       [alpha!.autonum, "Alpha renamed", "select", "a\nb", 1],
@@ -420,14 +424,14 @@ describe("PATCH /v1/document-types/{type_id}", () => {
     expect(await getType(t.typeid)).toEqual(res.body.data);
 
     // Another round: the kept autonums are still the same.
-    const again = await patchType(t.typeid, {
+    const again = ok(await patchType(t.typeid, {
       fields: [
         { autonum: fields[2]!.autonum, field_name: "Delta", field_type: "email", field_data: "someone@example.com" },
         { autonum: gamma!.autonum, field_name: "Gamma", field_type: "date" },
       ],
-    });
-    expect(again.body.data.fields.map((f: Json) => f.autonum)).toEqual([fields[2]!.autonum, gamma!.autonum]);
-    expect(again.body.data.fields[0].field_data).toBe("someone@example.com");
+    }));
+    expect(again.body.data.fields.map((f) => f.autonum)).toEqual([fields[2]!.autonum, gamma!.autonum]);
+    expect(again.body.data.fields[0]!.field_data).toBe("someone@example.com");
   });
 
   it("fields: two fields may swap names, and a new field may take a removed field's name", async () => {
@@ -438,7 +442,7 @@ describe("PATCH /v1/document-types/{type_id}", () => {
         { field_name: "Three", field_type: "text" },
       ],
     });
-    const [one, two, three] = t.fields as Json[];
+    const [one, two, three] = t.fields;
     const res = await patchType(t.typeid, {
       fields: [
         { autonum: one!.autonum, field_name: "two", field_type: "text" },
@@ -446,20 +450,20 @@ describe("PATCH /v1/document-types/{type_id}", () => {
         { field_name: "Three", field_type: "checkbox" },
       ],
     });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body.data.fields.map((f: Json) => [f.autonum === three!.autonum, f.field_name])).toEqual([
+    expectStatus(res, 200, JSON.stringify(res.body));
+    expect(res.body.data.fields.map((f) => [f.autonum === three!.autonum, f.field_name])).toEqual([
       [false, "two"],
       [false, "ONE"],
       [false, "Three"],
     ]);
-    expect(res.body.data.fields.slice(0, 2).map((f: Json) => f.autonum)).toEqual([one!.autonum, two!.autonum]);
+    expect(res.body.data.fields.slice(0, 2).map((f) => f.autonum)).toEqual([one!.autonum, two!.autonum]);
   });
 
   it("fields: [] removes all; leaving fields out keeps them", async () => {
     const t = await createDocumentType(owner, { fields: [{ field_name: "Keep", field_type: "text" }] });
-    const renamed = await patchType(t.typeid, { doctype_name: uniqueWord("Kept") });
+    const renamed = ok(await patchType(t.typeid, { doctype_name: uniqueWord("Kept") }));
     expect(renamed.body.data.fields).toEqual(t.fields);
-    const cleared = await patchType(t.typeid, { fields: [] });
+    const cleared = ok(await patchType(t.typeid, { fields: [] }));
     expect(cleared.body.data.fields).toEqual([]);
     expect(await fieldRows(t.typeid)).toEqual([]);
   });
@@ -468,7 +472,7 @@ describe("PATCH /v1/document-types/{type_id}", () => {
     const t = await createDocumentType(owner, { fields: [{ field_name: "Mine", field_type: "text" }] });
     const sibling = await createDocumentType(owner, { fields: [{ field_name: "Sibling", field_type: "text" }] });
     const foreign = await createDocumentType(other, { fields: [{ field_name: "Foreign", field_type: "text" }] });
-    for (const autonum of [sibling.fields[0].autonum, foreign.fields[0].autonum, 99999999]) {
+    for (const autonum of [sibling.fields[0]!.autonum, foreign.fields[0]!.autonum, 99999999]) {
       const res = await patchType(t.typeid, {
         doctype_name: uniqueWord("neverapplied"),
         fields: [{ field_name: "New", field_type: "text" }, { autonum, field_name: "Stolen", field_type: "text" }],
@@ -482,7 +486,7 @@ describe("PATCH /v1/document-types/{type_id}", () => {
 
   it("400 for a repeated autonum, a repeated field name, an invalid field type or a select without options", async () => {
     const t = await createDocumentType(owner, { fields: [{ field_name: "A", field_type: "text" }, { field_name: "B", field_type: "text" }] });
-    const [a, b] = t.fields as Json[];
+    const [a, b] = t.fields;
     const cases: Array<[unknown[], RegExp]> = [
       [[{ autonum: a!.autonum, field_name: "A", field_type: "text" }, { autonum: a!.autonum, field_name: "B", field_type: "text" }], /fields\.1\.autonum.*more than once/],
       [[{ autonum: a!.autonum, field_name: "Same", field_type: "text" }, { autonum: b!.autonum, field_name: "same", field_type: "text" }], /fields\.1\.field_name.*"same"/],
@@ -506,34 +510,34 @@ describe("PATCH /v1/document-types/{type_id}", () => {
 describe("DELETE /v1/document-types/{type_id}", () => {
   it("removes the type and its fields; then 404", async () => {
     const t = await createDocumentType(owner, { fields: [{ field_name: "A", field_type: "text" }, { field_name: "B", field_type: "url" }] });
-    const res = await call("DELETE", `/v1/document-types/${t.typeid}`, { token: owner });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const res = await call("deleteDocumentType", `/v1/document-types/${t.typeid}`, { token: owner });
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body).toEqual({ success: true, msg: expect.any(String) });
     expect(await typeRow(t.typeid)).toBeNull();
     expect(await fieldRows(t.typeid)).toEqual([]);
-    expectShapeB(await call("GET", `/v1/document-types/${t.typeid}`, { token: owner }), 404);
-    expectShapeB(await call("DELETE", `/v1/document-types/${t.typeid}`, { token: owner }), 404);
+    expectShapeB(await call("getDocumentType", `/v1/document-types/${t.typeid}`, { token: owner }), 404);
+    expectShapeB(await call("deleteDocumentType", `/v1/document-types/${t.typeid}`, { token: owner }), 404);
   });
 
   it("400 for a type with associated documents (docs_count > 0); the type and its fields stay", async () => {
     const t = await createDocumentType(owner, { fields: [{ field_name: "A", field_type: "text" }] });
     await env.DB.prepare("UPDATE document_types SET docs_count = 3 WHERE id = ?").bind(t.typeid).run();
-    expectShapeB(await call("DELETE", `/v1/document-types/${t.typeid}`, { token: owner }), 400, /associated documents/);
+    expectShapeB(await call("deleteDocumentType", `/v1/document-types/${t.typeid}`, { token: owner }), 400, /associated documents/);
     expect(await getType(t.typeid)).toEqual({ ...t, docs_count: 3 });
     expect(await fieldRows(t.typeid)).toHaveLength(1);
     await env.DB.prepare("UPDATE document_types SET docs_count = 0 WHERE id = ?").bind(t.typeid).run();
-    expect((await call("DELETE", `/v1/document-types/${t.typeid}`, { token: owner })).status).toBe(200);
+    expectStatus(await call("deleteDocumentType", `/v1/document-types/${t.typeid}`, { token: owner }), 200);
   });
 
   it("the default type may be deleted: the company then has no default", async () => {
     const t = await createDocumentType(owner, { isdefault: 1 });
-    expect((await call("DELETE", `/v1/document-types/${t.typeid}`, { token: owner })).status).toBe(200);
+    expectStatus(await call("deleteDocumentType", `/v1/document-types/${t.typeid}`, { token: owner }), 200);
     expect(await defaultsOf(1)).toEqual([]);
   });
 
   it("404 for another company's type, which stays", async () => {
     const theirs = await createDocumentType(other, { fields: [{ field_name: "A", field_type: "text" }] });
-    expectShapeB(await call("DELETE", `/v1/document-types/${theirs.typeid}`, { token: owner }), 404);
+    expectShapeB(await call("deleteDocumentType", `/v1/document-types/${theirs.typeid}`, { token: owner }), 404);
     expect(await getType(theirs.typeid, other)).toEqual(theirs);
   });
 });
@@ -551,7 +555,7 @@ describe("owner only, scopes, authentication", () => {
     const t = await createDocumentType(owner);
     const before = await typesOfAccount(1);
     for (const [method, path, body] of endpoints(t.typeid)) {
-      const res = await call(method, path, { token: member, body });
+      const res = await callRaw(method, path, { token: member, body });
       expectShapeB(res, 403, /owner/);
     }
     expect(await typesOfAccount(1)).toBe(before);
@@ -564,7 +568,7 @@ describe("owner only, scopes, authentication", () => {
     for (const [method, path, body] of endpoints(t.typeid)) {
       const required = method === "GET" ? "doctypes:read" : "doctypes:write";
       for (const token of [contactsOnly, readonly]) {
-        const res = await call(method, path, { token, body });
+        const res = await callRaw(method, path, { token, body });
         expectShapeA(res, 403, "insufficient_scope");
         expect(res.body.required_scope).toBe(required);
       }
@@ -575,14 +579,14 @@ describe("owner only, scopes, authentication", () => {
     const t = await createDocumentType(owner);
     const readOnly = await tokenFor("demo-owner", "doctypes:read");
     const writeOnly = await tokenFor("demo-owner", "doctypes:write");
-    expect((await call("GET", `/v1/document-types/${t.typeid}`, { token: readOnly })).status).toBe(200);
+    expectStatus(await call("getDocumentType", `/v1/document-types/${t.typeid}`, { token: readOnly }), 200);
     expectShapeA(await patchType(t.typeid, { isdefault: 0 }, readOnly), 403, "insufficient_scope");
-    expect((await patchType(t.typeid, { isdefault: 0 }, writeOnly)).status).toBe(200);
-    expectShapeA(await call("GET", "/v1/document-types", { token: writeOnly }), 403, "insufficient_scope");
+    expectStatus(await patchType(t.typeid, { isdefault: 0 }, writeOnly), 200);
+    expectShapeA(await call("listDocumentTypes", "/v1/document-types", { token: writeOnly }), 403, "insufficient_scope");
   });
 
   it("401 without a token", async () => {
-    for (const [method, path, body] of endpoints(1)) expectShapeA(await call(method, path, { body }), 401, "invalid_token");
+    for (const [method, path, body] of endpoints(1)) expectShapeA(await callRaw(method, path, { body }), 401, "invalid_token");
   });
 });
 
@@ -600,11 +604,11 @@ describe("concurrent changes in company 1", () => {
     for (let round = 0; round < 4; round++) {
       const t = await createDocumentType(owner, { fields: [{ field_name: "A", field_type: "text" }] });
       const [patched, deleted] = await Promise.all([
-        patchType(t.typeid, { fields: [{ autonum: t.fields[0].autonum, field_name: "A2", field_type: "text" }, { field_name: "B", field_type: "text" }] }),
-        call("DELETE", `/v1/document-types/${t.typeid}`, { token: owner }),
+        patchType(t.typeid, { fields: [{ autonum: t.fields[0]!.autonum, field_name: "A2", field_type: "text" }, { field_name: "B", field_type: "text" }] }),
+        call("deleteDocumentType", `/v1/document-types/${t.typeid}`, { token: owner }),
       ]);
       noServerError(patched, deleted);
-      expect(deleted.status).toBe(200);
+      expectStatus(deleted, 200);
       expect([200, 404]).toContain(patched.status);
       expect(await orphanFields()).toBe(0);
     }
@@ -613,7 +617,7 @@ describe("concurrent changes in company 1", () => {
   it("two PATCHes replacing the same type's fields: no 5xx; the list ends as one of them sent it", async () => {
     const t = await createDocumentType(owner, { fields: [{ field_name: "A", field_type: "text" }, { field_name: "B", field_type: "text" }] });
     for (let round = 0; round < 4; round++) {
-      const current = (await getType(t.typeid)).fields as Json[];
+      const current = (await getType(t.typeid)).fields;
       const keepFirst = current[0]!;
       // One keeps the first field and drops the rest; the other keeps them all and adds one.
       const [one, two] = await Promise.all([
@@ -623,7 +627,7 @@ describe("concurrent changes in company 1", () => {
         }),
       ]);
       noServerError(one, two);
-      const names = ((await getType(t.typeid)).fields as Json[]).map((f) => f.field_name);
+      const names = (await getType(t.typeid)).fields.map((f) => f.field_name);
       const okOne = one.status === 200 && names.length === 1;
       const okTwo = two.status === 200 && names.length === current.length + 1;
       expect(okOne || okTwo, `${one.status}/${two.status} ${names}`).toBe(true);
@@ -667,14 +671,14 @@ describe("the account's ceiling (account 2)", () => {
     expect(list.meta.max_allowed).toBe(used + 1);
     // meta.total counts the caller's company only; the ceiling counts the whole account.
     expect(list.meta.total).toBe(used); // used + 1 types in account 2, one of them in the other company
-    const res = await call("POST", "/v1/document-types", { token: other, body: { doctype_name: uniqueWord(), fields: [{ field_name: "A", field_type: "text" }] } });
+    const res = await call("createDocumentType", "/v1/document-types", { token: other, body: { doctype_name: uniqueWord(), fields: [{ field_name: "A", field_type: "text" }] } });
     expectShapeB(res, 400, new RegExp(`at most ${used + 1} document types`));
     expect(await typesOfAccount(2)).toBe(used + 1);
     expect(await orphanFields()).toBe(0);
 
     // At the ceiling, a create under an existing name is refused for the ceiling, and the
     // existing type's fields are untouched (the fields insert runs only when the type was inserted).
-    const dup = await call("POST", "/v1/document-types", {
+    const dup = await call("createDocumentType", "/v1/document-types", {
       token: other,
       body: { doctype_name: last.name, isdefault: 1, fields: [{ field_name: "Intruder", field_type: "text" }] },
     });
@@ -682,12 +686,12 @@ describe("the account's ceiling (account 2)", () => {
     expect(await getType(last.typeid, other)).toEqual(last);
 
     // At the ceiling, isdefault 1 does not unset the current default either.
-    const def = (await patchType(last.typeid, { isdefault: 1 }, other)).body.data;
-    expectShapeB(await call("POST", "/v1/document-types", { token: other, body: { doctype_name: uniqueWord(), isdefault: 1 } }), 400, /at most/);
+    const def = ok(await patchType(last.typeid, { isdefault: 1 }, other)).body.data;
+    expectShapeB(await call("createDocumentType", "/v1/document-types", { token: other, body: { doctype_name: uniqueWord(), isdefault: 1 } }), 400, /at most/);
     expect(await defaultsOf(2)).toEqual([def.typeid]);
 
     // Room again after a delete.
-    expect((await call("DELETE", `/v1/document-types/${last.typeid}`, { token: other })).status).toBe(200);
+    expectStatus(await call("deleteDocumentType", `/v1/document-types/${last.typeid}`, { token: other }), 200);
     await createDocumentType(other);
   });
 
@@ -699,7 +703,7 @@ describe("the account's ceiling (account 2)", () => {
       const fieldsBefore = (await env.DB.prepare("SELECT count(*) AS n FROM document_type_fields WHERE company_id = 2").first<{ n: number }>())!.n;
       const results = await Promise.all(
         Array.from({ length: 10 }, (_, i) =>
-          call("POST", "/v1/document-types", {
+          call("createDocumentType", "/v1/document-types", {
             token: other,
             body: {
               doctype_name: uniqueWord(`race${round}`),

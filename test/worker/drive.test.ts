@@ -9,7 +9,9 @@ import {
   BASE,
   TIMESTAMP,
   type CallResult,
-  type Json,
+  type Answer,
+  type DataOf,
+  type Fields,
   type TestAccount,
   call,
   createAccount,
@@ -22,6 +24,10 @@ import {
   readResult,
   tokenFor,
   uniqueWord,
+  expectStatus,
+  callRaw,
+  ok,
+  openApiDocument,
 } from "./helpers";
 
 // Drive: upload sessions, the token-authenticated streamed PUT into R2, drive space (quota and
@@ -41,25 +47,25 @@ function bytesOf(n: number, seed = 7): Uint8Array {
 
 const hexSha256 = async (bytes: Uint8Array) => toHex(await crypto.subtle.digest("SHA-256", bytes));
 
-async function openSession(token: string, body: Record<string, unknown> = {}): Promise<Json> {
-  const res = await call("POST", "/v1/uploads", { token, body: { filename: `${uniqueWord("file")}.pdf`, ...body } });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
+async function openSession(token: string, body: Record<string, unknown> = {}): Promise<DataOf<"createUploadSession">> {
+  const res = await call("createUploadSession", "/v1/uploads", { token, body: { filename: `${uniqueWord("file")}.pdf`, ...body } });
+  expectStatus(res, 201, JSON.stringify(res.body));
   return res.body.data;
 }
 
 /** PUT /v1/uploads as a client would send it: the token header and, for byte arrays, Content-Length. */
-async function putBytes(uploadToken: string | undefined, body: Uint8Array | ReadableStream<Uint8Array> | null, headers: Record<string, string> = {}): Promise<CallResult> {
+async function putBytes(uploadToken: string | undefined, body: Uint8Array | ReadableStream<Uint8Array> | null, headers: Record<string, string> = {}): Promise<Answer<"uploadFileBytes">> {
   const h: Record<string, string> = { "Content-Type": "application/octet-stream", ...headers };
   if (uploadToken !== undefined) h["X-Upload-Token"] = uploadToken;
   if (body instanceof Uint8Array && !("Content-Length" in headers)) h["Content-Length"] = String(body.byteLength);
-  return readResult(await exports.default.fetch(new Request(`${BASE}/v1/uploads`, { method: "PUT", headers: h, body })));
+  return readResult(await exports.default.fetch(new Request(`${BASE}/v1/uploads`, { method: "PUT", headers: h, body })), "uploadFileBytes");
 }
 
 /** Session + PUT; returns the PUT's data (file_id, ...). */
-async function upload(token: string, bytes: Uint8Array, session: Record<string, unknown> = {}): Promise<Json> {
+async function upload(token: string, bytes: Uint8Array, session: Record<string, unknown> = {}): Promise<DataOf<"uploadFileBytes">> {
   const { upload_token } = await openSession(token, session);
   const res = await putBytes(upload_token, bytes);
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  expectStatus(res, 200, JSON.stringify(res.body));
   return res.body.data;
 }
 
@@ -134,7 +140,7 @@ const sessionOf = async (uploadToken: string) =>
 const expireIn = async (uploadToken: string, seconds: number) =>
   env.DB.prepare("UPDATE upload_sessions SET expires_at = unixepoch() + ? WHERE token_hash = ?").bind(seconds, await sha256Hex(uploadToken)).run();
 
-const fileRow = (publicId: string) => env.DB.prepare("SELECT * FROM files WHERE public_id = ?").bind(publicId).first<Record<string, any>>();
+const fileRow = (publicId: string) => env.DB.prepare("SELECT * FROM files WHERE public_id = ?").bind(publicId).first<Fields>();
 
 describe("format helpers", () => {
   it("writes sizes human-readably: bytes under 1 KiB, then KB/MB/GB with one decimal (1024-based)", () => {
@@ -185,8 +191,8 @@ describe("the spec's flow: session, bytes with the token, attach, list, download
 
   it("stores the bytes and gives them back unchanged", async () => {
     const token = account.memberToken;
-    const created = await call("POST", "/v1/uploads", { token, body: { filename: "Fire certificate.pdf" } });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const created = await call("createUploadSession", "/v1/uploads", { token, body: { filename: "Fire certificate.pdf" } });
+    expectStatus(created, 201, JSON.stringify(created.body));
     expect(created.body.success).toBe(true);
     expect(created.body.msg).toBe("Upload session created");
     expect(created.headers.get("Cache-Control")).toBe("no-store");
@@ -195,15 +201,15 @@ describe("the spec's flow: session, bytes with the token, attach, list, download
     expect(session).toMatchObject({ upload_url: `${BASE}/v1/uploads`, method: "PUT", token_header: "X-Upload-Token", expires_in: 900, max_bytes: MAX_UPLOAD_BYTES });
     expect(session.upload_token).toMatch(/^upt_[A-Za-z0-9_-]{43}$/);
     // Only the hash is stored, bound to the company and user, expiring in 900 s.
-    const row = await env.DB.prepare("SELECT * FROM upload_sessions WHERE token_hash = ?").bind(await sha256Hex(session.upload_token)).first<Json>();
+    const row = await env.DB.prepare("SELECT * FROM upload_sessions WHERE token_hash = ?").bind(await sha256Hex(session.upload_token)).first<Fields>();
     expect(row).toMatchObject({ company_id: account.companyId, dept_id: account.deptId, used_at: null, content_type: "application/pdf", file_name: "Fire certificate.pdf" });
     const stored = JSON.stringify(await env.DB.prepare("SELECT * FROM upload_sessions WHERE id = ?").bind(row!.id).first());
     expect(stored).not.toContain(session.upload_token.slice(4));
-    expect(row!.expires_at - Math.floor(Date.now() / 1000)).toBeGreaterThan(890);
+    expect(Number(row!.expires_at) - Math.floor(Date.now() / 1000)).toBeGreaterThan(890);
 
     const bytes = bytesOf(300_000);
     const put = await putBytes(session.upload_token, bytes);
-    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    expectStatus(put, 200, JSON.stringify(put.body));
     expect(put.body).toMatchObject({ success: true, msg: "File uploaded" });
     expect(put.body.data).toEqual({
       file_id: expect.stringMatching(/^fil_[A-Za-z0-9_-]{22}$/),
@@ -217,26 +223,26 @@ describe("the spec's flow: session, bytes with the token, attach, list, download
     const file = await fileRow(fileId);
     expect(file).toMatchObject({ company_id: account.companyId, dept_id: account.deptId, size_bytes: 300_000, sha256: await hexSha256(bytes), folder_id: null });
     expect(file!.r2_key).toMatch(new RegExp(`^c/${account.companyId}/`));
-    const object = await env.FILES.head(file!.r2_key);
+    const object = await env.FILES.head(String(file!.r2_key));
     expect(object?.size).toBe(300_000);
     expect(object?.httpMetadata?.contentType).toBe("application/pdf");
 
     const item = await createItem(token);
-    const attached = await call("POST", `/v1/items/${item.item_id}/attachments`, { token, body: { file_id: fileId } });
-    expect(attached.status, JSON.stringify(attached.body)).toBe(201);
+    const attached = await call("attachFile", `/v1/items/${item.item_id}/attachments`, { token, body: { file_id: fileId } });
+    expectStatus(attached, 201, JSON.stringify(attached.body));
     expect(attached.body).toMatchObject({ success: true, msg: "File attached", data: { file_id: fileId, file_name: "Fire certificate.pdf", size: "293.0 KB" } });
 
-    const list = await call("GET", `/v1/items/${item.item_id}/attachments`, { token });
-    expect(list.status).toBe(200);
+    const list = await call("listAttachments", `/v1/items/${item.item_id}/attachments`, { token });
+    expectStatus(list, 200);
     expect(list.body.data).toHaveLength(1);
     const [entry] = list.body.data;
-    expect(Object.keys(entry).sort()).toEqual(ATTACHMENT_FIELDS);
+    expect(Object.keys(entry!).sort()).toEqual(ATTACHMENT_FIELDS);
     expect(entry).toMatchObject({ file_id: fileId, file_name: "Fire certificate.pdf", size: "293.0 KB", size_bytes: 300_000, content_type: "application/pdf" });
-    expect(entry.add_date).toMatch(TIMESTAMP);
-    expect(entry.attached_at).toMatch(TIMESTAMP);
+    expect(entry!.add_date).toMatch(TIMESTAMP);
+    expect(entry!.attached_at).toMatch(TIMESTAMP);
 
     const got = await download(token, fileId);
-    expect(got.status).toBe(200);
+    expectStatus(got, 200);
     expect(got.headers.get("Content-Type")).toBe("application/pdf");
     expect(got.headers.get("Content-Length")).toBe("300000");
     expect(got.headers.get("ETag")).toBe(`"${await hexSha256(bytes)}"`);
@@ -245,8 +251,8 @@ describe("the spec's flow: session, bytes with the token, attach, list, download
     expect(got.headers.get("Content-Disposition")).toBe(`attachment; filename="Fire certificate.pdf"; filename*=UTF-8''Fire%20certificate.pdf`);
     expect(got.bytes).toEqual(bytes);
 
-    const info = await call("GET", `/v1/files/${fileId}/info`, { token });
-    expect(info.status).toBe(200);
+    const info = await call("getFileInfo", `/v1/files/${fileId}/info`, { token });
+    expectStatus(info, 200);
     expect(Object.keys(info.body.data).sort()).toEqual(FILE_FIELDS);
     expect(info.body.data).toMatchObject({ file_id: fileId, attachments: 1, deptid: account.deptId, folder_id: 0, size_bytes: 300_000 });
   });
@@ -263,7 +269,7 @@ describe("the spec's flow: session, bytes with the token, attach, list, download
       },
     });
     const res = await putBytes(upload_token, stream, { "Content-Length": String(bytes.length) });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.data).toMatchObject({ size_bytes: bytes.length, size: "5.0 MB", content_type: "application/octet-stream", sha256: await hexSha256(bytes) });
     const got = await download(account.memberToken, res.body.data.file_id);
     expect(got.bytes.length).toBe(bytes.length);
@@ -285,7 +291,7 @@ describe("the spec's flow: session, bytes with the token, attach, list, download
       },
     });
     const res = await putBytes(upload_token, stream, { "Content-Length": String(bytes.length) });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.data.sha256).toBe(await hexSha256(bytes));
     const got = await download(account.memberToken, res.body.data.file_id);
     expect(got.bytes).toEqual(bytes);
@@ -298,7 +304,7 @@ describe("the spec's flow: session, bytes with the token, attach, list, download
     const after = await counters(account);
     expect(after.company_kb - before.company_kb).toBe(1);
     const got = await download(account.memberToken, data.file_id);
-    expect(got.status).toBe(200);
+    expectStatus(got, 200);
     expect(got.bytes.length).toBe(0);
     expect(got.headers.get("Content-Length")).toBe("0");
   });
@@ -309,22 +315,22 @@ describe("the spec's flow: session, bytes with the token, attach, list, download
     const guessed = await upload(account.memberToken, bytesOf(10), { filename: "photo.JPG" });
     expect(guessed.content_type).toBe("image/jpeg");
     const { upload_token } = await openSession(account.memberToken, { filename: "notes" });
-    const res = await putBytes(upload_token, bytesOf(10), { "Content-Type": "text/html" });
+    const res = ok(await putBytes(upload_token, bytesOf(10), { "Content-Type": "text/html" }));
     expect(res.body.data.content_type).toBe("application/octet-stream");
   });
 
   it("files an upload in the given department and folder", async () => {
     const deptId = await createDepartment(account.companyId);
-    const folder = await call("POST", "/v1/folders", { token: account.ownerToken, body: { folder_name: uniqueWord("F") } });
+    const folder = ok(await call("createFolder", "/v1/folders", { token: account.ownerToken, body: { folder_name: uniqueWord("F") } }));
     const data = await upload(account.memberToken, bytesOf(2000), { deptid: deptId, folder_id: folder.body.data.folderid });
     expect(await fileRow(data.file_id)).toMatchObject({ dept_id: deptId, folder_id: folder.body.data.folderid });
     const dept = await env.DB.prepare("SELECT storage_used_kb FROM departments WHERE id = ?").bind(deptId).first<{ storage_used_kb: number }>();
     expect(dept!.storage_used_kb).toBe(2);
-    const listed = await call("GET", `/v1/files?folder_id=${folder.body.data.folderid}`, { token: account.memberToken });
-    expect(listed.body.data.map((f: Json) => f.file_id)).toEqual([data.file_id]);
+    const listed = ok(await call("listFiles", `/v1/files?folder_id=${folder.body.data.folderid}`, { token: account.memberToken }));
+    expect(listed.body.data.map((f) => f.file_id)).toEqual([data.file_id]);
     expect(listed.body.meta).toEqual({ total: 1, limit: 50, offset: 0 });
-    const byDept = await call("GET", `/v1/files?deptid=${deptId}`, { token: account.memberToken });
-    expect(byDept.body.data.map((f: Json) => f.file_id)).toEqual([data.file_id]);
+    const byDept = ok(await call("listFiles", `/v1/files?deptid=${deptId}`, { token: account.memberToken }));
+    expect(byDept.body.data.map((f) => f.file_id)).toEqual([data.file_id]);
   });
 
   it("puts the Content-Disposition of a unicode name with quotes in both forms", async () => {
@@ -357,7 +363,7 @@ describe("downloads: ranges and conditional requests", () => {
     ];
     for (const [range, start, end] of cases) {
       const got = await download(token, fileId, { Range: range });
-      expect(got.status, range).toBe(206);
+      expectStatus(got, 206, range);
       expect(got.headers.get("Content-Range"), range).toBe(`bytes ${start}-${end}/10000`);
       expect(got.headers.get("Content-Length"), range).toBe(String(end - start + 1));
       expect(got.bytes, range).toEqual(bytes.slice(start, end + 1));
@@ -367,7 +373,7 @@ describe("downloads: ranges and conditional requests", () => {
   it("answers 416 with Content-Range for an unsatisfiable range", async () => {
     for (const range of ["bytes=10000-", "bytes=20000-30000", "bytes=-0"]) {
       const res = await readResult(
-        await exports.default.fetch(new Request(`${BASE}/v1/files/${fileId}`, { headers: { Authorization: `Bearer ${token}`, Range: range } })),
+        await exports.default.fetch(new Request(`${BASE}/v1/files/${fileId}`, { headers: { Authorization: `Bearer ${token}`, Range: range } })), "downloadFile",
       );
       expectShapeB(res, 416, /not satisfiable.*10000 bytes/);
       expect(res.headers.get("Content-Range")).toBe("bytes */10000");
@@ -377,7 +383,7 @@ describe("downloads: ranges and conditional requests", () => {
   it("serves the whole file for several ranges, another unit or an invalid range", async () => {
     for (const range of ["bytes=0-1,5-6", "items=0-5", "bytes=9-1", "bytes=x"]) {
       const got = await download(token, fileId, { Range: range });
-      expect(got.status, range).toBe(200);
+      expectStatus(got, 200, range);
       expect(got.bytes.length, range).toBe(10_000);
     }
   });
@@ -387,34 +393,34 @@ describe("downloads: ranges and conditional requests", () => {
     const etag = first.headers.get("ETag")!;
     for (const match of [etag, `W/${etag}`, `"other", ${etag}`, "*"]) {
       const again = await download(token, fileId, { "If-None-Match": match });
-      expect(again.status, match).toBe(304);
+      expectStatus(again, 304, match);
       expect(again.bytes.length).toBe(0);
       expect(again.headers.get("ETag")).toBe(etag);
     }
-    expect((await download(token, fileId, { "If-None-Match": '"other"' })).status).toBe(200);
-    for (const malformed of [`*, ${etag}`, `${etag}x`, etag.slice(1, -1)]) expect((await download(token, fileId, { "If-None-Match": malformed })).status, malformed).toBe(400);
+    expectStatus(await download(token, fileId, { "If-None-Match": '"other"' }), 200);
+    for (const malformed of [`*, ${etag}`, `${etag}x`, etag.slice(1, -1)]) expectStatus(await download(token, fileId, { "If-None-Match": malformed }), 400, malformed);
     const stale = await download(token, fileId, { Range: "bytes=0-9", "If-Range": '"other"' });
-    expect(stale.status).toBe(200);
+    expectStatus(stale, 200);
     expect(stale.bytes.length).toBe(10_000);
     const fresh = await download(token, fileId, { Range: "bytes=0-9", "If-Range": etag });
-    expect(fresh.status).toBe(206);
+    expectStatus(fresh, 206);
   });
 
   it("answers HEAD with the headers only", async () => {
     const head = await download(token, fileId, {}, "HEAD");
-    expect(head.status).toBe(200);
+    expectStatus(head, 200);
     expect(head.headers.get("Content-Length")).toBe("10000");
     expect(head.bytes.length).toBe(0);
     const ranged = await download(token, fileId, { Range: "bytes=0-99" }, "HEAD");
-    expect(ranged.status).toBe(206);
+    expectStatus(ranged, 206);
     expect(ranged.headers.get("Content-Range")).toBe("bytes 0-99/10000");
   });
 
   it("refuses a malformed file_id with 400 and an unknown one with 404", async () => {
-    expectShapeB(await call("GET", "/v1/files/abc", { token }), 400, /file_id must be a file id/);
-    expectShapeB(await call("GET", `/v1/files/fil_${"x".repeat(200)}`, { token }), 400, /file_id/);
-    expectShapeB(await call("GET", "/v1/files/fil_AAAAAAAAAAAAAAAAAAAAAA", { token }), 404, /File not found/);
-    expectShapeB(await call("GET", "/v1/files/fil_AAAAAAAAAAAAAAAAAAAAAA/info", { token }), 404, /File not found/);
+    expectShapeB(await call("downloadFile", "/v1/files/abc", { token }), 400, /file_id must be a file id/);
+    expectShapeB(await call("downloadFile", `/v1/files/fil_${"x".repeat(200)}`, { token }), 400, /file_id/);
+    expectShapeB(await call("downloadFile", "/v1/files/fil_AAAAAAAAAAAAAAAAAAAAAA", { token }), 404, /File not found/);
+    expectShapeB(await call("getFileInfo", "/v1/files/fil_AAAAAAAAAAAAAAAAAAAAAA/info", { token }), 404, /File not found/);
   });
 });
 
@@ -445,7 +451,7 @@ describe("the upload token", () => {
     const res = await readResult(
       await exports.default.fetch(
         new Request(`${BASE}/v1/uploads`, { method: "PUT", headers: { Authorization: `Bearer ${account.ownerToken}`, "Content-Length": "3" }, body: bytesOf(3) }),
-      ),
+      ), "uploadFileBytes",
     );
     expectShapeA(res, 401, "invalid_token");
     expect(res.body.error_description).toMatch(/X-Upload-Token/);
@@ -472,7 +478,7 @@ describe("the upload token", () => {
 
   it("is single-use: a second PUT is 401 and does not create a second file", async () => {
     const { upload_token } = await openSession(account.memberToken);
-    expect((await putBytes(upload_token, bytesOf(100))).status).toBe(200);
+    expectStatus(await putBytes(upload_token, bytesOf(100)), 200);
     const before = await counters(account);
     const objects = await objectsOf(account.companyId);
     const again = await putBytes(upload_token, bytesOf(200));
@@ -508,7 +514,7 @@ describe("the upload token", () => {
     });
     expectShapeB(await putBytes(upload_token, stream), 411, /Content-Length is required/);
     expectShapeB(await putBytes(upload_token, bytesOf(10), { "Content-Length": String(MAX_UPLOAD_BYTES + 1) }), 413, /95 MiB \(99614720 bytes\)/);
-    expect((await putBytes(upload_token, bytesOf(100))).status).toBe(200);
+    expectStatus(await putBytes(upload_token, bytesOf(100)), 200);
   });
 });
 
@@ -544,12 +550,12 @@ describe("sizes and drive space", () => {
     expect(await objectsOf(account.companyId)).toEqual(objects);
 
     // Exactly the free space fits; the refused token works once there is room.
-    expect((await putBytes(upload_token, bytesOf(424 * 1024))).status).toBe(200);
+    expectStatus(await putBytes(upload_token, bytesOf(424 * 1024)), 200);
     expect((await counters(account)).company_kb).toBe(1024);
     expectShapeB(await putBytes((await openSession(account.memberToken)).upload_token, bytesOf(1)), 400, /only 0 KB/);
-    const del = await call("DELETE", `/v1/files/${first.file_id}`, { token: account.memberToken });
-    expect(del.status).toBe(200);
-    expect((await putBytes(upload_token, bytesOf(10))).status).toBe(401); // spent by its successful upload
+    const del = await call("deleteFile", `/v1/files/${first.file_id}`, { token: account.memberToken });
+    expectStatus(del, 200);
+    expectStatus(await putBytes(upload_token, bytesOf(10)), 401); // spent by its successful upload
   });
 
   it("never overshoots the allocation with concurrent uploads, and keeps the counters exact", async () => {
@@ -567,7 +573,7 @@ describe("sizes and drive space", () => {
       expect(state.reserved_kb).toBe(0);
       expect((await objectsOf(account.companyId)).length).toBe(state.files);
       expect(ok.length).toBe(3);
-      for (const r of ok) expect((await call("DELETE", `/v1/files/${r.body.data.file_id}`, { token: account.memberToken })).status).toBe(200);
+      for (const r of ok) expectStatus(await call("deleteFile", `/v1/files/${r.body.data.file_id}`, { token: account.memberToken }), 200);
       expect(await counters(account)).toMatchObject({ company_kb: 0, dept_kb: 0, files: 0 });
     }
   });
@@ -586,7 +592,7 @@ describe("sizes and drive space", () => {
     });
     const res = await putBytes(upload_token, stream, { "Content-Length": "100" });
     noServerError(res);
-    expect(res.status).toBe(400);
+    expectStatus(res, 400);
     expect(await counters(account)).toEqual(before);
     expect(await objectsOf(account.companyId)).toEqual([]);
   });
@@ -599,15 +605,15 @@ describe("sizes and drive space", () => {
     expect(await counters(account)).toMatchObject({ company_kb: 1 + 1 + 2 + 5 + 1, dept_kb: 10, files_kb: 10, files: 5 });
     const keys = await objectsOf(account.companyId);
     expect(keys).toHaveLength(5);
-    const deleted = await call("DELETE", `/v1/files/${ids[3]}`, { token: account.memberToken });
+    const deleted = await call("deleteFile", `/v1/files/${ids[3]}`, { token: account.memberToken });
     expect(deleted.body).toEqual({ success: true, msg: "File deleted" });
     expect(await counters(account)).toMatchObject({ company_kb: 5, dept_kb: 5, files: 4 });
     expect(await objectsOf(account.companyId)).toHaveLength(4);
-    expectShapeB(await call("DELETE", `/v1/files/${ids[3]}`, { token: account.memberToken }), 404);
-    expectShapeB(await call("GET", `/v1/files/${ids[3]}`, { token: account.memberToken }), 404);
-    const company = await call("GET", `/v1/companies/${account.companyId}`, { token: account.ownerToken });
+    expectShapeB(await call("deleteFile", `/v1/files/${ids[3]}`, { token: account.memberToken }), 404);
+    expectShapeB(await call("downloadFile", `/v1/files/${ids[3]}`, { token: account.memberToken }), 404);
+    const company = ok(await call("getCompany", `/v1/companies/${account.companyId}`, { token: account.ownerToken }));
     expect(company.body.data.company.drive_space_used_kb).toBe(5);
-    const dept = await call("GET", `/v1/departments/${account.deptId}`, { token: account.ownerToken });
+    const dept = ok(await call("getDepartment", `/v1/departments/${account.deptId}`, { token: account.ownerToken }));
     expect(dept.body.data.storage_used_kb).toBe(5);
   });
 
@@ -618,7 +624,7 @@ describe("sizes and drive space", () => {
     const { pending, resume } = pausedPut(upload_token, 2048);
     // Wait until the token is claimed (the space reserved), then delete the department.
     await waitForReserved(account, 4);
-    expect((await call("DELETE", `/v1/departments/${deptId}`, { token: account.ownerToken })).status).toBe(200);
+    expectStatus(await call("deleteDepartment", `/v1/departments/${deptId}`, { token: account.ownerToken }), 200);
     resume();
     const res = await pending;
     expectShapeB(res, 409, /cancelled while its bytes were stored/);
@@ -658,7 +664,7 @@ describe("uploads whose token expired: the cron sweep gives their space back", (
 
     for (const [i, account] of accounts.entries()) {
       // The crashed upload's 600 KB are back; the live upload keeps its 300 KB.
-      expect((await putBytes(probes[i]!, bytesOf(400 * 1024))).status).toBe(200);
+      expectStatus(await putBytes(probes[i]!, bytesOf(400 * 1024)), 200);
       expect(await counters(account)).toMatchObject({ reserved_kb: 300, company_kb: 400, dept_kb: 400, files: 1 });
       expectShapeB(await putBytes((await openSession(account.memberToken)).upload_token, bytesOf(400 * 1024)), 400, /only 324 KB/);
     }
@@ -704,7 +710,7 @@ describe("uploads whose token expired: the cron sweep gives their space back", (
 
     put.resume();
     const res = await put.pending;
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.data.sha256).toBe(await hexSha256(put.bytes));
     expect(await counters(account)).toMatchObject({ reserved_kb: 0, company_kb: 600, dept_kb: 600, files_kb: 600, files: 1 });
     expect((await sessionOf(upload_token)).reserved_kb).toBe(0);
@@ -720,7 +726,7 @@ describe("uploads whose token expired: the cron sweep gives their space back", (
     await expireIn(upload_token, -1);
     await runCronSweep();
     // The released space goes to another upload meanwhile.
-    expect((await putBytes(other.upload_token, bytesOf(500 * 1024))).status).toBe(200);
+    expectStatus(await putBytes(other.upload_token, bytesOf(500 * 1024)), 200);
 
     put.resume();
     const res = await put.pending;
@@ -754,7 +760,7 @@ describe("uploads whose token expired: the cron sweep gives their space back", (
       expect(state.company_kb).toBeLessThanOrEqual(1024);
       expect(state.files_kb).toBe(state.company_kb);
       expect(await objectsOf(account.companyId)).toHaveLength(ok.length);
-      for (const r of ok) expect((await call("DELETE", `/v1/files/${r.body.data.file_id}`, { token: account.memberToken })).status).toBe(200);
+      for (const r of ok) expectStatus(await call("deleteFile", `/v1/files/${r.body.data.file_id}`, { token: account.memberToken }), 200);
     }
   });
 });
@@ -768,7 +774,7 @@ describe("session input", () => {
     companyId = account.companyId;
   });
 
-  const bad: Array<[Json, RegExp]> = [
+  const bad: Array<[Fields, RegExp]> = [
     [{}, /filename is required/],
     [{ filename: "" }, /filename must not be empty/],
     [{ filename: "   " }, /filename must not be empty/],
@@ -788,32 +794,32 @@ describe("session input", () => {
   ];
   for (const [body, msg] of bad) {
     it(`refuses ${JSON.stringify(body).slice(0, 60)} with 400`, async () => {
-      expectShapeB(await call("POST", "/v1/uploads", { token, body }), 400, msg);
+      expectShapeB(await call("createUploadSession", "/v1/uploads", { token, body }), 400, msg);
     });
   }
 
   it("accepts 255 characters, trims and normalises the name to NFC", async () => {
     const long = `${"x".repeat(251)}.pdf`;
     const { upload_token } = await openSession(token, { filename: long });
-    expect((await putBytes(upload_token, bytesOf(5))).body.data.file_name).toBe(long);
+    expect(ok(await putBytes(upload_token, bytesOf(5))).body.data.file_name).toBe(long);
     const { upload_token: t2 } = await openSession(token, { filename: "  Jose\u0301.pdf  " });
-    expect((await putBytes(t2, bytesOf(5))).body.data.file_name).toBe("José.pdf");
+    expect(ok(await putBytes(t2, bytesOf(5))).body.data.file_name).toBe("José.pdf");
   });
 
   it("refuses a department or folder outside the company with 400 naming the field", async () => {
     const otherDept = await createDepartment(1);
-    expectShapeB(await call("POST", "/v1/uploads", { token, body: { filename: "a.pdf", deptid: otherDept } }), 400, new RegExp(`deptid ${otherDept} is not a department of this company`));
-    const folder = await call("POST", "/v1/folders", { token: await tokenFor("demo-owner"), body: { folder_name: uniqueWord("F") } });
+    expectShapeB(await call("createUploadSession", "/v1/uploads", { token, body: { filename: "a.pdf", deptid: otherDept } }), 400, new RegExp(`deptid ${otherDept} is not a department of this company`));
+    const folder = ok(await call("createFolder", "/v1/folders", { token: await tokenFor("demo-owner"), body: { folder_name: uniqueWord("F") } }));
     const folderId = folder.body.data.folderid;
-    expectShapeB(await call("POST", "/v1/uploads", { token, body: { filename: "a.pdf", folder_id: folderId } }), 400, new RegExp(`folder_id ${folderId} is not a folder of this company`));
-    expectShapeB(await call("POST", "/v1/uploads", { token, body: { filename: "a.pdf", folder_id: 999999999 } }), 400, /folder_id 999999999/);
+    expectShapeB(await call("createUploadSession", "/v1/uploads", { token, body: { filename: "a.pdf", folder_id: folderId } }), 400, new RegExp(`folder_id ${folderId} is not a folder of this company`));
+    expectShapeB(await call("createUploadSession", "/v1/uploads", { token, body: { filename: "a.pdf", folder_id: 999999999 } }), 400, /folder_id 999999999/);
     expect(companyId).not.toBe(1);
   });
 
   it("refuses a PUT whose Content-Length is not a number with 400", async () => {
     const { upload_token } = await openSession(token);
     const res = await readResult(
-      await exports.default.fetch(new Request(`${BASE}/v1/uploads`, { method: "PUT", headers: { "X-Upload-Token": upload_token, "Content-Length": "abc" }, body: "abc" })),
+      await exports.default.fetch(new Request(`${BASE}/v1/uploads`, { method: "PUT", headers: { "X-Upload-Token": upload_token, "Content-Length": "abc" }, body: "abc" })), "uploadFileBytes",
     );
     noServerError(res);
     expect([400, 411]).toContain(res.status);
@@ -831,11 +837,11 @@ describe("attachments", () => {
   it("is idempotent: attaching twice answers 200 and keeps one attachment", async () => {
     const item = await createItem(account.memberToken);
     const path = `/v1/items/${item.item_id}/attachments`;
-    expect((await call("POST", path, { token: account.memberToken, body: { file_id: fileId } })).status).toBe(201);
-    const again = await call("POST", path, { token: account.memberToken, body: { file_id: fileId } });
-    expect(again.status).toBe(200);
+    expectStatus(await call("attachFile", path, { token: account.memberToken, body: { file_id: fileId } }), 201);
+    const again = await call("attachFile", path, { token: account.memberToken, body: { file_id: fileId } });
+    expectStatus(again, 200);
     expect(again.body).toMatchObject({ success: true, msg: "File already attached", data: { file_id: fileId, size: "12.4 KB" } });
-    expect((await call("GET", path, { token: account.memberToken })).body.data).toHaveLength(1);
+    expect(ok(await call("listAttachments", path, { token: account.memberToken })).body.data).toHaveLength(1);
   });
 
   it("lists attachments in the order attached; a file may be on several items", async () => {
@@ -843,27 +849,27 @@ describe("attachments", () => {
     const other = await createItem(account.memberToken);
     const second = (await upload(account.memberToken, bytesOf(100), { filename: "b.txt" })).file_id;
     const path = `/v1/items/${item.item_id}/attachments`;
-    for (const id of [second, fileId]) expect((await call("POST", path, { token: account.memberToken, body: { file_id: id } })).status).toBe(201);
-    expect((await call("POST", `/v1/items/${other.item_id}/attachments`, { token: account.memberToken, body: { file_id: fileId } })).status).toBe(201);
-    const list = await call("GET", path, { token: account.memberToken });
-    expect(list.body.data.map((a: Json) => [a.file_id, a.size])).toEqual([
+    for (const id of [second, fileId]) expectStatus(await call("attachFile", path, { token: account.memberToken, body: { file_id: id } }), 201);
+    expectStatus(await call("attachFile", `/v1/items/${other.item_id}/attachments`, { token: account.memberToken, body: { file_id: fileId } }), 201);
+    const list = ok(await call("listAttachments", path, { token: account.memberToken }));
+    expect(list.body.data.map((a) => [a.file_id, a.size])).toEqual([
       [second, "100 B"],
       [fileId, "12.4 KB"],
     ]);
-    expect((await call("GET", `/v1/items/${other.item_id}/attachments`, { token: account.memberToken })).body.data).toHaveLength(1);
-    expect((await call("GET", `/v1/items/${(await createItem(account.memberToken)).item_id}/attachments`, { token: account.memberToken })).body.data).toEqual([]);
+    expect(ok(await call("listAttachments", `/v1/items/${other.item_id}/attachments`, { token: account.memberToken })).body.data).toHaveLength(1);
+    expect(ok(await call("listAttachments", `/v1/items/${(await createItem(account.memberToken)).item_id}/attachments`, { token: account.memberToken })).body.data).toEqual([]);
   });
 
   it("refuses an unknown or malformed file_id with 400 and an unknown item with 404", async () => {
     const item = await createItem(account.memberToken);
     const path = `/v1/items/${item.item_id}/attachments`;
-    expectShapeB(await call("POST", path, { token: account.memberToken, body: { file_id: "fil_AAAAAAAAAAAAAAAAAAAAAA" } }), 400, /file_id fil_AAAAAAAAAAAAAAAAAAAAAA is not a file of this company/);
-    expectShapeB(await call("POST", path, { token: account.memberToken, body: { file_id: "nope" } }), 400, /file_id must be a file id/);
-    expectShapeB(await call("POST", path, { token: account.memberToken, body: {} }), 400, /file_id is required/);
-    expectShapeB(await call("POST", path, { token: account.memberToken, body: { file_id: 5 } }), 400, /file_id must be a string/);
-    expectShapeB(await call("POST", "/v1/items/999999999/attachments", { token: account.memberToken, body: { file_id: fileId } }), 404, /Item not found/);
-    expectShapeB(await call("GET", "/v1/items/999999999/attachments", { token: account.memberToken }), 404, /Item not found/);
-    expectShapeB(await call("GET", "/v1/items/abc/attachments", { token: account.memberToken }), 400, /item_id must be a positive integer/);
+    expectShapeB(await call("attachFile", path, { token: account.memberToken, body: { file_id: "fil_AAAAAAAAAAAAAAAAAAAAAA" } }), 400, /file_id fil_AAAAAAAAAAAAAAAAAAAAAA is not a file of this company/);
+    expectShapeB(await call("attachFile", path, { token: account.memberToken, body: { file_id: "nope" } }), 400, /file_id must be a file id/);
+    expectShapeB(await call("attachFile", path, { token: account.memberToken, body: {} }), 400, /file_id is required/);
+    expectShapeB(await call("attachFile", path, { token: account.memberToken, body: { file_id: 5 } }), 400, /file_id must be a string/);
+    expectShapeB(await call("attachFile", "/v1/items/999999999/attachments", { token: account.memberToken, body: { file_id: fileId } }), 404, /Item not found/);
+    expectShapeB(await call("listAttachments", "/v1/items/999999999/attachments", { token: account.memberToken }), 404, /Item not found/);
+    expectShapeB(await call("listAttachments", "/v1/items/abc/attachments", { token: account.memberToken }), 400, /item_id must be a positive integer/);
   });
 
   it(`holds at most ${MAX_ATTACHMENTS_PER_ITEM} files per item`, async () => {
@@ -879,9 +885,9 @@ describe("attachments", () => {
       ids.push(row!.id);
     }
     await env.DB.batch(ids.map((id) => env.DB.prepare("INSERT INTO item_files (item_id, file_id, company_id) VALUES (?, ?, ?)").bind(item.item_id, id, account.companyId)));
-    const res = await call("POST", `/v1/items/${item.item_id}/attachments`, { token: account.memberToken, body: { file_id: fileId } });
+    const res = await call("attachFile", `/v1/items/${item.item_id}/attachments`, { token: account.memberToken, body: { file_id: fileId } });
     expectShapeB(res, 400, new RegExp(`already has ${MAX_ATTACHMENTS_PER_ITEM} attachments`));
-    expect((await call("GET", `/v1/items/${item.item_id}/attachments`, { token: account.memberToken })).body.data).toHaveLength(MAX_ATTACHMENTS_PER_ITEM);
+    expect(ok(await call("listAttachments", `/v1/items/${item.item_id}/attachments`, { token: account.memberToken })).body.data).toHaveLength(MAX_ATTACHMENTS_PER_ITEM);
     await env.DB.prepare("DELETE FROM item_files WHERE item_id = ?").bind(item.item_id).run();
     await env.DB.prepare(`DELETE FROM files WHERE id IN (${ids.join(",")})`).run();
   });
@@ -890,21 +896,21 @@ describe("attachments", () => {
     const id = (await upload(account.memberToken, bytesOf(3000))).file_id;
     const item = await createItem(account.memberToken);
     const path = `/v1/items/${item.item_id}/attachments`;
-    await call("POST", path, { token: account.memberToken, body: { file_id: id } });
-    expectShapeB(await call("DELETE", `/v1/files/${id}`, { token: account.memberToken }), 409, /attached to 1 item: detach it first/);
-    const detached = await call("DELETE", `${path}/${id}`, { token: account.memberToken });
+    await call("attachFile", path, { token: account.memberToken, body: { file_id: id } });
+    expectShapeB(await call("deleteFile", `/v1/files/${id}`, { token: account.memberToken }), 409, /attached to 1 item: detach it first/);
+    const detached = await call("detachFile", `${path}/${id}`, { token: account.memberToken });
     expect(detached.body).toEqual({ success: true, msg: "File detached" });
-    expectShapeB(await call("DELETE", `${path}/${id}`, { token: account.memberToken }), 404, /Attachment not found/);
-    expectShapeB(await call("DELETE", `/v1/items/999999999/attachments/${id}`, { token: account.memberToken }), 404, /Item not found/);
-    expect((await download(account.memberToken, id)).status).toBe(200);
+    expectShapeB(await call("detachFile", `${path}/${id}`, { token: account.memberToken }), 404, /Attachment not found/);
+    expectShapeB(await call("detachFile", `/v1/items/999999999/attachments/${id}`, { token: account.memberToken }), 404, /Item not found/);
+    expectStatus(await download(account.memberToken, id), 200);
 
-    await call("POST", path, { token: account.memberToken, body: { file_id: id } });
-    expect((await call("DELETE", `/v1/items/${item.item_id}`, { token: account.memberToken })).status).toBe(200);
+    await call("attachFile", path, { token: account.memberToken, body: { file_id: id } });
+    expectStatus(await call("deleteItem", `/v1/items/${item.item_id}`, { token: account.memberToken }), 200);
     const rows = await env.DB.prepare("SELECT count(*) AS n FROM item_files WHERE item_id = ?").bind(item.item_id).first<{ n: number }>();
     expect(rows!.n).toBe(0);
-    const info = await call("GET", `/v1/files/${id}/info`, { token: account.memberToken });
+    const info = ok(await call("getFileInfo", `/v1/files/${id}/info`, { token: account.memberToken }));
     expect(info.body.data.attachments).toBe(0);
-    expect((await call("DELETE", `/v1/files/${id}`, { token: account.memberToken })).status).toBe(200);
+    expectStatus(await call("deleteFile", `/v1/files/${id}`, { token: account.memberToken }), 200);
   });
 
   it("never leaves an attachment to a deleted file when attach and delete race", async () => {
@@ -912,17 +918,17 @@ describe("attachments", () => {
       const id = (await upload(account.memberToken, bytesOf(10))).file_id;
       const item = await createItem(account.memberToken);
       const [attach, del] = await Promise.all([
-        call("POST", `/v1/items/${item.item_id}/attachments`, { token: account.memberToken, body: { file_id: id } }),
-        call("DELETE", `/v1/files/${id}`, { token: account.memberToken }),
+        call("attachFile", `/v1/items/${item.item_id}/attachments`, { token: account.memberToken, body: { file_id: id } }),
+        call("deleteFile", `/v1/files/${id}`, { token: account.memberToken }),
       ]);
       noServerError(attach, del);
       const file = await fileRow(id);
       if (del.status === 200) {
         expect(file).toBeNull();
-        expect(attach.status).toBe(400);
+        expectStatus(attach, 400);
       } else {
-        expect(del.status).toBe(409);
-        expect(attach.status).toBe(201);
+        expectStatus(del, 409);
+        expectStatus(attach, 201);
         expect(file).not.toBeNull();
       }
     }
@@ -931,15 +937,15 @@ describe("attachments", () => {
   it("counts files in the department and company holdings", async () => {
     const deptId = await createDepartment(account.companyId);
     const { file_id } = await upload(account.memberToken, bytesOf(0), { deptid: deptId });
-    expectShapeB(await call("DELETE", `/v1/departments/${deptId}`, { token: account.ownerToken }), 400, /still holds 1 KB of files/);
-    expect((await call("DELETE", `/v1/files/${file_id}`, { token: account.memberToken })).status).toBe(200);
-    expect((await call("DELETE", `/v1/departments/${deptId}`, { token: account.ownerToken })).status).toBe(200);
+    expectShapeB(await call("deleteDepartment", `/v1/departments/${deptId}`, { token: account.ownerToken }), 400, /still holds 1 KB of files/);
+    expectStatus(await call("deleteFile", `/v1/files/${file_id}`, { token: account.memberToken }), 200);
+    expectStatus(await call("deleteDepartment", `/v1/departments/${deptId}`, { token: account.ownerToken }), 200);
 
     // A second company of the account holding one (empty) file cannot be deleted until it is gone.
-    const company = await call("POST", "/v1/companies", {
+    const company = ok(await call("createCompany", "/v1/companies", {
       token: account.ownerToken,
       body: { company_name: uniqueWord("Co"), documents_limit: 1, contacts_limit: 1, drive_space: 0.01 },
-    });
+    }));
     const companyId = company.body.data.company.companyid;
     const dept = await env.DB.prepare("SELECT id FROM departments WHERE company_id = ?").bind(companyId).first<{ id: number }>();
     await env.DB.prepare(
@@ -947,9 +953,9 @@ describe("attachments", () => {
     )
       .bind(`fil_co${String(companyId).padStart(16, "0")}`, companyId, dept!.id)
       .run();
-    expectShapeB(await call("DELETE", `/v1/companies/${companyId}`, { token: account.ownerToken }), 400, /still holds 1 file/);
+    expectShapeB(await call("deleteCompany", `/v1/companies/${companyId}`, { token: account.ownerToken }), 400, /still holds 1 file/);
     await env.DB.prepare("DELETE FROM files WHERE company_id = ?").bind(companyId).run();
-    expect((await call("DELETE", `/v1/companies/${companyId}`, { token: account.ownerToken })).status).toBe(200);
+    expectStatus(await call("deleteCompany", `/v1/companies/${companyId}`, { token: account.ownerToken }), 200);
   });
 });
 
@@ -957,35 +963,35 @@ describe("tenancy", () => {
   let a: TestAccount;
   let b: TestAccount;
   let fileId: string;
-  let itemA: Json;
+  let itemA: DataOf<"getItem">;
   beforeAll(async () => {
     [a, b] = await Promise.all([createAccount(), createAccount()]);
     fileId = (await upload(a.memberToken, bytesOf(500), { filename: "secret.pdf" })).file_id;
     itemA = await createItem(a.memberToken);
-    await call("POST", `/v1/items/${itemA.item_id}/attachments`, { token: a.memberToken, body: { file_id: fileId } });
+    await call("attachFile", `/v1/items/${itemA.item_id}/attachments`, { token: a.memberToken, body: { file_id: fileId } });
   });
 
   it("hides company A's file from company B: download, info, delete are 404", async () => {
-    expectShapeB(await call("GET", `/v1/files/${fileId}`, { token: b.memberToken }), 404, /File not found/);
-    expectShapeB(await call("GET", `/v1/files/${fileId}/info`, { token: b.memberToken }), 404);
-    expectShapeB(await call("DELETE", `/v1/files/${fileId}`, { token: b.memberToken }), 404);
-    expect((await call("GET", "/v1/files", { token: b.memberToken })).body.data).toEqual([]);
-    expect((await download(a.memberToken, fileId)).status).toBe(200);
+    expectShapeB(await call("downloadFile", `/v1/files/${fileId}`, { token: b.memberToken }), 404, /File not found/);
+    expectShapeB(await call("getFileInfo", `/v1/files/${fileId}/info`, { token: b.memberToken }), 404);
+    expectShapeB(await call("deleteFile", `/v1/files/${fileId}`, { token: b.memberToken }), 404);
+    expect(ok(await call("listFiles", "/v1/files", { token: b.memberToken })).body.data).toEqual([]);
+    expectStatus(await download(a.memberToken, fileId), 200);
   });
 
   it("refuses attaching A's file to B's item (400) and touching A's item from B (404)", async () => {
     const itemB = await createItem(b.memberToken);
-    expectShapeB(await call("POST", `/v1/items/${itemB.item_id}/attachments`, { token: b.memberToken, body: { file_id: fileId } }), 400, /not a file of this company/);
-    expectShapeB(await call("POST", `/v1/items/${itemA.item_id}/attachments`, { token: b.memberToken, body: { file_id: fileId } }), 404, /Item not found/);
-    expectShapeB(await call("GET", `/v1/items/${itemA.item_id}/attachments`, { token: b.memberToken }), 404, /Item not found/);
-    expectShapeB(await call("DELETE", `/v1/items/${itemA.item_id}/attachments/${fileId}`, { token: b.memberToken }), 404);
-    expect((await call("GET", `/v1/items/${itemA.item_id}/attachments`, { token: a.memberToken })).body.data).toHaveLength(1);
+    expectShapeB(await call("attachFile", `/v1/items/${itemB.item_id}/attachments`, { token: b.memberToken, body: { file_id: fileId } }), 400, /not a file of this company/);
+    expectShapeB(await call("attachFile", `/v1/items/${itemA.item_id}/attachments`, { token: b.memberToken, body: { file_id: fileId } }), 404, /Item not found/);
+    expectShapeB(await call("listAttachments", `/v1/items/${itemA.item_id}/attachments`, { token: b.memberToken }), 404, /Item not found/);
+    expectShapeB(await call("detachFile", `/v1/items/${itemA.item_id}/attachments/${fileId}`, { token: b.memberToken }), 404);
+    expect(ok(await call("listAttachments", `/v1/items/${itemA.item_id}/attachments`, { token: a.memberToken })).body.data).toHaveLength(1);
   });
 
   it("binds an upload token to its company: B's token uploads into B", async () => {
     const data = await upload(b.memberToken, bytesOf(10));
     expect((await fileRow(data.file_id))!.company_id).toBe(b.companyId);
-    expectShapeB(await call("GET", `/v1/files/${data.file_id}`, { token: a.memberToken }), 404);
+    expectShapeB(await call("downloadFile", `/v1/files/${data.file_id}`, { token: a.memberToken }), 404);
   });
 });
 
@@ -1003,27 +1009,33 @@ describe("scopes", () => {
       ["DELETE", `/v1/files/${fileId}`, "drive:write"],
     ];
     for (const [method, path, scope, body] of cases) {
-      const res = await call(method, path, { token: read, body });
+      const res = await callRaw(method, path, { token: read, body });
       expectShapeA(res, 403, "insufficient_scope");
       expect(res.body.required_scope).toBe(scope);
     }
-    for (const path of [`/v1/items/${item.item_id}/attachments`, `/v1/files/${fileId}`, `/v1/files/${fileId}/info`, "/v1/files"]) {
-      const res = await call("GET", path, { token: write });
+    const reads = [
+      ["listAttachments", `/v1/items/${item.item_id}/attachments`],
+      ["downloadFile", `/v1/files/${fileId}`],
+      ["getFileInfo", `/v1/files/${fileId}/info`],
+      ["listFiles", "/v1/files"],
+    ] as const;
+    for (const [operation, path] of reads) {
+      const res = await call(operation, path, { token: write });
       expectShapeA(res, 403, "insufficient_scope");
       expect(res.body.required_scope).toBe("drive:read");
     }
     // items:read alone does not read attachments.
-    const readonly = await call("GET", `/v1/items/1/attachments`, { token: await tokenFor("demo-readonly") });
+    const readonly = await call("listAttachments", `/v1/items/1/attachments`, { token: await tokenFor("demo-readonly") });
     expectShapeA(readonly, 403, "insufficient_scope");
     // Without a bearer token at all: 401.
-    expectShapeA(await call("POST", "/v1/uploads", { body: { filename: "a.pdf" } }), 401, "invalid_token");
-    expectShapeA(await call("GET", `/v1/files/${fileId}`), 401, "invalid_token");
+    expectShapeA(await call("createUploadSession", "/v1/uploads", { body: { filename: "a.pdf" } }), 401, "invalid_token");
+    expectShapeA(await call("downloadFile", `/v1/files/${fileId}`), 401, "invalid_token");
   });
 });
 
 describe("OpenAPI", () => {
   it("documents PUT /v1/uploads with the upload-token scheme and a binary body, and the download as binary", async () => {
-    const doc = (await call("GET", "/v1/openapi.json")).body;
+    const doc = await openApiDocument();
     expect(doc.components.securitySchemes.uploadToken).toMatchObject({ type: "apiKey", in: "header", name: "X-Upload-Token" });
     const put = doc.paths["/v1/uploads"].put;
     expect(put.security).toEqual([{ uploadToken: [] }]);

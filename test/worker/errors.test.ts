@@ -6,13 +6,13 @@ import type { AppBindings } from "../../src/env";
 import { apiError, oauthError, renderError } from "../../src/lib/errors";
 import { requestContext } from "../../src/lib/request-context";
 import { describeIssue, validationHook } from "../../src/lib/validation";
-import { call, captureErrorLogs, expectNoStackTrace, expectShapeB, tokenFor, type CallResult } from "./helpers";
+import { call, captureErrorLogs, expectNoStackTrace, expectShapeB, tokenFor, type ApiError, type CallResult, expectStatus, callRaw, ok } from "./helpers";
 
 const JSON_TYPE = { "Content-Type": "application/json" };
 const VALID_CONTACT = { first_name: "Err", last_name: "Case", email: "err-case@example.com" };
 
 /** Shape B, never a 500, never a stack trace. */
-function expectClientError(res: CallResult, status: number, msg?: RegExp) {
+function expectClientError<R extends CallResult>(res: R, status: number, msg?: RegExp): asserts res is R & { body: ApiError } {
   expectShapeB(res, status, msg);
   expectNoStackTrace(res);
   expect(Object.keys(res.body).sort()).toEqual(["msg", "request_id", "success"]);
@@ -41,25 +41,25 @@ describe("unknown routes: 404 Shape B", () => {
     ["DELETE", "/v1/no-such-resource/1"],
   ] as const) {
     it(`${method} ${path}`, async () => {
-      const res = await call(method, path, { token: await tokenFor("demo-owner") });
+      const res = await callRaw(method, path, { token: await tokenFor("demo-owner") });
       expectClientError(res, 404);
       expect(res.headers.get("Allow")).toBeNull();
     });
   }
 
   it("answers 404 without a token too (routing comes before authentication)", async () => {
-    expectClientError(await call("GET", "/v1/nothing-here"), 404, /nothing-here/);
+    expectClientError(await callRaw("GET", "/v1/nothing-here"), 404, /nothing-here/);
   });
 
   it("treats a trailing slash as another path (404, not a 405 that lists the method itself)", async () => {
     const token = await tokenFor("demo-owner");
-    expectClientError(await call("GET", "/v1/contacts/", { token }), 404);
-    expectClientError(await call("GET", "/v1/contacts/1/", { token }), 404);
+    expectClientError(await callRaw("GET", "/v1/contacts/", { token }), 404);
+    expectClientError(await callRaw("GET", "/v1/contacts/1/", { token }), 404);
   });
 
   it("matches literal path segments exactly (a dot is not a wildcard)", async () => {
-    expectClientError(await call("GET", "/v1/openapiXjson"), 404);
-    expectClientError(await call("POST", "/v1/openapiXjson"), 404);
+    expectClientError(await callRaw("GET", "/v1/openapiXjson"), 404);
+    expectClientError(await callRaw("POST", "/v1/openapiXjson"), 404);
   });
 });
 
@@ -80,7 +80,7 @@ describe("wrong method on a known path: 405 Shape B with Allow", () => {
     ["POST", "/", ["GET", "HEAD"]],
   ] as const) {
     it(`${method} ${path} -> Allow: ${allowed.join(", ")}`, async () => {
-      const res = await call(method, path, { token: await tokenFor("demo-owner") });
+      const res = await callRaw(method, path, { token: await tokenFor("demo-owner") });
       expectClientError(res, 405, new RegExp(method));
       expect(allowOf(res)).toEqual([...allowed]);
       expect(allowed).not.toContain(method);
@@ -88,27 +88,27 @@ describe("wrong method on a known path: 405 Shape B with Allow", () => {
   }
 
   it("answers 405 before authentication", async () => {
-    const res = await call("PUT", "/v1/contacts");
+    const res = await callRaw("PUT", "/v1/contacts");
     expectClientError(res, 405);
     expect(allowOf(res)).toEqual(["GET", "HEAD", "POST"]);
   });
 
   it("serves HEAD wherever GET works", async () => {
     const token = await tokenFor("demo-owner");
-    const head = await call("HEAD", "/v1/contacts", { token });
-    expect(head.status).toBe(200);
+    const head = await callRaw("HEAD", "/v1/contacts", { token });
+    expectStatus(head, 200);
     expect(head.body).toEqual({});
-    expect((await call("HEAD", "/health")).status).toBe(200);
+    expectStatus(await callRaw("HEAD", "/health"), 200);
   });
 });
 
 describe("request bodies", () => {
   const post = async (rawBody: string | undefined, headers: Record<string, string> = JSON_TYPE) =>
-    call("POST", "/v1/contacts", { token: await tokenFor("demo-owner"), rawBody, headers });
+    call("createContact", "/v1/contacts", { token: await tokenFor("demo-owner"), rawBody, headers });
 
   it("accepts a valid body (control for the cases below)", async () => {
-    const res = await call("POST", "/v1/contacts", { token: await tokenFor("demo-owner"), body: VALID_CONTACT });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const res = await call("createContact", "/v1/contacts", { token: await tokenFor("demo-owner"), body: VALID_CONTACT });
+    expectStatus(res, 201, JSON.stringify(res.body));
   });
 
   it("answers 400 Shape B naming the problem for malformed JSON", async () => {
@@ -124,7 +124,7 @@ describe("request bodies", () => {
   });
 
   it("answers 400 for an array body on PATCH too", async () => {
-    const res = await call("PATCH", "/v1/contacts/1", { token: await tokenFor("demo-owner"), rawBody: '["first_name"]', headers: JSON_TYPE });
+    const res = await call("updateContact", "/v1/contacts/1", { token: await tokenFor("demo-owner"), rawBody: '["first_name"]', headers: JSON_TYPE });
     expectClientError(res, 400, /JSON object/);
   });
 
@@ -141,11 +141,11 @@ describe("request bodies", () => {
 
   it("accepts application/json with a charset parameter", async () => {
     const res = await post(JSON.stringify({ ...VALID_CONTACT, email: "charset@example.com" }), { "Content-Type": "application/json; charset=utf-8" });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expectStatus(res, 201, JSON.stringify(res.body));
   });
 
   it("answers 415 on the group routes too", async () => {
-    const res = await call("POST", "/v1/contact-groups", { token: await tokenFor("demo-owner"), rawBody: "group_name=x", headers: { "Content-Type": "text/plain" } });
+    const res = await call("createContactGroup", "/v1/contact-groups", { token: await tokenFor("demo-owner"), rawBody: "group_name=x", headers: { "Content-Type": "text/plain" } });
     expectClientError(res, 415);
   });
 
@@ -175,7 +175,7 @@ describe("request bodies", () => {
   });
 
   it("answers 400 naming an unknown field on the group routes", async () => {
-    const res = await call("POST", "/v1/contact-groups", { token: await tokenFor("demo-owner"), body: { group_name: "G", colour: "red" } });
+    const res = await call("createContactGroup", "/v1/contact-groups", { token: await tokenFor("demo-owner"), body: { group_name: "G", colour: "red" } });
     expectClientError(res, 400, /Unknown field: colour/);
   });
 });
@@ -185,18 +185,18 @@ describe("path ids", () => {
   for (const id of bad) {
     it(`answers 400 Shape B for /v1/contacts/${id} and /v1/contact-groups/${id}`, async () => {
       const token = await tokenFor("demo-owner");
-      expectClientError(await call("GET", `/v1/contacts/${id}`, { token }), 400, /contact_id must be a positive integer/);
-      expectClientError(await call("DELETE", `/v1/contacts/${id}`, { token }), 400, /contact_id/);
-      expectClientError(await call("PATCH", `/v1/contacts/${id}`, { token, body: { first_name: "X" } }), 400, /contact_id/);
-      expectClientError(await call("GET", `/v1/contact-groups/${id}`, { token }), 400, /group_id must be a positive integer/);
-      expectClientError(await call("PATCH", `/v1/contact-groups/${id}/default`, { token }), 400, /group_id/);
+      expectClientError(await call("getContact", `/v1/contacts/${id}`, { token }), 400, /contact_id must be a positive integer/);
+      expectClientError(await call("deleteContact", `/v1/contacts/${id}`, { token }), 400, /contact_id/);
+      expectClientError(await call("updateContact", `/v1/contacts/${id}`, { token, body: { first_name: "X" } }), 400, /contact_id/);
+      expectClientError(await call("getContactGroup", `/v1/contact-groups/${id}`, { token }), 400, /group_id must be a positive integer/);
+      expectClientError(await call("setDefaultContactGroup", `/v1/contact-groups/${id}/default`, { token }), 400, /group_id/);
     });
   }
 
   it("answers 404, not 400, for a well-formed id that does not exist (control)", async () => {
     const token = await tokenFor("demo-owner");
-    expectClientError(await call("GET", "/v1/contacts/9007199254740991", { token }), 404);
-    expectClientError(await call("GET", "/v1/contact-groups/123456", { token }), 404);
+    expectClientError(await call("getContact", "/v1/contacts/9007199254740991", { token }), 404);
+    expectClientError(await call("getContactGroup", "/v1/contact-groups/123456", { token }), 404);
   });
 });
 
@@ -205,7 +205,7 @@ describe("query parameters", () => {
     const token = await tokenFor("demo-owner");
     for (const query of ["limit=abc", "limit=0", "limit=201", "offset=-1", "groupid=x", "deptid=0"]) {
       const name = query.split("=")[0]!;
-      expectClientError(await call("GET", `/v1/contacts?${query}`, { token }), 400, new RegExp(name));
+      expectClientError(await call("listContacts", `/v1/contacts?${query}`, { token }), 400, new RegExp(name));
     }
   });
 });
@@ -241,7 +241,7 @@ describe("the central error handler (unit)", () => {
   it("turns an unexpected error into a bare 500 Shape B without a stack trace or the message", async () => {
     for (const path of ["/boom", "/type-error"]) {
       const res = await get(path);
-      expect(res.status).toBe(500);
+      expectStatus(res, 500);
       expect(res.body).toEqual({ success: false, msg: "Internal server error", request_id: res.headers.get("X-Request-Id") });
       expectNoStackTrace(res);
     }
@@ -257,11 +257,11 @@ describe("the central error handler (unit)", () => {
 
   it("renders ApiErrors in their own shape, with their headers", async () => {
     const a = await get("/shape-a");
-    expect(a.status).toBe(403);
+    expectStatus(a, 403);
     expect(a.body).toEqual({ error: "insufficient_scope", error_description: "needs x", required_scope: "x", request_id: a.headers.get("X-Request-Id") });
     expect(a.headers.get("WWW-Authenticate")).toBe("Bearer");
     const b = await get("/shape-b");
-    expect(b.status).toBe(409);
+    expectStatus(b, 409);
     expect(b.body).toEqual({ success: false, msg: "duplicate", request_id: b.headers.get("X-Request-Id") });
     expect(b.headers.get("X-Extra")).toBe("1");
   });

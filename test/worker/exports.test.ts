@@ -11,7 +11,9 @@ import { todayIn } from "../../src/lib/time";
 import { CONTACT_PAGE_ROWS, contactExportPage, exportedFields, ITEM_PAGE_ROWS, itemExportPage } from "../../src/records/exports";
 import { contactFilter } from "../../src/records/contacts";
 import { itemFilter } from "../../src/records/items/queries";
+import { ContactExportRecordSchema, ItemExportRecordSchema } from "../../src/schemas/exports";
 import { ListItemsQuery } from "../../src/schemas/items";
+import type { z } from "zod";
 import {
   BASE,
   call,
@@ -27,8 +29,11 @@ import {
   fullScansOf,
   queryPlan,
   tokenFor,
-  type Json,
+  type DataOf,
   type TestAccount,
+  expectStatus,
+  callRaw,
+  ok,
 } from "./helpers";
 import { parseCsv } from "./support/csv";
 
@@ -68,19 +73,22 @@ function csvObjects(text: string): { header: string[]; rows: Array<Record<string
   const [header, ...records] = parseCsv(text);
   return { header: header!, rows: records.map((r) => Object.fromEntries(header!.map((h, i) => [h, restoreCsvFormula(r[i]!)]))) };
 }
-const ndjson = (text: string): Json[] => {
+type ContactRecord = z.output<typeof ContactExportRecordSchema>;
+
+/** NDJSON lines, typed by the export's record schema (src/schemas/exports.ts, published as `x-itemSchema`). */
+const ndjson = <T = z.output<typeof ItemExportRecordSchema>>(text: string): T[] => {
   expect(text === "" || text.endsWith("\n")).toBe(true);
   return text.split("\n").filter(Boolean).map((line) => JSON.parse(line));
 };
 
 async function exportCsv(token: string, query = "") {
   const res = await download(`/v1/items/export${query ? `?${query}` : ""}`, token);
-  expect(res.status, res.text).toBe(200);
+  expectStatus(res, 200, res.text);
   return { ...res, ...csvObjects(res.text) };
 }
 async function exportNdjson(token: string, query = "") {
   const res = await download(`/v1/items/export?format=ndjson${query ? `&${query}` : ""}`, token);
-  expect(res.status, res.text).toBe(200);
+  expectStatus(res, 200, res.text);
   return ndjson(res.text);
 }
 const sql = (statement: string, ...values: unknown[]) => env.DB.prepare(statement).bind(...values).run();
@@ -89,9 +97,9 @@ const sql = (statement: string, ...values: unknown[]) => env.DB.prepare(statemen
 // A small company with one item of each kind
 
 let acct: TestAccount;
-let ada: Json;
-let inspection: Json, permit: Json;
-let a: Json, b: Json, archivedItem: Json, done: Json;
+let ada: DataOf<"createContact">;
+let inspection: DataOf<"createDocumentType">, permit: DataOf<"createDocumentType">;
+let a: DataOf<"getItem">, b: DataOf<"getItem">, archivedItem: DataOf<"getItem">, done: DataOf<"getItem">;
 let foreignItem: number;
 
 beforeAll(async () => {
@@ -124,8 +132,8 @@ beforeAll(async () => {
     contact_id: ada.contact_id,
     notes: 'Check 🧯, the "main" hall\nsecond line, café',
   });
-  expect((await call("PUT", `/v1/items/${a.item_id}/tags`, { token, body: { tags: ["-neg", "a|b", "fire"] } })).status).toBe(200);
-  const [inspector, result, title, raw] = inspection.fields.map((f: Json) => f.autonum);
+  expectStatus(await call("setItemTags", `/v1/items/${a.item_id}/tags`, { token, body: { tags: ["-neg", "a|b", "fire"] } }), 200);
+  const [inspector, result, title, raw] = inspection.fields.map((f) => f.autonum);
   for (const [field, value] of [
     [inspector, 'Ada, "the" inspector'],
     [result, "Passed"],
@@ -136,12 +144,12 @@ beforeAll(async () => {
   }
   b = await createItem(token, { title: "City permit", expiry_date: "2030-01-15", document_type_id: permit.typeid, folder_path: "Permits" });
   await sql("UPDATE items SET external_id = 'ERP-1' WHERE id = ?", b.item_id);
-  const [permitInspector, authority] = permit.fields.map((f: Json) => f.autonum);
+  const [permitInspector, authority] = permit.fields.map((f) => f.autonum);
   await sql("INSERT INTO item_field_values (item_id, field_id, company_id, value) VALUES (?, ?, ?, 'Bob'), (?, ?, ?, 'City')", b.item_id, permitInspector, acct.companyId, b.item_id, authority, acct.companyId);
   archivedItem = await createItem(token, { title: "Old lease", expiry_date: "2029-06-01" });
-  expect((await call("PATCH", `/v1/items/${archivedItem.item_id}/archive`, { token, body: { archived: true } })).status).toBe(200);
+  expectStatus(await call("archiveItem", `/v1/items/${archivedItem.item_id}/archive`, { token, body: { archived: true } }), 200);
   done = await createItem(token, { title: "+1 call the office", expiry_date: "2031-12-01", item_type: "due" });
-  expect((await call("PATCH", `/v1/items/${done.item_id}/status`, { token, body: { status: "completed" } })).status).toBe(200);
+  expectStatus(await call("setItemStatus", `/v1/items/${done.item_id}/status`, { token, body: { status: "completed" } }), 200);
 
   const other = await createAccount();
   foreignItem = (await createItem(other.ownerToken, { title: "Someone else's", expiry_date: "2030-02-01" })).item_id;
@@ -204,15 +212,15 @@ describe("GET /v1/items/export: CSV", () => {
     expect(rows.map((r) => r.expiry_date)).toEqual(["15.01.2030", "31.03.2030", "01.12.2031"]);
     const { text } = await exportCsv(acct.ownerToken, `date_format=${encodeURIComponent("MMM D, YYYY")}`);
     expect(text).toContain(`,"Jan 15, 2030",`);
-    const settings = await call("PATCH", `/v1/companies/${acct.companyId}/settings`, { token: acct.ownerToken, body: { date_format: "MM/DD/YYYY" } });
-    expect(settings.status, JSON.stringify(settings.body)).toBe(200);
+    const settings = await call("updateCompanySettings", `/v1/companies/${acct.companyId}/settings`, { token: acct.ownerToken, body: { date_format: "MM/DD/YYYY" } });
+    expectStatus(settings, 200, JSON.stringify(settings.body));
     try {
       ({ rows } = await exportCsv(acct.ownerToken));
       expect(rows[0]!.expiry_date).toBe("01/15/2030");
       ({ rows } = await exportCsv(acct.ownerToken, "date_format=YYYY-MM-DD"));
       expect(rows[0]!.expiry_date).toBe("2030-01-15");
     } finally {
-      await call("PATCH", `/v1/companies/${acct.companyId}/settings`, { token: acct.ownerToken, body: { date_format: "YYYY-MM-DD" } });
+      await call("updateCompanySettings", `/v1/companies/${acct.companyId}/settings`, { token: acct.ownerToken, body: { date_format: "YYYY-MM-DD" } });
     }
   });
 });
@@ -220,7 +228,7 @@ describe("GET /v1/items/export: CSV", () => {
 describe("GET /v1/items/export: NDJSON", () => {
   it("one object per line with the same keys; item_id a number, archived a boolean, tags an array, fields an object; nothing neutralised", async () => {
     const res = await download("/v1/items/export?format=ndjson", acct.ownerToken);
-    expect(res.status).toBe(200);
+    expectStatus(res, 200);
     expect(res.headers.get("Content-Type")).toBe("application/x-ndjson");
     expect(res.headers.get("Content-Disposition")).toMatch(/^attachment; filename="items-\d{8}\.ndjson"$/);
     const lines = ndjson(res.text);
@@ -277,9 +285,9 @@ describe("GET /v1/items/export: recurrence rules", () => {
 
 describe("GET /v1/items/export: filters, tenancy, scopes, routing", () => {
   const listIds = async (query: string) => {
-    const res = await call("GET", `/v1/items?limit=200${query ? `&${query}` : ""}`, { token: acct.ownerToken });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return res.body.data.map((i: Json) => i.item_id);
+    const res = await call("listItems", `/v1/items?limit=200${query ? `&${query}` : ""}`, { token: acct.ownerToken });
+    expectStatus(res, 200, JSON.stringify(res.body));
+    return res.body.data.map((i) => i.item_id);
   };
 
   it("honours every filter of the list: the same items in the same order", async () => {
@@ -332,32 +340,32 @@ describe("GET /v1/items/export: filters, tenancy, scopes, routing", () => {
   it("needs items:read (403 Shape A), contacts export contacts:read", async () => {
     const contactsOnly = await tokenFor("demo-readonly", "contacts:read");
     const itemsOnly = await tokenFor("demo-readonly", "items:read");
-    const refused = await call("GET", "/v1/items/export", { token: contactsOnly });
+    const refused = await call("exportItems", "/v1/items/export", { token: contactsOnly });
     expectShapeA(refused, 403, "insufficient_scope");
     expect(refused.body.required_scope).toBe("items:read");
-    expectShapeA(await call("GET", "/v1/contacts/export", { token: itemsOnly }), 403, "insufficient_scope");
-    expect((await download("/v1/items/export", itemsOnly)).status).toBe(200);
-    expect((await download("/v1/contacts/export", contactsOnly)).status).toBe(200);
-    expectShapeA(await call("GET", "/v1/items/export"), 401, "invalid_token");
+    expectShapeA(await call("exportContacts", "/v1/contacts/export", { token: itemsOnly }), 403, "insufficient_scope");
+    expectStatus(await download("/v1/items/export", itemsOnly), 200);
+    expectStatus(await download("/v1/contacts/export", contactsOnly), 200);
+    expectShapeA(await call("exportItems", "/v1/items/export"), 401, "invalid_token");
   });
 
   it("is matched before /v1/items/{item_id}; refuses bad parameters with 400 Shape B; HEAD reads no page", async () => {
-    expect((await call("GET", `/v1/items/${a.item_id}`, { token: acct.ownerToken })).status).toBe(200);
-    expectShapeB(await call("GET", "/v1/items/exports", { token: acct.ownerToken }), 400, /item_id must be a positive integer/);
-    expectShapeB(await call("GET", "/v1/items/export?format=xml", { token: acct.ownerToken }), 400, /format must be one of: csv, ndjson/);
-    expectShapeB(await call("GET", "/v1/items/export?date_format=YY", { token: acct.ownerToken }), 400, /date_format must be one of/);
-    expectShapeB(await call("GET", "/v1/items/export?status=open", { token: acct.ownerToken }), 400, /status must be one of/);
-    expectShapeB(await call("GET", "/v1/items/export?format=csv&format=csv", { token: acct.ownerToken }), 400, /^format /);
-    expectShapeB(await call("GET", "/v1/contacts/export?groupid=x", { token: acct.ownerToken }), 400, /groupid/);
+    expectStatus(await call("getItem", `/v1/items/${a.item_id}`, { token: acct.ownerToken }), 200);
+    expectShapeB(await call("getItem", "/v1/items/exports", { token: acct.ownerToken }), 400, /item_id must be a positive integer/);
+    expectShapeB(await call("exportItems", "/v1/items/export?format=xml", { token: acct.ownerToken }), 400, /format must be one of: csv, ndjson/);
+    expectShapeB(await call("exportItems", "/v1/items/export?date_format=YY", { token: acct.ownerToken }), 400, /date_format must be one of/);
+    expectShapeB(await call("exportItems", "/v1/items/export?status=open", { token: acct.ownerToken }), 400, /status must be one of/);
+    expectShapeB(await call("exportItems", "/v1/items/export?format=csv&format=csv", { token: acct.ownerToken }), 400, /^format /);
+    expectShapeB(await call("exportContacts", "/v1/contacts/export?groupid=x", { token: acct.ownerToken }), 400, /groupid/);
     for (const path of ["/v1/items/export", "/v1/contacts/export"]) {
       for (const method of ["POST", "PUT", "PATCH", "DELETE"]) {
-        const res = await call(method, path, { token: acct.ownerToken, body: {} });
+        const res = await callRaw(method, path, { token: acct.ownerToken, body: {} });
         expectShapeB(res, 405, /allowed: GET, HEAD$/);
         expect(res.headers.get("Allow")).toBe("GET, HEAD");
       }
     }
     const head = await download("/v1/items/export", acct.ownerToken, "HEAD");
-    expect(head.status).toBe(200);
+    expectStatus(head, 200);
     expect(head.headers.get("Content-Type")).toBe("text/csv; charset=utf-8; header=present");
     expect(head.text).toBe("");
   });
@@ -368,7 +376,7 @@ describe("GET /v1/items/export: filters, tenancy, scopes, routing", () => {
 
 describe("GET /v1/contacts/export", () => {
   let own: TestAccount;
-  let group: Json, plain: Json, formula: Json;
+  let group: DataOf<"createContactGroup">, plain: DataOf<"createContact">, formula: DataOf<"createContact">;
 
   beforeAll(async () => {
     own = await createAccount();
@@ -379,7 +387,7 @@ describe("GET /v1/contacts/export", () => {
 
   it("CSV: the contract's columns, group by name, neutralised and quoted cells", async () => {
     const res = await download("/v1/contacts/export", own.ownerToken);
-    expect(res.status).toBe(200);
+    expectStatus(res, 200);
     expect(res.headers.get("Content-Disposition")).toMatch(/^attachment; filename="contacts-\d{8}\.csv"$/);
     const { header, rows } = csvObjects(res.text);
     expect(header).toEqual(CONTACT_COLUMNS);
@@ -404,7 +412,7 @@ describe("GET /v1/contacts/export", () => {
 
   it("NDJSON, filters as the list's, tenancy", async () => {
     const res = await download("/v1/contacts/export?format=ndjson", own.ownerToken);
-    const lines = ndjson(res.text);
+    const lines = ndjson<ContactRecord>(res.text);
     expect(lines[0]).toEqual({
       contact_id: plain.contact_id,
       first_name: "Zoë",
@@ -418,12 +426,12 @@ describe("GET /v1/contacts/export", () => {
       add_date: plain.add_date,
     });
     for (const query of [`groupid=${group.groupid}`, "groupid=0", `deptid=${own.deptId}`, "q=zoe", "q=risk", "q=%21"]) {
-      const list = await call("GET", `/v1/contacts?limit=200&${query}`, { token: own.ownerToken });
-      const exported = ndjson((await download(`/v1/contacts/export?format=ndjson&${query}`, own.ownerToken)).text);
-      expect(exported.map((l) => l.contact_id), query).toEqual(list.body.data.map((c: Json) => c.contact_id));
+      const list = ok(await call("listContacts", `/v1/contacts?limit=200&${query}`, { token: own.ownerToken }));
+      const exported = ndjson<ContactRecord>((await download(`/v1/contacts/export?format=ndjson&${query}`, own.ownerToken)).text);
+      expect(exported.map((l) => l.contact_id), query).toEqual(list.body.data.map((c) => c.contact_id));
     }
     expect(lines.map((l) => l.contact_id)).toEqual([plain.contact_id, formula.contact_id]);
-    const other = ndjson((await download("/v1/contacts/export?format=ndjson", acct.ownerToken)).text);
+    const other = ndjson<ContactRecord>((await download("/v1/contacts/export?format=ndjson", acct.ownerToken)).text);
     expect(other.map((l) => l.contact_id)).toEqual([ada.contact_id]);
   });
 });
@@ -478,7 +486,7 @@ describe("exports over several pages", () => {
     const ids = (await env.DB.prepare("SELECT id FROM contacts WHERE company_id = ? ORDER BY id").bind(big.companyId).all<{ id: number }>()).results.map((r) => r.id);
     const csv = csvObjects((await download("/v1/contacts/export", big.ownerToken)).text);
     expect(csv.rows.map((r) => Number(r.contact_id))).toEqual(ids);
-    const lines = ndjson((await download("/v1/contacts/export?format=ndjson", big.ownerToken)).text);
+    const lines = ndjson<ContactRecord>((await download("/v1/contacts/export?format=ndjson", big.ownerToken)).text);
     expect(lines.map((l) => l.contact_id)).toEqual(ids);
   });
 
@@ -506,7 +514,7 @@ describe("exports over several pages", () => {
       const ctx = createExecutionContext();
       const request = new Request(`${BASE}/v1/items/export`, { headers: { Authorization: `Bearer ${big.ownerToken}`, "X-Request-Id": "export-fails-1" } });
       const res = await worker.fetch(request as Request<unknown, IncomingRequestCfProperties>, { ...env, DB: failingDb(2) } as Cloudflare.Env, ctx);
-      expect(res.status).toBe(200);
+      expectStatus(res, 200);
       const reader = res.body!.getReader();
       const decoder = new TextDecoder();
       let received = "";

@@ -53,8 +53,14 @@ import {
   signTestToken,
   uniqueWord,
   type CallResult,
-  type Json,
+  type OpenApiJson, type Fields,
   type TestAccount,
+  fieldsOf,
+  type Operation as ApiOperation,
+  ok,
+  expectStatus,
+  callRaw,
+  openApiDocument,
 } from "./helpers";
 
 // ---------------------------------------------------------------------------------------------
@@ -90,11 +96,11 @@ function seedFor(key: string): number {
 // ---------------------------------------------------------------------------------------------
 // The operations, from the live document
 
-const doc: Json = (await call("GET", "/v1/openapi.json")).body;
+const doc: OpenApiJson = await openApiDocument();
 const METHODS = ["get", "put", "post", "delete", "patch", "options", "head", "trace"] as const;
 const TOKEN_URL: string = doc.components?.securitySchemes?.oauth2?.flows?.clientCredentials?.tokenUrl ?? "/v1/oauth/token";
 
-function deref(schema: Json | undefined): Json | undefined {
+function deref(schema: OpenApiJson | undefined): OpenApiJson | undefined {
   let s = schema;
   for (let i = 0; s && typeof s.$ref === "string" && i < 10; i++) s = doc.components?.schemas?.[s.$ref.replace("#/components/schemas/", "")];
   return s;
@@ -104,18 +110,18 @@ interface Operation {
   key: string;
   method: string;
   path: string;
-  pathParams: Json[];
-  queryParams: Json[];
+  pathParams: OpenApiJson[];
+  queryParams: OpenApiJson[];
   /** bearer: OAuth2 token; public: `security: []`; apiKey: another scheme (the upload token header). */
   auth: "bearer" | "public" | "apiKey";
   apiKeyHeader?: string;
   tokenEndpoint: boolean;
-  body?: { required: boolean; json?: Json };
+  body?: { required: boolean; json?: OpenApiJson };
 }
 
-function toOperation(path: string, method: string, op: Json): Operation {
-  const params: Json[] = (op.parameters ?? []).map((p: Json) => deref(p) ?? p);
-  const security: Json[] | undefined = op.security;
+function toOperation(path: string, method: string, op: OpenApiJson): Operation {
+  const params: OpenApiJson[] = (op.parameters ?? []).map((p: OpenApiJson) => deref(p) ?? p);
+  const security: OpenApiJson[] | undefined = op.security;
   let auth: Operation["auth"] = "bearer";
   let apiKeyHeader: string | undefined;
   if (Array.isArray(security) && security.length === 0) auth = "public";
@@ -124,7 +130,7 @@ function toOperation(path: string, method: string, op: Json): Operation {
     const scheme = doc.components?.securitySchemes?.[Object.keys(security[0] ?? {})[0] ?? ""];
     apiKeyHeader = scheme?.in === "header" ? scheme.name : undefined;
   }
-  const content: Json | undefined = op.requestBody?.content;
+  const content: OpenApiJson | undefined = op.requestBody?.content;
   const jsonType = content && Object.keys(content).find((t) => /^application\/([\w.-]+\+)?json$/i.test(t));
   return {
     key: `${method.toUpperCase()} ${path}`,
@@ -141,7 +147,7 @@ function toOperation(path: string, method: string, op: Json): Operation {
   };
 }
 
-const operations: Operation[] = Object.entries<Json>(doc.paths ?? {}).flatMap(([path, item]) =>
+const operations: Operation[] = Object.entries<OpenApiJson>(doc.paths ?? {}).flatMap(([path, item]) =>
   METHODS.filter((m) => item[m]).map((m) => toOperation(path, m, item[m])),
 );
 
@@ -155,10 +161,10 @@ interface Fixtures {
 }
 let fx: Fixtures;
 
-async function mustCall(token: string, method: string, path: string, body?: unknown): Promise<CallResult> {
-  const res = await call(method, path, { token, body });
-  if (res.status >= 300) throw new Error(`fixture ${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
-  return res;
+async function mustCall<O extends ApiOperation>(token: string, operation: O, path: string, body?: unknown) {
+  const res = await call(operation, path, { token, body });
+  if (res.status >= 300) throw new Error(`fixture ${operation} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+  return ok(res);
 }
 
 async function firstId(sql: string, ...binds: unknown[]): Promise<number> {
@@ -175,14 +181,14 @@ async function makeFixtures(): Promise<Fixtures> {
   const { ownerToken: t, companyId } = account;
   const contact = await createContact(t);
   const group = await createGroup(t);
-  await mustCall(t, "POST", "/v1/departments", { dept_name: uniqueWord("Dept ") });
+  await mustCall(t, "createDepartment", "/v1/departments", { dept_name: uniqueWord("Dept ") });
   const docType = await createDocumentType(t, { fields: [{ field_name: "Policy number", field_type: "text" }] });
-  await mustCall(t, "POST", "/v1/folders", { folder_name: uniqueWord("Folder ") });
+  await mustCall(t, "createFolder", "/v1/folders", { folder_name: uniqueWord("Folder ") });
   const item = await createItem(t, { expiry_date: `${FUTURE_YEAR}-01-15`, contact_id: contact.contact_id });
-  await mustCall(t, "PUT", `/v1/items/${item.item_id}/tags`, { tags: ["fuzz"] });
-  await mustCall(t, "POST", "/v1/reminder-sequences", { name: uniqueWord("Seq "), reminders: [{ period: 7, unit: "day", type: 1 }] });
-  await mustCall(t, "POST", "/v1/tasks", { title: "Fuzz task", due_at: `${FUTURE_YEAR}-01-01 09:00:00`, item_id: item.item_id });
-  const session = await mustCall(t, "POST", "/v1/uploads", { filename: "fuzz.txt" });
+  await mustCall(t, "setItemTags", `/v1/items/${item.item_id}/tags`, { tags: ["fuzz"] });
+  await mustCall(t, "createReminderSequence", "/v1/reminder-sequences", { name: uniqueWord("Seq "), reminders: [{ period: 7, unit: "day", type: 1 }] });
+  await mustCall(t, "createTask", "/v1/tasks", { title: "Fuzz task", due_at: `${FUTURE_YEAR}-01-01 09:00:00`, item_id: item.item_id });
+  const session = await mustCall(t, "createUploadSession", "/v1/uploads", { filename: "fuzz.txt" });
   const put = await readResult(
     await exports.default.fetch(
       new Request(`${BASE}/v1/uploads`, {
@@ -190,18 +196,18 @@ async function makeFixtures(): Promise<Fixtures> {
         headers: { "X-Upload-Token": session.body.data.upload_token, "Content-Type": "application/octet-stream" },
         body: new TextEncoder().encode("fuzz bytes"),
       }),
-    ),
+    ), "uploadFileBytes",
   );
   if (put.status !== 200) throw new Error(`fixture upload: ${put.status} ${JSON.stringify(put.body)}`);
   const fileId: string = put.body.data.file_id;
-  await mustCall(t, "POST", `/v1/items/${item.item_id}/attachments`, { file_id: fileId });
-  let reminders = await mustCall(t, "GET", `/v1/items/${item.item_id}/reminders`);
+  await mustCall(t, "attachFile", `/v1/items/${item.item_id}/attachments`, { file_id: fileId });
+  let reminders = await mustCall(t, "listItemReminders", `/v1/items/${item.item_id}/reminders`);
   if (!reminders.body.data.queued.length) {
-    await mustCall(t, "POST", `/v1/items/${item.item_id}/reminders`, { period: 3, unit: "day", rtype: 1 });
-    reminders = await mustCall(t, "GET", `/v1/items/${item.item_id}/reminders`);
+    await mustCall(t, "createItemReminder", `/v1/items/${item.item_id}/reminders`, { period: 3, unit: "day", rtype: 1 });
+    reminders = await mustCall(t, "listItemReminders", `/v1/items/${item.item_id}/reminders`);
   }
   // Disabled: no events are recorded for it, so no deliveries run in the background.
-  const webhook = await mustCall(t, "POST", "/v1/webhooks", { url: "http://127.0.0.1:9/fuzz", events: ["item.created"], enabled: false });
+  const webhook = await mustCall(t, "createWebhook", "/v1/webhooks", { url: "http://127.0.0.1:9/fuzz", events: ["item.created"], enabled: false });
   const task = await env.DB.prepare("SELECT id, public_id FROM tasks WHERE company_id = ?").bind(companyId).first<{ id: number; public_id: string }>();
   const ids = (...xs: Array<number | string>) => xs.map(String);
   return {
@@ -217,7 +223,7 @@ async function makeFixtures(): Promise<Fixtures> {
       folder_id: ids(await firstId("SELECT id FROM folders WHERE company_id = ?", companyId)),
       task_id: ids(task!.id, task!.public_id),
       file_id: [fileId],
-      reminder_id: ids(reminders.body.data.queued[0].reminder_id),
+      reminder_id: ids(reminders.body.data.queued[0]!.reminder_id),
       webhook_id: ids(webhook.body.data.webhook_id),
     },
   };
@@ -328,7 +334,7 @@ const UNKNOWN_KEYS = ["__proto__", "constructor", "prototype", "toString", "__fu
 const json = (value: unknown) => JSON.stringify(value);
 
 /** A value of the schema's JSON type that the schema refuses, or undefined when none is known. */
-function invalidValue(schemaIn: Json | undefined, depth = 0): fc.Arbitrary<Raw> | undefined {
+function invalidValue(schemaIn: OpenApiJson | undefined, depth = 0): fc.Arbitrary<Raw> | undefined {
   const s = deref(schemaIn);
   if (!s || depth > 3) return undefined;
   const arbs: fc.Arbitrary<Raw>[] = [];
@@ -406,7 +412,7 @@ function invalidValue(schemaIn: Json | undefined, depth = 0): fc.Arbitrary<Raw> 
 }
 
 /** A plausible value (the documented example when there is one). */
-function sampleValue(schemaIn: Json | undefined): Raw {
+function sampleValue(schemaIn: OpenApiJson | undefined): Raw {
   const s = deref(schemaIn);
   if (!s) return '"x"';
   if (s.example !== undefined) return json(s.example);
@@ -420,7 +426,7 @@ function sampleValue(schemaIn: Json | undefined): Raw {
 }
 
 /** A value that may or may not be valid: examples, enum members, junk, random JSON. */
-function maybeValue(schemaIn: Json | undefined): fc.Arbitrary<Raw> {
+function maybeValue(schemaIn: OpenApiJson | undefined): fc.Arbitrary<Raw> {
   const s = deref(schemaIn);
   const arbs: fc.Arbitrary<Raw>[] = [fc.constantFrom(...JUNK), fc.constant(sampleValue(s)), fc.json({ maxDepth: 2 })];
   if (Array.isArray(s?.enum)) arbs.push(fc.constantFrom(...s.enum.map(json)));
@@ -432,8 +438,8 @@ function maybeValue(schemaIn: Json | undefined): fc.Arbitrary<Raw> {
  * unknown keys; sometimes a key given twice (JSON.parse keeps the last one, which decides).
  * `forceInvalid` makes sure the object violates the schema.
  */
-function objectArb(s: Json, depth: number, forceInvalid: boolean): fc.Arbitrary<Val & { label: string }> {
-  const props = Object.entries<Json>(s.properties ?? {});
+function objectArb(s: Fields, depth: number, forceInvalid: boolean): fc.Arbitrary<Val & { label: string }> {
+  const props = Object.entries<OpenApiJson>(s.properties ?? {});
   const names = new Set(props.map(([name]) => name));
   const required: string[] = Array.isArray(s.required) ? s.required : [];
   const strict = s.additionalProperties === false;
@@ -552,7 +558,7 @@ function decodeSegment(segment: string): string | undefined {
 }
 
 /** True when `segment` is a well-formed value of the path parameter (it might name a record). */
-function wellFormed(param: Json, segment: string): boolean {
+function wellFormed(param: Fields, segment: string): boolean {
   const value = decodeSegment(segment);
   if (value === undefined || value === "." || value === "..") return false;
   const s = deref(param.schema) ?? {};
@@ -565,7 +571,7 @@ function wellFormed(param: Json, segment: string): boolean {
 const B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
 
 /** A well-formed id that names no record. */
-function absentId(param: Json): fc.Arbitrary<string> {
+function absentId(param: Fields): fc.Arbitrary<string> {
   const s = deref(param.schema) ?? {};
   const example = param.example ?? s.example;
   if (typeof example === "string" && example.length > 8) {
@@ -582,7 +588,7 @@ function pathArb(op: Operation): fc.Arbitrary<PathChoice> {
   const names = op.pathParams.map((p) => p.name as string);
   const real = names.every((n) => fx.realIds[n]?.length);
   const absent = fc.tuple(...op.pathParams.map(absentId)).map((v): PathChoice => ({ kind: "absent", values: Object.fromEntries(names.map((n, i) => [n, v[i]!])) }));
-  const junkFor = (p: Json) =>
+  const junkFor = (p: OpenApiJson) =>
     fc.oneof(fc.constantFrom(...JUNK_SEGMENTS), fc.string({ minLength: 1, maxLength: 30 }).map(encodeURIComponent), fc.integer({ min: -1e6, max: 0 }).map(String)).filter((seg) => !wellFormed(p, seg));
   // Each parameter junk, real or absent; at least one junk.
   const junk = fc
@@ -606,14 +612,14 @@ function pathArb(op: Operation): fc.Arbitrary<PathChoice> {
 // Query strings -------------------------------------------------------------------------------
 
 /** A query parameter's schema; an `anyOf` of named values and a pattern (the item list's period) is read as its named values. */
-function querySchema(param: Json): Json {
+function querySchema(param: Fields): OpenApiJson {
   const s = deref(param.schema) ?? {};
-  const named = (s.anyOf as Json[] | undefined)?.find((branch) => Array.isArray(branch.enum));
+  const named = (s.anyOf as OpenApiJson[] | undefined)?.find((branch) => Array.isArray(branch.enum));
   return named ? { ...s, enum: named.enum } : s;
 }
 
 /** Percent-encoded query values that the parameter's schema refuses. */
-function invalidQueryValues(param: Json): string[] {
+function invalidQueryValues(param: Fields): string[] {
   const s = querySchema(param);
   const out: string[] = ["%00", "%0A", "a%1Bb"]; // control characters
   if (s.type === "integer" || s.type === "number") {
@@ -628,7 +634,7 @@ function invalidQueryValues(param: Json): string[] {
   return out;
 }
 
-function maybeQueryValue(param: Json): fc.Arbitrary<string> {
+function maybeQueryValue(param: Fields): fc.Arbitrary<string> {
   const s = querySchema(param);
   const arbs: fc.Arbitrary<string>[] = [fc.constantFrom("1", "0", "-0", "01", "", "a", "%C3%A9", "%F0%9F%98%80", "%25", "50%", "%2B", "+")];
   if (Array.isArray(s.enum)) arbs.push(fc.constantFrom(...s.enum.map((v: unknown) => encodeURIComponent(String(v)))));
@@ -838,7 +844,8 @@ const STACK_TRACE = /\bat\s+\S+\s+\(|\.ts:\d+|\.js:\d+|node_modules|file:\/\/|\/
 
 function shapeProblems(op: Operation, res: CallResult): string[] {
   const problems: string[] = [];
-  const body = res.body;
+  // Any status of any operation, fuzzed: the body is checked field by field, so it is read as loose fields.
+  const body = fieldsOf(res);
   const keys = Object.keys(body);
   const shapeA = () => {
     if (typeof body.error !== "string" || body.error === "") problems.push("Shape A: `error` is not a non-empty string");
@@ -871,7 +878,8 @@ function shapeProblems(op: Operation, res: CallResult): string[] {
 function namesBodyField(op: Operation, res: CallResult): boolean {
   const names = Object.keys(op.body?.json?.properties ?? {});
   if (res.status !== 400 || !names.length) return false;
-  const message = op.tokenEndpoint ? res.body.error_description : res.body.success === false ? res.body.msg : undefined;
+  const body = fieldsOf(res);
+  const message = op.tokenEndpoint ? body.error_description : body.success === false ? body.msg : undefined;
   if (typeof message !== "string") return false;
   const escaped = names.map((n) => n.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
   return new RegExp(`(^|[^A-Za-z0-9_])(${escaped.join("|")})([^A-Za-z0-9_]|$)`).test(message);
@@ -934,7 +942,7 @@ async function runCase(op: Operation, c: Case): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Fixed examples, so that every operation certainly gets an invalid field and an oversized body
 
-function wrongType(schemaIn: Json | undefined): Raw {
+function wrongType(schemaIn: OpenApiJson | undefined): Raw {
   const s = deref(schemaIn) ?? {};
   if (s.type === "string") return "12345";
   if (s.type === "integer" || s.type === "number") return '"not a number"';
@@ -944,7 +952,7 @@ function wrongType(schemaIn: Json | undefined): Raw {
 }
 
 /** The parameter's documented example when it is well-formed (a record of no other company of ours), else a large id. */
-function wellFormedExample(param: Json): string {
+function wellFormedExample(param: Fields): string {
   const example = param.example ?? deref(param.schema)?.example;
   return example !== undefined && wellFormed(param, encodeURIComponent(String(example))) ? encodeURIComponent(String(example)) : "987654321";
 }
@@ -957,12 +965,12 @@ function examples(op: Operation): Case[] {
     : { kind: "absent" as const, values: Object.fromEntries(op.pathParams.map((p) => [p.name, wellFormedExample(p)])) };
   const s = op.body?.json;
   if (s?.properties) {
-    const [field, fieldSchema] = Object.entries<Json>(s.properties).find(([k]) => s.required?.includes(k)) ?? Object.entries<Json>(s.properties)[0]!;
+    const [field, fieldSchema] = Object.entries<OpenApiJson>(s.properties).find(([k]) => s.required?.includes(k)) ?? Object.entries<OpenApiJson>(s.properties)[0]!;
     const raw = `{${json(field)}:${wrongType(fieldSchema)}}`;
     out.push({ path: real, query: NO_QUERY, body: { label: `${field} of the wrong type`, contentType: "application/json", payload: () => raw, invalid: true } });
     const dup = `{${json(field)}:${sampleValue(fieldSchema)},${json(field)}:${wrongType(fieldSchema)}}`;
     out.push({ path: real, query: NO_QUERY, body: { label: `${field} twice, the last of the wrong type`, contentType: "application/json", payload: () => dup, invalid: true } });
-    const surrogate = Object.entries<Json>(s.properties).find(([, ps]) => deref(ps)?.type === "string");
+    const surrogate = Object.entries<OpenApiJson>(s.properties).find(([, ps]) => deref(ps)?.type === "string");
     if (surrogate) {
       const text = `{${json(surrogate[0])}:"\\ud800"}`;
       out.push({ path: real, query: NO_QUERY, body: { label: `${surrogate[0]} a lone surrogate`, contentType: "application/json", payload: () => text, invalid: true } });
@@ -1049,9 +1057,9 @@ describe("without a valid token", () => {
         const where = `${op.key} with ${label}: ${res.status} ${JSON.stringify(res.body)}`;
         expect(res.status, where).toBeLessThan(500);
         if (op.auth === "bearer" || op.auth === "apiKey") {
-          expect(res.status, where).toBe(401);
-          expect(res.body.error, where).toBe("invalid_token");
-          expect(typeof res.body.error_description, where).toBe("string");
+          expectStatus(res, 401, where);
+          expect(fieldsOf(res).error, where).toBe("invalid_token");
+          expect(typeof fieldsOf(res).error_description, where).toBe("string");
           expect(res.headers.get("WWW-Authenticate"), where).toBeTruthy();
         } else if (res.status >= 400) {
           expect(shapeProblems(op, res), where).toEqual([]);
@@ -1075,7 +1083,7 @@ describe("without a valid token", () => {
         const res = await readResult(
           await exports.default.fetch(new Request(`${BASE}${op.path.replace(/\{[^}]+\}/g, "987654321")}`, { method: op.method, headers: { Authorization: authorization } })),
         );
-        if (res.status !== 401 || res.body.error !== "invalid_token" || !res.headers.get("WWW-Authenticate")) {
+        if (res.status !== 401 || fieldsOf(res).error !== "invalid_token" || !res.headers.get("WWW-Authenticate")) {
           throw new Error(`${op.key} with Authorization ${JSON.stringify(authorization)}: ${res.status} ${JSON.stringify(res.body)}`);
         }
       }),
@@ -1096,21 +1104,21 @@ describe("PUT /v1/uploads with a real upload token", () => {
     );
     await fc.assert(
       fc.asyncProperty(contentLength, fc.uint8Array({ minLength: 1, maxLength: 64 }), async (declared, bytes) => {
-        const session = await mustCall(fx.account.ownerToken, "POST", "/v1/uploads", { filename: "fuzz.bin" });
+        const session = await mustCall(fx.account.ownerToken, "createUploadSession", "/v1/uploads", { filename: "fuzz.bin" });
         const token: string = session.body.data.upload_token;
         const before = await fingerprint();
         const headers: Record<string, string> = { "X-Upload-Token": token, "Content-Type": "application/octet-stream" };
         if (declared !== undefined) headers["Content-Length"] = declared;
         // A stream: fetch sets no Content-Length of its own for it.
         const body = new ReadableStream<Uint8Array>({ start: (controller) => (controller.enqueue(bytes), controller.close()) });
-        const res = await readResult(await exports.default.fetch(new Request(`${BASE}/v1/uploads`, { method: "PUT", headers, body })));
+        const res = await readResult(await exports.default.fetch(new Request(`${BASE}/v1/uploads`, { method: "PUT", headers, body })), "uploadFileBytes");
         const where = `PUT /v1/uploads with Content-Length ${JSON.stringify(declared)} and ${bytes.length} bytes: ${res.status} ${JSON.stringify(res.body)}`;
         if (![400, 411, 413].includes(res.status)) throw new Error(`expected 400, 411 or 413: ${where}`);
         const problems = shapeProblems({ key: "PUT /v1/uploads", tokenEndpoint: false } as Operation, res);
         const changed = changedParts(before, await fingerprint());
         if (problems.length || changed.length) throw new Error(`${[...problems, ...changed.map((k) => `${k} changed`)].join("; ")}: ${where}`);
         const retry = await readResult(
-          await exports.default.fetch(new Request(`${BASE}/v1/uploads`, { method: "PUT", headers: { "X-Upload-Token": token }, body: bytes })),
+          await exports.default.fetch(new Request(`${BASE}/v1/uploads`, { method: "PUT", headers: { "X-Upload-Token": token }, body: bytes })), "uploadFileBytes",
         );
         if (retry.status !== 200) throw new Error(`the token did not stay usable (${retry.status} ${JSON.stringify(retry.body)}) after ${where}`);
       }),
@@ -1139,7 +1147,7 @@ describe("undocumented methods", () => {
           ),
         );
         const where = `${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`;
-        expect(res.status, where).toBe(405);
+        expectStatus(res, 405, where);
         expect(shapeProblems(op, res), where).toEqual([]);
         const allow = (res.headers.get("Allow") ?? "").split(/\s*,\s*/);
         for (const m of methods) expect(allow, where).toContain(m);
@@ -1193,20 +1201,20 @@ describe("regressions found by fuzzing", () => {
     const dump = () =>
       runInDurableObject(clockFor(env, companyId), (_instance, state) => state.storage.sql.exec("SELECT * FROM items ORDER BY item_id").toArray());
     const before = await dump();
-    const res = await call("GET", "/v1/items/987654321", { token: ownerToken });
-    expect(res.status).toBe(404);
+    const res = await call("getItem", "/v1/items/987654321", { token: ownerToken });
+    expectStatus(res, 404);
     expect(await dump()).toEqual(before);
   });
 
   it("BUG-1: an item created under an id that was once read as 404 is readable and gets its reminders", async () => {
     const { ownerToken } = await createAccount();
     const id = await nextItemId();
-    expect((await call("GET", `/v1/items/${id}`, { token: ownerToken })).status).toBe(404);
-    const created = await call("POST", "/v1/items", { token: ownerToken, body: { title: "Created after a 404", expiry_date: `${FUTURE_YEAR}-06-01` } });
-    expect(created.status).toBe(201);
+    expectStatus(await call("getItem", `/v1/items/${id}`, { token: ownerToken }), 404);
+    const created = await call("createItem", "/v1/items", { token: ownerToken, body: { title: "Created after a 404", expiry_date: `${FUTURE_YEAR}-06-01` } });
+    expectStatus(created, 201);
     expect(created.body.data.item_id).toBe(id);
-    const detail = await call("GET", `/v1/items/${id}`, { token: ownerToken });
-    expect(detail.status, JSON.stringify(detail.body)).toBe(200);
+    const detail = await call("getItem", `/v1/items/${id}`, { token: ownerToken });
+    expectStatus(detail, 200, JSON.stringify(detail.body));
     expect(detail.body.data.reminders.queued.length).toBeGreaterThan(0);
   });
 });

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import {
   GROUP_FIELDS,
   TIMESTAMP,
-  type Json,
+  type DataOf,
   call,
   contactCounts,
   createContact,
@@ -14,6 +14,8 @@ import {
   demoTokens,
   uniqueWord,
   defaultGroupsOf,
+  expectStatus,
+  ok,
 } from "./helpers";
 
 // Contact groups: CRUD, defaults, moves, deletes, contacts_count, tenancy and scopes.
@@ -24,23 +26,23 @@ beforeAll(async () => {
   ({ owner, member, other, readonly } = await demoTokens());
 });
 
-async function getGroup(id: number, token = owner): Promise<Json> {
-  const res = await call("GET", `/v1/contact-groups/${id}`, { token });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
+async function getGroup(id: number, token = owner): Promise<DataOf<"getContactGroup">> {
+  const res = await call("getContactGroup", `/v1/contact-groups/${id}`, { token });
+  expectStatus(res, 200, JSON.stringify(res.body));
   return res.body.data;
 }
 
-async function getContact(id: number): Promise<Json> {
-  const res = await call("GET", `/v1/contacts/${id}`, { token: owner });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
+async function getContact(id: number): Promise<DataOf<"getContact">> {
+  const res = await call("getContact", `/v1/contacts/${id}`, { token: owner });
+  expectStatus(res, 200, JSON.stringify(res.body));
   return res.body.data;
 }
 
 async function listGroups(query = "", token = owner) {
-  const res = await call("GET", `/v1/contact-groups${query ? `?${query}` : ""}`, { token });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  const res = await call("listContactGroups", `/v1/contact-groups${query ? `?${query}` : ""}`, { token });
+  expectStatus(res, 200, JSON.stringify(res.body));
   expect(res.body.success).toBe(true);
-  return res.body as { data: Json[]; meta: { total: number; limit: number; offset: number } };
+  return res.body;
 }
 
 /** The ids of a department's default groups, straight from D1. */
@@ -60,8 +62,8 @@ async function insertGroupInForeignDept(): Promise<number> {
 describe("POST /v1/contact-groups", () => {
   it("201 with msg and the group; defaults to the default department, isdefault 0, contacts_count 0", async () => {
     const name = uniqueWord("Suppliers");
-    const res = await call("POST", "/v1/contact-groups", { token: owner, body: { group_name: name } });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const res = await call("createContactGroup", "/v1/contact-groups", { token: owner, body: { group_name: name } });
+    expectStatus(res, 201, JSON.stringify(res.body));
     expect(res.body.success).toBe(true);
     expect(typeof res.body.msg).toBe("string");
     const data = res.body.data;
@@ -86,7 +88,7 @@ describe("POST /v1/contact-groups", () => {
 
   it("400 naming group_name when it is missing, empty, blank or too long", async () => {
     for (const body of [{}, { group_name: "" }, { group_name: "   " }, { group_name: "x".repeat(101) }, { group_name: 5 }]) {
-      const res = await call("POST", "/v1/contact-groups", { token: owner, body });
+      const res = await call("createContactGroup", "/v1/contact-groups", { token: owner, body });
       expectShapeB(res, 400, /group_name/);
     }
   });
@@ -94,7 +96,7 @@ describe("POST /v1/contact-groups", () => {
   it("400 for a deptid that does not exist, another company's department, or a non-integer", async () => {
     for (const deptid of [999999, 2, "1", 0, 1.5]) {
       const name = uniqueWord("nodept");
-      const res = await call("POST", "/v1/contact-groups", { token: owner, body: { group_name: name, deptid } });
+      const res = await call("createContactGroup", "/v1/contact-groups", { token: owner, body: { group_name: name, deptid } });
       expectShapeB(res, 400, /deptid/);
       const row = await env.DB.prepare("SELECT id FROM contact_groups WHERE name = ?").bind(name).first();
       expect(row).toBeNull();
@@ -103,13 +105,13 @@ describe("POST /v1/contact-groups", () => {
 
   it("400 when isdefault is not 0 or 1", async () => {
     for (const isdefault of [2, -1, "1", true, null]) {
-      const res = await call("POST", "/v1/contact-groups", { token: owner, body: { group_name: uniqueWord(), isdefault } });
+      const res = await call("createContactGroup", "/v1/contact-groups", { token: owner, body: { group_name: uniqueWord(), isdefault } });
       expectShapeB(res, 400, /isdefault/);
     }
   });
 
   it("400 for unknown fields", async () => {
-    const res = await call("POST", "/v1/contact-groups", { token: owner, body: { group_name: uniqueWord(), name: "x" } });
+    const res = await call("createContactGroup", "/v1/contact-groups", { token: owner, body: { group_name: uniqueWord(), name: "x" } });
     expectShapeB(res, 400, /name/);
   });
 
@@ -135,7 +137,7 @@ describe("POST /v1/contact-groups", () => {
     const name = uniqueWord("Dup");
     await createGroup(owner, { deptid: dept, group_name: name });
     for (const dup of [name, name.toUpperCase(), ` ${name.toLowerCase()} `]) {
-      const res = await call("POST", "/v1/contact-groups", { token: member, body: { group_name: dup, deptid: dept } });
+      const res = await call("createContactGroup", "/v1/contact-groups", { token: member, body: { group_name: dup, deptid: dept } });
       expectShapeB(res, 409, /already exists|duplicate/i);
     }
     const { results } = await env.DB.prepare("SELECT id FROM contact_groups WHERE dept_id = ? ").bind(dept).all();
@@ -146,7 +148,7 @@ describe("POST /v1/contact-groups", () => {
     const dept = await createDepartment();
     const def = await createGroup(owner, { deptid: dept, isdefault: 1 });
     const other_ = await createGroup(owner, { deptid: dept });
-    const res = await call("POST", "/v1/contact-groups", {
+    const res = await call("createContactGroup", "/v1/contact-groups", {
       token: owner,
       body: { group_name: other_.group_name, deptid: dept, isdefault: 1 },
     });
@@ -226,7 +228,7 @@ describe("GET /v1/contact-groups", () => {
   });
 
   it("400 for a non-integer deptid", async () => {
-    expectShapeB(await call("GET", "/v1/contact-groups?deptid=abc", { token: owner }), 400, /deptid/);
+    expectShapeB(await call("listContactGroups", "/v1/contact-groups?deptid=abc", { token: owner }), 400, /deptid/);
   });
 
   it("reports contacts_count per group, in the list and on GET", async () => {
@@ -247,8 +249,8 @@ describe("GET /v1/contact-groups", () => {
 
     // Counts follow moves and deletes of contacts.
     const moved = await createContact(owner, { groupid: g1.groupid });
-    await call("PATCH", `/v1/contacts/${moved.contact_id}`, { token: owner, body: { groupid: g3.groupid } });
-    await call("DELETE", `/v1/contacts/${(await createContact(owner, { groupid: g2.groupid })).contact_id}`, { token: owner });
+    await call("updateContact", `/v1/contacts/${moved.contact_id}`, { token: owner, body: { groupid: g3.groupid } });
+    await call("deleteContact", `/v1/contacts/${(await createContact(owner, { groupid: g2.groupid })).contact_id}`, { token: owner });
     expect((await getGroup(g1.groupid)).contacts_count).toBe(3);
     expect((await getGroup(g2.groupid)).contacts_count).toBe(1);
     expect((await getGroup(g3.groupid)).contacts_count).toBe(1);
@@ -272,13 +274,13 @@ describe("GET /v1/contact-groups", () => {
 describe("GET /v1/contact-groups/{group_id}", () => {
   it("404 Shape B for an unknown group and for another company's group", async () => {
     const theirs = await createGroup(other);
-    expectShapeB(await call("GET", "/v1/contact-groups/999999999", { token: owner }), 404, /not found/i);
-    expectShapeB(await call("GET", `/v1/contact-groups/${theirs.groupid}`, { token: owner }), 404, /not found/i);
+    expectShapeB(await call("getContactGroup", "/v1/contact-groups/999999999", { token: owner }), 404, /not found/i);
+    expectShapeB(await call("getContactGroup", `/v1/contact-groups/${theirs.groupid}`, { token: owner }), 404, /not found/i);
   });
 
   it("400 for an id that is not a positive integer", async () => {
     for (const id of ["abc", "0", "-2"]) {
-      expectShapeB(await call("GET", `/v1/contact-groups/${id}`, { token: owner }), 400, /group_id/);
+      expectShapeB(await call("getContactGroup", `/v1/contact-groups/${id}`, { token: owner }), 400, /group_id/);
     }
   });
 });
@@ -286,14 +288,14 @@ describe("GET /v1/contact-groups/{group_id}", () => {
 describe("PATCH /v1/contact-groups/{group_id}", () => {
   it("400 'No updatable fields provided' for an empty body", async () => {
     const g = await createGroup(owner);
-    expectShapeB(await call("PATCH", `/v1/contact-groups/${g.groupid}`, { token: owner, body: {} }), 400, /No updatable fields provided/);
+    expectShapeB(await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: {} }), 400, /No updatable fields provided/);
   });
 
   it("renames; 200 with msg and the group", async () => {
     const g = await createGroup(owner);
     const name = uniqueWord("Renamed");
-    const res = await call("PATCH", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { group_name: name } });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const res = await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { group_name: name } });
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(typeof res.body.msg).toBe("string");
     expect(res.body.data).toEqual({ ...g, group_name: name });
     expect(await getGroup(g.groupid)).toEqual({ ...g, group_name: name });
@@ -301,8 +303,8 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
 
   it("400 for an empty group_name or an invalid isdefault", async () => {
     const g = await createGroup(owner);
-    expectShapeB(await call("PATCH", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { group_name: " " } }), 400, /group_name/);
-    expectShapeB(await call("PATCH", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { isdefault: 3 } }), 400, /isdefault/);
+    expectShapeB(await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { group_name: " " } }), 400, /group_name/);
+    expectShapeB(await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { isdefault: 3 } }), 400, /isdefault/);
     expect(await getGroup(g.groupid)).toEqual(g);
   });
 
@@ -310,11 +312,11 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     const dept = await createDepartment();
     const a = await createGroup(owner, { deptid: dept });
     const b = await createGroup(owner, { deptid: dept });
-    const res = await call("PATCH", `/v1/contact-groups/${b.groupid}`, { token: owner, body: { group_name: a.group_name.toUpperCase() } });
+    const res = await call("updateContactGroup", `/v1/contact-groups/${b.groupid}`, { token: owner, body: { group_name: a.group_name.toUpperCase() } });
     expectShapeB(res, 409);
     expect(await getGroup(b.groupid)).toEqual(b);
-    const self = await call("PATCH", `/v1/contact-groups/${b.groupid}`, { token: owner, body: { group_name: b.group_name.toUpperCase() } });
-    expect(self.status, JSON.stringify(self.body)).toBe(200);
+    const self = await call("updateContactGroup", `/v1/contact-groups/${b.groupid}`, { token: owner, body: { group_name: b.group_name.toUpperCase() } });
+    expectStatus(self, 200, JSON.stringify(self.body));
     expect(self.body.data.group_name).toBe(b.group_name.toUpperCase());
   });
 
@@ -323,15 +325,15 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     const a = await createGroup(owner, { deptid: dept, isdefault: 1 });
     const b = await createGroup(owner, { deptid: dept });
     const other1 = await createGroup(owner, { deptid: 1, isdefault: 1 });
-    const res = await call("PATCH", `/v1/contact-groups/${b.groupid}`, { token: owner, body: { isdefault: 1 } });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const res = await call("updateContactGroup", `/v1/contact-groups/${b.groupid}`, { token: owner, body: { isdefault: 1 } });
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.data.isdefault).toBe(1);
     expect((await getGroup(a.groupid)).isdefault).toBe(0);
     expect(await defaultGroupsOf(dept)).toEqual([b.groupid]);
     // Other departments keep their default.
     expect(await defaultGroupsOf(1)).toEqual([other1.groupid]);
     // Again on the default: still exactly one.
-    expect((await call("PATCH", `/v1/contact-groups/${b.groupid}`, { token: owner, body: { isdefault: 1 } })).status).toBe(200);
+    expectStatus(await call("updateContactGroup", `/v1/contact-groups/${b.groupid}`, { token: owner, body: { isdefault: 1 } }), 200);
     expect(await defaultGroupsOf(dept)).toEqual([b.groupid]);
   });
 
@@ -339,8 +341,8 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     const dept = await createDepartment();
     const g = await createGroup(owner, { deptid: dept });
     expect(await defaultGroupsOf(dept)).toEqual([]);
-    const res = await call("PATCH", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { isdefault: 1 } });
-    expect(res.status).toBe(200);
+    const res = await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { isdefault: 1 } });
+    expectStatus(res, 200);
     expect(await defaultGroupsOf(dept)).toEqual([g.groupid]);
   });
 
@@ -348,10 +350,10 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     const dept = await createDepartment();
     const def = await createGroup(owner, { deptid: dept, isdefault: 1 });
     const plain = await createGroup(owner, { deptid: dept });
-    expectShapeB(await call("PATCH", `/v1/contact-groups/${def.groupid}`, { token: owner, body: { isdefault: 0 } }), 400, /default/);
+    expectShapeB(await call("updateContactGroup", `/v1/contact-groups/${def.groupid}`, { token: owner, body: { isdefault: 0 } }), 400, /default/);
     expect(await defaultGroupsOf(dept)).toEqual([def.groupid]);
-    const res = await call("PATCH", `/v1/contact-groups/${plain.groupid}`, { token: owner, body: { isdefault: 0 } });
-    expect(res.status).toBe(200);
+    const res = await call("updateContactGroup", `/v1/contact-groups/${plain.groupid}`, { token: owner, body: { isdefault: 0 } });
+    expectStatus(res, 200);
     expect(res.body.data).toEqual(plain);
   });
 
@@ -360,7 +362,7 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     const target = await createDepartment();
     const def = await createGroup(owner, { deptid: dept, isdefault: 1 });
     const c = await createContact(owner, { groupid: def.groupid });
-    const res = await call("PATCH", `/v1/contact-groups/${def.groupid}`, { token: owner, body: { deptid: target, group_name: uniqueWord() } });
+    const res = await call("updateContactGroup", `/v1/contact-groups/${def.groupid}`, { token: owner, body: { deptid: target, group_name: uniqueWord() } });
     expectShapeB(res, 400, /default/);
     expect(await getGroup(def.groupid)).toEqual({ ...def, contacts_count: 1 });
     expect((await getContact(c.contact_id)).deptid).toBe(dept);
@@ -375,14 +377,14 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     const c2 = await createContact(owner, { groupid: g.groupid });
     const c3 = await createContact(owner, { groupid: stay.groupid });
     const c4 = await createContact(owner, { deptid: dept, groupid: 0 });
-    const res = await call("PATCH", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { deptid: target } });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const res = await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { deptid: target } });
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.data).toMatchObject({ groupid: g.groupid, deptid: target, isdefault: 0, contacts_count: 2 });
     for (const c of [c1, c2]) expect(await getContact(c.contact_id)).toMatchObject({ deptid: target, groupid: g.groupid });
     expect(await getContact(c3.contact_id)).toMatchObject({ deptid: dept, groupid: stay.groupid });
     expect(await getContact(c4.contact_id)).toMatchObject({ deptid: dept, groupid: 0 });
-    const byDept = await call("GET", `/v1/contacts?deptid=${target}`, { token: owner });
-    expect(byDept.body.data.map((c: Json) => c.contact_id)).toEqual([c1.contact_id, c2.contact_id]);
+    const byDept = ok(await call("listContacts", `/v1/contacts?deptid=${target}`, { token: owner }));
+    expect(byDept.body.data.map((c) => c.contact_id)).toEqual([c1.contact_id, c2.contact_id]);
   });
 
   it("moving with isdefault 1 makes it the new department's default and leaves the old department's default", async () => {
@@ -391,8 +393,8 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     const oldDef = await createGroup(owner, { deptid: dept, isdefault: 1 });
     const targetDef = await createGroup(owner, { deptid: target, isdefault: 1 });
     const g = await createGroup(owner, { deptid: dept });
-    const res = await call("PATCH", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { deptid: target, isdefault: 1 } });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const res = await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { deptid: target, isdefault: 1 } });
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.data).toMatchObject({ deptid: target, isdefault: 1 });
     expect(await defaultGroupsOf(target)).toEqual([g.groupid]);
     expect(await defaultGroupsOf(dept)).toEqual([oldDef.groupid]);
@@ -406,7 +408,7 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     await createGroup(owner, { deptid: target, group_name: name.toUpperCase() });
     const g = await createGroup(owner, { deptid: dept, group_name: name });
     const c = await createContact(owner, { groupid: g.groupid });
-    expectShapeB(await call("PATCH", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { deptid: target } }), 409);
+    expectShapeB(await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { deptid: target } }), 409);
     expect((await getGroup(g.groupid)).deptid).toBe(dept);
     expect((await getContact(c.contact_id)).deptid).toBe(dept);
   });
@@ -414,7 +416,7 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
   it("400 for moving to an unknown department or another company's department", async () => {
     const g = await createGroup(owner);
     for (const deptid of [999999, 2]) {
-      expectShapeB(await call("PATCH", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { deptid } }), 400, /deptid/);
+      expectShapeB(await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { deptid } }), 400, /deptid/);
     }
     expect(await getGroup(g.groupid)).toEqual(g);
   });
@@ -422,9 +424,9 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
   it("404 for an unknown group and for another company's group, which stays untouched", async () => {
     const theirs = await createGroup(other);
     const before = await rawGroup(theirs.groupid);
-    expectShapeB(await call("PATCH", "/v1/contact-groups/999999999", { token: owner, body: { group_name: "x" } }), 404);
+    expectShapeB(await call("updateContactGroup", "/v1/contact-groups/999999999", { token: owner, body: { group_name: "x" } }), 404);
     for (const body of [{ group_name: uniqueWord() }, { isdefault: 1 }, { deptid: 1 }]) {
-      expectShapeB(await call("PATCH", `/v1/contact-groups/${theirs.groupid}`, { token: owner, body }), 404);
+      expectShapeB(await call("updateContactGroup", `/v1/contact-groups/${theirs.groupid}`, { token: owner, body }), 404);
     }
     expect(await rawGroup(theirs.groupid)).toEqual(before);
   });
@@ -434,7 +436,7 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     await createGroup(other, { isdefault: 1 });
     const defaultsBefore = await defaultGroupsOf(2);
     const stray = await insertGroupInForeignDept();
-    const res = await call("PATCH", `/v1/contact-groups/${stray}`, { token: owner, body: { isdefault: 1 } });
+    const res = await call("updateContactGroup", `/v1/contact-groups/${stray}`, { token: owner, body: { isdefault: 1 } });
     expectShapeB(res, 400, /department/);
     expect((await rawGroup(stray))?.is_default).toBe(0);
     expect(await defaultGroupsOf(2)).toEqual(defaultsBefore);
@@ -446,8 +448,8 @@ describe("PATCH /v1/contact-groups/{group_id}/default", () => {
     const dept = await createDepartment();
     const a = await createGroup(owner, { deptid: dept, isdefault: 1 });
     const b = await createGroup(owner, { deptid: dept });
-    const res = await call("PATCH", `/v1/contact-groups/${b.groupid}/default`, { token: owner });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const res = await call("setDefaultContactGroup", `/v1/contact-groups/${b.groupid}/default`, { token: owner });
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.success).toBe(true);
     expect(typeof res.body.msg).toBe("string");
     expect(res.body.data).toEqual({ ...b, isdefault: 1 });
@@ -458,8 +460,8 @@ describe("PATCH /v1/contact-groups/{group_id}/default", () => {
   it("is idempotent on the default group", async () => {
     const dept = await createDepartment();
     const a = await createGroup(owner, { deptid: dept, isdefault: 1 });
-    const res = await call("PATCH", `/v1/contact-groups/${a.groupid}/default`, { token: owner });
-    expect(res.status).toBe(200);
+    const res = await call("setDefaultContactGroup", `/v1/contact-groups/${a.groupid}/default`, { token: owner });
+    expectStatus(res, 200);
     expect(res.body.data.isdefault).toBe(1);
     expect(await defaultGroupsOf(dept)).toEqual([a.groupid]);
   });
@@ -468,21 +470,21 @@ describe("PATCH /v1/contact-groups/{group_id}/default", () => {
     const dept = await createDepartment();
     await createGroup(owner, { deptid: dept, isdefault: 1 });
     const b = await createGroup(owner, { deptid: dept });
-    await call("PATCH", `/v1/contact-groups/${b.groupid}/default`, { token: owner });
+    await call("setDefaultContactGroup", `/v1/contact-groups/${b.groupid}/default`, { token: owner });
     expect((await createContact(owner, { deptid: dept })).groupid).toBe(b.groupid);
   });
 
   it("404 for an unknown group and for another company's group", async () => {
     const theirs = await createGroup(other);
-    expectShapeB(await call("PATCH", "/v1/contact-groups/999999999/default", { token: owner }), 404);
-    expectShapeB(await call("PATCH", `/v1/contact-groups/${theirs.groupid}/default`, { token: owner }), 404);
+    expectShapeB(await call("setDefaultContactGroup", "/v1/contact-groups/999999999/default", { token: owner }), 404);
+    expectShapeB(await call("setDefaultContactGroup", `/v1/contact-groups/${theirs.groupid}/default`, { token: owner }), 404);
     expect((await rawGroup(theirs.groupid))?.is_default).toBe(0);
   });
 
   it("400 when the group's department is not a valid department of the company", async () => {
     const stray = await insertGroupInForeignDept();
     const defaultsBefore = await defaultGroupsOf(2);
-    const res = await call("PATCH", `/v1/contact-groups/${stray}/default`, { token: owner });
+    const res = await call("setDefaultContactGroup", `/v1/contact-groups/${stray}/default`, { token: owner });
     expectShapeB(res, 400, /department/);
     expect((await rawGroup(stray))?.is_default).toBe(0);
     expect(await defaultGroupsOf(2)).toEqual(defaultsBefore);
@@ -493,7 +495,7 @@ describe("DELETE /v1/contact-groups/{group_id}", () => {
   it("400 for the default group, which stays", async () => {
     const dept = await createDepartment();
     const def = await createGroup(owner, { deptid: dept, isdefault: 1 });
-    expectShapeB(await call("DELETE", `/v1/contact-groups/${def.groupid}`, { token: owner }), 400, /default/);
+    expectShapeB(await call("deleteContactGroup", `/v1/contact-groups/${def.groupid}`, { token: owner }), 400, /default/);
     expect(await getGroup(def.groupid)).toEqual(def);
   });
 
@@ -504,11 +506,11 @@ describe("DELETE /v1/contact-groups/{group_id}", () => {
     const c1 = await createContact(owner, { groupid: g.groupid, first_name: "Kept" });
     const c2 = await createContact(owner, { groupid: g.groupid });
     const usedBefore = await contactCounts(1);
-    const res = await call("DELETE", `/v1/contact-groups/${g.groupid}`, { token: owner });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const res = await call("deleteContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner });
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.success).toBe(true);
     expect(typeof res.body.msg).toBe("string");
-    expectShapeB(await call("GET", `/v1/contact-groups/${g.groupid}`, { token: owner }), 404);
+    expectShapeB(await call("getContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner }), 404);
     for (const c of [c1, c2]) {
       expect(await getContact(c.contact_id)).toEqual({ ...c, groupid: def.groupid });
     }
@@ -520,7 +522,7 @@ describe("DELETE /v1/contact-groups/{group_id}", () => {
     const dept = await createDepartment();
     const g = await createGroup(owner, { deptid: dept });
     const c = await createContact(owner, { groupid: g.groupid });
-    expect((await call("DELETE", `/v1/contact-groups/${g.groupid}`, { token: owner })).status).toBe(200);
+    expectStatus(await call("deleteContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner }), 200);
     expect(await getContact(c.contact_id)).toEqual({ ...c, groupid: 0, deptid: dept });
   });
 
@@ -534,7 +536,7 @@ describe("DELETE /v1/contact-groups/{group_id}", () => {
     )
       .bind(stray, `${uniqueWord()}@example.test`)
       .first<{ id: number }>();
-    expect((await call("DELETE", `/v1/contact-groups/${stray}`, { token: owner })).status).toBe(200);
+    expectStatus(await call("deleteContactGroup", `/v1/contact-groups/${stray}`, { token: owner }), 200);
     const row = await env.DB.prepare("SELECT c.group_id, g.company_id AS group_company FROM contacts c LEFT JOIN contact_groups g ON g.id = c.group_id WHERE c.id = ?")
       .bind(contact!.id)
       .first<{ group_id: number | null; group_company: number | null }>();
@@ -545,17 +547,17 @@ describe("DELETE /v1/contact-groups/{group_id}", () => {
   it("a deleted group's name can be reused", async () => {
     const dept = await createDepartment();
     const g = await createGroup(owner, { deptid: dept });
-    await call("DELETE", `/v1/contact-groups/${g.groupid}`, { token: owner });
+    await call("deleteContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner });
     expect((await createGroup(owner, { deptid: dept, group_name: g.group_name })).group_name).toBe(g.group_name);
   });
 
   it("404 for an unknown group and for another company's group, which stays with its contacts", async () => {
     const theirs = await createGroup(other);
     const theirContact = await createContact(other, { groupid: theirs.groupid });
-    expectShapeB(await call("DELETE", "/v1/contact-groups/999999999", { token: owner }), 404);
-    expectShapeB(await call("DELETE", `/v1/contact-groups/${theirs.groupid}`, { token: owner }), 404);
+    expectShapeB(await call("deleteContactGroup", "/v1/contact-groups/999999999", { token: owner }), 404);
+    expectShapeB(await call("deleteContactGroup", `/v1/contact-groups/${theirs.groupid}`, { token: owner }), 404);
     expect((await getGroup(theirs.groupid, other)).contacts_count).toBe(1);
-    const c = await call("GET", `/v1/contacts/${theirContact.contact_id}`, { token: other });
+    const c = ok(await call("getContact", `/v1/contacts/${theirContact.contact_id}`, { token: other }));
     expect(c.body.data.groupid).toBe(theirs.groupid);
   });
 });
@@ -571,10 +573,10 @@ describe("contact group scopes", () => {
     const dept = await createDepartment();
     const g = await createGroup(owner, { deptid: dept });
     const writes = await Promise.all([
-      call("POST", "/v1/contact-groups", { token: readonly, body: { group_name: uniqueWord() } }),
-      call("PATCH", `/v1/contact-groups/${g.groupid}`, { token: readonly, body: { group_name: uniqueWord() } }),
-      call("PATCH", `/v1/contact-groups/${g.groupid}/default`, { token: readonly }),
-      call("DELETE", `/v1/contact-groups/${g.groupid}`, { token: readonly }),
+      call("createContactGroup", "/v1/contact-groups", { token: readonly, body: { group_name: uniqueWord() } }),
+      call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: readonly, body: { group_name: uniqueWord() } }),
+      call("setDefaultContactGroup", `/v1/contact-groups/${g.groupid}/default`, { token: readonly }),
+      call("deleteContactGroup", `/v1/contact-groups/${g.groupid}`, { token: readonly }),
     ]);
     for (const res of writes) {
       expectShapeA(res, 403, "insufficient_scope");
@@ -586,7 +588,7 @@ describe("contact group scopes", () => {
   });
 
   it("401 without a token", async () => {
-    expectShapeA(await call("GET", "/v1/contact-groups"), 401, "invalid_token");
-    expectShapeA(await call("POST", "/v1/contact-groups", { body: { group_name: "x" } }), 401, "invalid_token");
+    expectShapeA(await call("listContactGroups", "/v1/contact-groups"), 401, "invalid_token");
+    expectShapeA(await call("createContactGroup", "/v1/contact-groups", { body: { group_name: "x" } }), 401, "invalid_token");
   });
 });

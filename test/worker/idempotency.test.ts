@@ -10,12 +10,12 @@ import { items } from "../../src/db/schema";
 import { RESPONSE_LOST } from "../../src/idempotency/middleware";
 import { clockFor } from "../../src/company-clock/handoff/worker";
 import worker from "../../src/index";
-import { call, createAccount, env, expectShapeB, noServerError, uniqueWord, type CallResult } from "./helpers";
+import { call, createAccount, env, expectShapeB, noServerError, uniqueWord, type Answer, type CallResult, type Operation, expectStatus, callRaw, ok, openApiDocument, type OpenApiJson } from "./helpers";
 
 const key = () => crypto.randomUUID();
 
-function post(token: string, path: string, body: unknown, idempotencyKey?: string): Promise<CallResult> {
-  return call("POST", path, { token, body, headers: idempotencyKey === undefined ? {} : { "Idempotency-Key": idempotencyKey } });
+function post<O extends Operation>(token: string, operation: O, path: string, body: unknown, idempotencyKey?: string): Promise<Answer<O>> {
+  return call(operation, path, { token, body, headers: idempotencyKey === undefined ? {} : { "Idempotency-Key": idempotencyKey } });
 }
 
 async function itemsTitled(companyId: number, title: string): Promise<number> {
@@ -35,17 +35,17 @@ describe("Idempotency-Key: a repeat replays the first answer", () => {
     const title = uniqueWord("Boiler ");
     const body = { title, expiry_date: "2031-01-31" };
     const k = key();
-    const first = await post(account.ownerToken, "/v1/items", body, k);
-    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    const first = await post(account.ownerToken, "createItem", "/v1/items", body, k);
+    expectStatus(first, 201, JSON.stringify(first.body));
     expect(first.headers.get("Idempotent-Replayed")).toBeNull();
-    const second = await post(account.ownerToken, "/v1/items", body, k);
-    expect(second.status).toBe(201);
+    const second = await post(account.ownerToken, "createItem", "/v1/items", body, k);
+    expectStatus(second, 201);
     expect(second.headers.get("Idempotent-Replayed")).toBe("true");
     expect(second.body).toEqual(first.body);
     expect(second.headers.get("Content-Type")).toMatch(/^application\/json/);
     expect(await itemsTitled(account.companyId, title)).toBe(1);
     // Without the key, the same body is a new item (the control).
-    expect((await post(account.ownerToken, "/v1/items", body)).status).toBe(201);
+    expectStatus(await post(account.ownerToken, "createItem", "/v1/items", body), 201);
     expect(await itemsTitled(account.companyId, title)).toBe(2);
   });
 
@@ -53,23 +53,23 @@ describe("Idempotency-Key: a repeat replays the first answer", () => {
     const account = await createAccount();
     const k = key();
     const body = { title: uniqueWord("Cert "), expiry_date: "2031-06-30" };
-    const first = await post(account.ownerToken, "/v1/items", body, k);
-    const before = await call("GET", `/v1/items/${first.body.data.item_id}/reminders`, { token: account.ownerToken });
-    await post(account.ownerToken, "/v1/items", body, k);
-    const after = await call("GET", `/v1/items/${first.body.data.item_id}/reminders`, { token: account.ownerToken });
+    const first = ok(await post(account.ownerToken, "createItem", "/v1/items", body, k));
+    const before = ok(await call("listItemReminders", `/v1/items/${first.body.data.item_id}/reminders`, { token: account.ownerToken }));
+    await post(account.ownerToken, "createItem", "/v1/items", body, k);
+    const after = ok(await call("listItemReminders", `/v1/items/${first.body.data.item_id}/reminders`, { token: account.ownerToken }));
     expect(after.body.data.queued.length).toBe(before.body.data.queued.length);
     expect(before.body.data.queued.length).toBeGreaterThan(0);
   });
 
   it("replays a DELETE's 200 rather than answering the 404 the record's absence would give now", async () => {
     const account = await createAccount();
-    const contact = await post(account.ownerToken, "/v1/contacts", { first_name: "Del", last_name: "Once", email: `${uniqueWord("e")}@example.test` });
+    const contact = ok(await post(account.ownerToken, "createContact", "/v1/contacts", { first_name: "Del", last_name: "Once", email: `${uniqueWord("e")}@example.test` }));
     const k = key();
-    const del = () => call("DELETE", `/v1/contacts/${contact.body.data.contact_id}`, { token: account.ownerToken, headers: { "Idempotency-Key": k } });
+    const del = () => call("deleteContact", `/v1/contacts/${contact.body.data.contact_id}`, { token: account.ownerToken, headers: { "Idempotency-Key": k } });
     const first = await del();
-    expect(first.status).toBe(200);
+    expectStatus(first, 200);
     const again = await del();
-    expect(again.status).toBe(200);
+    expectStatus(again, 200);
     expect(again.headers.get("Idempotent-Replayed")).toBe("true");
     expect(again.body).toEqual(first.body);
   });
@@ -77,9 +77,9 @@ describe("Idempotency-Key: a repeat replays the first answer", () => {
   it("accepts the key bare or as a Structured Field string: both name the same key", async () => {
     const account = await createAccount();
     const body = { title: uniqueWord("Quoted "), expiry_date: "2031-02-01" };
-    const first = await post(account.ownerToken, "/v1/items", body, "order-4711");
-    const second = await post(account.ownerToken, "/v1/items", body, '"order-4711"');
-    expect(first.status).toBe(201);
+    const first = await post(account.ownerToken, "createItem", "/v1/items", body, "order-4711");
+    const second = await post(account.ownerToken, "createItem", "/v1/items", body, '"order-4711"');
+    expectStatus(first, 201);
     expect(second.headers.get("Idempotent-Replayed")).toBe("true");
     expect(await itemsTitled(account.companyId, body.title)).toBe(1);
   });
@@ -88,12 +88,12 @@ describe("Idempotency-Key: a repeat replays the first answer", () => {
     const account = await createAccount();
     const k = key();
     const body = { title: uniqueWord("First "), expiry_date: "2031-03-01" };
-    expect((await post(account.ownerToken, "/v1/items", body, k)).status).toBe(201);
-    const otherBody = await post(account.ownerToken, "/v1/items", { ...body, title: uniqueWord("Second ") }, k);
+    expectStatus(await post(account.ownerToken, "createItem", "/v1/items", body, k), 201);
+    const otherBody = await post(account.ownerToken, "createItem", "/v1/items", { ...body, title: uniqueWord("Second ") }, k);
     expectShapeB(otherBody, 422, /Idempotency-Key was already used for a different request/);
-    const otherPath = await post(account.ownerToken, "/v1/contacts", { first_name: "A", last_name: "B", email: `${uniqueWord("e")}@example.test` }, k);
+    const otherPath = await post(account.ownerToken, "createContact", "/v1/contacts", { first_name: "A", last_name: "B", email: `${uniqueWord("e")}@example.test` }, k);
     expectShapeB(otherPath, 422, /createItem/);
-    const reordered = await call("POST", "/v1/items", { token: account.ownerToken, rawBody: JSON.stringify(body, null, 1), headers: { "Idempotency-Key": k, "Content-Type": "application/json" } });
+    const reordered = await call("createItem", "/v1/items", { token: account.ownerToken, rawBody: JSON.stringify(body, null, 1), headers: { "Idempotency-Key": k, "Content-Type": "application/json" } });
     expectShapeB(reordered, 422); // the body's bytes, not its meaning, identify the request
     const rows = await env.DB.prepare("SELECT count(*) AS n FROM contacts WHERE company_id = ?").bind(account.companyId).first<{ n: number }>();
     expect(rows!.n).toBe(0);
@@ -102,10 +102,10 @@ describe("Idempotency-Key: a repeat replays the first answer", () => {
   it("answers 400 naming the header for a malformed key", async () => {
     const account = await createAccount();
     for (const bad of ["a".repeat(256), "caf\u00e9", '"unterminated', '"a"b"', "tab\there"]) {
-      const res = await post(account.ownerToken, "/v1/items", { title: "x", expiry_date: "2031-01-01" }, bad);
+      const res = await post(account.ownerToken, "createItem", "/v1/items", { title: "x", expiry_date: "2031-01-01" }, bad);
       expectShapeB(res, 400, /Idempotency-Key must be 1 to 255 printable ASCII characters/);
     }
-    expect((await post(account.ownerToken, "/v1/items", { title: "x", expiry_date: "2031-01-01" }, "a".repeat(255))).status).toBe(201);
+    expectStatus(await post(account.ownerToken, "createItem", "/v1/items", { title: "x", expiry_date: "2031-01-01" }, "a".repeat(255)), 201);
     expect(await itemsTitled(account.companyId, "x")).toBe(1);
   });
 
@@ -113,9 +113,9 @@ describe("Idempotency-Key: a repeat replays the first answer", () => {
     const account = await createAccount();
     const k = key();
     const body = { title: uniqueWord("Shared "), expiry_date: "2031-04-01" };
-    expect((await post(account.ownerToken, "/v1/items", body, k)).status).toBe(201);
-    const other = await post(account.memberToken, "/v1/items", body, k);
-    expect(other.status).toBe(201);
+    expectStatus(await post(account.ownerToken, "createItem", "/v1/items", body, k), 201);
+    const other = await post(account.memberToken, "createItem", "/v1/items", body, k);
+    expectStatus(other, 201);
     expect(other.headers.get("Idempotent-Replayed")).toBeNull();
     expect(await itemsTitled(account.companyId, body.title)).toBe(2);
   });
@@ -123,23 +123,23 @@ describe("Idempotency-Key: a repeat replays the first answer", () => {
   it("keeps no answer for a request that failed without changing anything: the key can be used again", async () => {
     const account = await createAccount();
     const k = key();
-    const bad = await post(account.ownerToken, "/v1/items", { title: "no date" }, k);
+    const bad = await post(account.ownerToken, "createItem", "/v1/items", { title: "no date" }, k);
     expectShapeB(bad, 400, /expiry_date/);
     expect(await keyRows(account.companyId)).toHaveLength(0);
-    const fixed = await post(account.ownerToken, "/v1/items", { title: uniqueWord("Fixed "), expiry_date: "2031-05-01" }, k);
-    expect(fixed.status).toBe(201);
+    const fixed = await post(account.ownerToken, "createItem", "/v1/items", { title: uniqueWord("Fixed "), expiry_date: "2031-05-01" }, k);
+    expectStatus(fixed, 201);
   });
 
   it("keeps the answer of a request that changed data before it failed, and replays it", async () => {
     const account = await createAccount({}, { documents: 0 });
     const k = key();
     const body = { title: uniqueWord("Over "), expiry_date: "2031-05-01", folder_path: `${uniqueWord("F")}/Sub` };
-    const first = await post(account.ownerToken, "/v1/items", body, k);
+    const first = await post(account.ownerToken, "createItem", "/v1/items", body, k);
     expectShapeB(first, 400, /Document limit reached/);
     const [row] = await keyRows(account.companyId);
     expect(row).toMatchObject({ state: "done", status: 400 }); // the folders were created: a change
-    const again = await post(account.ownerToken, "/v1/items", body, k);
-    expect(again.status).toBe(400);
+    const again = await post(account.ownerToken, "createItem", "/v1/items", body, k);
+    expectStatus(again, 400);
     expect(again.headers.get("Idempotent-Replayed")).toBe("true");
     expect(again.body).toEqual(first.body);
   });
@@ -148,12 +148,12 @@ describe("Idempotency-Key: a repeat replays the first answer", () => {
     const account = await createAccount();
     const k = key();
     const folder = uniqueWord("F");
-    const created = await post(account.ownerToken, "/v1/items", { title: uniqueWord("Filed "), expiry_date: "2031-05-01", folder_path: `${folder}/Sub/Deep` }, k);
-    expect(created.status).toBe(201);
+    const created = await post(account.ownerToken, "createItem", "/v1/items", { title: uniqueWord("Filed "), expiry_date: "2031-05-01", folder_path: `${folder}/Sub/Deep` }, k);
+    expectStatus(created, 201);
     // Every committed write counts itself on the key's row: one transaction held folders and item.
     const [row] = (await env.DB.prepare("SELECT applied FROM idempotency_keys WHERE company_id = ?").bind(account.companyId).all<{ applied: number }>()).results;
     expect(row!.applied).toBe(1);
-    const item = await call("GET", `/v1/items/${created.body.data.item_id}`, { token: account.ownerToken });
+    const item = ok(await call("getItem", `/v1/items/${created.body.data.item_id}`, { token: account.ownerToken }));
     const deep = await env.DB.prepare("SELECT id FROM folders WHERE company_id = ? AND name = 'Deep'").bind(account.companyId).first<{ id: number }>();
     expect(item.body.data.folder_id).toBe(deep!.id);
   });
@@ -162,10 +162,10 @@ describe("Idempotency-Key: a repeat replays the first answer", () => {
     const account = await createAccount();
     const k = key();
     const body = { title: uniqueWord("Expired "), expiry_date: "2031-07-01" };
-    await post(account.ownerToken, "/v1/items", body, k);
+    await post(account.ownerToken, "createItem", "/v1/items", body, k);
     await env.DB.prepare("UPDATE idempotency_keys SET expires_at = ? WHERE company_id = ?").bind(Date.now() - 1, account.companyId).run();
-    const later = await post(account.ownerToken, "/v1/items", body, k);
-    expect(later.status).toBe(201);
+    const later = await post(account.ownerToken, "createItem", "/v1/items", body, k);
+    expectStatus(later, 201);
     expect(later.headers.get("Idempotent-Replayed")).toBeNull();
     expect(await itemsTitled(account.companyId, body.title)).toBe(2);
   });
@@ -174,9 +174,9 @@ describe("Idempotency-Key: a repeat replays the first answer", () => {
     const account = await createAccount();
     const k = key();
     const body = { url: "http://127.0.0.1:9/hook", events: ["task.deleted"] };
-    const first = await post(account.ownerToken, "/v1/webhooks", body, k);
-    expect(first.status, JSON.stringify(first.body)).toBe(201);
-    const replay = await post(account.ownerToken, "/v1/webhooks", body, k);
+    const first = await post(account.ownerToken, "createWebhook", "/v1/webhooks", body, k);
+    expectStatus(first, 201, JSON.stringify(first.body));
+    const replay = ok(await post(account.ownerToken, "createWebhook", "/v1/webhooks", body, k));
     expect(replay.body.data.secret).toBe(first.body.data.secret);
     const [row] = await keyRows(account.companyId);
     expect(JSON.stringify(row)).not.toContain(first.body.data.secret);
@@ -190,7 +190,7 @@ describe("Idempotency-Key: concurrent repeats", () => {
       const account = await createAccount();
       const k = key();
       const body = { title: uniqueWord("Race "), expiry_date: "2031-08-01" };
-      const results = await Promise.all(Array.from({ length: 8 }, () => post(account.ownerToken, "/v1/items", body, k)));
+      const results = await Promise.all(Array.from({ length: 8 }, () => post(account.ownerToken, "createItem", "/v1/items", body, k)));
       noServerError(...results);
       const created = results.filter((r) => r.status === 201);
       expect(created.length).toBeGreaterThanOrEqual(1);
@@ -213,9 +213,9 @@ describe("Idempotency-Key: the Worker dying between the change and the response"
     const account = await createAccount();
     const k = key();
     const body = { title: uniqueWord("Crash "), expiry_date: "2031-09-01" };
-    expect((await post(account.ownerToken, "/v1/items", body, k)).status).toBe(201);
+    expectStatus(await post(account.ownerToken, "createItem", "/v1/items", body, k), 201);
     await dieAfter(account.companyId, 1);
-    const retry = await post(account.ownerToken, "/v1/items", body, k);
+    const retry = await post(account.ownerToken, "createItem", "/v1/items", body, k);
     expectShapeB(retry, 409);
     expect(retry.body.msg).toBe(RESPONSE_LOST);
     expect(retry.headers.get("Idempotent-Replayed")).toBe("true");
@@ -227,11 +227,11 @@ describe("Idempotency-Key: the Worker dying between the change and the response"
     const k = key();
     const body = { title: uniqueWord("Early "), expiry_date: "2031-09-02" };
     // A first attempt that claimed the key and died before writing: its row, with no item.
-    await post(account.ownerToken, "/v1/items", body, k);
+    await post(account.ownerToken, "createItem", "/v1/items", body, k);
     await env.DB.prepare("DELETE FROM items WHERE company_id = ? AND title = ?").bind(account.companyId, body.title).run();
     await dieAfter(account.companyId, 0);
-    const retry = await post(account.ownerToken, "/v1/items", body, k);
-    expect(retry.status).toBe(201);
+    const retry = await post(account.ownerToken, "createItem", "/v1/items", body, k);
+    expectStatus(retry, 201);
     expect(retry.headers.get("Idempotent-Replayed")).toBeNull();
     expect(await itemsTitled(account.companyId, body.title)).toBe(1);
   });
@@ -240,10 +240,10 @@ describe("Idempotency-Key: the Worker dying between the change and the response"
     const account = await createAccount();
     const k = key();
     const body = { title: uniqueWord("Held "), expiry_date: "2031-09-03" };
-    await post(account.ownerToken, "/v1/items", body, k);
+    await post(account.ownerToken, "createItem", "/v1/items", body, k);
     await env.DB.prepare("DELETE FROM items WHERE company_id = ? AND title = ?").bind(account.companyId, body.title).run();
     await env.DB.prepare("UPDATE idempotency_keys SET state = 'running', applied = 0, lease_until = ? WHERE company_id = ?").bind(Date.now() + 60_000, account.companyId).run();
-    const retry = await post(account.ownerToken, "/v1/items", body, k);
+    const retry = await post(account.ownerToken, "createItem", "/v1/items", body, k);
     expectShapeB(retry, 409, /still in progress/);
     expect(retry.headers.get("Retry-After")).toBe("1");
     expect(await itemsTitled(account.companyId, body.title)).toBe(0);
@@ -251,7 +251,7 @@ describe("Idempotency-Key: the Worker dying between the change and the response"
 
   it("a first attempt whose key was taken over cannot write afterwards (the lease fence fails its batch)", async () => {
     const account = await createAccount();
-    await post(account.ownerToken, "/v1/items", { title: uniqueWord("Fence "), expiry_date: "2031-09-04" }, key());
+    await post(account.ownerToken, "createItem", "/v1/items", { title: uniqueWord("Fence "), expiry_date: "2031-09-04" }, key());
     const [row] = await keyRows(account.companyId);
     // The slow first attempt still holds its old lease; a retry has since taken a new one.
     const fence = { companyId: account.companyId, clientId: row!.client_id as string, keyHash: row!.key_hash as string };
@@ -279,16 +279,16 @@ describe("Idempotency-Key: the Worker dying between the change and the response"
 
   it("for a change the reminder engine makes (a manual reminder): the retry gets the same reminder, no second one", async () => {
     const account = await createAccount();
-    const item = await post(account.ownerToken, "/v1/items", { title: uniqueWord("Rem "), expiry_date: "2031-10-01" });
+    const item = ok(await post(account.ownerToken, "createItem", "/v1/items", { title: uniqueWord("Rem "), expiry_date: "2031-10-01" }));
     const itemId = item.body.data.item_id;
     const k = key();
     const body = { date: "2031-09-15", hour: "10:30" };
-    const first = await post(account.ownerToken, `/v1/items/${itemId}/reminders`, body, k);
-    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    const first = await post(account.ownerToken, "createItemReminder", `/v1/items/${itemId}/reminders`, body, k);
+    expectStatus(first, 201, JSON.stringify(first.body));
     // The Worker died after the Durable Object applied it, before D1 recorded the response.
     await dieAfter(account.companyId, 0);
-    const retry = await post(account.ownerToken, `/v1/items/${itemId}/reminders`, body, k);
-    expect(retry.status).toBe(201);
+    const retry = await post(account.ownerToken, "createItemReminder", `/v1/items/${itemId}/reminders`, body, k);
+    expectStatus(retry, 201);
     expect(retry.body.data).toEqual(first.body.data);
     const manual = await runInDurableObject(clockFor(env, account.companyId), (_i, state) =>
       state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM reminders WHERE item_id = ? AND origin = 'manual'", itemId).one().n,
@@ -300,14 +300,14 @@ describe("Idempotency-Key: the Worker dying between the change and the response"
 describe("Idempotency-Key: a key used again after its 24 hours", () => {
   it("is a new request for the reminder engine too: a second reminder, not the first one's answer", async () => {
     const account = await createAccount();
-    const item = await post(account.ownerToken, "/v1/items", { title: uniqueWord("Again "), expiry_date: "2031-10-01" });
+    const item = ok(await post(account.ownerToken, "createItem", "/v1/items", { title: uniqueWord("Again "), expiry_date: "2031-10-01" }));
     const itemId = item.body.data.item_id;
     const k = key();
     const body = { date: "2031-09-20", hour: "08:00" };
-    const first = await post(account.ownerToken, `/v1/items/${itemId}/reminders`, body, k);
+    const first = ok(await post(account.ownerToken, "createItemReminder", `/v1/items/${itemId}/reminders`, body, k));
     await env.DB.prepare("UPDATE idempotency_keys SET expires_at = ? WHERE company_id = ?").bind(Date.now() - 1, account.companyId).run();
-    const later = await post(account.ownerToken, `/v1/items/${itemId}/reminders`, body, k);
-    expect(later.status).toBe(201);
+    const later = await post(account.ownerToken, "createItemReminder", `/v1/items/${itemId}/reminders`, body, k);
+    expectStatus(later, 201);
     expect(later.headers.get("Idempotent-Replayed")).toBeNull();
     expect(later.body.data.reminder_id).not.toBe(first.body.data.reminder_id);
   });
@@ -316,7 +316,7 @@ describe("Idempotency-Key: a key used again after its 24 hours", () => {
 describe("Idempotency-Key: housekeeping and the published contract", () => {
   it("the cron deletes keys past their 24 hours", async () => {
     const account = await createAccount();
-    await post(account.ownerToken, "/v1/items", { title: uniqueWord("Old "), expiry_date: "2031-11-01" }, key());
+    await post(account.ownerToken, "createItem", "/v1/items", { title: uniqueWord("Old "), expiry_date: "2031-11-01" }, key());
     await env.DB.prepare("UPDATE idempotency_keys SET expires_at = ? WHERE company_id = ?").bind(Date.now() - 1000, account.companyId).run();
     const ctx = { waitUntil: () => {}, passThroughOnException: () => {}, props: {} } as unknown as ExecutionContext;
     await worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" }), env, ctx);
@@ -324,8 +324,8 @@ describe("Idempotency-Key: housekeeping and the published contract", () => {
   });
 
   it("publishes the header on every POST, PATCH, PUT and DELETE but the token endpoint and the upload PUT", async () => {
-    const doc = (await call("GET", "/v1/openapi.json")).body;
-    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+    const doc = await openApiDocument();
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, OpenApiJson>>)) {
       for (const [method, op] of Object.entries(item)) {
         const keyed = (op.parameters ?? []).some((p: { $ref?: string }) => p.$ref === "#/components/parameters/IdempotencyKey");
         const excluded = path === "/v1/oauth/token" || (path === "/v1/uploads" && method === "put");

@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { writeChunk } from "../../src/imports/job";
 import { parseDate } from "../../src/lib/time";
 import { csvRecords } from "../../src/imports/parse";
-import { BASE, call, createAccount, env, expectShapeA, expectShapeB, readResult, tokenFor, uniqueEmail, uniqueWord, type Json, type TestAccount } from "./helpers";
+import { BASE, call, createAccount, env, expectShapeA, expectShapeB, readResult, tokenFor, uniqueEmail, uniqueWord, type DataOf, type Fields, type TestAccount, expectStatus, ok } from "./helpers";
 import { exports } from "cloudflare:workers";
 
 let account: TestAccount;
@@ -18,29 +18,30 @@ async function upload(query: string, body: string, contentType = "text/csv", tok
     await exports.default.fetch(
       new Request(`${BASE}/v1/imports?${query}`, { method: "POST", headers: { Authorization: `Bearer ${token}`, "Content-Type": contentType, ...headers }, body }),
     ),
+    "createImport",
   );
 }
 
-async function finished(importId: number, token = account.ownerToken): Promise<Json> {
+async function finished(importId: number, token = account.ownerToken): Promise<DataOf<"getImport">> {
   for (let i = 0; i < 600; i++) {
-    const res = await call("GET", `/v1/imports/${importId}`, { token });
-    expect(res.status).toBe(200);
+    const res = await call("getImport", `/v1/imports/${importId}`, { token });
+    expectStatus(res, 200);
     if (["completed", "failed", "canceled"].includes(res.body.data.status)) return res.body.data;
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`import ${importId} did not finish`);
 }
 
-async function run(query: string, body: string, contentType = "text/csv"): Promise<Json> {
+async function run(query: string, body: string, contentType = "text/csv"): Promise<DataOf<"getImport">> {
   const res = await upload(query, body, contentType);
-  expect(res.status, JSON.stringify(res.body)).toBe(202);
+  expectStatus(res, 202, JSON.stringify(res.body));
   expect(res.body.data.status).toBe("queued");
   return finished(res.body.data.import_id);
 }
 
-async function errorsOf(importId: number): Promise<Json[]> {
-  const res = await call("GET", `/v1/imports/${importId}/errors?limit=1000`, { token: account.ownerToken });
-  expect(res.status).toBe(200);
+async function errorsOf(importId: number): Promise<DataOf<"listImportErrors">> {
+  const res = await call("listImportErrors", `/v1/imports/${importId}/errors?limit=1000`, { token: account.ownerToken });
+  expectStatus(res, 200);
   return res.body.data;
 }
 
@@ -78,7 +79,7 @@ describe("item imports", () => {
     expect(await countItems(prefix)).toBe(997);
     // Reminders queued like a POST's: every new item is in the reminder engine's outbox or applied.
     const item = await env.DB.prepare("SELECT id FROM items WHERE company_id = ? AND external_id = ?").bind(account.companyId, `${prefix}-1`).first<number>("id");
-    const detail = await call("GET", `/v1/items/${item}`, { token: account.ownerToken });
+    const detail = ok(await call("getItem", `/v1/items/${item}`, { token: account.ownerToken }));
     expect(detail.body.data).toMatchObject({ title: 'Cert 1, "A"', expiry_date: "2028-03-15", tags: ["x", "y"] });
 
     const again = await run("resource=items&on_error=skip", csv);
@@ -127,12 +128,12 @@ describe("item imports", () => {
   });
 
   it("takes JSON and NDJSON bodies, tags as arrays and custom fields by name", async () => {
-    const type = await call("POST", "/v1/document-types", {
+    const type = await call("createDocumentType", "/v1/document-types", {
       token: account.ownerToken,
       body: { doctype_name: uniqueWord("Insp"), fields: [{ field_name: "Inspector", field_type: "text" }, { field_name: "Result", field_type: "select", field_data: "Passed\nFailed" }] },
     });
-    expect(type.status, JSON.stringify(type.body)).toBe(201);
-    const name = type.body.data.doctype_name ?? type.body.data.name;
+    expectStatus(type, 201, JSON.stringify(type.body));
+    const name = type.body.data.name;
     const ext = uniqueWord("j");
     const json = JSON.stringify([{ external_id: ext, title: "J", expiry_date: "2027-05-05", document_type: name, Inspector: "Ada", tags: ["a,b", "c;d"], fields: { Result: "Passed" } }]);
     expect((await run("resource=items", json, "application/json")).counts).toMatchObject({ created: 1, failed: 0 });
@@ -154,10 +155,10 @@ describe("item imports", () => {
     const small = await createAccount({}, { documents: 5 });
     const up = (query: string, body: string) => upload(query, body, "text/csv", small.ownerToken);
     const csv = ["external_id,title,expiry_date", ...Array.from({ length: 8 }, (_, k) => `q${k},T${k},2027-01-01`)].join("\n");
-    const abort = await finished((await up("resource=items", csv)).body.data.import_id, small.ownerToken);
+    const abort = await finished(ok(await up("resource=items", csv)).body.data.import_id, small.ownerToken);
     expect(abort).toMatchObject({ status: "failed", counts: { created: 0 } });
     expect(abort.message).toMatch(/documents_limit/);
-    const skip = await finished((await up("resource=items&on_error=skip", csv)).body.data.import_id, small.ownerToken);
+    const skip = await finished(ok(await up("resource=items&on_error=skip", csv)).body.data.import_id, small.ownerToken);
     expect(skip.counts).toMatchObject({ created: 5, failed: 3 });
     const used = await env.DB.prepare("SELECT documents_used FROM companies WHERE id = ?").bind(small.companyId).first<number>("documents_used");
     expect(used).toBe(5);
@@ -165,7 +166,7 @@ describe("item imports", () => {
 
   it("a chunk written twice (a retried step) writes its rows once", async () => {
     const prefix = uniqueWord("twice");
-    const res = await upload("resource=items", itemsCsv(prefix, 5));
+    const res = ok(await upload("resource=items", itemsCsv(prefix, 5)));
     const job = await finished(res.body.data.import_id);
     expect(job.counts.created).toBe(5);
     // Replay the step as a crashed-and-retried Workflow would: the job is past it.
@@ -178,30 +179,30 @@ describe("item imports", () => {
 describe("external_id on items", () => {
   it("is set by POST and PATCH, unique in the company (409), shown in detail and filterable in the list", async () => {
     const ext = uniqueWord("ext");
-    const created = await call("POST", "/v1/items", { token: account.ownerToken, body: { title: "E", expiry_date: "2030-01-01", external_id: ext } });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const created = await call("createItem", "/v1/items", { token: account.ownerToken, body: { title: "E", expiry_date: "2030-01-01", external_id: ext } });
+    expectStatus(created, 201, JSON.stringify(created.body));
     const id = created.body.data.item_id;
-    expectShapeB(await call("POST", "/v1/items", { token: account.ownerToken, body: { title: "E2", expiry_date: "2030-01-01", external_id: ext } }), 409, /external_id/);
-    const detail = await call("GET", `/v1/items/${id}`, { token: account.ownerToken });
+    expectShapeB(await call("createItem", "/v1/items", { token: account.ownerToken, body: { title: "E2", expiry_date: "2030-01-01", external_id: ext } }), 409, /external_id/);
+    const detail = ok(await call("getItem", `/v1/items/${id}`, { token: account.ownerToken }));
     expect(detail.body.data).toMatchObject({ external_id: ext, fields: [] });
-    const listed = await call("GET", `/v1/items?external_id=${encodeURIComponent(ext)}`, { token: account.ownerToken });
-    expect(listed.body.data.map((i: Json) => i.item_id)).toEqual([id]);
-    const other = await call("POST", "/v1/items", { token: account.ownerToken, body: { title: "E3", expiry_date: "2030-01-01" } });
-    expectShapeB(await call("PATCH", `/v1/items/${other.body.data.item_id}`, { token: account.ownerToken, body: { external_id: ext } }), 409, /external_id/);
-    const cleared = await call("PATCH", `/v1/items/${id}`, { token: account.ownerToken, body: { external_id: null } });
+    const listed = ok(await call("listItems", `/v1/items?external_id=${encodeURIComponent(ext)}`, { token: account.ownerToken }));
+    expect(listed.body.data.map((i) => i.item_id)).toEqual([id]);
+    const other = ok(await call("createItem", "/v1/items", { token: account.ownerToken, body: { title: "E3", expiry_date: "2030-01-01" } }));
+    expectShapeB(await call("updateItem", `/v1/items/${other.body.data.item_id}`, { token: account.ownerToken, body: { external_id: ext } }), 409, /external_id/);
+    const cleared = ok(await call("updateItem", `/v1/items/${id}`, { token: account.ownerToken, body: { external_id: null } }));
     expect(cleared.body.data.external_id).toBeNull();
     // Another company may use the same key.
     const elsewhere = await createAccount();
-    expect((await call("POST", "/v1/items", { token: elsewhere.ownerToken, body: { title: "E", expiry_date: "2030-01-01", external_id: ext } })).status).toBe(201);
+    expectStatus(await call("createItem", "/v1/items", { token: elsewhere.ownerToken, body: { title: "E", expiry_date: "2030-01-01", external_id: ext } }), 201);
   });
 });
 
 describe("recurrence columns", () => {
   const RULE = "recurrence_every,recurrence_unit,recurrence_renew_on,recurrence_until,recurrence_count";
   const token = () => account.ownerToken;
-  async function post(body: Json): Promise<number> {
-    const res = await call("POST", "/v1/items", { token: token(), body: { title: "Recurring", ...body } });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
+  async function post(body: Fields): Promise<number> {
+    const res = await call("createItem", "/v1/items", { token: token(), body: { title: "Recurring", ...body } });
+    expectStatus(res, 201, JSON.stringify(res.body));
     return res.body.data.item_id;
   }
   /** The item of `ext`: its rule and next dates as the detail shows them, its anchor and version in D1. */
@@ -209,7 +210,7 @@ describe("recurrence columns", () => {
     const row = await env.DB.prepare("SELECT id, recur_anchor, version FROM items WHERE company_id = ? AND external_id = ?")
       .bind(account.companyId, ext)
       .first<{ id: number; recur_anchor: string | null; version: number }>();
-    const detail = (await call("GET", `/v1/items/${row!.id}`, { token: token() })).body.data;
+    const detail = ok(await call("getItem", `/v1/items/${row!.id}`, { token: token() })).body.data;
     return { id: row!.id, anchor: row!.recur_anchor, version: row!.version, date: detail.expiry_date, recurrence: detail.recurrence, next: detail.next_occurrences };
   }
 
@@ -230,7 +231,7 @@ describe("recurrence columns", () => {
   it("updates a rule, keeping its anchor while every, unit and the date stay; an unchanged rule is skipped; the company's clock gets the change", async () => {
     const ext = uniqueWord("ru");
     const id = await post({ external_id: ext, expiry_date: "2032-01-31", recurrence: { every: 1, unit: "month", renew_on: "completed" } });
-    expect((await call("PATCH", `/v1/items/${id}/status`, { token: token(), body: { status: "completed" } })).body.data.expiry_date).toBe("2032-02-29");
+    expect(ok(await call("setItemStatus", `/v1/items/${id}/status`, { token: token(), body: { status: "completed" } })).body.data.expiry_date).toBe("2032-02-29");
     expect((await itemOf(ext)).anchor).toBe("2032-01-31");
 
     const counted = `external_id,${RULE}\n${ext},1,month,completed,,5\n`;
@@ -340,18 +341,18 @@ describe("recurrence columns", () => {
   for (const format of ["csv", "ndjson"] as const) {
     it(`an export imported again reports every row unchanged (${format})`, async () => {
       const own = await createAccount();
-      const make = async (body: Json) => {
-        const res = await call("POST", "/v1/items", { token: own.ownerToken, body: { title: uniqueWord("Round "), ...body } });
-        expect(res.status, JSON.stringify(res.body)).toBe(201);
+      const make = async (body: Fields) => {
+        const res = await call("createItem", "/v1/items", { token: own.ownerToken, body: { title: uniqueWord("Round "), ...body } });
+        expectStatus(res, 201, JSON.stringify(res.body));
         return res.body.data.item_id as number;
       };
       await make({ external_id: "R-1", expiry_date: "2036-01-31", recurrence: { every: 1, unit: "month", renew_on: "expired", until: "2036-12-31", count: 7 } });
       const renewed = await make({ external_id: "R-2", expiry_date: "2036-01-31", recurrence: { every: 1, unit: "month", renew_on: "completed" }, notes: "n, \"q\"" });
-      await call("PATCH", `/v1/items/${renewed}/status`, { token: own.ownerToken, body: { status: "completed" } });
+      await call("setItemStatus", `/v1/items/${renewed}/status`, { token: own.ownerToken, body: { status: "completed" } });
       await make({ external_id: "R-3", expiry_date: "2036-03-01", folder_path: "A/B", recurrence: { every: 2, unit: "week", renew_on: "completed", count: 0 } });
       const archived = await make({ external_id: "R-4", expiry_date: "2036-04-01", item_type: "due" });
-      await call("PATCH", `/v1/items/${archived}/archive`, { token: own.ownerToken, body: { archived: true } });
-      await call("PUT", `/v1/items/${archived}/tags`, { token: own.ownerToken, body: { tags: ["a|b", "c"] } });
+      await call("archiveItem", `/v1/items/${archived}/archive`, { token: own.ownerToken, body: { archived: true } });
+      await call("setItemTags", `/v1/items/${archived}/tags`, { token: own.ownerToken, body: { tags: ["a|b", "c"] } });
       const versions = async () => (await env.DB.prepare("SELECT external_id, version, recur_anchor FROM items WHERE company_id = ? ORDER BY id").bind(own.companyId).all()).results;
       const before = await versions();
 
@@ -366,9 +367,9 @@ describe("recurrence columns", () => {
             headers: { Authorization: `Bearer ${own.ownerToken}`, "Content-Type": format === "csv" ? "text/csv" : "application/x-ndjson" },
             body: text,
           }),
-        ),
+        ), "createImport",
       );
-      expect(upload.status, JSON.stringify(upload.body)).toBe(202);
+      expectStatus(upload, 202, JSON.stringify(upload.body));
       const job = await finished(upload.body.data.import_id, own.ownerToken);
       expect(job, JSON.stringify(job)).toMatchObject({ status: "completed", counts: { rows: 4, valid: 4, created: 0, updated: 0, skipped: 4, failed: 0 } });
       expect(await versions()).toEqual(before);
@@ -379,7 +380,7 @@ describe("recurrence columns", () => {
 describe("contact imports", () => {
   it("creates, then updates by email, with group by name", async () => {
     const email = uniqueEmail();
-    const group = await call("POST", "/v1/contact-groups", { token: account.ownerToken, body: { group_name: uniqueWord("Grp") } });
+    const group = ok(await call("createContactGroup", "/v1/contact-groups", { token: account.ownerToken, body: { group_name: uniqueWord("Grp") } }));
     const csv = `first_name,last_name,email,group_name\nAda,Lovelace,${email},${group.body.data.group_name}\nBad,Row,not-an-email,\n`;
     const first = await run("resource=contacts&on_error=skip", csv);
     expect(first.counts).toMatchObject({ created: 1, failed: 1 });
@@ -393,11 +394,11 @@ describe("contact imports", () => {
 describe("the job API", () => {
   it("answers 202 with the job, lists it, 404s another company's, and refuses bad requests in Shape B", async () => {
     const res = await upload("resource=items&dry_run=true", "title,expiry_date\nA,2027-01-01\n");
-    expect(res.status).toBe(202);
-    const list = await call("GET", "/v1/imports?limit=100", { token: account.ownerToken });
-    expect(list.body.data.map((j: Json) => j.import_id)).toContain(res.body.data.import_id);
+    expectStatus(res, 202);
+    const list = ok(await call("listImports", "/v1/imports?limit=100", { token: account.ownerToken }));
+    expect(list.body.data.map((j) => j.import_id)).toContain(res.body.data.import_id);
     const other = await createAccount();
-    expectShapeB(await call("GET", `/v1/imports/${res.body.data.import_id}`, { token: other.ownerToken }), 404);
+    expectShapeB(await call("getImport", `/v1/imports/${res.body.data.import_id}`, { token: other.ownerToken }), 404);
     expectShapeB(await upload("resource=things", "a\n1\n"), 400, /resource/);
     expectShapeB(await upload("resource=items&date_format=YY", "a\n1\n"), 400, /date_format/);
     expectShapeB(await upload("resource=items", "a,b\n1,2\n", "text/plain"), 415);
@@ -419,20 +420,20 @@ describe("the job API", () => {
   });
 
   it("cancels an unfinished job and refuses to cancel a finished one", async () => {
-    const res = await upload("resource=items", itemsCsv(uniqueWord("c"), 50));
-    const canceled = await call("DELETE", `/v1/imports/${res.body.data.import_id}`, { token: account.ownerToken });
+    const res = ok(await upload("resource=items", itemsCsv(uniqueWord("c"), 50)));
+    const canceled = await call("cancelImport", `/v1/imports/${res.body.data.import_id}`, { token: account.ownerToken });
     if (canceled.status === 200) expect(canceled.body.data.status).toBe("canceled");
     else expectShapeB(canceled, 400, /finished/);
     const done = await finished(res.body.data.import_id);
-    expectShapeB(await call("DELETE", `/v1/imports/${done.import_id}`, { token: account.ownerToken }), 400, /finished/);
+    expectShapeB(await call("cancelImport", `/v1/imports/${done.import_id}`, { token: account.ownerToken }), 400, /finished/);
   });
 
   it("honours Idempotency-Key: a retried upload is the same job", async () => {
     const key = crypto.randomUUID();
     const body = "title,expiry_date\nIdem,2027-01-01\n";
-    const a = await upload("resource=items&dry_run=true", body, "text/csv", account.ownerToken, { "Idempotency-Key": key });
+    const a = ok(await upload("resource=items&dry_run=true", body, "text/csv", account.ownerToken, { "Idempotency-Key": key }));
     const b = await upload("resource=items&dry_run=true", body, "text/csv", account.ownerToken, { "Idempotency-Key": key });
-    expect(b.status).toBe(202);
+    expectStatus(b, 202);
     expect(b.headers.get("Idempotent-Replayed")).toBe("true");
     expect(b.body.data.import_id).toBe(a.body.data.import_id);
     await finished(a.body.data.import_id);
@@ -452,7 +453,7 @@ describe("CSV reading", () => {
 describe("export, then import into another company", () => {
   async function exportOf(token: string, format: "csv" | "ndjson"): Promise<string> {
     const res = await exports.default.fetch(new Request(`${BASE}/v1/items/export?format=${format}&archived=any`, { headers: { Authorization: `Bearer ${token}` } }));
-    expect(res.status).toBe(200);
+    expectStatus(res, 200);
     return res.text();
   }
   /** The export without the columns that differ between companies by nature (item_id, add_date). */
@@ -476,10 +477,10 @@ describe("export, then import into another company", () => {
       { title: "''=quoted", notes: "\uFE66x\n\t=tab", tags: [] },
     ];
     for (const [k, { tags, ...v }] of values.entries()) {
-      const res = await call("POST", "/v1/items", { token: from.ownerToken, body: { ...v, expiry_date: `2029-0${k + 1}-01`, external_id: `F-${k}` } });
-      expect(res.status, JSON.stringify(res.body)).toBe(201);
-      const tagged = await call("PUT", `/v1/items/${res.body.data.item_id}/tags`, { token: from.ownerToken, body: { tags } });
-      expect(tagged.status, JSON.stringify(tagged.body)).toBe(200);
+      const res = await call("createItem", "/v1/items", { token: from.ownerToken, body: { ...v, expiry_date: `2029-0${k + 1}-01`, external_id: `F-${k}` } });
+      expectStatus(res, 201, JSON.stringify(res.body));
+      const tagged = await call("setItemTags", `/v1/items/${res.body.data.item_id}/tags`, { token: from.ownerToken, body: { tags } });
+      expectStatus(tagged, 200, JSON.stringify(tagged.body));
     }
     const first = await exportOf(from.ownerToken, "csv");
     const dangerous = /^[\s\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}]*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20\uFE62\uFE63\uFE66\uFE6B\u207A-\u207C\u208A-\u208C\u2212]/u;
@@ -489,13 +490,13 @@ describe("export, then import into another company", () => {
     const upload = await readResult(
       await exports.default.fetch(
         new Request(`${BASE}/v1/imports?resource=items`, { method: "POST", headers: { Authorization: `Bearer ${to.ownerToken}`, "Content-Type": "text/csv" }, body: first }),
-      ),
+      ), "createImport",
     );
-    expect(upload.status, JSON.stringify(upload.body)).toBe(202);
+    expectStatus(upload, 202, JSON.stringify(upload.body));
     expect(await finished(upload.body.data.import_id, to.ownerToken)).toMatchObject({ status: "completed", counts: { created: 3, failed: 0 } });
     for (const [k, v] of values.entries()) {
-      const list = await call("GET", `/v1/items?external_id=F-${k}`, { token: to.ownerToken });
-      const item = (await call("GET", `/v1/items/${list.body.data[0].item_id}`, { token: to.ownerToken })).body.data;
+      const list = ok(await call("listItems", `/v1/items?external_id=F-${k}`, { token: to.ownerToken }));
+      const item = ok(await call("getItem", `/v1/items/${list.body.data[0]!.item_id}`, { token: to.ownerToken })).body.data;
       expect({ title: item.title, notes: item.notes, tags: [...item.tags].sort() }).toEqual({ ...v, tags: [...v.tags].sort() });
     }
     expect(comparable(await exportOf(to.ownerToken, "csv"), "csv")).toEqual(comparable(first, "csv"));
@@ -507,23 +508,23 @@ describe("export, then import into another company", () => {
       const to = await createAccount();
       const tokenA = from.ownerToken;
       for (const token of [tokenA, to.ownerToken]) {
-        const type = await call("POST", "/v1/document-types", { token, body: { doctype_name: "Permit", fields: [{ field_name: "Inspector", field_type: "text" }] } });
-        expect(type.status, JSON.stringify(type.body)).toBe(201);
-        await call("POST", "/v1/contacts", { token, body: { first_name: "Ada", last_name: "L", email: "ada@example.com" } });
+        const type = await call("createDocumentType", "/v1/document-types", { token, body: { doctype_name: "Permit", fields: [{ field_name: "Inspector", field_type: "text" }] } });
+        expectStatus(type, 201, JSON.stringify(type.body));
+        await call("createContact", "/v1/contacts", { token, body: { first_name: "Ada", last_name: "L", email: "ada@example.com" } });
       }
       const make = async (body: Record<string, unknown>) => {
-        const res = await call("POST", "/v1/items", { token: tokenA, body });
-        expect(res.status, JSON.stringify(res.body)).toBe(201);
+        const res = await call("createItem", "/v1/items", { token: tokenA, body });
+        expectStatus(res, 201, JSON.stringify(res.body));
         return res.body.data.item_id as number;
       };
       await make({ title: "=SUM(A1:A9), \"quoted\"; semi", expiry_date: "2027-01-31", folder_path: "Permits/City", notes: "line 1\nline 2, with comma", external_id: "X-1" });
       const done = await make({ title: "Lift 🛗 inspection", expiry_date: "2027-02-28", item_type: "due", document_type: "Permit", external_id: "X-2" });
-      await call("PATCH", `/v1/items/${done}/status`, { token: tokenA, body: { status: "completed" } });
+      await call("setItemStatus", `/v1/items/${done}/status`, { token: tokenA, body: { status: "completed" } });
       const archived = await make({ title: "+44 hotline", expiry_date: "2028-02-29", item_type: "evt" });
-      await call("PATCH", `/v1/items/${archived}/archive`, { token: tokenA, body: { archived: true } });
-      await call("PUT", `/v1/items/${done}/tags`, { token: tokenA, body: { tags: ["a|b", "c\\d", "plain"] } });
+      await call("archiveItem", `/v1/items/${archived}/archive`, { token: tokenA, body: { archived: true } });
+      await call("setItemTags", `/v1/items/${done}/tags`, { token: tokenA, body: { tags: ["a|b", "c\\d", "plain"] } });
       const contact = await env.DB.prepare("SELECT id FROM contacts WHERE company_id = ?").bind(from.companyId).first<number>("id");
-      await call("PATCH", `/v1/items/${archived}`, { token: tokenA, body: { contact_id: contact } });
+      await call("updateItem", `/v1/items/${archived}`, { token: tokenA, body: { contact_id: contact } });
       // A custom field value, as an import would set it.
       await env.DB.prepare(
         "INSERT INTO item_field_values (item_id, field_id, company_id, value) SELECT ?, f.id, ?, 'Grace' FROM document_type_fields f JOIN document_types t ON t.id = f.type_id WHERE t.company_id = ?",
@@ -542,9 +543,9 @@ describe("export, then import into another company", () => {
             headers: { Authorization: `Bearer ${to.ownerToken}`, "Content-Type": format === "csv" ? "text/csv" : "application/x-ndjson" },
             body: first,
           }),
-        ),
+        ), "createImport",
       );
-      expect(upload.status, JSON.stringify(upload.body)).toBe(202);
+      expectStatus(upload, 202, JSON.stringify(upload.body));
       const job = await finished(upload.body.data.import_id, to.ownerToken);
       expect(job, JSON.stringify(job)).toMatchObject({ status: "completed", counts: { created: 3, failed: 0 } });
       const second = await exportOf(to.ownerToken, format);

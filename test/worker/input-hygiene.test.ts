@@ -7,15 +7,18 @@ import type { AppBindings } from "../../src/env";
 import { DEFAULT_BODY_LIMIT, MAX_JSON_DEPTH, MAX_URL_LENGTH, bodyRuleFor, parseContentType, requestGuard } from "../../src/lib/body";
 import { MAX_ECHO_CHARS } from "../../src/lib/echo";
 import { MAX_MESSAGE_CHARS, apiError, oauthError, renderError } from "../../src/lib/errors";
-import { BASE, call, expectShapeA, expectShapeB, readResult, tokenFor, uniqueEmail, type CallResult, type Json } from "./helpers";
+import { BASE, call, expectShapeA, expectShapeB, readResult, tokenFor, uniqueEmail, type Answer, type ApiError, type CallResult, type Operation, expectStatus, callRaw, ok, openApiDocument } from "./helpers";
 
 const TOKEN_LIMIT = 8 * 1024;
 const JSON_TYPE = { "Content-Type": "application/json" };
 const encoder = new TextEncoder();
 
 /** Sends a body of any kind (bytes, stream) with exactly the given headers. */
-async function send(method: string, path: string, body: BodyInit | null, headers: Record<string, string> = {}): Promise<CallResult> {
-  return readResult(await exports.default.fetch(new Request(`${BASE}${path}`, { method, headers, body })));
+async function send(method: string, path: string, body: BodyInit | null, headers?: Record<string, string>): Promise<CallResult>;
+async function send<O extends Operation>(method: string, path: string, body: BodyInit | null, headers: Record<string, string>, operation: O): Promise<Answer<O>>;
+async function send(method: string, path: string, body: BodyInit | null, headers: Record<string, string> = {}, operation?: Operation): Promise<CallResult> {
+  const response = await exports.default.fetch(new Request(`${BASE}${path}`, { method, headers, body }));
+  return operation ? readResult(response, operation) : readResult(response);
 }
 
 /** A stream of `chunk`-byte chunks, `total` bytes in all, that records how much was pulled from it. */
@@ -35,7 +38,7 @@ function countingStream(total: number, chunk = 1024, byte = 0x5b /* "[" */) {
 const validContact = (extra: Record<string, unknown> = {}) => ({ first_name: "Ada", last_name: "Lovelace", email: uniqueEmail(), ...extra });
 
 async function postContact(rawBody: string, headers: Record<string, string> = JSON_TYPE) {
-  return call("POST", "/v1/contacts", { token: await tokenFor("demo-owner"), rawBody, headers });
+  return call("createContact", "/v1/contacts", { token: await tokenFor("demo-owner"), rawBody, headers });
 }
 
 /** A contact body as JSON text with `first_name` given as raw JSON (escapes kept as written). */
@@ -71,8 +74,8 @@ describe("body size limits", () => {
 
   it("refuses an oversized body before authentication and routing", async () => {
     const big = "x".repeat(DEFAULT_BODY_LIMIT + 1);
-    expectShapeB(await call("POST", "/v1/contacts", { rawBody: big, headers: JSON_TYPE }), 413);
-    expectShapeB(await call("POST", "/v1/nothing-here", { rawBody: big, headers: JSON_TYPE }), 413);
+    expectShapeB(await call("createContact", "/v1/contacts", { rawBody: big, headers: JSON_TYPE }), 413);
+    expectShapeB(await callRaw("POST", "/v1/nothing-here", { rawBody: big, headers: JSON_TYPE }), 413);
   });
 
   it("accepts a body of exactly the limit (it reaches validation)", async () => {
@@ -84,10 +87,10 @@ describe("body size limits", () => {
 
   it("answers the token endpoint's 413 in Shape A (8 KiB limit)", async () => {
     const body = JSON.stringify({ grant_type: "client_credentials", client_id: "demo-owner", client_secret: "x".repeat(TOKEN_LIMIT) });
-    const res = await call("POST", "/v1/oauth/token", { rawBody: body, headers: JSON_TYPE });
+    const res = await call("issueToken", "/v1/oauth/token", { rawBody: body, headers: JSON_TYPE });
     expectShapeA(res, 413, "invalid_request");
     expect(res.body.error_description).toMatch(/8 KiB/);
-    const form = await call("POST", "/v1/oauth/token", {
+    const form = await call("issueToken", "/v1/oauth/token", {
       rawBody: `grant_type=client_credentials&client_secret=${"x".repeat(TOKEN_LIMIT)}`,
       headers: { "Content-Type": "application/x-www-form-urlencoded" },
     });
@@ -98,24 +101,24 @@ describe("body size limits", () => {
     const { stream, state } = countingStream(100 * 1024 * 1024);
     const [res, health] = await Promise.all([
       send("POST", "/v1/oauth/token", stream, JSON_TYPE),
-      call("GET", "/health"),
+      call("getHealth", "/health"),
     ]);
     expectShapeA(res, 413, "invalid_request");
     expect(state.pulled).toBeLessThanOrEqual(TOKEN_LIMIT + 16 * 1024);
-    expect(health.status).toBe(200);
-    expect((await call("GET", "/health")).status).toBe(200);
+    expectStatus(health, 200);
+    expectStatus(await call("getHealth", "/health"), 200);
   });
 
   it("still issues tokens from JSON and form bodies within the limit", async () => {
-    const json = await call("POST", "/v1/oauth/token", {
+    const json = await call("issueToken", "/v1/oauth/token", {
       body: { grant_type: "client_credentials", client_id: "demo-owner", client_secret: "demo-owner-secret" },
     });
-    expect(json.status, JSON.stringify(json.body)).toBe(200);
-    const form = await call("POST", "/v1/oauth/token", {
+    expectStatus(json, 200, JSON.stringify(json.body));
+    const form = await call("issueToken", "/v1/oauth/token", {
       rawBody: "grant_type=client_credentials&client_id=demo-owner&client_secret=demo-owner-secret",
       headers: { "Content-Type": "application/x-www-form-urlencoded; charset=UTF-8" },
     });
-    expect(form.status, JSON.stringify(form.body)).toBe(200);
+    expectStatus(form, 200, JSON.stringify(form.body));
   });
 });
 
@@ -126,13 +129,13 @@ describe("JSON nesting", () => {
     expectShapeB(await postContact("[".repeat(60_000)), 400);
     expectShapeB(await postContact(withRawFirstName(`${"[".repeat(1000)}${"]".repeat(1000)}`)), 400, /nests deeper than/);
     expectShapeB(await postContact(`{"a":${'{"a":'.repeat(10_000)}1${"}".repeat(10_001)}`), 400, /nests deeper than/);
-    const token = await call("POST", "/v1/oauth/token", { rawBody: "[".repeat(4000) + "]".repeat(4000), headers: JSON_TYPE });
+    const token = await call("issueToken", "/v1/oauth/token", { rawBody: "[".repeat(4000) + "]".repeat(4000), headers: JSON_TYPE });
     expectShapeA(token, 400, "invalid_request");
   });
 
   it("does not count brackets inside strings", async () => {
     const res = await postContact(JSON.stringify(validContact({ first_name: "[".repeat(90) })));
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expectStatus(res, 201, JSON.stringify(res.body));
   });
 });
 
@@ -145,8 +148,9 @@ describe("character encoding of bodies", () => {
       expectShapeB(res, 415, /charset/i);
     }
     const named = await send("POST", "/v1/contacts", latin1, { "Content-Type": "application/json; charset=latin1", Authorization: `Bearer ${token}` });
+    expectShapeB(named, 415);
     expect(named.body.msg).toContain("latin1");
-    const form = await call("POST", "/v1/oauth/token", {
+    const form = await call("issueToken", "/v1/oauth/token", {
       rawBody: "grant_type=client_credentials",
       headers: { "Content-Type": "application/x-www-form-urlencoded; charset=iso-8859-1" },
     });
@@ -156,7 +160,7 @@ describe("character encoding of bodies", () => {
   it("accepts charset=utf-8 in any case and quoted", async () => {
     for (const type of ["application/json; charset=UTF-8", 'application/json; charset="utf-8"', "application/json;charset=utf8"]) {
       const res = await postContact(JSON.stringify(validContact()), { "Content-Type": type });
-      expect(res.status, `${type}: ${JSON.stringify(res.body)}`).toBe(201);
+      expectStatus(res, 201, `${type}: ${JSON.stringify(res.body)}`);
     }
   });
 
@@ -202,14 +206,14 @@ describe("text fields", () => {
     expectShapeB(await postContact(JSON.stringify(validContact({ phone_number: "123\u0000" }))), 400, /phone_number must not contain control characters/);
     expectShapeB(await postContact(JSON.stringify(validContact({ email: "ada\u0000@example.com" }))), 400, /email must not contain control characters/);
     expectShapeB(await postContact(`{"first_name":"A","last_name":"L","email":"a\\ud800@example.com"}`), 400, /email must be well-formed/);
-    const created = await call("POST", "/v1/contacts", { token, body: validContact() });
-    expect(created.status).toBe(201);
+    const created = await call("createContact", "/v1/contacts", { token, body: validContact() });
+    expectStatus(created, 201);
     const id = created.body.data.contact_id;
-    expectShapeB(await call("PATCH", `/v1/contacts/${id}`, { token, rawBody: '{"first_name":"\\ud83d"}', headers: JSON_TYPE }), 400, /first_name/);
-    expectShapeB(await call("POST", "/v1/contact-groups", { token, body: { group_name: "\u200b\u200b" } }), 400, /group_name must not be empty/);
-    expectShapeB(await call("POST", "/v1/contact-groups", { token, body: { group_name: "G\u0001" } }), 400, /group_name must not contain control characters/);
-    expectShapeB(await call("GET", "/v1/contacts?q=a%00b", { token }), 400, /q must not contain control characters/);
-    expectShapeB(await call("GET", "/v1/contact-groups?q=%0A", { token }), 400, /q must not contain control characters/);
+    expectShapeB(await call("updateContact", `/v1/contacts/${id}`, { token, rawBody: '{"first_name":"\\ud83d"}', headers: JSON_TYPE }), 400, /first_name/);
+    expectShapeB(await call("createContactGroup", "/v1/contact-groups", { token, body: { group_name: "\u200b\u200b" } }), 400, /group_name must not be empty/);
+    expectShapeB(await call("createContactGroup", "/v1/contact-groups", { token, body: { group_name: "G\u0001" } }), 400, /group_name must not contain control characters/);
+    expectShapeB(await call("listContacts", "/v1/contacts?q=a%00b", { token }), 400, /q must not contain control characters/);
+    expectShapeB(await call("listContactGroups", "/v1/contact-groups?q=%0A", { token }), 400, /q must not contain control characters/);
   });
 
   it("stores and returns valid non-ASCII text intact, normalised to NFC", async () => {
@@ -226,37 +230,37 @@ describe("text fields", () => {
       ["Zoë\u200d", "Zoë\u200d"],
     ];
     for (const [sent, stored] of cases) {
-      const created = await call("POST", "/v1/contacts", { token, body: validContact({ first_name: sent, last_name: ` ${sent} ` }) });
-      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      const created = await call("createContact", "/v1/contacts", { token, body: validContact({ first_name: sent, last_name: ` ${sent} ` }) });
+      expectStatus(created, 201, JSON.stringify(created.body));
       expect(created.body.data.firstname).toBe(stored);
       expect(created.body.data.lastname).toBe(stored);
-      const read = await call("GET", `/v1/contacts/${created.body.data.contact_id}`, { token });
+      const read = ok(await call("getContact", `/v1/contacts/${created.body.data.contact_id}`, { token }));
       expect(read.body.data.firstname).toBe(stored);
       expect(read.body.data.lastname).toBe(stored);
     }
-    const group = await call("POST", "/v1/contact-groups", { token, body: { group_name: `Gr\u00fcn-${uniqueEmail().slice(0, 8)}`.normalize("NFD") } });
-    expect(group.status, JSON.stringify(group.body)).toBe(201);
+    const group = await call("createContactGroup", "/v1/contact-groups", { token, body: { group_name: `Gr\u00fcn-${uniqueEmail().slice(0, 8)}`.normalize("NFD") } });
+    expectStatus(group, 201, JSON.stringify(group.body));
     expect(group.body.data.group_name).toBe(group.body.data.group_name.normalize("NFC"));
     expect(group.body.data.group_name.startsWith("Grün-")).toBe(true);
   });
 
   it("accepts raw UTF-8 bytes of non-ASCII text", async () => {
     const body = encoder.encode(JSON.stringify(validContact({ first_name: "Åsa 😀" })));
-    const res = await send("POST", "/v1/contacts", body, { ...JSON_TYPE, Authorization: `Bearer ${await tokenFor("demo-owner")}` });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const res = await send("POST", "/v1/contacts", body, { ...JSON_TYPE, Authorization: `Bearer ${await tokenFor("demo-owner")}` }, "createContact");
+    expectStatus(res, 201, JSON.stringify(res.body));
     expect(res.body.data.firstname).toBe("Åsa 😀");
   });
 });
 
 describe("bounded echo of input in messages", () => {
-  const bounded = (res: CallResult) => expect(res.body.msg.length).toBeLessThan(MAX_ECHO_CHARS * 2 + 100);
+  const bounded = (res: CallResult) => expect((res.body as ApiError).msg.length).toBeLessThan(MAX_ECHO_CHARS * 2 + 100);
 
   it("bounds the path in 404 and 405 messages", async () => {
     const long = `/v1/${"a".repeat(5000)}`;
-    const notFound = await call("GET", long);
+    const notFound = await callRaw("GET", long);
     expectShapeB(notFound, 404, /5004 characters/);
     bounded(notFound);
-    const notAllowed = await call("PUT", `/v1/contacts/${"9".repeat(5000)}`);
+    const notAllowed = await callRaw("PUT", `/v1/contacts/${"9".repeat(5000)}`);
     expectShapeB(notAllowed, 405);
     bounded(notAllowed);
   });
@@ -294,34 +298,34 @@ describe("the message backstop (unit)", () => {
 describe("URL and query string", () => {
   it(`refuses a URL longer than ${MAX_URL_LENGTH} characters with 414`, async () => {
     const token = await tokenFor("demo-owner");
-    expectShapeB(await call("GET", `/v1/contacts?q=${"a".repeat(MAX_URL_LENGTH)}`, { token }), 414, /8192/);
-    expectShapeB(await call("GET", `/v1/${"a".repeat(64 * 1024)}`), 414);
-    expectShapeA(await call("POST", `/v1/oauth/token?${"a".repeat(MAX_URL_LENGTH)}`, { rawBody: "{}", headers: JSON_TYPE }), 414, "invalid_request");
+    expectShapeB(await call("listContacts", `/v1/contacts?q=${"a".repeat(MAX_URL_LENGTH)}`, { token }), 414, /8192/);
+    expectShapeB(await callRaw("GET", `/v1/${"a".repeat(64 * 1024)}`), 414);
+    expectShapeA(await call("issueToken", `/v1/oauth/token?${"a".repeat(MAX_URL_LENGTH)}`, { rawBody: "{}", headers: JSON_TYPE }), 414, "invalid_request");
   });
 
   it("answers 400 naming a query parameter given twice", async () => {
     const token = await tokenFor("demo-owner");
     for (const query of ["limit=1&limit=2", "offset=0&offset=1", "q=a&q=b", "groupid=1&groupid=2", "deptid=1&deptid=1"]) {
       const name = query.split("=")[0]!;
-      expectShapeB(await call("GET", `/v1/contacts?${query}`, { token }), 400, new RegExp(`^${name} must be given only once$`));
+      expectShapeB(await call("listContacts", `/v1/contacts?${query}`, { token }), 400, new RegExp(`^${name} must be given only once$`));
     }
-    expectShapeB(await call("GET", "/v1/contact-groups?limit=1&limit=2", { token }), 400, /limit must be given only once/);
+    expectShapeB(await call("listContactGroups", "/v1/contact-groups?limit=1&limit=2", { token }), 400, /limit must be given only once/);
   });
 
   it("answers 400 for absurdly long query values within the URL limit", async () => {
     const token = await tokenFor("demo-owner");
-    expectShapeB(await call("GET", `/v1/contacts?limit=${"1".repeat(5000)}`, { token }), 400, /^limit/);
-    expectShapeB(await call("GET", `/v1/contacts?offset=${"9".repeat(5000)}`, { token }), 400, /^offset/);
-    expectShapeB(await call("GET", `/v1/contacts?q=${"é".repeat(1000)}`, { token }), 400, /^q must be at most 200/);
+    expectShapeB(await call("listContacts", `/v1/contacts?limit=${"1".repeat(5000)}`, { token }), 400, /^limit/);
+    expectShapeB(await call("listContacts", `/v1/contacts?offset=${"9".repeat(5000)}`, { token }), 400, /^offset/);
+    expectShapeB(await call("listContacts", `/v1/contacts?q=${"é".repeat(1000)}`, { token }), 400, /^q must be at most 200/);
   });
 
   it("answers 400 for percent-escapes that are not UTF-8", async () => {
     const token = await tokenFor("demo-owner");
-    expectShapeB(await call("GET", "/v1/contacts?q=%ED%A0%80", { token }), 400, /query string is not valid UTF-8/);
-    expectShapeB(await call("GET", "/v1/contacts?q=Jos%E9", { token }), 400, /query string is not valid UTF-8/);
-    const ok = await call("GET", `/v1/contacts?q=${encodeURIComponent("José")}&limit=5`, { token });
-    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
-    expect((await call("GET", "/v1/contacts?q=50%", { token })).status).toBe(200);
+    expectShapeB(await call("listContacts", "/v1/contacts?q=%ED%A0%80", { token }), 400, /query string is not valid UTF-8/);
+    expectShapeB(await call("listContacts", "/v1/contacts?q=Jos%E9", { token }), 400, /query string is not valid UTF-8/);
+    const ok = await call("listContacts", `/v1/contacts?q=${encodeURIComponent("José")}&limit=5`, { token });
+    expectStatus(ok, 200, JSON.stringify(ok.body));
+    expectStatus(await call("listContacts", "/v1/contacts?q=50%", { token }), 200);
   });
 });
 
@@ -333,7 +337,7 @@ describe("the request guard (unit)", () => {
   });
 
   it("publishes the limits it enforces in the OpenAPI description", async () => {
-    const description: string = (await call("GET", "/v1/openapi.json")).body.info.description;
+    const description: string = (await openApiDocument()).info.description;
     expect(description).toContain(`${DEFAULT_BODY_LIMIT} bytes`);
     expect(description).toContain(`${bodyRuleFor("POST", "/v1/oauth/token").limit} bytes`);
     expect(description).toContain(`${MAX_URL_LENGTH} characters`);
@@ -361,7 +365,7 @@ describe("the request guard (unit)", () => {
 
   it("leaves a streamed route's raw bytes to it, counted against its own limit", async () => {
     const ok = await readResult(await app.request("/upload", { method: "PUT", body: countingStream(90 * 1024, 4096, 0xff).stream, headers: { "Content-Type": "application/octet-stream" } }));
-    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expectStatus(ok, 200, JSON.stringify(ok.body));
     expect(ok.body).toEqual({ size: 90 * 1024, type: "application/octet-stream" });
 
     const { stream, state } = countingStream(10 * 1024 * 1024, 4096, 0xff);

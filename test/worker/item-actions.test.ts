@@ -8,7 +8,7 @@ import { acknowledgeItem, itemActionState, snoozeItem, unacknowledgeItem, unsnoo
 import { renewItem } from "../../src/records/items/queries";
 import { addDays, todayIn } from "../../src/lib/time";
 import { WebhookPayloadSchema } from "../../src/schemas/webhooks";
-import { call, createAccount, createContact, createItem, env, expectShapeB, type TestAccount } from "./helpers";
+import { call, createAccount, createContact, createItem, env, expectShapeB, expectStatus, ok, type TestAccount } from "./helpers";
 
 let account: TestAccount;
 beforeAll(async () => {
@@ -23,7 +23,7 @@ const recipientDb = (contactId: number, requestId = crypto.randomUUID()) =>
   });
 
 const entriesOf = async (requestId: string) =>
-  (await call("GET", `/v1/audit-log?resource_type=item&limit=200`, { token: account.ownerToken })).body.data.filter((e: { request_id: string }) => e.request_id === requestId);
+  ok(await call("listAuditLog", `/v1/audit-log?resource_type=item&limit=200`, { token: account.ownerToken })).body.data.filter((e) => e.request_id === requestId);
 
 describe("the records' actions (a recipient's page)", () => {
   it("acknowledges once, names the contact and via in the audit entry, and answers unchanged after", async () => {
@@ -56,14 +56,14 @@ describe("the records' actions (a recipient's page)", () => {
   it("changes nothing for an occurrence the item has left, or a completed item", async () => {
     const contact = await createContact(account.ownerToken);
     const item = await createItem(account.ownerToken, { contact_id: contact.contact_id });
-    expect((await call("POST", `/v1/items/${item.item_id}/renew`, { token: account.ownerToken })).status).toBe(200);
+    expectStatus(await call("renewItem", `/v1/items/${item.item_id}/renew`, { token: account.ownerToken }), 200);
     const by = { type: "contact" as const, id: contact.contact_id };
     const stale = await acknowledgeItem(recipientDb(contact.contact_id), account.companyId, item.item_id, { by, via: "link", occurrence: 1 });
     expect(stale).toMatchObject({ outcome: "moved_on", reason: "renewed", item: { epoch: 2, acknowledgement: null } });
     const snooze = await snoozeItem(recipientDb(contact.contact_id), account.companyId, item.item_id, { by, via: "link", occurrence: 1, until: addDays(todayIn("UTC"), 3) });
     expect(snooze).toMatchObject({ outcome: "moved_on", reason: "renewed", item: { snoozed_until: null } });
 
-    expect((await call("PATCH", `/v1/items/${item.item_id}/status`, { token: account.ownerToken, body: { status: "completed" } })).status).toBe(200);
+    expectStatus(await call("setItemStatus", `/v1/items/${item.item_id}/status`, { token: account.ownerToken, body: { status: "completed" } }), 200);
     const done = await acknowledgeItem(recipientDb(contact.contact_id), account.companyId, item.item_id, { by, via: "link", occurrence: 2 });
     expect(done).toMatchObject({ outcome: "moved_on", reason: "completed" });
   });
@@ -103,55 +103,55 @@ describe("the API's routes", () => {
   it("acknowledges (200, twice the same), shows it on the detail, filters the list, and takes it back", async () => {
     const item = await createItem(account.ownerToken);
     const path = `/v1/items/${item.item_id}/acknowledge`;
-    const first = await call("POST", path, { token: account.ownerToken, body: { note: "Booked the inspector" } });
-    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    const first = await call("acknowledgeItem", path, { token: account.ownerToken, body: { note: "Booked the inspector" } });
+    expectStatus(first, 200, JSON.stringify(first.body));
     expect(first.body).toMatchObject({ msg: "Item acknowledged", data: { item_id: item.item_id, acknowledgement: { by: { type: "client" }, via: "api", note: "Booked the inspector" } } });
-    const second = await call("POST", path, { token: account.ownerToken });
+    const second = await call("acknowledgeItem", path, { token: account.ownerToken });
     expect(second.body).toMatchObject({ msg: "Item was already acknowledged", data: { acknowledgement: first.body.data.acknowledgement } });
 
-    const detail = await call("GET", `/v1/items/${item.item_id}`, { token: account.ownerToken });
+    const detail = ok(await call("getItem", `/v1/items/${item.item_id}`, { token: account.ownerToken }));
     expect(detail.body.data.acknowledgement).toEqual(first.body.data.acknowledgement);
     expect(detail.body.data.snoozed_until).toBeNull();
 
-    const acknowledged = await call("GET", "/v1/items?acknowledged=true&limit=200", { token: account.ownerToken });
+    const acknowledged = ok(await call("listItems", "/v1/items?acknowledged=true&limit=200", { token: account.ownerToken }));
     expect(acknowledged.body.data.map((i: { item_id: number }) => i.item_id)).toContain(item.item_id);
-    const open = await call("GET", "/v1/items?acknowledged=false&limit=200", { token: account.ownerToken });
+    const open = ok(await call("listItems", "/v1/items?acknowledged=false&limit=200", { token: account.ownerToken }));
     expect(open.body.data.map((i: { item_id: number }) => i.item_id)).not.toContain(item.item_id);
 
-    const back = await call("DELETE", path, { token: account.ownerToken });
+    const back = await call("unacknowledgeItem", path, { token: account.ownerToken });
     expect(back.body).toMatchObject({ msg: "Acknowledgement taken back", data: { acknowledgement: null } });
-    expect((await call("GET", `/v1/items/${item.item_id}`, { token: account.ownerToken })).body.data.acknowledgement).toBeNull();
+    expect(ok(await call("getItem", `/v1/items/${item.item_id}`, { token: account.ownerToken })).body.data.acknowledgement).toBeNull();
   });
 
   it("refuses a completed item (409), a bad note, and an unknown item (404)", async () => {
     const item = await createItem(account.ownerToken);
-    await call("PATCH", `/v1/items/${item.item_id}/status`, { token: account.ownerToken, body: { status: "completed" } });
-    expectShapeB(await call("POST", `/v1/items/${item.item_id}/acknowledge`, { token: account.ownerToken }), 409, /is completed/);
-    expectShapeB(await call("POST", `/v1/items/${item.item_id}/acknowledge`, { token: account.ownerToken, body: { note: "x".repeat(501) } }), 400, /note/);
-    expectShapeB(await call("POST", `/v1/items/999999999/acknowledge`, { token: account.ownerToken }), 404);
+    await call("setItemStatus", `/v1/items/${item.item_id}/status`, { token: account.ownerToken, body: { status: "completed" } });
+    expectShapeB(await call("acknowledgeItem", `/v1/items/${item.item_id}/acknowledge`, { token: account.ownerToken }), 409, /is completed/);
+    expectShapeB(await call("acknowledgeItem", `/v1/items/${item.item_id}/acknowledge`, { token: account.ownerToken, body: { note: "x".repeat(501) } }), 400, /note/);
+    expectShapeB(await call("acknowledgeItem", `/v1/items/999999999/acknowledge`, { token: account.ownerToken }), 404);
   });
 
   it("snoozes until a date after today and at most a year ahead", async () => {
     const item = await createItem(account.ownerToken);
     const path = `/v1/items/${item.item_id}/snooze`;
     const today = todayIn("UTC");
-    expectShapeB(await call("POST", path, { token: account.ownerToken, body: { until: today } }), 400, /after today/);
-    expectShapeB(await call("POST", path, { token: account.ownerToken, body: { until: addDays(today, -1) } }), 400, /after today/);
-    expectShapeB(await call("POST", path, { token: account.ownerToken, body: { until: addDays(today, 366) } }), 400, /at most 365 days/);
-    expectShapeB(await call("POST", path, { token: account.ownerToken, body: { until: "2027-02-30" } }), 400, /until/);
+    expectShapeB(await call("snoozeItem", path, { token: account.ownerToken, body: { until: today } }), 400, /after today/);
+    expectShapeB(await call("snoozeItem", path, { token: account.ownerToken, body: { until: addDays(today, -1) } }), 400, /after today/);
+    expectShapeB(await call("snoozeItem", path, { token: account.ownerToken, body: { until: addDays(today, 366) } }), 400, /at most 365 days/);
+    expectShapeB(await call("snoozeItem", path, { token: account.ownerToken, body: { until: "2027-02-30" } }), 400, /until/);
     const until = addDays(today, 2);
-    const snoozed = await call("POST", path, { token: account.ownerToken, body: { until } });
+    const snoozed = await call("snoozeItem", path, { token: account.ownerToken, body: { until } });
     expect(snoozed.body).toMatchObject({ msg: `Item snoozed until ${until}`, data: { snoozed_until: until } });
-    expect((await call("GET", `/v1/items/${item.item_id}`, { token: account.ownerToken })).body.data.snoozed_until).toBe(until);
-    expect((await call("DELETE", path, { token: account.ownerToken })).body).toMatchObject({ msg: "Snooze ended", data: { snoozed_until: null } });
+    expect(ok(await call("getItem", `/v1/items/${item.item_id}`, { token: account.ownerToken })).body.data.snoozed_until).toBe(until);
+    expect(ok(await call("unsnoozeItem", path, { token: account.ownerToken })).body).toMatchObject({ msg: "Snooze ended", data: { snoozed_until: null } });
   });
 
   it("a renewal starts the next occurrence unacknowledged and unsnoozed", async () => {
     const item = await createItem(account.ownerToken);
-    await call("POST", `/v1/items/${item.item_id}/acknowledge`, { token: account.ownerToken });
-    await call("POST", `/v1/items/${item.item_id}/snooze`, { token: account.ownerToken, body: { until: addDays(todayIn("UTC"), 2) } });
-    await call("POST", `/v1/items/${item.item_id}/renew`, { token: account.ownerToken });
-    const detail = (await call("GET", `/v1/items/${item.item_id}`, { token: account.ownerToken })).body.data;
+    await call("acknowledgeItem", `/v1/items/${item.item_id}/acknowledge`, { token: account.ownerToken });
+    await call("snoozeItem", `/v1/items/${item.item_id}/snooze`, { token: account.ownerToken, body: { until: addDays(todayIn("UTC"), 2) } });
+    await call("renewItem", `/v1/items/${item.item_id}/renew`, { token: account.ownerToken });
+    const detail = ok(await call("getItem", `/v1/items/${item.item_id}`, { token: account.ownerToken })).body.data;
     expect(detail).toMatchObject({ acknowledgement: null, snoozed_until: null });
   });
 });
@@ -159,8 +159,8 @@ describe("the API's routes", () => {
 describe("webhook events and keyed requests", () => {
   it("records item.acknowledged, item.unacknowledged, item.snoozed and item.unsnoozed with by and via, and nothing for a renewal's clearing", async () => {
     const owner = await createAccount();
-    const hook = await call("POST", "/v1/webhooks", { token: owner.ownerToken, body: { url: "http://127.0.0.1:9/hook", events: ["*"] } });
-    expect(hook.status, JSON.stringify(hook.body)).toBe(201);
+    const hook = await call("createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url: "http://127.0.0.1:9/hook", events: ["*"] } });
+    expectStatus(hook, 201, JSON.stringify(hook.body));
     const contact = await createContact(owner.ownerToken);
     const item = await createItem(owner.ownerToken, { contact_id: contact.contact_id });
     // The records' actions alone (no sync), so the events wait in D1's outbox where the test reads them.
@@ -191,19 +191,19 @@ describe("webhook events and keyed requests", () => {
     const item = await createItem(account.ownerToken);
     const key = crypto.randomUUID();
     const path = `/v1/items/${item.item_id}/acknowledge`;
-    const first = await call("POST", path, { token: account.ownerToken, body: { note: "a" }, headers: { "Idempotency-Key": key } });
-    expect(first.status).toBe(200);
-    const again = await call("POST", path, { token: account.ownerToken, body: { note: "a" }, headers: { "Idempotency-Key": key } });
+    const first = await call("acknowledgeItem", path, { token: account.ownerToken, body: { note: "a" }, headers: { "Idempotency-Key": key } });
+    expectStatus(first, 200);
+    const again = await call("acknowledgeItem", path, { token: account.ownerToken, body: { note: "a" }, headers: { "Idempotency-Key": key } });
     expect(again.headers.get("Idempotent-Replayed")).toBe("true");
     expect(again.body).toEqual(first.body);
-    expectShapeB(await call("POST", path, { token: account.ownerToken, body: { note: "b" }, headers: { "Idempotency-Key": key } }), 422);
+    expectShapeB(await call("acknowledgeItem", path, { token: account.ownerToken, body: { note: "b" }, headers: { "Idempotency-Key": key } }), 422);
   });
 
   it("honours If-Match: a stale ETag is 412 and changes nothing", async () => {
     const item = await createItem(account.ownerToken);
-    const etag = (await call("GET", `/v1/items/${item.item_id}`, { token: account.ownerToken })).headers.get("ETag")!;
-    await call("PATCH", `/v1/items/${item.item_id}`, { token: account.ownerToken, body: { notes: "changed" } });
-    expectShapeB(await call("POST", `/v1/items/${item.item_id}/acknowledge`, { token: account.ownerToken, headers: { "If-Match": etag } }), 412);
-    expect((await call("GET", `/v1/items/${item.item_id}`, { token: account.ownerToken })).body.data.acknowledgement).toBeNull();
+    const etag = (await call("getItem", `/v1/items/${item.item_id}`, { token: account.ownerToken })).headers.get("ETag")!;
+    await call("updateItem", `/v1/items/${item.item_id}`, { token: account.ownerToken, body: { notes: "changed" } });
+    expectShapeB(await call("acknowledgeItem", `/v1/items/${item.item_id}/acknowledge`, { token: account.ownerToken, headers: { "If-Match": etag } }), 412);
+    expect(ok(await call("getItem", `/v1/items/${item.item_id}`, { token: account.ownerToken })).body.data.acknowledgement).toBeNull();
   });
 });

@@ -9,7 +9,7 @@ import { DELETE_COMPANY_VIEWS_SQL, DELETE_VIEWS_SQL, WRITE_VIEWS_SQL, writeViews
 import { createItem as createItemRow, createItemQuery, itemDetailQuery, setItemStatus } from "../../src/records/items/queries";
 import { CreateItemSchema } from "../../src/schemas/items";
 import { addDays, todayIn } from "../../src/lib/time";
-import { call, createAccount, createItem, env, fullScansOf, queryPlan } from "./helpers";
+import { call, createAccount, createItem, env, fullScansOf, queryPlan, expectStatus, ok } from "./helpers";
 
 const stubOf = (companyId: number) => clockFor(env, companyId);
 const futureDate = (days: number) => addDays(todayIn("UTC"), days);
@@ -42,15 +42,15 @@ async function putView(companyId: number, itemId: number, view: View) {
 const FAKE = { queued: [], sent: [{ reminder_id: -1 }] };
 
 async function getDetail(token: string, itemId: number) {
-  const res = await call("GET", `/v1/items/${itemId}`, { token });
-  expect(res.status).toBe(200);
+  const res = await call("getItem", `/v1/items/${itemId}`, { token });
+  expectStatus(res, 200);
   return { reminders: res.body.data.reminders, etag: res.headers.get("ETag") };
 }
 
 /** The item's reminders straight from the object (the reference the view must equal). */
 async function truth(token: string, itemId: number) {
-  const res = await call("GET", `/v1/items/${itemId}/reminders`, { token });
-  expect(res.status).toBe(200);
+  const res = await call("listItemReminders", `/v1/items/${itemId}/reminders`, { token });
+  expectStatus(res, 200);
   return res.body.data;
 }
 
@@ -70,7 +70,7 @@ describe("the item's reminder view", () => {
     expect(view.version).toBe(outbox!.version);
     expect(outbox!.synced_version).toBe(outbox!.version);
     expect(JSON.parse(view.reminders!)).toEqual(await truth(ownerToken, item.item_id));
-    expect(view.stale_at).toBe(Date.parse(item.reminders.queued[0].due_at));
+    expect(view.stale_at).toBe(Date.parse(item.reminders.queued[0]!.due_at));
     // Control: a trustworthy view is used as it is (so the tests below that expect the truth can fail).
     await putView(companyId, item.item_id, { ...view, reminders: JSON.stringify(FAKE) });
     expect((await getDetail(ownerToken, item.item_id)).reminders).toEqual(FAKE);
@@ -84,8 +84,8 @@ describe("the item's reminder view", () => {
     expect(refilled?.reminders, "the fallback wrote the view").toBeTruthy();
     const fromView = await getDetail(ownerToken, item.item_id);
     expect(fromView.etag).toBe(fromObject.etag);
-    const notModified = await call("GET", `/v1/items/${item.item_id}`, { token: ownerToken, headers: { "If-None-Match": fromObject.etag! } });
-    expect(notModified.status).toBe(304);
+    const notModified = await call("getItem", `/v1/items/${item.item_id}`, { token: ownerToken, headers: { "If-None-Match": fromObject.etag! } });
+    expectStatus(notModified, 304);
   });
 
   describe("is not trusted", () => {
@@ -147,34 +147,34 @@ describe("the item's reminder view", () => {
       const id = item.item_id;
       const before = await expectFresh(ownerToken, id);
       const date = futureDate(200);
-      const patched = await call("PATCH", `/v1/items/${id}`, { token: ownerToken, body: { expiry_date: date, reschedule_reminders: true } });
-      expect(patched.status).toBe(200);
+      const patched = await call("updateItem", `/v1/items/${id}`, { token: ownerToken, body: { expiry_date: date, reschedule_reminders: true } });
+      expectStatus(patched, 200);
       const afterPatch = await expectFresh(ownerToken, id);
-      expect(afterPatch.queued.at(-1).date).toBe(date);
+      expect(afterPatch.queued.at(-1)!.date).toBe(date);
       expect(afterPatch).not.toEqual(before);
       expect(patched.body.data.reminders).toEqual(afterPatch);
 
-      const renewed = await call("POST", `/v1/items/${id}/renew`, { token: ownerToken, body: { expiry_date: futureDate(300) } });
-      expect(renewed.status).toBe(200);
-      expect((await expectFresh(ownerToken, id)).queued.at(-1).date).toBe(futureDate(300));
+      const renewed = await call("renewItem", `/v1/items/${id}/renew`, { token: ownerToken, body: { expiry_date: futureDate(300) } });
+      expectStatus(renewed, 200);
+      expect((await expectFresh(ownerToken, id)).queued.at(-1)!.date).toBe(futureDate(300));
 
-      expect((await call("PATCH", `/v1/items/${id}/status`, { token: ownerToken, body: { status: "completed" } })).status).toBe(200);
+      expectStatus(await call("setItemStatus", `/v1/items/${id}/status`, { token: ownerToken, body: { status: "completed" } }), 200);
       expect((await expectFresh(ownerToken, id)).queued.every((r: { state: string }) => r.state === "held")).toBe(true);
-      expect((await call("PATCH", `/v1/items/${id}/status`, { token: ownerToken, body: { status: "pending" } })).status).toBe(200);
+      expectStatus(await call("setItemStatus", `/v1/items/${id}/status`, { token: ownerToken, body: { status: "pending" } }), 200);
       expect((await expectFresh(ownerToken, id)).queued.every((r: { state: string }) => r.state === "queued")).toBe(true);
 
-      expect((await call("PATCH", `/v1/items/${id}/archive`, { token: ownerToken, body: { archived: true } })).status).toBe(200);
+      expectStatus(await call("archiveItem", `/v1/items/${id}/archive`, { token: ownerToken, body: { archived: true } }), 200);
       expect((await expectFresh(ownerToken, id)).queued.every((r: { state: string }) => r.state === "held")).toBe(true);
 
-      expect((await call("DELETE", `/v1/items/${id}`, { token: ownerToken })).status).toBe(200);
-      expect((await call("GET", `/v1/items/${id}`, { token: ownerToken })).status).toBe(404);
+      expectStatus(await call("deleteItem", `/v1/items/${id}`, { token: ownerToken }), 200);
+      expectStatus(await call("getItem", `/v1/items/${id}`, { token: ownerToken }), 404);
     });
 
     it("reminder writes: add, update, delete (the view is replaced, by a later generation)", async () => {
       const { companyId, ownerToken, item, view } = await itemWithView({ seqid: 0 });
       const id = item.item_id;
-      const added = await call("POST", `/v1/items/${id}/reminders`, { token: ownerToken, body: { date: futureDate(10), hour: "08:15" } });
-      expect(added.status).toBe(201);
+      const added = await call("createItemReminder", `/v1/items/${id}/reminders`, { token: ownerToken, body: { date: futureDate(10), hour: "08:15" } });
+      expectStatus(added, 201);
       const afterAdd = await expectFresh(ownerToken, id);
       expect(afterAdd.queued.map((r: { reminder_id: number }) => r.reminder_id)).toEqual([added.body.data.reminder_id]);
       const written = (await viewOf(companyId, id))!;
@@ -182,23 +182,23 @@ describe("the item's reminder view", () => {
       expect(JSON.parse(written.reminders!)).toEqual(afterAdd);
 
       const rid = added.body.data.reminder_id;
-      expect((await call("PATCH", `/v1/items/${id}/reminders/${rid}`, { token: ownerToken, body: { hour: "10:45" } })).status).toBe(200);
-      expect((await expectFresh(ownerToken, id)).queued[0].hour).toBe("10:45");
+      expectStatus(await call("updateItemReminder", `/v1/items/${id}/reminders/${rid}`, { token: ownerToken, body: { hour: "10:45" } }), 200);
+      expect((await expectFresh(ownerToken, id)).queued[0]!.hour).toBe("10:45");
 
-      expect((await call("DELETE", `/v1/items/${id}/reminders/${rid}`, { token: ownerToken })).status).toBe(200);
+      expectStatus(await call("deleteItemReminder", `/v1/items/${id}/reminders/${rid}`, { token: ownerToken }), 200);
       expect((await expectFresh(ownerToken, id)).queued).toEqual([]);
     });
 
     it("a reminder change invalidates the view before it is made: a refused one leaves no old view behind", async () => {
       const { companyId, ownerToken, item, view } = await itemWithView({ seqid: 0 });
-      const refused = await call("PATCH", `/v1/items/${item.item_id}/reminders/999999`, { token: ownerToken, body: { hour: "10:45" } });
-      expect(refused.status).toBe(404);
+      const refused = await call("updateItemReminder", `/v1/items/${item.item_id}/reminders/999999`, { token: ownerToken, body: { hour: "10:45" } });
+      expectStatus(refused, 404);
       expect((await viewOf(companyId, item.item_id))!.gen).toBeGreaterThan(view.gen);
     });
 
     it("firing: after the alarm sends a reminder, GET lists it under sent", async () => {
       const { companyId, ownerToken, item } = await itemWithView({ seqid: 0 });
-      const added = await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: { date: futureDate(5), hour: "09:00" } });
+      const added = ok(await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: { date: futureDate(5), hour: "09:00" } }));
       const rid = added.body.data.reminder_id;
       expect((await getDetail(ownerToken, item.item_id)).reminders.queued).toHaveLength(1);
       // Its minute comes (moved inside the object, which the view's stale_at cannot know: only the
@@ -229,10 +229,10 @@ describe("the item's reminder view", () => {
   it("a burst of creates (bookkeeping merged into shared D1 batches) leaves every item synced with its own view", async () => {
     const { companyId, ownerToken } = await createAccount();
     const created = await Promise.all(
-      Array.from({ length: 24 }, (_, i) => call("POST", "/v1/items", { token: ownerToken, body: { title: `Burst ${i}`, expiry_date: futureDate(40 + i) } })),
+      Array.from({ length: 24 }, (_, i) => call("createItem", "/v1/items", { token: ownerToken, body: { title: `Burst ${i}`, expiry_date: futureDate(40 + i) } })),
     );
     for (const res of created) {
-      expect(res.status).toBe(201);
+      expectStatus(res, 201);
       const id = res.body.data.item_id;
       const outbox = (await outboxOf(companyId, id))!;
       expect(outbox.synced_version).toBe(outbox.version);

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { addDays, todayIn } from "../../src/lib/time";
-import { call, createAccount, createContact, createItem, demoTokens, env, expectShapeA, expectShapeB, tokenFor, uniqueWord, type Json, type TestAccount, createDocumentType } from "./helpers";
+import { call, createAccount, createContact, createItem, demoTokens, env, expectShapeA, expectShapeB, tokenFor, uniqueWord, type DataOf, type SuccessBody, type TestAccount, createDocumentType, expectStatus, ok } from "./helpers";
 
 let owner: string, other: string;
 
@@ -23,16 +23,16 @@ async function counters(companyId: number) {
 
 
 const list = async (token: string, query: string) => {
-  const res = await call("GET", `/v1/items?${query}`, { token });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body as Json;
+  const res = await call("listItems", `/v1/items?${query}`, { token });
+  expectStatus(res, 200, JSON.stringify(res.body));
+  return res.body;
 };
-const ids = (body: Json) => body.data.map((i: Json) => i.item_id);
+const ids = (body: SuccessBody<"listItems">) => body.data.map((i) => i.item_id);
 
 describe("POST /v1/items", () => {
   it("creates an item and answers the spec's fields", async () => {
-    const res = await call("POST", "/v1/items", { token: owner, body: { title: "Fire certificate", expiry_date: "2030-05-01" } });
-    expect(res.status).toBe(201);
+    const res = await call("createItem", "/v1/items", { token: owner, body: { title: "Fire certificate", expiry_date: "2030-05-01" } });
+    expectStatus(res, 201);
     expect(res.body.msg).toBeTruthy();
     expect(res.body.data).toEqual({ item_id: expect.any(Number), title: "Fire certificate", expiry_date: "2030-05-01", item_type: "exp" });
   });
@@ -52,14 +52,14 @@ describe("POST /v1/items", () => {
       [{ title: "x", expiry_date: "2030-01-01", folder_id: 1, folder_path: "A" }, /folder_path cannot be combined with folder_id/],
       [{ title: "x", expiry_date: "2030-01-01", status: "pending" }, /Unknown field: status/],
     ] as const) {
-      expectShapeB(await call("POST", "/v1/items", { token: owner, body }), 400, msg);
+      expectShapeB(await call("createItem", "/v1/items", { token: owner, body }), 400, msg);
     }
   });
 
   it("resolves document_type by name (case-insensitive) and defaults the department to the type's", async () => {
     const account = await createAccount();
-    const dept = await call("POST", "/v1/departments", { token: account.ownerToken, body: { dept_name: "Permits" } });
-    const type = await call("POST", "/v1/document-types", { token: account.ownerToken, body: { doctype_name: "Lizenz Ärztekammer", deptid: dept.body.data.deptid } });
+    const dept = ok(await call("createDepartment", "/v1/departments", { token: account.ownerToken, body: { dept_name: "Permits" } }));
+    const type = ok(await call("createDocumentType", "/v1/document-types", { token: account.ownerToken, body: { doctype_name: "Lizenz Ärztekammer", deptid: dept.body.data.deptid } }));
     const item = await createItem(account.ownerToken, { document_type: "LIZENZ ÄRZTEKAMMER" });
     expect(item).toMatchObject({ document_type: "Lizenz Ärztekammer", document_type_id: type.body.data.typeid, deptid: dept.body.data.deptid });
   });
@@ -67,9 +67,9 @@ describe("POST /v1/items", () => {
   it("takes another company's ids as 400", async () => {
     const foreignType = await createDocumentType(other);
     const foreignContact = await createContact(other);
-    expectShapeB(await call("POST", "/v1/items", { token: owner, body: { title: "x", expiry_date: "2030-01-01", document_type_id: foreignType.typeid } }), 400);
-    expectShapeB(await call("POST", "/v1/items", { token: owner, body: { title: "x", expiry_date: "2030-01-01", contact_id: foreignContact.contact_id } }), 400);
-    expectShapeB(await call("POST", "/v1/items", { token: owner, body: { title: "x", expiry_date: "2030-01-01", deptid: 2 } }), 400);
+    expectShapeB(await call("createItem", "/v1/items", { token: owner, body: { title: "x", expiry_date: "2030-01-01", document_type_id: foreignType.typeid } }), 400);
+    expectShapeB(await call("createItem", "/v1/items", { token: owner, body: { title: "x", expiry_date: "2030-01-01", contact_id: foreignContact.contact_id } }), 400);
+    expectShapeB(await call("createItem", "/v1/items", { token: owner, body: { title: "x", expiry_date: "2030-01-01", deptid: 2 } }), 400);
   });
 
   it("creates missing folders of folder_path like mkdir -p and reuses existing ones", async () => {
@@ -78,13 +78,13 @@ describe("POST /v1/items", () => {
     const second = await createItem(owner, { folder_path: `${word.toUpperCase()}/city/` });
     expect(first.folder_id).toBeGreaterThan(0);
     expect(second.folder_id).toBe(first.folder_id);
-    const city = await call("GET", `/v1/folders/${first.folder_id}`, { token: owner });
+    const city = ok(await call("getFolder", `/v1/folders/${first.folder_id}`, { token: owner }));
     expect(city.body.data.folder_name).toBe("City");
   });
 
   it("enforces documents_limit, also under concurrent creates", async () => {
     const account = await createAccount({}, { documents: 3 });
-    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => call("POST", "/v1/items", { token: account.ownerToken, body: { title: `t${i}`, expiry_date: "2030-01-01" } })));
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => call("createItem", "/v1/items", { token: account.ownerToken, body: { title: `t${i}`, expiry_date: "2030-01-01" } })));
     for (const res of results) expect(res.status).toBeLessThan(500);
     expect(results.filter((r) => r.status === 201)).toHaveLength(3);
     const refused = results.find((r) => r.status !== 201)!;
@@ -93,13 +93,13 @@ describe("POST /v1/items", () => {
   });
 
   it("needs items:write (Shape A) and is isolated per company", async () => {
-    const res = await call("POST", "/v1/items", { token: await tokenFor("demo-readonly"), body: { title: "x", expiry_date: "2030-01-01" } });
+    const res = await call("createItem", "/v1/items", { token: await tokenFor("demo-readonly"), body: { title: "x", expiry_date: "2030-01-01" } });
     expectShapeA(res, 403, "insufficient_scope");
     expect(res.body.required_scope).toBe("items:write");
     const mine = await createItem(owner);
-    expectShapeB(await call("GET", `/v1/items/${mine.item_id}`, { token: other }), 404);
-    expectShapeB(await call("PATCH", `/v1/items/${mine.item_id}`, { token: other, body: { title: "y" } }), 404);
-    expectShapeB(await call("DELETE", `/v1/items/${mine.item_id}`, { token: other }), 404);
+    expectShapeB(await call("getItem", `/v1/items/${mine.item_id}`, { token: other }), 404);
+    expectShapeB(await call("updateItem", `/v1/items/${mine.item_id}`, { token: other, body: { title: "y" } }), 404);
+    expectShapeB(await call("deleteItem", `/v1/items/${mine.item_id}`, { token: other }), 404);
   });
 });
 
@@ -114,25 +114,25 @@ describe("counters stay exact", () => {
     expect(c.company).toBe(2);
     expect(JSON.parse(c.types)).toEqual({ [t1.typeid]: 2, [t2.typeid]: 0 });
     expect(JSON.parse(c.depts)[account.deptId]).toBe(2);
-    await call("PATCH", `/v1/items/${a.item_id}`, { token: account.ownerToken, body: { document_type_id: t2.typeid } });
+    await call("updateItem", `/v1/items/${a.item_id}`, { token: account.ownerToken, body: { document_type_id: t2.typeid } });
     c = await counters(account.companyId);
     expect(JSON.parse(c.types)).toEqual({ [t1.typeid]: 1, [t2.typeid]: 1 });
-    expectShapeB(await call("DELETE", `/v1/document-types/${t2.typeid}`, { token: account.ownerToken }), 400, /associated documents/);
-    expect((await call("DELETE", `/v1/items/${a.item_id}`, { token: account.ownerToken })).status).toBe(200);
+    expectShapeB(await call("deleteDocumentType", `/v1/document-types/${t2.typeid}`, { token: account.ownerToken }), 400, /associated documents/);
+    expectStatus(await call("deleteItem", `/v1/items/${a.item_id}`, { token: account.ownerToken }), 200);
     c = await counters(account.companyId);
     expect(c.company).toBe(1);
     expect(c.actual).toBe(1);
     expect(JSON.parse(c.types)).toEqual({ [t1.typeid]: 1, [t2.typeid]: 0 });
     expect(JSON.parse(c.depts)[account.deptId]).toBe(1);
-    const company = await call("GET", `/v1/companies/${account.companyId}`, { token: account.ownerToken });
+    const company = ok(await call("getCompany", `/v1/companies/${account.companyId}`, { token: account.ownerToken }));
     expect(company.body.data.company.documents_used).toBe(1);
   });
 
   it("a department holding items cannot be deleted", async () => {
     const account = await createAccount();
-    const dept = await call("POST", "/v1/departments", { token: account.ownerToken, body: { dept_name: "Fleet" } });
+    const dept = ok(await call("createDepartment", "/v1/departments", { token: account.ownerToken, body: { dept_name: "Fleet" } }));
     await createItem(account.ownerToken, { deptid: dept.body.data.deptid });
-    expectShapeB(await call("DELETE", `/v1/departments/${dept.body.data.deptid}`, { token: account.ownerToken }), 400, /item/);
+    expectShapeB(await call("deleteDepartment", `/v1/departments/${dept.body.data.deptid}`, { token: account.ownerToken }), 400, /item/);
   });
 });
 
@@ -145,17 +145,17 @@ describe("GET /v1/items/{item_id}", () => {
   });
 
   it("is 400 for a malformed id and 404 for an unknown one", async () => {
-    expectShapeB(await call("GET", "/v1/items/abc", { token: owner }), 400);
-    expectShapeB(await call("GET", "/v1/items/99999999", { token: owner }), 404);
+    expectShapeB(await call("getItem", "/v1/items/abc", { token: owner }), 400);
+    expectShapeB(await call("getItem", "/v1/items/99999999", { token: owner }), 404);
   });
 });
 
 describe("GET /v1/items", () => {
   let account: TestAccount;
   let token: string;
-  let made: Record<string, Json>;
+  let made: Record<string, DataOf<"getItem">>;
   let today: string;
-  let typeA: Json;
+  let typeA: DataOf<"createDocumentType">;
 
   beforeAll(async () => {
     account = await createAccount();
@@ -163,7 +163,7 @@ describe("GET /v1/items", () => {
     today = todayIn("UTC");
     typeA = await createDocumentType(token, { doctype_name: "Permit" });
     const contact = await createContact(token);
-    const folder = await call("POST", "/v1/folders", { token, body: { folder_name: "Box" } });
+    const folder = ok(await call("createFolder", "/v1/folders", { token, body: { folder_name: "Box" } }));
     made = {
       expired: await createItem(token, { title: "Old licence Zürich", expiry_date: addDays(today, -3) }),
       expiredDone: await createItem(token, { title: "Done licence", expiry_date: addDays(today, -2) }),
@@ -173,8 +173,8 @@ describe("GET /v1/items", () => {
       archived: await createItem(token, { title: "Archived one", expiry_date: addDays(today, 1) }),
       far: await createItem(token, { title: "Far", expiry_date: "2099-12-31", item_type: "evt" }),
     };
-    await call("PATCH", `/v1/items/${made.expiredDone!.item_id}/status`, { token, body: { status: "completed" } });
-    await call("PATCH", `/v1/items/${made.archived!.item_id}/archive`, { token, body: {} });
+    await call("setItemStatus", `/v1/items/${made.expiredDone!.item_id}/status`, { token, body: { status: "completed" } });
+    await call("archiveItem", `/v1/items/${made.archived!.item_id}/archive`, { token, body: {} });
   });
 
   it("lists non-archived items ordered by expiry_date then item_id, with entry fields and totals", async () => {
@@ -209,13 +209,13 @@ describe("GET /v1/items", () => {
     expect(ids(await list(token, "period=next_60_days"))).toEqual([made.today!.item_id, made.soon!.item_id, made.later!.item_id]);
     expect(ids(await list(token, "period=2099-01-01..2099-12-31"))).toEqual([made.far!.item_id]);
     expect(ids(await list(token, "period=next_7_days&status=completed"))).toEqual([]);
-    const bad = await call("GET", "/v1/items?period=yesterday", { token });
+    const bad = await call("listItems", "/v1/items?period=yesterday", { token });
     expectShapeB(bad, 400, /period must be one of: expired, today, next_7_days.*YYYY-MM-DD\.\.YYYY-MM-DD/);
   });
 
   it("uses the company's time zone for today", async () => {
     const east = await createAccount();
-    await call("PATCH", `/v1/companies/${east.companyId}/settings`, { token: east.ownerToken, body: { timezone: "Pacific/Kiritimati" } });
+    await call("updateCompanySettings", `/v1/companies/${east.companyId}/settings`, { token: east.ownerToken, body: { timezone: "Pacific/Kiritimati" } });
     const localToday = todayIn("Pacific/Kiritimati");
     const item = await createItem(east.ownerToken, { expiry_date: localToday });
     expect(ids(await list(east.ownerToken, "period=today"))).toEqual([item.item_id]);
@@ -237,13 +237,13 @@ describe("GET /v1/items", () => {
     expect(ids(byCursor)).toEqual(ids(second));
     const last = await list(token, "limit=50");
     expect(last.meta.next_cursor).toBeNull();
-    expectShapeB(await call("GET", "/v1/items?cursor=garbage", { token }), 400, /cursor is invalid/);
-    expectShapeB(await call("GET", `/v1/items?cursor=${first.meta.next_cursor}&offset=2`, { token }), 400, /offset must be 0/);
+    expectShapeB(await call("listItems", "/v1/items?cursor=garbage", { token }), 400, /cursor is invalid/);
+    expectShapeB(await call("listItems", `/v1/items?cursor=${first.meta.next_cursor}&offset=2`, { token }), 400, /offset must be 0/);
   });
 
   it("validates limit, offset and enums", async () => {
     for (const query of ["limit=0", "limit=201", "offset=-1", "status=done", "item_type=foo", "archived=maybe", "deptid=abc"]) {
-      expectShapeB(await call("GET", `/v1/items?${query}`, { token }), 400);
+      expectShapeB(await call("listItems", `/v1/items?${query}`, { token }), 400);
     }
   });
 
@@ -255,72 +255,72 @@ describe("GET /v1/items", () => {
 
 describe("changing an item", () => {
   it("PATCH updates fields, refuses an empty body and foreign ids, and clears references with 0", async () => {
-    const folder = await call("POST", "/v1/folders", { token: owner, body: { folder_name: uniqueWord("F") } });
+    const folder = ok(await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: uniqueWord("F") } }));
     const item = await createItem(owner, { folder_id: folder.body.data.folderid });
-    const res = await call("PATCH", `/v1/items/${item.item_id}`, { token: owner, body: { title: "Renamed", notes: "n", expiry_date: "2031-01-01", folder_id: 0 } });
-    expect(res.status).toBe(200);
+    const res = await call("updateItem", `/v1/items/${item.item_id}`, { token: owner, body: { title: "Renamed", notes: "n", expiry_date: "2031-01-01", folder_id: 0 } });
+    expectStatus(res, 200);
     expect(res.body.data).toMatchObject({ title: "Renamed", notes: "n", expiry_date: "2031-01-01", folder_id: 0 });
-    expectShapeB(await call("PATCH", `/v1/items/${item.item_id}`, { token: owner, body: {} }), 400, /No updatable fields provided/);
-    expectShapeB(await call("PATCH", `/v1/items/${item.item_id}`, { token: owner, body: { reschedule_reminders: true } }), 400, /No updatable fields provided/);
-    expectShapeB(await call("PATCH", `/v1/items/${item.item_id}`, { token: owner, body: { document_type_id: 99999999 } }), 400, /document_type_id/);
-    expectShapeB(await call("PATCH", `/v1/items/${item.item_id}`, { token: owner, body: { expiry_date: "2031-02-29" } }), 400, /expiry_date/);
-    expectShapeB(await call("PATCH", "/v1/items/99999999", { token: owner, body: { title: "x" } }), 404);
+    expectShapeB(await call("updateItem", `/v1/items/${item.item_id}`, { token: owner, body: {} }), 400, /No updatable fields provided/);
+    expectShapeB(await call("updateItem", `/v1/items/${item.item_id}`, { token: owner, body: { reschedule_reminders: true } }), 400, /No updatable fields provided/);
+    expectShapeB(await call("updateItem", `/v1/items/${item.item_id}`, { token: owner, body: { document_type_id: 99999999 } }), 400, /document_type_id/);
+    expectShapeB(await call("updateItem", `/v1/items/${item.item_id}`, { token: owner, body: { expiry_date: "2031-02-29" } }), 400, /expiry_date/);
+    expectShapeB(await call("updateItem", "/v1/items/99999999", { token: owner, body: { title: "x" } }), 404);
   });
 
   it("moves between pending and completed", async () => {
     const item = await createItem(owner);
-    const done = await call("PATCH", `/v1/items/${item.item_id}/status`, { token: owner, body: { status: "completed" } });
-    expect(done.status).toBe(200);
+    const done = await call("setItemStatus", `/v1/items/${item.item_id}/status`, { token: owner, body: { status: "completed" } });
+    expectStatus(done, 200);
     expect(done.body.data.status).toBe("completed");
-    const back = await call("PATCH", `/v1/items/${item.item_id}/status`, { token: owner, body: { status: "pending" } });
+    const back = ok(await call("setItemStatus", `/v1/items/${item.item_id}/status`, { token: owner, body: { status: "pending" } }));
     expect(back.body.data.status).toBe("pending");
-    expectShapeB(await call("PATCH", `/v1/items/${item.item_id}/status`, { token: owner, body: { status: "archived" } }), 400, /completed or pending/);
-    expectShapeB(await call("PATCH", `/v1/items/${item.item_id}/status`, { token: owner, body: {} }), 400, /status is required/);
+    expectShapeB(await call("setItemStatus", `/v1/items/${item.item_id}/status`, { token: owner, body: { status: "archived" } }), 400, /completed or pending/);
+    expectShapeB(await call("setItemStatus", `/v1/items/${item.item_id}/status`, { token: owner, body: {} }), 400, /status is required/);
   });
 
   it("archives and restores with the spec's messages; active follows", async () => {
     const item = await createItem(owner);
-    const archived = await call("PATCH", `/v1/items/${item.item_id}/archive`, { token: owner, body: { archived: true } });
+    const archived = await call("archiveItem", `/v1/items/${item.item_id}/archive`, { token: owner, body: { archived: true } });
     expect(archived.body).toMatchObject({ success: true, msg: "Item archived", data: { active: false } });
-    const restored = await call("PATCH", `/v1/items/${item.item_id}/archive`, { token: owner, body: { archived: false } });
+    const restored = await call("archiveItem", `/v1/items/${item.item_id}/archive`, { token: owner, body: { archived: false } });
     expect(restored.body).toMatchObject({ msg: "Item restored", data: { active: true } });
-    const bare = await call("PATCH", `/v1/items/${item.item_id}/archive`, { token: owner });
+    const bare = ok(await call("archiveItem", `/v1/items/${item.item_id}/archive`, { token: owner }));
     expect(bare.body.msg).toBe("Item archived");
-    expectShapeB(await call("PATCH", `/v1/items/${item.item_id}/archive`, { token: owner, body: { archived: "yes" } }), 400, /archived must be a boolean/);
+    expectShapeB(await call("archiveItem", `/v1/items/${item.item_id}/archive`, { token: owner, body: { archived: "yes" } }), 400, /archived must be a boolean/);
   });
 
   it("renews: later date required, one year by default (Feb 29 -> Feb 28), back to pending, history kept", async () => {
     const item = await createItem(owner, { expiry_date: "2028-02-29" });
-    await call("PATCH", `/v1/items/${item.item_id}/status`, { token: owner, body: { status: "completed" } });
-    const renewed = await call("POST", `/v1/items/${item.item_id}/renew`, { token: owner });
-    expect(renewed.status).toBe(200);
+    await call("setItemStatus", `/v1/items/${item.item_id}/status`, { token: owner, body: { status: "completed" } });
+    const renewed = await call("renewItem", `/v1/items/${item.item_id}/renew`, { token: owner });
+    expectStatus(renewed, 200);
     expect(renewed.body.data).toMatchObject({ expiry_date: "2029-02-28", status: "pending", renewals: [{ previous_date: "2028-02-29", new_date: "2029-02-28" }] });
-    expectShapeB(await call("POST", `/v1/items/${item.item_id}/renew`, { token: owner, body: { expiry_date: "2029-02-28" } }), 400, /later than/);
-    const again = await call("POST", `/v1/items/${item.item_id}/renew`, { token: owner, body: { expiry_date: "2030-06-30" } });
-    expect(again.body.data.renewals.map((r: Json) => r.new_date)).toEqual(["2029-02-28", "2030-06-30"]);
+    expectShapeB(await call("renewItem", `/v1/items/${item.item_id}/renew`, { token: owner, body: { expiry_date: "2029-02-28" } }), 400, /later than/);
+    const again = ok(await call("renewItem", `/v1/items/${item.item_id}/renew`, { token: owner, body: { expiry_date: "2030-06-30" } }));
+    expect(again.body.data.renewals.map((r) => r.new_date)).toEqual(["2029-02-28", "2030-06-30"]);
   });
 
   it("concurrent renewals of one item each apply to a different date, never twice to the same", async () => {
     const item = await createItem(owner, { expiry_date: "2030-01-01" });
-    const results = await Promise.all(Array.from({ length: 4 }, () => call("POST", `/v1/items/${item.item_id}/renew`, { token: owner })));
+    const results = await Promise.all(Array.from({ length: 4 }, () => call("renewItem", `/v1/items/${item.item_id}/renew`, { token: owner })));
     for (const res of results) expect(res.status).toBeLessThan(500);
-    const detail = await call("GET", `/v1/items/${item.item_id}`, { token: owner });
-    const renewals = detail.body.data.renewals as Json[];
+    const detail = ok(await call("getItem", `/v1/items/${item.item_id}`, { token: owner }));
+    const renewals = detail.body.data.renewals;
     expect(new Set(renewals.map((r) => r.previous_date)).size).toBe(renewals.length);
     expect(detail.body.data.expiry_date).toBe(renewals[renewals.length - 1]!.new_date);
   });
 
   it("delete removes the item, its renewals and tag links", async () => {
     const item = await createItem(owner);
-    await call("POST", `/v1/items/${item.item_id}/renew`, { token: owner });
-    await call("PUT", `/v1/items/${item.item_id}/tags`, { token: owner, body: { tags: [uniqueWord("tag")] } });
-    expect((await call("DELETE", `/v1/items/${item.item_id}`, { token: owner })).status).toBe(200);
-    expectShapeB(await call("GET", `/v1/items/${item.item_id}`, { token: owner }), 404);
+    await call("renewItem", `/v1/items/${item.item_id}/renew`, { token: owner });
+    await call("setItemTags", `/v1/items/${item.item_id}/tags`, { token: owner, body: { tags: [uniqueWord("tag")] } });
+    expectStatus(await call("deleteItem", `/v1/items/${item.item_id}`, { token: owner }), 200);
+    expectShapeB(await call("getItem", `/v1/items/${item.item_id}`, { token: owner }), 404);
     for (const table of ["item_renewals", "item_tags"]) {
       const left = await env.DB.prepare(`SELECT count(*) AS n FROM ${table} WHERE item_id = ?`).bind(item.item_id).first<{ n: number }>();
       expect(left?.n, table).toBe(0);
     }
-    expectShapeB(await call("DELETE", `/v1/items/${item.item_id}`, { token: owner }), 404);
+    expectShapeB(await call("deleteItem", `/v1/items/${item.item_id}`, { token: owner }), 404);
   });
 });
 

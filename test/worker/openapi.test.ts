@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { app } from "../../src/app";
 import { RESOURCE_SCOPES } from "../../src/auth/scopes";
 import { ContactExportRecordSchema, ItemExportRecordSchema } from "../../src/schemas/exports";
-import { call, documentedPath, expectShapeA, tokenFor, type Json } from "./helpers";
+import { call, documentedPath, expectShapeA, tokenFor, type OpenApiJson, expectStatus, callRaw } from "./helpers";
 
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const;
 /** Operations that need no token. */
@@ -10,16 +10,16 @@ const PUBLIC = new Set(["get /", "get /health", "post /v1/oauth/token", "get /.w
 /** Writes that need only a read scope: a calendar feed reads items and nothing more (docs/api-notes.md, "Calendar feeds"). */
 const READ_SCOPED_WRITES = new Set(["post /v1/calendar-feeds", "delete /v1/calendar-feeds/{feed_id}"]);
 
-let doc: Json;
-let operations: Array<{ method: string; path: string; op: Json }>;
+let doc: OpenApiJson;
+let operations: Array<{ method: string; path: string; op: OpenApiJson }>;
 
 beforeAll(async () => {
-  const res = await call("GET", "/v1/openapi.json");
-  expect(res.status).toBe(200);
+  const res = await callRaw("GET", "/v1/openapi.json");
+  expectStatus(res, 200);
   expect(res.headers.get("Content-Type") ?? "").toMatch(/^application\/json/);
   doc = res.body;
-  operations = Object.entries<Json>(doc.paths).flatMap(([path, item]) =>
-    METHODS.filter((m) => item[m]).map((method) => ({ method, path, op: item[method] as Json })),
+  operations = Object.entries<OpenApiJson>(doc.paths).flatMap(([path, item]) =>
+    METHODS.filter((m) => item[m]).map((method) => ({ method, path, op: item[method] as OpenApiJson })),
   );
 });
 
@@ -36,7 +36,7 @@ function registeredRoutes(): Set<string> {
 }
 
 /** Resolves a `$ref` into components (schemas, parameters, headers), or returns the value itself. */
-function deref(schema: Json): Json {
+function deref(schema: OpenApiJson): OpenApiJson {
   const ref = schema?.$ref as string | undefined;
   if (!ref) return schema;
   const [, kind, name] = /^#\/components\/([^/]+)\/([^/]+)$/.exec(ref) ?? [];
@@ -66,7 +66,7 @@ describe("GET /v1/openapi.json", () => {
   });
 
   it("is the same document on every call", async () => {
-    const again = await call("GET", "/v1/openapi.json", { token: await tokenFor("demo-readonly") });
+    const again = await callRaw("GET", "/v1/openapi.json", { token: await tokenFor("demo-readonly") });
     expect(again.body).toEqual(doc);
   });
 
@@ -90,8 +90,8 @@ describe("GET /v1/openapi.json", () => {
   it("declares each {param} of a path as a required path parameter", () => {
     for (const { method, path, op } of operations) {
       const names = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
-      const declared = (op.parameters ?? []).filter((p: Json) => p.in === "path");
-      expect(declared.map((p: Json) => p.name).sort(), `${method} ${path}`).toEqual(names.sort());
+      const declared = (op.parameters ?? []).filter((p: OpenApiJson) => p.in === "path");
+      expect(declared.map((p: OpenApiJson) => p.name).sort(), `${method} ${path}`).toEqual(names.sort());
       for (const p of declared) expect(p.required, `${method} ${path} ${p.name}`).toBe(true);
     }
   });
@@ -163,11 +163,11 @@ describe("security", () => {
       const url = path.replace(/\{[^}]+\}/g, "987654321");
       // A token with some other scope is refused with exactly the documented scope ...
       const other = RESOURCE_SCOPES.find((s) => !alternatives.includes(s))!;
-      const refused = await call(method.toUpperCase(), url, { token: await tokenFor("demo-owner", other) });
+      const refused = await callRaw(method.toUpperCase(), url, { token: await tokenFor("demo-owner", other) });
       expectShapeA(refused, 403, "insufficient_scope");
       expect(refused.body.required_scope, `${method} ${path}`).toBe(scope);
       // ... and a token with only that scope gets past the scope check.
-      const allowed = await call(method.toUpperCase(), url, { token: await tokenFor("demo-owner", scope) });
+      const allowed = await callRaw(method.toUpperCase(), url, { token: await tokenFor("demo-owner", scope) });
       expect([401, 403], `${method} ${path}: ${JSON.stringify(allowed.body)}`).not.toContain(allowed.status);
       checked.push(`${method} ${path}`);
     }
@@ -201,7 +201,7 @@ describe("what every operation declares", () => {
   });
 
   it("describes every tag it uses, and has contact and license information", () => {
-    const described = new Map<string, string>((doc.tags as Json[]).map((t) => [t.name, t.description]));
+    const described = new Map<string, string>((doc.tags as OpenApiJson[]).map((t) => [t.name, t.description]));
     for (const { op } of operations) for (const tag of op.tags) expect(described.get(tag), tag).toBeTruthy();
     expect(doc.info.contact?.email).toBeTruthy();
     expect(doc.info.license?.name).toBeTruthy();
@@ -232,7 +232,7 @@ describe("what every operation declares", () => {
     let checked = 0;
     for (const { method, path, op } of operations) {
       if (method === "get" || PUBLIC.has(`${method} ${path}`)) continue;
-      for (const [status, response] of Object.entries<Json>(op.responses)) {
+      for (const [status, response] of Object.entries<OpenApiJson>(op.responses)) {
         if (!/^2/.test(status)) continue;
         const schema = deref(response.content["application/json"].schema);
         expect(schema.required, `${method} ${path} ${status}`).toContain("msg");
@@ -262,7 +262,7 @@ describe("what every operation declares", () => {
   it("publishes the item list's period as one of the named periods or a YYYY-MM-DD..YYYY-MM-DD range (list and export)", () => {
     const named = ["expired", "today", "next_7_days", "next_30_days", "next_60_days", "next_90_days", "this_month", "next_month", "this_year"];
     for (const path of ["/v1/items", "/v1/items/export"]) {
-      const { schema } = (doc.paths[path].get.parameters as Json[]).find((p) => p.name === "period")!;
+      const { schema } = (doc.paths[path].get.parameters as OpenApiJson[]).find((p) => p.name === "period")!;
       expect(schema, path).toEqual({ anyOf: [{ type: "string", enum: named }, { type: "string", pattern: expect.any(String) }], example: "next_30_days" });
       const range = new RegExp(schema.anyOf[1].pattern);
       expect(["2026-01-01..2026-12-31", "2026-02-28..2026-02-28"].every((p) => range.test(p)), path).toBe(true);

@@ -3,7 +3,7 @@
 // the Worker's fetch; whatever order D1 runs them in, the invariants hold and a lost race is a
 // clean 4xx, never a 500 and never a 404 with a committed side effect.
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, createContact, createDepartment, createGroup, tokenFor, noServerError, defaultGroupsOf } from "./helpers";
+import { call, createContact, createDepartment, createGroup, tokenFor, noServerError, defaultGroupsOf, expectStatus, ok } from "./helpers";
 
 const ROUNDS = 12;
 let owner: string;
@@ -28,8 +28,8 @@ describe("contact groups: exactly one default per department, under concurrent r
     for (let round = 0; round < ROUNDS; round++) {
       const { deptId, defaultId, otherId } = await departmentWithGroups();
       const [deleted, made] = await Promise.all([
-        call("DELETE", `/v1/contact-groups/${otherId}`, { token: owner }),
-        call("PATCH", `/v1/contact-groups/${otherId}/default`, { token: owner }),
+        call("deleteContactGroup", `/v1/contact-groups/${otherId}`, { token: owner }),
+        call("setDefaultContactGroup", `/v1/contact-groups/${otherId}/default`, { token: owner }),
       ]);
       noServerError(deleted, made);
       outcomes.add(`${deleted.status}/${made.status}`);
@@ -37,12 +37,12 @@ describe("contact groups: exactly one default per department, under concurrent r
       expect(defaults).toHaveLength(1);
       if (deleted.status === 200) {
         // The group is gone, so it cannot have become the default: the old one stays.
-        expect(made.status).toBe(404);
+        expectStatus(made, 404);
         expect(defaults).toEqual([defaultId]);
       } else {
         // It became the default first, so deleting it was refused.
-        expect(made.status).toBe(200);
-        expect(deleted.status).toBe(400);
+        expectStatus(made, 200);
+        expectStatus(deleted, 400);
         expect(defaults).toEqual([otherId]);
       }
     }
@@ -54,13 +54,13 @@ describe("contact groups: exactly one default per department, under concurrent r
       const a = await departmentWithGroups();
       const b = await departmentWithGroups();
       const [moved, made] = await Promise.all([
-        call("PATCH", `/v1/contact-groups/${a.otherId}`, { token: owner, body: { deptid: b.deptId } }),
-        call("PATCH", `/v1/contact-groups/${a.otherId}/default`, { token: owner }),
+        call("updateContactGroup", `/v1/contact-groups/${a.otherId}`, { token: owner, body: { deptid: b.deptId } }),
+        call("setDefaultContactGroup", `/v1/contact-groups/${a.otherId}/default`, { token: owner }),
       ]);
       noServerError(moved, made);
       expect(await defaultGroupsOf(a.deptId)).toHaveLength(1);
       expect(await defaultGroupsOf(b.deptId)).toHaveLength(1);
-      const group = await call("GET", `/v1/contact-groups/${a.otherId}`, { token: owner });
+      const group = ok(await call("getContactGroup", `/v1/contact-groups/${a.otherId}`, { token: owner }));
       // If it is a default now, it is the default of the department it is in.
       const defaultsHere = await defaultGroupsOf(group.body.data.deptid);
       if (group.body.data.isdefault === 1) expect(defaultsHere).toEqual([a.otherId]);
@@ -72,9 +72,9 @@ describe("contact groups: exactly one default per department, under concurrent r
       const a = await departmentWithGroups();
       const b = await departmentWithGroups();
       const results = await Promise.all([
-        call("PATCH", `/v1/contact-groups/${a.otherId}/default`, { token: owner }),
-        call("PATCH", `/v1/contact-groups/${a.otherId}`, { token: owner, body: { deptid: b.deptId } }),
-        call("PATCH", `/v1/contact-groups/${b.otherId}/default`, { token: owner }),
+        call("setDefaultContactGroup", `/v1/contact-groups/${a.otherId}/default`, { token: owner }),
+        call("updateContactGroup", `/v1/contact-groups/${a.otherId}`, { token: owner, body: { deptid: b.deptId } }),
+        call("setDefaultContactGroup", `/v1/contact-groups/${b.otherId}/default`, { token: owner }),
       ]);
       noServerError(...results);
       expect(await defaultGroupsOf(a.deptId)).toHaveLength(1);
@@ -86,12 +86,12 @@ describe("contact groups: exactly one default per department, under concurrent r
     for (let round = 0; round < ROUNDS * 2; round++) {
       const { deptId, defaultId, otherId } = await departmentWithGroups();
       const [again, other] = await Promise.all([
-        call("PATCH", `/v1/contact-groups/${defaultId}`, { token: owner, body: { isdefault: 1 } }),
-        call("PATCH", `/v1/contact-groups/${otherId}/default`, { token: owner }),
+        call("updateContactGroup", `/v1/contact-groups/${defaultId}`, { token: owner, body: { isdefault: 1 } }),
+        call("setDefaultContactGroup", `/v1/contact-groups/${otherId}/default`, { token: owner }),
       ]);
       noServerError(again, other);
-      expect(again.status).toBe(200);
-      expect(other.status).toBe(200);
+      expectStatus(again, 200);
+      expectStatus(other, 200);
       expect(await defaultGroupsOf(deptId)).toHaveLength(1);
     }
   });
@@ -99,7 +99,7 @@ describe("contact groups: exactly one default per department, under concurrent r
   it("many concurrent PATCH .../default calls in one department leave exactly one default", async () => {
     const { deptId } = await departmentWithGroups();
     const groups = await Promise.all(Array.from({ length: 6 }, () => createGroup(owner, { deptid: deptId })));
-    const results = await Promise.all(groups.map((g) => call("PATCH", `/v1/contact-groups/${g.groupid}/default`, { token: owner })));
+    const results = await Promise.all(groups.map((g) => call("setDefaultContactGroup", `/v1/contact-groups/${g.groupid}/default`, { token: owner })));
     noServerError(...results);
     expect(await defaultGroupsOf(deptId)).toHaveLength(1);
   });
@@ -110,21 +110,21 @@ describe("contacts: placement stays valid under concurrent group changes", () =>
     for (let round = 0; round < ROUNDS; round++) {
       const { deptId, otherId } = await departmentWithGroups();
       const [createdRes, deleted] = await Promise.all([
-        call("POST", "/v1/contacts", {
+        call("createContact", "/v1/contacts", {
           token: owner,
           body: { first_name: "Race", last_name: "Case", email: `race-${crypto.randomUUID()}@example.test`, groupid: otherId },
         }),
-        call("DELETE", `/v1/contact-groups/${otherId}`, { token: owner }),
+        call("deleteContactGroup", `/v1/contact-groups/${otherId}`, { token: owner }),
       ]);
       noServerError(createdRes, deleted);
-      expect(deleted.status).toBe(200);
+      expectStatus(deleted, 200);
       if (createdRes.status === 201) {
         // Created first, then moved to the department's default group by the delete.
-        const contact = await call("GET", `/v1/contacts/${createdRes.body.data.contact_id}`, { token: owner });
+        const contact = ok(await call("getContact", `/v1/contacts/${createdRes.body.data.contact_id}`, { token: owner }));
         expect(contact.body.data.deptid).toBe(deptId);
         expect(await defaultGroupsOf(deptId)).toContain(contact.body.data.groupid);
       } else {
-        expect(createdRes.status).toBe(400);
+        expectStatus(createdRes, 400);
         expect(createdRes.body.msg).toMatch(/groupid/);
       }
     }
@@ -136,12 +136,12 @@ describe("contacts: placement stays valid under concurrent group changes", () =>
       const b = await departmentWithGroups();
       const contact = await createContact(owner, { deptid: a.deptId });
       const [movedContact, movedGroup] = await Promise.all([
-        call("PATCH", `/v1/contacts/${contact.contact_id}`, { token: owner, body: { groupid: a.otherId } }),
-        call("PATCH", `/v1/contact-groups/${a.otherId}`, { token: owner, body: { deptid: b.deptId } }),
+        call("updateContact", `/v1/contacts/${contact.contact_id}`, { token: owner, body: { groupid: a.otherId } }),
+        call("updateContactGroup", `/v1/contact-groups/${a.otherId}`, { token: owner, body: { deptid: b.deptId } }),
       ]);
       noServerError(movedContact, movedGroup);
-      const after = await call("GET", `/v1/contacts/${contact.contact_id}`, { token: owner });
-      const group = await call("GET", `/v1/contact-groups/${after.body.data.groupid}`, { token: owner });
+      const after = ok(await call("getContact", `/v1/contacts/${contact.contact_id}`, { token: owner }));
+      const group = ok(await call("getContactGroup", `/v1/contact-groups/${after.body.data.groupid}`, { token: owner }));
       expect(after.body.data.deptid).toBe(group.body.data.deptid);
     }
   });

@@ -5,10 +5,10 @@ import { describe, expect, it } from "vitest";
 import { COSTS, POLICIES } from "../../src/lib/rate-limit";
 import { TOKEN_FAILURE_LIMIT } from "../../src/auth/token-failures";
 import { authenticatesBearer } from "../../src/app";
-import { call, callWithEnv, createAccount, createOwnerClient, env, expectShapeA, expectShapeB, uniqueWord, type CallOptions, type CallResult } from "./helpers";
+import { call, callRawWithEnv, callWithEnv, createAccount, createOwnerClient, env, expectShapeA, expectShapeB, uniqueWord, type CallOptions, type CallResult, type Operation, expectStatus, callRaw, openApiDocument } from "./helpers";
 
 const ON = { RATE_LIMITS: "on" };
-const send = (method: string, path: string, options: CallOptions = {}) => callWithEnv(ON, method, path, options);
+const send = <O extends Operation>(operation: O, path: string, options: CallOptions = {}) => callWithEnv(ON, operation, path, options);
 
 /**
  * Runs `body` until one run stays within a single window of `seconds` (at most 3 tries). Each try
@@ -31,11 +31,11 @@ async function withinOneWindow(seconds: number, body: () => Promise<void>) {
 /** A new `*` client of company `companyId`, with a token issued while limits are on. */
 async function newClient(account: { accountId: number; companyId: number }): Promise<{ clientId: string; secret: string; token: string }> {
   const { clientId, secret } = await createOwnerClient(account.accountId, account.companyId, "rl");
-  const res = await send("POST", "/v1/oauth/token", {
+  const res = await send("issueToken", "/v1/oauth/token", {
     body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret },
     headers: { "CF-Connecting-IP": `10.9.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}` },
   });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  expectStatus(res, 200, JSON.stringify(res.body));
   return { clientId, secret, token: res.body.access_token };
 }
 
@@ -50,9 +50,10 @@ describe("headers", () => {
     const account = await createAccount();
     const client = await newClient(account);
     const policy = '"client";q=1200;w=60, "client-burst";q=300;w=10, "company";q=3000;w=60';
-    for (const [method, path] of [["GET", "/v1/contacts"], ["GET", "/v1/contacts/999999999"], ["GET", "/v1/oauth/me"], ["POST", "/v1/items"]]) {
-      const res = await send(method!, path!, { token: client.token, body: method === "POST" ? {} : undefined });
-      expect(res.headers.get("RateLimit-Policy"), `${method} ${path} ${res.status}`).toBe(policy);
+    const requests = [["listContacts", "/v1/contacts"], ["getContact", "/v1/contacts/999999999"], ["getTokenInfo", "/v1/oauth/me"], ["createItem", "/v1/items", {}]] as const;
+    for (const [operation, path, body] of requests) {
+      const res = await send(operation, path, { token: client.token, body });
+      expect(res.headers.get("RateLimit-Policy"), `${operation} ${path} ${res.status}`).toBe(policy);
       const { policy: name, r, t } = rateLimit(res);
       expect(["client", "client-burst", "company"]).toContain(name);
       expect(r).toBeLessThan(3000);
@@ -65,10 +66,10 @@ describe("headers", () => {
     const account = await createAccount();
     await withinOneWindow(10, async () => {
       const client = await newClient(account);
-      const burst = async (method: string, path: string) => rateLimit(await send(method, path, { token: client.token, body: method === "POST" ? {} : undefined }));
-      const a = await burst("GET", "/v1/contacts");
-      const b = await burst("GET", "/v1/contacts?q=ada");
-      const c = await burst("POST", "/v1/contacts");
+      const burst = async (operation: Operation, path: string, body?: unknown) => rateLimit(await send(operation, path, { token: client.token, body }));
+      const a = await burst("listContacts", "/v1/contacts");
+      const b = await burst("listContacts", "/v1/contacts?q=ada");
+      const c = await burst("createContact", "/v1/contacts", {});
       // RateLimit names the policy closest to its quota: the burst policy, until the minute ones catch up.
       expect([a.policy, b.policy, c.policy]).toEqual(["client-burst", "client-burst", "client-burst"]);
       expect(a.r - b.r).toBe(COSTS.search);
@@ -77,8 +78,8 @@ describe("headers", () => {
   });
 
   it("sends none when RATE_LIMITS is off", async () => {
-    const res = await callWithEnv({ RATE_LIMITS: "off" }, "GET", "/health");
-    expect(res.status).toBe(200);
+    const res = await callWithEnv({ RATE_LIMITS: "off" }, "getHealth", "/health");
+    expectStatus(res, 200);
     expect(res.headers.get("RateLimit-Policy")).toBeNull();
     expect(res.headers.get("RateLimit")).toBeNull();
   });
@@ -91,19 +92,19 @@ describe("limits", () => {
       const [client, neighbour] = [await newClient(account), await newClient(account)];
       const searches = POLICIES["client-burst"].quota / COSTS.search;
       for (let i = 0; i < searches; i++) {
-        const res = await send("GET", "/v1/contacts?q=x", { token: client.token });
-        expect(res.status, `search ${i + 1}`).toBe(200);
+        const res = await send("listContacts", "/v1/contacts?q=x", { token: client.token });
+        expectStatus(res, 200, `search ${i + 1}`);
       }
-      const over = await send("GET", "/v1/contacts?q=x", { token: client.token });
+      const over = await send("listContacts", "/v1/contacts?q=x", { token: client.token });
       expectShapeB(over, 429, /client-burst limit allows 300 request units per 10 s per API client/);
       const retryAfter = Number(over.headers.get("Retry-After"));
       expect(retryAfter).toBeGreaterThanOrEqual(1);
       expect(retryAfter).toBeLessThanOrEqual(10);
       expect(rateLimit(over)).toMatchObject({ policy: "client-burst", r: 0, t: retryAfter });
       // Refused before any work: a write is refused too, and nothing is created.
-      expectShapeB(await send("POST", "/v1/contacts", { token: client.token, body: { first_name: "A", last_name: "B", email: "x@y.test" } }), 429);
+      expectShapeB(await send("createContact", "/v1/contacts", { token: client.token, body: { first_name: "A", last_name: "B", email: "x@y.test" } }), 429);
       // Another client of the same company is not affected.
-      expect((await send("GET", "/v1/contacts?q=x", { token: neighbour.token })).status).toBe(200);
+      expectStatus(await send("listContacts", "/v1/contacts?q=x", { token: neighbour.token }), 200);
     });
     const rows = await env.DB.prepare("SELECT count(*) AS n FROM contacts WHERE company_id = ?").bind(account.companyId).first<{ n: number }>();
     expect(rows!.n).toBe(0);
@@ -113,10 +114,10 @@ describe("limits", () => {
     await withinOneWindow(10, async () => {
       const account = await createAccount();
       const [flooder, sibling] = [await newClient(account), await newClient(account)];
-      for (let i = 0; i < 60; i++) expect((await send("GET", "/v1/contacts?q=x", { token: flooder.token })).status).toBe(200);
-      for (let i = 0; i < 100; i++) expect((await send("GET", "/v1/contacts?q=x", { token: flooder.token })).status).toBe(429);
+      for (let i = 0; i < 60; i++) expectStatus(await send("listContacts", "/v1/contacts?q=x", { token: flooder.token }), 200);
+      for (let i = 0; i < 100; i++) expectStatus(await send("listContacts", "/v1/contacts?q=x", { token: flooder.token }), 429);
       // The company has spent the flooder's 300 accepted units and the sibling's 1, not the 500 refused.
-      const res = await send("GET", "/v1/contacts", { token: sibling.token });
+      const res = await send("listContacts", "/v1/contacts", { token: sibling.token });
       expect(rateLimit(res)).toMatchObject({ policy: "company", r: POLICIES.company.quota - 300 - 1 });
     });
   });
@@ -129,14 +130,14 @@ describe("limits", () => {
       let spent = 0;
       for (const client of clients.slice(0, 10)) {
         for (let i = 0; i < 60 && spent < POLICIES.company.quota; i++, spent += COSTS.search) {
-          const res = await send("GET", "/v1/contacts?q=x", { token: client.token });
-          expect(res.status, `unit ${spent}`).toBe(200);
+          const res = await send("listContacts", "/v1/contacts?q=x", { token: client.token });
+          expectStatus(res, 200, `unit ${spent}`);
         }
       }
-      const over = await send("GET", "/v1/contacts", { token: clients[10]!.token });
+      const over = await send("listContacts", "/v1/contacts", { token: clients[10]!.token });
       expectShapeB(over, 429, /company limit allows 3000 request units per 60 s per company/);
       const other = await createAccount();
-      expect((await send("GET", "/v1/contacts", { token: (await newClient(other)).token })).status).toBe(200);
+      expectStatus(await send("listContacts", "/v1/contacts", { token: (await newClient(other)).token }), 200);
     });
     // 600 requests: more than the default 5 s on a busy machine.
   }, 30_000);
@@ -145,18 +146,18 @@ describe("limits", () => {
     await withinOneWindow(60, async () => {
       const ip = `203.0.113.${Math.floor(Math.random() * 250)}`;
       for (let i = 0; i < POLICIES.anonymous.quota; i++) {
-        const res = await send("GET", "/health", { headers: { "CF-Connecting-IP": ip } });
-        expect(res.status, `request ${i + 1}`).toBe(200);
+        const res = await send("getHealth", "/health", { headers: { "CF-Connecting-IP": ip } });
+        expectStatus(res, 200, `request ${i + 1}`);
       }
-      const over = await send("GET", "/health", { headers: { "CF-Connecting-IP": ip } });
+      const over = await send("getHealth", "/health", { headers: { "CF-Connecting-IP": ip } });
       expectShapeB(over, 429, /anonymous limit/);
       expect(over.headers.get("RateLimit-Policy")).toBe('"anonymous";q=300;w=60');
       // The token endpoint answers it in Shape A, as all its errors.
-      const token = await send("POST", "/v1/oauth/token", { body: { grant_type: "client_credentials" }, headers: { "CF-Connecting-IP": ip } });
+      const token = await send("issueToken", "/v1/oauth/token", { body: { grant_type: "client_credentials" }, headers: { "CF-Connecting-IP": ip } });
       expectShapeA(token, 429, "too_many_requests");
       expect(token.headers.get("Retry-After")).toBeTruthy();
       // Another address is not affected.
-      expect((await send("GET", "/health", { headers: { "CF-Connecting-IP": `${ip}1` } })).status).toBe(200);
+      expectStatus(await send("getHealth", "/health", { headers: { "CF-Connecting-IP": `${ip}1` } }), 200);
     });
   });
 });
@@ -169,7 +170,7 @@ describe("requests whose bearer token does not authenticate (issue 31.2)", () =>
     let last!: CallResult;
     for (let sent = 0; sent < n; sent += 50) {
       const results = await Promise.all(
-        Array.from({ length: Math.min(50, n - sent) }, () => send(method, path, { headers: { ...headers, "CF-Connecting-IP": ip }, body })),
+        Array.from({ length: Math.min(50, n - sent) }, () => callRawWithEnv(ON, method, path, { headers: { ...headers, "CF-Connecting-IP": ip }, body })),
       );
       for (const res of results) counts[res.status] = (counts[res.status] ?? 0) + 1;
       last = results[results.length - 1]!;
@@ -190,8 +191,8 @@ describe("requests whose bearer token does not authenticate (issue 31.2)", () =>
       expect(retryAfter).toBeLessThanOrEqual(60);
       expect(rateLimit(last)).toMatchObject({ policy: "anonymous", r: 0, t: retryAfter });
       // The address's anonymous units do not bind a client that authenticates.
-      const valid = await send("GET", "/v1/items?limit=1", { token: client.token, headers: { "CF-Connecting-IP": ip } });
-      expect(valid.status).toBe(200);
+      const valid = await send("listItems", "/v1/items?limit=1", { token: client.token, headers: { "CF-Connecting-IP": ip } });
+      expectStatus(valid, 200);
     });
   }, 30_000);
 
@@ -217,7 +218,7 @@ describe("the caller's address (issue 31.6)", () => {
     await withinOneWindow(60, async () => {
       // Without CF-Connecting-IP (only tests lack it: Cloudflare, and Miniflare locally, always set it) every request shares one bucket.
       const spread = (i: number) => ({ "X-Real-IP": `192.0.2.${i % 250}`, "X-Forwarded-For": `192.0.2.${i % 250}` });
-      const results = await Promise.all(Array.from({ length: POLICIES.anonymous.quota + 5 }, (_, i) => send("GET", "/health", { headers: spread(i) })));
+      const results = await Promise.all(Array.from({ length: POLICIES.anonymous.quota + 5 }, (_, i) => send("getHealth", "/health", { headers: spread(i) })));
       expect(results.filter((r) => r.status === 429)).toHaveLength(5);
     });
   });
@@ -227,7 +228,7 @@ describe("requests that arrive together", () => {
   it("are counted exactly: of quota + 5 sent at once from one address, 5 are refused", async () => {
     await withinOneWindow(60, async () => {
       const ip = `203.0.115.${Math.floor(Math.random() * 250)}`;
-      const results = await Promise.all(Array.from({ length: POLICIES.anonymous.quota + 5 }, () => send("GET", "/health", { headers: { "CF-Connecting-IP": ip } })));
+      const results = await Promise.all(Array.from({ length: POLICIES.anonymous.quota + 5 }, () => send("getHealth", "/health", { headers: { "CF-Connecting-IP": ip } })));
       expect(results.filter((r) => r.status === 429)).toHaveLength(5);
     });
   });
@@ -235,7 +236,7 @@ describe("requests that arrive together", () => {
 
 describe("which bearer requests wait for their token to be judged", () => {
   it("exactly the document's operations secured by oauth2 (the token endpoint, feeds, uploads and health are their address's)", async () => {
-    const doc = (await call("GET", "/v1/openapi.json")).body;
+    const doc = await openApiDocument();
     let checked = 0;
     for (const [path, item] of Object.entries<Record<string, { security?: Array<Record<string, unknown>> }>>(doc.paths)) {
       for (const [method, op] of Object.entries(item)) {
@@ -257,7 +258,7 @@ describe("the token endpoint and failed attempts", () => {
     const account = await createAccount();
     const client = await newClient(account);
     const attempt = (secret: string) =>
-      send("POST", "/v1/oauth/token", {
+      send("issueToken", "/v1/oauth/token", {
         body: { grant_type: "client_credentials", client_id: client.clientId, client_secret: secret },
         headers: { "CF-Connecting-IP": `198.51.100.${Math.floor(Math.random() * 250)}` },
       });
@@ -269,7 +270,7 @@ describe("the token endpoint and failed attempts", () => {
     }
     // The window ends: the right secret works again and the count starts over.
     await env.DB.prepare("UPDATE api_clients SET token_failures_since = token_failures_since - 900 WHERE client_id = ?").bind(client.clientId).run();
-    expect((await attempt(client.secret)).status).toBe(200);
+    expectStatus(await attempt(client.secret), 200);
     const row = await env.DB.prepare("SELECT token_failures FROM api_clients WHERE client_id = ?").bind(client.clientId).first<{ token_failures: number }>();
     expect(row!.token_failures).toBe(0);
   });
@@ -279,7 +280,7 @@ describe("the token endpoint and failed attempts", () => {
     const net = Math.floor(Math.random() * 250);
     return Promise.all(
       secrets.map((secret, i) =>
-        send("POST", "/v1/oauth/token", {
+        send("issueToken", "/v1/oauth/token", {
           body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret },
           headers: { "CF-Connecting-IP": `198.18.${net}.${i % 50}` },
         }),
@@ -307,7 +308,7 @@ describe("the token endpoint and failed attempts", () => {
       expectShapeA((await burst(client.clientId, [client.secret]))[0]!, 429, "too_many_requests");
     } else {
       // The right secret was among the first ten: it is not a failure, nine are counted.
-      expect(right.status).toBe(200);
+      expectStatus(right, 200);
       expect(n[401]).toBe(TOKEN_FAILURE_LIMIT - 1);
     }
     const row = await env.DB.prepare("SELECT token_failures FROM api_clients WHERE client_id = ?").bind(client.clientId).first<{ token_failures: number }>();
@@ -320,7 +321,7 @@ describe("the token endpoint and failed attempts", () => {
     expect(statuses(await burst(client.clientId, Array<string>(60).fill("wrong")))).toEqual({ 401: TOKEN_FAILURE_LIMIT, 429: 60 - TOKEN_FAILURE_LIMIT });
     expect(statuses(await burst(client.clientId, Array<string>(60).fill("wrong")))).toEqual({ 429: 60 });
     // HTTP Basic is the same door.
-    const basic = await send("POST", "/v1/oauth/token", {
+    const basic = await send("issueToken", "/v1/oauth/token", {
       rawBody: "grant_type=client_credentials",
       headers: { "Content-Type": "application/x-www-form-urlencoded", Authorization: `Basic ${btoa(`${client.clientId}:${client.secret}`)}`, "CF-Connecting-IP": "198.18.251.1" },
     });
@@ -332,8 +333,8 @@ describe("the token endpoint and failed attempts", () => {
     const client = await createOwnerClient(account.accountId, account.companyId, "rl");
     const attempt = (secret: string) => burst(client.clientId, [secret]).then((r) => r[0]!);
     for (let i = 0; i < TOKEN_FAILURE_LIMIT - 1; i++) expectShapeA(await attempt("wrong"), 401, "invalid_client");
-    expect((await attempt(client.secret)).status).toBe(200);
-    const scoped = await send("POST", "/v1/oauth/token", {
+    expectStatus(await attempt(client.secret), 200);
+    const scoped = await send("issueToken", "/v1/oauth/token", {
       body: { grant_type: "client_credentials", client_id: client.clientId, client_secret: client.secret, scope: "no:such" },
       headers: { "CF-Connecting-IP": "198.18.252.1" },
     });
@@ -349,8 +350,8 @@ describe("the token endpoint and failed attempts", () => {
     const account = await createAccount();
     const client = await newClient(account);
     for (let i = 0; i < TOKEN_FAILURE_LIMIT + 2; i++) {
-      expect((await callWithEnv({ RATE_LIMITS: "off" }, "POST", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: client.clientId, client_secret: client.secret } })).status).toBe(200);
-      expectShapeA(await callWithEnv({ RATE_LIMITS: "off" }, "POST", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: "no-such-client", client_secret: "x" } }), 401, "invalid_client");
+      expectStatus(await callWithEnv({ RATE_LIMITS: "off" }, "issueToken", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: client.clientId, client_secret: client.secret } }), 200);
+      expectShapeA(await callWithEnv({ RATE_LIMITS: "off" }, "issueToken", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: "no-such-client", client_secret: "x" } }), 401, "invalid_client");
     }
   });
 });

@@ -5,7 +5,7 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { mintLinkToken } from "../../src/lib/recipient-links";
 import { addDays, addYears, todayIn } from "../../src/lib/time";
-import { call, createAccount, createContact, createDocumentType, createItem, env, type Json } from "./helpers";
+import { call, createAccount, createContact, createDocumentType, createItem, env, expectStatus, ok } from "./helpers";
 import { fetchWithEnv, fireReminder, formsOf, getPage, linksOf, pageLinksIn, postForm, type EmailLinks, type PageResult } from "./support/recipient";
 
 const futureDate = (days: number) => addDays(todayIn("UTC"), days);
@@ -13,8 +13,8 @@ const futureDate = (days: number) => addDays(todayIn("UTC"), days);
 interface Setup {
   companyId: number;
   token: string;
-  contact: Json;
-  item: Json;
+  contact: Awaited<ReturnType<typeof createContact>>;
+  item: Awaited<ReturnType<typeof createItem>>;
   links: EmailLinks;
 }
 
@@ -31,11 +31,11 @@ async function setup(item: Record<string, unknown> = {}, contact: Record<string,
 /** What an item's state is as the API shows it: detail (without its ETag-free volatile parts), reminders, audit log. */
 async function stateOf(s: Setup) {
   const [detail, reminders, audit] = await Promise.all([
-    call("GET", `/v1/items/${s.item.item_id}`, { token: s.token }),
-    call("GET", `/v1/items/${s.item.item_id}/reminders`, { token: s.token }),
-    call("GET", `/v1/audit-log?resource_type=item&resource_id=${s.item.item_id}&limit=100`, { token: s.token }),
+    call("getItem", `/v1/items/${s.item.item_id}`, { token: s.token }),
+    call("listItemReminders", `/v1/items/${s.item.item_id}/reminders`, { token: s.token }),
+    call("listAuditLog", `/v1/audit-log?resource_type=item&resource_id=${s.item.item_id}&limit=100`, { token: s.token }),
   ]);
-  return { detail: detail.body.data, reminders: reminders.body.data, audit: audit.body.data };
+  return { detail: ok(detail).body.data, reminders: ok(reminders).body.data, audit: ok(audit).body.data };
 }
 
 const outcomeOf = (page: PageResult) => /<div class="outcome (\w+)"[^>]*><strong>([^<]*)<\/strong>/.exec(page.html)?.slice(1, 3) ?? null;
@@ -80,7 +80,7 @@ describe("the page", () => {
   let page: PageResult;
   beforeAll(async () => {
     const { companyId, ownerToken: token } = await createAccount();
-    await call("PATCH", `/v1/companies/${companyId}/settings`, { token, body: { date_format: "DD.MM.YYYY" } });
+    await call("updateCompanySettings", `/v1/companies/${companyId}/settings`, { token, body: { date_format: "DD.MM.YYYY" } });
     await createDocumentType(token, { doctype_name: "Fire certificate" });
     const contact = await createContact(token, { first_name: "Ada", last_name: "Lovelace" });
     const date = futureDate(40);
@@ -91,7 +91,7 @@ describe("the page", () => {
   });
 
   it("shows the item: title, type, date in the company's format, company, notes, document type, state", async () => {
-    expect(page.status).toBe(200);
+    expectStatus(page, 200);
     expect(page.headers.get("Content-Type")).toMatch(/^text\/html; charset=utf-8/i);
     const [y, m, d] = s.item.expiry_date.split("-");
     expect(page.html).toContain("<h1>Boiler &lt;b&gt;inspection&lt;/b&gt;</h1>");
@@ -130,7 +130,7 @@ describe("the page", () => {
   it("confirms one action on its own link: the same page with that action's form only", async () => {
     for (const action of ["acknowledge", "complete", "renew", "snooze"] as const) {
       const confirm = await getPage(s.links[action]!);
-      expect(confirm.status, action).toBe(200);
+      expectStatus(confirm, 200, action);
       const forms = formsOf(confirm.html);
       expect(forms.map((f) => f.fields.action), action).toEqual([action]);
       expect(forms[0]!.action).toBe(new URL(s.links.page).pathname);
@@ -156,12 +156,12 @@ describe("acting through the forms", () => {
   it("acknowledges once; a repeat says so and changes nothing", async () => {
     const s = await setup();
     const first = await postForm(s.links.page, { action: "acknowledge", note: "on it, Ada" });
-    expect(first.status).toBe(200);
+    expectStatus(first, 200);
     expect(outcomeOf(first)).toEqual(["applied", "Thank you: you are on it"]);
     expect(first.html).toMatch(/<dt>Acknowledged<\/dt><dd>by Ada Lovelace, \d{4}-\d\d-\d\d \d\d:\d\d \(UTC\) — “on it, Ada”<\/dd>/);
     expect(formsOf(first.html).map((f) => f.fields.action)).toEqual(["complete", "renew", "snooze"]);
     const again = await postForm(s.links.acknowledge, { action: "acknowledge" });
-    expect(again.status).toBe(200);
+    expectStatus(again, 200);
     expect(outcomeOf(again)).toEqual(["unchanged", "It was already acknowledged"]);
   });
 
@@ -174,8 +174,8 @@ describe("acting through the forms", () => {
     const bobs = await postForm(bobsPage, { action: "acknowledge" });
     expect(outcomeOf(bobs)).toEqual(["unchanged", "It was already acknowledged"]);
     expect(bobs.html).toMatch(/<dt>Acknowledged<\/dt><dd>by Ada Lovelace, /);
-    const audit = await call("GET", `/v1/audit-log?resource_type=item&resource_id=${s.item.item_id}&limit=100`, { token: s.token });
-    expect(audit.body.data.filter((e: Json) => e.operation_id === "actOnRecipientPage").map((e: Json) => e.actor.contact_id)).toEqual([s.contact.contact_id]);
+    const audit = ok(await call("listAuditLog", `/v1/audit-log?resource_type=item&resource_id=${s.item.item_id}&limit=100`, { token: s.token }));
+    expect(audit.body.data.filter((e) => e.operation_id === "actOnRecipientPage").map((e) => e.actor.contact_id)).toEqual([s.contact.contact_id]);
   });
 
   it("completes a plain item once: the first POST completes, a repeat or a concurrent one changes nothing", async () => {
@@ -187,11 +187,11 @@ describe("acting through the forms", () => {
     const after = await stateOf(s);
     expect(after.detail.status).toBe("completed");
     // One audit entry, naming no client: the recipient's.
-    const entries = after.audit.filter((e: Json) => !before.audit.some((b: Json) => b.audit_id === e.audit_id));
+    const entries = after.audit.filter((e) => !before.audit.some((b) => b.audit_id === e.audit_id));
     expect(entries).toHaveLength(1);
     expect(entries[0]).toMatchObject({ action: "updated", operation_id: "actOnRecipientPage" });
-    expect(entries[0].actor).toMatchObject({ client_id: null });
-    expect(entries[0].after.status).toBe("completed");
+    expect(entries[0]!.actor).toMatchObject({ client_id: null });
+    expect(entries[0]!.after?.status).toBe("completed");
     const repeat = await postForm(s.links.complete, { action: "complete" });
     expect(outcomeOf(repeat)).toEqual(["unchanged", "It was already completed"]);
     expect(formsOf(repeat.html).map((f) => f.fields.action)).toEqual(["renew"]);
@@ -206,19 +206,19 @@ describe("acting through the forms", () => {
     expect(applied).toHaveLength(1);
     expect(outcomeOf(applied[0]!)).toEqual(["applied", "Marked completed and renewed"]);
     for (const p of pages.filter((x) => x !== applied[0])) {
-      expect(p.status).toBe(409);
+      expectStatus(p, 409);
       expect(outcomeOf(p)![0]).toBe("moved_on");
     }
-    const detail = (await call("GET", `/v1/items/${s.item.item_id}`, { token: s.token })).body.data;
+    const detail = ok(await call("getItem", `/v1/items/${s.item.item_id}`, { token: s.token })).body.data;
     expect(detail.renewals).toEqual([expect.objectContaining({ previous_date: date, reason: "completed" })]);
     expect(detail.status).toBe("pending");
     // The old link shows the item as it is now, and acts on nothing.
     const old = await getPage(s.links.page);
-    expect(old.status).toBe(200);
+    expectStatus(old, 200);
     expect(outcomeOf(old)).toEqual(["moved_on", "This link is for an earlier date of the item"]);
     expect(formsOf(old.html)).toEqual([]);
     const late = await postForm(s.links.page, { action: "acknowledge" });
-    expect(late.status).toBe(409);
+    expectStatus(late, 409);
     expect(outcomeOf(late)).toEqual(["moved_on", "Nothing was changed"]);
   });
 
@@ -226,10 +226,10 @@ describe("acting through the forms", () => {
     const s = await setup();
     const next = addYears(s.item.expiry_date, 2);
     const renewed = await postForm(s.links.page, { action: "renew", date: next });
-    expect(renewed.status).toBe(200);
+    expectStatus(renewed, 200);
     expect(outcomeOf(renewed)![0]).toBe("applied");
     expect(formsOf(renewed.html)).toEqual([]);
-    const detail = (await call("GET", `/v1/items/${s.item.item_id}`, { token: s.token })).body.data;
+    const detail = ok(await call("getItem", `/v1/items/${s.item.item_id}`, { token: s.token })).body.data;
     expect(detail.expiry_date).toBe(next);
     expect(detail.renewals).toHaveLength(1);
     const before = await stateOf(s);
@@ -247,7 +247,7 @@ describe("acting through the forms", () => {
     const s = await setup();
     const until = futureDate(5);
     const snoozed = await postForm(s.links.snooze, { action: "snooze", until });
-    expect(snoozed.status).toBe(200);
+    expectStatus(snoozed, 200);
     expect(outcomeOf(snoozed)![0]).toBe("applied");
     expect(snoozed.html).toContain(`<dt>Snoozed until</dt><dd>${until}</dd>`);
     expect(outcomeOf(await postForm(s.links.page, { action: "snooze", until }))![0]).toBe("unchanged");
@@ -298,8 +298,8 @@ describe("links that do not work", () => {
     // Revoked: the item, or the contact, deleted.
     const gone = await setup();
     const goneContact = await setup();
-    expect((await call("DELETE", `/v1/items/${gone.item.item_id}`, { token: gone.token })).status).toBe(200);
-    expect((await call("DELETE", `/v1/contacts/${goneContact.contact.contact_id}`, { token: goneContact.token })).status).toBe(200);
+    expectStatus(await call("deleteItem", `/v1/items/${gone.item.item_id}`, { token: gone.token }), 200);
+    expectStatus(await call("deleteContact", `/v1/contacts/${goneContact.contact.contact_id}`, { token: goneContact.token }), 200);
     const urls = [
       ...Object.values(tokens).flatMap((t) => [`https://api.test/r/${t}`, `https://api.test/r/${t}/acknowledge`]),
       gone.links.page,
@@ -311,7 +311,7 @@ describe("links that do not work", () => {
     const [first] = answers;
     const headersOf = (p: PageResult) => [...p.headers].filter(([name]) => !["x-request-id", "ratelimit"].includes(name)).sort();
     for (const [i, answer] of [...answers, ...posts].entries()) {
-      expect(answer.status, urls[i]).toBe(404);
+      expectStatus(answer, 404, urls[i]);
       expect(answer.html, urls[i]).toBe(first!.html);
       expect(headersOf(answer), urls[i]).toEqual(headersOf(first!));
     }
@@ -352,7 +352,7 @@ describe("around the pages", () => {
       for (let i = 0; i < 320 && !refused; i++) {
         const res = await fetchWithEnv({ RATE_LIMITS: "on" }, new Request(s.links.page, { headers: { "CF-Connecting-IP": `${address}${attempt}` } }));
         if (res.status === 429) refused = res;
-        else expect(res.status).toBe(200);
+        else expectStatus(res, 200);
       }
       if (Math.floor(Date.now() / 60_000) !== window && attempt < 3) continue;
       expect(refused).toBeDefined();
@@ -366,8 +366,8 @@ describe("around the pages", () => {
 
   it("never put a token in the request log line: the page's, nor a calendar feed's", async () => {
     const s = await setup();
-    const feed = await call("POST", "/v1/calendar-feeds", { token: s.token });
-    const feedUrl = new URL(feed.body.data.url);
+    const feed = await call("createCalendarFeed", "/v1/calendar-feeds", { token: s.token });
+    const feedUrl = new URL(ok(feed).body.data.url);
     const lines: string[] = [];
     vi.spyOn(console, "info").mockImplementation((line: unknown) => void lines.push(String(line)));
     const token = new URL(s.links.page).pathname.split("/")[2]!;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { nameKey } from "../../src/lib/text-key";
-import { type Json, call, createAccount, createOwnerClient, env, expectShapeA, expectShapeB, noServerError, uniqueWord } from "./helpers";
+import { type DataOf, type SuccessBody, type Fields, call, createAccount, createOwnerClient, env, expectShapeA, expectShapeB, noServerError, uniqueWord, expectStatus, ok } from "./helpers";
 
 // Reminder sequences: the default every company starts with, CRUD, validation, names, the one
 // default under concurrency, deletion moving items, the per-company limit, tenancy and scopes.
@@ -24,39 +24,39 @@ interface Company {
  */
 async function freshCompany(): Promise<Company> {
   const account = await createAccount({ companies: 5 });
-  const res = await call("POST", "/v1/companies", {
+  const res = await call("createCompany", "/v1/companies", {
     token: account.ownerToken,
     body: { company_name: uniqueWord("Co "), documents_limit: 100, contacts_limit: 10, drive_space: 1 },
   });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  expectStatus(res, 201, JSON.stringify(res.body));
   const id = res.body.data.company.companyid as number;
   const { clientId, secret } = await createOwnerClient(account.accountId, id, "seqclient");
   const tokens = new Map<string, string>();
   const token = async (scope?: string) => {
     const cached = tokens.get(scope ?? "*");
     if (cached) return cached;
-    const issued = await call("POST", "/v1/oauth/token", {
+    const issued = await call("issueToken", "/v1/oauth/token", {
       body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret, ...(scope ? { scope } : {}) },
     });
-    expect(issued.status, JSON.stringify(issued.body)).toBe(200);
+    expectStatus(issued, 200, JSON.stringify(issued.body));
     tokens.set(scope ?? "*", issued.body.access_token);
-    return issued.body.access_token as string;
+    return issued.body.access_token;
   };
   return { id, accountId: account.accountId, ownerToken: account.ownerToken, token };
 }
 
-async function list(token: string): Promise<Json> {
-  const res = await call("GET", "/v1/reminder-sequences", { token });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
+async function list(token: string): Promise<SuccessBody<"listReminderSequences">> {
+  const res = await call("listReminderSequences", "/v1/reminder-sequences", { token });
+  expectStatus(res, 200, JSON.stringify(res.body));
   return res.body;
 }
 
-async function create(token: string, body: Json = {}): Promise<Json> {
-  const res = await call("POST", "/v1/reminder-sequences", {
+async function create(token: string, body: Fields = {}): Promise<DataOf<"createReminderSequence">> {
+  const res = await call("createReminderSequence", "/v1/reminder-sequences", {
     token,
     body: { name: uniqueWord("Seq "), reminders: [{ period: 3, unit: "day", type: 1 }], ...body },
   });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  expectStatus(res, 201, JSON.stringify(res.body));
   return res.body.data;
 }
 
@@ -91,19 +91,19 @@ describe("the default sequence", () => {
     const company = await freshCompany();
     const body = await list(await company.token());
     expect(body.data).toHaveLength(1);
-    const [standard] = body.data;
+    const standard = body.data[0]!;
     expect(Object.keys(standard).sort()).toEqual(SEQUENCE_FIELDS);
     expect(standard).toMatchObject({ name: "Standard", isdefault: 1, reminders: STANDARD_STEPS });
     expect(body.meta).toEqual({ total: 1, max_allowed: 50 });
-    const row = await env.DB.prepare("SELECT name_key, is_default, steps FROM reminder_sequences WHERE id = ?").bind(standard.seqid).first<Json>();
+    const row = await env.DB.prepare("SELECT name_key, is_default, steps FROM reminder_sequences WHERE id = ?").bind(standard.seqid).first<Fields>();
     expect(row).toMatchObject({ name_key: "standard", is_default: 1 });
-    expect(JSON.parse(row!.steps)).toEqual(STANDARD_STEPS);
+    expect(JSON.parse(String(row!.steps))).toEqual(STANDARD_STEPS);
   });
 
   it("a company refused by its ceilings gets no sequence either (one batch)", async () => {
     const account = await createAccount({ companies: 1 });
     const before = await env.DB.prepare("SELECT count(*) AS n FROM reminder_sequences").first<{ n: number }>();
-    const res = await call("POST", "/v1/companies", {
+    const res = await call("createCompany", "/v1/companies", {
       token: account.ownerToken,
       body: { company_name: "Too many", documents_limit: 1, contacts_limit: 1, drive_space: 1 },
     });
@@ -116,8 +116,8 @@ describe("the default sequence", () => {
     const company = await freshCompany();
     await create(await company.token(), { name: "Extra" });
     expect(await countOf(company.id)).toBe(2);
-    const res = await call("DELETE", `/v1/companies/${company.id}`, { token: company.ownerToken });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const res = await call("deleteCompany", `/v1/companies/${company.id}`, { token: company.ownerToken });
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(await countOf(company.id)).toBe(0);
   });
 
@@ -142,7 +142,7 @@ describe("create, get, update, delete", () => {
   it("creates with normalised steps, reads it back, lists the default first then by seqid", async () => {
     const company = await freshCompany();
     const token = await company.token();
-    const res = await call("POST", "/v1/reminder-sequences", {
+    const res = await call("createReminderSequence", "/v1/reminder-sequences", {
       token,
       body: {
         name: "  Contracts  ",
@@ -154,7 +154,7 @@ describe("create, get, update, delete", () => {
         ],
       },
     });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expectStatus(res, 201, JSON.stringify(res.body));
     expect(res.body.msg).toBe("Reminder sequence created");
     const made = res.body.data;
     expect(Object.keys(made).sort()).toEqual(SEQUENCE_FIELDS);
@@ -168,14 +168,14 @@ describe("create, get, update, delete", () => {
     const stored = await env.DB.prepare("SELECT steps FROM reminder_sequences WHERE id = ?").bind(made.seqid).first<{ steps: string }>();
     expect(JSON.parse(stored!.steps)).toEqual(steps);
 
-    const got = await call("GET", `/v1/reminder-sequences/${made.seqid}`, { token: await company.token("items:read") });
-    expect(got.status).toBe(200);
+    const got = await call("getReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token: await company.token("items:read") });
+    expectStatus(got, 200);
     expect(got.body.data).toEqual(made);
 
     const later = await create(token, { name: "Later" });
     // The new default moves to the front; the others follow by seqid.
-    await call("PATCH", `/v1/reminder-sequences/${later.seqid}`, { token, body: { isdefault: 1 } });
-    const names = (await list(token)).data.map((s: Json) => s.name);
+    await call("updateReminderSequence", `/v1/reminder-sequences/${later.seqid}`, { token, body: { isdefault: 1 } });
+    const names = (await list(token)).data.map((s) => s.name);
     expect(names).toEqual(["Later", "Standard", "Contracts"]);
   });
 
@@ -183,44 +183,44 @@ describe("create, get, update, delete", () => {
     const company = await freshCompany();
     const token = await company.token();
     const made = await create(token, { name: "Permits" });
-    const res = await call("PATCH", `/v1/reminder-sequences/${made.seqid}`, {
+    const res = await call("updateReminderSequence", `/v1/reminder-sequences/${made.seqid}`, {
       token,
       body: { name: "Permits (city)", reminders: [{ period: 10, unit: "days", type: 1, hour: "07:00" }] },
     });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.msg).toBe("Reminder sequence updated");
     expect(res.body.data).toEqual({ seqid: made.seqid, name: "Permits (city)", isdefault: 0, reminders: [shown({ period: 10, unit: "day", type: 1, hour: "07:00" })] });
     // A case-only rename of itself is fine.
-    const renamed = await call("PATCH", `/v1/reminder-sequences/${made.seqid}`, { token, body: { name: "PERMITS (CITY)" } });
-    expect(renamed.status).toBe(200);
+    const renamed = await call("updateReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token, body: { name: "PERMITS (CITY)" } });
+    expectStatus(renamed, 200);
     expect(renamed.body.data.name).toBe("PERMITS (CITY)");
-    expectShapeB(await call("PATCH", `/v1/reminder-sequences/${made.seqid}`, { token, body: {} }), 400, /No updatable fields provided/);
+    expectShapeB(await call("updateReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token, body: {} }), 400, /No updatable fields provided/);
   });
 
   it("deletes a sequence: 200, then 404", async () => {
     const company = await freshCompany();
     const token = await company.token();
     const made = await create(token);
-    const res = await call("DELETE", `/v1/reminder-sequences/${made.seqid}`, { token });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const res = await call("deleteReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token });
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body).toEqual({ success: true, msg: "Reminder sequence deleted" });
-    expectShapeB(await call("GET", `/v1/reminder-sequences/${made.seqid}`, { token }), 404, /Reminder sequence not found/);
-    expectShapeB(await call("DELETE", `/v1/reminder-sequences/${made.seqid}`, { token }), 404);
-    expectShapeB(await call("PATCH", `/v1/reminder-sequences/${made.seqid}`, { token, body: { name: "x" } }), 404);
+    expectShapeB(await call("getReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token }), 404, /Reminder sequence not found/);
+    expectShapeB(await call("deleteReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token }), 404);
+    expectShapeB(await call("updateReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token, body: { name: "x" } }), 404);
   });
 
   it("refuses invalid path ids with 400", async () => {
     const company = await freshCompany();
     const token = await company.token();
     for (const id of ["abc", "0", "-1", "1.5", "1e3"]) {
-      expectShapeB(await call("GET", `/v1/reminder-sequences/${id}`, { token }), 400, /seqid must be a positive integer/);
+      expectShapeB(await call("getReminderSequence", `/v1/reminder-sequences/${id}`, { token }), 400, /seqid must be a positive integer/);
     }
   });
 });
 
 describe("validation (400 naming the field, nothing written)", () => {
-  const step = (overrides: Json) => ({ period: 1, unit: "day", type: 1, ...overrides });
-  const cases: Array<[string, Json, RegExp]> = [
+  const step = (overrides: Fields) => ({ period: 1, unit: "day", type: 1, ...overrides });
+  const cases: Array<[string, Fields, RegExp]> = [
     ["unknown unit", { reminders: [step({ unit: "fortnight" })] }, /reminders\.0\.unit: unit must be one of day, week, month, year/],
     ["unit not a string", { reminders: [step({ unit: 7 })] }, /reminders\.0\.unit/],
     ["period -1", { reminders: [step({ period: -1 })] }, /reminders\.0\.period: period must be between 0 and 1000/],
@@ -253,7 +253,7 @@ describe("validation (400 naming the field, nothing written)", () => {
     const company = await freshCompany();
     const token = await company.token();
     const body = { name: uniqueWord("Seq "), reminders: [step({})], ...overrides };
-    const res = await call("POST", "/v1/reminder-sequences", { token, body });
+    const res = await call("createReminderSequence", "/v1/reminder-sequences", { token, body });
     expectShapeB(res, 400, message);
     expect(await countOf(company.id)).toBe(1);
   });
@@ -263,10 +263,10 @@ describe("validation (400 naming the field, nothing written)", () => {
     const token = await company.token();
     const made = await create(token, { name: "Kept" });
     for (const [, overrides, message] of cases.filter(([label]) => !/missing/.test(label))) {
-      const res = await call("PATCH", `/v1/reminder-sequences/${made.seqid}`, { token, body: overrides });
+      const res = await call("updateReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token, body: overrides });
       expectShapeB(res, 400, message);
     }
-    const after = await call("GET", `/v1/reminder-sequences/${made.seqid}`, { token });
+    const after = ok(await call("getReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token }));
     expect(after.body.data).toEqual(made);
   });
 
@@ -285,13 +285,13 @@ describe("names", () => {
     const company = await freshCompany();
     const token = await company.token();
     const made = await create(token, { name: "ärzte" });
-    expectShapeB(await call("POST", "/v1/reminder-sequences", { token, body: { name: "ÄRZTE", reminders: [{ period: 1, unit: "day", type: 1 }] } }), 409, /A reminder sequence named "ÄRZTE" already exists/);
-    expectShapeB(await call("POST", "/v1/reminder-sequences", { token, body: { name: "STANDARD", reminders: [{ period: 1, unit: "day", type: 1 }] } }), 409);
-    expectShapeB(await call("PATCH", `/v1/reminder-sequences/${made.seqid}`, { token, body: { name: "standard" } }), 409);
+    expectShapeB(await call("createReminderSequence", "/v1/reminder-sequences", { token, body: { name: "ÄRZTE", reminders: [{ period: 1, unit: "day", type: 1 }] } }), 409, /A reminder sequence named "ÄRZTE" already exists/);
+    expectShapeB(await call("createReminderSequence", "/v1/reminder-sequences", { token, body: { name: "STANDARD", reminders: [{ period: 1, unit: "day", type: 1 }] } }), 409);
+    expectShapeB(await call("updateReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token, body: { name: "standard" } }), 409);
     // A 409 with isdefault=1 leaves the default where it was (the batch is all or nothing).
     const [standard] = await defaultsOf(company.id);
-    expectShapeB(await call("PATCH", `/v1/reminder-sequences/${made.seqid}`, { token, body: { name: "Standard", isdefault: 1 } }), 409);
-    expectShapeB(await call("POST", "/v1/reminder-sequences", { token, body: { name: "ÄRZTE", isdefault: 1, reminders: [{ period: 1, unit: "day", type: 1 }] } }), 409);
+    expectShapeB(await call("updateReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token, body: { name: "Standard", isdefault: 1 } }), 409);
+    expectShapeB(await call("createReminderSequence", "/v1/reminder-sequences", { token, body: { name: "ÄRZTE", isdefault: 1, reminders: [{ period: 1, unit: "day", type: 1 }] } }), 409);
     expect(await defaultsOf(company.id)).toEqual([standard]);
     expect(await countOf(company.id)).toBe(2);
   });
@@ -307,7 +307,7 @@ describe("names", () => {
     const company = await freshCompany();
     const token = await company.token();
     const results = await Promise.all(
-      ["Visa", "VISA", "visa", "ViSa"].map((name) => call("POST", "/v1/reminder-sequences", { token, body: { name, reminders: [{ period: 1, unit: "day", type: 1 }] } })),
+      ["Visa", "VISA", "visa", "ViSa"].map((name) => call("createReminderSequence", "/v1/reminder-sequences", { token, body: { name, reminders: [{ period: 1, unit: "day", type: 1 }] } })),
     );
     noServerError(...results);
     expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409]);
@@ -323,23 +323,23 @@ describe("the default sequence: exactly one", () => {
     const a = await create(token, { name: "A", isdefault: 1 });
     expect(a.isdefault).toBe(1);
     expect(await defaultsOf(company.id)).toEqual([a.seqid]);
-    const oldDefault = await call("GET", `/v1/reminder-sequences/${standard}`, { token });
+    const oldDefault = ok(await call("getReminderSequence", `/v1/reminder-sequences/${standard}`, { token }));
     expect(oldDefault.body.data.isdefault).toBe(0);
 
-    const res = await call("PATCH", `/v1/reminder-sequences/${standard}`, { token, body: { isdefault: 1 } });
-    expect(res.status).toBe(200);
+    const res = await call("updateReminderSequence", `/v1/reminder-sequences/${standard}`, { token, body: { isdefault: 1 } });
+    expectStatus(res, 200);
     expect(res.body.data.isdefault).toBe(1);
     expect(await defaultsOf(company.id)).toEqual([standard]);
 
     expectShapeB(
-      await call("PATCH", `/v1/reminder-sequences/${standard}`, { token, body: { isdefault: 0 } }),
+      await call("updateReminderSequence", `/v1/reminder-sequences/${standard}`, { token, body: { isdefault: 0 } }),
       400,
       /exactly one default reminder sequence: make another sequence the default instead/,
     );
     // isdefault=1 on the default and isdefault=0 on another: nothing to change, 200.
-    expect((await call("PATCH", `/v1/reminder-sequences/${standard}`, { token, body: { isdefault: 1 } })).status).toBe(200);
-    const kept = await call("PATCH", `/v1/reminder-sequences/${a.seqid}`, { token, body: { isdefault: 0 } });
-    expect(kept.status).toBe(200);
+    expectStatus(await call("updateReminderSequence", `/v1/reminder-sequences/${standard}`, { token, body: { isdefault: 1 } }), 200);
+    const kept = await call("updateReminderSequence", `/v1/reminder-sequences/${a.seqid}`, { token, body: { isdefault: 0 } });
+    expectStatus(kept, 200);
     expect(kept.body.data.isdefault).toBe(0);
     expect(await defaultsOf(company.id)).toEqual([standard]);
   });
@@ -351,7 +351,7 @@ describe("the default sequence: exactly one", () => {
     for (let i = 0; i < 4; i++) ids.push((await create(token)).seqid);
     for (let round = 0; round < 8; round++) {
       const order = [...ids].sort(() => Math.random() - 0.5);
-      const results = await Promise.all(order.map((id) => call("PATCH", `/v1/reminder-sequences/${id}`, { token, body: { isdefault: 1 } })));
+      const results = await Promise.all(order.map((id) => call("updateReminderSequence", `/v1/reminder-sequences/${id}`, { token, body: { isdefault: 1 } })));
       noServerError(...results);
       for (const res of results) expect([200, 409], JSON.stringify(res.body)).toContain(res.status);
       const defaults = await defaultsOf(company.id);
@@ -368,17 +368,17 @@ describe("the default sequence: exactly one", () => {
     for (let round = 0; round < 6; round++) {
       const victim = await create(token);
       const results = await Promise.all([
-        call("POST", "/v1/reminder-sequences", { token, body: { name: uniqueWord("New "), isdefault: 1, reminders: [{ period: 2, unit: "day", type: 1 }] } }),
-        call("PATCH", `/v1/reminder-sequences/${victim.seqid}`, { token, body: { isdefault: 1 } }),
-        call("DELETE", `/v1/reminder-sequences/${victim.seqid}`, { token }),
+        call("createReminderSequence", "/v1/reminder-sequences", { token, body: { name: uniqueWord("New "), isdefault: 1, reminders: [{ period: 2, unit: "day", type: 1 }] } }),
+        call("updateReminderSequence", `/v1/reminder-sequences/${victim.seqid}`, { token, body: { isdefault: 1 } }),
+        call("deleteReminderSequence", `/v1/reminder-sequences/${victim.seqid}`, { token }),
       ]);
       noServerError(...results);
       const [made, patched, deleted] = results;
-      expect(made!.status).toBe(201);
+      expectStatus(made!, 201);
       // Either the delete came first (then the PATCH is 404), or the PATCH did (then the delete is 400,
       // unless the POST took the default away again before it).
-      if (deleted!.status === 400) expect(patched!.status).toBe(200);
-      if (patched!.status === 404) expect(deleted!.status).toBe(200);
+      if (deleted!.status === 400) expectStatus(patched!, 200);
+      if (patched!.status === 404) expectStatus(deleted!, 200);
       expect(await defaultsOf(company.id)).toHaveLength(1);
     }
   });
@@ -389,7 +389,7 @@ describe("DELETE", () => {
     const company = await freshCompany();
     const token = await company.token();
     const [standard] = await defaultsOf(company.id);
-    expectShapeB(await call("DELETE", `/v1/reminder-sequences/${standard}`, { token }), 400, /default reminder sequence cannot be deleted/);
+    expectShapeB(await call("deleteReminderSequence", `/v1/reminder-sequences/${standard}`, { token }), 400, /default reminder sequence cannot be deleted/);
     expect(await defaultsOf(company.id)).toEqual([standard]);
   });
 
@@ -400,20 +400,20 @@ describe("DELETE", () => {
     const doomed = await create(token, { name: "Doomed" });
     const other = await create(token, { name: "Other" });
     const item = async (seqid: number) => {
-      const res = await call("POST", "/v1/items", { token, body: { title: uniqueWord("Item "), expiry_date: "2031-03-01", seqid } });
-      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      const res = await call("createItem", "/v1/items", { token, body: { title: uniqueWord("Item "), expiry_date: "2031-03-01", seqid } });
+      expectStatus(res, 201, JSON.stringify(res.body));
       return res.body.data.item_id as number;
     };
     const moved = [await item(doomed.seqid), await item(doomed.seqid)];
     const untouched = await item(other.seqid);
-    const res = await call("DELETE", `/v1/reminder-sequences/${doomed.seqid}`, { token });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const res = await call("deleteReminderSequence", `/v1/reminder-sequences/${doomed.seqid}`, { token });
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.msg).toBe("Reminder sequence deleted; 2 items now use the default sequence");
     for (const id of moved) {
-      const detail = await call("GET", `/v1/items/${id}`, { token });
+      const detail = ok(await call("getItem", `/v1/items/${id}`, { token }));
       expect(detail.body.data.seqid).toBe(standard);
     }
-    expect((await call("GET", `/v1/items/${untouched}`, { token })).body.data.seqid).toBe(other.seqid);
+    expect(ok(await call("getItem", `/v1/items/${untouched}`, { token })).body.data.seqid).toBe(other.seqid);
     const left = await env.DB.prepare("SELECT count(*) AS n FROM items WHERE seq_id = ?").bind(doomed.seqid).first<{ n: number }>();
     expect(left!.n).toBe(0);
   });
@@ -427,14 +427,14 @@ describe("the limit of 50 sequences per company", () => {
     await create(token);
     expect(await countOf(company.id)).toBe(50);
     expectShapeB(
-      await call("POST", "/v1/reminder-sequences", { token, body: { name: "One too many", reminders: [{ period: 1, unit: "day", type: 1 }] } }),
+      await call("createReminderSequence", "/v1/reminder-sequences", { token, body: { name: "One too many", reminders: [{ period: 1, unit: "day", type: 1 }] } }),
       400,
       /at most 50 reminder sequences/,
     );
     // Nor does isdefault=1 unset the default when the insert is refused.
     const defaults = await defaultsOf(company.id);
     expectShapeB(
-      await call("POST", "/v1/reminder-sequences", { token, body: { name: "Default too many", isdefault: 1, reminders: [{ period: 1, unit: "day", type: 1 }] } }),
+      await call("createReminderSequence", "/v1/reminder-sequences", { token, body: { name: "Default too many", isdefault: 1, reminders: [{ period: 1, unit: "day", type: 1 }] } }),
       400,
     );
     expect(await defaultsOf(company.id)).toEqual(defaults);
@@ -449,7 +449,7 @@ describe("the limit of 50 sequences per company", () => {
     await insertSequences(company.id, 47);
     const results = await Promise.all(
       Array.from({ length: 6 }, () =>
-        call("POST", "/v1/reminder-sequences", { token, body: { name: uniqueWord("Race "), reminders: [{ period: 1, unit: "day", type: 1 }] } }),
+        call("createReminderSequence", "/v1/reminder-sequences", { token, body: { name: uniqueWord("Race "), reminders: [{ period: 1, unit: "day", type: 1 }] } }),
       ),
     );
     noServerError(...results);
@@ -466,15 +466,15 @@ describe("tenancy and scopes", () => {
     const [theirDefault] = await defaultsOf(b.id);
     const token = await a.token();
     for (const id of [theirs.seqid, theirDefault]) {
-      expectShapeB(await call("GET", `/v1/reminder-sequences/${id}`, { token }), 404);
-      expectShapeB(await call("PATCH", `/v1/reminder-sequences/${id}`, { token, body: { isdefault: 1 } }), 404);
-      expectShapeB(await call("DELETE", `/v1/reminder-sequences/${id}`, { token }), 404);
+      expectShapeB(await call("getReminderSequence", `/v1/reminder-sequences/${id}`, { token }), 404);
+      expectShapeB(await call("updateReminderSequence", `/v1/reminder-sequences/${id}`, { token, body: { isdefault: 1 } }), 404);
+      expectShapeB(await call("deleteReminderSequence", `/v1/reminder-sequences/${id}`, { token }), 404);
     }
-    const listed = (await list(token)).data.map((s: Json) => s.seqid);
+    const listed = (await list(token)).data.map((s) => s.seqid);
     expect(listed).not.toContain(theirs.seqid);
     expect(listed).not.toContain(theirDefault);
     expect(await defaultsOf(b.id)).toEqual([theirDefault]);
-    expect((await call("GET", `/v1/reminder-sequences/${theirs.seqid}`, { token: await b.token() })).body.data).toEqual(theirs);
+    expect(ok(await call("getReminderSequence", `/v1/reminder-sequences/${theirs.seqid}`, { token: await b.token() })).body.data).toEqual(theirs);
   });
 
   it("items:read reads; writes need items:write (403 insufficient_scope)", async () => {
@@ -482,20 +482,20 @@ describe("tenancy and scopes", () => {
     const reader = await company.token("items:read");
     const [standard] = await defaultsOf(company.id);
     expect((await list(reader)).data).toHaveLength(1);
-    expect((await call("GET", `/v1/reminder-sequences/${standard}`, { token: reader })).status).toBe(200);
+    expectStatus(await call("getReminderSequence", `/v1/reminder-sequences/${standard}`, { token: reader }), 200);
     const writes = [
-      call("POST", "/v1/reminder-sequences", { token: reader, body: { name: "No", reminders: [{ period: 1, unit: "day", type: 1 }] } }),
-      call("PATCH", `/v1/reminder-sequences/${standard}`, { token: reader, body: { name: "No" } }),
-      call("DELETE", `/v1/reminder-sequences/${standard}`, { token: reader }),
+      call("createReminderSequence", "/v1/reminder-sequences", { token: reader, body: { name: "No", reminders: [{ period: 1, unit: "day", type: 1 }] } }),
+      call("updateReminderSequence", `/v1/reminder-sequences/${standard}`, { token: reader, body: { name: "No" } }),
+      call("deleteReminderSequence", `/v1/reminder-sequences/${standard}`, { token: reader }),
     ];
     for (const res of await Promise.all(writes)) {
       expectShapeA(res, 403, "insufficient_scope");
       expect(res.body.required_scope).toBe("items:write");
     }
-    const contactsOnly = await call("GET", "/v1/reminder-sequences", { token: await company.token("contacts:read") });
+    const contactsOnly = await call("listReminderSequences", "/v1/reminder-sequences", { token: await company.token("contacts:read") });
     expectShapeA(contactsOnly, 403, "insufficient_scope");
     expect(contactsOnly.body.required_scope).toBe("items:read");
-    expectShapeA(await call("GET", "/v1/reminder-sequences"), 401, "invalid_token");
+    expectShapeA(await call("listReminderSequences", "/v1/reminder-sequences"), 401, "invalid_token");
     expect(await countOf(company.id)).toBe(1);
   });
 });

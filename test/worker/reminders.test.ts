@@ -5,7 +5,7 @@ import { clockFor } from "../../src/company-clock/handoff/worker";
 import type { CompanyClock } from "../../src/company-clock/object";
 import { alarmInstant, LATEST_ALARM } from "../../src/company-clock/time";
 import { localToInstant, todayIn, addDays } from "../../src/lib/time";
-import { call, createAccount, createContact, createItem, env, expectShapeB } from "./helpers";
+import { call, createAccount, createContact, createItem, env, expectShapeB, expectStatus, callRaw, ok } from "./helpers";
 
 const stubOf = (companyId: number) => clockFor(env, companyId);
 
@@ -57,37 +57,37 @@ describe("reminders of an item", () => {
     const date = futureDate(100);
     const item = await createItem(ownerToken, { expiry_date: date });
     expect(item.reminders.sent).toEqual([]);
-    expect(item.reminders.queued.map((r: any) => [r.date, r.hour, r.sent])).toEqual([
+    expect(item.reminders.queued.map((r) => [r.date, r.hour, r.sent])).toEqual([
       [addDays(date, -30), "09:00", false],
       [addDays(date, -14), "09:00", false],
       [addDays(date, -7), "09:00", false],
       [addDays(date, -1), "09:00", false],
       [date, "09:00", false],
     ]);
-    const list = await call("GET", `/v1/items/${item.item_id}/reminders`, { token: ownerToken });
-    expect(list.status).toBe(200);
+    const list = await call("listItemReminders", `/v1/items/${item.item_id}/reminders`, { token: ownerToken });
+    expectStatus(list, 200);
     expect(list.body.data.queued).toEqual(item.reminders.queued);
   });
 
   it("skips steps whose time has passed, and queues nothing with seqid 0", async () => {
     const { ownerToken } = await createAccount();
     const soon = await createItem(ownerToken, { expiry_date: futureDate(3) });
-    expect(soon.reminders.queued.map((r: any) => r.date)).toEqual([futureDate(2), futureDate(3)]);
+    expect(soon.reminders.queued.map((r) => r.date)).toEqual([futureDate(2), futureDate(3)]);
     const none = await createItem(ownerToken, { expiry_date: futureDate(100), seqid: 0 });
     expect(none.reminders.queued).toEqual([]);
     expect(none.seqid).toBe(0);
-    const bad = await call("POST", "/v1/items", { token: ownerToken, body: { title: "x", expiry_date: futureDate(5), seqid: 999999 } });
+    const bad = await call("createItem", "/v1/items", { token: ownerToken, body: { title: "x", expiry_date: futureDate(5), seqid: 999999 } });
     expectShapeB(bad, 400, /seqid 999999/);
   });
 
   it("fires a reminder at its minute exactly once, lists it as triggered and emails the item's contact", async () => {
     const { companyId, ownerToken } = await createAccount();
     const contact = await createContact(ownerToken);
-    const item = await createItem(ownerToken, { expiry_date: futureDate(20), seqid: 0, contact_id: contact.contact_id ?? contact.id });
+    const item = await createItem(ownerToken, { expiry_date: futureDate(20), seqid: 0, contact_id: contact.contact_id });
     const at = new Date(Date.now() + 2 * 60_000);
     const hour = `${String(at.getUTCHours()).padStart(2, "0")}:${String(at.getUTCMinutes()).padStart(2, "0")}`;
-    const created = await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: { date: at.toISOString().slice(0, 10), hour } });
-    expect(created.status).toBe(201);
+    const created = await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: { date: at.toISOString().slice(0, 10), hour } });
+    expectStatus(created, 201);
     expect(created.body.msg).toBe("Reminder queued");
     const id = created.body.data.reminder_id;
     expect(created.body.data).toMatchObject({ sent: false, state: "queued", origin: "manual", channels: ["email"], contact_id: 0 });
@@ -95,24 +95,24 @@ describe("reminders of an item", () => {
 
     await backdate(companyId, id);
     expect(await runDurableObjectAlarm(stubOf(companyId))).toBe(true);
-    const after = await call("GET", `/v1/items/${item.item_id}/reminders`, { token: ownerToken });
+    const after = ok(await call("listItemReminders", `/v1/items/${item.item_id}/reminders`, { token: ownerToken }));
     expect(after.body.data.queued).toEqual([]);
     expect(after.body.data.sent).toHaveLength(1);
     const sent = after.body.data.sent[0];
     expect(sent).toMatchObject({ reminder_id: id, sent: true, state: "sent" });
-    expect(sent.deliveries).toEqual([expect.objectContaining({ channel: "email", state: "sent", attempts: 1 })]);
-    expect(sent.deliveries[0].recipient).toMatch(/@/);
+    expect(sent!.deliveries).toEqual([expect.objectContaining({ channel: "email", state: "sent", attempts: 1 })]);
+    expect(sent!.deliveries[0]!.recipient).toMatch(/@/);
 
-    const triggered = await call("GET", "/v1/reminders/triggered?limit=5", { token: ownerToken });
-    expect(triggered.status).toBe(200);
+    const triggered = await call("listTriggeredReminders", "/v1/reminders/triggered?limit=5", { token: ownerToken });
+    expectStatus(triggered, 200);
     expect(triggered.body.data).toEqual([expect.objectContaining({ reminder_id: id, item_id: item.item_id, title: item.title })]);
 
     // A second alarm run finds nothing to send.
     await runDurableObjectAlarm(stubOf(companyId));
-    const again = await call("GET", "/v1/reminders/triggered", { token: ownerToken });
+    const again = ok(await call("listTriggeredReminders", "/v1/reminders/triggered", { token: ownerToken }));
     expect(again.body.data).toHaveLength(1);
-    const detail = await call("GET", `/v1/items/${item.item_id}/reminders`, { token: ownerToken });
-    expect(detail.body.data.sent[0].deliveries[0].attempts).toBe(1);
+    const detail = ok(await call("listItemReminders", `/v1/items/${item.item_id}/reminders`, { token: ownerToken }));
+    expect(detail.body.data.sent[0]!.deliveries[0]!.attempts).toBe(1);
   });
 });
 
@@ -123,16 +123,16 @@ function minutesAhead(minutes: number) {
 }
 
 async function remindersOf(token: string, itemId: number) {
-  const res = await call("GET", `/v1/items/${itemId}/reminders`, { token });
-  expect(res.status).toBe(200);
-  return res.body.data as { queued: any[]; sent: any[] };
+  const res = await call("listItemReminders", `/v1/items/${itemId}/reminders`, { token });
+  expectStatus(res, 200);
+  return res.body.data;
 }
 
 describe("reminder input rules", () => {
   it("refuses times in the past, mixed or incomplete forms, bad hours, unknown units and undeliverable channels", async () => {
     const { ownerToken } = await createAccount();
     const item = await createItem(ownerToken, { expiry_date: futureDate(40), seqid: 0 });
-    const post = (body: unknown) => call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body });
+    const post = (body: unknown) => call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body });
     expectShapeB(await post({ date: futureDate(-1), hour: "09:00" }), 400, /already passed/);
     expectShapeB(await post({ date: todayIn("UTC"), hour: "00:00" }), 400, /already passed/);
     expectShapeB(await post({ date: futureDate(5), period: 3, unit: "day", rtype: 1 }), 400, /either date/);
@@ -158,10 +158,10 @@ describe("reminder input rules", () => {
     const { ownerToken } = await createAccount();
     const date = futureDate(60);
     const item = await createItem(ownerToken, { expiry_date: date, seqid: 0 });
-    const before = await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: { period: 2, unit: "Weeks", rtype: 1 } });
-    expect(before.status).toBe(201);
+    const before = await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: { period: 2, unit: "Weeks", rtype: 1 } });
+    expectStatus(before, 201);
     expect(before.body.data).toMatchObject({ date: addDays(date, -14), hour: "09:00", period: 2, unit: "week", rtype: 1 });
-    const after = await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: { period: 1, unit: "day", rtype: 2, hour: "17:45" } });
+    const after = ok(await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: { period: 1, unit: "day", rtype: 2, hour: "17:45" } }));
     expect(after.body.data).toMatchObject({ date: addDays(date, 1), hour: "17:45", rtype: 2 });
   });
 
@@ -169,38 +169,38 @@ describe("reminder input rules", () => {
     const { companyId, ownerToken } = await createAccount();
     const item = await createItem(ownerToken, { expiry_date: futureDate(60), seqid: 0 });
     const base = `/v1/items/${item.item_id}/reminders`;
-    const a = (await call("POST", base, { token: ownerToken, body: { period: 10, unit: "day", rtype: 1 } })).body.data;
-    const moved = await call("PATCH", `${base}/${a.reminder_id}`, { token: ownerToken, body: { hour: "14:15" } });
-    expect(moved.status).toBe(200);
+    const a = ok(await call("createItemReminder", base, { token: ownerToken, body: { period: 10, unit: "day", rtype: 1 } })).body.data;
+    const moved = await call("updateItemReminder", `${base}/${a.reminder_id}`, { token: ownerToken, body: { hour: "14:15" } });
+    expectStatus(moved, 200);
     expect(moved.body.data).toMatchObject({ date: a.date, hour: "14:15", period: 10 });
-    const absolute = await call("PATCH", `${base}/${a.reminder_id}`, { token: ownerToken, body: { date: futureDate(7) } });
+    const absolute = ok(await call("updateItemReminder", `${base}/${a.reminder_id}`, { token: ownerToken, body: { date: futureDate(7) } }));
     expect(absolute.body.data).toMatchObject({ date: futureDate(7), hour: "14:15", period: null, unit: null, rtype: null });
-    expectShapeB(await call("PATCH", `${base}/${a.reminder_id}`, { token: ownerToken, body: {} }), 400, /No updatable fields/);
-    expectShapeB(await call("PATCH", `${base}/${a.reminder_id}`, { token: ownerToken, body: { date: futureDate(-2) } }), 400, /already passed/);
-    expectShapeB(await call("PATCH", `${base}/999999`, { token: ownerToken, body: { hour: "10:00" } }), 404, /Reminder not found/);
+    expectShapeB(await call("updateItemReminder", `${base}/${a.reminder_id}`, { token: ownerToken, body: {} }), 400, /No updatable fields/);
+    expectShapeB(await call("updateItemReminder", `${base}/${a.reminder_id}`, { token: ownerToken, body: { date: futureDate(-2) } }), 400, /already passed/);
+    expectShapeB(await call("updateItemReminder", `${base}/999999`, { token: ownerToken, body: { hour: "10:00" } }), 404, /Reminder not found/);
 
     await backdate(companyId, a.reminder_id);
     await runDurableObjectAlarm(stubOf(companyId));
-    expectShapeB(await call("PATCH", `${base}/${a.reminder_id}`, { token: ownerToken, body: { hour: "10:00" } }), 400, /already sent/);
-    expectShapeB(await call("DELETE", `${base}/${a.reminder_id}`, { token: ownerToken }), 400, /already sent/);
+    expectShapeB(await call("updateItemReminder", `${base}/${a.reminder_id}`, { token: ownerToken, body: { hour: "10:00" } }), 400, /already sent/);
+    expectShapeB(await call("deleteItemReminder", `${base}/${a.reminder_id}`, { token: ownerToken }), 400, /already sent/);
 
-    const b = (await call("POST", base, { token: ownerToken, body: { date: futureDate(9) } })).body.data;
-    const deleted = await call("DELETE", `${base}/${b.reminder_id}`, { token: ownerToken });
-    expect(deleted.status).toBe(200);
+    const b = ok(await call("createItemReminder", base, { token: ownerToken, body: { date: futureDate(9) } })).body.data;
+    const deleted = await call("deleteItemReminder", `${base}/${b.reminder_id}`, { token: ownerToken });
+    expectStatus(deleted, 200);
     expect(deleted.body.msg).toBe("Reminder deleted");
     expect((await remindersOf(ownerToken, item.item_id)).queued).toEqual([]);
-    expectShapeB(await call("DELETE", `${base}/${b.reminder_id}`, { token: ownerToken }), 404);
+    expectShapeB(await call("deleteItemReminder", `${base}/${b.reminder_id}`, { token: ownerToken }), 404);
   });
 
   it("keeps companies apart and follows the items scopes", async () => {
     const a = await createAccount();
     const b = await createAccount();
     const item = await createItem(a.ownerToken, { expiry_date: futureDate(60) });
-    const rid = item.reminders.queued[0].reminder_id;
-    expectShapeB(await call("GET", `/v1/items/${item.item_id}/reminders`, { token: b.ownerToken }), 404, /Item not found/);
-    expectShapeB(await call("POST", `/v1/items/${item.item_id}/reminders`, { token: b.ownerToken, body: { date: futureDate(5) } }), 404);
-    expectShapeB(await call("DELETE", `/v1/items/${item.item_id}/reminders/${rid}`, { token: b.ownerToken }), 404);
-    expect((await call("GET", "/v1/reminders/triggered", { token: b.ownerToken })).body.data).toEqual([]);
+    const rid = item.reminders.queued[0]!.reminder_id;
+    expectShapeB(await call("listItemReminders", `/v1/items/${item.item_id}/reminders`, { token: b.ownerToken }), 404, /Item not found/);
+    expectShapeB(await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: b.ownerToken, body: { date: futureDate(5) } }), 404);
+    expectShapeB(await call("deleteItemReminder", `/v1/items/${item.item_id}/reminders/${rid}`, { token: b.ownerToken }), 404);
+    expect(ok(await call("listTriggeredReminders", "/v1/reminders/triggered", { token: b.ownerToken })).body.data).toEqual([]);
     expect((await remindersOf(a.ownerToken, item.item_id)).queued).toHaveLength(5);
   });
 });
@@ -210,22 +210,22 @@ describe("item changes drive the schedule", () => {
     const { companyId, ownerToken } = await createAccount();
     const item = await createItem(ownerToken, { expiry_date: futureDate(60) });
     const [first, second] = item.reminders.queued;
-    const done = await call("PATCH", `/v1/items/${item.item_id}/status`, { token: ownerToken, body: { status: "completed" } });
-    expect(done.body.data.reminders.queued.every((r: any) => r.state === "held")).toBe(true);
-    await backdate(companyId, first.reminder_id);
+    const done = ok(await call("setItemStatus", `/v1/items/${item.item_id}/status`, { token: ownerToken, body: { status: "completed" } }));
+    expect(done.body.data.reminders.queued.every((r) => r.state === "held")).toBe(true);
+    await backdate(companyId, first!.reminder_id);
     await runDurableObjectAlarm(stubOf(companyId));
     expect((await remindersOf(ownerToken, item.item_id)).sent).toEqual([]);
 
-    const reopened = await call("PATCH", `/v1/items/${item.item_id}/status`, { token: ownerToken, body: { status: "pending" } });
+    const reopened = ok(await call("setItemStatus", `/v1/items/${item.item_id}/status`, { token: ownerToken, body: { status: "pending" } }));
     const queued = reopened.body.data.reminders.queued;
-    expect(queued.map((r: any) => r.reminder_id)).not.toContain(first.reminder_id);
-    expect(queued[0]).toMatchObject({ reminder_id: second.reminder_id, state: "queued" });
+    expect(queued.map((r) => r.reminder_id)).not.toContain(first!.reminder_id);
+    expect(queued[0]).toMatchObject({ reminder_id: second!.reminder_id, state: "queued" });
 
-    await call("PATCH", `/v1/items/${item.item_id}/archive`, { token: ownerToken, body: { archived: true } });
-    await backdate(companyId, second.reminder_id);
+    await call("archiveItem", `/v1/items/${item.item_id}/archive`, { token: ownerToken, body: { archived: true } });
+    await backdate(companyId, second!.reminder_id);
     await runDurableObjectAlarm(stubOf(companyId));
     expect((await remindersOf(ownerToken, item.item_id)).sent).toEqual([]);
-    const restored = await call("PATCH", `/v1/items/${item.item_id}/archive`, { token: ownerToken, body: { archived: false } });
+    const restored = ok(await call("archiveItem", `/v1/items/${item.item_id}/archive`, { token: ownerToken, body: { archived: false } }));
     expect(restored.body.data.reminders.queued).toHaveLength(3);
   });
 
@@ -234,42 +234,42 @@ describe("item changes drive the schedule", () => {
     const date = futureDate(60);
     const item = await createItem(ownerToken, { expiry_date: date });
     const later = futureDate(90);
-    const kept = await call("PATCH", `/v1/items/${item.item_id}`, { token: ownerToken, body: { expiry_date: later } });
-    expect(kept.body.data.reminders.queued.map((r: any) => r.date)).toEqual(item.reminders.queued.map((r: any) => r.date));
-    const moved = await call("PATCH", `/v1/items/${item.item_id}`, { token: ownerToken, body: { expiry_date: later, reschedule_reminders: true } });
-    expect(moved.body.data.reminders.queued.map((r: any) => r.date)).toEqual([-30, -14, -7, -1, 0].map((d) => addDays(later, d)));
+    const kept = ok(await call("updateItem", `/v1/items/${item.item_id}`, { token: ownerToken, body: { expiry_date: later } }));
+    expect(kept.body.data.reminders.queued.map((r) => r.date)).toEqual(item.reminders.queued.map((r) => r.date));
+    const moved = ok(await call("updateItem", `/v1/items/${item.item_id}`, { token: ownerToken, body: { expiry_date: later, reschedule_reminders: true } }));
+    expect(moved.body.data.reminders.queued.map((r) => r.date)).toEqual([-30, -14, -7, -1, 0].map((d) => addDays(later, d)));
 
     const first = moved.body.data.reminders.queued[0];
-    await backdate(companyId, first.reminder_id);
+    await backdate(companyId, first!.reminder_id);
     await runDurableObjectAlarm(stubOf(companyId));
-    const renewed = await call("POST", `/v1/items/${item.item_id}/renew`, { token: ownerToken, body: { expiry_date: futureDate(400) } });
-    expect(renewed.status).toBe(200);
+    const renewed = await call("renewItem", `/v1/items/${item.item_id}/renew`, { token: ownerToken, body: { expiry_date: futureDate(400) } });
+    expectStatus(renewed, 200);
     const reminders = renewed.body.data.reminders;
-    expect(reminders.sent.map((r: any) => r.reminder_id)).toEqual([first.reminder_id]);
-    expect(reminders.queued.map((r: any) => r.date)).toEqual([-30, -14, -7, -1, 0].map((d) => addDays(futureDate(400), d)));
+    expect(reminders.sent.map((r) => r.reminder_id)).toEqual([first!.reminder_id]);
+    expect(reminders.queued.map((r) => r.date)).toEqual([-30, -14, -7, -1, 0].map((d) => addDays(futureDate(400), d)));
   });
 
   it("removes the reminders of a deleted item; its triggered entries stay", async () => {
     const { companyId, ownerToken } = await createAccount();
     const item = await createItem(ownerToken, { expiry_date: futureDate(60) });
-    await backdate(companyId, item.reminders.queued[0].reminder_id);
+    await backdate(companyId, item.reminders.queued[0]!.reminder_id);
     await runDurableObjectAlarm(stubOf(companyId));
-    expect((await call("DELETE", `/v1/items/${item.item_id}`, { token: ownerToken })).status).toBe(200);
+    expectStatus(await call("deleteItem", `/v1/items/${item.item_id}`, { token: ownerToken }), 200);
     expect(await stubOf(companyId).status(companyId)).toMatchObject({ queued: 0, alarm: null });
-    expectShapeB(await call("GET", `/v1/items/${item.item_id}/reminders`, { token: ownerToken }), 404);
-    expect((await call("GET", "/v1/reminders/triggered", { token: ownerToken })).body.data).toHaveLength(1);
+    expectShapeB(await call("listItemReminders", `/v1/items/${item.item_id}/reminders`, { token: ownerToken }), 404);
+    expect(ok(await call("listTriggeredReminders", "/v1/reminders/triggered", { token: ownerToken })).body.data).toHaveLength(1);
   });
 
   it("keeps local date and hour when the company's time zone changes", async () => {
     const { companyId, ownerToken } = await createAccount();
     const item = await createItem(ownerToken, { expiry_date: futureDate(60) });
     const before = item.reminders.queued[0];
-    const res = await call("PATCH", `/v1/companies/${companyId}/settings`, { token: ownerToken, body: { timezone: "Asia/Tokyo" } });
-    expect(res.status).toBe(200);
+    const res = await call("updateCompanySettings", `/v1/companies/${companyId}/settings`, { token: ownerToken, body: { timezone: "Asia/Tokyo" } });
+    expectStatus(res, 200);
     const after = (await remindersOf(ownerToken, item.item_id)).queued[0];
-    expect(after).toMatchObject({ reminder_id: before.reminder_id, date: before.date, hour: "09:00" });
-    expect(after.due_at).toBe(new Date(localToInstant(before.date, "09:00", "Asia/Tokyo")).toISOString());
-    expect(Date.parse(before.due_at) - Date.parse(after.due_at)).toBe(9 * 3_600_000);
+    expect(after).toMatchObject({ reminder_id: before!.reminder_id, date: before!.date, hour: "09:00" });
+    expect(after!.due_at).toBe(new Date(localToInstant(before!.date, "09:00", "Asia/Tokyo")).toISOString());
+    expect(Date.parse(before!.due_at) - Date.parse(after!.due_at)).toBe(9 * 3_600_000);
   });
 });
 
@@ -277,8 +277,8 @@ describe("firing and delivery", () => {
   it("takes reminders centuries ahead: the alarm waits at the runtime's latest instant and arms again", async () => {
     const { companyId, ownerToken } = await createAccount();
     const item = await createItem(ownerToken, { expiry_date: "9998-06-30", seqid: 0 });
-    const res = await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: { period: 1, unit: "day", rtype: 2 } });
-    expect(res.status).toBe(201);
+    const res = await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: { period: 1, unit: "day", rtype: 2 } });
+    expectStatus(res, 201);
     expect(res.body.data).toMatchObject({ date: "9998-07-01", hour: "09:00" });
     expect((await stubOf(companyId).status(companyId)).alarm).toBe(LATEST_ALARM);
     expect(await runDurableObjectAlarm(stubOf(companyId))).toBe(true);
@@ -289,20 +289,20 @@ describe("firing and delivery", () => {
   it("fires a reminder without a recipient: it is sent and triggered, and its delivery says no_recipient", async () => {
     const { companyId, ownerToken } = await createAccount();
     const item = await createItem(ownerToken, { expiry_date: futureDate(30), seqid: 0 });
-    const r = (await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(3) })).body.data;
+    const r = ok(await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(3) })).body.data;
     await backdate(companyId, r.reminder_id);
     await runDurableObjectAlarm(stubOf(companyId));
     const sent = (await remindersOf(ownerToken, item.item_id)).sent[0];
-    expect(sent.deliveries).toEqual([expect.objectContaining({ channel: "email", state: "no_recipient", recipient: null })]);
-    expect(sent.deliveries[0].last_error).toMatch(/no recipient/);
-    expect((await call("GET", "/v1/reminders/triggered", { token: ownerToken })).body.data[0].reminder_id).toBe(r.reminder_id);
+    expect(sent!.deliveries).toEqual([expect.objectContaining({ channel: "email", state: "no_recipient", recipient: null })]);
+    expect(sent!.deliveries[0]!.last_error).toMatch(/no recipient/);
+    expect(ok(await call("listTriggeredReminders", "/v1/reminders/triggered", { token: ownerToken })).body.data[0]!.reminder_id).toBe(r.reminder_id);
   });
 
   it("retries a failed delivery with backoff and marks it failed after the last attempt", async () => {
     const { companyId, ownerToken } = await createAccount();
     const contact = await createContact(ownerToken);
-    const item = await createItem(ownerToken, { expiry_date: futureDate(30), seqid: 0, contact_id: contact.contact_id ?? contact.id });
-    const r = (await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(3) })).body.data;
+    const item = await createItem(ownerToken, { expiry_date: futureDate(30), seqid: 0, contact_id: contact.contact_id });
+    const r = ok(await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(3) })).body.data;
     let calls = 0;
     await runInDurableObject(stubOf(companyId), (instance: CompanyClock) => {
       const real = instance.transports.email;
@@ -310,9 +310,9 @@ describe("firing and delivery", () => {
     });
     await backdate(companyId, r.reminder_id);
     await runDurableObjectAlarm(stubOf(companyId));
-    let delivery = (await remindersOf(ownerToken, item.item_id)).sent[0].deliveries[0];
+    let delivery = (await remindersOf(ownerToken, item.item_id)).sent[0]!.deliveries[0];
     expect(delivery).toMatchObject({ state: "pending", attempts: 1, last_error: "mail server said 451" });
-    const wait = Date.parse(delivery.next_attempt_at) - Date.now();
+    const wait = Date.parse(delivery!.next_attempt_at!) - Date.now();
     expect(wait).toBeGreaterThan(20_000);
     expect(wait).toBeLessThanOrEqual(30_000);
     const retry = async () => {
@@ -322,15 +322,15 @@ describe("firing and delivery", () => {
       await runDurableObjectAlarm(stubOf(companyId));
     };
     await retry();
-    delivery = (await remindersOf(ownerToken, item.item_id)).sent[0].deliveries[0];
+    delivery = (await remindersOf(ownerToken, item.item_id)).sent[0]!.deliveries[0];
     expect(delivery).toMatchObject({ state: "pending", attempts: 2 });
     await retry();
-    delivery = (await remindersOf(ownerToken, item.item_id)).sent[0].deliveries[0];
+    delivery = (await remindersOf(ownerToken, item.item_id)).sent[0]!.deliveries[0];
     expect(delivery).toMatchObject({ state: "sent", attempts: 3, last_error: null });
     expect(calls).toBe(3);
 
     // A transport that always fails ends in `failed` after the sixth attempt.
-    const r2 = (await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(4) })).body.data;
+    const r2 = ok(await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(4) })).body.data;
     await runInDurableObject(stubOf(companyId), (instance: CompanyClock) => {
       instance.transports = { ...instance.transports, email: async () => Promise.reject(new Error("down")) };
     });
@@ -342,14 +342,14 @@ describe("firing and delivery", () => {
       });
       await runDurableObjectAlarm(stubOf(companyId));
     }
-    const failed = (await remindersOf(ownerToken, item.item_id)).sent.find((s: any) => s.reminder_id === r2.reminder_id).deliveries[0];
+    const failed = (await remindersOf(ownerToken, item.item_id)).sent.find((s) => s.reminder_id === r2.reminder_id)!.deliveries[0];
     expect(failed).toMatchObject({ state: "failed", attempts: 6, last_error: "down", next_attempt_at: null });
   });
 
   it("fires more reminders than one transaction holds in bounded batches, all in one alarm run", async () => {
     const { companyId, ownerToken } = await createAccount();
     const item = await createItem(ownerToken, { expiry_date: futureDate(30), seqid: 0 });
-    await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(5) });
+    await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(5) });
     const past = Date.now() - 5_000;
     await runInDurableObject(stubOf(companyId), (_i, state) => {
       for (let i = 0; i < 1_050; i++) {
@@ -368,9 +368,9 @@ describe("firing and delivery", () => {
       triggered: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM triggered").one().n,
     }));
     expect(fired).toEqual({ sent: 1_050, triggered: 1_050 });
-    expect((await call("GET", "/v1/reminders/triggered?limit=100", { token: ownerToken })).body.data).toHaveLength(100);
-    expectShapeB(await call("GET", "/v1/reminders/triggered?limit=101", { token: ownerToken }), 400, /limit/);
-    expectShapeB(await call("GET", "/v1/reminders/triggered?limit=0", { token: ownerToken }), 400, /limit/);
+    expect(ok(await call("listTriggeredReminders", "/v1/reminders/triggered?limit=100", { token: ownerToken })).body.data).toHaveLength(100);
+    expectShapeB(await call("listTriggeredReminders", "/v1/reminders/triggered?limit=101", { token: ownerToken }), 400, /limit/);
+    expectShapeB(await call("listTriggeredReminders", "/v1/reminders/triggered?limit=0", { token: ownerToken }), 400, /limit/);
   });
 
   it("arms the alarm strictly after now: at the due instant, at once for overdue work, at most at LATEST_ALARM", () => {
@@ -384,15 +384,15 @@ describe("firing and delivery", () => {
   it("never arms the alarm at or before now for work already overdue", async () => {
     const { companyId, ownerToken } = await createAccount();
     const item = await createItem(ownerToken, { expiry_date: futureDate(30), seqid: 0 });
-    const r = (await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(3) })).body.data;
+    const r = ok(await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(3) })).body.data;
     await backdate(companyId, r.reminder_id, 60_000);
     await runInDurableObject(stubOf(companyId), (_i, state) => state.storage.deleteAlarm());
     const armings = await recordArmings(companyId);
     const clock = freezeClock();
     try {
       // Any change arms the alarm for the earliest work: here the overdue reminder.
-      const later = await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(5) });
-      expect(later.status).toBe(201);
+      const later = await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(5) });
+      expectStatus(later, 201);
     } finally {
       clock.mockRestore();
     }
@@ -400,7 +400,7 @@ describe("firing and delivery", () => {
     for (const arming of armings) expect(arming.at, JSON.stringify(arming)).toBeGreaterThan(arming.now);
     expect(armings[0]!.at - armings[0]!.now).toBeLessThan(1_000);
     await runDurableObjectAlarm(stubOf(companyId));
-    expect((await remindersOf(ownerToken, item.item_id)).sent.map((s: any) => s.reminder_id)).toEqual([r.reminder_id]);
+    expect((await remindersOf(ownerToken, item.item_id)).sent.map((s) => s.reminder_id)).toEqual([r.reminder_id]);
   });
 
   it("drains more deliveries than one run takes over chained alarm runs, each re-armed strictly after the moment it ends", async () => {
@@ -476,10 +476,10 @@ describe("firing and delivery", () => {
     await evictDurableObject(stubOf(companyId));
     expect(await stubOf(companyId).status(companyId)).toEqual(before);
     const r = item.reminders.queued[0];
-    await backdate(companyId, r.reminder_id);
+    await backdate(companyId, r!.reminder_id);
     await evictDurableObject(stubOf(companyId));
     expect(await runDurableObjectAlarm(stubOf(companyId))).toBe(true);
-    expect((await remindersOf(ownerToken, item.item_id)).sent.map((s: any) => s.reminder_id)).toEqual([r.reminder_id]);
+    expect((await remindersOf(ownerToken, item.item_id)).sent.map((s) => s.reminder_id)).toEqual([r!.reminder_id]);
   });
 });
 
@@ -511,9 +511,9 @@ describe("D1 and the Durable Object stay consistent", () => {
     const { companyId, ownerToken } = await createAccount();
     const item = await createItem(ownerToken, { expiry_date: futureDate(60) });
     await env.DB.prepare("DELETE FROM items WHERE id = ?").bind(item.item_id).run();
-    await backdate(companyId, item.reminders.queued[0].reminder_id);
+    await backdate(companyId, item.reminders.queued[0]!.reminder_id);
     await runDurableObjectAlarm(stubOf(companyId));
-    expect((await call("GET", "/v1/reminders/triggered", { token: ownerToken })).body.data).toEqual([]);
+    expect(ok(await call("listTriggeredReminders", "/v1/reminders/triggered", { token: ownerToken })).body.data).toEqual([]);
     expect(await stubOf(companyId).status(companyId)).toMatchObject({ queued: 0 });
     const outbox = await env.DB.prepare("SELECT count(*) AS n FROM reminder_sync WHERE company_id = ? AND item_id = ?").bind(companyId, item.item_id).first();
     expect(outbox).toEqual({ n: 0 });
@@ -523,9 +523,9 @@ describe("D1 and the Durable Object stay consistent", () => {
     const a = await createAccount();
     const b = await createAccount();
     const foreign = await createItem(b.ownerToken, { expiry_date: futureDate(60) });
-    expectShapeB(await call("GET", `/v1/items/99999999`, { token: a.ownerToken }), 404);
-    expectShapeB(await call("GET", `/v1/items/${foreign.item_id}/reminders`, { token: a.ownerToken }), 404);
-    expectShapeB(await call("GET", `/v1/items/${foreign.item_id}`, { token: a.ownerToken }), 404);
+    expectShapeB(await call("getItem", `/v1/items/99999999`, { token: a.ownerToken }), 404);
+    expectShapeB(await call("listItemReminders", `/v1/items/${foreign.item_id}/reminders`, { token: a.ownerToken }), 404);
+    expectShapeB(await call("getItem", `/v1/items/${foreign.item_id}`, { token: a.ownerToken }), 404);
     const rows = await runInDurableObject(stubOf(a.companyId), (_i, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM items").one().n);
     expect(rows).toBe(0);
   });
@@ -534,15 +534,15 @@ describe("D1 and the Durable Object stay consistent", () => {
     const { companyId, ownerToken } = await createAccount();
     const item = await createItem(ownerToken, { expiry_date: futureDate(60) });
     await env.DB.prepare("UPDATE items SET status = 'completed' WHERE id = ?").bind(item.item_id).run();
-    const detail = await call("GET", `/v1/items/${item.item_id}`, { token: ownerToken });
-    expect(detail.body.data.reminders.queued.every((r: any) => r.state === "held")).toBe(true);
+    const detail = ok(await call("getItem", `/v1/items/${item.item_id}`, { token: ownerToken }));
+    expect(detail.body.data.reminders.queued.every((r) => r.state === "held")).toBe(true);
     expect(await stubOf(companyId).status(companyId)).toMatchObject({ queued: 0 });
   });
 
   it("the sweep wakes a company whose alarm did not run, and only such companies", async () => {
     const { companyId, ownerToken } = await createAccount();
     const item = await createItem(ownerToken, { expiry_date: futureDate(30), seqid: 0 });
-    const r = (await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(3) })).body.data;
+    const r = ok(await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(3) })).body.data;
     const wake = await env.DB.prepare("SELECT due_at FROM reminder_wakeups WHERE company_id = ?").bind(companyId).first<{ due_at: number }>();
     expect(wake!.due_at).toBe(Date.parse(r.due_at));
     // The alarm is lost (as in a failover) while the reminder falls due.

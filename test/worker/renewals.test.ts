@@ -4,25 +4,28 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { clockFor } from "../../src/company-clock/handoff/worker";
 import { addDays, addMonths, startOfDayAfter, todayIn } from "../../src/lib/time";
-import { call, createAccount, env, type Json } from "./helpers";
+import { call, createAccount, env, type Fields, expectStatus, ok } from "./helpers";
 
 const stubOf = (companyId: number) => clockFor(env, companyId);
 const today = () => todayIn("UTC");
 
+/** The PATCH operations these tests send, by the path after the item's. */
+const PATCHES = { "": "updateItem", "/archive": "archiveItem", "/status": "setItemStatus" } as const;
+
 async function setup(zone = "UTC") {
   const account = await createAccount();
   if (zone !== "UTC") {
-    const res = await call("PATCH", `/v1/companies/${account.companyId}/settings`, { token: account.ownerToken, body: { timezone: zone } });
-    expect(res.status).toBe(200);
+    const res = await call("updateCompanySettings", `/v1/companies/${account.companyId}/settings`, { token: account.ownerToken, body: { timezone: zone } });
+    expectStatus(res, 200);
   }
   const token = account.ownerToken;
-  const create = async (body: Json) => {
-    const res = await call("POST", "/v1/items", { token, body: { title: "Monthly check", ...body } });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    return res.body.data.item_id as number;
+  const create = async (body: Fields) => {
+    const res = await call("createItem", "/v1/items", { token, body: { title: "Monthly check", ...body } });
+    expectStatus(res, 201, JSON.stringify(res.body));
+    return res.body.data.item_id;
   };
-  const get = async (id: number) => (await call("GET", `/v1/items/${id}`, { token })).body.data as Json;
-  const patch = async (id: number, path: string, body: Json) => call("PATCH", `/v1/items/${id}${path}`, { token, body });
+  const get = async (id: number) => ok(await call("getItem", `/v1/items/${id}`, { token })).body.data;
+  const patch = async <P extends keyof typeof PATCHES>(id: number, path: P, body: Fields) => call(PATCHES[path], `/v1/items/${id}${path}`, { token, body });
   return { ...account, token, create, get, patch };
 }
 
@@ -44,9 +47,9 @@ describe("the renewal instant", () => {
     const date = addDays(today(), 40);
     const id = await s.create({ expiry_date: date, recurrence: { every: 1, unit: "month", renew_on: "expired" } });
     expect(await renewalRows(s.companyId)).toEqual([{ item_id: id, date, due_at: startOfDayAfter(date, "Pacific/Kiritimati"), held: 0 }]);
-    await call("PATCH", `/v1/companies/${s.companyId}/settings`, { token: s.token, body: { timezone: "Pacific/Pago_Pago" } });
+    await call("updateCompanySettings", `/v1/companies/${s.companyId}/settings`, { token: s.token, body: { timezone: "Pacific/Pago_Pago" } });
     await s.get(id); // the change reaches the clock with the next call for the company
-    await call("GET", `/v1/items/${id}/reminders`, { token: s.token });
+    await call("listItemReminders", `/v1/items/${id}/reminders`, { token: s.token });
     expect((await renewalRows(s.companyId))[0]!.due_at).toBe(startOfDayAfter(date, "Pacific/Pago_Pago"));
     expect(startOfDayAfter(date, "Pacific/Pago_Pago") - startOfDayAfter(date, "Pacific/Kiritimati")).toBe(25 * 3600_000);
   });
@@ -69,14 +72,14 @@ describe("catch-up", () => {
     const s = await setup();
     const id = await s.create({ expiry_date: "2019-03-31" });
     const res = await s.patch(id, "", { recurrence: { every: 1, unit: "month", renew_on: "expired", count: 10 } });
-    expect(res.status).toBe(200);
+    expectStatus(res, 200);
     const t = today();
     // Month ends keep the anchor (31st): the first occurrence on or after today.
     let expected = "2019-03-31";
     for (let k = 1; expected < t; k++) expected = addMonths("2019-03-31", k);
     expect(res.body.data.expiry_date).toBe(expected);
     expect(res.body.data.status).toBe("pending");
-    expect(res.body.data.recurrence.count).toBe(9);
+    expect(res.body.data.recurrence!.count).toBe(9);
     expect(res.body.data.renewals).toEqual([{ previous_date: "2019-03-31", new_date: expected, renewed_at: expect.any(String), automatic: true, reason: "expired" }]);
     // No stale reminder: everything queued lies ahead.
     for (const r of res.body.data.reminders.queued) expect(Date.parse(r.due_at)).toBeGreaterThan(Date.now());
@@ -86,11 +89,11 @@ describe("catch-up", () => {
   it("a create with such a rule answers the caught-up date; an on-time date is left for its instant", async () => {
     const s = await setup();
     const yesterday = addDays(today(), -1);
-    let res = await call("POST", "/v1/items", { token: s.token, body: { title: "Daily", expiry_date: yesterday, recurrence: { every: 1, unit: "day", renew_on: "expired" } } });
-    expect(res.status).toBe(201);
+    let res = ok(await call("createItem", "/v1/items", { token: s.token, body: { title: "Daily", expiry_date: yesterday, recurrence: { every: 1, unit: "day", renew_on: "expired" } } }));
+    expectStatus(res, 201);
     expect(res.body.data.expiry_date).toBe(today());
     expect((await s.get(res.body.data.item_id)).renewals).toHaveLength(1);
-    res = await call("POST", "/v1/items", { token: s.token, body: { title: "Daily", expiry_date: today(), recurrence: { every: 1, unit: "day", renew_on: "expired" } } });
+    res = ok(await call("createItem", "/v1/items", { token: s.token, body: { title: "Daily", expiry_date: today(), recurrence: { every: 1, unit: "day", renew_on: "expired" } } }));
     expect(res.body.data.expiry_date).toBe(today());
     expect((await s.get(res.body.data.item_id)).renewals).toHaveLength(0);
   });
@@ -111,12 +114,12 @@ describe("archive pauses, restore resumes", () => {
     const s = await setup();
     const id = await s.create({ expiry_date: addDays(today(), -10) });
     await s.patch(id, "/archive", { archived: true });
-    const set = await s.patch(id, "", { recurrence: { every: 1, unit: "week", renew_on: "expired" } });
+    const set = ok(await s.patch(id, "", { recurrence: { every: 1, unit: "week", renew_on: "expired" } }));
     expect(set.body.data.expiry_date).toBe(addDays(today(), -10));
     expect((await renewalRows(s.companyId))[0]).toMatchObject({ item_id: id, held: 1 });
     expect(await runDurableObjectAlarm(stubOf(s.companyId))).toBeTypeOf("boolean");
     expect(await historyCount(id)).toBe(0);
-    const restored = await s.patch(id, "/archive", { archived: false });
+    const restored = ok(await s.patch(id, "/archive", { archived: false }));
     expect(restored.body.data.expiry_date).toBe(addDays(today(), 4));
     expect(restored.body.data.active).toBe(true);
     expect(await historyCount(id)).toBe(1);
@@ -144,7 +147,7 @@ describe("exactly once", () => {
     expect(item.expiry_date).toBe(addMonths(date, 1));
     expect(item.renewals).toEqual([{ previous_date: date, new_date: addMonths(date, 1), renewed_at: expect.any(String), automatic: true, reason: "expired" }]);
     expect(item.reminders.queued.length).toBeGreaterThan(0);
-    expect(item.reminders.queued.every((r: Json) => r.date > date)).toBe(true);
+    expect(item.reminders.queued.every((r) => r.date > date)).toBe(true);
     expect(await renewalRows(s.companyId)).toEqual([{ item_id: id, date: addMonths(date, 1), due_at: startOfDayAfter(addMonths(date, 1), "UTC"), held: 0 }]);
   });
 
@@ -164,7 +167,7 @@ describe("exactly once", () => {
     await runInDurableObject(stubOf(s.companyId), (_i, state) => {
       state.storage.sql.exec("UPDATE renewals SET date = ?, state = ?, due_at = ? WHERE item_id = ?", saved.date, saved.state, Date.now() - 1000, id);
     });
-    await Promise.all([runDurableObjectAlarm(stubOf(s.companyId)), call("GET", `/v1/items/${id}/reminders`, { token: s.token })]);
+    await Promise.all([runDurableObjectAlarm(stubOf(s.companyId)), call("listItemReminders", `/v1/items/${id}/reminders`, { token: s.token })]);
     await runDurableObjectAlarm(stubOf(s.companyId));
     expect(await historyCount(id)).toBe(1);
     const item = await s.get(id);

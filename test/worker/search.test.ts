@@ -10,16 +10,16 @@ import { folderListQueries } from "../../src/records/folders";
 import { ListFoldersQuery } from "../../src/schemas/folders";
 import { tagListQueries } from "../../src/records/tags";
 import { ListTagsQuery } from "../../src/schemas/tags";
-import { call, createAccount, createContact, createItem, env, queryPlan, uniqueWord, type Json } from "./helpers";
+import { call, createAccount, createContact, createItem, env, queryPlan, uniqueWord, type DataOf, type Fields, type Operation, type SuccessBody, expectStatus, callRaw } from "./helpers";
 
 type Plannable = Parameters<typeof queryPlan>[0];
 
-const get = async (token: string, path: string) => {
-  const res = await call("GET", path, { token });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body as Json;
+const get = async <O extends Operation>(token: string, operation: O, path: string): Promise<SuccessBody<O>> => {
+  const res = await call(operation, path, { token });
+  expectStatus(res, 200, JSON.stringify(res.body));
+  return res.body as SuccessBody<O>;
 };
-const itemIds = (body: Json) => body.data.map((i: Json) => i.item_id);
+const itemIds = (body: { data: Array<{ item_id: number }> }) => body.data.map((i) => i.item_id);
 
 describe("tokenize: the words unicode61 (remove_diacritics 2) makes", () => {
   it("folds case and Latin accents, keeps what unicode61 keeps, splits where it splits", () => {
@@ -59,7 +59,7 @@ describe("GET /v1/items?q=", () => {
       [`${w.slice(0, 3)}`, [tokyo.item_id, greek.item_id, boiler.item_id]],
       [w, [tokyo.item_id, greek.item_id, boiler.item_id]],
     ] as const) {
-      expect(itemIds(await get(a.ownerToken, `/v1/items?q=${encodeURIComponent(q)}`)), q).toEqual(expected);
+      expect(itemIds(await get(a.ownerToken, "listItems", `/v1/items?q=${encodeURIComponent(q)}`)), q).toEqual(expected);
     }
   });
 
@@ -70,7 +70,7 @@ describe("GET /v1/items?q=", () => {
     await createItem(b.ownerToken, { title: `${w} inspection` });
     const mine = await createItem(a.ownerToken, { title: `${w}` });
     for (const q of [w.slice(0, 2), w.slice(0, 4), w, `${w} insp`, "inspection"]) {
-      const found = itemIds(await get(a.ownerToken, `/v1/items?q=${q}&archived=any`));
+      const found = itemIds(await get(a.ownerToken, "listItems", `/v1/items?q=${q}&archived=any`));
       expect(found, q).toEqual(q.startsWith("insp") || q.includes("insp") ? [] : [mine.item_id]);
     }
   });
@@ -78,15 +78,15 @@ describe("GET /v1/items?q=", () => {
   it("follows title, notes, date, archive and delete; keeps list order and pages by cursor", async () => {
     const a = await createAccount();
     const w = uniqueWord("flow");
-    const made: Json[] = [];
+    const made: DataOf<"getItem">[] = [];
     for (let i = 0; i < 7; i++) made.push(await createItem(a.ownerToken, { title: `${w} number${i}`, expiry_date: `2031-0${(i % 3) + 1}-1${i}` }));
-    const all = itemIds(await get(a.ownerToken, `/v1/items?q=${w}`));
-    expect(all).toEqual(itemIds(await get(a.ownerToken, `/v1/items?limit=200`)).filter((id: number) => made.some((m) => m.item_id === id)));
+    const all = itemIds(await get(a.ownerToken, "listItems", `/v1/items?q=${w}`));
+    expect(all).toEqual(itemIds(await get(a.ownerToken, "listItems", `/v1/items?limit=200`)).filter((id: number) => made.some((m) => m.item_id === id)));
     // Cursor pages of 3 walk the same order.
     const paged: number[] = [];
     let cursor = "";
     for (let page = 0; page < 4; page++) {
-      const body = await get(a.ownerToken, `/v1/items?q=${w}&limit=3${cursor ? `&cursor=${cursor}` : ""}`);
+      const body = await get(a.ownerToken, "listItems", `/v1/items?q=${w}&limit=3${cursor ? `&cursor=${cursor}` : ""}`);
       paged.push(...itemIds(body));
       if (!body.meta.next_cursor) break;
       cursor = body.meta.next_cursor;
@@ -94,21 +94,21 @@ describe("GET /v1/items?q=", () => {
     expect(paged).toEqual(all);
     // A new title is found by its words, not the old ones; notes alone keep the title's words.
     const first = made[0]!.item_id;
-    expect((await call("PATCH", `/v1/items/${first}`, { token: a.ownerToken, body: { title: `${w} renamed` } })).status).toBe(200);
-    expect(itemIds(await get(a.ownerToken, `/v1/items?q=${w} number0`))).toEqual([]);
-    expect(itemIds(await get(a.ownerToken, `/v1/items?q=${w} renamed`))).toEqual([first]);
-    expect((await call("PATCH", `/v1/items/${first}`, { token: a.ownerToken, body: { notes: "extraordinarily" } })).status).toBe(200);
-    expect(itemIds(await get(a.ownerToken, `/v1/items?q=${w} renamed extraord`))).toEqual([first]);
+    expectStatus(await call("updateItem", `/v1/items/${first}`, { token: a.ownerToken, body: { title: `${w} renamed` } }), 200);
+    expect(itemIds(await get(a.ownerToken, "listItems", `/v1/items?q=${w} number0`))).toEqual([]);
+    expect(itemIds(await get(a.ownerToken, "listItems", `/v1/items?q=${w} renamed`))).toEqual([first]);
+    expectStatus(await call("updateItem", `/v1/items/${first}`, { token: a.ownerToken, body: { notes: "extraordinarily" } }), 200);
+    expect(itemIds(await get(a.ownerToken, "listItems", `/v1/items?q=${w} renamed extraord`))).toEqual([first]);
     // A new date moves the item in the search's order as in the list's.
-    expect((await call("PATCH", `/v1/items/${first}`, { token: a.ownerToken, body: { expiry_date: "2039-12-31" } })).status).toBe(200);
-    expect(itemIds(await get(a.ownerToken, `/v1/items?q=${w}`)).at(-1)).toBe(first);
+    expectStatus(await call("updateItem", `/v1/items/${first}`, { token: a.ownerToken, body: { expiry_date: "2039-12-31" } }), 200);
+    expect(itemIds(await get(a.ownerToken, "listItems", `/v1/items?q=${w}`)).at(-1)).toBe(first);
     // Archived items: only with archived=true|any.
-    expect((await call("PATCH", `/v1/items/${first}/archive`, { token: a.ownerToken, body: { archived: true } })).status).toBe(200);
-    expect(itemIds(await get(a.ownerToken, `/v1/items?q=${w}`))).not.toContain(first);
-    expect(itemIds(await get(a.ownerToken, `/v1/items?q=${w}&archived=true`))).toEqual([first]);
-    expect(itemIds(await get(a.ownerToken, `/v1/items?q=${w}&archived=any`))).toContain(first);
-    expect((await call("DELETE", `/v1/items/${made[1]!.item_id}`, { token: a.ownerToken })).status).toBe(200);
-    expect(itemIds(await get(a.ownerToken, `/v1/items?q=${w}&archived=any`))).not.toContain(made[1]!.item_id);
+    expectStatus(await call("archiveItem", `/v1/items/${first}/archive`, { token: a.ownerToken, body: { archived: true } }), 200);
+    expect(itemIds(await get(a.ownerToken, "listItems", `/v1/items?q=${w}`))).not.toContain(first);
+    expect(itemIds(await get(a.ownerToken, "listItems", `/v1/items?q=${w}&archived=true`))).toEqual([first]);
+    expect(itemIds(await get(a.ownerToken, "listItems", `/v1/items?q=${w}&archived=any`))).toContain(first);
+    expectStatus(await call("deleteItem", `/v1/items/${made[1]!.item_id}`, { token: a.ownerToken }), 200);
+    expect(itemIds(await get(a.ownerToken, "listItems", `/v1/items?q=${w}&archived=any`))).not.toContain(made[1]!.item_id);
   });
 
   it("a long term that starts more than 64 different words still finds every one of them", async () => {
@@ -121,10 +121,10 @@ describe("GET /v1/items?q=", () => {
     )
       .bind(a.companyId, a.deptId, w)
       .run();
-    const body = await get(a.ownerToken, `/v1/items?q=${w}0&limit=200`);
+    const body = await get(a.ownerToken, "listItems", `/v1/items?q=${w}0&limit=200`);
     expect(body.meta).toMatchObject({ total: 80, total_exact: true });
-    expect((await get(a.ownerToken, `/v1/items?q=${w}07`)).meta.total).toBe(10);
-    expect((await get(a.ownerToken, `/v1/items?q=${w}080`)).meta.total).toBe(1);
+    expect((await get(a.ownerToken, "listItems", `/v1/items?q=${w}07`)).meta.total).toBe(10);
+    expect((await get(a.ownerToken, "listItems", `/v1/items?q=${w}080`)).meta.total).toBe(1);
   });
 });
 
@@ -136,26 +136,26 @@ describe("GET /v1/contacts?q=", () => {
     const ada = await createContact(a.ownerToken, { first_name: "Ada", last_name: `Lovelace${w}`, email: `${w}@analytical.example` });
     const bob = await createContact(a.ownerToken, { first_name: "Bob", last_name: w, phone_number: "7946 0958" });
     await createContact(b.ownerToken, { first_name: "Ada", last_name: `Lovelace${w}` });
-    const found = async (q: string) => (await get(a.ownerToken, `/v1/contacts?q=${encodeURIComponent(q)}`)).data.map((c: Json) => c.contact_id);
+    const found = async (q: string) => (await get(a.ownerToken, "listContacts", `/v1/contacts?q=${encodeURIComponent(q)}`)).data.map((c) => c.contact_id);
     expect(await found(`lovelace${w}`)).toEqual([ada.contact_id]);
     expect(await found(`ada love`)).toEqual([ada.contact_id]);
     expect(await found(`analytical ${w}`)).toEqual([ada.contact_id]);
     expect(await found(w)).toEqual([ada.contact_id, bob.contact_id]);
     expect(await found(`7946 ${w}`)).toEqual([bob.contact_id]);
-    expect((await call("PATCH", `/v1/contacts/${bob.contact_id}`, { token: a.ownerToken, body: { first_name: "Robert" } })).status).toBe(200);
+    expectStatus(await call("updateContact", `/v1/contacts/${bob.contact_id}`, { token: a.ownerToken, body: { first_name: "Robert" } }), 200);
     expect(await found(`robert ${w}`)).toEqual([bob.contact_id]);
     expect(await found(`bob ${w}`)).toEqual([]);
     expect(await found(`7946 ${w}`)).toEqual([bob.contact_id]);
-    const meta = (await get(a.ownerToken, `/v1/contacts?q=${w}&limit=1`)).meta;
+    const meta = (await get(a.ownerToken, "listContacts", `/v1/contacts?q=${w}&limit=1`)).meta;
     expect(meta).toEqual({ total: 2, limit: 1, offset: 0, total_exact: true });
   });
 });
 
 describe("GET /v1/tasks?q=", () => {
-  const createTask = async (token: string, body: Json) => {
-    const res = await call("POST", "/v1/tasks", { token, body });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    return res.body.data as Json;
+  const createTask = async (token: string, body: Fields) => {
+    const res = await call("createTask", "/v1/tasks", { token, body });
+    expectStatus(res, 201, JSON.stringify(res.body));
+    return res.body.data;
   };
 
   it("keeps (due_at, task_id) order when a page ends inside a minute, at every offset", async () => {
@@ -163,28 +163,28 @@ describe("GET /v1/tasks?q=", () => {
     const w = uniqueWord("tk");
     // Created in this order: ids rise while the seconds fall within 09:00, so rowid order (minute, id) differs from list order.
     const dues = ["2031-01-01 09:00:59", "2031-01-01 09:00:30", "2031-01-01 09:00:00", "2031-01-01 08:59:59", "2031-01-01 09:01:00", "2031-01-01 09:00:30"];
-    const made: Json[] = [];
+    const made: DataOf<"createTask">[] = [];
     for (const [i, due_at] of dues.entries()) made.push(await createTask(a.ownerToken, { title: `${w} ${i}`, due_at }));
     const expected = made
       .map((t) => ({ id: t.task_id as number, due: t.due_at as string }))
       .sort((x, y) => x.due.localeCompare(y.due) || x.id - y.id)
       .map((t) => t.id);
-    const unfiltered = (await get(a.ownerToken, `/v1/tasks?limit=100`)).data.map((t: Json) => t.task_id);
+    const unfiltered = (await get(a.ownerToken, "listTasks", `/v1/tasks?limit=100`)).data.map((t) => t.task_id);
     expect(unfiltered).toEqual(expected);
     for (const limit of [1, 2, 3, 4]) {
       for (let offset = 0; offset < dues.length; offset += 1) {
-        const body = await get(a.ownerToken, `/v1/tasks?q=${w}&limit=${limit}&offset=${offset}`);
-        expect(body.data.map((t: Json) => t.task_id), `limit ${limit} offset ${offset}`).toEqual(expected.slice(offset, offset + limit));
+        const body = await get(a.ownerToken, "listTasks", `/v1/tasks?q=${w}&limit=${limit}&offset=${offset}`);
+        expect(body.data.map((t) => t.task_id), `limit ${limit} offset ${offset}`).toEqual(expected.slice(offset, offset + limit));
         expect(body.meta).toEqual({ total: dues.length, limit, offset, total_exact: true });
       }
     }
     // With another filter, the page's minute is found among the filtered matches.
-    await call("PATCH", `/v1/tasks/${made[2]!.task_id}`, { token: a.ownerToken, body: { status: "in_progress" } });
-    await call("PATCH", `/v1/tasks/${made[1]!.task_id}`, { token: a.ownerToken, body: { status: "in_progress" } });
+    await call("updateTask", `/v1/tasks/${made[2]!.task_id}`, { token: a.ownerToken, body: { status: "in_progress" } });
+    await call("updateTask", `/v1/tasks/${made[1]!.task_id}`, { token: a.ownerToken, body: { status: "in_progress" } });
     const open = expected.filter((id) => id !== made[2]!.task_id && id !== made[1]!.task_id);
     for (let offset = 0; offset < open.length; offset += 1) {
-      const body = await get(a.ownerToken, `/v1/tasks?q=${w}&status=open&limit=2&offset=${offset}`);
-      expect(body.data.map((t: Json) => t.task_id), `status=open offset ${offset}`).toEqual(open.slice(offset, offset + 2));
+      const body = await get(a.ownerToken, "listTasks", `/v1/tasks?q=${w}&status=open&limit=2&offset=${offset}`);
+      expect(body.data.map((t) => t.task_id), `status=open offset ${offset}`).toEqual(open.slice(offset, offset + 2));
     }
   });
 
@@ -195,10 +195,10 @@ describe("GET /v1/tasks?q=", () => {
     const long = `${w}verylongword`;
     const task = await createTask(a.ownerToken, { title: `Renew ${long}`, description: "Stadtwerke Zürich", due_at: "2032-02-29 12:00:00" });
     await createTask(b.ownerToken, { title: `Renew ${long}`, description: "Stadtwerke Zürich", due_at: "2032-02-29 12:00:00" });
-    const found = async (q: string) => (await get(a.ownerToken, `/v1/tasks?q=${encodeURIComponent(q)}`)).data.map((t: Json) => t.task_id);
+    const found = async (q: string) => (await get(a.ownerToken, "listTasks", `/v1/tasks?q=${encodeURIComponent(q)}`)).data.map((t) => t.task_id);
     expect(await found(long)).toEqual([task.task_id]);
     expect(await found(`${w} zuri`)).toEqual([task.task_id]);
-    const patch = async (body: Json) => expect((await call("PATCH", `/v1/tasks/${task.task_id}`, { token: a.ownerToken, body })).status).toBe(200);
+    const patch = async (body: Fields) => expectStatus(await call("updateTask", `/v1/tasks/${task.task_id}`, { token: a.ownerToken, body }), 200);
     // A title change keeps the description's words, and a description change keeps the title's.
     await patch({ title: `Replace ${w}` });
     expect(await found(`replace ${w} stadtwerke`)).toEqual([task.task_id]);
@@ -208,9 +208,9 @@ describe("GET /v1/tasks?q=", () => {
     expect(await found(`${w} stadtwerke`)).toEqual([]);
     await patch({ due_at: "1900-01-01 00:00:00" });
     expect(await found(w)).toEqual([task.task_id]);
-    expect((await call("DELETE", `/v1/tasks/${task.task_id}`, { token: a.ownerToken })).status).toBe(200);
+    expectStatus(await call("deleteTask", `/v1/tasks/${task.task_id}`, { token: a.ownerToken }), 200);
     expect(await found(w)).toEqual([]);
-    expect((await get(b.ownerToken, `/v1/tasks?q=${long}`)).meta.total).toBe(1);
+    expect((await get(b.ownerToken, "listTasks", `/v1/tasks?q=${long}`)).meta.total).toBe(1);
   });
 });
 
@@ -236,11 +236,11 @@ describe("name search (q) on contact groups, folders and tags", () => {
     const w = uniqueWord("nm");
     const values = Array.from({ length: 1_005 }, (_, i) => `(${a.companyId}, '${w}-${i}', '${w}-${i}', 1)`).join(", ");
     await env.DB.prepare(`INSERT INTO tags (company_id, name, name_key, items_count) VALUES ${values}`).run();
-    const many = await get(a.ownerToken, `/v1/tags?q=${w}&limit=2`);
+    const many = await get(a.ownerToken, "listTags", `/v1/tags?q=${w}&limit=2`);
     expect(many.meta).toEqual({ total: 1_000, limit: 2, offset: 0, total_exact: false });
-    expect(many.data.map((t: Json) => t.name)).toEqual([`${w}-0`, `${w}-1`]);
-    const few = await get(a.ownerToken, `/v1/tags?q=${w}-100&limit=2`);
+    expect(many.data.map((t) => t.name)).toEqual([`${w}-0`, `${w}-1`]);
+    const few = await get(a.ownerToken, "listTags", `/v1/tags?q=${w}-100&limit=2`);
     expect(few.meta).toEqual({ total: 6, limit: 2, offset: 0, total_exact: true }); // -100, -1000 .. -1004
-    expect((await get(a.ownerToken, `/v1/tags?limit=1`)).meta).toEqual({ total: 1_005, limit: 1, offset: 0, total_exact: true });
+    expect((await get(a.ownerToken, "listTags", `/v1/tags?limit=1`)).meta).toEqual({ total: 1_005, limit: 1, offset: 0, total_exact: true });
   });
 });

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { type Json, call, createAccount, demoTokens, env, expectShapeA, expectShapeB, tokenFor, uniqueWord, noServerError } from "./helpers";
+import { call, createAccount, demoTokens, env, expectShapeA, expectShapeB, tokenFor, uniqueWord, noServerError, expectStatus } from "./helpers";
 import { database } from "../../src/db/client";
 import { items } from "../../src/db/schema";
 import { and, eq } from "drizzle-orm";
@@ -30,12 +30,12 @@ async function createItem(companyId = 1, deptId = companyId): Promise<number> {
   return row!.id;
 }
 
-const putTags = (itemId: number | string, tags: unknown, token = owner) => call("PUT", `/v1/items/${itemId}/tags`, { token, body: { tags } });
+const putTags = (itemId: number | string, tags: unknown, token = owner) => call("setItemTags", `/v1/items/${itemId}/tags`, { token, body: { tags } });
 
 /** PUT that must succeed; returns data (the tag names). */
 async function setTags(itemId: number, tags: string[], token = owner): Promise<string[]> {
   const res = await putTags(itemId, tags, token);
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  expectStatus(res, 200, JSON.stringify(res.body));
   expect(res.body.success).toBe(true);
   expect(res.body.msg).toEqual(expect.any(String));
   return res.body.data;
@@ -73,10 +73,10 @@ async function expectCountsExact(companyId: number) {
 }
 
 async function listTags(query = "", token = owner) {
-  const res = await call("GET", `/v1/tags${query ? `?${query}` : ""}`, { token });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  const res = await call("listTags", `/v1/tags${query ? `?${query}` : ""}`, { token });
+  expectStatus(res, 200, JSON.stringify(res.body));
   expect(res.body.success).toBe(true);
-  return res.body as { data: Json[]; meta: { total: number; limit: number; offset: number } };
+  return res.body;
 }
 
 
@@ -85,7 +85,7 @@ describe("PUT /v1/items/{item_id}/tags", () => {
     const item = await createItem();
     const w = uniqueWord("t");
     const res = await putTags(item, [`${w}-b`, `${w}-a`, `${w}-c`]);
-    expect(res.status).toBe(200);
+    expectStatus(res, 200);
     expect(res.body).toEqual({ success: true, msg: "Item tags updated", data: [`${w}-b`, `${w}-a`, `${w}-c`] });
     expect(await tagsInDb(item)).toEqual([`${w}-b`, `${w}-a`, `${w}-c`]);
     for (const name of [`${w}-a`, `${w}-b`, `${w}-c`]) expect((await tagRow(1, name))!.items_count).toBe(1);
@@ -199,10 +199,10 @@ describe("PUT /v1/items/{item_id}/tags", () => {
       [{ a: 1 }, /tags must be an array/],
     ];
     for (const [tags, msg] of cases) expectShapeB(await putTags(item, tags), 400, msg);
-    expectShapeB(await call("PUT", `/v1/items/${item}/tags`, { token: owner, body: {} }), 400, /tags is required/);
-    expectShapeB(await call("PUT", `/v1/items/${item}/tags`, { token: owner, body: { tags: null } }), 400, /tags/);
-    expectShapeB(await call("PUT", `/v1/items/${item}/tags`, { token: owner, body: { tags: [], extra: 1 } }), 400, /Unknown field: extra/);
-    expectShapeB(await call("PUT", `/v1/items/${item}/tags`, { token: owner, body: ["a"] }), 400, /JSON object/);
+    expectShapeB(await call("setItemTags", `/v1/items/${item}/tags`, { token: owner, body: {} }), 400, /tags is required/);
+    expectShapeB(await call("setItemTags", `/v1/items/${item}/tags`, { token: owner, body: { tags: null } }), 400, /tags/);
+    expectShapeB(await call("setItemTags", `/v1/items/${item}/tags`, { token: owner, body: { tags: [], extra: 1 } }), 400, /Unknown field: extra/);
+    expectShapeB(await call("setItemTags", `/v1/items/${item}/tags`, { token: owner, body: ["a"] }), 400, /JSON object/);
     expect(await tagsInDb(item)).toEqual([`${w}-kept`]);
   });
 
@@ -235,7 +235,7 @@ describe("PUT /v1/items/{item_id}/tags", () => {
       expect(res.body.required_scope).toBe("items:write");
     }
     expect(await setTags(item, [uniqueWord("t")], await tokenFor("demo-owner", "items:write"))).toHaveLength(1);
-    const res = await call("PUT", `/v1/items/${item}/tags`, { body: { tags: [] } });
+    const res = await call("setItemTags", `/v1/items/${item}/tags`, { body: { tags: [] } });
     expectShapeA(res, 401, "invalid_token");
   });
 });
@@ -380,8 +380,8 @@ describe("GET /v1/tags", () => {
     expect(await names("100")).toEqual(["100%", "100x"]);
     expect(await names("nothing")).toEqual([]);
     expect((await listTags("q=100", token)).meta.total).toBe(2);
-    expectShapeB(await call("GET", `/v1/tags?q=${"x".repeat(201)}`, { token }), 400, /q must be at most 200 characters/);
-    expectShapeB(await call("GET", "/v1/tags?q=a%07", { token }), 400, /q must not contain control characters/);
+    expectShapeB(await call("listTags", `/v1/tags?q=${"x".repeat(201)}`, { token }), 400, /q must be at most 200 characters/);
+    expectShapeB(await call("listTags", "/v1/tags?q=a%07", { token }), 400, /q must not contain control characters/);
   });
 
   it("paginates with limit and offset; total counts the whole filtered list", async () => {
@@ -396,7 +396,7 @@ describe("GET /v1/tags", () => {
     expect((await listTags("offset=5", token)).data).toEqual([]);
     expect((await listTags("limit=200", token)).data).toHaveLength(5);
     for (const query of ["limit=0", "limit=201", "limit=abc", "offset=-1", "offset=1.5", "limit=1&limit=2"]) {
-      expectShapeB(await call("GET", `/v1/tags?${query}`, { token }), 400, /limit|offset/);
+      expectShapeB(await call("listTags", `/v1/tags?${query}`, { token }), 400, /limit|offset/);
     }
   });
 
@@ -416,12 +416,12 @@ describe("GET /v1/tags", () => {
 
   it("scopes: needs tags:read, Shape A with required_scope", async () => {
     for (const token of [readonly, await tokenFor("demo-owner", "items:write tags:write")]) {
-      const res = await call("GET", "/v1/tags", { token });
+      const res = await call("listTags", "/v1/tags", { token });
       expectShapeA(res, 403, "insufficient_scope");
       expect(res.body.required_scope).toBe("tags:read");
     }
     await listTags("", await tokenFor("demo-owner", "tags:read"));
-    expectShapeA(await call("GET", "/v1/tags"), 401, "invalid_token");
+    expectShapeA(await call("listTags", "/v1/tags"), 401, "invalid_token");
   });
 });
 
@@ -440,8 +440,8 @@ describe("races", () => {
           ? await Promise.all([putTags(item, first), putTags(item, second)])
           : await Promise.all([putTags(item, second), putTags(item, first)]).then(([b, a]) => [a, b] as const);
       noServerError(r1, r2);
-      expect(r1.status).toBe(200);
-      expect(r2.status).toBe(200);
+      expectStatus(r1, 200);
+      expectStatus(r2, 200);
       // Each answer is its own list (one transaction each) ...
       expect(r1.body.data).toEqual(first);
       expect(r2.body.data).toEqual([`${w}-shared`, `${w}-b1`]);
@@ -461,8 +461,8 @@ describe("races", () => {
       const w = uniqueWord("t");
       const [r1, r2] = await Promise.all([putTags(a, [w]), putTags(b, [w.toUpperCase()])]);
       noServerError(r1, r2);
-      expect(r1.status).toBe(200);
-      expect(r2.status).toBe(200);
+      expectStatus(r1, 200);
+      expectStatus(r2, 200);
       // Whoever came first set the spelling; both answer it.
       expect(r1.body.data).toEqual(r2.body.data);
       expect((await tagRow(1, w))!.items_count).toBe(2);

@@ -17,10 +17,15 @@ import {
   noServerError,
   tokenFor,
   uniqueWord,
-  type Json,
+  type DataOf,
+  type Fields,
+  type SuccessBody,
   type TestAccount,
   fullScansOf,
   queryPlan,
+  expectStatus,
+  callRaw,
+  ok,
 } from "./helpers";
 
 let owner: string, member: string, other: string;
@@ -47,20 +52,20 @@ const TASK_FIELDS = [
 const PUBLIC_ID = /^tsk_[A-Za-z0-9_-]{20}$/;
 
 /** Creates a task through the API (expects 201) and returns its record. */
-async function createTask(token: string, body: Json = {}): Promise<Json> {
-  const res = await call("POST", "/v1/tasks", { token, body: { title: uniqueWord("Task "), due_at: "2030-01-15 09:00:00", ...body } });
+async function createTask(token: string, body: Fields = {}): Promise<DataOf<"createTask">> {
+  const res = await call("createTask", "/v1/tasks", { token, body: { title: uniqueWord("Task "), due_at: "2030-01-15 09:00:00", ...body } });
   if (res.status !== 201) throw new Error(`create task: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.data;
 }
 
-const patch = (token: string, id: string | number, body: Json) => call("PATCH", `/v1/tasks/${id}`, { token, body });
+const patch = (token: string, id: string | number, body: Fields) => call("updateTask", `/v1/tasks/${id}`, { token, body });
 
-async function list(token: string, query = ""): Promise<Json> {
-  const res = await call("GET", `/v1/tasks?${query}`, { token });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
+async function list(token: string, query = ""): Promise<SuccessBody<"listTasks">> {
+  const res = await call("listTasks", `/v1/tasks?${query}`, { token });
+  expectStatus(res, 200, JSON.stringify(res.body));
   return res.body;
 }
-const ids = (body: Json) => body.data.map((t: Json) => t.task_id);
+const ids = (body: SuccessBody<"listTasks">) => body.data.map((t) => t.task_id);
 
 /** The users of an account, owner first. */
 async function usersOf(accountId: number): Promise<number[]> {
@@ -77,8 +82,8 @@ async function countsOf(companyId: number) {
 
 describe("POST /v1/tasks", () => {
   it("creates a task with the defaults and answers 201 with msg and every field", async () => {
-    const res = await call("POST", "/v1/tasks", { token: owner, body: { title: "Book the inspection", due_at: "2030-03-31 09:30:00" } });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const res = await call("createTask", "/v1/tasks", { token: owner, body: { title: "Book the inspection", due_at: "2030-03-31 09:30:00" } });
+    expectStatus(res, 201, JSON.stringify(res.body));
     expect(res.body.success).toBe(true);
     expect(res.body.msg).toBe("Task created");
     const task = res.body.data;
@@ -174,17 +179,17 @@ describe("POST /v1/tasks", () => {
       [{ ...ok, task_id: 5 }, /Unknown field: task_id/],
       [{ ...ok, title: null }, /title must be a string/],
     ] as const) {
-      const res = await call("POST", "/v1/tasks", { token: owner, body });
+      const res = await call("createTask", "/v1/tasks", { token: owner, body });
       expectShapeB(res, 400, msg);
     }
-    expectShapeB(await call("POST", "/v1/tasks", { token: owner, body: [ok] }), 400, /Request body must be a JSON object/);
-    expectShapeB(await call("POST", "/v1/tasks", { token: owner, rawBody: "{", headers: { "Content-Type": "application/json" } }), 400);
+    expectShapeB(await call("createTask", "/v1/tasks", { token: owner, body: [ok] }), 400, /Request body must be a JSON object/);
+    expectShapeB(await call("createTask", "/v1/tasks", { token: owner, rawBody: "{", headers: { "Content-Type": "application/json" } }), 400);
     const after = await env.DB.prepare("SELECT count(*) AS n FROM tasks").first<{ n: number }>();
     expect(after?.n).toBe(before?.n);
   });
 
   it("refuses a body over 64 KiB with 413", async () => {
-    const res = await call("POST", "/v1/tasks", { token: owner, body: { title: "x", due_at: "2030-01-01 10:00:00", description: "d".repeat(70_000) } });
+    const res = await call("createTask", "/v1/tasks", { token: owner, body: { title: "x", due_at: "2030-01-01 10:00:00", description: "d".repeat(70_000) } });
     expectShapeB(res, 413);
   });
 
@@ -201,7 +206,7 @@ describe("POST /v1/tasks", () => {
       [{ ...ok, ownerid: 999999999 }, /^ownerid 999999999 is not a user of the account$/],
       [{ ...ok, item_id: foreignItem.item_id }, /^item_id \d+ is not an item of the company$/],
     ] as const) {
-      expectShapeB(await call("POST", "/v1/tasks", { token: owner, body }), 400, msg);
+      expectShapeB(await call("createTask", "/v1/tasks", { token: owner, body }), 400, msg);
     }
   });
 });
@@ -210,8 +215,8 @@ describe("GET, PATCH and DELETE /v1/tasks/{task_id}", () => {
   it("finds a task by task_id and by public_id", async () => {
     const task = await createTask(owner, { description: "both ids" });
     for (const ref of [task.task_id, task.public_id]) {
-      const res = await call("GET", `/v1/tasks/${ref}`, { token: owner });
-      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      const res = await call("getTask", `/v1/tasks/${ref}`, { token: owner });
+      expectStatus(res, 200, JSON.stringify(res.body));
       expect(res.body).toEqual({ success: true, data: task });
     }
   });
@@ -219,35 +224,35 @@ describe("GET, PATCH and DELETE /v1/tasks/{task_id}", () => {
   it("updates through either id and answers 200 with msg and the task", async () => {
     const task = await createTask(owner);
     const first = await patch(owner, task.public_id, { title: "Renamed", priority: "high", due_at: "2031-06-01 08:00:00" });
-    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expectStatus(first, 200, JSON.stringify(first.body));
     expect(first.body.msg).toBe("Task updated");
     expect(first.body.data).toMatchObject({ task_id: task.task_id, public_id: task.public_id, title: "Renamed", priority: "high", due_at: "2031-06-01 08:00:00" });
-    const second = await patch(owner, task.task_id, { description: "Now with text", ownerid: 2 });
+    const second = ok(await patch(owner, task.task_id, { description: "Now with text", ownerid: 2 }));
     expect(second.body.data).toMatchObject({ title: "Renamed", description: "Now with text", ownerid: 2, status: "open" });
-    expect((await call("GET", `/v1/tasks/${task.task_id}`, { token: owner })).body.data).toEqual(second.body.data);
+    expect(ok(await call("getTask", `/v1/tasks/${task.task_id}`, { token: owner })).body.data).toEqual(second.body.data);
   });
 
   it("assigns, reassigns and unassigns (assignee_id 0, or assignee_type \"\")", async () => {
     const contact = await createContact(owner);
     const task = await createTask(owner);
-    const assigned = await patch(owner, task.task_id, { assignee_type: "contact", assignee_id: contact.contact_id });
+    const assigned = ok(await patch(owner, task.task_id, { assignee_type: "contact", assignee_id: contact.contact_id }));
     expect(assigned.body.data).toMatchObject({ assignee_type: "contact", assignee_id: contact.contact_id });
-    expect((await patch(owner, task.task_id, { assignee_type: "user", assignee_id: 2 })).body.data).toMatchObject({ assignee_type: "user", assignee_id: 2 });
-    expect((await patch(owner, task.task_id, { assignee_id: 0 })).body.data).toMatchObject({ assignee_type: "", assignee_id: 0 });
+    expect(ok(await patch(owner, task.task_id, { assignee_type: "user", assignee_id: 2 })).body.data).toMatchObject({ assignee_type: "user", assignee_id: 2 });
+    expect(ok(await patch(owner, task.task_id, { assignee_id: 0 })).body.data).toMatchObject({ assignee_type: "", assignee_id: 0 });
     await patch(owner, task.task_id, { assignee_type: "user", assignee_id: 1 });
-    expect((await patch(owner, task.task_id, { assignee_type: "" })).body.data).toMatchObject({ assignee_type: "", assignee_id: 0 });
+    expect(ok(await patch(owner, task.task_id, { assignee_type: "" })).body.data).toMatchObject({ assignee_type: "", assignee_id: 0 });
     await patch(owner, task.task_id, { assignee_type: "user", assignee_id: 1 });
-    expect((await patch(owner, task.task_id, { assignee_type: "", assignee_id: 0 })).body.data).toMatchObject({ assignee_type: "", assignee_id: 0 });
+    expect(ok(await patch(owner, task.task_id, { assignee_type: "", assignee_id: 0 })).body.data).toMatchObject({ assignee_type: "", assignee_id: 0 });
   });
 
   it("links to an item and unlinks with item_id 0; deleting the item unlinks its tasks", async () => {
     const item = await createItem(owner);
     const task = await createTask(owner);
-    expect((await patch(owner, task.task_id, { item_id: item.item_id })).body.data.item_id).toBe(item.item_id);
-    expect((await patch(owner, task.task_id, { item_id: 0 })).body.data.item_id).toBe(0);
+    expect(ok(await patch(owner, task.task_id, { item_id: item.item_id })).body.data.item_id).toBe(item.item_id);
+    expect(ok(await patch(owner, task.task_id, { item_id: 0 })).body.data.item_id).toBe(0);
     const linked = await createTask(owner, { item_id: item.item_id });
-    expect((await call("DELETE", `/v1/items/${item.item_id}`, { token: owner })).status).toBe(200);
-    const after = await call("GET", `/v1/tasks/${linked.task_id}`, { token: owner });
+    expectStatus(await call("deleteItem", `/v1/items/${item.item_id}`, { token: owner }), 200);
+    const after = ok(await call("getTask", `/v1/tasks/${linked.task_id}`, { token: owner }));
     expect(after.body.data.item_id).toBe(0);
   });
 
@@ -255,20 +260,20 @@ describe("GET, PATCH and DELETE /v1/tasks/{task_id}", () => {
     const contact = await createContact(owner);
     const task = await createTask(owner, { assignee_type: "contact", assignee_id: contact.contact_id });
     const user = await createTask(owner, { assignee_type: "user", assignee_id: 2 });
-    expect((await call("DELETE", `/v1/contacts/${contact.contact_id}`, { token: owner })).status).toBe(200);
-    expect((await call("GET", `/v1/tasks/${task.task_id}`, { token: owner })).body.data).toMatchObject({ assignee_type: "", assignee_id: 0 });
-    expect((await call("GET", `/v1/tasks/${user.task_id}`, { token: owner })).body.data.assignee_type).toBe("user");
+    expectStatus(await call("deleteContact", `/v1/contacts/${contact.contact_id}`, { token: owner }), 200);
+    expect(ok(await call("getTask", `/v1/tasks/${task.task_id}`, { token: owner })).body.data).toMatchObject({ assignee_type: "", assignee_id: 0 });
+    expect(ok(await call("getTask", `/v1/tasks/${user.task_id}`, { token: owner })).body.data.assignee_type).toBe("user");
   });
 
   it("unassigns them in the contact's delete, as the same request, and only when the contact is gone", async () => {
     const contact = await createContact(owner);
     const task = await createTask(owner, { assignee_type: "contact", assignee_id: contact.contact_id });
     // Another company's token cannot delete the contact: nothing is unassigned.
-    expectShapeB(await call("DELETE", `/v1/contacts/${contact.contact_id}`, { token: other }), 404);
-    expect((await call("GET", `/v1/tasks/${task.task_id}`, { token: owner })).body.data).toMatchObject({ assignee_type: "contact", assignee_id: contact.contact_id });
-    expect((await call("DELETE", `/v1/contacts/${contact.contact_id}`, { token: owner })).status).toBe(200);
+    expectShapeB(await call("deleteContact", `/v1/contacts/${contact.contact_id}`, { token: other }), 404);
+    expect(ok(await call("getTask", `/v1/tasks/${task.task_id}`, { token: owner })).body.data).toMatchObject({ assignee_type: "contact", assignee_id: contact.contact_id });
+    expectStatus(await call("deleteContact", `/v1/contacts/${contact.contact_id}`, { token: owner }), 200);
     const entries = async (type: string, id: string | number) =>
-      (await call("GET", `/v1/audit-log?resource_type=${type}&resource_id=${id}`, { token: owner })).body.data as Json[];
+      ok(await call("listAuditLog", `/v1/audit-log?resource_type=${type}&resource_id=${id}`, { token: owner })).body.data;
     const [deleted] = await entries("contact", contact.contact_id);
     const [unassigned] = await entries("task", task.public_id);
     expect(deleted).toMatchObject({ action: "deleted", operation_id: "deleteContact" });
@@ -300,18 +305,18 @@ describe("GET, PATCH and DELETE /v1/tasks/{task_id}", () => {
     ] as const) {
       expectShapeB(await patch(owner, task.task_id, body), 400, msg);
     }
-    expect((await call("GET", `/v1/tasks/${task.task_id}`, { token: owner })).body.data).toEqual(task);
+    expect(ok(await call("getTask", `/v1/tasks/${task.task_id}`, { token: owner })).body.data).toEqual(task);
   });
 
   it("deletes through either id; the task is gone afterwards", async () => {
     for (const key of ["task_id", "public_id"] as const) {
       const task = await createTask(owner);
-      const res = await call("DELETE", `/v1/tasks/${task[key]}`, { token: owner });
-      expect(res.status).toBe(200);
+      const res = await call("deleteTask", `/v1/tasks/${task[key]}`, { token: owner });
+      expectStatus(res, 200);
       expect(res.body).toEqual({ success: true, msg: "Task deleted" });
-      expectShapeB(await call("GET", `/v1/tasks/${task.task_id}`, { token: owner }), 404, /^Task not found$/);
-      expectShapeB(await call("GET", `/v1/tasks/${task.public_id}`, { token: owner }), 404, /^Task not found$/);
-      expectShapeB(await call("DELETE", `/v1/tasks/${task[key]}`, { token: owner }), 404, /^Task not found$/);
+      expectShapeB(await call("getTask", `/v1/tasks/${task.task_id}`, { token: owner }), 404, /^Task not found$/);
+      expectShapeB(await call("getTask", `/v1/tasks/${task.public_id}`, { token: owner }), 404, /^Task not found$/);
+      expectShapeB(await call("deleteTask", `/v1/tasks/${task[key]}`, { token: owner }), 404, /^Task not found$/);
     }
   });
 
@@ -319,10 +324,10 @@ describe("GET, PATCH and DELETE /v1/tasks/{task_id}", () => {
     for (const method of ["GET", "PATCH", "DELETE"]) {
       const body = method === "PATCH" ? { title: "x" } : undefined;
       for (const ref of ["987654321", "tsk_AAAAAAAAAAAAAAAAAAAA"]) {
-        expectShapeB(await call(method, `/v1/tasks/${ref}`, { token: owner, body }), 404, /^Task not found$/);
+        expectShapeB(await callRaw(method, `/v1/tasks/${ref}`, { token: owner, body }), 404, /^Task not found$/);
       }
       for (const ref of ["0", "-1", "1.5", "1e3", "abc", "tsk_short", "tsk_AAAAAAAAAAAAAAAAAAAAA", "TSK_AAAAAAAAAAAAAAAAAAAA", "9007199254740992", "99999999999999999999", "x".repeat(300)]) {
-        expectShapeB(await call(method, `/v1/tasks/${ref}`, { token: owner, body }), 400, /task_id must be a task_id \(a positive integer\) or a public_id/);
+        expectShapeB(await callRaw(method, `/v1/tasks/${ref}`, { token: owner, body }), 400, /task_id must be a task_id \(a positive integer\) or a public_id/);
       }
     }
   });
@@ -338,12 +343,12 @@ describe("status transitions", () => {
         const task = await createTask(owner, { status: from });
         const res = await patch(owner, task.task_id, { status: to, title: "Moved" });
         if (allowed(from, to)) {
-          expect(res.status, `${from} -> ${to}: ${JSON.stringify(res.body)}`).toBe(200);
+          expectStatus(res, 200, `${from} -> ${to}: ${JSON.stringify(res.body)}`);
           expect(res.body.data).toMatchObject({ status: to, title: "Moved" });
         } else {
           expectShapeB(res, 400, new RegExp(`^status cannot change from ${from} to ${to}; allowed: open, todo$`));
           // Nothing of the refused PATCH was applied.
-          expect((await call("GET", `/v1/tasks/${task.task_id}`, { token: owner })).body.data).toEqual(task);
+          expect(ok(await call("getTask", `/v1/tasks/${task.task_id}`, { token: owner })).body.data).toEqual(task);
         }
       }
     }
@@ -352,8 +357,8 @@ describe("status transitions", () => {
   it("reopens a closed task, which can then be closed again", async () => {
     const task = await createTask(owner, { status: "completed" });
     expectShapeB(await patch(owner, task.task_id, { status: "review" }), 400, /^status cannot change from completed to review; allowed: open, todo$/);
-    expect((await patch(owner, task.task_id, { status: "todo" })).body.data.status).toBe("todo");
-    expect((await patch(owner, task.task_id, { status: "canceled" })).body.data.status).toBe("canceled");
+    expect(ok(await patch(owner, task.task_id, { status: "todo" })).body.data.status).toBe("todo");
+    expect(ok(await patch(owner, task.task_id, { status: "canceled" })).body.data.status).toBe("canceled");
   });
 
   it("keeps two concurrent status changes from both applying (the write re-checks the status it read)", async () => {
@@ -368,7 +373,7 @@ describe("status transitions", () => {
       const loser = a.status === 200 ? b : a;
       if (loser.status === 409) expectShapeB(loser, 409, /changed by another request/);
       else expectShapeB(loser, 400, /^status cannot change from (completed|canceled) to (completed|canceled); allowed: open, todo$/);
-      const now = await call("GET", `/v1/tasks/${task.task_id}`, { token: owner });
+      const now = ok(await call("getTask", `/v1/tasks/${task.task_id}`, { token: owner }));
       expect(now.body.data.status).toBe(winners[0]!.body.data.status);
     }
   });
@@ -376,7 +381,7 @@ describe("status transitions", () => {
 
 describe("GET /v1/tasks", () => {
   let account: TestAccount;
-  let made: Json[];
+  let made: DataOf<"createTask">[];
   let contactId: number;
   let itemId: number;
   let memberUser: number;
@@ -412,8 +417,8 @@ describe("GET /v1/tasks", () => {
     const body = await list(account.ownerToken);
     expect(ids(body)).toEqual(byDue());
     expect(body.meta).toEqual({ total: 5, limit: 50, offset: 0, total_exact: true });
-    expect(Object.keys(body.data[0]).sort()).toEqual(TASK_FIELDS);
-    expect(body.data.find((t: Json) => t.task_id === made[0]!.task_id)).toEqual(made[0]);
+    expect(Object.keys(body.data[0]!).sort()).toEqual(TASK_FIELDS);
+    expect(body.data.find((t) => t.task_id === made[0]!.task_id)).toEqual(made[0]);
   });
 
   it("pages with limit and offset, stably", async () => {
@@ -477,7 +482,7 @@ describe("GET /v1/tasks", () => {
     await patch(account.ownerToken, task.task_id, { title: "Buy fruit", description: `${renamed} please` });
     expect(ids(await list(account.ownerToken, `q=${word}`))).toEqual([]);
     expect(ids(await list(account.ownerToken, `q=${renamed}`))).toEqual([task.task_id]);
-    await call("DELETE", `/v1/tasks/${task.task_id}`, { token: account.ownerToken });
+    await call("deleteTask", `/v1/tasks/${task.task_id}`, { token: account.ownerToken });
     expect(ids(await list(account.ownerToken, `q=${renamed}`))).toEqual([]);
   });
 
@@ -497,7 +502,7 @@ describe("GET /v1/tasks", () => {
       [`q=${"q".repeat(201)}`, /q must be at most 200 characters/],
       ["status=open&status=todo", /^status must be one of/],
     ] as const) {
-      expectShapeB(await call("GET", `/v1/tasks?${query}`, { token: account.ownerToken }), 400, msg);
+      expectShapeB(await call("listTasks", `/v1/tasks?${query}`, { token: account.ownerToken }), 400, msg);
     }
   });
 
@@ -509,7 +514,7 @@ describe("GET /v1/tasks", () => {
     await createTask(t, { status: "todo" });
     await patch(t, a.task_id, { status: "review" });
     await patch(t, b.task_id, { status: "completed" });
-    await call("DELETE", `/v1/tasks/${b.task_id}`, { token: t });
+    await call("deleteTask", `/v1/tasks/${b.task_id}`, { token: t });
     expect((await list(t)).meta.total).toBe(2);
     expect((await list(t, "status=todo")).meta.total).toBe(1);
     expect((await list(t, "status=review")).meta.total).toBe(1);
@@ -525,11 +530,11 @@ describe("tenancy", () => {
     const foreign = await createTask(other, { title: "Other company's secret" });
     expect(ids(await list(owner, "limit=200&q=secret"))).not.toContain(foreign.task_id);
     for (const ref of [foreign.task_id, foreign.public_id]) {
-      expectShapeB(await call("GET", `/v1/tasks/${ref}`, { token: owner }), 404, /^Task not found$/);
+      expectShapeB(await call("getTask", `/v1/tasks/${ref}`, { token: owner }), 404, /^Task not found$/);
       expectShapeB(await patch(owner, ref, { title: "hijacked", status: "canceled" }), 404, /^Task not found$/);
-      expectShapeB(await call("DELETE", `/v1/tasks/${ref}`, { token: owner }), 404, /^Task not found$/);
+      expectShapeB(await call("deleteTask", `/v1/tasks/${ref}`, { token: owner }), 404, /^Task not found$/);
     }
-    expect((await call("GET", `/v1/tasks/${foreign.task_id}`, { token: other })).body.data).toEqual(foreign);
+    expect(ok(await call("getTask", `/v1/tasks/${foreign.task_id}`, { token: other })).body.data).toEqual(foreign);
   });
 
   it("counts only the caller's company in the list", async () => {
@@ -556,19 +561,19 @@ describe("tenancy", () => {
 
   it("keeps a company holding tasks from being deleted, naming them", async () => {
     const account = await createAccount();
-    const made = await call("POST", "/v1/companies", {
+    const made = await call("createCompany", "/v1/companies", {
       token: account.ownerToken,
       body: { company_name: "Branch", documents_limit: 10, contacts_limit: 10, drive_space: 1 },
     });
-    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    expectStatus(made, 201, JSON.stringify(made.body));
     const companyId = made.body.data.company.companyid as number;
     const [userId] = await usersOf(account.accountId);
     await env.DB.prepare("INSERT INTO tasks (public_id, company_id, title, due_at, owner_id, created_by) VALUES (?, ?, 'Left over', '2030-01-01 00:00:00', ?, ?)")
       .bind(`tsk_${uniqueWord("x").slice(0, 20).padEnd(20, "x")}`, companyId, userId, userId)
       .run();
-    expectShapeB(await call("DELETE", `/v1/companies/${companyId}`, { token: account.ownerToken }), 400, /still holds 1 task\b/);
+    expectShapeB(await call("deleteCompany", `/v1/companies/${companyId}`, { token: account.ownerToken }), 400, /still holds 1 task\b/);
     await env.DB.prepare("DELETE FROM tasks WHERE company_id = ?").bind(companyId).run();
-    expect((await call("DELETE", `/v1/companies/${companyId}`, { token: account.ownerToken })).status).toBe(200);
+    expectStatus(await call("deleteCompany", `/v1/companies/${companyId}`, { token: account.ownerToken }), 200);
     const left = await env.DB.prepare("SELECT count(*) AS n FROM task_counts WHERE company_id = ?").bind(companyId).first<{ n: number }>();
     expect(left?.n).toBe(0);
   });
@@ -578,29 +583,29 @@ describe("scopes", () => {
   it("lets tasks:read read but not write (403 Shape A insufficient_scope, required_scope tasks:write)", async () => {
     const task = await createTask(owner);
     const reader = await tokenFor("demo-owner", "tasks:read");
-    expect((await call("GET", "/v1/tasks", { token: reader })).status).toBe(200);
-    expect((await call("GET", `/v1/tasks/${task.public_id}`, { token: reader })).status).toBe(200);
+    expectStatus(await call("listTasks", "/v1/tasks", { token: reader }), 200);
+    expectStatus(await call("getTask", `/v1/tasks/${task.public_id}`, { token: reader }), 200);
     for (const [method, path, body] of [
       ["POST", "/v1/tasks", { title: "x", due_at: "2030-01-01 10:00:00" }],
       ["PATCH", `/v1/tasks/${task.task_id}`, { status: "canceled" }],
       ["DELETE", `/v1/tasks/${task.task_id}`, undefined],
     ] as const) {
-      const res = await call(method, path, { token: reader, body });
+      const res = await callRaw(method, path, { token: reader, body });
       expectShapeA(res, 403, "insufficient_scope");
       expect(res.body.required_scope).toBe("tasks:write");
     }
-    expect((await call("GET", `/v1/tasks/${task.task_id}`, { token: owner })).body.data).toEqual(task);
+    expect(ok(await call("getTask", `/v1/tasks/${task.task_id}`, { token: owner })).body.data).toEqual(task);
   });
 
   it("needs tasks:read for reads; other resources' scopes do not grant tasks; no token is 401", async () => {
     const writer = await tokenFor("demo-owner", "tasks:write");
-    const res = await call("GET", "/v1/tasks", { token: writer });
+    const res = await call("listTasks", "/v1/tasks", { token: writer });
     expectShapeA(res, 403, "insufficient_scope");
     expect(res.body.required_scope).toBe("tasks:read");
-    expect((await call("POST", "/v1/tasks", { token: writer, body: { title: "x", due_at: "2030-01-01 10:00:00" } })).status).toBe(201);
+    expectStatus(await call("createTask", "/v1/tasks", { token: writer, body: { title: "x", due_at: "2030-01-01 10:00:00" } }), 201);
     const readonly = await tokenFor("demo-readonly");
-    expectShapeA(await call("GET", "/v1/tasks", { token: readonly }), 403, "insufficient_scope");
-    expectShapeA(await call("GET", "/v1/tasks"), 401, "invalid_token");
+    expectShapeA(await call("listTasks", "/v1/tasks", { token: readonly }), 403, "insufficient_scope");
+    expectShapeA(await call("listTasks", "/v1/tasks"), 401, "invalid_token");
   });
 });
 
@@ -614,7 +619,7 @@ describe("races", () => {
     for (let round = 0; round < 15; round++) {
       const contact = await createContact(owner);
       const [created] = await Promise.all([
-        call("POST", "/v1/tasks", { token: owner, body: { title: "Race", due_at: "2030-01-01 10:00:00", assignee_type: "contact", assignee_id: contact.contact_id } }),
+        call("createTask", "/v1/tasks", { token: owner, body: { title: "Race", due_at: "2030-01-01 10:00:00", assignee_type: "contact", assignee_id: contact.contact_id } }),
         after(round % 5, () => deleteContact(db, 1, contact.contact_id)),
       ]);
       noServerError(created);
@@ -631,7 +636,7 @@ describe("races", () => {
     const t = fresh.ownerToken;
     const tasks = await Promise.all(Array.from({ length: 6 }, (_, i) => createTask(t, { status: i % 2 ? "todo" : "open" })));
     const results = await Promise.all([
-      ...tasks.map((task, i) => (i % 3 === 0 ? call("DELETE", `/v1/tasks/${task.task_id}`, { token: t }) : patch(t, task.task_id, { status: "completed" }))),
+      ...tasks.map((task, i) => (i % 3 === 0 ? call("deleteTask", `/v1/tasks/${task.task_id}`, { token: t }) : patch(t, task.task_id, { status: "completed" }))),
       ...tasks.map((task) => patch(t, task.public_id, { status: "review" })),
     ]);
     noServerError(...results);

@@ -12,7 +12,11 @@ import {
   signTestToken,
   uniqueWord,
   type CallOptions,
+  type Answer,
   type CallResult,
+  expectStatus,
+  callRaw,
+  ok,
 } from "./helpers";
 
 // Tokens follow the client's current state: revocation (token generation), narrowed scopes,
@@ -42,16 +46,16 @@ async function createClient(scopes: string, generation = 0): Promise<TestClient>
   return { clientId, secret };
 }
 
-function requestToken(client: TestClient, scope?: string): Promise<CallResult> {
-  return call("POST", TOKEN, {
+function requestToken(client: TestClient, scope?: string): Promise<Answer<"issueToken">> {
+  return call("issueToken", TOKEN, {
     body: { grant_type: "client_credentials", client_id: client.clientId, client_secret: client.secret, ...(scope ? { scope } : {}) },
   });
 }
 
 async function issue(client: TestClient, scope?: string): Promise<string> {
   const res = await requestToken(client, scope);
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.access_token as string;
+  expectStatus(res, 200, JSON.stringify(res.body));
+  return res.body.access_token;
 }
 
 /** What `bash scripts/dev.sh client revoke` does (scripts/admin.ts). */
@@ -82,8 +86,8 @@ function expectInsufficientScope(res: CallResult, scope: string) {
 }
 
 /** A scoped write whose body is invalid: 403 without the scope, refused by validation (not 401/403) with it. */
-const writeContact = (token: string) => call("POST", "/v1/contacts", { token, body: {} });
-const readContacts = (token: string) => call("GET", "/v1/contacts", { token });
+const writeContact = (token: string) => call("createContact", "/v1/contacts", { token, body: {} });
+const readContacts = (token: string) => call("listContacts", "/v1/contacts", { token });
 
 function expectPastScopeCheck(res: CallResult) {
   expect([401, 403], JSON.stringify(res.body)).not.toContain(res.status);
@@ -96,23 +100,23 @@ describe("revocation ends a client's tokens for good", () => {
     const client = await createClient("*");
     const old = await issue(client);
     expect(decodeJwt(old).payload.gen).toBe(0);
-    expect((await call("GET", ME, { token: old })).status).toBe(200);
-    expect((await readContacts(old)).status).toBe(200);
+    expectStatus(await call("getTokenInfo", ME, { token: old }), 200);
+    expectStatus(await readContacts(old), 200);
 
     await revoke(client);
-    expectInvalidToken(await call("GET", ME, { token: old }), /not active/);
+    expectInvalidToken(await call("getTokenInfo", ME, { token: old }), /not active/);
     expectShapeA(await requestToken(client), 401, "invalid_client");
 
     await activate(client);
-    expectInvalidToken(await call("GET", ME, { token: old }), /revoked/);
+    expectInvalidToken(await call("getTokenInfo", ME, { token: old }), /revoked/);
     expectInvalidToken(await readContacts(old), /revoked/);
 
     const fresh = await issue(client);
     expect(decodeJwt(fresh).payload.gen).toBe(1);
-    const me = await call("GET", ME, { token: fresh });
-    expect(me.status, JSON.stringify(me.body)).toBe(200);
+    const me = await call("getTokenInfo", ME, { token: fresh });
+    expectStatus(me, 200, JSON.stringify(me.body));
     expect(me.body.client_id).toBe(client.clientId);
-    expect((await readContacts(fresh)).status).toBe(200);
+    expectStatus(await readContacts(fresh), 200);
   });
 
   it("a second revoke → activate cycle also ends the tokens of the first reactivation", async () => {
@@ -121,12 +125,12 @@ describe("revocation ends a client's tokens for good", () => {
     await revoke(client);
     await activate(client);
     const second = await issue(client);
-    expect((await readContacts(second)).status).toBe(200);
+    expectStatus(await readContacts(second), 200);
     await revoke(client);
     await activate(client);
     expectInvalidToken(await readContacts(first), /revoked/);
     expectInvalidToken(await readContacts(second), /revoked/);
-    expect((await readContacts(await issue(client))).status).toBe(200);
+    expectStatus(await readContacts(await issue(client)), 200);
   });
 
   it("only the revoked client's tokens are affected", async () => {
@@ -136,49 +140,49 @@ describe("revocation ends a client's tokens for good", () => {
     await issue(revoked);
     await revoke(revoked);
     await activate(revoked);
-    expect((await call("GET", ME, { token: bystanderToken })).status).toBe(200);
+    expectStatus(await call("getTokenInfo", ME, { token: bystanderToken }), 200);
   });
 
   it("treats a token without a gen claim as generation 0", async () => {
     const client = await createClient("*");
     const token = await signTestToken({ sub: client.clientId, claims: { userid: 1, scope: "*" } });
     expect(decodeJwt(token).payload).not.toHaveProperty("gen");
-    const me = await call("GET", ME, { token });
-    expect(me.status, JSON.stringify(me.body)).toBe(200);
+    const me = await call("getTokenInfo", ME, { token });
+    expectStatus(me, 200, JSON.stringify(me.body));
 
     await env.DB.prepare("UPDATE api_clients SET token_generation = 1 WHERE client_id = ?").bind(client.clientId).run();
-    expectInvalidToken(await call("GET", ME, { token }), /revoked/);
+    expectInvalidToken(await call("getTokenInfo", ME, { token }), /revoked/);
     // A token of the current generation is fine.
     const current = await signTestToken({ sub: client.clientId, claims: { userid: 1, scope: "*", gen: 1 } });
-    expect((await call("GET", ME, { token: current })).status).toBe(200);
+    expectStatus(await call("getTokenInfo", ME, { token: current }), 200);
   });
 
   it("refuses a token whose generation is ahead of the client's, or malformed", async () => {
     const client = await createClient("*");
     for (const gen of [1, -1, 1.5, "0", null]) {
       const token = await signTestToken({ sub: client.clientId, claims: { userid: 1, scope: "*", gen } });
-      expectInvalidToken(await call("GET", ME, { token }));
+      expectInvalidToken(await call("getTokenInfo", ME, { token }));
     }
   });
 });
 
 describe("the per-isolate client cache (CLIENT_STATUS_TTL_SECONDS)", () => {
   // `call` runs with the tests' TTL of 0; these requests run with a TTL of 60 s on their own client.
-  const cached = (token: string) => callWithEnv({ CLIENT_STATUS_TTL_SECONDS: "60" }, "GET", ME, { token });
+  const cached = (token: string) => callWithEnv({ CLIENT_STATUS_TTL_SECONDS: "60" }, "getTokenInfo", ME, { token });
 
   it("a revocation is noticed within the TTL; a token of a newer generation refreshes the cached record at once", async () => {
     const client = await createClient("*");
     const old = await issue(client);
-    expect((await cached(old)).status).toBe(200); // caches the client: active, generation 0
+    expectStatus(await cached(old), 200); // caches the client: active, generation 0
 
     await revoke(client);
     await activate(client);
     // Within the TTL this isolate still trusts its record (the documented window) ...
-    expect((await cached(old)).status).toBe(200);
+    expectStatus(await cached(old), 200);
     // ... but a token of generation 1 proves the record stale: it is read again, not refused.
     const fresh = await issue(client);
     const me = await cached(fresh);
-    expect(me.status, JSON.stringify(me.body)).toBe(200);
+    expectStatus(me, 200, JSON.stringify(me.body));
     // The refreshed record now ends the old token in this isolate too.
     expectInvalidToken(await cached(old), /revoked/);
   });
@@ -191,8 +195,8 @@ describe("the per-isolate client cache (CLIENT_STATUS_TTL_SECONDS)", () => {
     await activate(client);
     const fresh = await issue(client); // generation 1, the cached one: only its issue time says the record is stale
     const me = await cached(fresh);
-    expect(me.status, JSON.stringify(me.body)).toBe(200);
-    expect((await callWithEnv({ CLIENT_STATUS_TTL_SECONDS: "60" }, "GET", "/v1/contacts", { token: fresh })).status).toBe(200);
+    expectStatus(me, 200, JSON.stringify(me.body));
+    expectStatus(await callWithEnv({ CLIENT_STATUS_TTL_SECONDS: "60" }, "listContacts", "/v1/contacts", { token: fresh }), 200);
     expectInvalidToken(await cached(old), /revoked/);
   });
 });
@@ -206,12 +210,12 @@ describe("the effective scope is the token's scope intersected with the client's
 
     await setScopes(client, "contacts:read");
     expectInsufficientScope(await writeContact(token), "contacts:write");
-    expect((await readContacts(token)).status).toBe(200);
-    expect((await call("GET", ME, { token })).body.scope).toBe("contacts:read");
+    expectStatus(await readContacts(token), 200);
+    expect(ok(await call("getTokenInfo", ME, { token })).body.scope).toBe("contacts:read");
 
     // Widening the client again gives back no more than the token was issued with.
     await setScopes(client, "*");
-    const me = await call("GET", ME, { token });
+    const me = ok(await call("getTokenInfo", ME, { token }));
     expect(me.body.scope).toBe("contacts:read contacts:write");
     expectPastScopeCheck(await writeContact(token));
   });
@@ -220,11 +224,11 @@ describe("the effective scope is the token's scope intersected with the client's
     const client = await createClient("contacts:read contacts:write");
     const token = await issue(client, "contacts:read");
     await setScopes(client, "items:read");
-    const me = await call("GET", ME, { token });
-    expect(me.status, JSON.stringify(me.body)).toBe(200);
+    const me = await call("getTokenInfo", ME, { token });
+    expectStatus(me, 200, JSON.stringify(me.body));
     expect(me.body.scope).toBe("");
     expectInsufficientScope(await readContacts(token), "contacts:read");
-    expectInsufficientScope(await call("GET", "/v1/contact-groups", { token }), "contacts:read");
+    expectInsufficientScope(await call("listContactGroups", "/v1/contact-groups", { token }), "contacts:read");
     expectInsufficientScope(await writeContact(token), "contacts:write");
   });
 
@@ -232,20 +236,20 @@ describe("the effective scope is the token's scope intersected with the client's
     const client = await createClient("*");
     const token = await issue(client);
     expect(decodeJwt(token).payload.scope).toBe("*");
-    expect((await call("GET", ME, { token })).body.scope).toBe("*");
+    expect(ok(await call("getTokenInfo", ME, { token })).body.scope).toBe("*");
     expectPastScopeCheck(await writeContact(token));
 
     await setScopes(client, "contacts:read items:read");
-    const me = await call("GET", ME, { token });
+    const me = ok(await call("getTokenInfo", ME, { token }));
     expect(me.body.scope).toBe("contacts:read items:read");
-    expect((await readContacts(token)).status).toBe(200);
+    expectStatus(await readContacts(token), 200);
     expectInsufficientScope(await writeContact(token), "contacts:write");
   });
 
   it("a client allowed * keeps the token's own scopes", async () => {
     const client = await createClient("*");
     const token = await issue(client, "contacts:read");
-    const me = await call("GET", ME, { token });
+    const me = ok(await call("getTokenInfo", ME, { token }));
     expect(me.body.scope).toBe("contacts:read");
     expectInsufficientScope(await writeContact(token), "contacts:write");
   });
@@ -255,31 +259,31 @@ describe("implausible issue and expiry times", () => {
   it("refuses a token issued in the future beyond the clock-skew leeway", async () => {
     const t = now();
     const future = await signTestToken({ iat: t + CLOCK_SKEW_LEEWAY_SECONDS + 60, exp: t + 3600 });
-    expectInvalidToken(await call("GET", ME, { token: future }), /future/);
+    expectInvalidToken(await call("getTokenInfo", ME, { token: future }), /future/);
     const farFuture = await signTestToken({ iat: t + 86400 * 365, exp: t + 86400 * 365 + 600 });
-    expectInvalidToken(await call("GET", ME, { token: farFuture }));
+    expectInvalidToken(await call("getTokenInfo", ME, { token: farFuture }));
   });
 
   it("accepts a token issued a moment ahead of this clock (within the leeway)", async () => {
     const t = now();
     const token = await signTestToken({ iat: t + 2, exp: t + 600 });
-    const res = await call("GET", ME, { token });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const res = await call("getTokenInfo", ME, { token });
+    expectStatus(res, 200, JSON.stringify(res.body));
   });
 
   it("refuses a token whose lifetime exceeds the issued lifetime", async () => {
     const t = now();
     const long = await signTestToken({ iat: t - 10, exp: t - 10 + TOKEN_LIFETIME_SECONDS + 1 });
-    expectInvalidToken(await call("GET", ME, { token: long }), /lifetime/);
+    expectInvalidToken(await call("getTokenInfo", ME, { token: long }), /lifetime/);
     const forever = await signTestToken({ iat: t - 10, exp: t + 10 * 365 * 86400 });
-    expectInvalidToken(await call("GET", ME, { token: forever }));
-    expectInvalidToken(await call("GET", "/v1/contacts", { token: forever }));
+    expectInvalidToken(await call("getTokenInfo", ME, { token: forever }));
+    expectInvalidToken(await call("listContacts", "/v1/contacts", { token: forever }));
   });
 
   it("accepts exactly the issued lifetime", async () => {
     const t = now();
     const token = await signTestToken({ iat: t - 10, exp: t - 10 + TOKEN_LIFETIME_SECONDS });
-    expect((await call("GET", ME, { token })).status).toBe(200);
+    expectStatus(await call("getTokenInfo", ME, { token }), 200);
   });
 });
 
@@ -301,7 +305,7 @@ function untouchableDb() {
 /** The token endpoint with a D1 binding that must not be touched. */
 async function tokenWithoutD1(options: CallOptions): Promise<CallResult> {
   const { db, touched } = untouchableDb();
-  const res = await callWithEnv({ DB: db as D1Database }, "POST", TOKEN, options);
+  const res = await callWithEnv({ DB: db as D1Database }, "issueToken", TOKEN, options);
   expect(touched, "D1 was accessed").toEqual([]);
   return res;
 }
@@ -357,14 +361,14 @@ describe("bounded input at the token endpoint", () => {
   });
 
   it("lets values at the limit through to the credential check", async () => {
-    const id = await call("POST", TOKEN, { body: { ...base, client_id: "a".repeat(TOKEN_PARAM_MAX_CHARS.client_id) } });
+    const id = await call("issueToken", TOKEN, { body: { ...base, client_id: "a".repeat(TOKEN_PARAM_MAX_CHARS.client_id) } });
     expectShapeA(id, 401, "invalid_client");
-    const secret = await call("POST", TOKEN, { body: { ...base, client_secret: "a".repeat(TOKEN_PARAM_MAX_CHARS.client_secret) } });
+    const secret = await call("issueToken", TOKEN, { body: { ...base, client_secret: "a".repeat(TOKEN_PARAM_MAX_CHARS.client_secret) } });
     expectShapeA(secret, 401, "invalid_client");
     const scope = `contacts:read ${" ".repeat(TOKEN_PARAM_MAX_CHARS.scope - "contacts:read items:read".length)}items:read`;
     expect(scope).toHaveLength(TOKEN_PARAM_MAX_CHARS.scope);
-    const scoped = await call("POST", TOKEN, { body: { ...base, scope } });
-    expect(scoped.status, JSON.stringify(scoped.body)).toBe(200);
+    const scoped = await call("issueToken", TOKEN, { body: { ...base, scope } });
+    expectStatus(scoped, 200, JSON.stringify(scoped.body));
     expect(scoped.body.scope).toBe("contacts:read items:read");
   });
 
@@ -375,7 +379,7 @@ describe("bounded input at the token endpoint", () => {
   it("names at most a few refused scopes, each shortened", async () => {
     const many = Array.from({ length: 60 }, (_, i) => `unknown:scope${i}`).join(" ");
     expect(many.length).toBeLessThanOrEqual(TOKEN_PARAM_MAX_CHARS.scope);
-    const res = await call("POST", TOKEN, { body: { ...base, scope: many } });
+    const res = await call("issueToken", TOKEN, { body: { ...base, scope: many } });
     expectShapeA(res, 400, "invalid_scope");
     expect(res.body.error_description).toContain("unknown:scope0");
     expect(res.body.error_description).not.toContain("unknown:scope59");
@@ -383,7 +387,7 @@ describe("bounded input at the token endpoint", () => {
     expect(res.body.error_description.length).toBeLessThan(300);
 
     const long = `contacts:read ${"z".repeat(1000)}`;
-    const one = await call("POST", TOKEN, { body: { ...base, scope: long } });
+    const one = await call("issueToken", TOKEN, { body: { ...base, scope: long } });
     expectShapeA(one, 400, "invalid_scope");
     expect(one.body.error_description).not.toContain("z".repeat(100));
     expect(one.body.error_description).toMatch(/1000 characters/);
@@ -391,10 +395,10 @@ describe("bounded input at the token endpoint", () => {
   });
 
   it("does not echo a long scope", async () => {
-    const res = await call("POST", TOKEN, { body: { ...base, scope: "contacts:write ".repeat(400) } });
+    const res = await call("issueToken", TOKEN, { body: { ...base, scope: "contacts:write ".repeat(400) } });
     expectInvalidRequestNaming(res, "scope");
     expect(JSON.stringify(res.body).length).toBeLessThan(300);
-    const huge = await call("POST", TOKEN, { body: { ...base, scope: "contacts:write ".repeat(7000) } });
+    const huge = await call("issueToken", TOKEN, { body: { ...base, scope: "contacts:write ".repeat(7000) } });
     expect([400, 413]).toContain(huge.status);
     expectShapeA(huge, huge.status, "invalid_request");
     expect(JSON.stringify(huge.body).length).toBeLessThan(300);
@@ -404,9 +408,9 @@ describe("bounded input at the token endpoint", () => {
 describe("bounded Authorization header for bearer tokens", () => {
   it("answers 401 invalid_token for an over-long Authorization header", async () => {
     const token = `${"a".repeat(2000)}.${"b".repeat(MAX_AUTHORIZATION_HEADER_CHARS)}.c`;
-    const res = await call("GET", ME, { token });
+    const res = await call("getTokenInfo", ME, { token });
     expectInvalidToken(res, /longer than/);
     expect(JSON.stringify(res.body)).not.toContain("aaaaaaaaaa");
-    expectInvalidToken(await call("GET", "/v1/contacts", { token }));
+    expectInvalidToken(await call("listContacts", "/v1/contacts", { token }));
   });
 });

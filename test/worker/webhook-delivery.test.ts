@@ -7,7 +7,7 @@ import { clockFor } from "../../src/company-clock/handoff/worker";
 import type { CompanyClock } from "../../src/company-clock/object";
 import { RETRY_DELAYS_MS, type WebhookRequest } from "../../src/webhooks/delivery";
 import { encryptSecret, generateSecret } from "../../src/webhooks/secrets";
-import { BASE, call, createAccount, createItem, env, expectShapeB, uniqueWord } from "./helpers";
+import { BASE, call, createAccount, createItem, env, expectShapeB, uniqueWord, expectStatus, ok, readResult, type CallResult, type Schemas } from "./helpers";
 
 const stubOf = (companyId: number) => clockFor(env, companyId);
 const futureDate = (days: number) => addDays(todayIn("UTC"), days);
@@ -29,7 +29,10 @@ async function addEndpoint(companyId: number, events: string[] = ["*"], url = "h
   return { id: row!.id, secret };
 }
 
-type Received = WebhookRequest & { payload: any };
+type WebhookPayload = Schemas["WebhookPayload"];
+/** The payload of an event of type T (an item event's type is one of several). */
+type EventOf<T extends WebhookPayload["type"]> = WebhookPayload extends infer P ? (P extends { type: infer U } ? (T extends U ? P : never) : never) : never;
+type Received = WebhookRequest & { payload: WebhookPayload };
 
 /** Replaces the object's sender: requests are captured; `status(n)` answers the n-th (default 200). */
 async function receiver(companyId: number, status: (n: number, request: WebhookRequest) => number = () => 200): Promise<Received[]> {
@@ -58,13 +61,21 @@ async function fastForward(companyId: number) {
   });
 }
 
-function verify(hook: Hook, request: WebhookRequest) {
-  return new Webhook(hook.secret).verify(request.body, request.headers) as any;
+function verify(hook: Hook, request: WebhookRequest): WebhookPayload {
+  return new Webhook(hook.secret).verify(request.body, request.headers) as WebhookPayload;
+}
+
+const ITEM_EVENTS = ["item.expired", "item.created", "item.updated", "item.renewed", "item.status_changed", "item.archived", "item.restored", "item.deleted"] as const;
+
+/** Expects the payload's type to be one of `types` and narrows it to that event. */
+function expectEvent<T extends WebhookPayload["type"]>(payload: WebhookPayload, ...types: T[]): EventOf<T> {
+  expect(types).toContain(payload.type);
+  return payload as EventOf<T>;
 }
 
 const deliveriesOf = async (token: string, hook: Hook, query = "") => {
-  const res = await call("GET", `/v1/webhooks/${hook.id}/deliveries${query}`, { token });
-  expect(res.status).toBe(200);
+  const res = await call("listWebhookDeliveries", `/v1/webhooks/${hook.id}/deliveries${query}`, { token });
+  expectStatus(res, 200);
   return res.body;
 };
 
@@ -88,8 +99,8 @@ describe("webhook events", () => {
     const payload = verify(hook, request);
     expect(payload.type).toBe("item.created");
     expect(Date.parse(payload.timestamp)).toBeGreaterThan(Date.now() - 60_000);
-    const list = await call("GET", `/v1/items?limit=100`, { token: ownerToken });
-    const entry = list.body.data.find((e: any) => e.item_id === item.item_id);
+    const list = ok(await call("listItems", `/v1/items?limit=100`, { token: ownerToken }));
+    const entry = list.body.data.find((e) => e.item_id === item.item_id);
     expect(payload.data).toEqual(entry);
     // A wrong secret does not verify.
     expect(() => new Webhook(generateSecret()).verify(request.body, request.headers)).toThrow();
@@ -105,7 +116,7 @@ describe("webhook events", () => {
       next_attempt_at: null,
       state: "delivered",
     });
-    expect(listed.data[0].delivered_at).toMatch(/Z$/);
+    expect(listed.data[0]!.delivered_at).toMatch(/Z$/);
   });
 
   it("records item.updated, item.status_changed, item.archived, item.restored, item.renewed and item.deleted", async () => {
@@ -114,17 +125,17 @@ describe("webhook events", () => {
     const received = await receiver(companyId);
     const item = await createItem(ownerToken, { expiry_date: futureDate(30), seqid: 0 });
     const id = item.item_id;
-    const steps: Array<[string, () => Promise<unknown>]> = [
-      ["item.updated", () => call("PATCH", `/v1/items/${id}`, { token: ownerToken, body: { title: "Renamed" } })],
-      ["item.status_changed", () => call("PATCH", `/v1/items/${id}/status`, { token: ownerToken, body: { status: "completed" } })],
-      ["item.archived", () => call("PATCH", `/v1/items/${id}/archive`, { token: ownerToken, body: { archived: true } })],
-      ["item.restored", () => call("PATCH", `/v1/items/${id}/archive`, { token: ownerToken, body: { archived: false } })],
-      ["item.renewed", () => call("POST", `/v1/items/${id}/renew`, { token: ownerToken, body: {} })],
-      ["item.deleted", () => call("DELETE", `/v1/items/${id}`, { token: ownerToken })],
+    const steps: Array<[string, () => Promise<CallResult>]> = [
+      ["item.updated", () => call("updateItem", `/v1/items/${id}`, { token: ownerToken, body: { title: "Renamed" } })],
+      ["item.status_changed", () => call("setItemStatus", `/v1/items/${id}/status`, { token: ownerToken, body: { status: "completed" } })],
+      ["item.archived", () => call("archiveItem", `/v1/items/${id}/archive`, { token: ownerToken, body: { archived: true } })],
+      ["item.restored", () => call("archiveItem", `/v1/items/${id}/archive`, { token: ownerToken, body: { archived: false } })],
+      ["item.renewed", () => call("renewItem", `/v1/items/${id}/renew`, { token: ownerToken, body: {} })],
+      ["item.deleted", () => call("deleteItem", `/v1/items/${id}`, { token: ownerToken })],
     ];
     const expected: string[] = [];
     for (const [type, act] of steps) {
-      const res = (await act()) as { status: number; body: any };
+      const res = await act();
       if (res.status >= 300) {
         // Routes differ in shape across versions; a refused step is skipped rather than guessed.
         console.warn(`${type}: ${res.status} ${JSON.stringify(res.body)}`);
@@ -136,8 +147,8 @@ describe("webhook events", () => {
     expect(received.map((r) => r.payload.type)).toEqual(expected);
     expect(expected).toContain("item.updated");
     expect(expected).toContain("item.deleted");
-    for (const r of received) expect(verify(hook, r).data.item_id).toBe(id);
-    expect(received.find((r) => r.payload.type === "item.updated")!.payload.data.title).toBe("Renamed");
+    for (const r of received) expect(expectEvent(verify(hook, r), ...ITEM_EVENTS).data.item_id).toBe(id);
+    expect(expectEvent(received.find((r) => r.payload.type === "item.updated")!.payload, "item.updated").data.title).toBe("Renamed");
     // item.created was not subscribed: never sent.
     expect(received.some((r) => r.payload.type === "item.created")).toBe(false);
   });
@@ -146,26 +157,27 @@ describe("webhook events", () => {
     const { companyId, ownerToken } = await createAccount();
     const hook = await addEndpoint(companyId, ["task.created", "task.updated", "task.deleted", "file.uploaded"]);
     const received = await receiver(companyId);
-    const created = await call("POST", "/v1/tasks", { token: ownerToken, body: { title: uniqueWord("Task "), due_at: "2030-01-15 09:00:00" } });
-    expect(created.status).toBe(201);
+    const created = await call("createTask", "/v1/tasks", { token: ownerToken, body: { title: uniqueWord("Task "), due_at: "2030-01-15 09:00:00" } });
+    expectStatus(created, 201);
     await drain(companyId, () => received.length >= 1);
     expect(verify(hook, received[0]!)).toMatchObject({ type: "task.created", data: created.body.data });
-    const patched = await call("PATCH", `/v1/tasks/${created.body.data.task_id}`, { token: ownerToken, body: { priority: "high" } });
-    expect(patched.status).toBe(200);
+    const patched = await call("updateTask", `/v1/tasks/${created.body.data.task_id}`, { token: ownerToken, body: { priority: "high" } });
+    expectStatus(patched, 200);
     await drain(companyId, () => received.length >= 2);
     expect(verify(hook, received[1]!)).toMatchObject({ type: "task.updated", data: patched.body.data });
-    expect((await call("DELETE", `/v1/tasks/${created.body.data.task_id}`, { token: ownerToken })).status).toBe(200);
+    expectStatus(await call("deleteTask", `/v1/tasks/${created.body.data.task_id}`, { token: ownerToken }), 200);
     await drain(companyId, () => received.length >= 3);
     expect(verify(hook, received[2]!)).toMatchObject({ type: "task.deleted", data: { task_id: created.body.data.task_id } });
 
-    const session = await call("POST", "/v1/uploads", { token: ownerToken, body: { filename: "scan.pdf" } });
-    expect(session.status).toBe(201);
+    const session = await call("createUploadSession", "/v1/uploads", { token: ownerToken, body: { filename: "scan.pdf" } });
+    expectStatus(session, 201);
     const bytes = new TextEncoder().encode("%PDF-1.4 hello");
     const put = await exports.default.fetch(
       new Request(`${BASE}/v1/uploads`, { method: "PUT", headers: { "X-Upload-Token": session.body.data.upload_token, "Content-Length": String(bytes.length) }, body: bytes }),
     );
-    expect(put.status).toBe(200);
-    const uploaded = ((await put.json()) as any).data;
+    const uploadedRes = await readResult(put, "uploadFileBytes");
+    expectStatus(uploadedRes, 200);
+    const uploaded = uploadedRes.body.data;
     await drain(companyId, () => received.length >= 4);
     expect(verify(hook, received[3]!)).toMatchObject({
       type: "file.uploaded",
@@ -180,7 +192,7 @@ describe("webhook events", () => {
     expect(await count()).toBe(0);
     const off = await addEndpoint(companyId);
     await env.DB.prepare("UPDATE webhook_endpoints SET enabled = 0 WHERE id = ?").bind(off.id).run();
-    await call("POST", "/v1/tasks", { token: ownerToken, body: { title: "t", due_at: "2030-01-15 09:00:00" } });
+    await call("createTask", "/v1/tasks", { token: ownerToken, body: { title: "t", due_at: "2030-01-15 09:00:00" } });
     await createItem(ownerToken, { expiry_date: futureDate(30), seqid: 0 });
     expect(await count()).toBe(0);
     // Subscribed to other types only: nothing either.
@@ -229,15 +241,14 @@ describe("reminder.sent and item.expired", () => {
     const hook = await addEndpoint(companyId, ["reminder.sent"]);
     const received = await receiver(companyId);
     const item = await createItem(ownerToken, { expiry_date: futureDate(20), seqid: 0 });
-    const r = (await call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(3) })).body.data;
+    const r = ok(await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: minutesAhead(3) })).body.data;
     await runInDurableObject(stubOf(companyId), (_i, state) => {
       state.storage.sql.exec("UPDATE reminders SET due_at = ? WHERE reminder_id = ?", Date.now() - 1000, r.reminder_id);
     });
     await drain(companyId, () => received.length >= 1);
     expect(received).toHaveLength(1);
-    const payload = verify(hook, received[0]!);
-    expect(payload.type).toBe("reminder.sent");
-    const sent = (await call("GET", `/v1/items/${item.item_id}/reminders`, { token: ownerToken })).body.data.sent[0];
+    const payload = expectEvent(verify(hook, received[0]!), "reminder.sent");
+    const sent = ok(await call("listItemReminders", `/v1/items/${item.item_id}/reminders`, { token: ownerToken })).body.data.sent[0]!;
     const { deliveries: _d, ...reminderEntry } = sent;
     expect(payload.data.reminder).toEqual(reminderEntry);
     expect(payload.data.item).toMatchObject({ item_id: item.item_id, title: item.title, expiry_date: futureDate(20), status: "pending", active: true });
@@ -248,21 +259,21 @@ describe("reminder.sent and item.expired", () => {
   it("channels ['webhook']: refused without a subscribed endpoint; with one, only the webhook goes out", async () => {
     const { companyId, ownerToken } = await createAccount();
     const item = await createItem(ownerToken, { expiry_date: futureDate(20), seqid: 0 });
-    const post = (body: unknown) => call("POST", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body });
+    const post = (body: unknown) => call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body });
     expectShapeB(await post({ ...minutesAhead(3), channels: ["webhook"] }), 400, /webhook endpoint subscribed to reminder.sent/);
     await addEndpoint(companyId, ["item.created"]);
     expectShapeB(await post({ ...minutesAhead(3), channels: ["webhook"] }), 400, /reminder.sent/);
     const hook = await addEndpoint(companyId, ["reminder.sent"]);
     const received = await receiver(companyId);
     const created = await post({ ...minutesAhead(3), channels: ["webhook"] });
-    expect(created.status).toBe(201);
+    expectStatus(created, 201);
     expect(created.body.data.channels).toEqual(["webhook"]);
     await runInDurableObject(stubOf(companyId), (_i, state) => {
       state.storage.sql.exec("UPDATE reminders SET due_at = ? WHERE reminder_id = ?", Date.now() - 1000, created.body.data.reminder_id);
     });
     await drain(companyId, () => received.length >= 1);
     expect(verify(hook, received[0]!)).toMatchObject({ type: "reminder.sent", data: { reminder: { reminder_id: created.body.data.reminder_id, channels: ["webhook"] } } });
-    const sent = (await call("GET", `/v1/items/${item.item_id}/reminders`, { token: ownerToken })).body.data.sent[0];
+    const sent = ok(await call("listItemReminders", `/v1/items/${item.item_id}/reminders`, { token: ownerToken })).body.data.sent[0]!;
     expect(sent.deliveries).toEqual([]);
   });
 
@@ -279,11 +290,11 @@ describe("reminder.sent and item.expired", () => {
       );
     expect(await expiryRows()).toEqual([{ date: futureDate(2), hour: "00:00", state: "queued", due_at: Date.parse(`${futureDate(2)}T00:00:00Z`) }]);
     // A new date moves it; completing holds it; reopening resumes it.
-    expect((await call("PATCH", `/v1/items/${item.item_id}`, { token: ownerToken, body: { expiry_date: futureDate(3) } })).status).toBe(200);
+    expectStatus(await call("updateItem", `/v1/items/${item.item_id}`, { token: ownerToken, body: { expiry_date: futureDate(3) } }), 200);
     expect((await expiryRows()).map((r) => [r.date, r.state])).toEqual([[futureDate(3), "queued"]]);
-    expect((await call("PATCH", `/v1/items/${item.item_id}/status`, { token: ownerToken, body: { status: "completed" } })).status).toBe(200);
+    expectStatus(await call("setItemStatus", `/v1/items/${item.item_id}/status`, { token: ownerToken, body: { status: "completed" } }), 200);
     expect((await expiryRows()).map((r) => r.state)).toEqual(["held"]);
-    expect((await call("PATCH", `/v1/items/${item.item_id}/status`, { token: ownerToken, body: { status: "pending" } })).status).toBe(200);
+    expectStatus(await call("setItemStatus", `/v1/items/${item.item_id}/status`, { token: ownerToken, body: { status: "pending" } }), 200);
     expect((await expiryRows()).map((r) => r.state)).toEqual(["queued"]);
 
     await runInDurableObject(stubOf(companyId), (_i, state) => {
@@ -294,13 +305,13 @@ describe("reminder.sent and item.expired", () => {
     expect(payload).toMatchObject({ type: "item.expired", data: { item_id: item.item_id, expiry_date: futureDate(3), status: "pending" } });
     expect(await expiryRows()).toEqual([]);
     // Not in the triggered feed, nor in the item's reminders.
-    expect((await call("GET", "/v1/reminders/triggered", { token: ownerToken })).body.data).toEqual([]);
-    expect((await call("GET", `/v1/items/${item.item_id}/reminders`, { token: ownerToken })).body.data).toEqual({ queued: [], sent: [] });
+    expect(ok(await call("listTriggeredReminders", "/v1/reminders/triggered", { token: ownerToken })).body.data).toEqual([]);
+    expect(ok(await call("listItemReminders", `/v1/items/${item.item_id}/reminders`, { token: ownerToken })).body.data).toEqual({ queued: [], sent: [] });
 
     // A deleted item takes its item.expired with it.
     const other = await createItem(ownerToken, { expiry_date: futureDate(5), seqid: 0 });
     expect(await expiryRows()).toHaveLength(1);
-    expect((await call("DELETE", `/v1/items/${other.item_id}`, { token: ownerToken })).status).toBe(200);
+    expectStatus(await call("deleteItem", `/v1/items/${other.item_id}`, { token: ownerToken }), 200);
     expect(await expiryRows()).toEqual([]);
   });
 });
@@ -312,9 +323,9 @@ describe("delivery, retries and the endpoint's health", () => {
     const received = await receiver(companyId, (n) => (n <= 2 ? 500 : 204));
     await createItem(ownerToken, { expiry_date: futureDate(30), seqid: 0 });
     await drain(companyId, () => received.length >= 1);
-    let [delivery] = (await deliveriesOf(ownerToken, hook)).data;
+    let delivery = (await deliveriesOf(ownerToken, hook)).data[0]!;
     expect(delivery).toMatchObject({ state: "pending", attempts: 1, last_status: 500, last_error: "the endpoint answered HTTP 500" });
-    const wait = Date.parse(delivery.next_attempt_at) - Date.now();
+    const wait = Date.parse(delivery.next_attempt_at ?? "") - Date.now();
     expect(wait).toBeGreaterThan(RETRY_DELAYS_MS[0]! * 0.9 - 1000);
     expect(wait).toBeLessThanOrEqual(RETRY_DELAYS_MS[0]! * 1.1);
     for (const n of [2, 3]) {
@@ -326,7 +337,7 @@ describe("delivery, retries and the endpoint's health", () => {
     expect(ids.size).toBe(1);
     for (const r of received) verify(hook, r);
     expect(new Set(received.map((r) => r.body)).size).toBe(1);
-    [delivery] = (await deliveriesOf(ownerToken, hook)).data;
+    delivery = (await deliveriesOf(ownerToken, hook)).data[0]!;
     expect(delivery).toMatchObject({ state: "delivered", attempts: 3, last_status: 204, last_error: null, message_id: [...ids][0] });
   });
 
@@ -342,7 +353,7 @@ describe("delivery, retries and the endpoint's health", () => {
       await drain(companyId, () => received.length >= n);
     }
     expect(received).toHaveLength(8);
-    let [delivery] = (await deliveriesOf(ownerToken, hook)).data;
+    let delivery = (await deliveriesOf(ownerToken, hook)).data[0]!;
     expect(delivery).toMatchObject({ state: "failed", attempts: 8, last_status: 503, next_attempt_at: null });
     // Nothing more by itself.
     await runDurableObjectAlarm(stubOf(companyId));
@@ -353,21 +364,21 @@ describe("delivery, retries and the endpoint's health", () => {
     expect(mark!.failing_since).toBeGreaterThan(Date.now() - 60_000);
 
     healthy = true;
-    const retried = await call("POST", `/v1/webhooks/${hook.id}/deliveries/${delivery.delivery_id}/retry`, { token: ownerToken });
-    expect(retried.status).toBe(202);
+    const retried = await call("retryWebhookDelivery", `/v1/webhooks/${hook.id}/deliveries/${delivery.delivery_id}/retry`, { token: ownerToken });
+    expectStatus(retried, 202);
     expect(retried.body.data).toMatchObject({ delivery_id: delivery.delivery_id, state: "pending" });
     await drain(companyId, () => received.length >= 9);
     expect(received[8]!.headers["webhook-id"]).toBe(received[0]!.headers["webhook-id"]);
-    [delivery] = (await deliveriesOf(ownerToken, hook)).data;
+    delivery = (await deliveriesOf(ownerToken, hook)).data[0]!;
     expect(delivery).toMatchObject({ state: "delivered", attempts: 9, last_status: 200 });
     const cleared = await env.DB.prepare("SELECT failing_since FROM webhook_endpoints WHERE id = ?").bind(hook.id).first<{ failing_since: number | null }>();
     expect(cleared!.failing_since).toBeNull();
     // A delivered delivery is not retried; unknown ones and other companies' endpoints are 404.
-    expectShapeB(await call("POST", `/v1/webhooks/${hook.id}/deliveries/${delivery.delivery_id}/retry`, { token: ownerToken }), 400, /already delivered/);
-    expectShapeB(await call("POST", `/v1/webhooks/${hook.id}/deliveries/99999999/retry`, { token: ownerToken }), 404);
+    expectShapeB(await call("retryWebhookDelivery", `/v1/webhooks/${hook.id}/deliveries/${delivery.delivery_id}/retry`, { token: ownerToken }), 400, /already delivered/);
+    expectShapeB(await call("retryWebhookDelivery", `/v1/webhooks/${hook.id}/deliveries/99999999/retry`, { token: ownerToken }), 404);
     const stranger = await createAccount();
-    expectShapeB(await call("GET", `/v1/webhooks/${hook.id}/deliveries`, { token: stranger.ownerToken }), 404);
-    expectShapeB(await call("POST", `/v1/webhooks/${hook.id}/deliveries/${delivery.delivery_id}/retry`, { token: stranger.ownerToken }), 404);
+    expectShapeB(await call("listWebhookDeliveries", `/v1/webhooks/${hook.id}/deliveries`, { token: stranger.ownerToken }), 404);
+    expectShapeB(await call("retryWebhookDelivery", `/v1/webhooks/${hook.id}/deliveries/${delivery.delivery_id}/retry`, { token: stranger.ownerToken }), 404);
   });
 
   it("lists deliveries newest first with limit and offset; members are refused", async () => {
@@ -378,13 +389,13 @@ describe("delivery, retries and the endpoint's health", () => {
     await drain(companyId, () => received.length >= 3);
     const all = await deliveriesOf(ownerToken, hook);
     expect(all.meta.total).toBe(3);
-    const ids = all.data.map((d: any) => d.delivery_id);
+    const ids = all.data.map((d) => d.delivery_id);
     expect(ids).toEqual([...ids].sort((a: number, b: number) => b - a));
     const second = await deliveriesOf(ownerToken, hook, "?limit=1&offset=1");
-    expect(second.data.map((d: any) => d.delivery_id)).toEqual([ids[1]]);
+    expect(second.data.map((d) => d.delivery_id)).toEqual([ids[1]]);
     expect(second.meta).toEqual({ total: 3, limit: 1, offset: 1 });
-    expectShapeB(await call("GET", `/v1/webhooks/${hook.id}/deliveries?limit=101`, { token: ownerToken }), 400, /limit/);
-    expectShapeB(await call("GET", `/v1/webhooks/${hook.id}/deliveries`, { token: memberToken }), 403);
+    expectShapeB(await call("listWebhookDeliveries", `/v1/webhooks/${hook.id}/deliveries?limit=101`, { token: ownerToken }), 400, /limit/);
+    expectShapeB(await call("listWebhookDeliveries", `/v1/webhooks/${hook.id}/deliveries`, { token: memberToken }), 403);
   });
 
   it("a deleted endpoint gets nothing more, not even its pending retries", async () => {
@@ -412,13 +423,13 @@ describe("delivery, retries and the endpoint's health", () => {
     await drain(companyId, () => received.length >= 1);
     const row = await env.DB.prepare("SELECT enabled, disabled_reason FROM webhook_endpoints WHERE id = ?").bind(hook.id).first();
     expect(row).toEqual({ enabled: 0, disabled_reason: "failing for 5 days" });
-    const [delivery] = (await deliveriesOf(ownerToken, hook)).data;
+    const delivery = (await deliveriesOf(ownerToken, hook)).data[0]!;
     expect(delivery).toMatchObject({ state: "failed", attempts: 1, next_attempt_at: null });
     // Disabled: no more events, and a retry is refused until it is enabled again.
     await createItem(ownerToken, { expiry_date: futureDate(30), seqid: 0 });
     await runDurableObjectAlarm(stubOf(companyId));
     expect(received).toHaveLength(1);
-    expectShapeB(await call("POST", `/v1/webhooks/${hook.id}/deliveries/${delivery.delivery_id}/retry`, { token: ownerToken }), 400, /disabled/);
+    expectShapeB(await call("retryWebhookDelivery", `/v1/webhooks/${hook.id}/deliveries/${delivery.delivery_id}/retry`, { token: ownerToken }), 400, /disabled/);
   });
 
   it("testWebhook sends webhook.test to one endpoint, subscribed or not", async () => {

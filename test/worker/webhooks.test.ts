@@ -12,7 +12,7 @@ import { webhookHeaders } from "../../src/webhooks/signing";
 import { checkWebhookUrl } from "../../src/webhooks/urls";
 import {
   type CallResult,
-  type Json,
+  type DataOf, type Fields, type Schemas, type OpenApiJson,
   call,
   callWithEnv,
   createAccount,
@@ -23,6 +23,10 @@ import {
   noServerError,
   TIMESTAMP,
   uniqueWord,
+  expectStatus,
+  callRaw,
+  ok,
+  openApiDocument,
 } from "./helpers";
 
 // Webhook endpoints (docs/webhooks.md): CRUD, the secret (shown at creation and rotation only,
@@ -61,21 +65,24 @@ async function freshOwner(): Promise<Owner> {
   const account = await createAccount();
   const { clientId, secret } = await createOwnerClient(account.accountId, account.companyId, "whclient");
   const token = async (scope: string) => {
-    const res = await call("POST", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret, scope } });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const res = await call("issueToken", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret, scope } });
+    expectStatus(res, 200, JSON.stringify(res.body));
     return res.body.access_token as string;
   };
   return { ...account, token };
 }
 
-async function createEndpoint(token: string, body: Json = {}): Promise<Json> {
-  const res = await call("POST", "/v1/webhooks", { token, body: { url: LOCAL_URL, events: ["item.created"], ...body } });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
+async function createEndpoint(token: string, body: Fields = {}): Promise<DataOf<"createWebhook">> {
+  const res = await call("createWebhook", "/v1/webhooks", { token, body: { url: LOCAL_URL, events: ["item.created"], ...body } });
+  expectStatus(res, 201, JSON.stringify(res.body));
   return res.body.data;
 }
 
+/** The columns of webhook_endpoints these tests read (the row has more). */
+type EndpointRow = Fields & { secret_ciphertext: string; previous_secret_ciphertext: string | null; previous_secret_expires_at: number | null };
+
 async function row(endpointId: number) {
-  return env.DB.prepare("SELECT * FROM webhook_endpoints WHERE id = ?").bind(endpointId).first<Record<string, any>>();
+  return env.DB.prepare("SELECT * FROM webhook_endpoints WHERE id = ?").bind(endpointId).first<EndpointRow>();
 }
 
 /** What the secret looks like: `whsec_` + base64 of 32 bytes. */
@@ -117,11 +124,11 @@ async function drain(companyId: number, done: () => boolean, rounds = 10) {
 describe("webhook endpoints: create, read, update, delete", () => {
   it("creates an endpoint and returns it with its secret; GET never shows the secret", async () => {
     const owner = await freshOwner();
-    const res = await call("POST", "/v1/webhooks", {
+    const res = await call("createWebhook", "/v1/webhooks", {
       token: owner.ownerToken,
       body: { url: LOCAL_URL, events: ["item.created", "reminder.sent"], description: "Ops dashboard" },
     });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expectStatus(res, 201, JSON.stringify(res.body));
     expect(res.body.success).toBe(true);
     expect(res.body.msg).toBe("Webhook endpoint created");
     const data = res.body.data;
@@ -140,15 +147,15 @@ describe("webhook endpoints: create, read, update, delete", () => {
     expect(data.updated_at).toMatch(TIMESTAMP);
     expectSecret(data.secret);
 
-    const detail = await call("GET", `/v1/webhooks/${data.webhook_id}`, { token: owner.ownerToken });
-    expect(detail.status).toBe(200);
+    const detail = await call("getWebhook", `/v1/webhooks/${data.webhook_id}`, { token: owner.ownerToken });
+    expectStatus(detail, 200);
     expect(Object.keys(detail.body.data).sort()).toEqual(ENDPOINT_FIELDS);
     const { secret: _secret, ...withoutSecret } = data;
     expect(detail.body.data).toEqual(withoutSecret);
     expect(JSON.stringify(detail.body)).not.toContain(data.secret);
 
-    const list = await call("GET", "/v1/webhooks", { token: owner.ownerToken });
-    expect(list.status).toBe(200);
+    const list = await call("listWebhooks", "/v1/webhooks", { token: owner.ownerToken });
+    expectStatus(list, 200);
     expect(list.body.data).toEqual([withoutSecret]);
     expect(list.body.meta).toEqual({ total: 1, max_allowed: 10 });
     expect(JSON.stringify(list.body)).not.toContain(data.secret);
@@ -181,8 +188,8 @@ describe("webhook endpoints: create, read, update, delete", () => {
     const owner = await freshOwner();
     const a = await createEndpoint(owner.ownerToken);
     const b = await createEndpoint(owner.ownerToken, { events: ["*"] });
-    const list = await call("GET", "/v1/webhooks", { token: owner.ownerToken });
-    expect(list.body.data.map((e: Json) => e.webhook_id)).toEqual([a.webhook_id, b.webhook_id]);
+    const list = ok(await call("listWebhooks", "/v1/webhooks", { token: owner.ownerToken }));
+    expect(list.body.data.map((e) => e.webhook_id)).toEqual([a.webhook_id, b.webhook_id]);
     expect(list.body.meta.total).toBe(2);
   });
 
@@ -190,26 +197,26 @@ describe("webhook endpoints: create, read, update, delete", () => {
     const owner = await freshOwner();
     const endpoint = await createEndpoint(owner.ownerToken);
     const id = endpoint.webhook_id;
-    const res = await call("PATCH", `/v1/webhooks/${id}`, {
+    const res = await call("updateWebhook", `/v1/webhooks/${id}`, {
       token: owner.ownerToken,
       body: { url: "http://127.0.0.1:9/other", events: ["task.created", "task.deleted"], description: "Tasks" },
     });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.msg).toBe("Webhook endpoint updated");
     expect(Object.keys(res.body.data).sort()).toEqual(ENDPOINT_FIELDS);
     expect(res.body.data).toMatchObject({ url: "http://127.0.0.1:9/other", events: ["task.created", "task.deleted"], description: "Tasks", enabled: true });
 
-    const off = await call("PATCH", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { enabled: false } });
+    const off = ok(await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { enabled: false } }));
     expect(off.body.data).toMatchObject({ enabled: false, status: "disabled", disabled_reason: "disabled by the account owner" });
-    const on = await call("PATCH", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { enabled: true } });
+    const on = ok(await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { enabled: true } }));
     expect(on.body.data).toMatchObject({ enabled: true, status: "active", disabled_reason: null });
 
-    expectShapeB(await call("PATCH", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: {} }), 400, /No updatable fields/);
-    expectShapeB(await call("PATCH", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { secret: "whsec_x" } }), 400, /Unknown field: secret/);
-    expectShapeB(await call("PATCH", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { events: ["nope.nope"] } }), 400, /nope\.nope/);
-    expectShapeB(await call("PATCH", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { url: "ftp://example.com/" } }), 400, /url must use https/);
+    expectShapeB(await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: {} }), 400, /No updatable fields/);
+    expectShapeB(await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { secret: "whsec_x" } }), 400, /Unknown field: secret/);
+    expectShapeB(await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { events: ["nope.nope"] } }), 400, /nope\.nope/);
+    expectShapeB(await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { url: "ftp://example.com/" } }), 400, /url must use https/);
     // Nothing of the refused changes was written.
-    expect((await call("GET", `/v1/webhooks/${id}`, { token: owner.ownerToken })).body.data).toMatchObject({ url: "http://127.0.0.1:9/other", events: ["task.created", "task.deleted"] });
+    expect(ok(await call("getWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken })).body.data).toMatchObject({ url: "http://127.0.0.1:9/other", events: ["task.created", "task.deleted"] });
   });
 
   it("enabling a disabled endpoint clears disabled_reason and failing_since; failing and disabled show in status", async () => {
@@ -219,17 +226,17 @@ describe("webhook endpoints: create, read, update, delete", () => {
     const since = Date.now() - 6 * DAY_MS;
     // As the engine leaves it: failing for days, then disabled.
     await env.DB.prepare("UPDATE webhook_endpoints SET failing_since = ? WHERE id = ?").bind(since, id).run();
-    const failing = (await call("GET", `/v1/webhooks/${id}`, { token: owner.ownerToken })).body.data;
+    const failing = ok(await call("getWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken })).body.data;
     expect(failing).toMatchObject({ enabled: true, status: "failing", failing_since: new Date(since).toISOString(), disabled_reason: null });
     await env.DB.prepare("UPDATE webhook_endpoints SET enabled = 0, disabled_reason = 'failing for 5 days' WHERE id = ?").bind(id).run();
-    const disabled = (await call("GET", `/v1/webhooks/${id}`, { token: owner.ownerToken })).body.data;
+    const disabled = ok(await call("getWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken })).body.data;
     expect(disabled).toMatchObject({ enabled: false, status: "disabled", disabled_reason: "failing for 5 days" });
 
     // Disabling again keeps the service's reason.
-    const again = await call("PATCH", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { enabled: false } });
+    const again = ok(await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { enabled: false } }));
     expect(again.body.data.disabled_reason).toBe("failing for 5 days");
 
-    const enabled = await call("PATCH", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { enabled: true } });
+    const enabled = ok(await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { enabled: true } }));
     expect(enabled.body.data).toMatchObject({ enabled: true, status: "active", disabled_reason: null, failing_since: null });
     const stored = await row(id);
     expect(stored).toMatchObject({ enabled: 1, disabled_reason: null, failing_since: null });
@@ -239,36 +246,36 @@ describe("webhook endpoints: create, read, update, delete", () => {
     const owner = await freshOwner();
     const { webhook_id: id } = await createEndpoint(owner.ownerToken);
     await env.DB.prepare("UPDATE webhook_endpoints SET failing_since = ? WHERE id = ?").bind(Date.now() - 1000, id).run();
-    const described = await call("PATCH", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { description: "x", enabled: true } });
+    const described = ok(await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { description: "x", enabled: true } }));
     expect(described.body.data.status).toBe("failing");
-    const moved = await call("PATCH", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { url: "http://127.0.0.1:9/new" } });
+    const moved = ok(await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { url: "http://127.0.0.1:9/new" } }));
     expect(moved.body.data).toMatchObject({ status: "active", failing_since: null });
   });
 
   it("deletes an endpoint; then it is 404", async () => {
     const owner = await freshOwner();
     const { webhook_id: id } = await createEndpoint(owner.ownerToken);
-    const res = await call("DELETE", `/v1/webhooks/${id}`, { token: owner.ownerToken });
-    expect(res.status).toBe(200);
+    const res = await call("deleteWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken });
+    expectStatus(res, 200);
     expect(res.body).toEqual({ success: true, msg: "Webhook endpoint deleted" });
     expect(await row(id)).toBeNull();
-    expectShapeB(await call("GET", `/v1/webhooks/${id}`, { token: owner.ownerToken }), 404, /Webhook endpoint not found/);
-    expectShapeB(await call("DELETE", `/v1/webhooks/${id}`, { token: owner.ownerToken }), 404);
+    expectShapeB(await call("getWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken }), 404, /Webhook endpoint not found/);
+    expectShapeB(await call("deleteWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken }), 404);
   });
 
   it("validates the body: required fields, types, lengths, unknown fields, path ids", async () => {
     const owner = await freshOwner();
-    const post = (body: unknown) => call("POST", "/v1/webhooks", { token: owner.ownerToken, body });
+    const post = (body: unknown) => call("createWebhook", "/v1/webhooks", { token: owner.ownerToken, body });
     expectShapeB(await post({ events: ["*"] }), 400, /^url is required$/);
     expectShapeB(await post({ url: LOCAL_URL }), 400, /^events is required$/);
     expectShapeB(await post({ url: "", events: ["*"] }), 400, /url must not be empty/);
     expectShapeB(await post({ url: 42, events: ["*"] }), 400, /url must be a string/);
     expectShapeB(await post({ url: LOCAL_URL, events: ["*"], description: "d".repeat(501) }), 400, /description must be at most 500 characters/);
-    expect((await post({ url: LOCAL_URL, events: ["*"], description: "d".repeat(500) })).status).toBe(201);
+    expectStatus(await post({ url: LOCAL_URL, events: ["*"], description: "d".repeat(500) }), 201);
     expectShapeB(await post({ url: LOCAL_URL, events: ["*"], enabled: "yes" }), 400, /enabled must be true or false/);
     expectShapeB(await post({ url: LOCAL_URL, events: ["*"], secret: "whsec_mine" }), 400, /Unknown field: secret/);
-    expectShapeB(await call("GET", "/v1/webhooks/abc", { token: owner.ownerToken }), 400, /webhook_id must be a positive integer/);
-    expectShapeB(await call("GET", "/v1/webhooks/0", { token: owner.ownerToken }), 400, /webhook_id must be a positive integer/);
+    expectShapeB(await call("getWebhook", "/v1/webhooks/abc", { token: owner.ownerToken }), 400, /webhook_id must be a positive integer/);
+    expectShapeB(await call("getWebhook", "/v1/webhooks/0", { token: owner.ownerToken }), 400, /webhook_id must be a positive integer/);
   });
 });
 
@@ -283,7 +290,7 @@ describe("webhook endpoints: event lists", () => {
 
   it("refuses unknown types (naming them), an empty list, \"*\" mixed with types, and other values", async () => {
     const owner = await freshOwner();
-    const post = (events: unknown) => call("POST", "/v1/webhooks", { token: owner.ownerToken, body: { url: LOCAL_URL, events } });
+    const post = (events: unknown) => call("createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url: LOCAL_URL, events } });
     const unknown = await post(["item.created", "item.exploded", "Item.Created", "item.exploded"]);
     expectShapeB(unknown, 400, /^events: unknown event types: item\.exploded, Item\.Created \(known: reminder\.sent, /);
     expectShapeB(await post(["bogus"]), 400, /unknown event type: bogus/);
@@ -303,13 +310,13 @@ describe("webhook endpoints: who may manage them", () => {
     const { webhook_id: id } = await createEndpoint(owner.ownerToken);
     const token = owner.memberToken;
     const attempts: CallResult[] = await Promise.all([
-      call("GET", "/v1/webhooks", { token }),
-      call("POST", "/v1/webhooks", { token, body: { url: LOCAL_URL, events: ["*"] } }),
-      call("GET", `/v1/webhooks/${id}`, { token }),
-      call("PATCH", `/v1/webhooks/${id}`, { token, body: { description: "x" } }),
-      call("DELETE", `/v1/webhooks/${id}`, { token }),
-      call("POST", `/v1/webhooks/${id}/rotate-secret`, { token }),
-      call("POST", `/v1/webhooks/${id}/test`, { token }),
+      call("listWebhooks", "/v1/webhooks", { token }),
+      call("createWebhook", "/v1/webhooks", { token, body: { url: LOCAL_URL, events: ["*"] } }),
+      call("getWebhook", `/v1/webhooks/${id}`, { token }),
+      call("updateWebhook", `/v1/webhooks/${id}`, { token, body: { description: "x" } }),
+      call("deleteWebhook", `/v1/webhooks/${id}`, { token }),
+      call("rotateWebhookSecret", `/v1/webhooks/${id}/rotate-secret`, { token }),
+      call("testWebhook", `/v1/webhooks/${id}/test`, { token }),
     ]);
     for (const res of attempts) expectShapeB(res, 403);
     expect(await row(id)).toMatchObject({ description: "" });
@@ -320,34 +327,34 @@ describe("webhook endpoints: who may manage them", () => {
     const { webhook_id: id } = await createEndpoint(owner.ownerToken);
     const items = await owner.token("items:read items:write");
     for (const res of [
-      await call("GET", "/v1/webhooks", { token: items }),
-      await call("GET", `/v1/webhooks/${id}`, { token: items }),
-      await call("GET", "/v1/webhook-event-types", { token: items }),
+      await call("listWebhooks", "/v1/webhooks", { token: items }),
+      await call("getWebhook", `/v1/webhooks/${id}`, { token: items }),
+      await call("listWebhookEventTypes", "/v1/webhook-event-types", { token: items }),
     ]) {
       expectShapeA(res, 403, "insufficient_scope");
       expect(res.body.required_scope).toBe("webhooks:read");
     }
-    const denied = await call("POST", "/v1/webhooks", { token: items, body: { url: LOCAL_URL, events: ["*"] } });
+    const denied = await call("createWebhook", "/v1/webhooks", { token: items, body: { url: LOCAL_URL, events: ["*"] } });
     expectShapeA(denied, 403, "insufficient_scope");
     expect(denied.body.required_scope).toBe("webhooks:write");
 
     const read = await owner.token("webhooks:read");
-    expect((await call("GET", "/v1/webhooks", { token: read })).status).toBe(200);
-    expect((await call("GET", `/v1/webhooks/${id}`, { token: read })).status).toBe(200);
+    expectStatus(await call("listWebhooks", "/v1/webhooks", { token: read }), 200);
+    expectStatus(await call("getWebhook", `/v1/webhooks/${id}`, { token: read }), 200);
     for (const res of [
-      await call("POST", "/v1/webhooks", { token: read, body: { url: LOCAL_URL, events: ["*"] } }),
-      await call("PATCH", `/v1/webhooks/${id}`, { token: read, body: { description: "x" } }),
-      await call("DELETE", `/v1/webhooks/${id}`, { token: read }),
-      await call("POST", `/v1/webhooks/${id}/rotate-secret`, { token: read }),
-      await call("POST", `/v1/webhooks/${id}/test`, { token: read }),
+      await call("createWebhook", "/v1/webhooks", { token: read, body: { url: LOCAL_URL, events: ["*"] } }),
+      await call("updateWebhook", `/v1/webhooks/${id}`, { token: read, body: { description: "x" } }),
+      await call("deleteWebhook", `/v1/webhooks/${id}`, { token: read }),
+      await call("rotateWebhookSecret", `/v1/webhooks/${id}/rotate-secret`, { token: read }),
+      await call("testWebhook", `/v1/webhooks/${id}/test`, { token: read }),
     ]) {
       expectShapeA(res, 403, "insufficient_scope");
       expect(res.body.required_scope).toBe("webhooks:write");
     }
 
     const write = await owner.token("webhooks:write");
-    expect((await call("PATCH", `/v1/webhooks/${id}`, { token: write, body: { description: "by write" } })).status).toBe(200);
-    expectShapeA(await call("GET", "/v1/webhooks", { token: write }), 403, "insufficient_scope");
+    expectStatus(await call("updateWebhook", `/v1/webhooks/${id}`, { token: write, body: { description: "by write" } }), 200);
+    expectShapeA(await call("listWebhooks", "/v1/webhooks", { token: write }), 403, "insufficient_scope");
   });
 
   it("keeps companies apart: another company's endpoint is 404 everywhere and is left alone", async () => {
@@ -357,15 +364,15 @@ describe("webhook endpoints: who may manage them", () => {
     const id = endpoint.webhook_id;
     const token = b.ownerToken;
     for (const res of [
-      await call("GET", `/v1/webhooks/${id}`, { token }),
-      await call("PATCH", `/v1/webhooks/${id}`, { token, body: { description: "taken" } }),
-      await call("DELETE", `/v1/webhooks/${id}`, { token }),
-      await call("POST", `/v1/webhooks/${id}/rotate-secret`, { token }),
-      await call("POST", `/v1/webhooks/${id}/test`, { token }),
+      await call("getWebhook", `/v1/webhooks/${id}`, { token }),
+      await call("updateWebhook", `/v1/webhooks/${id}`, { token, body: { description: "taken" } }),
+      await call("deleteWebhook", `/v1/webhooks/${id}`, { token }),
+      await call("rotateWebhookSecret", `/v1/webhooks/${id}/rotate-secret`, { token }),
+      await call("testWebhook", `/v1/webhooks/${id}/test`, { token }),
     ]) {
       expectShapeB(res, 404, /Webhook endpoint not found/);
     }
-    expect((await call("GET", "/v1/webhooks", { token })).body.data).toEqual([]);
+    expect(ok(await call("listWebhooks", "/v1/webhooks", { token })).body.data).toEqual([]);
     const stored = await row(id);
     expect(stored).toMatchObject({ company_id: a.companyId, description: "", previous_secret_ciphertext: null });
     expect(await decryptSecret(stored!.secret_ciphertext, env.WEBHOOK_SECRETS_KEY)).toBe(endpoint.secret);
@@ -468,7 +475,7 @@ describe("webhook endpoints: URL rules", () => {
     "refuses $shown in $mode (400 naming the rule)",
     async ({ url, msg, modeEnv }) => {
       const owner = await strictOwner();
-      const res = await callWithEnv(modeEnv, "POST", "/v1/webhooks", { token: owner.ownerToken, body: { url, events: ["*"] } });
+      const res = await callWithEnv(modeEnv, "createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url, events: ["*"] } });
       expectShapeB(res, 400, msg);
     },
   );
@@ -477,15 +484,15 @@ describe("webhook endpoints: URL rules", () => {
     "refuses $shown in a deployment (400 naming the rule)",
     async ({ url, msg }) => {
     const owner = await strictOwner();
-      const res = await callWithEnv(strict, "POST", "/v1/webhooks", { token: owner.ownerToken, body: { url, events: ["*"] } });
+      const res = await callWithEnv(strict, "createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url, events: ["*"] } });
       expectShapeB(res, 400, msg);
     },
   );
 
   it("refuses the same on PATCH", async () => {
     const owner = await strictOwner();
-    const created = await callWithEnv(strict, "POST", "/v1/webhooks", { token: owner.ownerToken, body: { url: PUBLIC_URL, events: ["*"] } });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const created = await callWithEnv(strict, "createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url: PUBLIC_URL, events: ["*"] } });
+    expectStatus(created, 201, JSON.stringify(created.body));
     const id = created.body.data.webhook_id;
     for (const url of [
       "https://10.0.0.1/x",
@@ -498,10 +505,10 @@ describe("webhook endpoints: URL rules", () => {
       "https://example.com:0/",
       "https://example.com\\@127.0.0.1/",
     ]) {
-      expectShapeB(await callWithEnv(strict, "PATCH", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { url } }), 400, /^url /);
+      expectShapeB(await callWithEnv(strict, "updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { url } }), 400, /^url /);
     }
     expect((await row(id))!.url).toBe(PUBLIC_URL);
-    await call("DELETE", `/v1/webhooks/${id}`, { token: owner.ownerToken });
+    await call("deleteWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken });
   });
 
   it.each([
@@ -523,13 +530,13 @@ describe("webhook endpoints: URL rules", () => {
     ["https://[2606:4700::5efe:808:808]/", "https://[2606:4700::5efe:808:808]/"],
   ])("accepts the public https URL %s in a deployment, stored and returned as %s", async (url, normalised) => {
     const owner = await strictOwner();
-    const res = await callWithEnv(strict, "POST", "/v1/webhooks", { token: owner.ownerToken, body: { url, events: ["*"] } });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const res = await callWithEnv(strict, "createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url, events: ["*"] } });
+    expectStatus(res, 201, JSON.stringify(res.body));
     const id = res.body.data.webhook_id;
     expect(res.body.data.url).toBe(normalised);
     expect((await row(id))!.url).toBe(normalised);
-    expect((await call("GET", `/v1/webhooks/${id}`, { token: owner.ownerToken })).body.data.url).toBe(normalised);
-    await call("DELETE", `/v1/webhooks/${id}`, { token: owner.ownerToken });
+    expect(ok(await call("getWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken })).body.data.url).toBe(normalised);
+    await call("deleteWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken });
   });
 
   it("checkWebhookUrl: a tab or newline, which the parser drops, does not hide a backslash before the path", () => {
@@ -541,24 +548,24 @@ describe("webhook endpoints: URL rules", () => {
 
   it("stores and returns the normalised URL on PATCH too", async () => {
     const owner = await strictOwner();
-    const created = await callWithEnv(strict, "POST", "/v1/webhooks", { token: owner.ownerToken, body: { url: PUBLIC_URL, events: ["*"] } });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const created = await callWithEnv(strict, "createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url: PUBLIC_URL, events: ["*"] } });
+    expectStatus(created, 201, JSON.stringify(created.body));
     const id = created.body.data.webhook_id;
-    const patched = await callWithEnv(strict, "PATCH", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { url: "HTTPS://Example.COM:443/a/../b" } });
-    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    const patched = await callWithEnv(strict, "updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { url: "HTTPS://Example.COM:443/a/../b" } });
+    expectStatus(patched, 200, JSON.stringify(patched.body));
     expect(patched.body.data.url).toBe("https://example.com/b");
     expect((await row(id))!.url).toBe("https://example.com/b");
-    expect((await call("GET", "/v1/webhooks", { token: owner.ownerToken })).body.data.map((e: Json) => e.url)).toEqual(["https://example.com/b"]);
-    await call("DELETE", `/v1/webhooks/${id}`, { token: owner.ownerToken });
+    expect(ok(await call("listWebhooks", "/v1/webhooks", { token: owner.ownerToken })).body.data.map((e) => e.url)).toEqual(["https://example.com/b"]);
+    await call("deleteWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken });
   });
 
   it("allows http, any port and loopback hosts where WEBHOOKS_ALLOW_PRIVATE_URLS=true (local development), and nothing else non-public", async () => {
     const owner = await freshOwner();
     for (const url of ["http://127.0.0.1:8787/hook", "http://localhost:3000/", "http://[::1]:9000/x", "https://127.0.0.1/x", "http://hooks.example.com:8080/x"]) {
-      const res = await call("POST", "/v1/webhooks", { token: owner.ownerToken, body: { url, events: ["*"] } });
-      expect(res.status, `${url}: ${JSON.stringify(res.body)}`).toBe(201);
+      const res = await call("createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url, events: ["*"] } });
+      expectStatus(res, 201, `${url}: ${JSON.stringify(res.body)}`);
     }
-    const post = (url: string) => call("POST", "/v1/webhooks", { token: owner.ownerToken, body: { url, events: ["*"] } });
+    const post = (url: string) => call("createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url, events: ["*"] } });
     expectShapeB(await post("ftp://127.0.0.1/"), 400, /url must use https \(or http/);
     expectShapeB(await post("http://u:p@127.0.0.1/"), 400, /credentials/);
     for (const [url, msg] of [
@@ -585,9 +592,9 @@ describe("webhook endpoints: the per-company limit", () => {
     const owner = await freshOwner();
     const ids: number[] = [];
     for (let i = 0; i < 10; i++) ids.push((await createEndpoint(owner.ownerToken)).webhook_id);
-    const over = await call("POST", "/v1/webhooks", { token: owner.ownerToken, body: { url: LOCAL_URL, events: ["*"] } });
+    const over = await call("createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url: LOCAL_URL, events: ["*"] } });
     expectShapeB(over, 400, /at most 10 webhook endpoints/);
-    await call("DELETE", `/v1/webhooks/${ids[0]}`, { token: owner.ownerToken });
+    await call("deleteWebhook", `/v1/webhooks/${ids[0]}`, { token: owner.ownerToken });
     await createEndpoint(owner.ownerToken);
   });
 
@@ -595,7 +602,7 @@ describe("webhook endpoints: the per-company limit", () => {
     const owner = await freshOwner();
     for (let i = 0; i < 6; i++) await createEndpoint(owner.ownerToken);
     const results = await Promise.all(
-      Array.from({ length: 8 }, () => call("POST", "/v1/webhooks", { token: owner.ownerToken, body: { url: LOCAL_URL, events: ["*"] } })),
+      Array.from({ length: 8 }, () => call("createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url: LOCAL_URL, events: ["*"] } })),
     );
     noServerError(...results);
     expect(results.filter((r) => r.status === 201)).toHaveLength(4);
@@ -628,8 +635,8 @@ describe("webhook secrets: signing and rotation", () => {
     const endpoint = await createEndpoint(owner.ownerToken);
     const before = await row(endpoint.webhook_id);
     const startedAt = Date.now();
-    const res = await call("POST", `/v1/webhooks/${endpoint.webhook_id}/rotate-secret`, { token: owner.ownerToken });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const res = await call("rotateWebhookSecret", `/v1/webhooks/${endpoint.webhook_id}/rotate-secret`, { token: owner.ownerToken });
+    expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.msg).toMatch(/rotated/);
     expect(Object.keys(res.body.data).sort()).toEqual([...ENDPOINT_FIELDS, "secret"].sort());
     expectSecret(res.body.data.secret);
@@ -639,7 +646,7 @@ describe("webhook secrets: signing and rotation", () => {
     expect(after!.previous_secret_ciphertext).toBe(before!.secret_ciphertext);
     expect(after!.secret_ciphertext).not.toBe(before!.secret_ciphertext);
     expect(await decryptSecret(after!.secret_ciphertext, env.WEBHOOK_SECRETS_KEY)).toBe(res.body.data.secret);
-    expect(await decryptSecret(after!.previous_secret_ciphertext, env.WEBHOOK_SECRETS_KEY)).toBe(endpoint.secret);
+    expect(await decryptSecret(after!.previous_secret_ciphertext!, env.WEBHOOK_SECRETS_KEY)).toBe(endpoint.secret);
     expect(after!.previous_secret_expires_at).toBeGreaterThanOrEqual(startedAt + DAY_MS);
     expect(after!.previous_secret_expires_at).toBeLessThanOrEqual(Date.now() + DAY_MS);
 
@@ -652,7 +659,7 @@ describe("webhook secrets: signing and rotation", () => {
     expect(await verifies(engine!.secrets, endpoint.secret)).toBe(true);
 
     // The secret is still only in the rotation's response.
-    expect(JSON.stringify((await call("GET", `/v1/webhooks/${endpoint.webhook_id}`, { token: owner.ownerToken })).body)).not.toContain(res.body.data.secret);
+    expect(JSON.stringify((await call("getWebhook", `/v1/webhooks/${endpoint.webhook_id}`, { token: owner.ownerToken })).body)).not.toContain(res.body.data.secret);
 
     // 24 h later only the new one signs.
     await env.DB.prepare("UPDATE webhook_endpoints SET previous_secret_expires_at = ? WHERE id = ?").bind(Date.now() - 1, endpoint.webhook_id).run();
@@ -664,12 +671,12 @@ describe("webhook secrets: signing and rotation", () => {
   it("rotating twice within 24 hours: the previous secret is the one just replaced", async () => {
     const owner = await freshOwner();
     const endpoint = await createEndpoint(owner.ownerToken);
-    const first = await call("POST", `/v1/webhooks/${endpoint.webhook_id}/rotate-secret`, { token: owner.ownerToken });
-    const second = await call("POST", `/v1/webhooks/${endpoint.webhook_id}/rotate-secret`, { token: owner.ownerToken });
-    expect(second.status).toBe(200);
+    const first = ok(await call("rotateWebhookSecret", `/v1/webhooks/${endpoint.webhook_id}/rotate-secret`, { token: owner.ownerToken }));
+    const second = await call("rotateWebhookSecret", `/v1/webhooks/${endpoint.webhook_id}/rotate-secret`, { token: owner.ownerToken });
+    expectStatus(second, 200);
     const stored = await row(endpoint.webhook_id);
     expect(await decryptSecret(stored!.secret_ciphertext, env.WEBHOOK_SECRETS_KEY)).toBe(second.body.data.secret);
-    expect(await decryptSecret(stored!.previous_secret_ciphertext, env.WEBHOOK_SECRETS_KEY)).toBe(first.body.data.secret);
+    expect(await decryptSecret(stored!.previous_secret_ciphertext!, env.WEBHOOK_SECRETS_KEY)).toBe(first.body.data.secret);
     const [engine] = await readEndpoints(env.DB, owner.companyId, env.WEBHOOK_SECRETS_KEY);
     expect(engine!.secrets).toEqual([second.body.data.secret, first.body.data.secret]);
     expect(await verifies(engine!.secrets, endpoint.secret)).toBe(false);
@@ -679,16 +686,16 @@ describe("webhook secrets: signing and rotation", () => {
     const owner = await freshOwner();
     const endpoint = await createEndpoint(owner.ownerToken);
     const none = { WEBHOOK_SECRETS_KEY: undefined };
-    const create = await callWithEnv(none, "POST", "/v1/webhooks", { token: owner.ownerToken, body: { url: LOCAL_URL, events: ["*"] } });
+    const create = await callWithEnv(none, "createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url: LOCAL_URL, events: ["*"] } });
     expectShapeB(create, 503, /^webhooks are not configured on this deployment$/);
-    const rotate = await callWithEnv(none, "POST", `/v1/webhooks/${endpoint.webhook_id}/rotate-secret`, { token: owner.ownerToken });
+    const rotate = await callWithEnv(none, "rotateWebhookSecret", `/v1/webhooks/${endpoint.webhook_id}/rotate-secret`, { token: owner.ownerToken });
     expectShapeB(rotate, 503, /not configured/);
-    expectShapeB(await callWithEnv({ WEBHOOK_SECRETS_KEY: "too-short" }, "POST", `/v1/webhooks/${endpoint.webhook_id}/test`, { token: owner.ownerToken }), 503, /not configured/);
+    expectShapeB(await callWithEnv({ WEBHOOK_SECRETS_KEY: "too-short" }, "testWebhook", `/v1/webhooks/${endpoint.webhook_id}/test`, { token: owner.ownerToken }), 503, /not configured/);
     const n = await env.DB.prepare("SELECT count(*) AS n FROM webhook_endpoints WHERE company_id = ?").bind(owner.companyId).first<{ n: number }>();
     expect(n!.n).toBe(1);
     expect((await row(endpoint.webhook_id))!.previous_secret_ciphertext).toBeNull();
     // Reads do not need the key.
-    expect((await callWithEnv(none, "GET", "/v1/webhooks", { token: owner.ownerToken })).status).toBe(200);
+    expectStatus(await callWithEnv(none, "listWebhooks", "/v1/webhooks", { token: owner.ownerToken }), 200);
   });
 });
 
@@ -698,8 +705,8 @@ describe("webhook endpoints: the test event", () => {
     const endpoint = await createEndpoint(owner.ownerToken, { events: ["task.deleted"] });
     const bystander = await createEndpoint(owner.ownerToken, { events: ["*"] });
     const received = await receiver(owner.companyId);
-    const res = await call("POST", `/v1/webhooks/${endpoint.webhook_id}/test`, { token: owner.ownerToken });
-    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const res = await call("testWebhook", `/v1/webhooks/${endpoint.webhook_id}/test`, { token: owner.ownerToken });
+    expectStatus(res, 202, JSON.stringify(res.body));
     expect(res.body).toMatchObject({ success: true, msg: "Test event queued" });
     expect(Object.keys(res.body.data).sort()).toEqual(["delivery_id", "message_id"]);
     expect(res.body.data.delivery_id).toBeTypeOf("number");
@@ -710,25 +717,25 @@ describe("webhook endpoints: the test event", () => {
     const [request] = received;
     expect(request!.url).toBe(LOCAL_URL);
     expect(request!.headers["webhook-id"]).toBe(res.body.data.message_id);
-    const payload = new Webhook(endpoint.secret).verify(request!.body, request!.headers) as Json;
+    const payload = new Webhook(endpoint.secret).verify(request!.body, request!.headers) as Schemas["WebhookPayload"];
     expect(payload).toMatchObject({ type: "webhook.test", data: { webhook_id: endpoint.webhook_id } });
     expect(Object.keys(payload).sort()).toEqual(["data", "timestamp", "type"]);
     expect(() => new Webhook(bystander.secret).verify(request!.body, request!.headers)).toThrow();
 
-    const deliveries = await call("GET", `/v1/webhooks/${endpoint.webhook_id}/deliveries`, { token: owner.ownerToken });
-    expect(deliveries.status, JSON.stringify(deliveries.body)).toBe(200);
-    const delivery = deliveries.body.data.find((d: Json) => d.delivery_id === res.body.data.delivery_id);
+    const deliveries = await call("listWebhookDeliveries", `/v1/webhooks/${endpoint.webhook_id}/deliveries`, { token: owner.ownerToken });
+    expectStatus(deliveries, 200, JSON.stringify(deliveries.body));
+    const delivery = deliveries.body.data.find((d) => d.delivery_id === res.body.data.delivery_id);
     expect(delivery).toMatchObject({ event_type: "webhook.test", message_id: res.body.data.message_id, state: "delivered" });
-    const others = await call("GET", `/v1/webhooks/${bystander.webhook_id}/deliveries`, { token: owner.ownerToken });
+    const others = ok(await call("listWebhookDeliveries", `/v1/webhooks/${bystander.webhook_id}/deliveries`, { token: owner.ownerToken }));
     expect(others.body.data).toEqual([]);
   });
 
   it("after a rotation, a real delivery carries both signatures and verifies with either secret", async () => {
     const owner = await freshOwner();
     const endpoint = await createEndpoint(owner.ownerToken);
-    const rotated = (await call("POST", `/v1/webhooks/${endpoint.webhook_id}/rotate-secret`, { token: owner.ownerToken })).body.data;
+    const rotated = ok(await call("rotateWebhookSecret", `/v1/webhooks/${endpoint.webhook_id}/rotate-secret`, { token: owner.ownerToken })).body.data;
     const received = await receiver(owner.companyId);
-    expect((await call("POST", `/v1/webhooks/${endpoint.webhook_id}/test`, { token: owner.ownerToken })).status).toBe(202);
+    expectStatus(await call("testWebhook", `/v1/webhooks/${endpoint.webhook_id}/test`, { token: owner.ownerToken }), 202);
     await drain(owner.companyId, () => received.length > 0);
     const [request] = received;
     expect(request!.headers["webhook-signature"]!.split(" ")).toHaveLength(2);
@@ -740,16 +747,16 @@ describe("webhook endpoints: the test event", () => {
   it("is 400 for a disabled endpoint", async () => {
     const owner = await freshOwner();
     const endpoint = await createEndpoint(owner.ownerToken, { enabled: false });
-    expectShapeB(await call("POST", `/v1/webhooks/${endpoint.webhook_id}/test`, { token: owner.ownerToken }), 400, /disabled: enable it/);
+    expectShapeB(await call("testWebhook", `/v1/webhooks/${endpoint.webhook_id}/test`, { token: owner.ownerToken }), 400, /disabled: enable it/);
   });
 });
 
 describe("the webhook event catalogue", () => {
   it("lists every type with a description and an example payload {type, timestamp, data}", async () => {
     const owner = await freshOwner();
-    const res = await call("GET", "/v1/webhook-event-types", { token: await owner.token("webhooks:read") });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body.data.map((e: Json) => e.type)).toEqual([...EVENT_TYPES]);
+    const res = await call("listWebhookEventTypes", "/v1/webhook-event-types", { token: await owner.token("webhooks:read") });
+    expectStatus(res, 200, JSON.stringify(res.body));
+    expect(res.body.data.map((e) => e.type)).toEqual([...EVENT_TYPES]);
     for (const entry of res.body.data) {
       expect(entry.description).toBeTypeOf("string");
       expect(Object.keys(entry.example).sort()).toEqual(["data", "timestamp", "type"]);
@@ -757,20 +764,20 @@ describe("the webhook event catalogue", () => {
       // The example is a valid WebhookPayload (the schema the document publishes).
       expect(WebhookPayloadSchema.safeParse(entry.example).success, entry.type).toBe(true);
     }
-    const itemCreated = res.body.data.find((e: Json) => e.type === "item.created");
-    expect(Object.keys(itemCreated.example.data).sort()).toEqual(
+    const itemCreated = res.body.data.find((e) => e.type === "item.created");
+    expect(Object.keys(itemCreated!.example.data).sort()).toEqual(
       ["item_id", "title", "item_type", "document_type", "document_type_id", "deptid", "expiry_date", "status", "folder_id", "active"].sort(),
     );
     // Not owner-only: the catalogue is no secret.
-    const member = await call("GET", "/v1/webhook-event-types", { token: owner.memberToken });
-    expect(member.status).toBe(200);
+    const member = await call("listWebhookEventTypes", "/v1/webhook-event-types", { token: owner.memberToken });
+    expectStatus(member, 200);
   });
 
   it("is published in the OpenAPI document: the WebhookEventType enum and the WebhookPayload schemas", async () => {
-    const doc = (await call("GET", "/v1/openapi.json")).body;
+    const doc = await openApiDocument();
     const schemas = doc.components.schemas;
     expect(schemas.WebhookEventType.enum).toEqual([...EVENT_TYPES]);
-    expect(schemas.WebhookPayload.oneOf.map((s: Json) => s.$ref)).toEqual(
+    expect(schemas.WebhookPayload.oneOf.map((s: OpenApiJson) => s.$ref)).toEqual(
       ["WebhookItemEvent", "WebhookItemActionEvent", "WebhookReminderSentEvent", "WebhookTaskEvent", "WebhookFileUploadedEvent", "WebhookTestEvent"].map((n) => `#/components/schemas/${n}`),
     );
     expect(Object.keys(schemas.WebhookPayload.discriminator.mapping).sort()).toEqual([...EVENT_TYPES].sort());
@@ -782,19 +789,19 @@ describe("the webhook event catalogue", () => {
 describe("webhook endpoints and company deletion", () => {
   it("deleting a company deletes its webhook endpoints in the same batch", async () => {
     const account = await createAccount({ companies: 5 });
-    const made = await call("POST", "/v1/companies", {
+    const made = await call("createCompany", "/v1/companies", {
       token: account.ownerToken,
       body: { company_name: uniqueWord("Co "), documents_limit: 10, contacts_limit: 10, drive_space: 1 },
     });
-    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    expectStatus(made, 201, JSON.stringify(made.body));
     const companyId = made.body.data.company.companyid as number;
     const { clientId, secret } = await createOwnerClient(account.accountId, companyId, "whdel");
-    const issued = await call("POST", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret } });
+    const issued = ok(await call("issueToken", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret } }));
     const token = issued.body.access_token as string;
     await createEndpoint(token);
     await createEndpoint(token, { events: ["*"] });
-    const deleted = await call("DELETE", `/v1/companies/${companyId}`, { token: account.ownerToken });
-    expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
+    const deleted = await call("deleteCompany", `/v1/companies/${companyId}`, { token: account.ownerToken });
+    expectStatus(deleted, 200, JSON.stringify(deleted.body));
     const n = await env.DB.prepare("SELECT count(*) AS n FROM webhook_endpoints WHERE company_id = ?").bind(companyId).first<{ n: number }>();
     expect(n!.n).toBe(0);
   });

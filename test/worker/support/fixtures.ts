@@ -2,7 +2,7 @@
 import { env } from "cloudflare:workers";
 import { hashClientSecret } from "../../../src/auth/secret-hash";
 import { nameKey } from "../../../src/lib/text-key";
-import { call, type Json } from "./http";
+import { call, expectStatus, type DataOf } from "./http";
 
 /** A random lowercase word (letters only), unique enough that no other test's word shares its prefix. */
 export function uniqueWord(prefix = "w"): string {
@@ -34,8 +34,8 @@ export const CONTACT_FIELDS = [
 export const GROUP_FIELDS = ["groupid", "group_name", "deptid", "isdefault", "add_date", "contacts_count"].sort();
 
 /** Creates a contact through the API (expects 201) and returns its output record. */
-export async function createContact(token: string, body: Record<string, unknown> = {}): Promise<Json> {
-  const res = await call("POST", "/v1/contacts", {
+export async function createContact(token: string, body: Record<string, unknown> = {}): Promise<DataOf<"createContact">> {
+  const res = await call("createContact", "/v1/contacts", {
     token,
     body: { first_name: "Test", last_name: "Contact", email: uniqueEmail(), ...body },
   });
@@ -44,8 +44,8 @@ export async function createContact(token: string, body: Record<string, unknown>
 }
 
 /** Creates a contact group through the API (expects 201) and returns its output record. */
-export async function createGroup(token: string, body: Record<string, unknown> = {}): Promise<Json> {
-  const res = await call("POST", "/v1/contact-groups", { token, body: { group_name: uniqueWord("g"), ...body } });
+export async function createGroup(token: string, body: Record<string, unknown> = {}): Promise<DataOf<"createContactGroup">> {
+  const res = await call("createContactGroup", "/v1/contact-groups", { token, body: { group_name: uniqueWord("g"), ...body } });
   if (res.status !== 201) throw new Error(`create group: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.data;
 }
@@ -125,9 +125,9 @@ export async function createAccount(
     if (shard !== 0) {
       await env.DB.prepare("INSERT INTO directory_clients (client_id, account_id, shard) VALUES (?, ?, ?)").bind(clientId, accountId, shard).run();
     }
-    const res = await call("POST", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret } });
+    const res = await call("issueToken", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret } });
     if (res.status !== 200) throw new Error(`token for ${clientId}: ${res.status} ${JSON.stringify(res.body)}`);
-    return res.body.access_token as string;
+    return res.body.access_token;
   };
   return { accountId, companyId, deptId: dept!.id, ownerToken: await token(ownerId, "owner"), memberToken: await token(memberId, "member") };
 }
@@ -149,16 +149,17 @@ export async function createOwnerClient(accountId: number, companyId: number, pr
 }
 
 /** Creates an item through the API (expects 201) and returns its detail. */
-export async function createItem(token: string, body: Record<string, unknown> = {}): Promise<Json> {
-  const res = await call("POST", "/v1/items", { token, body: { title: uniqueWord("Item "), expiry_date: "2030-01-15", ...body } });
+export async function createItem(token: string, body: Record<string, unknown> = {}): Promise<DataOf<"getItem">> {
+  const res = await call("createItem", "/v1/items", { token, body: { title: uniqueWord("Item "), expiry_date: "2030-01-15", ...body } });
   if (res.status !== 201) throw new Error(`create item: ${res.status} ${JSON.stringify(res.body)}`);
-  const detail = await call("GET", `/v1/items/${res.body.data.item_id}`, { token });
+  const detail = await call("getItem", `/v1/items/${res.body.data.item_id}`, { token });
+  expectStatus(detail, 200);
   return detail.body.data;
 }
 
 /** Creates a document type through the API (expects 201; the owner's token) and returns it. */
-export async function createDocumentType(token: string, body: Record<string, unknown> = {}): Promise<Json> {
-  const res = await call("POST", "/v1/document-types", { token, body: { doctype_name: uniqueWord("Type"), ...body } });
+export async function createDocumentType(token: string, body: Record<string, unknown> = {}): Promise<DataOf<"createDocumentType">> {
+  const res = await call("createDocumentType", "/v1/document-types", { token, body: { doctype_name: uniqueWord("Type"), ...body } });
   if (res.status !== 201) throw new Error(`create document type: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.data;
 }

@@ -22,7 +22,7 @@ export function minutesAhead(minutes: number) {
  * `body`: more of the reminder (e.g. `contact_id`).
  */
 export async function fireReminder(companyId: number, token: string, itemId: number, body: Record<string, unknown> = {}): Promise<OutgoingEmail[]> {
-  const created = await call("POST", `/v1/items/${itemId}/reminders`, { token, body: { ...minutesAhead(3), ...body } });
+  const created = await call("createItemReminder", `/v1/items/${itemId}/reminders`, { token, body: { ...minutesAhead(3), ...body } });
   if (created.status !== 201) throw new Error(`reminder: ${created.status} ${JSON.stringify(created.body)}`);
   const sent: OutgoingEmail[] = [];
   const stub = clockFor(env, companyId);

@@ -1,7 +1,7 @@
 // Access tokens: the demo clients' real tokens, and forged ones signed outside the Worker.
 import { env } from "cloudflare:workers";
-import { SignJWT } from "jose";
-import { call, type Json } from "./http";
+import { SignJWT, type JWTPayload, type ProtectedHeaderParameters } from "jose";
+import { call } from "./http";
 
 /** Tokens of the four demo clients, for a file's `beforeAll`. */
 export async function demoTokens() {
@@ -18,7 +18,7 @@ export async function tokenFor(clientId: string, scope?: string): Promise<string
   const key = `${clientId} ${scope ?? ""}`;
   const cached = tokens.get(key);
   if (cached) return cached;
-  const res = await call("POST", "/v1/oauth/token", {
+  const res = await call("issueToken", "/v1/oauth/token", {
     body: { grant_type: "client_credentials", client_id: clientId, client_secret: `${clientId}-secret`, ...(scope ? { scope } : {}) },
   });
   if (res.status !== 200) throw new Error(`token for ${clientId}: ${res.status} ${JSON.stringify(res.body)}`);
@@ -67,7 +67,7 @@ export async function signTestToken(
 }
 
 /** The decoded (unverified) protected header and payload of a JWT. */
-export function decodeJwt(token: string): { header: Json; payload: Json } {
+export function decodeJwt(token: string): { header: ProtectedHeaderParameters; payload: JWTPayload } {
   const [h, p] = token.split(".");
   const decode = (part: string) => JSON.parse(atob(part.replace(/-/g, "+").replace(/_/g, "/")));
   return { header: decode(h!), payload: decode(p!) };
