@@ -45,7 +45,17 @@ export class ProjectDurations implements Reporter {
     const rows = new Map<string, Row>();
     for (const module of modules) {
       const name = module.project.name || "(root)";
-      const row = rows.get(name) ?? { files: 0, passed: 0, failed: 0, skipped: 0, first: Infinity, last: -Infinity, tests: 0, setup: 0, imports: 0 };
+      const row = rows.get(name) ?? {
+        files: 0,
+        passed: 0,
+        failed: 0,
+        skipped: 0,
+        first: Infinity,
+        last: -Infinity,
+        tests: 0,
+        setup: 0,
+        imports: 0,
+      };
       rows.set(name, row);
       row.files++;
       row.first = Math.min(row.first, this.started.get(module.moduleId) ?? Infinity);
@@ -68,7 +78,9 @@ export class ProjectDurations implements Reporter {
     }
     if (rows.size === 0) return;
 
-    const lines = ["Duration per project (wall time from its first file's start to its last file's end; the projects overlap):"];
+    const lines = [
+      "Duration per project (wall time from its first file's start to its last file's end; the projects overlap):",
+    ];
     const total = { passed: 0, failed: unhandledErrors.length, skipped: 0 }; // an error outside any test fails the run
     for (const [name, row] of [...rows].sort(([a], [b]) => a.localeCompare(b))) {
       total.passed += row.passed;
@@ -82,7 +94,9 @@ export class ProjectDurations implements Reporter {
       );
     }
     lines.push(`  ${"all".padEnd(7)} ${seconds(Date.now() - this.runStarted).padStart(12)}`);
-    lines.push(`tests: ${total.passed} passed, ${total.failed} failed${total.skipped > 0 ? `, ${total.skipped} skipped` : ""}`);
+    lines.push(
+      `tests: ${total.passed} passed, ${total.failed} failed${total.skipped > 0 ? `, ${total.skipped} skipped` : ""}`,
+    );
     console.log(`\n${lines.join("\n")}`);
   }
 }

@@ -16,7 +16,12 @@ afterAll(async () => {
   await new Promise((resolve) => (receiver ? receiver.close(resolve) : resolve(undefined)));
 });
 
-const VARS = ["--var", "WEBHOOK_SECRETS_KEY:e2e-webhook-secrets-key-0123456789abcdef", "--var", "WEBHOOKS_ALLOW_PRIVATE_URLS:true"];
+const VARS = [
+  "--var",
+  "WEBHOOK_SECRETS_KEY:e2e-webhook-secrets-key-0123456789abcdef",
+  "--var",
+  "WEBHOOKS_ALLOW_PRIVATE_URLS:true",
+];
 
 it("a server killed while 50 acknowledgements are in flight leaves each fully applied or not at all", async () => {
   // The receiver outlives the server: it collects the item.acknowledged events, by webhook-id.
@@ -35,13 +40,21 @@ it("a server killed while 50 acknowledgements are in flight leaves each fully ap
 
   service = await startService("expiry-e2e-ack-crash-", VARS);
   const bearer = await ownerToken(service.base);
-  const hook = await callApi(service.base, "POST", "/v1/webhooks", bearer, { url: hookUrl, events: ["item.acknowledged"] });
+  const hook = await callApi(service.base, "POST", "/v1/webhooks", bearer, {
+    url: hookUrl,
+    events: ["item.acknowledged"],
+  });
   expect(hook.status, JSON.stringify(hook.body)).toBe(201);
   const run = crypto.randomUUID().slice(0, 8);
   const ids: number[] = [];
   for (let i = 0; i < ITEMS; i += 10) {
     const batch = await Promise.all(
-      Array.from({ length: Math.min(10, ITEMS - i) }, (_, k) => callApi(service!.base, "POST", "/v1/items", bearer, { title: `ack crash ${run} ${i + k}`, expiry_date: "2034-06-30" })),
+      Array.from({ length: Math.min(10, ITEMS - i) }, (_, k) =>
+        callApi(service!.base, "POST", "/v1/items", bearer, {
+          title: `ack crash ${run} ${i + k}`,
+          expiry_date: "2034-06-30",
+        }),
+      ),
     );
     for (const res of batch) {
       expect(res.status, JSON.stringify(res.body)).toBe(201);
@@ -53,7 +66,12 @@ it("a server killed while 50 acknowledgements are in flight leaves each fully ap
   let answered = 0;
   const inFlight: Array<Promise<unknown>> = [];
   for (const id of ids) {
-    inFlight.push(callApi(service.base, "POST", `/v1/items/${id}/acknowledge`, bearer, { note: `crash ${run}` }).then((r) => (answered += r.status === 200 ? 1 : 0), () => null));
+    inFlight.push(
+      callApi(service.base, "POST", `/v1/items/${id}/acknowledge`, bearer, { note: `crash ${run}` }).then(
+        (r) => (answered += r.status === 200 ? 1 : 0),
+        () => null,
+      ),
+    );
     await sleep(3);
   }
   while (answered < ITEMS / 4) await sleep(2);
@@ -64,18 +82,27 @@ it("a server killed while 50 acknowledgements are in flight leaves each fully ap
   service = await startService("expiry-e2e-ack-crash-", VARS, { persistDir: service.persistDir });
   const bearer2 = await ownerToken(service.base);
   // A GET applies what the clock missed (it syncs first) and hands the events waiting in D1 to it.
-  const details = await Promise.all(ids.map(async (id) => (await callApi(service!.base, "GET", `/v1/items/${id}`, bearer2)).body.data));
+  const details = await Promise.all(
+    ids.map(async (id) => (await callApi(service!.base, "GET", `/v1/items/${id}`, bearer2)).body.data),
+  );
   const applied = new Set(details.filter((d) => d.acknowledgement !== null).map((d) => d.item_id as number));
   const deadline = Date.now() + 90_000;
   const delivered = () => new Set([...events.values()].map((e) => e.item_id));
   while ([...applied].some((id) => !delivered().has(id)) && Date.now() < deadline) {
-    await fetch(`${service.base}/cdn-cgi/local/scheduled?cron=${encodeURIComponent("* * * * *")}`).catch(() => undefined);
+    await fetch(`${service.base}/cdn-cgi/local/scheduled?cron=${encodeURIComponent("* * * * *")}`).catch(
+      () => undefined,
+    );
     await sleep(1000);
   }
 
   const audit: Array<{ resource_id: string; after: { acknowledgement?: unknown } | null }> = [];
   for (let cursor: string | null = null, page = 0; page < 20; page++) {
-    const res = await callApi(service.base, "GET", `/v1/audit-log?resource_type=item&action=updated&limit=200${cursor ? `&cursor=${cursor}` : ""}`, bearer2);
+    const res = await callApi(
+      service.base,
+      "GET",
+      `/v1/audit-log?resource_type=item&action=updated&limit=200${cursor ? `&cursor=${cursor}` : ""}`,
+      bearer2,
+    );
     audit.push(...res.body.data);
     cursor = res.body.meta.next_cursor;
     if (!cursor) break;
@@ -99,7 +126,9 @@ it("a server killed while 50 acknowledgements are in flight leaves each fully ap
       expect(itemEvents, `item ${id}: no event`).toHaveLength(0);
     }
   }
-  console.log(`acknowledge-crash: ${answeredBeforeKill} of ${ITEMS} answered before the kill; ${applied.size} applied in all`);
+  console.log(
+    `acknowledge-crash: ${answeredBeforeKill} of ${ITEMS} answered before the kill; ${applied.size} applied in all`,
+  );
   expect(answeredBeforeKill, "requests answered before the kill").toBeLessThan(ITEMS);
   expect(applied.size).toBeGreaterThanOrEqual(answeredBeforeKill);
 });

@@ -24,14 +24,18 @@ afterAll(async () => {
   await service?.stop();
 });
 
-const api = (method: string, path: string, token?: string, body?: unknown) => callApi(service!.base, method, path, token, body);
+const api = (method: string, path: string, token?: string, body?: unknown) =>
+  callApi(service!.base, method, path, token, body);
 
 /** Every message the local email simulation holds, oldest first (pages of 100). */
 async function sentEmails(): Promise<Array<{ to: string[]; subject: string }>> {
   const all: Array<{ to: string[]; subject: string }> = [];
   let cursor = "";
   for (;;) {
-    const page = await api("GET", `/cdn-cgi/explorer/api/local/email/sending?per_page=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    const page = await api(
+      "GET",
+      `/cdn-cgi/explorer/api/local/email/sending?per_page=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+    );
     expect(page.status).toBe(200);
     all.push(...page.body.result);
     if (!page.body.result_info?.has_more) return all;
@@ -53,16 +57,28 @@ it("a backlog of due emails larger than one alarm run is delivered by alarms the
   // reminder's local date and hour: then all of them are due at once.
   const start = new Date(Math.ceil((Date.now() + 2 * 3_600_000) / 60_000) * 60_000);
   const crossesMidnight = start.getUTCHours() * 60 + start.getUTCMinutes() + STEPS > 24 * 60;
-  const first = crossesMidnight ? new Date(Date.UTC(start.getUTCFullYear(), start.getUTCMonth(), start.getUTCDate() + 1)) : start;
+  const first = crossesMidnight
+    ? new Date(Date.UTC(start.getUTCFullYear(), start.getUTCMonth(), start.getUTCDate() + 1))
+    : start;
   const day = first.toISOString().slice(0, 10);
-  const steps = Array.from({ length: STEPS }, (_, k) => ({ period: 0, unit: "day", type: 1, hour: hhmm(new Date(first.getTime() + k * 60_000)) }));
+  const steps = Array.from({ length: STEPS }, (_, k) => ({
+    period: 0,
+    unit: "day",
+    type: 1,
+    hour: hhmm(new Date(first.getTime() + k * 60_000)),
+  }));
   const sequence = await api("POST", "/v1/reminder-sequences", token, { name: "Chain test", reminders: steps });
   expect(sequence.status, JSON.stringify(sequence.body)).toBe(201);
 
   const items: Array<{ id: number; title: string }> = [];
   for (let i = 0; i < ITEMS; i++) {
     const title = `Chain permit ${String(i).padStart(2, "0")}`;
-    const item = await api("POST", "/v1/items", token, { title, expiry_date: day, seqid: sequence.body.data.seqid, contact_id: contact.body.data.contact_id });
+    const item = await api("POST", "/v1/items", token, {
+      title,
+      expiry_date: day,
+      seqid: sequence.body.data.seqid,
+      contact_id: contact.body.data.contact_id,
+    });
     expect(item.status, JSON.stringify(item.body)).toBe(201);
     items.push({ id: item.body.data.item_id, title });
   }
@@ -79,13 +95,18 @@ it("a backlog of due emails larger than one alarm run is delivered by alarms the
     if (emails.length >= ITEMS * STEPS) break;
     await sleep(500);
   }
-  expect(emails.length, `emails out after ${Date.now() - started} ms\n${service!.output().slice(-2000)}`).toBe(ITEMS * STEPS);
+  expect(emails.length, `emails out after ${Date.now() - started} ms\n${service!.output().slice(-2000)}`).toBe(
+    ITEMS * STEPS,
+  );
   // Exactly once: STEPS messages per item, and the API shows every reminder sent with one attempt.
   for (const item of items) expect(emails.filter((m) => m.subject.includes(item.title)).length, item.title).toBe(STEPS);
   for (const item of items) {
     const list = await api("GET", `/v1/items/${item.id}/reminders`, token);
     expect(list.body.data.queued).toEqual([]);
     expect(list.body.data.sent).toHaveLength(STEPS);
-    for (const sent of list.body.data.sent) expect(sent.deliveries).toEqual([expect.objectContaining({ channel: "email", state: "sent", attempts: 1, recipient: email })]);
+    for (const sent of list.body.data.sent)
+      expect(sent.deliveries).toEqual([
+        expect.objectContaining({ channel: "email", state: "sent", attempts: 1, recipient: email }),
+      ]);
   }
 }, 120_000);

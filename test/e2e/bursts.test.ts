@@ -29,7 +29,12 @@ interface Answer {
   body: any;
 }
 
-async function send(method: string, path: string, headers: Record<string, string> = {}, body?: unknown): Promise<Answer> {
+async function send(
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: unknown,
+): Promise<Answer> {
   const res = await fetch(`${base}${path}`, {
     method,
     headers: { ...(body === undefined ? {} : { "Content-Type": "application/json" }), ...headers },
@@ -39,22 +44,43 @@ async function send(method: string, path: string, headers: Record<string, string
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
 }
 
-const count = (answers: Answer[]) => answers.reduce<Record<number, number>>((n, a) => ({ ...n, [a.status]: (n[a.status] ?? 0) + 1 }), {});
+const count = (answers: Answer[]) =>
+  answers.reduce<Record<number, number>>((n, a) => ({ ...n, [a.status]: (n[a.status] ?? 0) + 1 }), {});
 
 async function tokenOf(clientId: string): Promise<string> {
   const client = DEMO_CLIENTS.find((c) => c.clientId === clientId)!;
-  const res = await send("POST", "/v1/oauth/token", {}, { grant_type: "client_credentials", client_id: client.clientId, client_secret: client.secret });
+  const res = await send(
+    "POST",
+    "/v1/oauth/token",
+    {},
+    { grant_type: "client_credentials", client_id: client.clientId, client_secret: client.secret },
+  );
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body.access_token;
 }
 
 it("checks at most 10 of 99 wrong secrets and the right one sent at once over 50 addresses; then refuses everything", async () => {
-  const created = await operatorCli(service!.persistDir, "client", "create", "--company", "1", "--scopes", "*", "--name", "burst target");
+  const created = await operatorCli(
+    service!.persistDir,
+    "client",
+    "create",
+    "--company",
+    "1",
+    "--scopes",
+    "*",
+    "--name",
+    "burst target",
+  );
   expect(created.code, created.stderr).toBe(0);
   const clientId = cliField(created.stdout, "client_id");
   const secret = cliField(created.stdout, "client_secret");
   const attempt = (guess: string, i: number) =>
-    send("POST", "/v1/oauth/token", { "CF-Connecting-IP": `198.51.100.${i % 50}` }, { grant_type: "client_credentials", client_id: clientId, client_secret: guess });
+    send(
+      "POST",
+      "/v1/oauth/token",
+      { "CF-Connecting-IP": `198.51.100.${i % 50}` },
+      { grant_type: "client_credentials", client_id: clientId, client_secret: guess },
+    );
   const answers = await Promise.all([...Array<string>(99).fill("cs_wrong"), secret].map(attempt));
   const n = count(answers);
   expect((n[401] ?? 0) + (n[200] ?? 0), JSON.stringify(n)).toBe(TOKEN_FAILURE_LIMIT);
@@ -77,7 +103,13 @@ it("refuses an invalid bearer token with 429 and Retry-After once its address ha
     const ip = `203.0.113.${attempt}`;
     const answers: Answer[] = [];
     for (let sent = 0; sent < 400; sent += 50) {
-      answers.push(...(await Promise.all(Array.from({ length: 50 }, () => send("GET", "/v1/items?limit=1", { Authorization: "Bearer not.a.jwt", "CF-Connecting-IP": ip })))));
+      answers.push(
+        ...(await Promise.all(
+          Array.from({ length: 50 }, () =>
+            send("GET", "/v1/items?limit=1", { Authorization: "Bearer not.a.jwt", "CF-Connecting-IP": ip }),
+          ),
+        )),
+      );
     }
     // A run that crossed the minute's boundary counted in two windows: run it again.
     if (minute() !== start && attempt < 3) continue;
@@ -93,12 +125,19 @@ it("renews once when eight completions of one occurrence are sent at once", asyn
   const token = await tokenOf("demo-owner");
   const auth = { Authorization: `Bearer ${token}` };
   for (let round = 0; round < 7; round++) {
-    const created = await send("POST", "/v1/items", auth, { title: `burst ${round}`, expiry_date: "2027-01-05", recurrence: { every: 1, unit: "month", renew_on: "completed" } });
+    const created = await send("POST", "/v1/items", auth, {
+      title: `burst ${round}`,
+      expiry_date: "2027-01-05",
+      recurrence: { every: 1, unit: "month", renew_on: "completed" },
+    });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const path = `/v1/items/${created.body.data.item_id}`;
-    const answers = await Promise.all(Array.from({ length: 8 }, () => send("PATCH", `${path}/status`, auth, { status: "completed" })));
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => send("PATCH", `${path}/status`, auth, { status: "completed" })),
+    );
     expect(count(answers), `round ${round}`).toEqual({ 200: 1, 409: 7 });
-    for (const a of answers.filter((a) => a.status === 409)) expect(a.body.msg).toMatch(/2027-01-05 is done: the item was renewed on completion to 2027-02-05/);
+    for (const a of answers.filter((a) => a.status === 409))
+      expect(a.body.msg).toMatch(/2027-01-05 is done: the item was renewed on completion to 2027-02-05/);
     const detail = (await send("GET", path, auth)).body.data;
     expect(detail.expiry_date).toBe("2027-02-05");
     expect(detail.renewals).toHaveLength(1);
@@ -113,9 +152,14 @@ it("answers one of ten PATCHes holding one ETag with 200 and every other with 41
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const path = `/v1/items/${created.body.data.item_id}`;
     const etag = (await send("GET", path, auth)).headers.get("ETag")!;
-    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => send("PATCH", path, { ...auth, "If-Match": etag }, { notes: `writer ${i}` })));
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        send("PATCH", path, { ...auth, "If-Match": etag }, { notes: `writer ${i}` }),
+      ),
+    );
     expect(count(answers), `round ${round}`).toEqual({ 200: 1, 412: 9 });
     const current = (await send("GET", path, auth)).headers.get("ETag");
-    for (const a of answers.filter((a) => a.status === 412)) expect(a.headers.get("ETag"), `round ${round}: ${a.body.msg}`).toBe(current);
+    for (const a of answers.filter((a) => a.status === 412))
+      expect(a.headers.get("ETag"), `round ${round}: ${a.body.msg}`).toBe(current);
   }
 }, 60_000);

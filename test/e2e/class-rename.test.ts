@@ -35,13 +35,17 @@ export { ImportWorkflow };
 export default worker;
 `;
   return writeWorkerVariant(workDir, "pre-rename-entry.js", entry, (toml) => {
-    const before = toml.replace(/^class_name = "CompanyClock"$/m, 'class_name = "ReminderScheduler"').replace(/^\[\[migrations\]\]\ntag = "v2"\nrenamed_classes = .*\n/m, "");
-    if (!before.includes('class_name = "ReminderScheduler"') || before.includes("renamed_classes")) throw new Error("wrangler.toml no longer has the shape this test rewrites");
+    const before = toml
+      .replace(/^class_name = "CompanyClock"$/m, 'class_name = "ReminderScheduler"')
+      .replace(/^\[\[migrations\]\]\ntag = "v2"\nrenamed_classes = .*\n/m, "");
+    if (!before.includes('class_name = "ReminderScheduler"') || before.includes("renamed_classes"))
+      throw new Error("wrangler.toml no longer has the shape this test rewrites");
     return before;
   });
 }
 
-const api = (method: string, path: string, token?: string, body?: unknown) => callApi(service!.base, method, path, token, body);
+const api = (method: string, path: string, token?: string, body?: unknown) =>
+  callApi(service!.base, method, path, token, body);
 
 /** Messages the local email simulation holds for `to` (read without calling the Durable Object). */
 async function emailsTo(to: string): Promise<Array<{ to: string[]; subject: string }>> {
@@ -50,7 +54,8 @@ async function emailsTo(to: string): Promise<Array<{ to: string[]; subject: stri
   return (page.body.result as Array<{ to: string[]; subject: string }>).filter((m) => m.to.includes(to));
 }
 
-const objectFiles = (dir: string) => (existsSync(dir) ? readdirSync(dir).filter((f) => /^[0-9a-f]{64}\.sqlite$/.test(f)) : []);
+const objectFiles = (dir: string) =>
+  existsSync(dir) ? readdirSync(dir).filter((f) => /^[0-9a-f]{64}\.sqlite$/.test(f)) : [];
 
 it("`npm start` on state from before the rename keeps each company clock's reminders and alarm", async () => {
   service = await startService("expiry-e2e-rename-", ["--config", preRenameConfig()]);
@@ -59,12 +64,19 @@ it("`npm start` on state from before the rename keeps each company clock's remin
   const email = `rename-${Date.now()}@example.com`;
   const contact = await api("POST", "/v1/contacts", bearer, { first_name: "Rename", last_name: "Tester", email });
   expect(contact.status, JSON.stringify(contact.body)).toBe(201);
-  const item = await api("POST", "/v1/items", bearer, { title: "Renamed clock permit", expiry_date: "2031-05-01", contact_id: contact.body.data.contact_id });
+  const item = await api("POST", "/v1/items", bearer, {
+    title: "Renamed clock permit",
+    expiry_date: "2031-05-01",
+    contact_id: contact.body.data.contact_id,
+  });
   expect(item.status, JSON.stringify(item.body)).toBe(201);
   const itemId = item.body.data.item_id as number;
   // The next whole minute at least 50 s ahead, in the demo company's zone (UTC): after the restart.
   const soon = new Date(Math.ceil((Date.now() + 50_000) / 60_000) * 60_000).toISOString();
-  const dueSoon = await api("POST", `/v1/items/${itemId}/reminders`, bearer, { date: soon.slice(0, 10), hour: soon.slice(11, 16) });
+  const dueSoon = await api("POST", `/v1/items/${itemId}/reminders`, bearer, {
+    date: soon.slice(0, 10),
+    hour: soon.slice(11, 16),
+  });
   expect(dueSoon.status, JSON.stringify(dueSoon.body)).toBe(201);
   const later = await api("POST", `/v1/items/${itemId}/reminders`, bearer, { date: "2030-06-01", hour: "10:00" });
   expect(later.status, JSON.stringify(later.body)).toBe(201);
@@ -83,7 +95,9 @@ it("`npm start` on state from before the rename keeps each company clock's remin
 
   const restarted = Date.now();
   service = await startService("expiry-e2e-rename-", [], { persistDir });
-  expect(service.output()).toMatch(/Carried \d+ local Durable Object\(s\) from class ReminderScheduler to CompanyClock/);
+  expect(service.output()).toMatch(
+    /Carried \d+ local Durable Object\(s\) from class ReminderScheduler to CompanyClock/,
+  );
   expect(objectFiles(newDir).length).toBe(objectFiles(oldDir).length);
 
   // The carried alarm fires the reminder that fell due: nothing has called the object yet.
@@ -93,15 +107,25 @@ it("`npm start` on state from before the rename keeps each company clock's remin
     sent = await emailsTo(email);
     if (sent.length === 0) await sleep(500);
   }
-  expect(sent.length, `no reminder email by ${new Date(deadline).toISOString()}\n${service.output().slice(-2000)}`).toBe(1);
+  expect(
+    sent.length,
+    `no reminder email by ${new Date(deadline).toISOString()}\n${service.output().slice(-2000)}`,
+  ).toBe(1);
   expect(sent[0]!.subject).toContain("Renamed clock permit");
 
   // The same reminders, not new ones from D1: the manual ones (only the object had them) and the ids.
   bearer = await ownerToken(service!.base);
   const after = (await api("GET", `/v1/items/${itemId}/reminders`, bearer)).body.data;
-  expect(after.queued).toEqual(before.queued.filter((r: { reminder_id: number }) => r.reminder_id !== dueSoon.body.data.reminder_id));
+  expect(after.queued).toEqual(
+    before.queued.filter((r: { reminder_id: number }) => r.reminder_id !== dueSoon.body.data.reminder_id),
+  );
   expect(after.sent).toEqual([
-    expect.objectContaining({ reminder_id: dueSoon.body.data.reminder_id, origin: "manual", state: "sent", deliveries: [expect.objectContaining({ channel: "email", state: "sent", recipient: email })] }),
+    expect.objectContaining({
+      reminder_id: dueSoon.body.data.reminder_id,
+      origin: "manual",
+      state: "sent",
+      deliveries: [expect.objectContaining({ channel: "email", state: "sent", recipient: email })],
+    }),
   ]);
   expect(Date.parse(after.sent[0].sent_at)).toBeGreaterThanOrEqual(restarted);
 }, 240_000);

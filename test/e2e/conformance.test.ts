@@ -34,10 +34,14 @@ beforeAll(async () => {
   // document allows, but not the answer the call tests). The failed-token lock-out stays on.
   // Webhooks configured whatever the local .dev.vars holds (a receiver on 127.0.0.1).
   service = await startService("expiry-conformance-", [
-    "--var", "RATE_LIMITS:off",
-    "--var", "REQUEST_LOGS:off",
-    "--var", "WEBHOOK_SECRETS_KEY:e2e-webhook-secrets-key-0123456789abcdef",
-    "--var", "WEBHOOKS_ALLOW_PRIVATE_URLS:true",
+    "--var",
+    "RATE_LIMITS:off",
+    "--var",
+    "REQUEST_LOGS:off",
+    "--var",
+    "WEBHOOK_SECRETS_KEY:e2e-webhook-secrets-key-0123456789abcdef",
+    "--var",
+    "WEBHOOKS_ALLOW_PRIVATE_URLS:true",
   ]);
   doc = (await (await fetch(`${service.base}/v1/openapi.json`)).json()) as Json;
   scratch = mkdtempSync(join(tmpdir(), "expiry-conformance-doc-"));
@@ -111,7 +115,9 @@ const unique = (prefix: string) => `${prefix} ${Math.random().toString(36).slice
 const year = new Date().getUTCFullYear() + 3;
 
 async function token(clientId: string, secret: string): Promise<string> {
-  const res = await expectStatus(200, "POST", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret } });
+  const res = await expectStatus(200, "POST", "/v1/oauth/token", {
+    body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret },
+  });
   return res.body.access_token as string;
 }
 
@@ -132,19 +138,41 @@ describe("every operation through Prism's validating proxy", () => {
   it("the public operations and the token endpoint in its three client-auth forms", async () => {
     await expectStatus(200, "GET", "/");
     // GET /'s page for browsers, the other representation of its 200 (text/html).
-    const page = await expectStatus(200, "GET", "/", { headers: { Accept: "text/html,application/xhtml+xml,*/*;q=0.8" } });
+    const page = await expectStatus(200, "GET", "/", {
+      headers: { Accept: "text/html,application/xhtml+xml,*/*;q=0.8" },
+    });
     expect(page.headers.get("Content-Type")).toMatch(/^text\/html/);
     await expectStatus(200, "GET", "/health");
     await expectStatus(200, "GET", "/.well-known/oauth-authorization-server");
     await expectStatus(200, "GET", "/.well-known/openid-configuration");
     t = await token(owner.clientId, owner.secret);
     await expectStatus(200, "POST", "/v1/oauth/token", {
-      raw: { type: "application/x-www-form-urlencoded", text: new URLSearchParams({ grant_type: "client_credentials", client_id: owner.clientId, client_secret: owner.secret, scope: "items:read" }).toString() },
+      raw: {
+        type: "application/x-www-form-urlencoded",
+        text: new URLSearchParams({
+          grant_type: "client_credentials",
+          client_id: owner.clientId,
+          client_secret: owner.secret,
+          scope: "items:read",
+        }).toString(),
+      },
     });
     const basic = Buffer.from(`${owner.clientId}:${owner.secret}`).toString("base64");
-    await expectStatus(200, "POST", "/v1/oauth/token", { raw: { type: "application/x-www-form-urlencoded", text: "grant_type=client_credentials" }, headers: { Authorization: `Basic ${basic}` } });
-    await expectStatus(401, "POST", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: owner.clientId, client_secret: "wrong" } });
-    await expectStatus(400, "POST", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: owner.clientId, client_secret: owner.secret, scope: "contacts:delete" } });
+    await expectStatus(200, "POST", "/v1/oauth/token", {
+      raw: { type: "application/x-www-form-urlencoded", text: "grant_type=client_credentials" },
+      headers: { Authorization: `Basic ${basic}` },
+    });
+    await expectStatus(401, "POST", "/v1/oauth/token", {
+      body: { grant_type: "client_credentials", client_id: owner.clientId, client_secret: "wrong" },
+    });
+    await expectStatus(400, "POST", "/v1/oauth/token", {
+      body: {
+        grant_type: "client_credentials",
+        client_id: owner.clientId,
+        client_secret: owner.secret,
+        scope: "contacts:delete",
+      },
+    });
     await expectStatus(200, "GET", "/v1/oauth/me", { token: t });
     await expectStatus(401, "GET", "/v1/oauth/me", { token: "not-a-token" });
     await expectStatus(400, "GET", "/v1/oauth/me", { token: t, headers: { "X-D1-Bookmark": "not-a-bookmark" } });
@@ -156,14 +184,20 @@ describe("every operation through Prism's validating proxy", () => {
     const body = { grant_type: "client_credentials", client_id: "demo-member", client_secret: "wrong" };
     const statuses: number[] = [];
     for (let i = 0; i < 11; i++) statuses.push((await api("POST", "/v1/oauth/token", { body })).status);
-    expect(statuses.slice(0, 10).every((s) => s === 401), statuses.join(",")).toBe(true);
+    expect(
+      statuses.slice(0, 10).every((s) => s === 401),
+      statuses.join(","),
+    ).toBe(true);
     expect(statuses[10]).toBe(429);
   });
 
   it("403: a token without the scope", async () => {
     const reader = await token(readonly.clientId, readonly.secret);
     await expectStatus(200, "GET", "/v1/contacts", { token: reader });
-    await expectStatus(403, "POST", "/v1/contacts", { token: reader, body: { first_name: "No", last_name: "Scope", email: "no.scope@example.com" } });
+    await expectStatus(403, "POST", "/v1/contacts", {
+      token: reader,
+      body: { first_name: "No", last_name: "Scope", email: "no.scope@example.com" },
+    });
     await expectStatus(403, "GET", "/v1/audit-log", { token: reader });
   });
 
@@ -173,53 +207,104 @@ describe("every operation through Prism's validating proxy", () => {
     expect(companies.body.data.map((c: Json) => c.companyid)).toContain(ids.company);
     const created = await expectStatus(201, "POST", "/v1/companies", {
       token: t,
-      body: { company_name: unique("Nord"), documents_limit: 100, contacts_limit: 100, drive_space: 1, timezone: "Europe/Berlin" },
+      body: {
+        company_name: unique("Nord"),
+        documents_limit: 100,
+        contacts_limit: 100,
+        drive_space: 1,
+        timezone: "Europe/Berlin",
+      },
     });
     const other = created.body.data.company.companyid;
     await expectStatus(200, "GET", `/v1/companies/${other}`, { token: t });
-    await expectStatus(200, "PATCH", `/v1/companies/${other}`, { token: t, body: { company_name: unique("Nord"), documents_limit: 200, contacts_limit: 200, drive_space: 2 } });
-    await expectStatus(200, "PATCH", `/v1/companies/${other}/info`, { token: t, body: { city: "Berlin", website: "https://example.com" } });
-    await expectStatus(200, "PATCH", `/v1/companies/${other}/settings`, { token: t, body: { date_format: "DD.MM.YYYY" } });
+    await expectStatus(200, "PATCH", `/v1/companies/${other}`, {
+      token: t,
+      body: { company_name: unique("Nord"), documents_limit: 200, contacts_limit: 200, drive_space: 2 },
+    });
+    await expectStatus(200, "PATCH", `/v1/companies/${other}/info`, {
+      token: t,
+      body: { city: "Berlin", website: "https://example.com" },
+    });
+    await expectStatus(200, "PATCH", `/v1/companies/${other}/settings`, {
+      token: t,
+      body: { date_format: "DD.MM.YYYY" },
+    });
     await expectStatus(200, "PATCH", `/v1/companies/${other}/default`, { token: t });
     await expectStatus(200, "PATCH", `/v1/companies/${ids.company}/default`, { token: t });
     await expectStatus(200, "DELETE", `/v1/companies/${other}`, { token: t });
     await expectStatus(404, "GET", `/v1/companies/${other}`, { token: t });
 
-    const dept = await expectStatus(201, "POST", "/v1/departments", { token: t, body: { dept_name: unique("Facilities") } });
+    const dept = await expectStatus(201, "POST", "/v1/departments", {
+      token: t,
+      body: { dept_name: unique("Facilities") },
+    });
     ids.dept = dept.body.data.deptid;
     await expectStatus(409, "POST", "/v1/departments", { token: t, body: { dept_name: dept.body.data.name } });
     await expectStatus(200, "GET", "/v1/departments", { token: t });
     await expectStatus(200, "GET", `/v1/departments/${ids.dept}`, { token: t });
-    await expectStatus(200, "PATCH", `/v1/departments/${ids.dept}`, { token: t, body: { dept_name: unique("Facilities") } });
+    await expectStatus(200, "PATCH", `/v1/departments/${ids.dept}`, {
+      token: t,
+      body: { dept_name: unique("Facilities") },
+    });
 
     const type = await expectStatus(201, "POST", "/v1/document-types", {
       token: t,
-      body: { doctype_name: unique("Inspection"), fields: [{ field_name: "Inspector", field_type: "text" }, { field_name: "Result", field_type: "select", field_data: "Passed\nFailed" }] },
+      body: {
+        doctype_name: unique("Inspection"),
+        fields: [
+          { field_name: "Inspector", field_type: "text" },
+          { field_name: "Result", field_type: "select", field_data: "Passed\nFailed" },
+        ],
+      },
     });
     ids.type = type.body.data.typeid;
     ids.typeName = type.body.data.name;
     await expectStatus(200, "GET", "/v1/document-types", { token: t });
     await expectStatus(200, "GET", `/v1/document-types/${ids.type}`, { token: t });
-    const spare = await expectStatus(201, "POST", "/v1/document-types", { token: t, body: { doctype_name: unique("Spare") } });
-    await expectStatus(200, "PATCH", `/v1/document-types/${spare.body.data.typeid}`, { token: t, body: { doctype_name: unique("Spare") } });
+    const spare = await expectStatus(201, "POST", "/v1/document-types", {
+      token: t,
+      body: { doctype_name: unique("Spare") },
+    });
+    await expectStatus(200, "PATCH", `/v1/document-types/${spare.body.data.typeid}`, {
+      token: t,
+      body: { doctype_name: unique("Spare") },
+    });
     await expectStatus(200, "DELETE", `/v1/document-types/${spare.body.data.typeid}`, { token: t });
   });
 
   it("contacts and groups, with conditional requests (304, 412, 400 for a malformed header) and idempotent replays", async () => {
-    const group = await expectStatus(201, "POST", "/v1/contact-groups", { token: t, body: { group_name: unique("Suppliers") } });
+    const group = await expectStatus(201, "POST", "/v1/contact-groups", {
+      token: t,
+      body: { group_name: unique("Suppliers") },
+    });
     ids.group = group.body.data.groupid;
     await expectStatus(200, "GET", "/v1/contact-groups", { token: t });
     await expectStatus(200, "GET", `/v1/contact-groups/${ids.group}`, { token: t });
-    await expectStatus(200, "PATCH", `/v1/contact-groups/${ids.group}`, { token: t, body: { group_name: unique("Suppliers") } });
+    await expectStatus(200, "PATCH", `/v1/contact-groups/${ids.group}`, {
+      token: t,
+      body: { group_name: unique("Suppliers") },
+    });
     await expectStatus(200, "PATCH", `/v1/contact-groups/${ids.group}/default`, { token: t });
 
     const email = `${unique("ada").replace(" ", ".")}@example.com`;
     const key = crypto.randomUUID();
     const body = { first_name: "Ada", last_name: "Lovelace", email, country_code: "+44", iso: "GB" };
-    const contact = await expectStatus(201, "POST", "/v1/contacts", { token: t, body, headers: { "Idempotency-Key": key } });
-    const replay = await expectStatus(201, "POST", "/v1/contacts", { token: t, body, headers: { "Idempotency-Key": key } });
+    const contact = await expectStatus(201, "POST", "/v1/contacts", {
+      token: t,
+      body,
+      headers: { "Idempotency-Key": key },
+    });
+    const replay = await expectStatus(201, "POST", "/v1/contacts", {
+      token: t,
+      body,
+      headers: { "Idempotency-Key": key },
+    });
     expect(replay.headers.get("Idempotent-Replayed")).toBe("true");
-    await expectStatus(422, "POST", "/v1/contacts", { token: t, body: { ...body, first_name: "Other" }, headers: { "Idempotency-Key": key } });
+    await expectStatus(422, "POST", "/v1/contacts", {
+      token: t,
+      body: { ...body, first_name: "Other" },
+      headers: { "Idempotency-Key": key },
+    });
     await expectStatus(409, "POST", "/v1/contacts", { token: t, body });
     ids.contact = contact.body.data.contact_id;
     ids.email = email;
@@ -231,20 +316,38 @@ describe("every operation through Prism's validating proxy", () => {
     await expectStatus(400, "GET", path, { token: t, headers: { "If-None-Match": `*, ${etag}` } });
     await expectStatus(200, "PATCH", path, { token: t, body: { last_name: "Byron" }, headers: { "If-Match": etag } });
     await expectStatus(412, "PATCH", path, { token: t, body: { last_name: "Stale" }, headers: { "If-Match": etag } });
-    await expectStatus(400, "PATCH", path, { token: t, body: { last_name: "Malformed" }, headers: { "If-Match": '*, "x"x' } });
+    await expectStatus(400, "PATCH", path, {
+      token: t,
+      body: { last_name: "Malformed" },
+      headers: { "If-Match": '*, "x"x' },
+    });
     await expectStatus(200, "GET", "/v1/contacts?limit=5&offset=0", { token: t });
     await expectStatus(200, "GET", "/v1/contacts?q=ada", { token: t });
     await expectStatus(404, "GET", "/v1/contacts/999999999", { token: t });
 
-    const spare = await expectStatus(201, "POST", "/v1/contacts", { token: t, body: { first_name: "Spare", last_name: "Contact", email: `${unique("spare").replace(" ", ".")}@example.com` } });
-    const spareEtag = (await expectStatus(200, "GET", `/v1/contacts/${spare.body.data.contact_id}`, { token: t })).headers.get("ETag")!;
-    await expectStatus(200, "DELETE", `/v1/contacts/${spare.body.data.contact_id}`, { token: t, headers: { "If-Match": spareEtag } });
-    const spareGroup = await expectStatus(201, "POST", "/v1/contact-groups", { token: t, body: { group_name: unique("Spare") } });
+    const spare = await expectStatus(201, "POST", "/v1/contacts", {
+      token: t,
+      body: { first_name: "Spare", last_name: "Contact", email: `${unique("spare").replace(" ", ".")}@example.com` },
+    });
+    const spareEtag = (
+      await expectStatus(200, "GET", `/v1/contacts/${spare.body.data.contact_id}`, { token: t })
+    ).headers.get("ETag")!;
+    await expectStatus(200, "DELETE", `/v1/contacts/${spare.body.data.contact_id}`, {
+      token: t,
+      headers: { "If-Match": spareEtag },
+    });
+    const spareGroup = await expectStatus(201, "POST", "/v1/contact-groups", {
+      token: t,
+      body: { group_name: unique("Spare") },
+    });
     await expectStatus(200, "DELETE", `/v1/contact-groups/${spareGroup.body.data.groupid}`, { token: t });
   });
 
   it("folders, tags, items (status, archive, renew, recurrence) and their reminders", async () => {
-    const folder = await expectStatus(201, "POST", "/v1/folders", { token: t, body: { folder_name: unique("Permits") } });
+    const folder = await expectStatus(201, "POST", "/v1/folders", {
+      token: t,
+      body: { folder_name: unique("Permits") },
+    });
     ids.folder = folder.body.data.folderid;
     await expectStatus(200, "GET", "/v1/folders", { token: t });
     await expectStatus(200, "GET", `/v1/folders/${ids.folder}`, { token: t });
@@ -252,7 +355,13 @@ describe("every operation through Prism's validating proxy", () => {
 
     const item = await expectStatus(201, "POST", "/v1/items", {
       token: t,
-      body: { title: unique("Boiler inspection"), expiry_date: `${year}-01-31`, document_type: ids.typeName, folder_path: "Permits/City", contact_id: ids.contact },
+      body: {
+        title: unique("Boiler inspection"),
+        expiry_date: `${year}-01-31`,
+        document_type: ids.typeName,
+        folder_path: "Permits/City",
+        contact_id: ids.contact,
+      },
     });
     ids.item = item.body.data.item_id;
     const path = `/v1/items/${ids.item}`;
@@ -260,7 +369,10 @@ describe("every operation through Prism's validating proxy", () => {
     await expectStatus(200, "GET", "/v1/tags", { token: t });
     const read = await expectStatus(200, "GET", path, { token: t });
     await expectStatus(304, "GET", path, { token: t, headers: { "If-None-Match": read.headers.get("ETag")! } });
-    await expectStatus(200, "PATCH", path, { token: t, body: { notes: "Line one\nLine two", recurrence: { every: 1, unit: "year", renew_on: "completed" } } });
+    await expectStatus(200, "PATCH", path, {
+      token: t,
+      body: { notes: "Line one\nLine two", recurrence: { every: 1, unit: "year", renew_on: "completed" } },
+    });
     await expectStatus(200, "GET", "/v1/items?period=next_90_days&status=pending", { token: t });
     await expectStatus(200, "GET", `/v1/items?period=${year}-01-01..${year}-12-31&limit=5`, { token: t });
     await expectStatus(200, "GET", "/v1/items?q=boiler", { token: t });
@@ -268,8 +380,14 @@ describe("every operation through Prism's validating proxy", () => {
 
     const reminders = await expectStatus(200, "GET", `${path}/reminders`, { token: t });
     expect(reminders.body.data.queued.length).toBeGreaterThan(0);
-    const reminder = await expectStatus(201, "POST", `${path}/reminders`, { token: t, body: { date: `${year}-01-20`, hour: "08:30" } });
-    await expectStatus(200, "PATCH", `${path}/reminders/${reminder.body.data.reminder_id}`, { token: t, body: { hour: "09:45" } });
+    const reminder = await expectStatus(201, "POST", `${path}/reminders`, {
+      token: t,
+      body: { date: `${year}-01-20`, hour: "08:30" },
+    });
+    await expectStatus(200, "PATCH", `${path}/reminders/${reminder.body.data.reminder_id}`, {
+      token: t,
+      body: { hour: "09:45" },
+    });
     await expectStatus(200, "DELETE", `${path}/reminders/${reminder.body.data.reminder_id}`, { token: t });
     await expectStatus(200, "GET", "/v1/reminders/triggered?limit=5", { token: t });
     const grouped = await expectStatus(201, "POST", `${path}/reminders`, {
@@ -279,7 +397,10 @@ describe("every operation through Prism's validating proxy", () => {
     await expectStatus(200, "DELETE", `${path}/reminders/${grouped.body.data.reminder_id}`, { token: t });
 
     // Acknowledgement and snooze of the current occurrence (and the list's filter).
-    const acknowledged = await expectStatus(200, "POST", `${path}/acknowledge`, { token: t, body: { note: "Booked the inspector" } });
+    const acknowledged = await expectStatus(200, "POST", `${path}/acknowledge`, {
+      token: t,
+      body: { note: "Booked the inspector" },
+    });
     expect(acknowledged.body.data.acknowledgement).toMatchObject({ via: "api", note: "Booked the inspector" });
     await expectStatus(200, "GET", "/v1/items?acknowledged=true", { token: t });
     await expectStatus(200, "DELETE", `${path}/acknowledge`, { token: t });
@@ -294,7 +415,10 @@ describe("every operation through Prism's validating proxy", () => {
     await expectStatus(409, "POST", `${path}/acknowledge`, { token: t });
     await expectStatus(200, "PATCH", `${path}/archive`, { token: t, body: { archived: false } });
 
-    const spare = await expectStatus(201, "POST", "/v1/items", { token: t, body: { title: unique("Spare"), expiry_date: `${year}-06-30` } });
+    const spare = await expectStatus(201, "POST", "/v1/items", {
+      token: t,
+      body: { title: unique("Spare"), expiry_date: `${year}-06-30` },
+    });
     await expectStatus(200, "DELETE", `/v1/items/${spare.body.data.item_id}`, { token: t });
     await expectStatus(404, "GET", `/v1/items/${spare.body.data.item_id}`, { token: t });
   });
@@ -317,7 +441,10 @@ describe("every operation through Prism's validating proxy", () => {
     await expectStatus(200, "PATCH", path, { token: t, body: { name: unique("Seq") } });
     await expectStatus(200, "DELETE", path, { token: t });
 
-    const task = await expectStatus(201, "POST", "/v1/tasks", { token: t, body: { title: unique("Check extinguishers"), due_at: `${year}-02-01 09:00:00`, item_id: ids.item } });
+    const task = await expectStatus(201, "POST", "/v1/tasks", {
+      token: t,
+      body: { title: unique("Check extinguishers"), due_at: `${year}-02-01 09:00:00`, item_id: ids.item },
+    });
     const taskPath = `/v1/tasks/${task.body.data.public_id}`;
     await expectStatus(200, "GET", "/v1/tasks?limit=5", { token: t });
     await expectStatus(200, "GET", taskPath, { token: t });
@@ -326,7 +453,10 @@ describe("every operation through Prism's validating proxy", () => {
   });
 
   it("the drive: an upload session, the bytes, the file, attachments", async () => {
-    const session = await expectStatus(201, "POST", "/v1/uploads", { token: t, body: { filename: "Fire certificate.txt", content_type: "text/plain" } });
+    const session = await expectStatus(201, "POST", "/v1/uploads", {
+      token: t,
+      body: { filename: "Fire certificate.txt", content_type: "text/plain" },
+    });
     // ASCII bytes: Prism forwards a body that is not JSON as text.
     const put = await expectStatus(200, "PUT", "/v1/uploads", {
       raw: { type: "application/octet-stream", text: "certificate bytes\n" },
@@ -336,7 +466,10 @@ describe("every operation through Prism's validating proxy", () => {
     await expectStatus(200, "GET", "/v1/files?limit=5", { token: t });
     const download = await expectStatus(200, "GET", `/v1/files/${fileId}`, { token: t });
     expect(download.text).toBe("certificate bytes\n");
-    await expectStatus(304, "GET", `/v1/files/${fileId}`, { token: t, headers: { "If-None-Match": download.headers.get("ETag")! } });
+    await expectStatus(304, "GET", `/v1/files/${fileId}`, {
+      token: t,
+      headers: { "If-None-Match": download.headers.get("ETag")! },
+    });
     await expectStatus(206, "GET", `/v1/files/${fileId}`, { token: t, headers: { Range: "bytes=0-10" } });
     await expectStatus(200, "GET", `/v1/files/${fileId}/info`, { token: t });
     await expectStatus(201, "POST", `/v1/items/${ids.item}/attachments`, { token: t, body: { file_id: fileId } });
@@ -348,7 +481,10 @@ describe("every operation through Prism's validating proxy", () => {
   it("webhooks: catalogue, endpoint, secret rotation, a test event, its delivery and a retry", async () => {
     await expectStatus(200, "GET", "/v1/webhook-event-types", { token: t });
     // Nobody listens on port 9: the test event's delivery fails and stays retryable.
-    const hook = await expectStatus(201, "POST", "/v1/webhooks", { token: t, body: { url: "http://127.0.0.1:9/hook", events: ["task.deleted"], description: "conformance" } });
+    const hook = await expectStatus(201, "POST", "/v1/webhooks", {
+      token: t,
+      body: { url: "http://127.0.0.1:9/hook", events: ["task.deleted"], description: "conformance" },
+    });
     const path = `/v1/webhooks/${hook.body.data.webhook_id}`;
     await expectStatus(200, "GET", "/v1/webhooks", { token: t });
     await expectStatus(200, "GET", path, { token: t });
@@ -368,9 +504,18 @@ describe("every operation through Prism's validating proxy", () => {
 
   it("imports of items and contacts from CSV, JSON and NDJSON (the document's own examples), their jobs and row errors", async () => {
     const body = doc.paths["/v1/imports"].post.requestBody.content;
-    const csv = await expectStatus(202, "POST", "/v1/imports?resource=items&on_error=skip", { token: t, raw: { type: "text/csv", text: body["text/csv"].example } });
-    const json = await expectStatus(202, "POST", "/v1/imports?resource=items&dry_run=true", { token: t, body: body["application/json"].example });
-    const ndjson = await expectStatus(202, "POST", "/v1/imports?resource=items", { token: t, raw: { type: "application/x-ndjson", text: body["application/x-ndjson"].example } });
+    const csv = await expectStatus(202, "POST", "/v1/imports?resource=items&on_error=skip", {
+      token: t,
+      raw: { type: "text/csv", text: body["text/csv"].example },
+    });
+    const json = await expectStatus(202, "POST", "/v1/imports?resource=items&dry_run=true", {
+      token: t,
+      body: body["application/json"].example,
+    });
+    const ndjson = await expectStatus(202, "POST", "/v1/imports?resource=items", {
+      token: t,
+      raw: { type: "application/x-ndjson", text: body["application/x-ndjson"].example },
+    });
     for (const [name, queued] of Object.entries({ csv, json, ndjson })) {
       const job = await finished(t, queued.body.data.import_id);
       expect(job.status, `${name}: ${JSON.stringify(job)}`).toBe("completed");
@@ -378,7 +523,10 @@ describe("every operation through Prism's validating proxy", () => {
     }
     const contacts = await expectStatus(202, "POST", "/v1/imports?resource=contacts&on_error=skip", {
       token: t,
-      raw: { type: "text/csv", text: `first_name,last_name,email\r\nGrace,Hopper,${unique("grace").replace(" ", ".")}@example.com\r\nBad,Row,not-an-email\r\n` },
+      raw: {
+        type: "text/csv",
+        text: `first_name,last_name,email\r\nGrace,Hopper,${unique("grace").replace(" ", ".")}@example.com\r\nBad,Row,not-an-email\r\n`,
+      },
     });
     const job = await finished(t, contacts.body.data.import_id);
     expect(job.status, JSON.stringify(job)).toBe("completed");
@@ -397,14 +545,21 @@ describe("every operation through Prism's validating proxy", () => {
       const csv = await expectStatus(200, "GET", `/v1/${what}/export`, { token: t });
       expect(csv.headers.get("content-type")).toMatch(/^text\/csv/);
       expect(csv.text.split("\r\n").length).toBeGreaterThan(2);
-      const ndjson = await expectStatus(200, "GET", `/v1/${what}/export?format=ndjson${what === "items" ? "&archived=any" : ""}`, { token: t });
+      const ndjson = await expectStatus(
+        200,
+        "GET",
+        `/v1/${what}/export?format=ndjson${what === "items" ? "&archived=any" : ""}`,
+        { token: t },
+      );
       expect(ndjson.headers.get("content-type")).toBe("application/x-ndjson");
       const lines = ndjson.text.trimEnd().split("\n");
       expect(lines.length).toBeGreaterThan(1);
       for (const line of lines) expect(JSON.parse(line)).toEqual(expect.any(Object));
       await expectStatus(200, "GET", `/v1/${what}/export?format=ndjson&q=nothingmatchesthisword`, { token: t });
     }
-    await expectStatus(200, "GET", "/v1/items/export?format=csv&status=pending&archived=any&date_format=DD.MM.YYYY", { token: t });
+    await expectStatus(200, "GET", "/v1/items/export?format=csv&status=pending&archived=any&date_format=DD.MM.YYYY", {
+      token: t,
+    });
   });
 
   it("calendar feeds: created, listed, fetched (200, 304, 400 for a malformed If-None-Match), revoked (404)", async () => {
@@ -427,11 +582,14 @@ describe("every operation through Prism's validating proxy", () => {
     expect(page.body.data.some((e: Json) => e.before === null)).toBe(true);
     expect(page.body.data.some((e: Json) => e.after === null)).toBe(true);
     const next = page.body.meta.next_cursor;
-    if (next) await expectStatus(200, "GET", `/v1/audit-log?limit=200&cursor=${encodeURIComponent(next)}`, { token: t });
+    if (next)
+      await expectStatus(200, "GET", `/v1/audit-log?limit=200&cursor=${encodeURIComponent(next)}`, { token: t });
     await expectStatus(200, "GET", `/v1/audit-log?resource_type=item&resource_id=${ids.item}&limit=5`, { token: t });
     await expectStatus(200, "GET", "/v1/audit-log?action=token_issued&limit=2", { token: t });
     await expectStatus(200, "GET", "/v1/audit-log?action=deleted&since=2020-01-01", { token: t });
-    await expectStatus(200, "GET", `/v1/audit-log?client_id=${owner.clientId}&until=2999-01-01T00:00:00Z&limit=3`, { token: t });
+    await expectStatus(200, "GET", `/v1/audit-log?client_id=${owner.clientId}&until=2999-01-01T00:00:00Z&limit=3`, {
+      token: t,
+    });
     await expectStatus(400, "GET", `/v1/audit-log?resource_id=${ids.item}`, { token: t });
     await expectStatus(400, "GET", "/v1/audit-log?since=2027-02-30", { token: t });
   });
@@ -443,7 +601,10 @@ describe("every operation through Prism's validating proxy", () => {
     await expectStatus(200, "DELETE", `/v1/document-types/${ids.type}`, { token: t });
     await expectStatus(200, "DELETE", `/v1/departments/${ids.dept}`, { token: t });
     // A default group cannot be deleted: another becomes the default first.
-    const spare = await expectStatus(201, "POST", "/v1/contact-groups", { token: t, body: { group_name: unique("Default") } });
+    const spare = await expectStatus(201, "POST", "/v1/contact-groups", {
+      token: t,
+      body: { group_name: unique("Default") },
+    });
     await expectStatus(200, "PATCH", `/v1/contact-groups/${spare.body.data.groupid}/default`, { token: t });
     await expectStatus(200, "DELETE", `/v1/contact-groups/${ids.group}`, { token: t });
   });
@@ -456,7 +617,12 @@ describe("every operation through Prism's validating proxy", () => {
 /** openapi-zod-client's output for the document, importable: its `zod` (3) and `@zodios/core` are the generator's own. */
 async function zodClient(): Promise<{ createApiClient(baseUrl: string): any }> {
   const generator = createRequire(createRequire(import.meta.url).resolve("openapi-zod-client"));
-  const source = await generateZodClientFromOpenAPI({ openApiDoc: doc as never, disableWriteToFile: true, prettierConfig: { requirePragma: true }, options: { withAlias: true } });
+  const source = await generateZodClientFromOpenAPI({
+    openApiDoc: doc as never,
+    disableWriteToFile: true,
+    prettierConfig: { requirePragma: true },
+    options: { withAlias: true },
+  });
   const file = join(scratch, "client.ts");
   const code = source
     .replace(/from "@zodios\/core"/, `from ${JSON.stringify(pathToFileURL(generator.resolve("@zodios/core")).href)}`)

@@ -32,7 +32,10 @@ async function createItem(base: string, bearer: string, key: string, title: stri
 it("a server killed mid-request loses nothing and repeats nothing: retried keys answer their stored result or 409", async () => {
   service = await startService("expiry-e2e-crash-");
   const run = crypto.randomUUID().slice(0, 8);
-  const requests = Array.from({ length: REQUESTS }, (_, i) => ({ key: `crash-${run}-${i}`, title: `crash ${run} ${i}` }));
+  const requests = Array.from({ length: REQUESTS }, (_, i) => ({
+    key: `crash-${run}-${i}`,
+    title: `crash ${run} ${i}`,
+  }));
   const bearer = await ownerToken(service.base);
 
   // Fire them a few milliseconds apart, and kill the server once a quarter have been answered: the
@@ -77,7 +80,9 @@ it("a server killed mid-request loses nothing and repeats nothing: retried keys 
     }
   }
 
-  const list = await fetch(`${service.base}/v1/items?q=${encodeURIComponent(`crash ${run}`)}&limit=200`, { headers: { Authorization: `Bearer ${bearer2}` } });
+  const list = await fetch(`${service.base}/v1/items?q=${encodeURIComponent(`crash ${run}`)}&limit=200`, {
+    headers: { Authorization: `Bearer ${bearer2}` },
+  });
   const items = ((await list.json()) as { data: Array<{ item_id: number; title: string }> }).data;
   for (const r of requests) {
     const matching = items.filter((i) => i.title === r.title);
@@ -87,7 +92,9 @@ it("a server killed mid-request loses nothing and repeats nothing: retried keys 
       expect(answer.body.data.item_id, r.title).toBe(matching[0]!.item_id);
     } else {
       expect(answer.status, JSON.stringify(answer.body)).toBe(409);
-      expect(answer.body.msg).toMatch(/already applied with this Idempotency-Key, but the service stopped before its response was recorded/);
+      expect(answer.body.msg).toMatch(
+        /already applied with this Idempotency-Key, but the service stopped before its response was recorded/,
+      );
       expect(answer.replayed).toBe(true);
     }
   }
@@ -96,7 +103,9 @@ it("a server killed mid-request loses nothing and repeats nothing: retried keys 
     const outcome = a.status === 409 ? "response lost (409)" : a.replayed ? "replayed" : "ran after the restart";
     outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
   }
-  console.log(`crash-retry: ${answeredBeforeKill} of ${REQUESTS} answered before the kill; retries: ${JSON.stringify(outcomes)}`);
+  console.log(
+    `crash-retry: ${answeredBeforeKill} of ${REQUESTS} answered before the kill; retries: ${JSON.stringify(outcomes)}`,
+  );
   // The kill came while requests were running: some had finished, some had not (or the test proves little).
   expect(answeredBeforeKill, "requests answered before the kill").toBeLessThan(REQUESTS);
 });

@@ -11,7 +11,16 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_CLIENTS } from "../../scripts/seed-data.ts";
 import { launchChromium, originPage } from "./support/browser.ts";
-import { comingMinute, emailsTo, hrefsOf, median, mintToken, pageLinksOf, tokenOf, type SentEmail } from "./support/recipient.ts";
+import {
+  comingMinute,
+  emailsTo,
+  hrefsOf,
+  median,
+  mintToken,
+  pageLinksOf,
+  tokenOf,
+  type SentEmail,
+} from "./support/recipient.ts";
 import { callApi, ownerToken, sleep, startService, type Service } from "./support/service.ts";
 
 let service: Service;
@@ -53,7 +62,11 @@ interface Reminded {
 }
 
 /** An item of a new contact's with a reminder at `minute`; its email, once out, through `email()`. */
-async function remindedItem(name: [string, string], item: Record<string, unknown>, minute: { date: string; hour: string }): Promise<Reminded> {
+async function remindedItem(
+  name: [string, string],
+  item: Record<string, unknown>,
+  minute: { date: string; hour: string },
+): Promise<Reminded> {
   const contact = await contactNamed(...name);
   const created = await api("POST", "/v1/items", { seqid: 0, contact_id: contact.id, ...item });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
@@ -71,15 +84,31 @@ async function remindedItem(name: [string, string], item: Record<string, unknown
 
 /** A form posted as a browser posts it. */
 const postForm = (url: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
-  fetch(url, { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers }, body: new URLSearchParams(fields) });
+  fetch(url, {
+    method: "POST",
+    headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers },
+    body: new URLSearchParams(fields),
+  });
 
 describe("a recipient's journey", () => {
   // Every reminder of these tests at one coming minute: one wait for all of them.
   let journey: Reminded, renewing: Reminded, revoked: Reminded, expiring: Reminded;
   beforeAll(async () => {
     const minute = comingMinute();
-    journey = await remindedItem(["Ada", "Lovelace"], { title: "Boiler inspection", expiry_date: "2027-01-31", notes: "Call Bob first.\nThen the city." }, minute);
-    renewing = await remindedItem(["Grace", "Hopper"], { title: "Monthly safety check", expiry_date: "2027-03-31", recurrence: { every: 1, unit: "month", renew_on: "completed" } }, minute);
+    journey = await remindedItem(
+      ["Ada", "Lovelace"],
+      { title: "Boiler inspection", expiry_date: "2027-01-31", notes: "Call Bob first.\nThen the city." },
+      minute,
+    );
+    renewing = await remindedItem(
+      ["Grace", "Hopper"],
+      {
+        title: "Monthly safety check",
+        expiry_date: "2027-03-31",
+        recurrence: { every: 1, unit: "month", renew_on: "completed" },
+      },
+      minute,
+    );
     revoked = await remindedItem(["Ken", "Thompson"], { title: "Revoked link", expiry_date: "2027-05-31" }, minute);
     expiring = await remindedItem(["Dennis", "Ritchie"], { title: "Expired link", expiry_date: "2027-05-31" }, minute);
   });
@@ -157,7 +186,9 @@ describe("a recipient's journey", () => {
     expect(statuses).toEqual([200, 409, 409, 409, 409, 409, 409, 409]);
     const detail = (await api("GET", `/v1/items/${itemId}`)).body.data;
     expect(detail.expiry_date).toBe("2027-04-30");
-    expect(detail.renewals).toEqual([expect.objectContaining({ previous_date: "2027-03-31", new_date: "2027-04-30", reason: "completed" })]);
+    expect(detail.renewals).toEqual([
+      expect.objectContaining({ previous_date: "2027-03-31", new_date: "2027-04-30", reason: "completed" }),
+    ]);
   });
 
   it("links that do not work (unknown, expired, revoked) are answered alike, and measured alike over 200 tries", async () => {
@@ -165,7 +196,13 @@ describe("a recipient's journey", () => {
     expect((await api("DELETE", `/v1/items/${revoked.itemId}`)).status).toBe(200);
     // The link of a live item and contact, signed with the service's key, past its last day.
     await expiring.email();
-    const claims = { companyId: 1, itemId: expiring.itemId, contactId: expiring.contact.id, epoch: 1, expiresOn: "2026-01-01" };
+    const claims = {
+      companyId: 1,
+      itemId: expiring.itemId,
+      contactId: expiring.contact.id,
+      epoch: 1,
+      expiresOn: "2026-01-01",
+    };
     const expired = `http://localhost:${port()}/r/${await mintToken(claims)}`;
     seen.add(tokenOf(expired));
     const unknown = `http://localhost:${port()}/r/${tokenOf(deleted!).slice(0, -6)}AAAAAA`;
@@ -176,7 +213,9 @@ describe("a recipient's journey", () => {
       // Interleaved, so that the machine's load falls on all three alike; each from its own address.
       for (const [kind, url] of Object.entries(kinds)) {
         const started = performance.now();
-        const res = await fetch(url, { headers: { "CF-Connecting-IP": `10.44.${round % 250}.${Object.keys(kinds).indexOf(kind)}` } });
+        const res = await fetch(url, {
+          headers: { "CF-Connecting-IP": `10.44.${round % 250}.${Object.keys(kinds).indexOf(kind)}` },
+        });
         const body = await res.text();
         times[kind]!.push(performance.now() - started);
         reference ??= { status: res.status, body };
@@ -185,7 +224,9 @@ describe("a recipient's journey", () => {
       }
     }
     expect(reference!.status).toBe(404);
-    const medians = Object.fromEntries(Object.entries(times).map(([kind, list]) => [kind, Math.round(median(list) * 100) / 100]));
+    const medians = Object.fromEntries(
+      Object.entries(times).map(([kind, list]) => [kind, Math.round(median(list) * 100) / 100]),
+    );
     // Reported, not asserted (no timed assertions): docs/recipient-journey.md quotes a run.
     console.info(`recipient links that do not work, median ms over 200 tries each: ${JSON.stringify(medians)}`);
   });
@@ -195,26 +236,50 @@ describe("what a mail scanner does", () => {
   it("GET (and HEAD) of every link in 100 emails changes nothing: the same item states, reminders and audit log", async () => {
     // Another account (demo-other, company 2): its time zone changes below.
     const other = DEMO_CLIENTS.find((c) => c.clientId === "demo-other")!;
-    const tokenRes = await callApi(service.base, "POST", "/v1/oauth/token", undefined, { grant_type: "client_credentials", client_id: other.clientId, client_secret: other.secret });
+    const tokenRes = await callApi(service.base, "POST", "/v1/oauth/token", undefined, {
+      grant_type: "client_credentials",
+      client_id: other.clientId,
+      client_secret: other.secret,
+    });
     const as = tokenRes.body.access_token as string;
     const recipient = await contactNamed("Scan", "Ner", as);
     // 5 steps on one day about 2 h ahead (UTC), 20 items: 100 reminders, all due at once when the
     // zone becomes Pacific/Kiritimati (UTC+14), which keeps each waiting reminder's local date and hour.
     const start = new Date(Math.ceil((Date.now() + 2 * 3_600_000) / 60_000) * 60_000);
     const crosses = start.getUTCHours() * 60 + start.getUTCMinutes() + 5 > 24 * 60;
-    const first = crosses ? new Date(Date.UTC(start.getUTCFullYear(), start.getUTCMonth(), start.getUTCDate() + 1)) : start;
+    const first = crosses
+      ? new Date(Date.UTC(start.getUTCFullYear(), start.getUTCMonth(), start.getUTCDate() + 1))
+      : start;
     const day = first.toISOString().slice(0, 10);
-    const steps = Array.from({ length: 5 }, (_, k) => ({ period: 0, unit: "day", type: 1, hour: new Date(first.getTime() + k * 60_000).toISOString().slice(11, 16) }));
+    const steps = Array.from({ length: 5 }, (_, k) => ({
+      period: 0,
+      unit: "day",
+      type: 1,
+      hour: new Date(first.getTime() + k * 60_000).toISOString().slice(11, 16),
+    }));
     const sequence = await api("POST", "/v1/reminder-sequences", { name: "Scanner test", reminders: steps }, as);
     expect(sequence.status, JSON.stringify(sequence.body)).toBe(201);
     const itemIds: number[] = [];
     for (let i = 0; i < 20; i++) {
-      const item = await api("POST", "/v1/items", { title: `Scanned ${i}`, expiry_date: day, seqid: sequence.body.data.seqid, contact_id: recipient.id, item_type: i % 2 ? "exp" : "due" }, as);
+      const item = await api(
+        "POST",
+        "/v1/items",
+        {
+          title: `Scanned ${i}`,
+          expiry_date: day,
+          seqid: sequence.body.data.seqid,
+          contact_id: recipient.id,
+          item_type: i % 2 ? "exp" : "due",
+        },
+        as,
+      );
       expect(item.status, JSON.stringify(item.body)).toBe(201);
       itemIds.push(item.body.data.item_id);
     }
     const companyId = (await api("GET", "/v1/oauth/me", undefined, as)).body.company_id ?? 2;
-    expect((await api("PATCH", `/v1/companies/${companyId}/settings`, { timezone: "Pacific/Kiritimati" }, as)).status).toBe(200);
+    expect(
+      (await api("PATCH", `/v1/companies/${companyId}/settings`, { timezone: "Pacific/Kiritimati" }, as)).status,
+    ).toBe(200);
     const emails = await emailsTo(service.base, recipient.email, 100, 120_000);
     expect(emails).toHaveLength(100);
     // Let the last deliveries be recorded before the state is read.
@@ -223,7 +288,10 @@ describe("what a mail scanner does", () => {
     const state = async () => {
       const items = await Promise.all(
         itemIds.map(async (id) => {
-          const [detail, reminders] = await Promise.all([api("GET", `/v1/items/${id}`, undefined, as), api("GET", `/v1/items/${id}/reminders`, undefined, as)]);
+          const [detail, reminders] = await Promise.all([
+            api("GET", `/v1/items/${id}`, undefined, as),
+            api("GET", `/v1/items/${id}/reminders`, undefined, as),
+          ]);
           return { detail: detail.body.data, reminders: reminders.body.data };
         }),
       );

@@ -17,7 +17,8 @@ afterAll(async () => {
 /** The first monthly occurrence of PAST on or after `today` (the 15th keeps its day every month). */
 function caughtUp(today: string): string {
   const [y, m, d] = today.split("-").map(Number) as [number, number, number];
-  const date = (yy: number, mm: number) => `${yy + Math.floor((mm - 1) / 12)}-${String(((mm - 1) % 12) + 1).padStart(2, "0")}-15`;
+  const date = (yy: number, mm: number) =>
+    `${yy + Math.floor((mm - 1) / 12)}-${String(((mm - 1) % 12) + 1).padStart(2, "0")}-15`;
   return d <= 15 ? date(y, m) : date(y, m + 1);
 }
 
@@ -28,7 +29,12 @@ it("a server killed while rules catch items up renews each item exactly once", a
   const ids: number[] = [];
   for (let i = 0; i < ITEMS; i += 20) {
     const batch = await Promise.all(
-      Array.from({ length: Math.min(20, ITEMS - i) }, (_, k) => callApi(service!.base, "POST", "/v1/items", bearer, { title: `renewal crash ${run} ${i + k}`, expiry_date: PAST })),
+      Array.from({ length: Math.min(20, ITEMS - i) }, (_, k) =>
+        callApi(service!.base, "POST", "/v1/items", bearer, {
+          title: `renewal crash ${run} ${i + k}`,
+          expiry_date: PAST,
+        }),
+      ),
     );
     for (const res of batch) {
       expect(res.status, JSON.stringify(res.body)).toBe(201);
@@ -43,7 +49,9 @@ it("a server killed while rules catch items up renews each item exactly once", a
   let killed: Promise<void> | undefined;
   const first = service;
   const inFlight = ids.map((id) =>
-    callApi(first.base, "PATCH", `/v1/items/${id}`, bearer, { recurrence: { every: 1, unit: "month", renew_on: "expired" } }).then(
+    callApi(first.base, "PATCH", `/v1/items/${id}`, bearer, {
+      recurrence: { every: 1, unit: "month", renew_on: "expired" },
+    }).then(
       (res) => {
         if (res.status === 200 && ++answered >= ITEMS / 4) killed ??= first.kill();
         return res;
@@ -60,13 +68,25 @@ it("a server killed while rules catch items up renews each item exactly once", a
   const bearer2 = await ownerToken(service.base);
   // The sweep replays what the clock missed (changes older than its 30 s grace) and wakes it.
   const details = async () =>
-    Promise.all(ids.map(async (id) => (await callApi(service!.base, "GET", `/v1/items/${id}`, bearer2)).body.data as { expiry_date: string; recurrence: unknown; renewals: unknown[] }));
+    Promise.all(
+      ids.map(
+        async (id) =>
+          (await callApi(service!.base, "GET", `/v1/items/${id}`, bearer2)).body.data as {
+            expiry_date: string;
+            recurrence: unknown;
+            renewals: unknown[];
+          },
+      ),
+    );
   const today = new Date().toISOString().slice(0, 10);
-  const settled = (items: Awaited<ReturnType<typeof details>>) => items.every((i) => (i.recurrence === null ? i.expiry_date === PAST : i.expiry_date >= today));
+  const settled = (items: Awaited<ReturnType<typeof details>>) =>
+    items.every((i) => (i.recurrence === null ? i.expiry_date === PAST : i.expiry_date >= today));
   let items = await details();
   const deadline = Date.now() + 90_000;
   while (!settled(items) && Date.now() < deadline) {
-    await fetch(`${service.base}/cdn-cgi/local/scheduled?cron=${encodeURIComponent("* * * * *")}`).catch(() => undefined);
+    await fetch(`${service.base}/cdn-cgi/local/scheduled?cron=${encodeURIComponent("* * * * *")}`).catch(
+      () => undefined,
+    );
     await sleep(2000);
     items = await details();
   }
@@ -81,7 +101,9 @@ it("a server killed while rules catch items up renews each item exactly once", a
       expect(item.renewals, `item ${ids[k]}`).toHaveLength(1);
     }
   }
-  console.log(`renewal-crash: ${answeredBeforeKill} of ${ITEMS} rules answered before the kill; ${withRule} items have a rule, each renewed once`);
+  console.log(
+    `renewal-crash: ${answeredBeforeKill} of ${ITEMS} rules answered before the kill; ${withRule} items have a rule, each renewed once`,
+  );
   expect(answeredBeforeKill).toBeLessThan(ITEMS);
   expect(withRule).toBeGreaterThanOrEqual(answeredBeforeKill);
 });

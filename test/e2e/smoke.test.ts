@@ -13,7 +13,14 @@ import { ROOT } from "../../scripts/lib/local.ts";
 import { DEMO_CLIENTS, SHARD_ONE_DEMO as DEMO_CLIENTS_SHARD_ONE } from "../../scripts/seed-data.ts";
 import { launchChromium, originPage, type OriginPage } from "./support/browser.ts";
 import { startPrism, violationsOf, type Prism } from "./support/prism.ts";
-import { cliField as field, operatorCli, runCommand as run, sleep, startService, type Service } from "./support/service.ts";
+import {
+  cliField as field,
+  operatorCli,
+  runCommand as run,
+  sleep,
+  startService,
+  type Service,
+} from "./support/service.ts";
 
 const owner = DEMO_CLIENTS.find((c) => c.clientId === "demo-owner")!;
 
@@ -83,14 +90,20 @@ describe("service over HTTP", () => {
   it("issues a token for form-encoded client credentials", async () => {
     const res = await http("POST", "/v1/oauth/token", {
       headers: { "Content-Type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ grant_type: "client_credentials", client_id: owner.clientId, client_secret: owner.secret }).toString(),
+      body: new URLSearchParams({
+        grant_type: "client_credentials",
+        client_id: owner.clientId,
+        client_secret: owner.secret,
+      }).toString(),
     });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).toMatchObject({ token_type: "Bearer", expires_in: 86400, scope: "*" });
   });
 
   it("issues a token for HTTP Basic client authentication", async () => {
-    const basic = Buffer.from(`${encodeURIComponent(owner.clientId)}:${encodeURIComponent(owner.secret)}`).toString("base64");
+    const basic = Buffer.from(`${encodeURIComponent(owner.clientId)}:${encodeURIComponent(owner.secret)}`).toString(
+      "base64",
+    );
     const res = await http("POST", "/v1/oauth/token", {
       headers: { "Content-Type": "application/x-www-form-urlencoded", Authorization: `Basic ${basic}` },
       body: "grant_type=client_credentials",
@@ -108,7 +121,12 @@ describe("service over HTTP", () => {
   it("GET /v1/oauth/me describes the token", async () => {
     const res = await http("GET", "/v1/oauth/me", { headers: bearer(ownerToken) });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body).toMatchObject({ client_id: owner.clientId, company_id: owner.companyId, userid: owner.userId, scope: "*" });
+    expect(res.body).toMatchObject({
+      client_id: owner.clientId,
+      company_id: owner.companyId,
+      userid: owner.userId,
+      scope: "*",
+    });
     expect(res.body.exp - res.body.iat).toBe(86400);
   });
 
@@ -163,7 +181,16 @@ describe("operator CLI against the running service", () => {
   });
 
   it("client create / list / revoke: a scoped client works over HTTP until revoked", async () => {
-    const created = await cli("client", "create", "--company", "1", "--scopes", "contacts:read", "--name", "e2e reader");
+    const created = await cli(
+      "client",
+      "create",
+      "--company",
+      "1",
+      "--scopes",
+      "contacts:read",
+      "--name",
+      "e2e reader",
+    );
     expect(created.code, created.stderr).toBe(0);
     const clientId = field(created.stdout, "client_id");
     const secret = field(created.stdout, "client_secret");
@@ -187,10 +214,26 @@ describe("operator CLI against the running service", () => {
     expect(contacts.status, JSON.stringify(contacts.body)).toBe(200);
 
     // Through the package.json script, as an operator would run it.
-    const listed = await run("npm", ["run", "--silent", "client", "--", "list", "--company", "1", "--json", "--persist-to", persistDir]);
+    const listed = await run("npm", [
+      "run",
+      "--silent",
+      "client",
+      "--",
+      "list",
+      "--company",
+      "1",
+      "--json",
+      "--persist-to",
+      persistDir,
+    ]);
     expect(listed.code, listed.stderr).toBe(0);
     const rows = JSON.parse(listed.stdout) as Array<Record<string, unknown>>;
-    expect(rows.find((r) => r.client_id === clientId)).toMatchObject({ company_id: 1, scopes: "contacts:read", active: true, name: "e2e reader" });
+    expect(rows.find((r) => r.client_id === clientId)).toMatchObject({
+      company_id: 1,
+      scopes: "contacts:read",
+      active: true,
+      name: "e2e reader",
+    });
     expect(listed.stdout).not.toContain(secret);
     expect(listed.stdout).not.toMatch(/secret|hash|salt/i);
 
@@ -225,7 +268,16 @@ describe("operator CLI against the running service", () => {
 
     // The operator command through scripts/dev.sh (which provides Node >= 22.18): stdout is the
     // JSON alone, and the list shows the bumped generation.
-    const viaDevSh = await run("bash", [join(ROOT, "scripts", "dev.sh"), "client", "list", "--company", "1", "--json", "--persist-to", persistDir]);
+    const viaDevSh = await run("bash", [
+      join(ROOT, "scripts", "dev.sh"),
+      "client",
+      "list",
+      "--company",
+      "1",
+      "--json",
+      "--persist-to",
+      persistDir,
+    ]);
     expect(viaDevSh.code, viaDevSh.stderr).toBe(0);
     const listedAgain = JSON.parse(viaDevSh.stdout) as Array<Record<string, unknown>>;
     expect(listedAgain.find((r) => r.client_id === clientId)).toMatchObject({ active: true, token_generation: 1 });
@@ -233,9 +285,13 @@ describe("operator CLI against the running service", () => {
     // The owner's audit log tells the client's story: made by the operator, its tokens, the
     // revocation and the refusals that followed.
     const ownerTokenRes = await tokenRequest({ client_id: owner.clientId, client_secret: owner.secret });
-    const story = await http("GET", `/v1/audit-log?resource_type=api_client&resource_id=${clientId}&limit=200`, { headers: bearer(ownerTokenRes.body.access_token) });
+    const story = await http("GET", `/v1/audit-log?resource_type=api_client&resource_id=${clientId}&limit=200`, {
+      headers: bearer(ownerTokenRes.body.access_token),
+    });
     expect(story.status, JSON.stringify(story.body)).toBe(200);
-    const actions = (story.body.data as Array<{ action: string; actor: { client_id: string | null } }>).map((e) => e.action).reverse();
+    const actions = (story.body.data as Array<{ action: string; actor: { client_id: string | null } }>)
+      .map((e) => e.action)
+      .reverse();
     expect(actions[0]).toBe("created");
     expect(actions.filter((a) => a === "token_issued")).toHaveLength(3);
     expect(actions).toEqual(expect.arrayContaining(["updated", "token_refused"]));
@@ -247,14 +303,30 @@ describe("operator CLI against the running service", () => {
   });
 
   it("account create, then client create for the new company", async () => {
-    const account = await cli("account", "create", "--name", "Acme", "--owner-email", "ops@acme.example", "--company", "Acme Ltd");
+    const account = await cli(
+      "account",
+      "create",
+      "--name",
+      "Acme",
+      "--owner-email",
+      "ops@acme.example",
+      "--company",
+      "Acme Ltd",
+    );
     expect(account.code, account.stderr).toBe(0);
     const companyId = Number(field(account.stdout, "company_id"));
     const userId = Number(field(account.stdout, "user_id"));
     expect(companyId).toBeGreaterThan(2); // the seed has companies 1 and 2
     expect(account.stdout).toContain(`bash scripts/dev.sh client create --company ${companyId}`);
 
-    const created = await cli("client", "create", "--company", String(companyId), "--scopes", "contacts:read contacts:write");
+    const created = await cli(
+      "client",
+      "create",
+      "--company",
+      String(companyId),
+      "--scopes",
+      "contacts:read contacts:write",
+    );
     expect(created.code, created.stderr).toBe(0);
     const clientId = field(created.stdout, "client_id");
     const secret = field(created.stdout, "client_secret");
@@ -273,13 +345,22 @@ describe("operator CLI against the running service", () => {
 // The README's check of a deployment (scripts/smoke-check.ts), here against the local service.
 describe("bash scripts/dev.sh smoke-check against the running service", () => {
   const smokeCheck = (secret: string) =>
-    run("bash", [join(ROOT, "scripts", "dev.sh"), "smoke-check", `${base}/`, "--client-id", owner.clientId], { SMOKE_CLIENT_SECRET: secret });
+    run("bash", [join(ROOT, "scripts", "dev.sh"), "smoke-check", `${base}/`, "--client-id", owner.clientId], {
+      SMOKE_CLIENT_SECRET: secret,
+    });
 
   it("passes every step: /health, the links, discovery, a token, one item written, read back and deleted", async () => {
     const result = await smokeCheck(owner.secret);
     expect(result.code, result.stdout + result.stderr).toBe(0);
     const steps = result.stdout.split("\n").filter((line) => /^(ok|FAILED) \d/.test(line));
-    expect(steps.map((line) => line.replace(/ \(\d+ ms\)$/, "").replace(/items\/\d+/g, "items/N").replace(/item \d+/, "item N"))).toEqual([
+    expect(
+      steps.map((line) =>
+        line
+          .replace(/ \(\d+ ms\)$/, "")
+          .replace(/items\/\d+/g, "items/N")
+          .replace(/item \d+/, "item N"),
+      ),
+    ).toEqual([
       "ok 1  GET /health",
       "ok 2  GET / (links on this origin)",
       "ok 3  GET /.well-known/oauth-authorization-server",
@@ -296,7 +377,7 @@ describe("bash scripts/dev.sh smoke-check against the running service", () => {
   it("stops at the step that fails, naming it, with exit 1", async () => {
     const result = await smokeCheck("not-the-secret");
     expect(result.code).toBe(1);
-    expect(result.stdout).toMatch(/FAILED 4  POST \/v1\/oauth\/token .*got 401 .*invalid_client/);
+    expect(result.stdout).toMatch(/FAILED 4 {2}POST \/v1\/oauth\/token .*got 401 .*invalid_client/);
     expect(result.stdout).not.toMatch(/^ok 5/m);
   });
 });
@@ -307,21 +388,42 @@ describe("two shards (docs/scale.md)", () => {
     const token = await tokenRequest({ client_id: shardOne.clientId, client_secret: shardOne.secret });
     expect(token.status, JSON.stringify(token.body)).toBe(200);
     const headers = { ...bearer(token.body.access_token), "Content-Type": "application/json" };
-    const created = await http("POST", "/v1/contacts", { headers, body: JSON.stringify({ first_name: "Shard", last_name: "One", email: "s1@example.test" }) });
+    const created = await http("POST", "/v1/contacts", {
+      headers,
+      body: JSON.stringify({ first_name: "Shard", last_name: "One", email: "s1@example.test" }),
+    });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const bookmark = created.headers.get("X-D1-Bookmark");
     expect(bookmark).toMatch(/^1:/);
-    const read = await http("GET", `/v1/contacts/${created.body.data.contact_id}`, { headers: { ...headers, "X-D1-Bookmark": bookmark! } });
+    const read = await http("GET", `/v1/contacts/${created.body.data.contact_id}`, {
+      headers: { ...headers, "X-D1-Bookmark": bookmark! },
+    });
     expect(read.status).toBe(200);
-    expect((await http("GET", "/v1/contacts", { headers: { ...headers, "X-D1-Bookmark": "garbage" } })).status).toBe(400);
+    expect((await http("GET", "/v1/contacts", { headers: { ...headers, "X-D1-Bookmark": "garbage" } })).status).toBe(
+      400,
+    );
 
-    const account = await cli("account", "create", "--name", "Far", "--owner-email", "ops@far.example", "--company", "Far Ltd", "--shard", "1");
+    const account = await cli(
+      "account",
+      "create",
+      "--name",
+      "Far",
+      "--owner-email",
+      "ops@far.example",
+      "--company",
+      "Far Ltd",
+      "--shard",
+      "1",
+    );
     expect(account.code, account.stderr).toBe(0);
     const companyId = Number(field(account.stdout, "company_id"));
     expect(companyId).toBeGreaterThan(500_000); // shard 1's id block
     const client = await cli("client", "create", "--company", String(companyId), "--scopes", "*");
     expect(client.code, client.stderr).toBe(0);
-    const farToken = await tokenRequest({ client_id: field(client.stdout, "client_id"), client_secret: field(client.stdout, "client_secret") });
+    const farToken = await tokenRequest({
+      client_id: field(client.stdout, "client_id"),
+      client_secret: field(client.stdout, "client_secret"),
+    });
     expect(farToken.status, JSON.stringify(farToken.body)).toBe(200);
     const far = bearer(farToken.body.access_token);
     expect((await http("GET", `/v1/contacts/${created.body.data.contact_id}`, { headers: far })).status).toBe(404);
@@ -374,14 +476,25 @@ describe("the API reference page (GET /docs) in headless Chromium", () => {
     await visible(main.getByText(`POST ${base}/v1/oauth/token`, { exact: true }));
     // On a phone's width the page does not scroll sideways (the code block scrolls by itself).
     await tab.page.setViewportSize({ width: 390, height: 844 });
-    expect(await tab.page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")).toBe(0);
+    expect(await tab.page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")).toBe(
+      0,
+    );
     await tab.page.setViewportSize({ width: 1400, height: 1000 });
-    for (const [name, path] of [["OpenAPI document", "/v1/openapi.json"], ["Health", "/health"]] as const) {
-      const [answer] = await Promise.all([tab.page.waitForResponse((r) => new URL(r.url()).pathname === path), main.getByRole("link", { name, exact: true }).click()]);
+    for (const [name, path] of [
+      ["OpenAPI document", "/v1/openapi.json"],
+      ["Health", "/health"],
+    ] as const) {
+      const [answer] = await Promise.all([
+        tab.page.waitForResponse((r) => new URL(r.url()).pathname === path),
+        main.getByRole("link", { name, exact: true }).click(),
+      ]);
       expect(answer.status(), path).toBe(200);
       await tab.page.goBack();
     }
-    await Promise.all([tab.page.waitForURL(`${base}/docs`), main.getByRole("link", { name: "API reference", exact: true }).click()]);
+    await Promise.all([
+      tab.page.waitForURL(`${base}/docs`),
+      main.getByRole("link", { name: "API reference", exact: true }).click(),
+    ]);
     // The page's own style passed its Content-Security-Policy: a blocked one would be a console error (checked last).
     expect(await tab.page.title()).toContain("reference");
   });
@@ -408,7 +521,9 @@ describe("the API reference page (GET /docs) in headless Chromium", () => {
     await expect.poll(() => new URL(tab.page.url()).hash).toBe("#tag/items/POST/v1/items");
     // Scrolled to: the section's box overlaps the viewport.
     const height = tab.page.viewportSize()!.height;
-    await expect.poll(async () => section.boundingBox().then((box) => box !== null && box.y < height && box.y + box.height > 0)).toBe(true);
+    await expect
+      .poll(async () => section.boundingBox().then((box) => box !== null && box.y < height && box.y + box.height > 0))
+      .toBe(true);
     await visible(section.getByRole("heading", { name: doc.paths["/v1/items"].post.summary, exact: true }));
     const body = section.getByRole("group", { name: "Request Body" });
     for (const field of ["title", "expiry_date"]) await visible(body.getByText(field, { exact: true }).first());
@@ -430,9 +545,13 @@ describe("the API reference page (GET /docs) in headless Chromium", () => {
   });
 
   it("Test Request sends GET /v1/contacts to the same origin with a pasted token and shows the 200", async () => {
-    const token = (await tokenRequest({ client_id: owner.clientId, client_secret: owner.secret })).body.access_token as string;
+    const token = (await tokenRequest({ client_id: owner.clientId, client_secret: owner.secret })).body
+      .access_token as string;
     const section = operation("contacts/GET/v1/contacts");
-    await tab.page.getByRole("complementary").getByRole("button", { name: "Open Group - Contacts", exact: true }).click();
+    await tab.page
+      .getByRole("complementary")
+      .getByRole("button", { name: "Open Group - Contacts", exact: true })
+      .click();
     await tab.page.getByRole("complementary").locator('a[href$="/GET/v1/contacts"]').click();
     await section.getByRole("button", { name: /Test Request/ }).click();
     const client = tab.page.getByRole("dialog", { name: "API Client" });

@@ -14,7 +14,9 @@ it("runs from top to bottom on a fresh start offline, on the port it is given: e
   const result = await runReadmeWalkthrough({ serviceEnv: OFFLINE, port });
   expect(result.base).toBe(`http://127.0.0.1:${port}`);
   const context = `${result.failures.join("\n")}\n--- walk-through output ---\n${result.transcript.slice(-6000)}\n--- service log ---\n${result.serviceLog.slice(-6000)}`;
-  expect(result.serviceLog, "wrangler saw no proxy: the run was not offline").toContain("Proxy environment variables detected");
+  expect(result.serviceLog, "wrangler saw no proxy: the run was not offline").toContain(
+    "Proxy environment variables detected",
+  );
   expect(result.failures, context).toEqual([]);
   expect(result.calls.length).toBeGreaterThan(40);
 }, 480_000);

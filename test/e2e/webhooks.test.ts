@@ -31,7 +31,11 @@ async function http(method: string, path: string, token?: string, body?: unknown
   const headers: Record<string, string> = {};
   if (token) headers.Authorization = `Bearer ${token}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  const res = await fetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await res.text();
   let parsed: any = text;
   try {
@@ -47,7 +51,10 @@ async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs: n
   for (;;) {
     const value = probe();
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; received: ${JSON.stringify(received.map((r) => [r.path, r.body.slice(0, 80)]))}\n${service?.output().slice(-2000) ?? ""}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out waiting for ${what}; received: ${JSON.stringify(received.map((r) => [r.path, r.body.slice(0, 80)]))}\n${service?.output().slice(-2000) ?? ""}`,
+      );
     await sleep(100);
   }
 }
@@ -68,7 +75,12 @@ beforeAll(async () => {
   receiverBase = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
 
   // --var: the webhook settings of .dev.vars.example, even where an older .dev.vars lacks them.
-  const vars = ["--var", "WEBHOOK_SECRETS_KEY:e2e-webhook-secrets-key-0123456789abcdef", "--var", "WEBHOOKS_ALLOW_PRIVATE_URLS:true"];
+  const vars = [
+    "--var",
+    "WEBHOOK_SECRETS_KEY:e2e-webhook-secrets-key-0123456789abcdef",
+    "--var",
+    "WEBHOOKS_ALLOW_PRIVATE_URLS:true",
+  ];
   service = await startService("expiry-e2e-webhooks-", vars);
   base = service.base;
 });
@@ -83,12 +95,21 @@ afterAll(async () => {
 
 describe("webhooks over HTTP", () => {
   it("delivers item.created, a retried delivery with one webhook-id, and reminder.sent for a reminder due at the next minute; a deleted endpoint gets nothing more", async () => {
-    const token = (await http("POST", "/v1/oauth/token", undefined, { grant_type: "client_credentials", client_id: owner.clientId, client_secret: owner.secret }))
-      .body.access_token as string;
+    const token = (
+      await http("POST", "/v1/oauth/token", undefined, {
+        grant_type: "client_credentials",
+        client_id: owner.clientId,
+        client_secret: owner.secret,
+      })
+    ).body.access_token as string;
     expect(token).toEqual(expect.any(String));
 
     const register = async (path: string, events: string[]) => {
-      const res = await http("POST", "/v1/webhooks", token, { url: `${receiverBase}${path}`, events, description: `e2e ${path}` });
+      const res = await http("POST", "/v1/webhooks", token, {
+        url: `${receiverBase}${path}`,
+        events,
+        description: `e2e ${path}`,
+      });
       expect(res.status, JSON.stringify(res.body)).toBe(201);
       expect(res.body.data.secret).toMatch(/^whsec_/);
       return { id: res.body.data.webhook_id as number, secret: res.body.data.secret as string, path };
@@ -99,15 +120,27 @@ describe("webhooks over HTTP", () => {
     const doomed = await register("/doomed", ["*"]);
 
     const verifyAll = (hook: { secret: string; path: string }) =>
-      received.filter((r) => r.path === hook.path).map((r) => new Webhook(hook.secret).verify(r.body, r.headers) as any);
+      received
+        .filter((r) => r.path === hook.path)
+        .map((r) => new Webhook(hook.secret).verify(r.body, r.headers) as any);
 
     // item.created, to all three endpoints.
     const due = new Date(Date.now() + 200 * 86_400_000).toISOString().slice(0, 10);
     const item = await http("POST", "/v1/items", token, { title: "E2E webhook permit", expiry_date: due, seqid: 0 });
     expect(item.status, JSON.stringify(item.body)).toBe(201);
     const itemId = item.body.data.item_id;
-    const created = await waitFor("item.created at /main", () => verifyAll(main).find((p) => p.type === "item.created"), 15_000);
-    expect(created.data).toMatchObject({ item_id: itemId, title: "E2E webhook permit", expiry_date: due, status: "pending", active: true });
+    const created = await waitFor(
+      "item.created at /main",
+      () => verifyAll(main).find((p) => p.type === "item.created"),
+      15_000,
+    );
+    expect(created.data).toMatchObject({
+      item_id: itemId,
+      title: "E2E webhook permit",
+      expiry_date: due,
+      status: "pending",
+      active: true,
+    });
     await waitFor("item.created at /doomed", () => verifyAll(doomed)[0], 15_000);
 
     // The doomed endpoint is deleted: nothing more reaches it.
@@ -115,11 +148,21 @@ describe("webhooks over HTTP", () => {
 
     // A reminder due at the next minute boundary at least 5 s away (the demo company is on UTC).
     const at = new Date(Math.ceil((Date.now() + 5_000) / 60_000) * 60_000);
-    const reminder = await http("POST", `/v1/items/${itemId}/reminders`, token, { date: at.toISOString().slice(0, 10), hour: at.toISOString().slice(11, 16) });
+    const reminder = await http("POST", `/v1/items/${itemId}/reminders`, token, {
+      date: at.toISOString().slice(0, 10),
+      hour: at.toISOString().slice(11, 16),
+    });
     expect(reminder.status, JSON.stringify(reminder.body)).toBe(201);
 
     // Meanwhile the flaky endpoint's first attempt failed; its retry 5 s later carries the same webhook-id.
-    const flakyHits = await waitFor("the flaky endpoint's retry", () => (received.filter((r) => r.path === "/flaky").length >= 2 ? received.filter((r) => r.path === "/flaky") : undefined), 20_000);
+    const flakyHits = await waitFor(
+      "the flaky endpoint's retry",
+      () =>
+        received.filter((r) => r.path === "/flaky").length >= 2
+          ? received.filter((r) => r.path === "/flaky")
+          : undefined,
+      20_000,
+    );
     expect(flakyHits[0]!.headers["webhook-id"]).toBe(flakyHits[1]!.headers["webhook-id"]);
     for (const p of verifyAll(flaky)) expect(p).toMatchObject({ type: "item.created", data: { item_id: itemId } });
     let flakyList = await http("GET", `/v1/webhooks/${flaky.id}/deliveries`, token);
@@ -128,10 +171,27 @@ describe("webhooks over HTTP", () => {
       flakyList = await http("GET", `/v1/webhooks/${flaky.id}/deliveries`, token);
     }
     expect(flakyList.status, JSON.stringify(flakyList.body)).toBe(200);
-    expect(flakyList.body.data[0]).toMatchObject({ message_id: flakyHits[0]!.headers["webhook-id"], event_type: "item.created", attempts: 2, state: "delivered", last_status: 200 });
+    expect(flakyList.body.data[0]).toMatchObject({
+      message_id: flakyHits[0]!.headers["webhook-id"],
+      event_type: "item.created",
+      attempts: 2,
+      state: "delivered",
+      last_status: 200,
+    });
 
-    const sent = await waitFor("reminder.sent at /main", () => verifyAll(main).find((p) => p.type === "reminder.sent" && p.data.reminder.reminder_id === reminder.body.data.reminder_id), Math.max(0, at.getTime() - Date.now()) + 20_000);
-    expect(sent.data.reminder).toMatchObject({ reminder_id: reminder.body.data.reminder_id, sent: true, state: "sent" });
+    const sent = await waitFor(
+      "reminder.sent at /main",
+      () =>
+        verifyAll(main).find(
+          (p) => p.type === "reminder.sent" && p.data.reminder.reminder_id === reminder.body.data.reminder_id,
+        ),
+      Math.max(0, at.getTime() - Date.now()) + 20_000,
+    );
+    expect(sent.data.reminder).toMatchObject({
+      reminder_id: reminder.body.data.reminder_id,
+      sent: true,
+      state: "sent",
+    });
     expect(sent.data.item).toMatchObject({ item_id: itemId, title: "E2E webhook permit" });
     expect(Date.parse(sent.timestamp)).toBeGreaterThanOrEqual(at.getTime());
 

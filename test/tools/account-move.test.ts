@@ -4,14 +4,26 @@
 import { readFileSync, readdirSync } from "node:fs";
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
-import { COPIED_TABLES, MoveError, NOT_COPIED, insertStatements, moveAccount, sqlLiteral, type MoveOptions, type ShardAccess } from "../../scripts/lib/account-move.ts";
+import {
+  COPIED_TABLES,
+  MoveError,
+  NOT_COPIED,
+  insertStatements,
+  moveAccount,
+  sqlLiteral,
+  type MoveOptions,
+  type ShardAccess,
+} from "../../scripts/lib/account-move.ts";
 
-const migrationFiles = readdirSync("migrations").filter((f) => f.endsWith(".sql")).sort();
+const migrationFiles = readdirSync("migrations")
+  .filter((f) => f.endsWith(".sql"))
+  .sort();
 
 function migrated(): DatabaseSync {
   const db = new DatabaseSync(":memory:");
   for (const file of migrationFiles) {
-    for (const statement of readFileSync(`migrations/${file}`, "utf8").split("--> statement-breakpoint")) if (statement.trim()) db.exec(statement);
+    for (const statement of readFileSync(`migrations/${file}`, "utf8").split("--> statement-breakpoint"))
+      if (statement.trim()) db.exec(statement);
   }
   return db;
 }
@@ -20,8 +32,8 @@ function migrated(): DatabaseSync {
 function shards(count = 2): { dbs: DatabaseSync[]; access: ShardAccess } {
   const dbs = Array.from({ length: count }, migrated);
   const access: ShardAccess = {
-    query: <T,>(shard: number, sql: string) => dbs[shard]!.prepare(sql).all() as T[],
-    queryEach: <T,>(shard: number, sqls: string[]) => sqls.map((sql) => dbs[shard]!.prepare(sql).all() as T[]),
+    query: <T>(shard: number, sql: string) => dbs[shard]!.prepare(sql).all() as T[],
+    queryEach: <T>(shard: number, sqls: string[]) => sqls.map((sql) => dbs[shard]!.prepare(sql).all() as T[]),
     execute: (shard: number, statements: string[]) => {
       const db = dbs[shard]!;
       db.exec("BEGIN");
@@ -83,13 +95,29 @@ const searchHits = (db: DatabaseSync) => ({
 
 function options(overrides: Partial<MoveOptions> = {}): MoveOptions & { lines: string[] } {
   const lines: string[] = [];
-  return { accountId: 3, to: 1, settleSeconds: 0, drainTimeoutSeconds: 0, cleanupAfterSeconds: 0, log: (l) => lines.push(l), sleep: async () => {}, lines, ...overrides };
+  return {
+    accountId: 3,
+    to: 1,
+    settleSeconds: 0,
+    drainTimeoutSeconds: 0,
+    cleanupAfterSeconds: 0,
+    log: (l) => lines.push(l),
+    sleep: async () => {},
+    lines,
+    ...overrides,
+  };
 }
 
 describe("account move", () => {
   it("classifies every table of the schema: copied, or left out with a reason", () => {
     const db = migrated();
-    const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '%\\_search\\_%' ESCAPE '\\'").all() as Array<{ name: string }>).map((r) => r.name);
+    const tables = (
+      db
+        .prepare(
+          "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '%\\_search\\_%' ESCAPE '\\'",
+        )
+        .all() as Array<{ name: string }>
+    ).map((r) => r.name);
     const classified = new Set([...COPIED_TABLES.map((t) => t.table), ...Object.keys(NOT_COPIED)]);
     expect(tables.filter((t) => !classified.has(t))).toEqual([]);
     expect([...classified].filter((t) => !tables.includes(t))).toEqual([]);
@@ -97,14 +125,23 @@ describe("account move", () => {
 
   it("guards every trigger that writes another table, and only the search-index, key and version triggers go unguarded", () => {
     const db = migrated();
-    const triggers = db.prepare("SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'trigger'").all() as Array<{ name: string; tbl_name: string; sql: string }>;
+    const triggers = db.prepare("SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'trigger'").all() as Array<{
+      name: string;
+      tbl_name: string;
+      sql: string;
+    }>;
     expect(triggers.length).toBeGreaterThan(60);
     for (const t of triggers) {
       const guarded = t.sql.includes("NOT EXISTS (SELECT 1 FROM shard_moves WHERE company_id =");
-      const written = [...t.sql.slice(t.sql.search(/\bBEGIN\b/)).matchAll(/\b(?:INSERT(?: OR \w+)? INTO|UPDATE|DELETE FROM)\s+`?(\w+)`?/gi)].map((m) => m[1]);
+      const written = [
+        ...t.sql
+          .slice(t.sql.search(/\bBEGIN\b/))
+          .matchAll(/\b(?:INSERT(?: OR \w+)? INTO|UPDATE|DELETE FROM)\s+`?(\w+)`?/gi),
+      ].map((m) => m[1]);
       const others = written.filter((w) => w !== t.tbl_name && !/_search$|^search_terms$/.test(w!));
       if (others.length > 0) expect(guarded, `${t.name} writes ${others.join(", ")}`).toBe(true);
-      if (/_search_after_|_key_required$|_key_kept$|_version_after_update$/.test(t.name)) expect(guarded, t.name).toBe(false);
+      if (/_search_after_|_key_required$|_key_kept$|_version_after_update$/.test(t.name))
+        expect(guarded, t.name).toBe(false);
     }
   });
 
@@ -123,13 +160,22 @@ describe("account move", () => {
     expect(searchHits(target)).toEqual({ items: { n: 2 }, contacts: { n: 1 }, tasks: { n: 1 } });
 
     // The directory points at shard 1, for the account, its client and its company.
-    expect(source.prepare("SELECT account_id, shard FROM directory_accounts").all()).toEqual([{ account_id: 3, shard: 1 }]);
-    expect(source.prepare("SELECT client_id, shard FROM directory_clients").all()).toEqual([{ client_id: "ck_mover", shard: 1 }]);
-    expect(source.prepare("SELECT company_id, shard FROM directory_companies").all()).toEqual([{ company_id: 3, shard: 1 }]);
+    expect(source.prepare("SELECT account_id, shard FROM directory_accounts").all()).toEqual([
+      { account_id: 3, shard: 1 },
+    ]);
+    expect(source.prepare("SELECT client_id, shard FROM directory_clients").all()).toEqual([
+      { client_id: "ck_mover", shard: 1 },
+    ]);
+    expect(source.prepare("SELECT company_id, shard FROM directory_companies").all()).toEqual([
+      { company_id: 3, shard: 1 },
+    ]);
 
     // The source is empty of the account, its search index too, and the clean-up announced nothing.
     for (const { table, where } of COPIED_TABLES) {
-      expect(source.prepare(`SELECT count(*) AS n FROM "${table}" WHERE ${where.replaceAll(":account", "3")}`).get(), table).toEqual({ n: 0 });
+      expect(
+        source.prepare(`SELECT count(*) AS n FROM "${table}" WHERE ${where.replaceAll(":account", "3")}`).get(),
+        table,
+      ).toEqual({ n: 0 });
     }
     expect(searchHits(source)).toEqual({ items: { n: 0 }, contacts: { n: 0 }, tasks: { n: 0 } });
     expect(source.prepare("SELECT count(*) AS n FROM webhook_events").get()).toEqual({ n: 0 });
@@ -137,7 +183,9 @@ describe("account move", () => {
     expect(o.lines.join("\n")).toMatch(/counts match/);
 
     // The triggers work again on the target once the move is over.
-    target.exec("INSERT INTO contacts (company_id, dept_id, first_name, last_name, email, email_key) VALUES (3, 3, 'New', 'One', 'n@x.example', 'n@x.example')");
+    target.exec(
+      "INSERT INTO contacts (company_id, dept_id, first_name, last_name, email, email_key) VALUES (3, 3, 'New', 'One', 'n@x.example', 'n@x.example')",
+    );
     expect(target.prepare("SELECT contacts_used FROM companies WHERE id = 3").get()).toEqual({ contacts_used: 2 });
   });
 
@@ -145,7 +193,9 @@ describe("account move", () => {
     const { dbs, access } = shards();
     seedAccount(dbs[0]!);
     dbs[0]!.exec("UPDATE reminder_sync SET version = version + 1 WHERE item_id = 1");
-    await expect(moveAccount(access, 2, options())).rejects.toThrow(/1 item changes the reminder engine has not applied.*writable again/);
+    await expect(moveAccount(access, 2, options())).rejects.toThrow(
+      /1 item changes the reminder engine has not applied.*writable again/,
+    );
     expect(dbs[0]!.prepare("SELECT shard_state FROM accounts WHERE id = 3").get()).toEqual({ shard_state: "active" });
     expect(dbs[1]!.prepare("SELECT count(*) AS n FROM accounts").get()).toEqual({ n: 0 });
   });
@@ -157,13 +207,17 @@ describe("account move", () => {
     const before = snapshot(source);
     // Leftovers of an earlier attempt on the target (with the marker still set).
     target.exec("INSERT INTO shard_moves (company_id, account_id, started_at) VALUES (3, 3, 0)");
-    for (const s of insertStatements("accounts", [source.prepare("SELECT * FROM accounts WHERE id = 3").get() as Record<string, unknown>])) target.exec(s);
+    for (const s of insertStatements("accounts", [
+      source.prepare("SELECT * FROM accounts WHERE id = 3").get() as Record<string, unknown>,
+    ]))
+      target.exec(s);
     // The clean-up of the source fails once.
     let executes = 0;
     const flaky: ShardAccess = {
       ...access,
       execute: (shard, statements) => {
-        if (shard === 0 && statements.some((s) => s.startsWith('DELETE FROM "accounts"')) && executes++ === 0) throw new Error("connection lost");
+        if (shard === 0 && statements.some((s) => s.startsWith('DELETE FROM "accounts"')) && executes++ === 0)
+          throw new Error("connection lost");
         access.execute(shard, statements);
       },
     };
@@ -192,7 +246,9 @@ describe("account move", () => {
     seedAccount(fresh.dbs[0]!);
     await moveAccount(fresh.access, 3, options({ to: 1 }));
     await moveAccount(fresh.access, 3, options({ to: 2 }));
-    expect(fresh.dbs[0]!.prepare("SELECT shard FROM directory_companies WHERE company_id = 3").get()).toEqual({ shard: 2 });
+    expect(fresh.dbs[0]!.prepare("SELECT shard FROM directory_companies WHERE company_id = 3").get()).toEqual({
+      shard: 2,
+    });
     expect(fresh.dbs[1]!.prepare("SELECT count(*) AS n FROM items").get()).toEqual({ n: 0 });
     expect(fresh.dbs[2]!.prepare("SELECT count(*) AS n FROM items").get()).toEqual({ n: 2 });
   });

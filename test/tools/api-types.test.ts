@@ -34,11 +34,15 @@ async function generate(): Promise<string> {
   const routes: string[] = [];
   for (const [path, methods] of Object.entries(doc.paths)) {
     for (const [method, operation] of Object.entries(methods)) {
-      if (operation.operationId) routes.push(`  ${operation.operationId}: { method: "${method.toUpperCase()}", path: "${path}" },`);
+      if (operation.operationId)
+        routes.push(`  ${operation.operationId}: { method: "${method.toUpperCase()}", path: "${path}" },`);
     }
   }
   // Only \`operations\` and the \`components\` they name are used: \`paths\` (by path) is left out.
-  const types = astToString(await openapiTS(typesOnly(doc) as never)).replace(/^export interface paths \{\n[\s\S]*?\n\}\n/m, "");
+  const types = astToString(await openapiTS(typesOnly(doc) as never)).replace(
+    /^export interface paths \{\n[\s\S]*?\n\}\n/m,
+    "",
+  );
   const table = `\n/** Each operation's method and path template. */\nexport const operationRoutes = {\n${routes.join("\n")}\n} as const;\n`;
   return HEADER + types + table;
 }

@@ -10,7 +10,8 @@ describe("capacity model", () => {
 
   it("grows with shards, near-linearly while the shard primaries limit, and levels off at the home database", () => {
     expect(rows.map((r) => r.shards)).toEqual([1, 4, 16, 64]);
-    for (let i = 1; i < rows.length; i++) expect(rows[i]!.requestsPerSecond).toBeGreaterThan(rows[i - 1]!.requestsPerSecond);
+    for (let i = 1; i < rows.length; i++)
+      expect(rows[i]!.requestsPerSecond).toBeGreaterThan(rows[i - 1]!.requestsPerSecond);
     const four = rows[1]!;
     expect(four.limit).toBe("the shard primaries");
     expect(four.efficiency).toBeGreaterThan(0.75);

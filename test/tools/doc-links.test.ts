@@ -9,7 +9,11 @@ import { ROOT } from "../../scripts/lib/local.ts";
 /** Markdown files under `dir`, recursively. */
 function markdownFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory() ? markdownFiles(join(dir, entry.name)) : entry.name.endsWith(".md") ? [join(dir, entry.name)] : [],
+    entry.isDirectory()
+      ? markdownFiles(join(dir, entry.name))
+      : entry.name.endsWith(".md")
+        ? [join(dir, entry.name)]
+        : [],
   );
 }
 
@@ -51,7 +55,8 @@ function outsideLinks(file: string, markdown: string): string[] {
         .replace(/^\s*\[[^\]]+\]:\s*\S+/, "")
         .replace(/<[a-z][a-z0-9+.-]*:[^>\s]+>/gi, "");
       // Bare URLs, without the trailing punctuation that renderers leave out of the link.
-      for (const m of withoutLinks.matchAll(/\b(?:https?:\/\/|www\.)[^\s<>()]+/gi)) targets.push(m[0].replace(/[.,;:!?'"*_~]+$/, ""));
+      for (const m of withoutLinks.matchAll(/\b(?:https?:\/\/|www\.)[^\s<>()]+/gi))
+        targets.push(m[0].replace(/[.,;:!?'"*_~]+$/, ""));
       for (const target of targets) {
         const where = `${relative(ROOT, file)}:${i + 1}: ${target}`;
         if (SCHEME.test(target) || target.toLowerCase().startsWith("www.")) {
@@ -71,7 +76,11 @@ function outsideLinks(file: string, markdown: string): string[] {
 
 describe("links in README.md, docs/ and bench/", () => {
   it("stay inside the repository", () => {
-    const files = [join(ROOT, "README.md"), ...markdownFiles(join(ROOT, "docs")), ...markdownFiles(join(ROOT, "bench"))];
+    const files = [
+      join(ROOT, "README.md"),
+      ...markdownFiles(join(ROOT, "docs")),
+      ...markdownFiles(join(ROOT, "bench")),
+    ];
     expect(files.length).toBeGreaterThan(5);
     expect(files.flatMap((file) => outsideLinks(file, readFileSync(file, "utf8")))).toEqual([]);
   });

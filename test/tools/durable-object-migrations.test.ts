@@ -10,23 +10,40 @@ import { describe, expect, it } from "vitest";
 import { experimental_readRawConfig, unstable_getDurableObjectClassNameToUseSQLiteMap } from "wrangler";
 import { classRenames } from "../../scripts/lib/do-rename.ts";
 
-const parse = (file: string) => ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
+const parse = (file: string) =>
+  ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
 
 const extendsDurableObject = (node: ts.ClassDeclaration) =>
-  node.heritageClauses?.some((h) => h.token === ts.SyntaxKind.ExtendsKeyword && h.types.some((t) => ts.isIdentifier(t.expression) && t.expression.text === "DurableObject")) ?? false;
+  node.heritageClauses?.some(
+    (h) =>
+      h.token === ts.SyntaxKind.ExtendsKeyword &&
+      h.types.some((t) => ts.isIdentifier(t.expression) && t.expression.text === "DurableObject"),
+  ) ?? false;
 
 /** The names under which src/index.ts exports a class that extends DurableObject (declared there or re-exported). */
 function durableObjectExports(entry = "src/index.ts"): string[] {
   const names: string[] = [];
   for (const statement of parse(entry).statements) {
-    if (ts.isClassDeclaration(statement) && statement.name && statement.modifiers?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword)) {
+    if (
+      ts.isClassDeclaration(statement) &&
+      statement.name &&
+      statement.modifiers?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword)
+    ) {
       if (extendsDurableObject(statement)) names.push(statement.name.text);
     }
-    if (!ts.isExportDeclaration(statement) || !statement.moduleSpecifier || !statement.exportClause || !ts.isNamedExports(statement.exportClause)) continue;
+    if (
+      !ts.isExportDeclaration(statement) ||
+      !statement.moduleSpecifier ||
+      !statement.exportClause ||
+      !ts.isNamedExports(statement.exportClause)
+    )
+      continue;
     const module = parse(`${join(dirname(entry), (statement.moduleSpecifier as ts.StringLiteral).text)}.ts`);
     for (const element of statement.exportClause.elements) {
       const local = (element.propertyName ?? element.name).text;
-      const declared = module.statements.find((s): s is ts.ClassDeclaration => ts.isClassDeclaration(s) && s.name?.text === local);
+      const declared = module.statements.find(
+        (s): s is ts.ClassDeclaration => ts.isClassDeclaration(s) && s.name?.text === local,
+      );
       if (declared && extendsDurableObject(declared)) names.push(element.name.text);
     }
   }
@@ -46,11 +63,16 @@ describe("wrangler.toml [[migrations]]", () => {
   it("leaves exactly the SQLite-backed classes src/index.ts exports and the bindings name", () => {
     expect(durableObjectExports()).toEqual(["CompanyClock"]);
     // What wrangler itself derives from the migrations (deploy and dev alike).
-    expect([...unstable_getDurableObjectClassNameToUseSQLiteMap(rawConfig.migrations)]).toEqual([["CompanyClock", true]]);
+    expect([...unstable_getDurableObjectClassNameToUseSQLiteMap(rawConfig.migrations)]).toEqual([
+      ["CompanyClock", true],
+    ]);
     expect(rawConfig.durable_objects?.bindings).toEqual([{ name: "COMPANY_CLOCK", class_name: "CompanyClock" }]);
   });
 
   it("lists the renames `npm start` carries local state along", async () => {
-    expect(await classRenames("wrangler.toml")).toEqual({ worker: "expiry-reminder-api", renames: [{ from: "ReminderScheduler", to: "CompanyClock" }] });
+    expect(await classRenames("wrangler.toml")).toEqual({
+      worker: "expiry-reminder-api",
+      renames: [{ from: "ReminderScheduler", to: "CompanyClock" }],
+    });
   });
 });

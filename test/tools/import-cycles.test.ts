@@ -13,7 +13,9 @@ describe("import cycles in src/", () => {
     expect(graph.size).toBeGreaterThan(100);
     expect(unresolved).toEqual([]);
     // Type-only imports count: env.ts names the clock's RPC type and nothing else of the clock.
-    expect([...graph.get("src/env.ts")!].filter((m) => m.startsWith("src/company-clock/"))).toEqual(["src/company-clock/api.ts"]);
+    expect([...graph.get("src/env.ts")!].filter((m) => m.startsWith("src/company-clock/"))).toEqual([
+      "src/company-clock/api.ts",
+    ]);
   });
 
   it("has no cycle through src/env.ts", () => {
@@ -36,6 +38,11 @@ describe("import cycles in src/", () => {
     const { graph: g, unresolved: none } = importGraph(sample);
     expect(none).toEqual([]);
     expect(cyclicComponents(g)).toEqual([["src/a.ts", "src/b.ts", "src/c.ts"], ["src/d.ts"]]);
-    expect(cycleThrough(g, ["src/a.ts", "src/b.ts", "src/c.ts"], "src/a.ts")).toEqual(["src/a.ts", "src/b.ts", "src/c.ts", "src/a.ts"]);
+    expect(cycleThrough(g, ["src/a.ts", "src/b.ts", "src/c.ts"], "src/a.ts")).toEqual([
+      "src/a.ts",
+      "src/b.ts",
+      "src/c.ts",
+      "src/a.ts",
+    ]);
   });
 });

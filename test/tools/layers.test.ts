@@ -9,7 +9,13 @@ import { importGraph, sourcesUnder, type Graph } from "./support/import-graph";
 const HTTP = (module: string) =>
   module === "src/app.ts" ||
   module.startsWith("src/routes/") ||
-  ["src/lib/openapi.ts", "src/lib/respond.ts", "src/lib/validation.ts", "src/auth/middleware.ts", "src/idempotency/middleware.ts"].includes(module);
+  [
+    "src/lib/openapi.ts",
+    "src/lib/respond.ts",
+    "src/lib/validation.ts",
+    "src/auth/middleware.ts",
+    "src/idempotency/middleware.ts",
+  ].includes(module);
 
 const under = (dir: string) => (module: string) => module.startsWith(dir);
 
@@ -28,7 +34,11 @@ const RULES: Rule[] = [
     from: (m) => m !== "src/app.ts" && !m.startsWith("src/routes/"),
     never: under("src/routes/"),
   },
-  { says: "records import nothing of HTTP (routes, the app, route middleware)", from: under("src/records/"), never: HTTP },
+  {
+    says: "records import nothing of HTTP (routes, the app, route middleware)",
+    from: under("src/records/"),
+    never: HTTP,
+  },
   {
     says: "schemas import no records, no db and nothing of HTTP",
     from: under("src/schemas/"),
@@ -51,7 +61,9 @@ const RULES: Rule[] = [
 
 /** The imports that break `rule`: "from -> to". */
 function violations(graph: Graph, rule: Rule): string[] {
-  return [...graph].flatMap(([from, targets]) => (rule.from(from) ? [...targets].filter(rule.never).map((to) => `${from} -> ${to}`) : []));
+  return [...graph].flatMap(([from, targets]) =>
+    rule.from(from) ? [...targets].filter(rule.never).map((to) => `${from} -> ${to}`) : [],
+  );
 }
 
 describe("layers of src/", () => {

@@ -15,7 +15,10 @@ interface LockEntry {
   optionalDependencies?: Record<string, string>;
 }
 
-const lock = JSON.parse(readFileSync("package-lock.json", "utf8")) as { lockfileVersion: number; packages: Record<string, LockEntry> };
+const lock = JSON.parse(readFileSync("package-lock.json", "utf8")) as {
+  lockfileVersion: number;
+  packages: Record<string, LockEntry>;
+};
 const manifest = JSON.parse(readFileSync("package.json", "utf8")) as { allowScripts?: Record<string, boolean> };
 const entries = Object.entries(lock.packages).filter(([path]) => path !== "");
 
@@ -64,7 +67,8 @@ describe("package-lock.json", () => {
       expect(binaries.length, path).toBeGreaterThan(0);
       for (const [name, wanted] of binaries) {
         const found = resolveFrom(path, name);
-        if (!found || lock.packages[found]!.version !== wanted) missing.push(`${path} -> ${name}@${wanted} (${found ? lock.packages[found]!.version : "absent"})`);
+        if (!found || lock.packages[found]!.version !== wanted)
+          missing.push(`${path} -> ${name}@${wanted} (${found ? lock.packages[found]!.version : "absent"})`);
       }
     }
     expect(missing).toEqual([]);
@@ -72,7 +76,9 @@ describe("package-lock.json", () => {
 
   it("leaves no install script undecided in package.json allowScripts", () => {
     const decided = new Set(Object.keys(manifest.allowScripts ?? {}).map((key) => key.replace(/(.)@.*$/, "$1")));
-    const undecided = entries.filter(([path, e]) => e.hasInstallScript && !decided.has(nameOf(path))).map(([path]) => path);
+    const undecided = entries
+      .filter(([path, e]) => e.hasInstallScript && !decided.has(nameOf(path)))
+      .map(([path]) => path);
     expect(undecided).toEqual([]);
   });
 });

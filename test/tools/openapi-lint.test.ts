@@ -32,7 +32,9 @@ beforeAll(async () => {
 /** Where each package the zod client imports lives: the versions openapi-zod-client itself depends on (zod 3, not the app's zod 4). */
 function zodClientImports(): Record<string, string> {
   const generator = createRequire(createRequire(import.meta.url).resolve("openapi-zod-client"));
-  return Object.fromEntries(["zod", "@zodios/core"].map((name) => [name, dirname(generator.resolve(`${name}/package.json`))]));
+  return Object.fromEntries(
+    ["zod", "@zodios/core"].map((name) => [name, dirname(generator.resolve(`${name}/package.json`))]),
+  );
 }
 
 /** The `enum` of every schema in the document, by the schema's JSON pointer. */
@@ -49,7 +51,9 @@ describe("the OpenAPI document under real tools", () => {
   it("passes Redocly's recommended rules with no error and no warning", async () => {
     const config = await createConfig({ extends: ["recommended"] });
     const problems = await lintFromString({ source, absoluteRef: "openapi.json", config });
-    const report = problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location.map((l) => l.pointer).join(", ")}`);
+    const report = problems.map(
+      (p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location.map((l) => l.pointer).join(", ")}`,
+    );
     expect(report).toEqual([]);
   });
 
@@ -58,7 +62,9 @@ describe("the OpenAPI document under real tools", () => {
     // What `extends: spectral:oas` means to the Spectral CLI: the ruleset's recommended rules.
     spectral.setRuleset({ extends: [[oas as never, "recommended"]] });
     const problems = await spectral.run(source);
-    const report = problems.map((p) => `${["error", "warning", "info", "hint"][p.severity]} ${p.code}: ${p.message} at ${p.path.join(".")}`);
+    const report = problems.map(
+      (p) => `${["error", "warning", "info", "hint"][p.severity]} ${p.code}: ${p.message} at ${p.path.join(".")}`,
+    );
     expect(report).toEqual([]);
   }, 60_000);
 
@@ -72,8 +78,14 @@ describe("the OpenAPI document under real tools", () => {
 
   it("generates openapi-typescript types and an openapi-zod-client client that compile under tsc --strict", async () => {
     // requirePragma: left unformatted (Prettier formats only files marked @format), which saves seconds.
-    const zodClient = await generateZodClientFromOpenAPI({ openApiDoc: doc as never, disableWriteToFile: true, prettierConfig: { requirePragma: true } });
-    expect(strictErrors({ "openapi-typescript.ts": types, "openapi-zod-client.ts": zodClient }, zodClientImports())).toEqual([]);
+    const zodClient = await generateZodClientFromOpenAPI({
+      openApiDoc: doc as never,
+      disableWriteToFile: true,
+      prettierConfig: { requirePragma: true },
+    });
+    expect(
+      strictErrors({ "openapi-typescript.ts": types, "openapi-zod-client.ts": zodClient }, zodClientImports()),
+    ).toEqual([]);
   }, 120_000);
 
   it("names no component after a global of TypeScript's lib (ESNext and the DOM: File, Blob, Response, ...)", () => {
@@ -83,8 +95,13 @@ describe("the OpenAPI document under real tools", () => {
   }, 30_000);
 
   it("publishes a nullable enum as nullable: true, with no null among its values", () => {
-    expect(enumsIn(doc).filter(([, values]) => values.includes(null)).map(([where]) => where)).toEqual([]);
+    expect(
+      enumsIn(doc)
+        .filter(([, values]) => values.includes(null))
+        .map(([where]) => where),
+    ).toEqual([]);
     const units = ["ReminderEntry", "WebhookReminder"].map((name) => doc.components.schemas[name].properties.unit);
-    for (const unit of units) expect(unit).toEqual({ type: "string", nullable: true, enum: ["day", "week", "month", "year"] });
+    for (const unit of units)
+      expect(unit).toEqual({ type: "string", nullable: true, enum: ["day", "week", "month", "year"] });
   });
 });

@@ -6,9 +6,12 @@ import { describe, expect, it } from "vitest";
 import { render, unicode61Table } from "../../scripts/gen-search-table";
 import { companyMark, searchWords, tokenize } from "../../src/lib/search";
 
-const migrationFiles = readdirSync("migrations").filter((f) => f.endsWith(".sql")).sort();
+const migrationFiles = readdirSync("migrations")
+  .filter((f) => f.endsWith(".sql"))
+  .sort();
 const apply = (db: DatabaseSync, file: string) => {
-  for (const statement of readFileSync(`migrations/${file}`, "utf8").split("--> statement-breakpoint")) if (statement.trim()) db.exec(statement);
+  for (const statement of readFileSync(`migrations/${file}`, "utf8").split("--> statement-breakpoint"))
+    if (statement.trim()) db.exec(statement);
 };
 
 /**
@@ -31,10 +34,22 @@ describe("search tokenizer", () => {
 
   it("tokenize() gives unicode61's tokens for mixed text in many scripts", () => {
     const db = new DatabaseSync(":memory:");
-    db.exec("CREATE VIRTUAL TABLE f USING fts5(b, tokenize = 'unicode61 remove_diacritics 2'); CREATE VIRTUAL TABLE v USING fts5vocab(f, 'instance')");
-    const texts = ["Ölprüfung Ǆemal İstanbul straße", "Άδεια ЙОД ёлка", "東京タワー点検、年次 서울 점검", "निरीक्षण প্রমাণপত্র ไทยภาษา", "x·y o'brien 50% e-mail_me", "ﬁle Ⅻ ①②"];
+    db.exec(
+      "CREATE VIRTUAL TABLE f USING fts5(b, tokenize = 'unicode61 remove_diacritics 2'); CREATE VIRTUAL TABLE v USING fts5vocab(f, 'instance')",
+    );
+    const texts = [
+      "Ölprüfung Ǆemal İstanbul straße",
+      "Άδεια ЙОД ёлка",
+      "東京タワー点検、年次 서울 점검",
+      "निरीक्षण প্রমাণপত্র ไทยภาษา",
+      "x·y o'brien 50% e-mail_me",
+      "ﬁle Ⅻ ①②",
+    ];
     texts.forEach((t, i) => db.prepare("INSERT INTO f (rowid, b) VALUES (?, ?)").run(i + 1, t));
-    const rows = db.prepare("SELECT doc, term FROM v ORDER BY doc, offset").all() as Array<{ doc: number; term: string }>;
+    const rows = db.prepare("SELECT doc, term FROM v ORDER BY doc, offset").all() as Array<{
+      doc: number;
+      term: string;
+    }>;
     texts.forEach((t, i) => expect(tokenize(t), t).toEqual(rows.filter((r) => r.doc === i + 1).map((r) => r.term)));
   });
 });
@@ -50,24 +65,37 @@ describe("migration 0015 on a database holding data", () => {
         (1, 7, 1, 'Ada', 'Lovelace', 'ada@analytical.example', 'ada@analytical.example'),
         (2, 6408, 2, 'Ada', 'Byron', 'ada@byron.example', 'ada@byron.example');`);
     apply(db, "0015_company_search.sql");
-    const words = db.prepare("SELECT id, search_words FROM items ORDER BY id").all() as Array<{ id: number; search_words: string }>;
+    const words = db.prepare("SELECT id, search_words FROM items ORDER BY id").all() as Array<{
+      id: number;
+      search_words: string;
+    }>;
     expect(words.map((w) => new Set(JSON.parse(w.search_words)))).toEqual([
       new Set(JSON.parse(searchWords("Kesselprüfung Nord", "jährlich"))),
       new Set(JSON.parse(searchWords("Inspection old"))),
       new Set(JSON.parse(searchWords("Kesselprüfung Süd"))),
     ]);
     const items = (company: number, match: string) =>
-      (db.prepare("SELECT rowid & 4294967295 AS id FROM items_search WHERE items_search MATCH ? ORDER BY rowid").all(match.replaceAll("@", companyMark(company))) as Array<{ id: number }>).map((r) => r.id);
+      (
+        db
+          .prepare("SELECT rowid & 4294967295 AS id FROM items_search WHERE items_search MATCH ? ORDER BY rowid")
+          .all(match.replaceAll("@", companyMark(company))) as Array<{ id: number }>
+      ).map((r) => r.id);
     expect(items(7, '"@kess"*')).toEqual([1]);
     expect(items(6408, '"@kess"*')).toEqual([3]);
     expect(items(7, '"@kesselprufung"')).toEqual([1]);
     expect(items(7, '"@jahr"* AND "@\uf8fel"')).toEqual([1]);
     expect(items(7, '"@insp"* AND "@\uf8fea"')).toEqual([2]);
-    const terms = (db.prepare("SELECT term FROM search_terms ORDER BY term").all() as Array<{ term: string }>).map((r) => r.term);
+    const terms = (db.prepare("SELECT term FROM search_terms ORDER BY term").all() as Array<{ term: string }>).map(
+      (r) => r.term,
+    );
     expect(terms).toContain(`${companyMark(7)}kesselprufung`);
     expect(terms).toContain(`${companyMark(6408)}kesselprufung`);
     const contacts = (company: number, match: string) =>
-      (db.prepare("SELECT rowid AS id FROM contacts_search WHERE contacts_search MATCH ?").all(match.replaceAll("@", companyMark(company))) as Array<{ id: number }>).map((r) => r.id);
+      (
+        db
+          .prepare("SELECT rowid AS id FROM contacts_search WHERE contacts_search MATCH ?")
+          .all(match.replaceAll("@", companyMark(company))) as Array<{ id: number }>
+      ).map((r) => r.id);
     expect(contacts(7, '"@ada"* AND "@anal"*')).toEqual([1]);
     expect(contacts(6408, '"@ada"*')).toEqual([2]);
     // The old shared tables are gone.
@@ -85,17 +113,27 @@ describe("migration 0016 on a database holding tasks", () => {
         (4, 't4', 7, 'Renew same minute', '', '2031-05-01 10:00:01', 1, 1);`);
     apply(db, "0016_tasks_search.sql");
     const words = db.prepare("SELECT search_words FROM tasks WHERE id = 1").get() as { search_words: string };
-    expect(new Set(JSON.parse(words.search_words))).toEqual(new Set(JSON.parse(searchWords("Renew Genehmigung", "städtisch"))));
+    expect(new Set(JSON.parse(words.search_words))).toEqual(
+      new Set(JSON.parse(searchWords("Renew Genehmigung", "städtisch"))),
+    );
     const tasks = (company: number, match: string) =>
       (
-        db.prepare("SELECT rowid >> 31 AS minute, rowid & 2147483647 AS id FROM tasks_search WHERE tasks_search MATCH ? ORDER BY rowid").all(match.replaceAll("@", companyMark(company))) as Array<{
+        db
+          .prepare(
+            "SELECT rowid >> 31 AS minute, rowid & 2147483647 AS id FROM tasks_search WHERE tasks_search MATCH ? ORDER BY rowid",
+          )
+          .all(match.replaceAll("@", companyMark(company))) as Array<{
           minute: number;
           id: number;
         }>
       ).map((r) => [r.minute, r.id]);
-    const minute = (at: string) => (Date.parse(at.replace(" ", "T") + "Z") - Date.UTC(1900, 0, 1)) / 60_000;
+    const minute = (at: string) => (Date.parse(`${at.replace(" ", "T")}Z`) - Date.UTC(1900, 0, 1)) / 60_000;
     // Rowid order is (minute, id): the two tasks of 10:00 come by id, the query sorts them by second.
-    expect(tasks(7, '"@ren"*')).toEqual([[0, 2], [Math.floor(minute("2031-05-01 10:00:00")), 1], [Math.floor(minute("2031-05-01 10:00:00")), 4]]);
+    expect(tasks(7, '"@ren"*')).toEqual([
+      [0, 2],
+      [Math.floor(minute("2031-05-01 10:00:00")), 1],
+      [Math.floor(minute("2031-05-01 10:00:00")), 4],
+    ]);
     expect(tasks(6408, '"@renew"')).toEqual([[Math.floor(minute("9999-12-31 23:59:00")), 3]]);
     expect(tasks(7, '"@stad"*')).toEqual([[Math.floor(minute("2031-05-01 10:00:00")), 1]]);
     const terms = (db.prepare("SELECT term FROM search_terms").all() as Array<{ term: string }>).map((r) => r.term);
@@ -119,7 +157,11 @@ describe("migration 0019 on a database holding items", () => {
         (3, 6408, 2, 'Kesselprüfung Süd', '', '2029-01-01', 0, 1, ${words("Kesselprüfung Süd")});`);
     apply(db, "0019_item_search_states.sql");
     const items = (company: number, match: string) =>
-      (db.prepare("SELECT rowid & 4294967295 AS id FROM items_search WHERE items_search MATCH ? ORDER BY rowid").all(match.replaceAll("@", companyMark(company))) as Array<{ id: number }>).map((r) => r.id);
+      (
+        db
+          .prepare("SELECT rowid & 4294967295 AS id FROM items_search WHERE items_search MATCH ? ORDER BY rowid")
+          .all(match.replaceAll("@", companyMark(company))) as Array<{ id: number }>
+      ).map((r) => r.id);
     const live = "@\uf8fd";
     const archived = "@\uf8fc";
     expect(items(7, `"${live}kess"*`)).toEqual([1]);

@@ -10,12 +10,21 @@ import { describe, expect, it } from "vitest";
 import * as schema from "../../src/db/schema";
 import { CATALOGUE } from "../../scripts/triggers/catalogue.ts";
 import { DOC, renderDoc } from "../../scripts/triggers/doc.ts";
-import { MARKER, MAX_MIGRATION_BYTES, MIGRATIONS, liveTriggers, migrated, plan, type LiveTrigger } from "../../scripts/triggers/migrations.ts";
+import {
+  MARKER,
+  MAX_MIGRATION_BYTES,
+  MIGRATIONS,
+  liveTriggers,
+  migrated,
+  plan,
+  type LiveTrigger,
+} from "../../scripts/triggers/migrations.ts";
 import { firingGroup, normalise, renderTrigger } from "../../scripts/triggers/trigger.ts";
 
 const db = migrated();
 const live = liveTriggers(db);
-const byName = <T extends { name: string }>(list: readonly T[], value: (t: T) => string) => Object.fromEntries(list.map((t) => [t.name, value(t)]));
+const byName = <T extends { name: string }>(list: readonly T[], value: (t: T) => string) =>
+  Object.fromEntries(list.map((t) => [t.name, value(t)]));
 /** Trigger names by firing group, in creation order. */
 const groups = (list: ReadonlyArray<{ name: string; sql: string }>) => {
   const out: Record<string, string[]> = {};
@@ -40,7 +49,8 @@ describe("the trigger catalogue", () => {
 
   it("declares each trigger once, and only the search-index, key-check and version triggers run during shard moves", () => {
     expect(new Set(CATALOGUE.map((t) => t.name)).size).toBe(CATALOGUE.length);
-    for (const t of CATALOGUE) expect(t.skipsShardMoves, t.name).toBe(!["search", "key check", "version"].includes(t.family));
+    for (const t of CATALOGUE)
+      expect(t.skipsShardMoves, t.name).toBe(!["search", "key check", "version"].includes(t.family));
   });
 
   it("names only tables and columns of the drizzle schema (or, for the search indexes, of the migrated database)", () => {
@@ -52,8 +62,12 @@ describe("the trigger catalogue", () => {
     );
     const columnsOf = (table: string): Set<string> | undefined => {
       if (drizzle.has(table)) return drizzle.get(table);
-      const virtual = db.prepare("SELECT 1 FROM sqlite_master WHERE name = ? AND sql LIKE 'CREATE VIRTUAL TABLE%'").get(table);
-      return virtual ? new Set((db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map((c) => c.name)) : undefined;
+      const virtual = db
+        .prepare("SELECT 1 FROM sqlite_master WHERE name = ? AND sql LIKE 'CREATE VIRTUAL TABLE%'")
+        .get(table);
+      return virtual
+        ? new Set((db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map((c) => c.name))
+        : undefined;
     };
     const unknown: string[] = [];
     const check = (trigger: string, table: string, columns: Iterable<string>) => {
@@ -66,8 +80,14 @@ describe("the trigger catalogue", () => {
       const sql = renderTrigger(t);
       const body = sql.slice(sql.indexOf("\nBEGIN\n"));
       check(t.name, t.table, [...(t.columns ?? []), ...[...sql.matchAll(/\b(?:new|old)\.(\w+)/g)].map((m) => m[1]!)]);
-      for (const m of body.matchAll(/\bINSERT(?: OR \w+)? INTO `?(\w+)`? \(([^)]*)\)/g)) check(t.name, m[1]!, names(m[2]!));
-      for (const m of body.matchAll(/(?<!DO )\bUPDATE `?(\w+)`? SET (.*?) WHERE/gs)) check(t.name, m[1]!, [...m[2]!.matchAll(/`(\w+)` =/g)].map((c) => c[1]!));
+      for (const m of body.matchAll(/\bINSERT(?: OR \w+)? INTO `?(\w+)`? \(([^)]*)\)/g))
+        check(t.name, m[1]!, names(m[2]!));
+      for (const m of body.matchAll(/(?<!DO )\bUPDATE `?(\w+)`? SET (.*?) WHERE/gs))
+        check(
+          t.name,
+          m[1]!,
+          [...m[2]!.matchAll(/`(\w+)` =/g)].map((c) => c[1]!),
+        );
       for (const m of body.matchAll(/\b(?:FROM|JOIN) `?(\w+)\b`?(?!\s*\()/g)) check(t.name, m[1]!, []);
     }
     expect(unknown).toEqual([]);
@@ -78,9 +98,12 @@ describe("the trigger catalogue", () => {
   });
 
   it("keeps each generated migration under D1's limit on one query", () => {
-    const generated = readdirSync(MIGRATIONS).filter((f) => f.endsWith(".sql") && readFileSync(join(MIGRATIONS, f), "utf8").startsWith(MARKER));
+    const generated = readdirSync(MIGRATIONS).filter(
+      (f) => f.endsWith(".sql") && readFileSync(join(MIGRATIONS, f), "utf8").startsWith(MARKER),
+    );
     expect(generated.length).toBeGreaterThan(0);
-    for (const f of generated) expect(Buffer.byteLength(readFileSync(join(MIGRATIONS, f), "utf8")), f).toBeLessThanOrEqual(MAX_MIGRATION_BYTES);
+    for (const f of generated)
+      expect(Buffer.byteLength(readFileSync(join(MIGRATIONS, f), "utf8")), f).toBeLessThanOrEqual(MAX_MIGRATION_BYTES);
   });
 });
 
@@ -89,12 +112,16 @@ describe("the generator's plan", () => {
   const live: LiveTrigger[] = CATALOGUE.map((t) => ({ name: t.name, table: t.table, sql: renderTrigger(t) }));
   /** `name` and the triggers created after it in its firing group. */
   const after = (list: readonly LiveTrigger[], name: string) => {
-    const group = list.filter((l) => firingGroup(l.sql) === firingGroup(list.find((x) => x.name === name)!.sql)).map((l) => l.name);
+    const group = list
+      .filter((l) => firingGroup(l.sql) === firingGroup(list.find((x) => x.name === name)!.sql))
+      .map((l) => l.name);
     return group.slice(group.indexOf(name));
   };
 
   it("re-creates a changed trigger with the triggers after it for the same table and event", () => {
-    const changed = live.map((l) => (l.name === "revision_items_after_update" ? { ...l, sql: l.sql.replace("+ 1", "+ 2") } : l));
+    const changed = live.map((l) =>
+      l.name === "revision_items_after_update" ? { ...l, sql: l.sql.replace("+ 1", "+ 2") } : l,
+    );
     const p = plan(changed, CATALOGUE);
     expect(p.drop).toEqual(after(live, "revision_items_after_update"));
     expect(p.create.map((t) => t.name)).toEqual(p.drop);
@@ -103,19 +130,37 @@ describe("the generator's plan", () => {
   it("creates a missing trigger, drops one the catalogue does not declare, and puts triggers back in order", () => {
     const missing = live.filter((l) => l.name !== "items_version_after_update");
     expect(plan(missing, CATALOGUE).create.map((t) => t.name)).toEqual(after(live, "items_version_after_update"));
-    const extra = [...live, { name: "items_something_after_update", table: "items", sql: "CREATE TRIGGER items_something_after_update AFTER UPDATE ON items BEGIN SELECT 1; END" }];
+    const extra = [
+      ...live,
+      {
+        name: "items_something_after_update",
+        table: "items",
+        sql: "CREATE TRIGGER items_something_after_update AFTER UPDATE ON items BEGIN SELECT 1; END",
+      },
+    ];
     expect(plan(extra, CATALOGUE)).toEqual({ drop: ["items_something_after_update"], create: [] });
-    const [i, j] = ["webhook_items_after_update", "audit_items_after_update"].map((name) => live.findIndex((l) => l.name === name)) as [number, number];
+    const [i, j] = ["webhook_items_after_update", "audit_items_after_update"].map((name) =>
+      live.findIndex((l) => l.name === name),
+    ) as [number, number];
     const swapped = [...live];
     [swapped[i], swapped[j]] = [swapped[j]!, swapped[i]!];
     expect(plan(swapped, CATALOGUE).create.map((t) => t.name)).toEqual(after(live, "webhook_items_after_update"));
   });
 
   it("ignores whitespace outside string literals, not inside them", () => {
-    expect(normalise("CREATE  TRIGGER x\n  WHEN a BEGIN SELECT '  '; END;")).toBe("CREATE TRIGGER x WHEN a BEGIN SELECT '  '; END");
+    expect(normalise("CREATE  TRIGGER x\n  WHEN a BEGIN SELECT '  '; END;")).toBe(
+      "CREATE TRIGGER x WHEN a BEGIN SELECT '  '; END",
+    );
     const spaced = live.map((l) => ({ ...l, sql: l.sql.replaceAll("\n", "\n\t ") }));
     expect(plan(spaced, CATALOGUE)).toEqual({ drop: [], create: [] });
-    const literal = live.map((l) => (l.name === "companies_default_sequence_after_insert" ? { ...l, sql: l.sql.replace("'Standard'", "'Standard '") } : l));
-    expect(plan(literal, CATALOGUE).create.map((t) => t.name)).toEqual(["companies_default_sequence_after_insert", "audit_companies_after_insert"]);
+    const literal = live.map((l) =>
+      l.name === "companies_default_sequence_after_insert"
+        ? { ...l, sql: l.sql.replace("'Standard'", "'Standard '") }
+        : l,
+    );
+    expect(plan(literal, CATALOGUE).create.map((t) => t.name)).toEqual([
+      "companies_default_sequence_after_insert",
+      "audit_companies_after_insert",
+    ]);
   });
 });

@@ -33,7 +33,9 @@ beforeAll(async () => {
   server = createServer((req, res) => {
     const status = { "/ok": 200, "/conflict": 409, "/gone": 404 }[req.url ?? ""] ?? 500;
     res.writeHead(status, { "Content-Type": "application/json" });
-    res.end(JSON.stringify(status === 200 ? { success: true, data: { id: 7 } } : { success: false, msg: `status ${status}` }));
+    res.end(
+      JSON.stringify(status === 200 ? { success: true, data: { id: 7 } } : { success: false, msg: `status ${status}` }),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address();
@@ -56,7 +58,10 @@ describe("the script built from README.md", () => {
   });
 
   it("takes BASE from the environment, the one thing the runner sets", () => {
-    expect(lines).toContain("BASE=${BASE:-http://localhost:8787}   # after `bash scripts/dev.sh start --port 8790`: BASE=http://localhost:8790");
+    expect(lines).toContain(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell line
+      "BASE=${BASE:-http://localhost:8787}   # after `bash scripts/dev.sh start --port 8790`: BASE=http://localhost:8790",
+    );
   });
 
   it("reads the statuses the comments state (412, 304, 404, 202) on every line of their command", () => {
@@ -67,7 +72,12 @@ describe("the script built from README.md", () => {
 
 describe("a run against a stub server", () => {
   it("passes when every curl answers 2xx or the status its comment states", async () => {
-    const run = await runWalkthroughBlocks(readmeWith(['curl -s "$BASE/ok"', 'curl -s -o /dev/null -w "%{http_code}\\n" "$BASE/gone"   # 404 at once'].join("\n")), base);
+    const run = await runWalkthroughBlocks(
+      readmeWith(
+        ['curl -s "$BASE/ok"', 'curl -s -o /dev/null -w "%{http_code}\\n" "$BASE/gone"   # 404 at once'].join("\n"),
+      ),
+      base,
+    );
     expect(run.failures, run.transcript).toEqual([]);
     expect(run.code).toBe(0);
     expect(run.calls).toEqual([
@@ -79,7 +89,10 @@ describe("a run against a stub server", () => {
   });
 
   it("stops at a curl answering 409, naming its README line, and runs nothing after it", async () => {
-    const run = await runWalkthroughBlocks(readmeWith(['curl -s -X POST "$BASE/conflict" \\\n  -d x', "echo after"].join("\n")), base);
+    const run = await runWalkthroughBlocks(
+      readmeWith(['curl -s -X POST "$BASE/conflict" \\\n  -d x', "echo after"].join("\n")),
+      base,
+    );
     expect(run.code).not.toBe(0);
     expect(run.failures).toContain(`README.md:${bodyStart}: curl answered 409, expected 2xx`);
     expect(run.transcript).toContain(`README.md:${bodyStart}: HTTP 409, expected 2xx`);
@@ -93,12 +106,18 @@ describe("a run against a stub server", () => {
   });
 
   it("stops at a capture that finds no such field, before its value is sent anywhere", async () => {
-    const body = ['ID=$(curl -s "$BASE/ok" | field data.contact_id)', 'curl -s -d "{\\"contact_id\\":$ID}" "$BASE/ok"'].join("\n");
+    const body = [
+      'ID=$(curl -s "$BASE/ok" | field data.contact_id)',
+      'curl -s -d "{\\"contact_id\\":$ID}" "$BASE/ok"',
+    ].join("\n");
     const run = await runWalkthroughBlocks(readmeWith(body), base);
     expect(run.code).not.toBe(0);
     expect(run.transcript).toContain("no data.contact_id in:");
     expect(run.calls.map((c) => c.line)).toEqual([bodyStart]);
-    const found = await runWalkthroughBlocks(readmeWith('ID=$(curl -s "$BASE/ok" | field data.id)\necho "id=$ID"'), base);
+    const found = await runWalkthroughBlocks(
+      readmeWith('ID=$(curl -s "$BASE/ok" | field data.id)\necho "id=$ID"'),
+      base,
+    );
     expect(found.transcript).toContain("id=7");
   });
 
@@ -144,7 +163,9 @@ describe("stackTraces", () => {
       "    at TCPConnectWrap.callbackTrampoline (node:internal/async_hooks:130:17)",
       "[wrangler:info] Ready on http://localhost:8871",
     ].join("\n");
-    expect(stackTraces(log)).toEqual(["Error: connect ECONNREFUSED 127.0.0.1:9\n    at TCPConnectWrap.afterConnect [as oncomplete] (node:net:1638:16)"]);
+    expect(stackTraces(log)).toEqual([
+      "Error: connect ECONNREFUSED 127.0.0.1:9\n    at TCPConnectWrap.afterConnect [as oncomplete] (node:net:1638:16)",
+    ]);
     expect(stackTraces('{"level":"info","msg":"request","path":"/v1/items"}\nlooked at 3 items')).toEqual([]);
   });
 });
@@ -154,8 +175,12 @@ describe("stackTraces", () => {
 describe("the runner's --port", { timeout: 60_000 }, () => {
   const walkthrough = (args: string[]) =>
     new Promise<{ code: number; stderr: string }>((resolve) => {
-      execFile(process.execPath, [join(ROOT, "scripts", "walkthrough.ts"), ...args], { cwd: ROOT, timeout: 30_000 }, (error, _stdout, stderr) =>
-        resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stderr }),
+      execFile(
+        process.execPath,
+        [join(ROOT, "scripts", "walkthrough.ts"), ...args],
+        { cwd: ROOT, timeout: 30_000 },
+        (error, _stdout, stderr) =>
+          resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stderr }),
       );
     });
 

@@ -52,7 +52,11 @@ function chainTop(node: ts.Expression): ts.Expression {
   let top: ts.Expression = node;
   for (;;) {
     const parent = top.parent;
-    if ((ts.isPropertyAccessExpression(parent) && parent.expression === top) || (ts.isCallExpression(parent) && parent.expression === top)) top = parent;
+    if (
+      (ts.isPropertyAccessExpression(parent) && parent.expression === top) ||
+      (ts.isCallExpression(parent) && parent.expression === top)
+    )
+      top = parent;
     else return top;
   }
 }
@@ -61,7 +65,8 @@ function chainTop(node: ts.Expression): ts.Expression {
 function violations(file: string, text: string): string[] {
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
   const found: string[] = [];
-  const at = (node: ts.Node, what: string) => found.push(`${file}:${source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1}: ${what}`);
+  const at = (node: ts.Node, what: string) =>
+    found.push(`${file}:${source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1}: ${what}`);
   const visit = (node: ts.Node): void => {
     if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression)) {
       const method = node.expression.name.text;
@@ -76,12 +81,22 @@ function violations(file: string, text: string): string[] {
         if (ts.isAwaitExpression(top.parent)) sent = true;
         if (sent) at(node, "a write statement sent by itself (put it in a commit)");
         const list = top.parent;
-        if (ts.isArrayLiteralExpression(list) && ts.isCallExpression(list.parent) && ts.isPropertyAccessExpression(list.parent.expression) && list.parent.expression.name.text === "batch") {
+        if (
+          ts.isArrayLiteralExpression(list) &&
+          ts.isCallExpression(list.parent) &&
+          ts.isPropertyAccessExpression(list.parent.expression) &&
+          list.parent.expression.name.text === "batch"
+        ) {
           at(node, "a write statement in a `.batch()` (commit it instead)");
         }
       }
     }
-    if (ts.isCallExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === "database" && !HANDLE_SEAMS.includes(file)) {
+    if (
+      ts.isCallExpression(node) &&
+      ts.isIdentifier(node.expression) &&
+      node.expression.text === "database" &&
+      !HANDLE_SEAMS.includes(file)
+    ) {
       at(node, "a database handle made outside the seams that open a D1 session");
     }
     ts.forEachChild(node, visit);

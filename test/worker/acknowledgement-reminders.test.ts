@@ -11,7 +11,19 @@ import type { CompanyClock } from "../../src/company-clock/object";
 import { migrate, SCHEMA_VERSION } from "../../src/company-clock/store";
 import { acknowledgeItem } from "../../src/records/items/actions";
 import { addDays, todayIn } from "../../src/lib/time";
-import { call, createAccount, createContact, createGroup, createItem, env, expectShapeB, expectStatus, ok, type Fields, type TestAccount } from "./helpers";
+import {
+  call,
+  createAccount,
+  createContact,
+  createGroup,
+  createItem,
+  env,
+  expectShapeB,
+  expectStatus,
+  ok,
+  type Fields,
+  type TestAccount,
+} from "./helpers";
 
 const stubOf = (companyId: number) => clockFor(env, companyId);
 const futureDate = (days: number) => addDays(todayIn("UTC"), days);
@@ -21,7 +33,10 @@ async function captureEmails(companyId: number): Promise<Array<{ to: string; sub
   const emails: Array<{ to: string; subject: string; text: string }> = [];
   await runInDurableObject(stubOf(companyId), (instance: CompanyClock) => {
     const send = instance.transports.email;
-    instance.transports = { ...instance.transports, email: (m) => (emails.push({ to: m.to, subject: m.subject, text: m.text }), send(m)) };
+    instance.transports = {
+      ...instance.transports,
+      email: (m) => (emails.push({ to: m.to, subject: m.subject, text: m.text }), send(m)),
+    };
   });
   return emails;
 }
@@ -29,15 +44,20 @@ async function captureEmails(companyId: number): Promise<Array<{ to: string; sub
 /** Moves reminders' instants into the past (as if their minute had come). */
 async function backdate(companyId: number, reminderIds: number[]) {
   await runInDurableObject(stubOf(companyId), (_i, state) => {
-    for (const id of reminderIds) state.storage.sql.exec("UPDATE reminders SET due_at = ? WHERE reminder_id = ?", Date.now() - 1000 - id, id);
+    for (const id of reminderIds)
+      state.storage.sql.exec("UPDATE reminders SET due_at = ? WHERE reminder_id = ?", Date.now() - 1000 - id, id);
   });
 }
 
-const reminders = async (token: string, itemId: number) => ok(await call("listItemReminders", `/v1/items/${itemId}/reminders`, { token })).body.data;
+const reminders = async (token: string, itemId: number) =>
+  ok(await call("listItemReminders", `/v1/items/${itemId}/reminders`, { token })).body.data;
 const states = (list: Array<{ date: string; state: string }>) => list.map((r) => [r.date, r.state]);
 
 async function sequence(token: string, steps: Fields[]): Promise<number> {
-  const res = await call("createReminderSequence", "/v1/reminder-sequences", { token, body: { name: `Seq ${crypto.randomUUID().slice(0, 8)}`, reminders: steps } });
+  const res = await call("createReminderSequence", "/v1/reminder-sequences", {
+    token,
+    body: { name: `Seq ${crypto.randomUUID().slice(0, 8)}`, reminders: steps },
+  });
   if (res.status !== 201) throw new Error(`sequence: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.data.seqid;
 }
@@ -61,24 +81,46 @@ describe("an acknowledged occurrence", () => {
     ]);
     const date = futureDate(20);
     const item = await createItem(account.ownerToken, { expiry_date: date, seqid });
-    expect(states(item.reminders.queued)).toEqual([[addDays(date, -7), "queued"], [addDays(date, -3), "queued"], [date, "queued"]]);
+    expect(states(item.reminders.queued)).toEqual([
+      [addDays(date, -7), "queued"],
+      [addDays(date, -3), "queued"],
+      [date, "queued"],
+    ]);
     expect(item.reminders.queued[1]).toMatchObject({ group_id: groupId, unless_acknowledged: true, always: false });
     expect(item.reminders.queued[2]).toMatchObject({ group_id: null, always: true });
 
-    expectStatus(await call("acknowledgeItem", `/v1/items/${item.item_id}/acknowledge`, { token: account.ownerToken }), 200);
+    expectStatus(
+      await call("acknowledgeItem", `/v1/items/${item.item_id}/acknowledge`, { token: account.ownerToken }),
+      200,
+    );
     let list = await reminders(account.ownerToken, item.item_id);
-    expect(states(list.queued)).toEqual([[addDays(date, -7), "held"], [addDays(date, -3), "held"], [date, "queued"]]);
+    expect(states(list.queued)).toEqual([
+      [addDays(date, -7), "held"],
+      [addDays(date, -3), "held"],
+      [date, "queued"],
+    ]);
     // The detail's view agrees (it is written by the clock with the sync).
-    expect(states(ok(await call("getItem", `/v1/items/${item.item_id}`, { token: account.ownerToken })).body.data.reminders.queued)).toEqual(states(list.queued));
+    expect(
+      states(
+        ok(await call("getItem", `/v1/items/${item.item_id}`, { token: account.ownerToken })).body.data.reminders
+          .queued,
+      ),
+    ).toEqual(states(list.queued));
 
     // While held, the first one's minute comes: nothing is sent; taken back, it is dropped, not sent late.
     await backdate(account.companyId, [list.queued[0]!.reminder_id]);
     const emails = await captureEmails(account.companyId);
     await runDurableObjectAlarm(stubOf(account.companyId));
     expect(emails).toEqual([]);
-    expectStatus(await call("unacknowledgeItem", `/v1/items/${item.item_id}/acknowledge`, { token: account.ownerToken }), 200);
+    expectStatus(
+      await call("unacknowledgeItem", `/v1/items/${item.item_id}/acknowledge`, { token: account.ownerToken }),
+      200,
+    );
     list = await reminders(account.ownerToken, item.item_id);
-    expect(states(list.queued)).toEqual([[addDays(date, -3), "queued"], [date, "queued"]]);
+    expect(states(list.queued)).toEqual([
+      [addDays(date, -3), "queued"],
+      [date, "queued"],
+    ]);
     expect(list.sent).toEqual([]);
   });
 
@@ -90,29 +132,52 @@ describe("an acknowledged occurrence", () => {
       { period: 3, unit: "day", type: 1, group_id: groupId, unless_acknowledged: true },
       { period: 0, unit: "day", type: 1, always: true },
     ]);
-    const item = await createItem(account.ownerToken, { expiry_date: futureDate(10), seqid, contact_id: contact.contact_id });
+    const item = await createItem(account.ownerToken, {
+      expiry_date: futureDate(10),
+      seqid,
+      contact_id: contact.contact_id,
+    });
     await call("acknowledgeItem", `/v1/items/${item.item_id}/acknowledge`, { token: account.ownerToken });
-    await backdate(account.companyId, item.reminders.queued.map((r) => r.reminder_id));
+    await backdate(
+      account.companyId,
+      item.reminders.queued.map((r) => r.reminder_id),
+    );
     const emails = await captureEmails(account.companyId);
     await runDurableObjectAlarm(stubOf(account.companyId));
     expect(emails.map((e) => e.to)).toEqual([contact.email]);
     const list = await reminders(account.ownerToken, item.item_id);
     expect(list.sent.map((r) => r.always)).toEqual([true]);
-    expect(list.sent[0]!.deliveries).toEqual([expect.objectContaining({ channel: "email", contact_id: contact.contact_id, state: "sent", recipient: contact.email })]);
+    expect(list.sent[0]!.deliveries).toEqual([
+      expect.objectContaining({
+        channel: "email",
+        contact_id: contact.contact_id,
+        state: "sent",
+        recipient: contact.email,
+      }),
+    ]);
   });
 
   it("escalates to the group when nobody acknowledged: one delivery per contact, each with its own state", async () => {
     const account = await createAccount();
     const { groupId, emails: addresses } = await groupOf(account, 3);
-    const seqid = await sequence(account.ownerToken, [{ period: 3, unit: "day", type: 1, group_id: groupId, unless_acknowledged: true }]);
+    const seqid = await sequence(account.ownerToken, [
+      { period: 3, unit: "day", type: 1, group_id: groupId, unless_acknowledged: true },
+    ]);
     const item = await createItem(account.ownerToken, { expiry_date: futureDate(10), seqid });
-    await backdate(account.companyId, item.reminders.queued.map((r) => r.reminder_id));
+    await backdate(
+      account.companyId,
+      item.reminders.queued.map((r) => r.reminder_id),
+    );
     const emails = await captureEmails(account.companyId);
     await runDurableObjectAlarm(stubOf(account.companyId));
     expect(emails.map((e) => e.to).sort()).toEqual([...addresses].sort());
     const [sent] = (await reminders(account.ownerToken, item.item_id)).sent;
     expect(sent!.deliveries).toHaveLength(3);
-    expect(sent!.deliveries.map((d) => [d.state, d.attempts])).toEqual([["sent", 1], ["sent", 1], ["sent", 1]]);
+    expect(sent!.deliveries.map((d) => [d.state, d.attempts])).toEqual([
+      ["sent", 1],
+      ["sent", 1],
+      ["sent", 1],
+    ]);
     expect(new Set(sent!.deliveries.map((d) => d.contact_id)).size).toBe(3);
   });
 
@@ -121,10 +186,29 @@ describe("an acknowledged occurrence", () => {
     const contact = await createContact(account.ownerToken);
     const item = await createItem(account.ownerToken, { expiry_date: futureDate(10), contact_id: contact.contact_id });
     // The records' action alone: the write committed, the Worker died before telling the clock.
-    const db = database(env.DB, { committed: 0, actor: { accountId: null, companyId: null, clientId: null, userId: null, requestId: null, operationId: "recipientAction", contactId: contact.contact_id, via: "link" } });
-    const result = await acknowledgeItem(db, account.companyId, item.item_id, { by: { type: "contact", id: contact.contact_id }, via: "link", occurrence: 1 });
+    const db = database(env.DB, {
+      committed: 0,
+      actor: {
+        accountId: null,
+        companyId: null,
+        clientId: null,
+        userId: null,
+        requestId: null,
+        operationId: "recipientAction",
+        contactId: contact.contact_id,
+        via: "link",
+      },
+    });
+    const result = await acknowledgeItem(db, account.companyId, item.item_id, {
+      by: { type: "contact", id: contact.contact_id },
+      via: "link",
+      occurrence: 1,
+    });
     expect(result.outcome).toBe("applied");
-    await backdate(account.companyId, item.reminders.queued.map((r) => r.reminder_id));
+    await backdate(
+      account.companyId,
+      item.reminders.queued.map((r) => r.reminder_id),
+    );
     const emails = await captureEmails(account.companyId);
     await runDurableObjectAlarm(stubOf(account.companyId));
     // Only the default sequence's "on the day" step would be `always`: the Standard sequence has none.
@@ -140,7 +224,10 @@ describe("a snoozed occurrence", () => {
     const date = futureDate(40);
     const item = await createItem(account.ownerToken, { expiry_date: date, contact_id: contact.contact_id });
     const until = futureDate(28);
-    const snoozed = await call("snoozeItem", `/v1/items/${item.item_id}/snooze`, { token: account.ownerToken, body: { until } });
+    const snoozed = await call("snoozeItem", `/v1/items/${item.item_id}/snooze`, {
+      token: account.ownerToken,
+      body: { until },
+    });
     expectStatus(snoozed, 200, JSON.stringify(snoozed.body));
     let list = await reminders(account.ownerToken, item.item_id);
     expect(list.queued.map((r) => [r.date, r.hour, r.state, r.origin])).toEqual([
@@ -176,8 +263,24 @@ describe("a snoozed occurrence", () => {
     const other = await createContact(account.ownerToken);
     const item = await createItem(account.ownerToken, { expiry_date: futureDate(40), contact_id: owner.contact_id });
     const { snoozeItem, syncAction } = await import("../../src/records/items/actions");
-    const db = database(env.DB, { committed: 0, actor: { accountId: null, companyId: null, clientId: null, userId: null, requestId: null, operationId: "recipientAction", contactId: other.contact_id, via: "link" } });
-    const result = await snoozeItem(db, account.companyId, item.item_id, { by: { type: "contact", id: other.contact_id }, via: "link", until: futureDate(5) });
+    const db = database(env.DB, {
+      committed: 0,
+      actor: {
+        accountId: null,
+        companyId: null,
+        clientId: null,
+        userId: null,
+        requestId: null,
+        operationId: "recipientAction",
+        contactId: other.contact_id,
+        via: "link",
+      },
+    });
+    const result = await snoozeItem(db, account.companyId, item.item_id, {
+      by: { type: "contact", id: other.contact_id },
+      via: "link",
+      until: futureDate(5),
+    });
     await syncAction(env, account.companyId, item.item_id, result);
     const snooze = (await reminders(account.ownerToken, item.item_id)).queued.find((r) => r.origin === "snooze")!;
     expect(snooze.contact_id).toBe(other.contact_id);
@@ -190,20 +293,50 @@ describe("recipients of sequence steps and reminders", () => {
     const other = await createAccount();
     const foreign = await createGroup(other.ownerToken);
     const base = { period: 7, unit: "day", type: 1 };
-    const post = (reminders: Fields[]) => call("createReminderSequence", "/v1/reminder-sequences", { token: account.ownerToken, body: { name: crypto.randomUUID().slice(0, 8), reminders } });
-    expectShapeB(await post([base, { ...base, period: 3, group_id: foreign.groupid }]), 400, /^reminders\.1\.group_id: contact group \d+ is not a contact group of the company$/);
-    expectShapeB(await post([{ ...base, contact_id: 999_999_999 }]), 400, /^reminders\.0\.contact_id: contact 999999999 is not a contact/);
-    expectShapeB(await post([{ ...base, contact_id: 1, group_id: 2 }]), 400, /reminders\.0\.group_id: give contact_id or group_id, not both/);
+    const post = (reminders: Fields[]) =>
+      call("createReminderSequence", "/v1/reminder-sequences", {
+        token: account.ownerToken,
+        body: { name: crypto.randomUUID().slice(0, 8), reminders },
+      });
+    expectShapeB(
+      await post([base, { ...base, period: 3, group_id: foreign.groupid }]),
+      400,
+      /^reminders\.1\.group_id: contact group \d+ is not a contact group of the company$/,
+    );
+    expectShapeB(
+      await post([{ ...base, contact_id: 999_999_999 }]),
+      400,
+      /^reminders\.0\.contact_id: contact 999999999 is not a contact/,
+    );
+    expectShapeB(
+      await post([{ ...base, contact_id: 1, group_id: 2 }]),
+      400,
+      /reminders\.0\.group_id: give contact_id or group_id, not both/,
+    );
     expectShapeB(await post([{ ...base, always: true, unless_acknowledged: true }]), 400, /reminders\.0\.always/);
     expectShapeB(await post([{ ...base, group_id: "x" }]), 400, /reminders\.0\.group_id/);
     const item = await createItem(account.ownerToken);
-    expectShapeB(await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: account.ownerToken, body: { period: 1, unit: "day", rtype: 1, group_id: foreign.groupid } }), 400, /group_id \d+ is not a contact group of the company/);
+    expectShapeB(
+      await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, {
+        token: account.ownerToken,
+        body: { period: 1, unit: "day", rtype: 1, group_id: foreign.groupid },
+      }),
+      400,
+      /group_id \d+ is not a contact group of the company/,
+    );
   });
 
   it("a group reminder goes to at most 200 contacts, the first by contact id", async () => {
     const account = await createAccount({}, { contacts: 1000 });
     const group = await createGroup(account.ownerToken);
-    const rows = Array.from({ length: 205 }, (_, i) => [account.companyId, account.deptId, group.groupid, "Member", String(i), `m${i}-${group.groupid}@example.test`]);
+    const rows = Array.from({ length: 205 }, (_, i) => [
+      account.companyId,
+      account.deptId,
+      group.groupid,
+      "Member",
+      String(i),
+      `m${i}-${group.groupid}@example.test`,
+    ]);
     await env.DB.prepare(
       `INSERT INTO contacts (company_id, dept_id, group_id, first_name, last_name, email, email_key)
        SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 5 FROM json_each(?)`,
@@ -211,7 +344,10 @@ describe("recipients of sequence steps and reminders", () => {
       .bind(JSON.stringify(rows))
       .run();
     const item = await createItem(account.ownerToken, { expiry_date: futureDate(30), seqid: 0 });
-    const added = await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: account.ownerToken, body: { period: 1, unit: "day", rtype: 1, group_id: group.groupid } });
+    const added = await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, {
+      token: account.ownerToken,
+      body: { period: 1, unit: "day", rtype: 1, group_id: group.groupid },
+    });
     expectStatus(added, 201, JSON.stringify(added.body));
     await backdate(account.companyId, [added.body.data.reminder_id]);
     const emails = await captureEmails(account.companyId);
@@ -220,7 +356,13 @@ describe("recipients of sequence steps and reminders", () => {
     const [sent] = (await reminders(account.ownerToken, item.item_id)).sent;
     const ids = sent!.deliveries.map((d) => d.contact_id);
     expect(ids).toHaveLength(200);
-    expect(Math.max(...ids.map(Number))).toBeLessThan(Math.max(...(await env.DB.prepare("SELECT id FROM contacts WHERE group_id = ?").bind(group.groupid).all<{ id: number }>()).results.map((r) => r.id)));
+    expect(Math.max(...ids.map(Number))).toBeLessThan(
+      Math.max(
+        ...(
+          await env.DB.prepare("SELECT id FROM contacts WHERE group_id = ?").bind(group.groupid).all<{ id: number }>()
+        ).results.map((r) => r.id),
+      ),
+    );
   });
 });
 
@@ -229,19 +371,57 @@ describe("the clock's store", () => {
     const stub = env.COMPANY_CLOCK.get(env.COMPANY_CLOCK.newUniqueId());
     await runInDurableObject(stub, (_i, state) => {
       const sql = state.storage.sql;
-      for (const table of ["meta", "items", "reminders", "triggered", "deliveries", "events", "webhook_deliveries", "applied_requests", "renewals", "audit_outbox"]) sql.exec(`DROP TABLE IF EXISTS ${table}`);
+      for (const table of [
+        "meta",
+        "items",
+        "reminders",
+        "triggered",
+        "deliveries",
+        "events",
+        "webhook_deliveries",
+        "applied_requests",
+        "renewals",
+        "audit_outbox",
+      ])
+        sql.exec(`DROP TABLE IF EXISTS ${table}`);
       migrate(state.storage, 6);
-      sql.exec("INSERT INTO reminders (reminder_id, item_id, origin, date, hour, due_at, contact_id, channels, state, created_at) VALUES (1, 5, 'manual', '2027-01-01', '09:00', 0, 42, '[\"email\"]', 'sent', 0)");
-      sql.exec("INSERT INTO reminders (reminder_id, item_id, origin, date, hour, due_at, contact_id, channels, state, created_at) VALUES (2, 5, 'sequence', '2027-01-02', '09:00', 0, NULL, '[\"email\"]', 'sent', 0)");
-      sql.exec("INSERT INTO deliveries (reminder_id, channel, state, attempts, recipient, delivered_at) VALUES (1, 'email', 'sent', 1, 'a@example.test', 5)");
-      sql.exec("INSERT INTO deliveries (reminder_id, channel, state, attempts, next_at, last_error) VALUES (2, 'email', 'pending', 2, 7, 'mail server said 451')");
+      sql.exec(
+        "INSERT INTO reminders (reminder_id, item_id, origin, date, hour, due_at, contact_id, channels, state, created_at) VALUES (1, 5, 'manual', '2027-01-01', '09:00', 0, 42, '[\"email\"]', 'sent', 0)",
+      );
+      sql.exec(
+        "INSERT INTO reminders (reminder_id, item_id, origin, date, hour, due_at, contact_id, channels, state, created_at) VALUES (2, 5, 'sequence', '2027-01-02', '09:00', 0, NULL, '[\"email\"]', 'sent', 0)",
+      );
+      sql.exec(
+        "INSERT INTO deliveries (reminder_id, channel, state, attempts, recipient, delivered_at) VALUES (1, 'email', 'sent', 1, 'a@example.test', 5)",
+      );
+      sql.exec(
+        "INSERT INTO deliveries (reminder_id, channel, state, attempts, next_at, last_error) VALUES (2, 'email', 'pending', 2, 7, 'mail server said 451')",
+      );
       migrate(state.storage);
       expect(sql.exec("SELECT value FROM meta WHERE key = 'schema_version'").one().value).toBe(String(SCHEMA_VERSION));
-      expect(sql.exec("SELECT reminder_id, channel, contact_id, state, attempts, next_at, recipient FROM deliveries ORDER BY reminder_id").toArray()).toEqual([
-        { reminder_id: 1, channel: "email", contact_id: 42, state: "sent", attempts: 1, next_at: null, recipient: "a@example.test" },
+      expect(
+        sql
+          .exec(
+            "SELECT reminder_id, channel, contact_id, state, attempts, next_at, recipient FROM deliveries ORDER BY reminder_id",
+          )
+          .toArray(),
+      ).toEqual([
+        {
+          reminder_id: 1,
+          channel: "email",
+          contact_id: 42,
+          state: "sent",
+          attempts: 1,
+          next_at: null,
+          recipient: "a@example.test",
+        },
         { reminder_id: 2, channel: "email", contact_id: 0, state: "pending", attempts: 2, next_at: 7, recipient: null },
       ]);
-      expect(sql.exec("SELECT always, unless_ack, group_id FROM reminders WHERE reminder_id = 1").one()).toEqual({ always: 0, unless_ack: 0, group_id: null });
+      expect(sql.exec("SELECT always, unless_ack, group_id FROM reminders WHERE reminder_id = 1").one()).toEqual({
+        always: 0,
+        unless_ack: 0,
+        group_id: null,
+      });
     });
   });
 });

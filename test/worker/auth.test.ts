@@ -73,7 +73,11 @@ describe("POST /v1/oauth/token: client authentication forms", () => {
   });
 
   it("accepts an application/x-www-form-urlencoded body", async () => {
-    const res = await postForm({ grant_type: "client_credentials", client_id: "demo-readonly", client_secret: "demo-readonly-secret" });
+    const res = await postForm({
+      grant_type: "client_credentials",
+      client_id: "demo-readonly",
+      client_secret: "demo-readonly-secret",
+    });
     expectToken(res, "contacts:read items:read");
     const me = ok(await call("getTokenInfo", ME, { token: res.body.access_token }));
     expect(me.body.client_id).toBe("demo-readonly");
@@ -81,25 +85,39 @@ describe("POST /v1/oauth/token: client authentication forms", () => {
 
   it("accepts a form body with a charset parameter and a requested scope", async () => {
     const res = await postForm(
-      { grant_type: "client_credentials", client_id: "demo-owner", client_secret: "demo-owner-secret", scope: "contacts:read" },
+      {
+        grant_type: "client_credentials",
+        client_id: "demo-owner",
+        client_secret: "demo-owner-secret",
+        scope: "contacts:read",
+      },
       { "Content-Type": "application/x-www-form-urlencoded; charset=utf-8" },
     );
     expectToken(res, "contacts:read");
   });
 
   it("accepts HTTP Basic client authentication with only grant_type in the body", async () => {
-    const res = await postToken({ grant_type: "client_credentials" }, { Authorization: basic("demo-owner", "demo-owner-secret") });
+    const res = await postToken(
+      { grant_type: "client_credentials" },
+      { Authorization: basic("demo-owner", "demo-owner-secret") },
+    );
     expectToken(res, "*");
     expect(decodeJwt(res.body.access_token).payload.sub).toBe("demo-owner");
   });
 
   it("accepts HTTP Basic with a form body", async () => {
-    const res = await postForm({ grant_type: "client_credentials", scope: "items:read" }, { Authorization: basic("demo-readonly", "demo-readonly-secret") });
+    const res = await postForm(
+      { grant_type: "client_credentials", scope: "items:read" },
+      { Authorization: basic("demo-readonly", "demo-readonly-secret") },
+    );
     expectToken(res, "items:read");
   });
 
   it("accepts HTTP Basic when the body repeats the same client_id", async () => {
-    const res = await postToken({ grant_type: "client_credentials", client_id: "demo-owner" }, { Authorization: basic("demo-owner", "demo-owner-secret") });
+    const res = await postToken(
+      { grant_type: "client_credentials", client_id: "demo-owner" },
+      { Authorization: basic("demo-owner", "demo-owner-secret") },
+    );
     expectToken(res, "*");
   });
 
@@ -119,7 +137,12 @@ describe("POST /v1/oauth/token: client authentication forms", () => {
 
   it("refuses malformed HTTP Basic credentials with 401 invalid_client", async () => {
     // Not base64; no colon; a malformed %-escape in the (form-encoded, RFC 6749 2.3.1) id or secret.
-    for (const header of ["Basic !!!notbase64!!!", `Basic ${btoa("no-colon-here")}`, `Basic ${btoa("demo%:x")}`, `Basic ${btoa("demo-owner:%E0%A4%A")}`]) {
+    for (const header of [
+      "Basic !!!notbase64!!!",
+      `Basic ${btoa("no-colon-here")}`,
+      `Basic ${btoa("demo%:x")}`,
+      `Basic ${btoa("demo-owner:%E0%A4%A")}`,
+    ]) {
       const res = await postToken({ grant_type: "client_credentials" }, { Authorization: header });
       expectShapeA(res, 401, "invalid_client");
     }
@@ -155,7 +178,10 @@ describe("POST /v1/oauth/token: response and scopes", () => {
   });
 
   it("grants a requested subset as requested", async () => {
-    expectToken(await postToken(creds("demo-owner", { scope: "contacts:read items:write" })), "contacts:read items:write");
+    expectToken(
+      await postToken(creds("demo-owner", { scope: "contacts:read items:write" })),
+      "contacts:read items:write",
+    );
     expectToken(await postToken(creds("demo-readonly", { scope: "items:read" })), "items:read");
     expectToken(await postToken(creds("demo-readonly", { scope: "contacts:read  contacts:read" })), "contacts:read");
   });
@@ -197,12 +223,19 @@ describe("POST /v1/oauth/token: request errors", () => {
   });
 
   it("refuses an empty body with 400 invalid_request", async () => {
-    expectShapeA(await call("issueToken", TOKEN, { headers: { "Content-Type": "application/json" } }), 400, "invalid_request");
+    expectShapeA(
+      await call("issueToken", TOKEN, { headers: { "Content-Type": "application/json" } }),
+      400,
+      "invalid_request",
+    );
     expectShapeA(await call("issueToken", TOKEN), 400, "invalid_request");
   });
 
   it("refuses malformed JSON with 400 invalid_request", async () => {
-    const res = await call("issueToken", TOKEN, { rawBody: '{"grant_type": "client_credentials",', headers: { "Content-Type": "application/json" } });
+    const res = await call("issueToken", TOKEN, {
+      rawBody: '{"grant_type": "client_credentials",',
+      headers: { "Content-Type": "application/json" },
+    });
     expectShapeA(res, 400, "invalid_request");
   });
 
@@ -219,7 +252,10 @@ describe("POST /v1/oauth/token: request errors", () => {
   });
 
   it("refuses an unsupported Content-Type with 400 invalid_request", async () => {
-    const res = await call("issueToken", TOKEN, { rawBody: "grant_type=client_credentials", headers: { "Content-Type": "text/plain" } });
+    const res = await call("issueToken", TOKEN, {
+      rawBody: "grant_type=client_credentials",
+      headers: { "Content-Type": "text/plain" },
+    });
     expectShapeA(res, 400, "invalid_request");
   });
 
@@ -234,7 +270,11 @@ describe("POST /v1/oauth/token: request errors", () => {
   });
 
   it("challenges with Basic on every 401 invalid_client, also when the credentials came in the body (RFC 9110)", async () => {
-    for (const body of [creds("demo-owner", { client_secret: "wrong-secret" }), creds("no-such-client"), { grant_type: "client_credentials" }]) {
+    for (const body of [
+      creds("demo-owner", { client_secret: "wrong-secret" }),
+      creds("no-such-client"),
+      { grant_type: "client_credentials" },
+    ]) {
       const res = await postToken(body);
       expectShapeA(res, 401, "invalid_client");
       expect(res.headers.get("WWW-Authenticate"), JSON.stringify(body)).toBe('Basic realm="oauth"');
@@ -244,8 +284,16 @@ describe("POST /v1/oauth/token: request errors", () => {
   it("refuses missing credentials with 401 invalid_client", async () => {
     expectShapeA(await postToken({ grant_type: "client_credentials" }), 401, "invalid_client");
     expectShapeA(await postToken({ grant_type: "client_credentials", client_id: "demo-owner" }), 401, "invalid_client");
-    expectShapeA(await postToken({ grant_type: "client_credentials", client_secret: "demo-owner-secret" }), 401, "invalid_client");
-    expectShapeA(await postToken({ grant_type: "client_credentials", client_id: "demo-owner", client_secret: "" }), 401, "invalid_client");
+    expectShapeA(
+      await postToken({ grant_type: "client_credentials", client_secret: "demo-owner-secret" }),
+      401,
+      "invalid_client",
+    );
+    expectShapeA(
+      await postToken({ grant_type: "client_credentials", client_id: "demo-owner", client_secret: "" }),
+      401,
+      "invalid_client",
+    );
   });
 
   it("ignores a Bearer Authorization header at the token endpoint", async () => {
@@ -298,7 +346,10 @@ describe("signing key not configured", () => {
     ["empty", ""],
     ["too short", "k1:short"],
     ["without a kid", "test-signing-key-current-0123456789abcdef"],
-    ["listing one kid twice", "k1:test-signing-key-current-0123456789abcdef k1:test-signing-key-previous-0123456789abcdef"],
+    [
+      "listing one kid twice",
+      "k1:test-signing-key-current-0123456789abcdef k1:test-signing-key-previous-0123456789abcdef",
+    ],
   ] as const) {
     it(`answers 500 server_error at the token endpoint when the key is ${label}`, async () => {
       const res = await callWithEnv({ JWT_SIGNING_KEYS: value }, "issueToken", TOKEN, { body: creds("demo-owner") });
@@ -318,7 +369,11 @@ describe("signing key not configured", () => {
 
   it("answers 500 server_error on an authenticated resource route too", async () => {
     const token = await tokenFor("demo-owner");
-    expectShapeA(await callWithEnv({ JWT_SIGNING_KEYS: undefined }, "listContacts", "/v1/contacts", { token }), 500, "server_error");
+    expectShapeA(
+      await callWithEnv({ JWT_SIGNING_KEYS: undefined }, "listContacts", "/v1/contacts", { token }),
+      500,
+      "server_error",
+    );
   });
 
   it("works again through the same entry point with the configured keys (control)", async () => {
@@ -336,7 +391,13 @@ describe("bearer authentication", () => {
 
   it("answers 401 invalid_token for a non-Bearer or empty Authorization header", async () => {
     const token = await tokenFor("demo-owner");
-    for (const header of [`Basic ${btoa("demo-owner:demo-owner-secret")}`, "Bearer", "Bearer ", token, `Token ${token}`]) {
+    for (const header of [
+      `Basic ${btoa("demo-owner:demo-owner-secret")}`,
+      "Bearer",
+      "Bearer ",
+      token,
+      `Token ${token}`,
+    ]) {
       expectInvalidToken(await call("getTokenInfo", ME, { headers: { Authorization: header } }));
     }
   });
@@ -361,7 +422,9 @@ describe("bearer authentication", () => {
 
   it("answers 401 invalid_token for a token signed with an unknown kid", async () => {
     const current = testSigningKeys()[0]!;
-    expectInvalidToken(await call("getTokenInfo", ME, { token: await signTestToken({ kid: "unknown-kid", secret: current.secret }) }));
+    expectInvalidToken(
+      await call("getTokenInfo", ME, { token: await signTestToken({ kid: "unknown-kid", secret: current.secret }) }),
+    );
   });
 
   it("answers 401 invalid_token for a token without a kid", async () => {
@@ -384,7 +447,9 @@ describe("bearer authentication", () => {
 
   it("answers 401 invalid_token for a token signed with the previous key but labelled with the current kid", async () => {
     const [current, previous] = testSigningKeys();
-    expectInvalidToken(await call("getTokenInfo", ME, { token: await signTestToken({ kid: current!.kid, secret: previous!.secret }) }));
+    expectInvalidToken(
+      await call("getTokenInfo", ME, { token: await signTestToken({ kid: current!.kid, secret: previous!.secret }) }),
+    );
   });
 
   it("answers 401 invalid_token for an expired token", async () => {
@@ -419,7 +484,10 @@ describe("bearer authentication", () => {
     const token = await tokenFor("demo-readonly");
     const [h, , s] = token.split(".");
     const payload = decodeJwt(token).payload;
-    const forged = btoa(JSON.stringify({ ...payload, scope: "*" })).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
+    const forged = btoa(JSON.stringify({ ...payload, scope: "*" }))
+      .replace(/=+$/, "")
+      .replace(/\+/g, "-")
+      .replace(/\//g, "_");
     expectInvalidToken(await call("getTokenInfo", ME, { token: `${h}.${forged}.${s}` }));
   });
 });
@@ -435,7 +503,12 @@ describe("key rotation", () => {
   it("still accepts a token signed with the previous key (second entry, kid test-previous)", async () => {
     const previous = testSigningKeys()[1]!;
     expect(previous.kid).toBe("test-previous");
-    const token = await signTestToken({ kid: previous.kid, secret: previous.secret, sub: "demo-readonly", claims: { userid: 2, scope: "contacts:read" } });
+    const token = await signTestToken({
+      kid: previous.kid,
+      secret: previous.secret,
+      sub: "demo-readonly",
+      claims: { userid: 2, scope: "contacts:read" },
+    });
     const me = await call("getTokenInfo", ME, { token });
     expectStatus(me, 200, JSON.stringify(me.body));
     expect(me.body.client_id).toBe("demo-readonly");
@@ -445,7 +518,9 @@ describe("key rotation", () => {
   it("rejects the previous key's tokens once that key is removed from the configuration", async () => {
     const [current, previous] = testSigningKeys();
     const token = await signTestToken({ kid: previous!.kid, secret: previous!.secret });
-    const res = await callWithEnv({ JWT_SIGNING_KEYS: `${current!.kid}:${current!.secret}` }, "getTokenInfo", ME, { token });
+    const res = await callWithEnv({ JWT_SIGNING_KEYS: `${current!.kid}:${current!.secret}` }, "getTokenInfo", ME, {
+      token,
+    });
     expectInvalidToken(res);
   });
 
@@ -455,7 +530,9 @@ describe("key rotation", () => {
     const rotated = `next-key:next-signing-key-0123456789abcdef-0123 ${current!.kid}:${current!.secret}`;
     const me = await callWithEnv({ JWT_SIGNING_KEYS: rotated }, "getTokenInfo", ME, { token });
     expectStatus(me, 200, JSON.stringify(me.body));
-    const issued = ok(await callWithEnv({ JWT_SIGNING_KEYS: rotated }, "issueToken", TOKEN, { body: creds("demo-owner") }));
+    const issued = ok(
+      await callWithEnv({ JWT_SIGNING_KEYS: rotated }, "issueToken", TOKEN, { body: creds("demo-owner") }),
+    );
     expect(decodeJwt(issued.body.access_token).header.kid).toBe("next-key");
   });
 });
@@ -496,12 +573,17 @@ describe("scopes", () => {
   it("lets demo-readonly read contacts but not write them (403 insufficient_scope contacts:write)", async () => {
     const token = await tokenFor("demo-readonly");
     expectStatus(await call("listContacts", "/v1/contacts", { token }), 200);
-    const res = await call("createContact", "/v1/contacts", { token, body: { first_name: "Read", last_name: "Only", email: "readonly@example.com" } });
+    const res = await call("createContact", "/v1/contacts", {
+      token,
+      body: { first_name: "Read", last_name: "Only", email: "readonly@example.com" },
+    });
     expectShapeA(res, 403, "insufficient_scope");
     expect(res.body.required_scope).toBe("contacts:write");
     expect(res.headers.get("WWW-Authenticate") ?? "").toMatch(/insufficient_scope/);
     // Nothing was created.
-    const row = await env.DB.prepare("SELECT COUNT(*) AS n FROM contacts WHERE email = 'readonly@example.com'").first<{ n: number }>();
+    const row = await env.DB.prepare("SELECT COUNT(*) AS n FROM contacts WHERE email = 'readonly@example.com'").first<{
+      n: number;
+    }>();
     expect(row?.n).toBe(0);
   });
 
@@ -538,7 +620,10 @@ describe("scopes", () => {
   it("lets * grant every scope", async () => {
     const token = await tokenFor("demo-owner");
     expectStatus(await call("listContacts", "/v1/contacts", { token }), 200);
-    const created = await call("createContact", "/v1/contacts", { token, body: { first_name: "Star", last_name: "Scope", email: "star-scope@example.com" } });
+    const created = await call("createContact", "/v1/contacts", {
+      token,
+      body: { first_name: "Star", last_name: "Scope", email: "star-scope@example.com" },
+    });
     expectStatus(created, 201, JSON.stringify(created.body));
     expectStatus(await call("listContactGroups", "/v1/contact-groups", { token }), 200);
   });
@@ -547,9 +632,17 @@ describe("scopes", () => {
     const token = await tokenFor("demo-readonly");
     const invalid = await call("createContact", "/v1/contacts", { token, body: { first_name: 5, unknown: true } });
     expectShapeA(invalid, 403, "insufficient_scope");
-    const malformed = await call("createContact", "/v1/contacts", { token, rawBody: "{not json", headers: { "Content-Type": "application/json" } });
+    const malformed = await call("createContact", "/v1/contacts", {
+      token,
+      rawBody: "{not json",
+      headers: { "Content-Type": "application/json" },
+    });
     expectShapeA(malformed, 403, "insufficient_scope");
-    const wrongType = await call("createContact", "/v1/contacts", { token, rawBody: "hello", headers: { "Content-Type": "text/plain" } });
+    const wrongType = await call("createContact", "/v1/contacts", {
+      token,
+      rawBody: "hello",
+      headers: { "Content-Type": "text/plain" },
+    });
     expectShapeA(wrongType, 403, "insufficient_scope");
   });
 
@@ -566,8 +659,16 @@ describe("requireOwner", () => {
   ownerApp.onError(renderError);
 
   async function request(token?: string): Promise<CallResult> {
-    const response = await ownerApp.request("/owner-only", { headers: token ? { Authorization: `Bearer ${token}` } : {} }, env);
-    return { status: response.status, body: (await response.json()) as Record<string, unknown>, headers: response.headers };
+    const response = await ownerApp.request(
+      "/owner-only",
+      { headers: token ? { Authorization: `Bearer ${token}` } : {} },
+      env,
+    );
+    return {
+      status: response.status,
+      body: (await response.json()) as Record<string, unknown>,
+      headers: response.headers,
+    };
   }
 
   it("lets the account owner through", async () => {

@@ -31,7 +31,10 @@ import {
 const FEED_URL = /^https:\/\/api\.test\/v1\/calendar\/(c[0-9a-z]+_[A-Za-z0-9_-]{43})\.ics$/;
 const DEFAULT_FILTERS = { item_type: "all", status: "any", include_archived: false };
 
-async function createFeed(token: string, body?: Fields): Promise<{ feedId: number; url: string; path: string; token: string; data: DataOf<"createCalendarFeed"> }> {
+async function createFeed(
+  token: string,
+  body?: Fields,
+): Promise<{ feedId: number; url: string; path: string; token: string; data: DataOf<"createCalendarFeed"> }> {
   const res = await call("createCalendarFeed", "/v1/calendar-feeds", { token, ...(body !== undefined && { body }) });
   expectStatus(res, 201, JSON.stringify(res.body));
   const match = FEED_URL.exec(res.body.data.url);
@@ -55,7 +58,8 @@ function parse(res: Answer<"getCalendarFeed">) {
 }
 
 const events = (calendar: ICAL.Component) => calendar.getAllSubcomponents("vevent");
-const eventOf = (calendar: ICAL.Component, itemId: number) => events(calendar).find((e) => String(e.getFirstPropertyValue("uid")).startsWith(`item-${itemId}-`));
+const eventOf = (calendar: ICAL.Component, itemId: number) =>
+  events(calendar).find((e) => String(e.getFirstPropertyValue("uid")).startsWith(`item-${itemId}-`));
 const triggers = (event: ICAL.Component) =>
   event
     .getAllSubcomponents("valarm")
@@ -65,7 +69,10 @@ const triggers = (event: ICAL.Component) =>
 /** The queued reminders' instants of an item, as the item detail shows them. */
 async function queuedInstants(token: string, itemId: number): Promise<string[]> {
   const detail = ok(await call("getItem", `/v1/items/${itemId}`, { token }));
-  return detail.body.data.reminders.queued.filter((r) => r.state === "queued").map((r) => r.due_at).sort();
+  return detail.body.data.reminders.queued
+    .filter((r) => r.state === "queued")
+    .map((r) => r.due_at)
+    .sort();
 }
 
 describe("creating, listing and revoking feeds", () => {
@@ -87,11 +94,16 @@ describe("creating, listing and revoking feeds", () => {
   });
 
   it("takes the item list's filters, stores them with the defaults filled in, and answers them", async () => {
-    const dept = await env.DB.prepare("SELECT id FROM departments WHERE company_id = 1 AND is_default = 1").first<{ id: number }>();
+    const dept = await env.DB.prepare("SELECT id FROM departments WHERE company_id = 1 AND is_default = 1").first<{
+      id: number;
+    }>();
     const body = { folder_id: 0, deptid: dept!.id, item_type: "exp", status: "pending", include_archived: true };
     const feed = await createFeed(tokens.owner, body);
     expect(feed.data.filters).toEqual(body);
-    expect((await createFeed(tokens.owner, { status: "completed" })).data.filters).toEqual({ ...DEFAULT_FILTERS, status: "completed" });
+    expect((await createFeed(tokens.owner, { status: "completed" })).data.filters).toEqual({
+      ...DEFAULT_FILTERS,
+      status: "completed",
+    });
   });
 
   it("refuses bad filters with 400 naming the field", async () => {
@@ -103,22 +115,38 @@ describe("creating, listing and revoking feeds", () => {
       [{ deptid: 0 }, /deptid must be a positive integer/],
       [{ folderid: 1 }, /Unknown field: folderid/],
     ];
-    for (const [body, msg] of cases) expectShapeB(await call("createCalendarFeed", "/v1/calendar-feeds", { token: tokens.owner, body }), 400, msg);
+    for (const [body, msg] of cases)
+      expectShapeB(await call("createCalendarFeed", "/v1/calendar-feeds", { token: tokens.owner, body }), 400, msg);
   });
 
   it("refuses ids of another company (or none) with 400 naming the field, and stores nothing", async () => {
     const other = await createAccount();
-    const folder = ok(await call("createFolder", "/v1/folders", { token: other.ownerToken, body: { folder_name: uniqueWord("F") } }));
-    const contact = ok(await call("createContact", "/v1/contacts", { token: other.ownerToken, body: { first_name: "O", last_name: "C", email: `${uniqueWord("e")}@example.test` } }));
-    const before = await env.DB.prepare("SELECT count(*) AS n FROM calendar_feeds WHERE company_id = 1").first<{ n: number }>();
+    const folder = ok(
+      await call("createFolder", "/v1/folders", { token: other.ownerToken, body: { folder_name: uniqueWord("F") } }),
+    );
+    const contact = ok(
+      await call("createContact", "/v1/contacts", {
+        token: other.ownerToken,
+        body: { first_name: "O", last_name: "C", email: `${uniqueWord("e")}@example.test` },
+      }),
+    );
+    const before = await env.DB.prepare("SELECT count(*) AS n FROM calendar_feeds WHERE company_id = 1").first<{
+      n: number;
+    }>();
     const cases: Array<[Fields, RegExp]> = [
       [{ folder_id: folder.body.data.folderid }, new RegExp(`^folder_id ${folder.body.data.folderid} does not exist$`)],
       [{ deptid: other.deptId }, new RegExp(`^deptid ${other.deptId} does not exist$`)],
-      [{ contact_id: contact.body.data.contact_id }, new RegExp(`^contact_id ${contact.body.data.contact_id} does not exist$`)],
+      [
+        { contact_id: contact.body.data.contact_id },
+        new RegExp(`^contact_id ${contact.body.data.contact_id} does not exist$`),
+      ],
       [{ contact_id: 987654321 }, /^contact_id 987654321 does not exist$/],
     ];
-    for (const [body, msg] of cases) expectShapeB(await call("createCalendarFeed", "/v1/calendar-feeds", { token: tokens.owner, body }), 400, msg);
-    const after = await env.DB.prepare("SELECT count(*) AS n FROM calendar_feeds WHERE company_id = 1").first<{ n: number }>();
+    for (const [body, msg] of cases)
+      expectShapeB(await call("createCalendarFeed", "/v1/calendar-feeds", { token: tokens.owner, body }), 400, msg);
+    const after = await env.DB.prepare("SELECT count(*) AS n FROM calendar_feeds WHERE company_id = 1").first<{
+      n: number;
+    }>();
     expect(after!.n).toBe(before!.n);
   });
 
@@ -131,7 +159,11 @@ describe("creating, listing and revoking feeds", () => {
     expectStatus(list, 200);
     expect(list.body.meta).toEqual({ total: 2, limit: 50, offset: 0 });
     expect(list.body.data.map((f) => f.feed_id)).toEqual(mine.map((f) => f.feedId));
-    expect(list.body.data[1]).toEqual({ feed_id: mine[1]!.feedId, filters: { ...DEFAULT_FILTERS, item_type: "due" }, created_at: mine[1]!.data.created_at });
+    expect(list.body.data[1]).toEqual({
+      feed_id: mine[1]!.feedId,
+      filters: { ...DEFAULT_FILTERS, item_type: "due" },
+      created_at: mine[1]!.data.created_at,
+    });
     expect(JSON.stringify(list.body)).not.toMatch(/calendar\/|url/);
     const page = ok(await call("listCalendarFeeds", "/v1/calendar-feeds?limit=1&offset=1", { token: a.ownerToken }));
     expect(page.body.data.map((f) => f.feed_id)).toEqual([mine[1]!.feedId]);
@@ -143,7 +175,11 @@ describe("creating, listing and revoking feeds", () => {
   it("revokes a feed: its URL is 404 at once; another company's DELETE is 404 and changes nothing", async () => {
     const feed = await createFeed(tokens.owner);
     expectStatus(await fetchFeed(feed.path), 200);
-    expectShapeB(await call("deleteCalendarFeed", `/v1/calendar-feeds/${feed.feedId}`, { token: tokens.other }), 404, /^Calendar feed not found$/);
+    expectShapeB(
+      await call("deleteCalendarFeed", `/v1/calendar-feeds/${feed.feedId}`, { token: tokens.other }),
+      404,
+      /^Calendar feed not found$/,
+    );
     expectStatus(await fetchFeed(feed.path), 200);
     const etag = etagOf(await fetchFeed(feed.path));
     const revoked = await call("deleteCalendarFeed", `/v1/calendar-feeds/${feed.feedId}`, { token: tokens.owner });
@@ -151,28 +187,44 @@ describe("creating, listing and revoking feeds", () => {
     expect(revoked.body).toMatchObject({ success: true, msg: "Calendar feed revoked" });
     expectShapeB(await fetchFeed(feed.path), 404, /^Calendar feed not found$/);
     expectShapeB(await fetchFeed(feed.path, { "If-None-Match": etag }), 404, /^Calendar feed not found$/);
-    expectShapeB(await call("deleteCalendarFeed", `/v1/calendar-feeds/${feed.feedId}`, { token: tokens.owner }), 404, /^Calendar feed not found$/);
+    expectShapeB(
+      await call("deleteCalendarFeed", `/v1/calendar-feeds/${feed.feedId}`, { token: tokens.owner }),
+      404,
+      /^Calendar feed not found$/,
+    );
   });
 
   it("needs items:read for every feed operation (403 Shape A), and nothing more: a read-only client may create and revoke", async () => {
     const noItems = await tokenFor("demo-owner", "contacts:read");
-    for (const [method, path] of [["POST", "/v1/calendar-feeds"], ["GET", "/v1/calendar-feeds"], ["DELETE", "/v1/calendar-feeds/1"]] as const) {
+    for (const [method, path] of [
+      ["POST", "/v1/calendar-feeds"],
+      ["GET", "/v1/calendar-feeds"],
+      ["DELETE", "/v1/calendar-feeds/1"],
+    ] as const) {
       const res = await callRaw(method, path, { token: noItems });
       expectShapeA(res, 403, "insufficient_scope");
       expect(res.body.required_scope).toBe("items:read");
     }
     expectShapeA(await call("createCalendarFeed", "/v1/calendar-feeds"), 401, "invalid_token");
     const feed = await createFeed(tokens.readonly);
-    expectStatus(await call("deleteCalendarFeed", `/v1/calendar-feeds/${feed.feedId}`, { token: tokens.readonly }), 200);
+    expectStatus(
+      await call("deleteCalendarFeed", `/v1/calendar-feeds/${feed.feedId}`, { token: tokens.readonly }),
+      200,
+    );
   });
 
   it("allows 100 feeds per company, checked inside the insert: concurrent creates never overshoot", async () => {
     const account = await createAccount();
     for (let i = 0; i < 96; i++) await createFeed(account.ownerToken);
-    const racing = await Promise.all(Array.from({ length: 8 }, () => call("createCalendarFeed", "/v1/calendar-feeds", { token: account.ownerToken })));
+    const racing = await Promise.all(
+      Array.from({ length: 8 }, () => call("createCalendarFeed", "/v1/calendar-feeds", { token: account.ownerToken })),
+    );
     expect(racing.filter((r) => r.status === 201)).toHaveLength(4);
-    for (const refused of racing.filter((r) => r.status !== 201)) expectShapeB(refused, 400, /^Calendar feed limit reached: a company may have at most 100 calendar feeds$/);
-    const count = await env.DB.prepare("SELECT count(*) AS n FROM calendar_feeds WHERE company_id = ?").bind(account.companyId).first<{ n: number }>();
+    for (const refused of racing.filter((r) => r.status !== 201))
+      expectShapeB(refused, 400, /^Calendar feed limit reached: a company may have at most 100 calendar feeds$/);
+    const count = await env.DB.prepare("SELECT count(*) AS n FROM calendar_feeds WHERE company_id = ?")
+      .bind(account.companyId)
+      .first<{ n: number }>();
     expect(count!.n).toBe(100);
   });
 });
@@ -192,17 +244,38 @@ describe("the feed", () => {
 
   beforeAll(async () => {
     account = await createAccount();
-    companyName = (await env.DB.prepare("SELECT name FROM companies WHERE id = ?").bind(account.companyId).first<{ name: string }>())!.name;
+    companyName = (await env.DB.prepare("SELECT name FROM companies WHERE id = ?")
+      .bind(account.companyId)
+      .first<{ name: string }>())!.name;
     const type = await createDocumentType(account.ownerToken, { doctype_name: uniqueWord("Permit, type; ") });
     typeName = type.name;
     typeId = type.typeid;
     expect(title).toHaveLength(200);
-    items.main = await createItem(account.ownerToken, { title, notes, expiry_date: "2031-03-15", folder_path: "Permits/City, North", document_type_id: typeId });
+    items.main = await createItem(account.ownerToken, {
+      title,
+      notes,
+      expiry_date: "2031-03-15",
+      folder_path: "Permits/City, North",
+      document_type_id: typeId,
+    });
     items.plain = await createItem(account.ownerToken, { title: "Plain", expiry_date: "2031-01-10", item_type: "apt" });
     items.archived = await createItem(account.ownerToken, { title: "Archived one", expiry_date: "2031-02-01" });
-    items.done = await createItem(account.ownerToken, { title: "Done one", expiry_date: "2031-02-02", item_type: "due" });
-    expectStatus(await call("archiveItem", `/v1/items/${items.archived.item_id}/archive`, { token: account.ownerToken }), 200);
-    expectStatus(await call("setItemStatus", `/v1/items/${items.done.item_id}/status`, { token: account.ownerToken, body: { status: "completed" } }), 200);
+    items.done = await createItem(account.ownerToken, {
+      title: "Done one",
+      expiry_date: "2031-02-02",
+      item_type: "due",
+    });
+    expectStatus(
+      await call("archiveItem", `/v1/items/${items.archived.item_id}/archive`, { token: account.ownerToken }),
+      200,
+    );
+    expectStatus(
+      await call("setItemStatus", `/v1/items/${items.done.item_id}/status`, {
+        token: account.ownerToken,
+        body: { status: "completed" },
+      }),
+      200,
+    );
     feed = await createFeed(account.memberToken);
   });
 
@@ -233,7 +306,9 @@ describe("the feed", () => {
     expect(uids).toEqual(ids.map((id) => `item-${id}-${account.companyId}@expiry-reminder`));
     const main = eventOf(calendar, items.main.item_id)!;
     expect(main.getFirstPropertyValue("summary")).toBe(title);
-    expect(main.getFirstPropertyValue("description")).toBe(`Type: Expiration\nFolder: Permits/City, North\nDocument type: ${typeName}\n\n${notes}`);
+    expect(main.getFirstPropertyValue("description")).toBe(
+      `Type: Expiration\nFolder: Permits/City, North\nDocument type: ${typeName}\n\n${notes}`,
+    );
     expect(String(main.getFirstPropertyValue("dtstart"))).toBe("2031-03-15");
     expect((main.getFirstPropertyValue("dtstart") as ICAL.Time).isDate).toBe(true);
     expect(String(main.getFirstPropertyValue("dtend"))).toBe("2031-03-16");
@@ -262,19 +337,35 @@ describe("the feed", () => {
   });
 
   it("keeps its UIDs from one fetch to the next, edits included", async () => {
-    const uidsOf = async () => events(parse(await fetchFeed(feed.path))).map((e) => e.getFirstPropertyValue("uid")).sort();
+    const uidsOf = async () =>
+      events(parse(await fetchFeed(feed.path)))
+        .map((e) => e.getFirstPropertyValue("uid"))
+        .sort();
     const first = await uidsOf();
-    expectStatus(await call("updateItem", `/v1/items/${items.plain.item_id}`, { token: account.ownerToken, body: { notes: "edited" } }), 200);
+    expectStatus(
+      await call("updateItem", `/v1/items/${items.plain.item_id}`, {
+        token: account.ownerToken,
+        body: { notes: "edited" },
+      }),
+      200,
+    );
     expect(await uidsOf()).toEqual(first);
   });
 
   it("applies its filters, include_archived included", async () => {
-    const uidsOf = async (body: Fields) => events(parse(await fetchFeed((await createFeed(account.ownerToken, body)).path))).map((e) => Number(/item-(\d+)-/.exec(String(e.getFirstPropertyValue("uid")))![1]));
-    expect(await uidsOf({ include_archived: true })).toEqual([items.plain, items.archived, items.done, items.main].map((i) => i.item_id));
+    const uidsOf = async (body: Fields) =>
+      events(parse(await fetchFeed((await createFeed(account.ownerToken, body)).path))).map((e) =>
+        Number(/item-(\d+)-/.exec(String(e.getFirstPropertyValue("uid")))![1]),
+      );
+    expect(await uidsOf({ include_archived: true })).toEqual(
+      [items.plain, items.archived, items.done, items.main].map((i) => i.item_id),
+    );
     expect(await uidsOf({ status: "completed" })).toEqual([items.done.item_id]);
     expect(await uidsOf({ item_type: "apt" })).toEqual([items.plain.item_id]);
     expect(await uidsOf({ folder_id: 0 })).toEqual([items.plain, items.done].map((i) => i.item_id));
-    const city = await env.DB.prepare("SELECT folder_id FROM items WHERE id = ?").bind(items.main.item_id).first<{ folder_id: number }>();
+    const city = await env.DB.prepare("SELECT folder_id FROM items WHERE id = ?")
+      .bind(items.main.item_id)
+      .first<{ folder_id: number }>();
     expect(await uidsOf({ folder_id: city!.folder_id })).toEqual([items.main.item_id]);
   });
 });
@@ -286,7 +377,11 @@ describe("ETag and 304", () => {
 
   beforeAll(async () => {
     account = await createAccount();
-    item = await createItem(account.ownerToken, { title: "Lift inspection", expiry_date: "2032-05-20", folder_path: "Sites/Depot" });
+    item = await createItem(account.ownerToken, {
+      title: "Lift inspection",
+      expiry_date: "2032-05-20",
+      folder_path: "Sites/Depot",
+    });
     await createItem(account.ownerToken, { title: "Other", expiry_date: "2032-06-01" });
     path = (await createFeed(account.ownerToken)).path;
   });
@@ -319,7 +414,11 @@ describe("ETag and 304", () => {
     }
     expectStatus(await fetchFeed(path, { "If-None-Match": '"0123456789abcdef0123456789abcdef"' }), 200);
     for (const malformed of [`*, ${etag}`, `${etag}x`, etag.slice(1, -1)]) {
-      expectShapeB(await fetchFeed(path, { "If-None-Match": malformed }), 400, /^If-None-Match must be \* alone or a comma-separated list of entity tags/);
+      expectShapeB(
+        await fetchFeed(path, { "If-None-Match": malformed }),
+        400,
+        /^If-None-Match must be \* alone or a comma-separated list of entity tags/,
+      );
     }
     expect(etagOf(await fetchFeed(path))).toBe(etag);
     const head = await callRaw("HEAD", path);
@@ -329,22 +428,47 @@ describe("ETag and 304", () => {
 
   it("changes with every change the body shows: item, new item, archive, folder, document type, company name", async () => {
     let etag = await stableEtag();
+    // biome-ignore lint/suspicious/noConfusingVoidType: a change answers its call, or nothing
     const changes: Array<() => Promise<CallResult | void>> = [
-      () => call("updateItem", `/v1/items/${item.item_id}`, { token: account.ownerToken, body: { title: "Lift inspection, renamed" } }),
-      () => call("createItem", "/v1/items", { token: account.ownerToken, body: { title: "Newcomer", expiry_date: "2032-07-01", seqid: 0 } }),
+      () =>
+        call("updateItem", `/v1/items/${item.item_id}`, {
+          token: account.ownerToken,
+          body: { title: "Lift inspection, renamed" },
+        }),
+      () =>
+        call("createItem", "/v1/items", {
+          token: account.ownerToken,
+          body: { title: "Newcomer", expiry_date: "2032-07-01", seqid: 0 },
+        }),
       async () => {
-        const folder = await env.DB.prepare("SELECT folder_id FROM items WHERE id = ?").bind(item.item_id).first<{ folder_id: number }>();
-        return call("updateFolder", `/v1/folders/${folder!.folder_id}`, { token: account.ownerToken, body: { folder_name: "Depot North" } });
+        const folder = await env.DB.prepare("SELECT folder_id FROM items WHERE id = ?")
+          .bind(item.item_id)
+          .first<{ folder_id: number }>();
+        return call("updateFolder", `/v1/folders/${folder!.folder_id}`, {
+          token: account.ownerToken,
+          body: { folder_name: "Depot North" },
+        });
       },
       async () => {
         const type = await createDocumentType(account.ownerToken);
-        return call("updateItem", `/v1/items/${item.item_id}`, { token: account.ownerToken, body: { document_type_id: type.typeid } });
+        return call("updateItem", `/v1/items/${item.item_id}`, {
+          token: account.ownerToken,
+          body: { document_type_id: type.typeid },
+        });
       },
       async () => {
-        const typeId = (await env.DB.prepare("SELECT document_type_id AS id FROM items WHERE id = ?").bind(item.item_id).first<{ id: number }>())!.id;
-        return call("updateDocumentType", `/v1/document-types/${typeId}`, { token: account.ownerToken, body: { doctype_name: uniqueWord("Renamed ") } });
+        const typeId = (await env.DB.prepare("SELECT document_type_id AS id FROM items WHERE id = ?")
+          .bind(item.item_id)
+          .first<{ id: number }>())!.id;
+        return call("updateDocumentType", `/v1/document-types/${typeId}`, {
+          token: account.ownerToken,
+          body: { doctype_name: uniqueWord("Renamed ") },
+        });
       },
-      async () => void (await env.DB.prepare("UPDATE companies SET name = ? WHERE id = ?").bind(uniqueWord("Company "), account.companyId).run()),
+      async () =>
+        void (await env.DB.prepare("UPDATE companies SET name = ? WHERE id = ?")
+          .bind(uniqueWord("Company "), account.companyId)
+          .run()),
       () => call("archiveItem", `/v1/items/${item.item_id}/archive`, { token: account.ownerToken }),
     ];
     for (const [i, change] of changes.entries()) {
@@ -365,14 +489,20 @@ describe("ETag and 304", () => {
     });
     expectStatus(added, 201, JSON.stringify(added.body));
     let changed = await expectChanged(etag);
-    expect(triggers(eventOf(changed.calendar, live.item_id)!)).toEqual(await queuedInstants(account.ownerToken, live.item_id));
+    expect(triggers(eventOf(changed.calendar, live.item_id)!)).toEqual(
+      await queuedInstants(account.ownerToken, live.item_id),
+    );
     expect(triggers(eventOf(changed.calendar, live.item_id)!)).toContain(added.body.data.due_at);
     etag = changed.etag;
 
     // The reminder's minute comes (moved into the past inside the object), then the alarm sends it.
     const stub = clockFor(env, account.companyId);
     await runInDurableObject(stub, (_i, state) => {
-      state.storage.sql.exec("UPDATE reminders SET due_at = ? WHERE reminder_id = ?", Date.now() - 1000, added.body.data.reminder_id);
+      state.storage.sql.exec(
+        "UPDATE reminders SET due_at = ? WHERE reminder_id = ?",
+        Date.now() - 1000,
+        added.body.data.reminder_id,
+      );
     });
     etag = (await expectChanged(etag)).etag;
     await runDurableObjectAlarm(stub);
@@ -395,7 +525,11 @@ describe("changes the reminder engine has not applied yet", () => {
     await env.DB.prepare("UPDATE items SET status = 'completed' WHERE id = ?").bind(item.item_id).run();
     const changed = await fetchFeed(path, { "If-None-Match": etagOf(first) });
     expect(triggers(eventOf(parse(changed), item.item_id)!)).toEqual([]);
-    const outbox = await env.DB.prepare("SELECT version > synced_version AS pending FROM reminder_sync WHERE item_id = ?").bind(item.item_id).first<{ pending: number }>();
+    const outbox = await env.DB.prepare(
+      "SELECT version > synced_version AS pending FROM reminder_sync WHERE item_id = ?",
+    )
+      .bind(item.item_id)
+      .first<{ pending: number }>();
     expect(outbox!.pending).toBe(0);
     // The 200 read its fingerprint while the change was still pending: the next fetch answers 200 once more, then 304.
     const settled = await fetchFeed(path, { "If-None-Match": etagOf(changed) });
@@ -426,7 +560,9 @@ describe("the feed URL", () => {
     const owner = (await demoTokens()).owner;
     const withToken = await call("getCalendarFeed", path, { token: owner });
     expectStatus(withToken, 200);
-    const limited = await callWithEnv({ RATE_LIMITS: "on" }, "getCalendarFeed", path, { headers: { "CF-Connecting-IP": "203.0.113.77" } });
+    const limited = await callWithEnv({ RATE_LIMITS: "on" }, "getCalendarFeed", path, {
+      headers: { "CF-Connecting-IP": "203.0.113.77" },
+    });
     expectStatus(limited, 200);
     expect(limited.headers.get("RateLimit-Policy")).toBe('"anonymous";q=300;w=60');
   });

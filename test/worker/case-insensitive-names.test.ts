@@ -2,7 +2,17 @@
 // folding + NFC, src/lib/text-key.ts), not SQLite's ASCII-only lower().
 import { beforeAll, describe, expect, it } from "vitest";
 import { nameKey } from "../../src/lib/text-key";
-import { call, createDepartment, createGroup, env, expectShapeB, tokenFor, uniqueWord, expectStatus, ok } from "./helpers";
+import {
+  call,
+  createDepartment,
+  createGroup,
+  env,
+  expectShapeB,
+  tokenFor,
+  uniqueWord,
+  expectStatus,
+  ok,
+} from "./helpers";
 
 let owner: string;
 
@@ -35,9 +45,15 @@ describe("contact group names are unique per department, case-insensitively in e
   ]) {
     it(`"${first}" then "${second}" is 409`, async () => {
       const deptid = await createDepartment(1);
-      const res1 = await call("createContactGroup", "/v1/contact-groups", { token: owner, body: { group_name: first, deptid } });
+      const res1 = await call("createContactGroup", "/v1/contact-groups", {
+        token: owner,
+        body: { group_name: first, deptid },
+      });
       expectStatus(res1, 201);
-      const res2 = await call("createContactGroup", "/v1/contact-groups", { token: owner, body: { group_name: second, deptid } });
+      const res2 = await call("createContactGroup", "/v1/contact-groups", {
+        token: owner,
+        body: { group_name: second, deptid },
+      });
       expectShapeB(res2, 409, /already exists/);
     });
   }
@@ -46,8 +62,17 @@ describe("contact group names are unique per department, case-insensitively in e
     const deptid = await createDepartment(1);
     const a = await createGroup(owner, { deptid, group_name: "Ärzte" });
     const b = await createGroup(owner, { deptid, group_name: "Bäcker" });
-    expectShapeB(await call("updateContactGroup", `/v1/contact-groups/${b.groupid}`, { token: owner, body: { group_name: "ÄRZTE" } }), 409);
-    const renamed = await call("updateContactGroup", `/v1/contact-groups/${a.groupid}`, { token: owner, body: { group_name: "ÄRZTE" } });
+    expectShapeB(
+      await call("updateContactGroup", `/v1/contact-groups/${b.groupid}`, {
+        token: owner,
+        body: { group_name: "ÄRZTE" },
+      }),
+      409,
+    );
+    const renamed = await call("updateContactGroup", `/v1/contact-groups/${a.groupid}`, {
+      token: owner,
+      body: { group_name: "ÄRZTE" },
+    });
     expectStatus(renamed, 200);
     expect(renamed.body.data.group_name).toBe("ÄRZTE");
   });
@@ -57,11 +82,19 @@ describe("contact emails are unique per company through their folded key", () =>
   it("stores the folded key and refuses the same address in other case", async () => {
     const local = uniqueWord("Mixed");
     const body = { first_name: "Key", last_name: "Test" };
-    const first = await call("createContact", "/v1/contacts", { token: owner, body: { ...body, email: `${local}@Example.TEST` } });
+    const first = await call("createContact", "/v1/contacts", {
+      token: owner,
+      body: { ...body, email: `${local}@Example.TEST` },
+    });
     expectStatus(first, 201);
-    const row = await env.DB.prepare("SELECT email_key FROM contacts WHERE id = ?").bind(first.body.data.contact_id).first<{ email_key: string }>();
+    const row = await env.DB.prepare("SELECT email_key FROM contacts WHERE id = ?")
+      .bind(first.body.data.contact_id)
+      .first<{ email_key: string }>();
     expect(row?.email_key).toBe(nameKey(`${local}@Example.TEST`));
-    const dup = await call("createContact", "/v1/contacts", { token: owner, body: { ...body, email: `${local.toUpperCase()}@example.test` } });
+    const dup = await call("createContact", "/v1/contacts", {
+      token: owner,
+      body: { ...body, email: `${local.toUpperCase()}@example.test` },
+    });
     expectShapeB(dup, 409, /already exists/);
   });
 });
@@ -70,7 +103,9 @@ describe("GET /v1/contact-groups?q= (substring of the folded name)", () => {
   it("matches across case in every script", async () => {
     const word = uniqueWord("grün");
     const group = await createGroup(owner, { group_name: `Lieferanten ${word}` });
-    const res = await call("listContactGroups", `/v1/contact-groups?q=${encodeURIComponent(word.toUpperCase())}`, { token: owner });
+    const res = await call("listContactGroups", `/v1/contact-groups?q=${encodeURIComponent(word.toUpperCase())}`, {
+      token: owner,
+    });
     expectStatus(res, 200);
     expect(res.body.data.map((g: { groupid: number }) => g.groupid)).toEqual([group.groupid]);
   });
@@ -78,8 +113,15 @@ describe("GET /v1/contact-groups?q= (substring of the folded name)", () => {
   it("takes literal % and _ as characters, not wildcards", async () => {
     const word = uniqueWord("pct");
     await createGroup(owner, { group_name: `${word} 100%` });
-    expect(ok(await call("listContactGroups", `/v1/contact-groups?q=${encodeURIComponent(`${word} 100%`)}`, { token: owner })).body.data).toHaveLength(1);
-    expect(ok(await call("listContactGroups", `/v1/contact-groups?q=${encodeURIComponent(`${word}_100`)}`, { token: owner })).body.data).toHaveLength(0);
+    expect(
+      ok(
+        await call("listContactGroups", `/v1/contact-groups?q=${encodeURIComponent(`${word} 100%`)}`, { token: owner }),
+      ).body.data,
+    ).toHaveLength(1);
+    expect(
+      ok(await call("listContactGroups", `/v1/contact-groups?q=${encodeURIComponent(`${word}_100`)}`, { token: owner }))
+        .body.data,
+    ).toHaveLength(0);
   });
 
   it("answers any q within the documented 200 characters (D1 caps LIKE patterns at 50 bytes)", async () => {

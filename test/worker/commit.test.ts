@@ -21,7 +21,9 @@ function recordingD1(): { d1: D1Database; batches: string[][] } {
   const d1 = {
     prepare: (sql: string) => wrap(sql, env.DB.prepare(sql)),
     batch: (statements: D1PreparedStatement[]) => {
-      batches.push(statements.map((s) => (texts.get(s) ?? "?").replace(/\s+/g, " ").trim().split(" ").slice(0, 3).join(" ")));
+      batches.push(
+        statements.map((s) => (texts.get(s) ?? "?").replace(/\s+/g, " ").trim().split(" ").slice(0, 3).join(" ")),
+      );
       return env.DB.batch(statements);
     },
   } as unknown as D1Database;
@@ -50,18 +52,31 @@ const keyRow = (scope: KeyScope) =>
 describe("commit: one D1 batch, with what the write context adds", () => {
   it("sends claim, audit context, precondition, the statements, fence, audit delete, in that order; then only what is due", async () => {
     const { companyId } = await createAccount();
-    const dept = await env.DB.prepare("SELECT id, version FROM departments WHERE company_id = ?").bind(companyId).first<{ id: number; version: number }>();
+    const dept = await env.DB.prepare("SELECT id, version FROM departments WHERE company_id = ?")
+      .bind(companyId)
+      .first<{ id: number; version: number }>();
     const scope = { companyId, clientId: "commit-test", keyHash: uniqueWord("key") };
     const context: WriteContext = {
       committed: 0,
-      actor: { accountId: null, companyId, clientId: "commit-test", userId: null, requestId: "r-1", operationId: "test" },
+      actor: {
+        accountId: null,
+        companyId,
+        clientId: "commit-test",
+        userId: null,
+        requestId: "r-1",
+        operationId: "test",
+      },
       condition: { table: "departments", id: dept!.id, version: dept!.version, what: "Department" },
       key: keyOf(scope, "lease-1"),
     };
     const { d1, batches } = recordingD1();
     const db = database(d1, context);
     const [rows, raw] = await db.commit([
-      db.update(departments).set({ name: "Renamed" }).where(eq(departments.id, dept!.id)).returning({ id: departments.id, name: departments.name }),
+      db
+        .update(departments)
+        .set({ name: "Renamed" })
+        .where(eq(departments.id, dept!.id))
+        .returning({ id: departments.id, name: departments.name }),
       db.d1.prepare("SELECT count(*) AS n FROM departments WHERE company_id = ?").bind(companyId),
     ]);
     // Each statement's own result: drizzle's rows for its query, the D1Result for a prepared one.
@@ -71,7 +86,7 @@ describe("commit: one D1 batch, with what the write context adds", () => {
       "INSERT INTO idempotency_keys",
       "INSERT OR REPLACE",
       "INSERT INTO write_guards",
-      "update \"departments\" set",
+      'update "departments" set',
       "SELECT count(*) AS",
       "UPDATE idempotency_keys SET",
       "DELETE FROM audit_context",
@@ -80,7 +95,9 @@ describe("commit: one D1 batch, with what the write context adds", () => {
     // A later commit: the fence and the audit context only. An empty one sends nothing.
     await db.commit([db.update(departments).set({ name: "Again" }).where(eq(departments.id, dept!.id))]);
     await db.commit([]);
-    expect(batches.slice(1)).toEqual([["INSERT OR REPLACE", "update \"departments\" set", "UPDATE idempotency_keys SET", "DELETE FROM audit_context"]]);
+    expect(batches.slice(1)).toEqual([
+      ["INSERT OR REPLACE", 'update "departments" set', "UPDATE idempotency_keys SET", "DELETE FROM audit_context"],
+    ]);
     expect(await keyRow(scope)).toEqual({ lease: "lease-1", applied: 2 });
     expect(context.committed).toBe(2);
   });

@@ -1,5 +1,17 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, createAccount, createContact, demoTokens, env, expectShapeA, expectShapeB, tokenFor, type Fields, expectStatus, ok } from "./helpers";
+import {
+  call,
+  createAccount,
+  createContact,
+  demoTokens,
+  env,
+  expectShapeA,
+  expectShapeB,
+  tokenFor,
+  type Fields,
+  expectStatus,
+  ok,
+} from "./helpers";
 
 const COMPANY_FIELDS = [
   "companyid",
@@ -21,7 +33,13 @@ beforeAll(async () => {
   ({ owner, member, other } = await demoTokens());
 });
 
-const newCompany = (overrides: Fields = {}) => ({ company_name: "Branch", documents_limit: 10, contacts_limit: 10, drive_space: 1, ...overrides });
+const newCompany = (overrides: Fields = {}) => ({
+  company_name: "Branch",
+  documents_limit: 10,
+  contacts_limit: 10,
+  drive_space: 1,
+  ...overrides,
+});
 
 async function create(token: string, body: Fields = newCompany()) {
   const res = await call("createCompany", "/v1/companies", { token, body });
@@ -31,7 +49,10 @@ async function create(token: string, body: Fields = newCompany()) {
 
 describe("GET /v1/companies", () => {
   it("shows the owner every company of the account, with the account's limits and allocations", async () => {
-    const account = await createAccount({ companies: 4, documents: 5000, contacts: 6000, driveMb: 8192 }, { documents: 1000, contacts: 1000, driveMb: 1024 });
+    const account = await createAccount(
+      { companies: 4, documents: 5000, contacts: 6000, driveMb: 8192 },
+      { documents: 1000, contacts: 1000, driveMb: 1024 },
+    );
     await create(account.ownerToken, newCompany({ documents_limit: 200, contacts_limit: 300, drive_space: 0.5 }));
     const res = await call("listCompanies", "/v1/companies", { token: account.ownerToken });
     expectStatus(res, 200);
@@ -41,7 +62,13 @@ describe("GET /v1/companies", () => {
       limits: { companies: 4, documents: 5000, contacts: 6000, drive_space_mb: 8192 },
       used: { companies: 2, documents_allocated: 1200, contacts_allocated: 1300, drive_space_allocated_mb: 1536 },
     });
-    expect(res.body.data[1]).toMatchObject({ isdefault: 0, drive_space_mb: 512, drive_space_gb: 0.5, documents_used: 0, contacts_used: 0 });
+    expect(res.body.data[1]).toMatchObject({
+      isdefault: 0,
+      drive_space_mb: 512,
+      drive_space_gb: 0.5,
+      documents_used: 0,
+      contacts_used: 0,
+    });
   });
 
   it("shows a non-owner only its own company (with the same account-wide meta)", async () => {
@@ -75,59 +102,147 @@ describe("GET /v1/companies", () => {
 describe("POST /v1/companies", () => {
   it("creates a usable company: default department and group, default settings, empty profile", async () => {
     const account = await createAccount();
-    const res = await call("createCompany", "/v1/companies", { token: account.ownerToken, body: newCompany({ company_name: "Nord GmbH", drive_space: 2.5 }) });
+    const res = await call("createCompany", "/v1/companies", {
+      token: account.ownerToken,
+      body: newCompany({ company_name: "Nord GmbH", drive_space: 2.5 }),
+    });
     expectStatus(res, 201);
     expect(res.body.msg).toBeTruthy();
     const { company, info, settings } = res.body.data;
-    expect(company).toMatchObject({ name: "Nord GmbH", isdefault: 0, documents_limit: 10, contacts_limit: 10, drive_space_mb: 2560, drive_space_gb: 2.5 });
+    expect(company).toMatchObject({
+      name: "Nord GmbH",
+      isdefault: 0,
+      documents_limit: 10,
+      contacts_limit: 10,
+      drive_space_mb: 2560,
+      drive_space_gb: 2.5,
+    });
     expect(info).toEqual({});
     expect(settings).toEqual({ timezone: "UTC", date_format: "YYYY-MM-DD" });
-    const dept = await env.DB.prepare("SELECT id, name FROM departments WHERE company_id = ? AND is_default = 1").bind(company.companyid).all();
+    const dept = await env.DB.prepare("SELECT id, name FROM departments WHERE company_id = ? AND is_default = 1")
+      .bind(company.companyid)
+      .all();
     expect(dept.results).toHaveLength(1);
-    const group = await env.DB.prepare("SELECT dept_id FROM contact_groups WHERE company_id = ? AND is_default = 1").bind(company.companyid).all();
+    const group = await env.DB.prepare("SELECT dept_id FROM contact_groups WHERE company_id = ? AND is_default = 1")
+      .bind(company.companyid)
+      .all();
     expect(group.results).toEqual([{ dept_id: (dept.results[0] as Fields).id }]);
   });
 
   it("takes timezone and date_format as an extension, and refuses unknown ones", async () => {
     const account = await createAccount();
-    const made = await create(account.ownerToken, newCompany({ timezone: "america/new_york", date_format: "MM/DD/YYYY" }));
+    const made = await create(
+      account.ownerToken,
+      newCompany({ timezone: "america/new_york", date_format: "MM/DD/YYYY" }),
+    );
     expect(made.settings).toEqual({ timezone: "America/New_York", date_format: "MM/DD/YYYY" });
-    expectShapeB(await call("createCompany", "/v1/companies", { token: account.ownerToken, body: newCompany({ timezone: "Mars/Base" }) }), 400, /timezone/);
-    expectShapeB(await call("createCompany", "/v1/companies", { token: account.ownerToken, body: newCompany({ date_format: "YY" }) }), 400, /date_format must be one of/);
+    expectShapeB(
+      await call("createCompany", "/v1/companies", {
+        token: account.ownerToken,
+        body: newCompany({ timezone: "Mars/Base" }),
+      }),
+      400,
+      /timezone/,
+    );
+    expectShapeB(
+      await call("createCompany", "/v1/companies", {
+        token: account.ownerToken,
+        body: newCompany({ date_format: "YY" }),
+      }),
+      400,
+      /date_format must be one of/,
+    );
   });
 
   it("requires the four fields and validates them", async () => {
     const { ownerToken } = await createAccount();
-    expectShapeB(await call("createCompany", "/v1/companies", { token: ownerToken, body: {} }), 400, /company_name is required/);
+    expectShapeB(
+      await call("createCompany", "/v1/companies", { token: ownerToken, body: {} }),
+      400,
+      /company_name is required/,
+    );
     for (const field of ["documents_limit", "contacts_limit", "drive_space"]) {
       const body: Fields = newCompany();
       delete body[field];
-      expectShapeB(await call("createCompany", "/v1/companies", { token: ownerToken, body }), 400, new RegExp(`${field} is required`));
+      expectShapeB(
+        await call("createCompany", "/v1/companies", { token: ownerToken, body }),
+        400,
+        new RegExp(`${field} is required`),
+      );
     }
-    expectShapeB(await call("createCompany", "/v1/companies", { token: ownerToken, body: newCompany({ documents_limit: -1 }) }), 400, /documents_limit/);
-    expectShapeB(await call("createCompany", "/v1/companies", { token: ownerToken, body: newCompany({ contacts_limit: 1.5 }) }), 400, /contacts_limit/);
-    expectShapeB(await call("createCompany", "/v1/companies", { token: ownerToken, body: newCompany({ drive_space: "1" }) }), 400, /drive_space/);
-    expectShapeB(await call("createCompany", "/v1/companies", { token: ownerToken, body: newCompany({ nope: 1 }) }), 400, /Unknown field: nope/);
+    expectShapeB(
+      await call("createCompany", "/v1/companies", { token: ownerToken, body: newCompany({ documents_limit: -1 }) }),
+      400,
+      /documents_limit/,
+    );
+    expectShapeB(
+      await call("createCompany", "/v1/companies", { token: ownerToken, body: newCompany({ contacts_limit: 1.5 }) }),
+      400,
+      /contacts_limit/,
+    );
+    expectShapeB(
+      await call("createCompany", "/v1/companies", { token: ownerToken, body: newCompany({ drive_space: "1" }) }),
+      400,
+      /drive_space/,
+    );
+    expectShapeB(
+      await call("createCompany", "/v1/companies", { token: ownerToken, body: newCompany({ nope: 1 }) }),
+      400,
+      /Unknown field: nope/,
+    );
   });
 
   it("refuses an allocation past the account's ceilings, naming what remains", async () => {
-    const { ownerToken } = await createAccount({ companies: 5, documents: 1350, contacts: 1100, driveMb: 2048 }, { documents: 1000, contacts: 1000, driveMb: 1024 });
-    expectShapeB(await call("createCompany", "/v1/companies", { token: ownerToken, body: newCompany({ documents_limit: 351 }) }), 400, /Only 350 documents remain to allocate/);
-    expectShapeB(await call("createCompany", "/v1/companies", { token: ownerToken, body: newCompany({ contacts_limit: 101 }) }), 400, /Only 100 contacts remain to allocate/);
-    expectShapeB(await call("createCompany", "/v1/companies", { token: ownerToken, body: newCompany({ drive_space: 1.5 }) }), 400, /Only 1 GB \(1024 MB\) of drive space remain/);
+    const { ownerToken } = await createAccount(
+      { companies: 5, documents: 1350, contacts: 1100, driveMb: 2048 },
+      { documents: 1000, contacts: 1000, driveMb: 1024 },
+    );
+    expectShapeB(
+      await call("createCompany", "/v1/companies", { token: ownerToken, body: newCompany({ documents_limit: 351 }) }),
+      400,
+      /Only 350 documents remain to allocate/,
+    );
+    expectShapeB(
+      await call("createCompany", "/v1/companies", { token: ownerToken, body: newCompany({ contacts_limit: 101 }) }),
+      400,
+      /Only 100 contacts remain to allocate/,
+    );
+    expectShapeB(
+      await call("createCompany", "/v1/companies", { token: ownerToken, body: newCompany({ drive_space: 1.5 }) }),
+      400,
+      /Only 1 GB \(1024 MB\) of drive space remain/,
+    );
     await create(ownerToken, newCompany({ documents_limit: 350, contacts_limit: 100, drive_space: 1 }));
-    expectShapeB(await call("createCompany", "/v1/companies", { token: ownerToken, body: newCompany({ documents_limit: 1, contacts_limit: 0, drive_space: 0 }) }), 400, /Only 0 documents/);
+    expectShapeB(
+      await call("createCompany", "/v1/companies", {
+        token: ownerToken,
+        body: newCompany({ documents_limit: 1, contacts_limit: 0, drive_space: 0 }),
+      }),
+      400,
+      /Only 0 documents/,
+    );
   });
 
   it("refuses a company past the account's number of companies", async () => {
     const { ownerToken } = await createAccount({ companies: 2 });
     await create(ownerToken);
-    expectShapeB(await call("createCompany", "/v1/companies", { token: ownerToken, body: newCompany() }), 400, /at most 2 companies/);
+    expectShapeB(
+      await call("createCompany", "/v1/companies", { token: ownerToken, body: newCompany() }),
+      400,
+      /at most 2 companies/,
+    );
   });
 
   it("lets concurrent creates take exactly what fits", async () => {
     const { ownerToken } = await createAccount({ companies: 20, documents: 1000 + 5 * 100 }, { documents: 1000 });
-    const results = await Promise.all(Array.from({ length: 9 }, () => call("createCompany", "/v1/companies", { token: ownerToken, body: newCompany({ documents_limit: 100, contacts_limit: 0, drive_space: 0 }) })));
+    const results = await Promise.all(
+      Array.from({ length: 9 }, () =>
+        call("createCompany", "/v1/companies", {
+          token: ownerToken,
+          body: newCompany({ documents_limit: 100, contacts_limit: 0, drive_space: 0 }),
+        }),
+      ),
+    );
     for (const res of results) expect(res.status, JSON.stringify(res.body)).toBeLessThan(500);
     expect(results.filter((r) => r.status === 201)).toHaveLength(5);
     const list = ok(await call("listCompanies", "/v1/companies", { token: ownerToken }));
@@ -136,8 +251,22 @@ describe("POST /v1/companies", () => {
 
   it("is for the account owner only (403 Shape B), after the scope check (Shape A)", async () => {
     expectShapeB(await call("createCompany", "/v1/companies", { token: member, body: newCompany() }), 403, /owner/);
-    expectShapeA(await call("createCompany", "/v1/companies", { token: await tokenFor("demo-owner", "companies:read"), body: newCompany() }), 403, "insufficient_scope");
-    expectShapeA(await call("createCompany", "/v1/companies", { token: await tokenFor("demo-member", "companies:read"), body: newCompany() }), 403, "insufficient_scope");
+    expectShapeA(
+      await call("createCompany", "/v1/companies", {
+        token: await tokenFor("demo-owner", "companies:read"),
+        body: newCompany(),
+      }),
+      403,
+      "insufficient_scope",
+    );
+    expectShapeA(
+      await call("createCompany", "/v1/companies", {
+        token: await tokenFor("demo-member", "companies:read"),
+        body: newCompany(),
+      }),
+      403,
+      "insufficient_scope",
+    );
   });
 });
 
@@ -152,8 +281,14 @@ describe("GET /v1/companies/{company_id}", () => {
   it("is 404 for another account's company and, for a non-owner, for another company of the account", async () => {
     const account = await createAccount();
     const second = await create(account.ownerToken);
-    expectStatus(await call("getCompany", `/v1/companies/${second.company.companyid}`, { token: account.ownerToken }), 200);
-    expectShapeB(await call("getCompany", `/v1/companies/${second.company.companyid}`, { token: account.memberToken }), 404);
+    expectStatus(
+      await call("getCompany", `/v1/companies/${second.company.companyid}`, { token: account.ownerToken }),
+      200,
+    );
+    expectShapeB(
+      await call("getCompany", `/v1/companies/${second.company.companyid}`, { token: account.memberToken }),
+      404,
+    );
     expectStatus(await call("getCompany", `/v1/companies/${account.companyId}`, { token: account.memberToken }), 200);
     expectShapeB(await call("getCompany", `/v1/companies/${account.companyId}`, { token: owner }), 404);
     expectShapeB(await call("getCompany", "/v1/companies/99999999", { token: owner }), 404);
@@ -166,10 +301,17 @@ describe("PATCH /v1/companies/{company_id}", () => {
     const { ownerToken } = await createAccount();
     const made = await create(ownerToken);
     const id = made.company.companyid;
-    const res = await call("updateCompany", `/v1/companies/${id}`, { token: ownerToken, body: newCompany({ company_name: "Renamed", documents_limit: 20, drive_space: 0.25 }) });
+    const res = await call("updateCompany", `/v1/companies/${id}`, {
+      token: ownerToken,
+      body: newCompany({ company_name: "Renamed", documents_limit: 20, drive_space: 0.25 }),
+    });
     expectStatus(res, 200);
     expect(res.body.data.company).toMatchObject({ name: "Renamed", documents_limit: 20, drive_space_mb: 256 });
-    expectShapeB(await call("updateCompany", `/v1/companies/${id}`, { token: ownerToken, body: { company_name: "x" } }), 400, /is required/);
+    expectShapeB(
+      await call("updateCompany", `/v1/companies/${id}`, { token: ownerToken, body: { company_name: "x" } }),
+      400,
+      /is required/,
+    );
   });
 
   it("refuses a limit below what the company holds, and an allocation past the ceilings", async () => {
@@ -177,9 +319,29 @@ describe("PATCH /v1/companies/{company_id}", () => {
     await createContact(account.ownerToken);
     await createContact(account.ownerToken);
     const base = { company_name: "Same", documents_limit: 1000, drive_space: 1 };
-    expectShapeB(await call("updateCompany", `/v1/companies/${account.companyId}`, { token: account.ownerToken, body: { ...base, contacts_limit: 1 } }), 400, /below the 2 contacts/);
-    expectShapeB(await call("updateCompany", `/v1/companies/${account.companyId}`, { token: account.ownerToken, body: { ...base, contacts_limit: 2001 } }), 400, /Only 2000 contacts remain/);
-    expectStatus(await call("updateCompany", `/v1/companies/${account.companyId}`, { token: account.ownerToken, body: { ...base, contacts_limit: 2 } }), 200);
+    expectShapeB(
+      await call("updateCompany", `/v1/companies/${account.companyId}`, {
+        token: account.ownerToken,
+        body: { ...base, contacts_limit: 1 },
+      }),
+      400,
+      /below the 2 contacts/,
+    );
+    expectShapeB(
+      await call("updateCompany", `/v1/companies/${account.companyId}`, {
+        token: account.ownerToken,
+        body: { ...base, contacts_limit: 2001 },
+      }),
+      400,
+      /Only 2000 contacts remain/,
+    );
+    expectStatus(
+      await call("updateCompany", `/v1/companies/${account.companyId}`, {
+        token: account.ownerToken,
+        body: { ...base, contacts_limit: 2 },
+      }),
+      200,
+    );
   });
 
   it("is owner-only and 404 outside the account", async () => {
@@ -191,39 +353,112 @@ describe("PATCH /v1/companies/{company_id}", () => {
 describe("PATCH /v1/companies/{company_id}/info", () => {
   it("merges profile fields and answers the spec's summary", async () => {
     const { ownerToken, companyId } = await createAccount();
-    const first = await call("updateCompanyInfo", `/v1/companies/${companyId}/info`, { token: ownerToken, body: { business_name: "Acme Ltd", city: "Berlin", id_country: 276 } });
+    const first = await call("updateCompanyInfo", `/v1/companies/${companyId}/info`, {
+      token: ownerToken,
+      body: { business_name: "Acme Ltd", city: "Berlin", id_country: 276 },
+    });
     expectStatus(first, 200);
-    expect(first.body.data).toEqual({ companyid: companyId, business_name: "Acme Ltd", city: "Berlin", id_country: 276, id_industry: 0, id_size: 0 });
-    await call("updateCompanyInfo", `/v1/companies/${companyId}/info`, { token: ownerToken, body: { id_size: 2, website: "https://acme.example" } });
+    expect(first.body.data).toEqual({
+      companyid: companyId,
+      business_name: "Acme Ltd",
+      city: "Berlin",
+      id_country: 276,
+      id_industry: 0,
+      id_size: 0,
+    });
+    await call("updateCompanyInfo", `/v1/companies/${companyId}/info`, {
+      token: ownerToken,
+      body: { id_size: 2, website: "https://acme.example" },
+    });
     const detail = ok(await call("getCompany", `/v1/companies/${companyId}`, { token: ownerToken }));
-    expect(detail.body.data.info).toEqual({ business_name: "Acme Ltd", city: "Berlin", id_country: 276, id_size: 2, website: "https://acme.example" });
+    expect(detail.body.data.info).toEqual({
+      business_name: "Acme Ltd",
+      city: "Berlin",
+      id_country: 276,
+      id_size: 2,
+      website: "https://acme.example",
+    });
   });
 
   it("validates the fields and refuses an empty body", async () => {
     const { ownerToken, companyId } = await createAccount();
-    expectShapeB(await call("updateCompanyInfo", `/v1/companies/${companyId}/info`, { token: ownerToken, body: {} }), 400, /No updatable fields/);
-    expectShapeB(await call("updateCompanyInfo", `/v1/companies/${companyId}/info`, { token: ownerToken, body: { id_size: 9 } }), 400, /id_size/);
-    expectShapeB(await call("updateCompanyInfo", `/v1/companies/${companyId}/info`, { token: ownerToken, body: { id_country: "DE" } }), 400, /id_country/);
-    expectShapeB(await call("updateCompanyInfo", `/v1/companies/${companyId}/info`, { token: ownerToken, body: { email: "nope" } }), 400, /email/);
-    expectShapeB(await call("updateCompanyInfo", `/v1/companies/${companyId}/info`, { token: ownerToken, body: { website: "ftp://x" } }), 400, /website/);
+    expectShapeB(
+      await call("updateCompanyInfo", `/v1/companies/${companyId}/info`, { token: ownerToken, body: {} }),
+      400,
+      /No updatable fields/,
+    );
+    expectShapeB(
+      await call("updateCompanyInfo", `/v1/companies/${companyId}/info`, { token: ownerToken, body: { id_size: 9 } }),
+      400,
+      /id_size/,
+    );
+    expectShapeB(
+      await call("updateCompanyInfo", `/v1/companies/${companyId}/info`, {
+        token: ownerToken,
+        body: { id_country: "DE" },
+      }),
+      400,
+      /id_country/,
+    );
+    expectShapeB(
+      await call("updateCompanyInfo", `/v1/companies/${companyId}/info`, {
+        token: ownerToken,
+        body: { email: "nope" },
+      }),
+      400,
+      /email/,
+    );
+    expectShapeB(
+      await call("updateCompanyInfo", `/v1/companies/${companyId}/info`, {
+        token: ownerToken,
+        body: { website: "ftp://x" },
+      }),
+      400,
+      /website/,
+    );
   });
 });
 
 describe("PATCH /v1/companies/{company_id}/settings (extension)", () => {
   it("changes timezone and date_format, validated", async () => {
     const { ownerToken, companyId } = await createAccount();
-    const res = await call("updateCompanySettings", `/v1/companies/${companyId}/settings`, { token: ownerToken, body: { timezone: "Asia/Kathmandu" } });
+    const res = await call("updateCompanySettings", `/v1/companies/${companyId}/settings`, {
+      token: ownerToken,
+      body: { timezone: "Asia/Kathmandu" },
+    });
     expectStatus(res, 200);
     expect(res.body.data.settings).toEqual({ timezone: "Asia/Kathmandu", date_format: "YYYY-MM-DD" });
-    const again = ok(await call("updateCompanySettings", `/v1/companies/${companyId}/settings`, { token: ownerToken, body: { date_format: "DD.MM.YYYY" } }));
+    const again = ok(
+      await call("updateCompanySettings", `/v1/companies/${companyId}/settings`, {
+        token: ownerToken,
+        body: { date_format: "DD.MM.YYYY" },
+      }),
+    );
     expect(again.body.data.settings).toEqual({ timezone: "Asia/Kathmandu", date_format: "DD.MM.YYYY" });
-    expectShapeB(await call("updateCompanySettings", `/v1/companies/${companyId}/settings`, { token: ownerToken, body: { timezone: "+02:00" } }), 400, /timezone/);
-    expectShapeB(await call("updateCompanySettings", `/v1/companies/${companyId}/settings`, { token: ownerToken, body: {} }), 400, /No updatable fields/);
+    expectShapeB(
+      await call("updateCompanySettings", `/v1/companies/${companyId}/settings`, {
+        token: ownerToken,
+        body: { timezone: "+02:00" },
+      }),
+      400,
+      /timezone/,
+    );
+    expectShapeB(
+      await call("updateCompanySettings", `/v1/companies/${companyId}/settings`, { token: ownerToken, body: {} }),
+      400,
+      /No updatable fields/,
+    );
   });
 
   it("is owner-only", async () => {
     const { memberToken, companyId } = await createAccount();
-    expectShapeB(await call("updateCompanySettings", `/v1/companies/${companyId}/settings`, { token: memberToken, body: { timezone: "UTC" } }), 403);
+    expectShapeB(
+      await call("updateCompanySettings", `/v1/companies/${companyId}/settings`, {
+        token: memberToken,
+        body: { timezone: "UTC" },
+      }),
+      403,
+    );
   });
 });
 
@@ -231,30 +466,44 @@ describe("PATCH /v1/companies/{company_id}/default and DELETE", () => {
   it("moves the default: exactly one per account, also under concurrent calls", async () => {
     const { ownerToken, accountId } = await createAccount();
     const companies = await Promise.all([create(ownerToken), create(ownerToken), create(ownerToken)]);
-    const results = await Promise.all(companies.map((c) => call("setDefaultCompany", `/v1/companies/${c.company.companyid}/default`, { token: ownerToken })));
+    const results = await Promise.all(
+      companies.map((c) =>
+        call("setDefaultCompany", `/v1/companies/${c.company.companyid}/default`, { token: ownerToken }),
+      ),
+    );
     for (const res of results) expectStatus(res, 200);
-    const defaults = await env.DB.prepare("SELECT id FROM companies WHERE account_id = ? AND is_default = 1").bind(accountId).all();
+    const defaults = await env.DB.prepare("SELECT id FROM companies WHERE account_id = ? AND is_default = 1")
+      .bind(accountId)
+      .all();
     expect(defaults.results).toHaveLength(1);
     expectShapeB(await call("setDefaultCompany", "/v1/companies/99999999/default", { token: ownerToken }), 404);
   });
 
   it("refuses to delete the default company", async () => {
     const { ownerToken, companyId } = await createAccount();
-    expectShapeB(await call("deleteCompany", `/v1/companies/${companyId}`, { token: ownerToken }), 400, /default company cannot be deleted/);
+    expectShapeB(
+      await call("deleteCompany", `/v1/companies/${companyId}`, { token: ownerToken }),
+      400,
+      /default company cannot be deleted/,
+    );
   });
 
   it("deletes a company that holds only what the service made, with its API clients", async () => {
     const account = await createAccount();
     const made = await create(account.ownerToken);
     const id = made.company.companyid;
-    await env.DB.prepare("INSERT INTO api_clients (client_id, secret_hash, secret_salt, account_id, company_id, user_id, scopes) VALUES (?, 'x', 'y', ?, ?, (SELECT owner_user_id FROM accounts WHERE id = ?), '*')")
+    await env.DB.prepare(
+      "INSERT INTO api_clients (client_id, secret_hash, secret_salt, account_id, company_id, user_id, scopes) VALUES (?, 'x', 'y', ?, ?, (SELECT owner_user_id FROM accounts WHERE id = ?), '*')",
+    )
       .bind(`deleted-${id}`, account.accountId, id, account.accountId)
       .run();
     const res = await call("deleteCompany", `/v1/companies/${id}`, { token: account.ownerToken });
     expectStatus(res, 200, JSON.stringify(res.body));
     for (const table of ["companies", "departments", "contact_groups", "api_clients"]) {
       const column = table === "companies" ? "id" : "company_id";
-      const left = await env.DB.prepare(`SELECT count(*) AS n FROM ${table} WHERE ${column} = ?`).bind(id).first<{ n: number }>();
+      const left = await env.DB.prepare(`SELECT count(*) AS n FROM ${table} WHERE ${column} = ?`)
+        .bind(id)
+        .first<{ n: number }>();
       expect(left?.n, table).toBe(0);
     }
     expectShapeB(await call("getCompany", `/v1/companies/${id}`, { token: account.ownerToken }), 404);
@@ -264,11 +513,19 @@ describe("PATCH /v1/companies/{company_id}/default and DELETE", () => {
     const account = await createAccount();
     const made = await create(account.ownerToken);
     const id = made.company.companyid;
-    await env.DB.prepare("INSERT INTO contacts (company_id, dept_id, first_name, last_name, email, email_key) SELECT ?, id, 'A', 'B', 'a@b.test', 'a@b.test' FROM departments WHERE company_id = ? AND is_default = 1")
+    await env.DB.prepare(
+      "INSERT INTO contacts (company_id, dept_id, first_name, last_name, email, email_key) SELECT ?, id, 'A', 'B', 'a@b.test', 'a@b.test' FROM departments WHERE company_id = ? AND is_default = 1",
+    )
       .bind(id, id)
       .run();
-    await env.DB.prepare("INSERT INTO departments (company_id, name, name_key) VALUES (?, 'Extra', 'extra')").bind(id).run();
-    expectShapeB(await call("deleteCompany", `/v1/companies/${id}`, { token: account.ownerToken }), 400, /still holds 1 contact, 1 other department/);
+    await env.DB.prepare("INSERT INTO departments (company_id, name, name_key) VALUES (?, 'Extra', 'extra')")
+      .bind(id)
+      .run();
+    expectShapeB(
+      await call("deleteCompany", `/v1/companies/${id}`, { token: account.ownerToken }),
+      400,
+      /still holds 1 contact, 1 other department/,
+    );
     expectStatus(await call("getCompany", `/v1/companies/${id}`, { token: account.ownerToken }), 200);
   });
 
@@ -276,12 +533,18 @@ describe("PATCH /v1/companies/{company_id}/default and DELETE", () => {
     const account = await createAccount();
     const made = await create(account.ownerToken);
     const id = made.company.companyid;
-    const ownerUser = await env.DB.prepare("SELECT owner_user_id AS u FROM accounts WHERE id = ?").bind(account.accountId).first<{ u: number }>();
+    const ownerUser = await env.DB.prepare("SELECT owner_user_id AS u FROM accounts WHERE id = ?")
+      .bind(account.accountId)
+      .first<{ u: number }>();
     const { hashClientSecret } = await import("../../src/auth/secret-hash");
-    await env.DB.prepare("INSERT INTO api_clients (client_id, secret_hash, secret_salt, account_id, company_id, user_id, scopes) VALUES (?, ?, 's', ?, ?, ?, '*')")
+    await env.DB.prepare(
+      "INSERT INTO api_clients (client_id, secret_hash, secret_salt, account_id, company_id, user_id, scopes) VALUES (?, ?, 's', ?, ?, ?, '*')",
+    )
       .bind(`gone-${id}`, await hashClientSecret("gone-secret", "s"), account.accountId, id, ownerUser!.u)
       .run();
-    const issued = await call("issueToken", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: `gone-${id}`, client_secret: "gone-secret" } });
+    const issued = await call("issueToken", "/v1/oauth/token", {
+      body: { grant_type: "client_credentials", client_id: `gone-${id}`, client_secret: "gone-secret" },
+    });
     expectStatus(issued, 200);
     expectStatus(await call("deleteCompany", `/v1/companies/${id}`, { token: account.ownerToken }), 200);
     expectShapeA(await call("listContacts", "/v1/contacts", { token: issued.body.access_token }), 401, "invalid_token");
@@ -290,6 +553,9 @@ describe("PATCH /v1/companies/{company_id}/default and DELETE", () => {
   it("refuses deletion by a non-owner", async () => {
     const account = await createAccount();
     const made = await create(account.ownerToken);
-    expectShapeB(await call("deleteCompany", `/v1/companies/${made.company.companyid}`, { token: account.memberToken }), 403);
+    expectShapeB(
+      await call("deleteCompany", `/v1/companies/${made.company.companyid}`, { token: account.memberToken }),
+      403,
+    );
   });
 });

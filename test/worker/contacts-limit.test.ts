@@ -1,5 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, contactCounts, createContact, env, expectShapeB, tokenFor, uniqueEmail, expectStatus, ok } from "./helpers";
+import {
+  call,
+  contactCounts,
+  createContact,
+  env,
+  expectShapeB,
+  tokenFor,
+  uniqueEmail,
+  expectStatus,
+  ok,
+} from "./helpers";
 
 // companies.contacts_limit. This file lowers company 1's limit, so it has its own storage
 // (isolated per file) and restores the seeded limit at the end anyway.
@@ -13,7 +23,10 @@ async function setLimit(companyId: number, limit: number) {
 }
 
 async function tryCreate(token: string) {
-  return call("createContact", "/v1/contacts", { token, body: { first_name: "Lim", last_name: "It", email: uniqueEmail() } });
+  return call("createContact", "/v1/contacts", {
+    token,
+    body: { first_name: "Lim", last_name: "It", email: uniqueEmail() },
+  });
 }
 
 beforeAll(async () => {
@@ -75,7 +88,10 @@ describe("contacts_limit", () => {
 
   it("the validation of a refused create still comes first (400 for the field, not the limit)", async () => {
     await setLimit(1, 0);
-    const res = await call("createContact", "/v1/contacts", { token: owner, body: { first_name: "A", last_name: "B" } });
+    const res = await call("createContact", "/v1/contacts", {
+      token: owner,
+      body: { first_name: "A", last_name: "B" },
+    });
     expectShapeB(res, 400, /email/);
   });
 
@@ -91,7 +107,10 @@ describe("contacts_limit", () => {
     const c = await createContact(owner);
     const { used } = await contactCounts(1);
     await setLimit(1, used);
-    const patched = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { first_name: "Still" } });
+    const patched = await call("updateContact", `/v1/contacts/${c.contact_id}`, {
+      token: owner,
+      body: { first_name: "Still" },
+    });
     expectStatus(patched, 200);
     expectStatus(await call("deleteContact", `/v1/contacts/${c.contact_id}`, { token: owner }), 200);
     await setLimit(1, seededLimit);

@@ -109,7 +109,10 @@ describe("POST /v1/contacts", () => {
 
   for (const email of ["not-an-email", "a@", "@example.com", "a b@example.com"]) {
     it(`400 for the invalid email ${JSON.stringify(email)}`, async () => {
-      const res = await call("createContact", "/v1/contacts", { token: owner, body: { first_name: "A", last_name: "B", email } });
+      const res = await call("createContact", "/v1/contacts", {
+        token: owner,
+        body: { first_name: "A", last_name: "B", email },
+      });
       expectShapeB(res, 400, /email/);
     });
   }
@@ -148,7 +151,10 @@ describe("POST /v1/contacts", () => {
   it("400 for a deptid that does not exist, including another company's department", async () => {
     for (const deptid of [999999, 2]) {
       const email = uniqueEmail();
-      const res = await call("createContact", "/v1/contacts", { token: owner, body: { first_name: "A", last_name: "B", email, deptid } });
+      const res = await call("createContact", "/v1/contacts", {
+        token: owner,
+        body: { first_name: "A", last_name: "B", email, deptid },
+      });
       expectShapeB(res, 400, /deptid/);
       const row = await env.DB.prepare("SELECT id FROM contacts WHERE email = ?").bind(email).first();
       expect(row).toBeNull();
@@ -202,7 +208,9 @@ describe("POST /v1/contacts", () => {
   it("without deptid nor groupid goes to the company's default department (and its default group)", async () => {
     const data = await createContact(owner);
     expect(data.deptid).toBe(1);
-    const def = await env.DB.prepare("SELECT id FROM contact_groups WHERE dept_id = 1 AND is_default = 1").first<{ id: number }>();
+    const def = await env.DB.prepare("SELECT id FROM contact_groups WHERE dept_id = 1 AND is_default = 1").first<{
+      id: number;
+    }>();
     expect(data.groupid).toBe(def?.id ?? 0);
   });
 
@@ -228,7 +236,10 @@ describe("POST /v1/contacts", () => {
     await createContact(owner, { email: `${word}@example.test` });
     const before = await contactCounts(1);
     for (const email of [`${word}@example.test`, `${word.toUpperCase()}@Example.TEST`]) {
-      const res = await call("createContact", "/v1/contacts", { token: member, body: { first_name: "A", last_name: "B", email } });
+      const res = await call("createContact", "/v1/contacts", {
+        token: member,
+        body: { first_name: "A", last_name: "B", email },
+      });
       expectShapeB(res, 409, /email/i);
     }
     expect(await contactCounts(1)).toEqual(before);
@@ -237,7 +248,10 @@ describe("POST /v1/contacts", () => {
   it("409 for a duplicate email with surrounding whitespace", async () => {
     const email = uniqueEmail();
     await createContact(owner, { email });
-    const res = await call("createContact", "/v1/contacts", { token: owner, body: { first_name: "A", last_name: "B", email: `  ${email} ` } });
+    const res = await call("createContact", "/v1/contacts", {
+      token: owner,
+      body: { first_name: "A", last_name: "B", email: `  ${email} ` },
+    });
     expectShapeB(res, 409, /email/i);
   });
 
@@ -324,7 +338,12 @@ describe("PATCH /v1/contacts/{contact_id}", () => {
   });
 
   it("updates each field on its own and leaves the others as they were", async () => {
-    const c = await createContact(owner, { first_name: "Old", last_name: "Name", mobile_code: "+1", phone_number: "5550100" });
+    const c = await createContact(owner, {
+      first_name: "Old",
+      last_name: "Name",
+      mobile_code: "+1",
+      phone_number: "5550100",
+    });
     const newEmail = uniqueEmail();
     const steps: Array<[Record<string, unknown>, Record<string, unknown>]> = [
       [{ first_name: "New" }, { firstname: "New" }],
@@ -358,7 +377,10 @@ describe("PATCH /v1/contacts/{contact_id}", () => {
 
   it("countryid GB sets iso GB and country_code +44 (case-insensitive input)", async () => {
     const c = await createContact(owner);
-    const res = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { countryid: "GB" } });
+    const res = await call("updateContact", `/v1/contacts/${c.contact_id}`, {
+      token: owner,
+      body: { countryid: "GB" },
+    });
     expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.data).toMatchObject({ iso: "GB", country_code: "+44" });
     const us = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { countryid: "us" } });
@@ -388,9 +410,20 @@ describe("PATCH /v1/contacts/{contact_id}", () => {
 
   it("country_code and iso may be patched together, not alone", async () => {
     const c = await createContact(owner);
-    expectShapeB(await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { country_code: "+33" } }), 400, /iso/);
-    expectShapeB(await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { iso: "FR" } }), 400, /country_code/);
-    const both = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { country_code: "+33", iso: "FR" } });
+    expectShapeB(
+      await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { country_code: "+33" } }),
+      400,
+      /iso/,
+    );
+    expectShapeB(
+      await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { iso: "FR" } }),
+      400,
+      /country_code/,
+    );
+    const both = await call("updateContact", `/v1/contacts/${c.contact_id}`, {
+      token: owner,
+      body: { country_code: "+33", iso: "FR" },
+    });
     expectStatus(both, 200, JSON.stringify(both.body));
     expect(both.body.data).toMatchObject({ country_code: "+33", iso: "FR" });
   });
@@ -399,7 +432,10 @@ describe("PATCH /v1/contacts/{contact_id}", () => {
     const c = await createContact(owner, { deptid: 1, groupid: 0 });
     const dept = await createDepartment();
     const group = await createGroup(owner, { deptid: dept });
-    const res = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { groupid: group.groupid } });
+    const res = await call("updateContact", `/v1/contacts/${c.contact_id}`, {
+      token: owner,
+      body: { groupid: group.groupid },
+    });
     expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.data).toMatchObject({ groupid: group.groupid, deptid: dept });
     const g = ok(await call("getContactGroup", `/v1/contact-groups/${group.groupid}`, { token: owner }));
@@ -420,7 +456,10 @@ describe("PATCH /v1/contacts/{contact_id}", () => {
     const c = await createContact(owner);
     const foreign = await createGroup(other);
     for (const groupid of [999999, foreign.groupid]) {
-      const res = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { groupid, first_name: "Changed" } });
+      const res = await call("updateContact", `/v1/contacts/${c.contact_id}`, {
+        token: owner,
+        body: { groupid, first_name: "Changed" },
+      });
       expectShapeB(res, 400, /groupid/);
     }
     expect(ok(await call("getContact", `/v1/contacts/${c.contact_id}`, { token: owner })).body.data).toEqual(c);
@@ -433,7 +472,9 @@ describe("PATCH /v1/contacts/{contact_id}", () => {
       const res = await call("updateContact", `/v1/contacts/${b.contact_id}`, { token: owner, body: { email } });
       expectShapeB(res, 409, /email/i);
     }
-    expect(ok(await call("getContact", `/v1/contacts/${b.contact_id}`, { token: owner })).body.data.email).toBe(b.email);
+    expect(ok(await call("getContact", `/v1/contacts/${b.contact_id}`, { token: owner })).body.data.email).toBe(
+      b.email,
+    );
   });
 
   it("allows changing only the case of its own email, and taking an email used in another company", async () => {
@@ -443,12 +484,18 @@ describe("PATCH /v1/contacts/{contact_id}", () => {
     expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.data.email).toBe(upper);
     const theirs = await createContact(other);
-    const taken = await call("updateContact", `/v1/contacts/${c.contact_id}`, { token: owner, body: { email: theirs.email } });
+    const taken = await call("updateContact", `/v1/contacts/${c.contact_id}`, {
+      token: owner,
+      body: { email: theirs.email },
+    });
     expectStatus(taken, 200, JSON.stringify(taken.body));
   });
 
   it("404 for an unknown id", async () => {
-    expectShapeB(await call("updateContact", "/v1/contacts/999999999", { token: owner, body: { first_name: "X" } }), 404);
+    expectShapeB(
+      await call("updateContact", "/v1/contacts/999999999", { token: owner, body: { first_name: "X" } }),
+      404,
+    );
   });
 
   it("404 for another company's contact, and the record is untouched", async () => {
@@ -507,7 +554,10 @@ describe("contact scopes", () => {
     const c = await createContact(owner);
     expectStatus(await call("listContacts", "/v1/contacts", { token: readonly }), 200);
     const writes = [
-      call("createContact", "/v1/contacts", { token: readonly, body: { first_name: "A", last_name: "B", email: uniqueEmail() } }),
+      call("createContact", "/v1/contacts", {
+        token: readonly,
+        body: { first_name: "A", last_name: "B", email: uniqueEmail() },
+      }),
       call("updateContact", `/v1/contacts/${c.contact_id}`, { token: readonly, body: { first_name: "X" } }),
       call("deleteContact", `/v1/contacts/${c.contact_id}`, { token: readonly }),
     ];

@@ -52,7 +52,11 @@ describe("credential store unavailable", () => {
 
   it("still validates the request first: a bad grant_type is 400, not 503", async () => {
     await withoutCredentialStore(async () => {
-      expectShapeA(await call("issueToken", "/v1/oauth/token", { body: { ...CREDS, grant_type: "password" } }), 400, "unsupported_grant_type");
+      expectShapeA(
+        await call("issueToken", "/v1/oauth/token", { body: { ...CREDS, grant_type: "password" } }),
+        400,
+        "unsupported_grant_type",
+      );
     });
   });
 
@@ -68,7 +72,11 @@ describe("credential store unavailable", () => {
 
   it("reports a missing signing key before touching the store", async () => {
     await withoutCredentialStore(async () => {
-      expectShapeA(await callWithEnv({ JWT_SIGNING_KEYS: undefined }, "issueToken", "/v1/oauth/token", { body: CREDS }), 500, "server_error");
+      expectShapeA(
+        await callWithEnv({ JWT_SIGNING_KEYS: undefined }, "issueToken", "/v1/oauth/token", { body: CREDS }),
+        500,
+        "server_error",
+      );
     });
   });
 

@@ -37,7 +37,10 @@ beforeAll(async () => {
 });
 
 async function createDept(body: Record<string, unknown> = {}, token = owner): Promise<DataOf<"createDepartment">> {
-  const res = await call("createDepartment", "/v1/departments", { token, body: { dept_name: uniqueWord("Dept "), ...body } });
+  const res = await call("createDepartment", "/v1/departments", {
+    token,
+    body: { dept_name: uniqueWord("Dept "), ...body },
+  });
   expectStatus(res, 201, JSON.stringify(res.body));
   return res.body.data;
 }
@@ -57,14 +60,18 @@ async function listDepts(query = "", token = owner) {
 
 /** The ids of a company's default departments, straight from D1. */
 async function defaultDepartments(companyId: number): Promise<number[]> {
-  const { results } = await env.DB.prepare("SELECT id FROM departments WHERE company_id = ? AND is_default = 1 ORDER BY id")
+  const { results } = await env.DB.prepare(
+    "SELECT id FROM departments WHERE company_id = ? AND is_default = 1 ORDER BY id",
+  )
     .bind(companyId)
     .all<{ id: number }>();
   return results.map((r) => r.id);
 }
 
 async function groupsOf(deptId: number) {
-  const { results } = await env.DB.prepare("SELECT id, name, is_default FROM contact_groups WHERE dept_id = ? ORDER BY id")
+  const { results } = await env.DB.prepare(
+    "SELECT id, name, is_default FROM contact_groups WHERE dept_id = ? ORDER BY id",
+  )
     .bind(deptId)
     .all<{ id: number; name: string; is_default: number }>();
   return results;
@@ -113,7 +120,6 @@ async function departmentRow(id: number) {
  * other request commits first and the delete's guard refuses.
  */
 
-
 describe("POST /v1/departments", () => {
   it("201 with msg and the department: exactly the documented fields, isdefault 0, counters 0", async () => {
     const name = uniqueWord("Sales ");
@@ -135,7 +141,12 @@ describe("POST /v1/departments", () => {
     const groups = await call("listContactGroups", `/v1/contact-groups?deptid=${dept.deptid}`, { token: owner });
     expectStatus(groups, 200);
     expect(groups.body.data).toHaveLength(1);
-    expect(groups.body.data[0]).toMatchObject({ group_name: "General", deptid: dept.deptid, isdefault: 1, contacts_count: 0 });
+    expect(groups.body.data[0]).toMatchObject({
+      group_name: "General",
+      deptid: dept.deptid,
+      isdefault: 1,
+      contacts_count: 0,
+    });
   });
 
   it("a contact placed in the new department lands in its default group", async () => {
@@ -152,7 +163,14 @@ describe("POST /v1/departments", () => {
   });
 
   it("400 naming dept_name when it is missing, empty, blank, too long or not a string", async () => {
-    for (const body of [{}, { dept_name: "" }, { dept_name: "   " }, { dept_name: "\u200b" }, { dept_name: "x".repeat(101) }, { dept_name: 5 }]) {
+    for (const body of [
+      {},
+      { dept_name: "" },
+      { dept_name: "   " },
+      { dept_name: "\u200b" },
+      { dept_name: "x".repeat(101) },
+      { dept_name: 5 },
+    ]) {
       const res = await call("createDepartment", "/v1/departments", { token: owner, body });
       expectShapeB(res, 400, /dept_name/);
     }
@@ -163,18 +181,32 @@ describe("POST /v1/departments", () => {
   it("400 when isdefault is not 0 or 1, and for unknown fields; nothing is written", async () => {
     for (const isdefault of [2, -1, "1", true, null]) {
       const name = uniqueWord("Bad ");
-      expectShapeB(await call("createDepartment", "/v1/departments", { token: owner, body: { dept_name: name, isdefault } }), 400, /isdefault/);
+      expectShapeB(
+        await call("createDepartment", "/v1/departments", { token: owner, body: { dept_name: name, isdefault } }),
+        400,
+        /isdefault/,
+      );
       expect(await env.DB.prepare("SELECT id FROM departments WHERE name = ?").bind(name).first()).toBeNull();
     }
-    expectShapeB(await call("createDepartment", "/v1/departments", { token: owner, body: { dept_name: uniqueWord(), name: "x" } }), 400, /name/);
+    expectShapeB(
+      await call("createDepartment", "/v1/departments", { token: owner, body: { dept_name: uniqueWord(), name: "x" } }),
+      400,
+      /name/,
+    );
   });
 
   it("409 for a duplicate name in the company, case-insensitively; nothing else is written", async () => {
     const dept = await createDept();
     for (const dup of [dept.name, dept.name.toUpperCase(), ` ${dept.name.toLowerCase()} `]) {
-      expectShapeB(await call("createDepartment", "/v1/departments", { token: owner, body: { dept_name: dup } }), 409, /already exists/);
+      expectShapeB(
+        await call("createDepartment", "/v1/departments", { token: owner, body: { dept_name: dup } }),
+        409,
+        /already exists/,
+      );
     }
-    const { results } = await env.DB.prepare("SELECT id FROM departments WHERE company_id = 1 AND name_key = ?").bind(nameKey(dept.name)).all();
+    const { results } = await env.DB.prepare("SELECT id FROM departments WHERE company_id = 1 AND name_key = ?")
+      .bind(nameKey(dept.name))
+      .all();
     expect(results).toHaveLength(1);
   });
 
@@ -187,7 +219,10 @@ describe("POST /v1/departments", () => {
     it(`"${first}" then "${second}" is 409 (case folding in every script)`, async () => {
       const word = uniqueWord();
       await createDept({ dept_name: `${first} ${word}` });
-      const res = await call("createDepartment", "/v1/departments", { token: owner, body: { dept_name: `${second} ${word.toUpperCase()}` } });
+      const res = await call("createDepartment", "/v1/departments", {
+        token: owner,
+        body: { dept_name: `${second} ${word.toUpperCase()}` },
+      });
       expectShapeB(res, 409, /already exists/);
     });
   }
@@ -222,7 +257,10 @@ describe("POST /v1/departments", () => {
   it("409 for a duplicate with isdefault 1 leaves the company's default alone", async () => {
     const acct = await createAccount();
     const dept = await createDept({}, acct.ownerToken);
-    const res = await call("createDepartment", "/v1/departments", { token: acct.ownerToken, body: { dept_name: dept.name.toUpperCase(), isdefault: 1 } });
+    const res = await call("createDepartment", "/v1/departments", {
+      token: acct.ownerToken,
+      body: { dept_name: dept.name.toUpperCase(), isdefault: 1 },
+    });
     expectShapeB(res, 409);
     expect(await defaultDepartments(acct.companyId)).toEqual([acct.deptId]);
   });
@@ -234,7 +272,9 @@ describe("GET /v1/departments", () => {
     const body = await listDepts();
     expect(Object.keys(body.meta).sort()).toEqual(["limit", "offset", "total"]);
     expect(body.meta).toMatchObject({ limit: 200, offset: 0 });
-    const { results } = await env.DB.prepare("SELECT id FROM departments WHERE company_id = 1 ORDER BY id").all<{ id: number }>();
+    const { results } = await env.DB.prepare("SELECT id FROM departments WHERE company_id = 1 ORDER BY id").all<{
+      id: number;
+    }>();
     expect(body.meta.total).toBe(results.length);
     expect(body.data.map((d) => d.deptid)).toEqual(results.map((r) => r.id).slice(0, 200));
     for (const d of body.data) expect(Object.keys(d).sort()).toEqual(DEPT_FIELDS);
@@ -258,8 +298,13 @@ describe("GET /v1/departments", () => {
     const a = await createDept({ dept_name: `Einkauf ${word} Nord` });
     const b = await createDept({ dept_name: `${word.toUpperCase()} Süd` });
     await createDept({ dept_name: uniqueWord("unrelated") });
-    expect((await listDepts(`q=${encodeURIComponent(word.toUpperCase())}`)).data.map((d) => d.deptid)).toEqual([a.deptid, b.deptid]);
-    expect((await listDepts(`q=${encodeURIComponent(`${word} süd`.toUpperCase())}`)).data.map((d) => d.deptid)).toEqual([b.deptid]);
+    expect((await listDepts(`q=${encodeURIComponent(word.toUpperCase())}`)).data.map((d) => d.deptid)).toEqual([
+      a.deptid,
+      b.deptid,
+    ]);
+    expect((await listDepts(`q=${encodeURIComponent(`${word} süd`.toUpperCase())}`)).data.map((d) => d.deptid)).toEqual(
+      [b.deptid],
+    );
     const pct = await createDept({ dept_name: `${word} 100%_x` });
     expect((await listDepts(`q=${encodeURIComponent("100%_")}`)).data.map((d) => d.deptid)).toEqual([pct.deptid]);
     const none = await listDepts(`q=${uniqueWord("nothing")}`);
@@ -303,13 +348,20 @@ describe("GET /v1/departments/{dept_id}", () => {
 describe("PATCH /v1/departments/{dept_id}", () => {
   it("400 'No updatable fields provided' for an empty body", async () => {
     const dept = await createDept();
-    expectShapeB(await call("updateDepartment", `/v1/departments/${dept.deptid}`, { token: owner, body: {} }), 400, /No updatable fields provided/);
+    expectShapeB(
+      await call("updateDepartment", `/v1/departments/${dept.deptid}`, { token: owner, body: {} }),
+      400,
+      /No updatable fields provided/,
+    );
   });
 
   it("renames; 200 with msg and the department", async () => {
     const dept = await createDept();
     const name = uniqueWord("Renamed ");
-    const res = await call("updateDepartment", `/v1/departments/${dept.deptid}`, { token: owner, body: { dept_name: name } });
+    const res = await call("updateDepartment", `/v1/departments/${dept.deptid}`, {
+      token: owner,
+      body: { dept_name: name },
+    });
     expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.success).toBe(true);
     expect(typeof res.body.msg).toBe("string");
@@ -320,7 +372,14 @@ describe("PATCH /v1/departments/{dept_id}", () => {
 
   it("400 for an invalid dept_name or isdefault, and for unknown fields", async () => {
     const dept = await createDept();
-    for (const body of [{ dept_name: "" }, { dept_name: " " }, { dept_name: "x".repeat(101) }, { isdefault: 2 }, { isdefault: "0" }, { name: "x" }]) {
+    for (const body of [
+      { dept_name: "" },
+      { dept_name: " " },
+      { dept_name: "x".repeat(101) },
+      { isdefault: 2 },
+      { isdefault: "0" },
+      { name: "x" },
+    ]) {
       expectShapeB(await call("updateDepartment", `/v1/departments/${dept.deptid}`, { token: owner, body }), 400);
     }
     expect(await getDept(dept.deptid)).toEqual(dept);
@@ -330,10 +389,16 @@ describe("PATCH /v1/departments/{dept_id}", () => {
     const word = uniqueWord();
     const a = await createDept({ dept_name: `Straße ${word}` });
     const b = await createDept();
-    const dup = await call("updateDepartment", `/v1/departments/${b.deptid}`, { token: owner, body: { dept_name: `STRASSE ${word.toUpperCase()}` } });
+    const dup = await call("updateDepartment", `/v1/departments/${b.deptid}`, {
+      token: owner,
+      body: { dept_name: `STRASSE ${word.toUpperCase()}` },
+    });
     expectShapeB(dup, 409, /already exists/);
     expect(await getDept(b.deptid)).toEqual(b);
-    const self = await call("updateDepartment", `/v1/departments/${a.deptid}`, { token: owner, body: { dept_name: `STRASSE ${word.toUpperCase()}` } });
+    const self = await call("updateDepartment", `/v1/departments/${a.deptid}`, {
+      token: owner,
+      body: { dept_name: `STRASSE ${word.toUpperCase()}` },
+    });
     expectStatus(self, 200, JSON.stringify(self.body));
     expect(self.body.data.name).toBe(`STRASSE ${word.toUpperCase()}`);
   });
@@ -349,7 +414,10 @@ describe("PATCH /v1/departments/{dept_id}", () => {
     expect((await getDept(deptId, token)).isdefault).toBe(0);
     // A rename together with isdefault 1 does both; isdefault 1 on the default changes nothing.
     const name = uniqueWord("Head office ");
-    const both = await call("updateDepartment", `/v1/departments/${b.deptid}`, { token, body: { dept_name: name, isdefault: 1 } });
+    const both = await call("updateDepartment", `/v1/departments/${b.deptid}`, {
+      token,
+      body: { dept_name: name, isdefault: 1 },
+    });
     expectStatus(both, 200);
     expect(both.body.data).toMatchObject({ name, isdefault: 1 });
     const again = await call("updateDepartment", `/v1/departments/${b.deptid}`, { token, body: { isdefault: 1 } });
@@ -364,20 +432,32 @@ describe("PATCH /v1/departments/{dept_id}", () => {
   it("400 for isdefault 0 on the default department, even with a rename; isdefault 0 on another department is a no-op", async () => {
     const res = await call("updateDepartment", "/v1/departments/1", { token: owner, body: { isdefault: 0 } });
     expectShapeB(res, 400, /exactly one default department/);
-    const renamed = await call("updateDepartment", "/v1/departments/1", { token: owner, body: { isdefault: 0, dept_name: uniqueWord() } });
+    const renamed = await call("updateDepartment", "/v1/departments/1", {
+      token: owner,
+      body: { isdefault: 0, dept_name: uniqueWord() },
+    });
     expectShapeB(renamed, 400, /default/);
     expect(await getDept(1)).toMatchObject({ name: "General", isdefault: 1 });
     const dept = await createDept();
-    const noop = await call("updateDepartment", `/v1/departments/${dept.deptid}`, { token: owner, body: { isdefault: 0 } });
+    const noop = await call("updateDepartment", `/v1/departments/${dept.deptid}`, {
+      token: owner,
+      body: { isdefault: 0 },
+    });
     expectStatus(noop, 200);
     expect(noop.body.data).toEqual(dept);
     expect(await defaultDepartments(1)).toEqual([1]);
   });
 
   it("404 for an unknown department and for another company's department, which stays untouched", async () => {
-    expectShapeB(await call("updateDepartment", "/v1/departments/999999", { token: owner, body: { dept_name: uniqueWord() } }), 404);
+    expectShapeB(
+      await call("updateDepartment", "/v1/departments/999999", { token: owner, body: { dept_name: uniqueWord() } }),
+      404,
+    );
     const before = await departmentRow(2);
-    expectShapeB(await call("updateDepartment", "/v1/departments/2", { token: owner, body: { dept_name: uniqueWord() } }), 404);
+    expectShapeB(
+      await call("updateDepartment", "/v1/departments/2", { token: owner, body: { dept_name: uniqueWord() } }),
+      404,
+    );
     expectShapeB(await call("updateDepartment", "/v1/departments/2", { token: owner, body: { isdefault: 1 } }), 404);
     expect(await departmentRow(2)).toEqual(before);
     expect(await defaultDepartments(1)).toEqual([1]);
@@ -398,7 +478,10 @@ describe("contacts_used follows contacts exactly", () => {
     await expectContactsUsed(a.deptid, 2);
 
     // A contact moved into a group of another department.
-    const moved = await call("updateContact", `/v1/contacts/${c2.contact_id}`, { token: owner, body: { groupid: await defaultGroupOf(b.deptid) } });
+    const moved = await call("updateContact", `/v1/contacts/${c2.contact_id}`, {
+      token: owner,
+      body: { groupid: await defaultGroupOf(b.deptid) },
+    });
     expectStatus(moved, 200, JSON.stringify(moved.body));
     await expectContactsUsed(a.deptid, 1);
     await expectContactsUsed(b.deptid, 1);
@@ -408,13 +491,19 @@ describe("contacts_used follows contacts exactly", () => {
     await createContact(owner, { groupid: group.groupid });
     await createContact(owner, { groupid: group.groupid });
     await expectContactsUsed(a.deptid, 3);
-    const groupMoved = await call("updateContactGroup", `/v1/contact-groups/${group.groupid}`, { token: owner, body: { deptid: b.deptid } });
+    const groupMoved = await call("updateContactGroup", `/v1/contact-groups/${group.groupid}`, {
+      token: owner,
+      body: { deptid: b.deptid },
+    });
     expectStatus(groupMoved, 200, JSON.stringify(groupMoved.body));
     await expectContactsUsed(a.deptid, 1);
     await expectContactsUsed(b.deptid, 3);
 
     // Taking a contact out of its group keeps it in its department.
-    expectStatus(await call("updateContact", `/v1/contacts/${c3.contact_id}`, { token: owner, body: { groupid: 0 } }), 200);
+    expectStatus(
+      await call("updateContact", `/v1/contacts/${c3.contact_id}`, { token: owner, body: { groupid: 0 } }),
+      200,
+    );
     await expectContactsUsed(a.deptid, 1);
 
     // In the list too.
@@ -446,7 +535,11 @@ describe("DELETE /v1/departments/{dept_id}", () => {
   });
 
   it("400 for the default department, which stays", async () => {
-    expectShapeB(await call("deleteDepartment", "/v1/departments/1", { token: owner }), 400, /default department cannot be deleted/);
+    expectShapeB(
+      await call("deleteDepartment", "/v1/departments/1", { token: owner }),
+      400,
+      /default department cannot be deleted/,
+    );
     expect(await getDept(1)).toMatchObject({ isdefault: 1 });
   });
 
@@ -483,13 +576,21 @@ describe("DELETE /v1/departments/{dept_id}", () => {
   it("400 for a contact in no group (department without a default group)", async () => {
     const id = await createDepartment(1);
     await createContact(owner, { deptid: id });
-    expectShapeB(await call("deleteDepartment", `/v1/departments/${id}`, { token: owner }), 400, /still holds 1 contact: move or delete/);
+    expectShapeB(
+      await call("deleteDepartment", `/v1/departments/${id}`, { token: owner }),
+      400,
+      /still holds 1 contact: move or delete/,
+    );
   });
 
   it("400 for an empty non-default group; deleting the group makes the department deletable", async () => {
     const dept = await createDept();
     const group = await createGroup(owner, { deptid: dept.deptid });
-    expectShapeB(await call("deleteDepartment", `/v1/departments/${dept.deptid}`, { token: owner }), 400, /still holds 1 contact group: move or delete/);
+    expectShapeB(
+      await call("deleteDepartment", `/v1/departments/${dept.deptid}`, { token: owner }),
+      400,
+      /still holds 1 contact group: move or delete/,
+    );
     expectStatus(await call("deleteContactGroup", `/v1/contact-groups/${group.groupid}`, { token: owner }), 200);
     expectStatus(await call("deleteDepartment", `/v1/departments/${dept.deptid}`, { token: owner }), 200);
   });
@@ -499,7 +600,11 @@ describe("DELETE /v1/departments/{dept_id}", () => {
     // leaves "General" as an ordinary (empty) group, which counts.
     const dept = await createDept();
     const group = await createGroup(owner, { deptid: dept.deptid, isdefault: 1 });
-    expectShapeB(await call("deleteDepartment", `/v1/departments/${dept.deptid}`, { token: owner }), 400, /still holds 1 contact group:/);
+    expectShapeB(
+      await call("deleteDepartment", `/v1/departments/${dept.deptid}`, { token: owner }),
+      400,
+      /still holds 1 contact group:/,
+    );
     const general = (await groupsOf(dept.deptid)).find((g) => g.id !== group.groupid)!;
     expectStatus(await call("deleteContactGroup", `/v1/contact-groups/${general.id}`, { token: owner }), 200);
     expectStatus(await call("deleteDepartment", `/v1/departments/${dept.deptid}`, { token: owner }), 200);
@@ -509,22 +614,34 @@ describe("DELETE /v1/departments/{dept_id}", () => {
   it("400 for a document type in the department", async () => {
     const dept = await createDept();
     const typeId = await insertDocumentType(dept.deptid);
-    expectShapeB(await call("deleteDepartment", `/v1/departments/${dept.deptid}`, { token: owner }), 400, /still holds 1 document type: move or delete/);
+    expectShapeB(
+      await call("deleteDepartment", `/v1/departments/${dept.deptid}`, { token: owner }),
+      400,
+      /still holds 1 document type: move or delete/,
+    );
     await env.DB.prepare("DELETE FROM document_types WHERE id = ?").bind(typeId).run();
     expectStatus(await call("deleteDepartment", `/v1/departments/${dept.deptid}`, { token: owner }), 200);
   });
 
   it("400 for items (docs_used) and files (storage_used_kb), read from the counters", async () => {
     const dept = await createDept();
-    await env.DB.prepare("UPDATE departments SET docs_used = 2, storage_used_kb = 120 WHERE id = ?").bind(dept.deptid).run();
+    await env.DB.prepare("UPDATE departments SET docs_used = 2, storage_used_kb = 120 WHERE id = ?")
+      .bind(dept.deptid)
+      .run();
     expect(await getDept(dept.deptid)).toMatchObject({ docs_used: 2, storage_used_kb: 120 });
     expectShapeB(
       await call("deleteDepartment", `/v1/departments/${dept.deptid}`, { token: owner }),
       400,
       /still holds 2 items and 120 KB of files: move or delete them first/,
     );
-    await env.DB.prepare("UPDATE departments SET docs_used = 1, storage_used_kb = 0 WHERE id = ?").bind(dept.deptid).run();
-    expectShapeB(await call("deleteDepartment", `/v1/departments/${dept.deptid}`, { token: owner }), 400, /still holds 1 item:/);
+    await env.DB.prepare("UPDATE departments SET docs_used = 1, storage_used_kb = 0 WHERE id = ?")
+      .bind(dept.deptid)
+      .run();
+    expectShapeB(
+      await call("deleteDepartment", `/v1/departments/${dept.deptid}`, { token: owner }),
+      400,
+      /still holds 1 item:/,
+    );
     await env.DB.prepare("UPDATE departments SET docs_used = 0 WHERE id = ?").bind(dept.deptid).run();
     expectStatus(await call("deleteDepartment", `/v1/departments/${dept.deptid}`, { token: owner }), 200);
   });
@@ -543,7 +660,9 @@ describe("departmentHolds: the one SQL condition that guards the delete", () => 
   // delete's read and its write therefore stops the write itself. Checked here statement-level,
   // for each kind of record, since an HTTP race rarely lands in that window.
   async function holds(deptId: number, companyId = 1): Promise<boolean> {
-    const row = await database(env.DB).get<{ holds: number }>(sql`SELECT ${departmentHolds(companyId, deptId)} AS holds`);
+    const row = await database(env.DB).get<{ holds: number }>(
+      sql`SELECT ${departmentHolds(companyId, deptId)} AS holds`,
+    );
     return row.holds === 1;
   }
 
@@ -577,15 +696,31 @@ describe("departmentHolds: the one SQL condition that guards the delete", () => 
     const dept = await createDept();
     await createContact(owner, { deptid: dept.deptid });
     const db = database(env.DB);
-    await db.run(sql`DELETE FROM contact_groups WHERE dept_id = ${dept.deptid} AND is_default = 1 AND NOT ${departmentHolds(1, dept.deptid)}`);
+    await db.run(
+      sql`DELETE FROM contact_groups WHERE dept_id = ${dept.deptid} AND is_default = 1 AND NOT ${departmentHolds(1, dept.deptid)}`,
+    );
     await db.run(sql`DELETE FROM departments WHERE id = ${dept.deptid} AND NOT ${departmentHolds(1, dept.deptid)}`);
     expect(await departmentRow(dept.deptid)).not.toBeNull();
     expect(await groupsOf(dept.deptid)).toHaveLength(1);
   });
 
   it("lists every kind it checks, each with a message", () => {
-    expect(DEPARTMENT_HOLDINGS.map((h) => h.key)).toEqual(["contacts", "contactGroups", "documentTypes", "folders", "items", "files"]);
-    expect(DEPARTMENT_HOLDINGS.map((h) => h.describe(2))).toEqual(["2 contacts", "2 contact groups", "2 document types", "2 folders", "2 items", "2 KB of files"]);
+    expect(DEPARTMENT_HOLDINGS.map((h) => h.key)).toEqual([
+      "contacts",
+      "contactGroups",
+      "documentTypes",
+      "folders",
+      "items",
+      "files",
+    ]);
+    expect(DEPARTMENT_HOLDINGS.map((h) => h.describe(2))).toEqual([
+      "2 contacts",
+      "2 contact groups",
+      "2 document types",
+      "2 folders",
+      "2 items",
+      "2 KB of files",
+    ]);
   });
 });
 
@@ -598,7 +733,13 @@ describe("owner only, scopes and authentication", () => {
     call("updateDepartment", `/v1/departments/${id}`, { token, body: { dept_name: uniqueWord() } }),
     call("deleteDepartment", `/v1/departments/${id}`, { token }),
   ];
-  const requiredScopes = ["departments:read", "departments:write", "departments:read", "departments:write", "departments:write"];
+  const requiredScopes = [
+    "departments:read",
+    "departments:write",
+    "departments:read",
+    "departments:write",
+    "departments:write",
+  ];
 
   it("a non-owner (demo-member, scope *) gets 403 Shape B on every endpoint, reads included; nothing changes", async () => {
     const dept = await createDept();
@@ -609,7 +750,11 @@ describe("owner only, scopes and authentication", () => {
 
   it("a token without the scope gets 403 Shape A insufficient_scope with required_scope, before the owner check", async () => {
     const dept = await createDept();
-    const tokens = [await tokenFor("demo-owner", "contacts:read"), await tokenFor("demo-member", "contacts:read"), readonly];
+    const tokens = [
+      await tokenFor("demo-owner", "contacts:read"),
+      await tokenFor("demo-member", "contacts:read"),
+      readonly,
+    ];
     for (const token of tokens) {
       const results = await Promise.all(everyEndpoint(token, dept.deptid));
       results.forEach((res, i) => {
@@ -625,13 +770,23 @@ describe("owner only, scopes and authentication", () => {
     const reader = await tokenFor("demo-owner", "departments:read");
     expectStatus(await call("listDepartments", "/v1/departments", { token: reader }), 200);
     expect(await getDept(dept.deptid, reader)).toEqual(dept);
-    const refused = await call("updateDepartment", `/v1/departments/${dept.deptid}`, { token: reader, body: { dept_name: uniqueWord() } });
+    const refused = await call("updateDepartment", `/v1/departments/${dept.deptid}`, {
+      token: reader,
+      body: { dept_name: uniqueWord() },
+    });
     expectShapeA(refused, 403, "insufficient_scope");
     expect(refused.body.required_scope).toBe("departments:write");
 
     const writer = await tokenFor("demo-owner", "departments:write");
-    expectShapeA(await call("getDepartment", `/v1/departments/${dept.deptid}`, { token: writer }), 403, "insufficient_scope");
-    expectStatus(await call("createDepartment", "/v1/departments", { token: writer, body: { dept_name: uniqueWord() } }), 201);
+    expectShapeA(
+      await call("getDepartment", `/v1/departments/${dept.deptid}`, { token: writer }),
+      403,
+      "insufficient_scope",
+    );
+    expectStatus(
+      await call("createDepartment", "/v1/departments", { token: writer, body: { dept_name: uniqueWord() } }),
+      201,
+    );
     expectStatus(await call("deleteDepartment", `/v1/departments/${dept.deptid}`, { token: writer }), 200);
   });
 
@@ -724,7 +879,13 @@ describe("departments under concurrent requests", () => {
         const { results } = await env.DB.prepare("SELECT id FROM contacts WHERE dept_id = ?").bind(dept.deptid).all();
         expect(results).toEqual([]);
       } else {
-        expectShapeB(deleted, 400, new RegExp(`^Department ${dept.deptid} still holds 1 contact and 1 contact group: move or delete them first$`));
+        expectShapeB(
+          deleted,
+          400,
+          new RegExp(
+            `^Department ${dept.deptid} still holds 1 contact and 1 contact group: move or delete them first$`,
+          ),
+        );
         expectStatus(createdRes, 201);
         expect(createdRes.body.data).toMatchObject({ deptid: dept.deptid, groupid: await defaultGroupOf(dept.deptid) });
         expect(await contactsUsed(dept.deptid)).toEqual({ used: 1, actual: 1 });
@@ -738,7 +899,10 @@ describe("departments under concurrent requests", () => {
       const id = await createDepartment(1);
       const [deleted, createdRes] = await Promise.all([
         after(round % 3, () => call("deleteDepartment", `/v1/departments/${id}`, { token: owner })),
-        call("createContact", "/v1/contacts", { token: owner, body: { first_name: "Race", last_name: "Bare", email: uniqueEmail(), deptid: id } }),
+        call("createContact", "/v1/contacts", {
+          token: owner,
+          body: { first_name: "Race", last_name: "Bare", email: uniqueEmail(), deptid: id },
+        }),
       ]);
       noServerError(deleted, createdRes);
       if (deleted.status === 200) {
@@ -756,7 +920,10 @@ describe("departments under concurrent requests", () => {
       const dept = await createDept();
       const [deleted, group] = await Promise.all([
         after(round % 3, () => call("deleteDepartment", `/v1/departments/${dept.deptid}`, { token: owner })),
-        call("createContactGroup", "/v1/contact-groups", { token: owner, body: { group_name: uniqueWord("g"), deptid: dept.deptid } }),
+        call("createContactGroup", "/v1/contact-groups", {
+          token: owner,
+          body: { group_name: uniqueWord("g"), deptid: dept.deptid },
+        }),
       ]);
       noServerError(deleted, group);
       if (deleted.status === 200) {
@@ -778,7 +945,9 @@ describe("departments under concurrent requests", () => {
       ]);
       noServerError(...results);
       expect(results.map((r) => r.status).sort()).toEqual([201, 409]);
-      const { results: rows } = await env.DB.prepare("SELECT id FROM departments WHERE name_key = ?").bind(nameKey(name)).all<{ id: number }>();
+      const { results: rows } = await env.DB.prepare("SELECT id FROM departments WHERE name_key = ?")
+        .bind(nameKey(name))
+        .all<{ id: number }>();
       expect(rows).toHaveLength(1);
       expect(await groupsOf(rows[0]!.id)).toHaveLength(1);
     }

@@ -51,12 +51,20 @@ describe("GET /.well-known/oauth-authorization-server (RFC 8414)", () => {
     const scope = meta.scopes_supported.join(" ");
     const post = await call("issueToken", tokenPath, {
       headers: { "Content-Type": "application/x-www-form-urlencoded" },
-      rawBody: new URLSearchParams({ grant_type: "client_credentials", client_id: "demo-owner", client_secret: "demo-owner-secret", scope }).toString(),
+      rawBody: new URLSearchParams({
+        grant_type: "client_credentials",
+        client_id: "demo-owner",
+        client_secret: "demo-owner-secret",
+        scope,
+      }).toString(),
     });
     expectStatus(post, 200, JSON.stringify(post.body));
     expect(post.body.scope).toBe(scope);
     const basic = await call("issueToken", tokenPath, {
-      headers: { "Content-Type": "application/x-www-form-urlencoded", Authorization: `Basic ${btoa("demo-owner:demo-owner-secret")}` },
+      headers: {
+        "Content-Type": "application/x-www-form-urlencoded",
+        Authorization: `Basic ${btoa("demo-owner:demo-owner-secret")}`,
+      },
       rawBody: "grant_type=client_credentials",
     });
     expectStatus(basic, 200, JSON.stringify(basic.body));
@@ -69,7 +77,11 @@ describe("GET /.well-known/oauth-authorization-server (RFC 8414)", () => {
     expect(page.headers.get("Content-Type")).toMatch(/^text\/html/);
     expect(await page.text()).toContain("/v1/openapi.json");
     const doc = await openApiDocument();
-    expect(doc.paths[METADATA].get).toMatchObject({ operationId: "getAuthorizationServerMetadata", security: [], tags: ["Authentication"] });
+    expect(doc.paths[METADATA].get).toMatchObject({
+      operationId: "getAuthorizationServerMetadata",
+      security: [],
+      tags: ["Authentication"],
+    });
   });
 
   it("answers HEAD with the headers only", async () => {
@@ -112,14 +124,24 @@ describe("GET /.well-known/openid-configuration (the same metadata, where OpenID
     expect(body.scopes_supported).not.toContain("openid");
     expect(body.response_types_supported).toEqual([]);
     expect(body.grant_types_supported).toEqual(["client_credentials"]);
-    for (const field of ["authorization_endpoint", "jwks_uri", "userinfo_endpoint", "subject_types_supported", "id_token_signing_alg_values_supported"]) {
+    for (const field of [
+      "authorization_endpoint",
+      "jwks_uri",
+      "userinfo_endpoint",
+      "subject_types_supported",
+      "id_token_signing_alg_values_supported",
+    ]) {
       expect(body, field).not.toHaveProperty(field);
     }
   });
 
   it("is in the OpenAPI document as its own operation, without authentication", async () => {
     const doc = await openApiDocument();
-    expect(doc.paths[OPENID_CONFIGURATION].get).toMatchObject({ operationId: "getOpenIdConfiguration", security: [], tags: ["Authentication"] });
+    expect(doc.paths[OPENID_CONFIGURATION].get).toMatchObject({
+      operationId: "getOpenIdConfiguration",
+      security: [],
+      tags: ["Authentication"],
+    });
     expect(doc.paths[OPENID_CONFIGURATION].get.description).toMatch(/not OpenID Connect/);
   });
 });
@@ -139,12 +161,14 @@ describe("openid-client's discovery() with its default options", () => {
     expect(config.serverMetadata()).toMatchObject({ issuer: origin, token_endpoint: `${origin}/v1/oauth/token` });
     const tokens = await oidc.clientCredentialsGrant(config, { scope: "items:read" });
     expect(tokens).toMatchObject({ token_type: "bearer", scope: "items:read" });
-    const me = await call("getTokenInfo", "/v1/oauth/me", { headers: { Authorization: `Bearer ${tokens.access_token}` } });
+    const me = await call("getTokenInfo", "/v1/oauth/me", {
+      headers: { Authorization: `Bearer ${tokens.access_token}` },
+    });
     expectStatus(me, 200, JSON.stringify(me.body));
     expect(me.body).toMatchObject({ client_id: "demo-owner", scope: "items:read" });
   });
 
-  it("also works with algorithm: \"oauth2\", which fetches the RFC 8414 path", async () => {
+  it('also works with algorithm: "oauth2", which fetches the RFC 8414 path', async () => {
     const fetched: string[] = [];
     const config = await oidc.discovery(new URL(origin), "demo-owner", "demo-owner-secret", undefined, {
       algorithm: "oauth2",

@@ -59,7 +59,16 @@ const LINKS = {
 
 describe("GET /", () => {
   it("answers programs with the links as JSON, on the request's origin, without a token", async () => {
-    for (const accept of [undefined, "*/*", "application/json", "application/*", "application/json, text/html", "text/html;q=0.5, */*", "text/plain", "text/html;q=0"]) {
+    for (const accept of [
+      undefined,
+      "*/*",
+      "application/json",
+      "application/*",
+      "application/json, text/html",
+      "text/html;q=0.5, */*",
+      "text/plain",
+      "text/html;q=0",
+    ]) {
       const res = await call("getServiceIndex", "/", { headers: accept === undefined ? {} : { Accept: accept } });
       expectStatus(res, 200, accept);
       expect(res.headers.get("Content-Type"), accept).toMatch(/^application\/json/);

@@ -35,7 +35,6 @@ beforeAll(async () => {
   ({ owner, member, other, readonly } = await demoTokens());
 });
 
-
 async function getType(id: number, token = owner): Promise<DataOf<"getDocumentType">> {
   const res = await call("getDocumentType", `/v1/document-types/${id}`, { token });
   expectStatus(res, 200, JSON.stringify(res.body));
@@ -54,14 +53,18 @@ function patchType(id: number, body: unknown, token = owner) {
 }
 
 async function defaultsOf(companyId: number): Promise<number[]> {
-  const { results } = await env.DB.prepare("SELECT id FROM document_types WHERE company_id = ? AND is_default = 1 ORDER BY id")
+  const { results } = await env.DB.prepare(
+    "SELECT id FROM document_types WHERE company_id = ? AND is_default = 1 ORDER BY id",
+  )
     .bind(companyId)
     .all<{ id: number }>();
   return results.map((r) => r.id);
 }
 
 async function fieldRows(typeId: number) {
-  const { results } = await env.DB.prepare("SELECT * FROM document_type_fields WHERE type_id = ? ORDER BY position, id").bind(typeId).all<Fields>();
+  const { results } = await env.DB.prepare("SELECT * FROM document_type_fields WHERE type_id = ? ORDER BY position, id")
+    .bind(typeId)
+    .all<Fields>();
   return results;
 }
 
@@ -70,7 +73,9 @@ async function typeRow(typeId: number) {
 }
 
 async function typesOfAccount(accountId: number): Promise<number> {
-  const row = await env.DB.prepare("SELECT count(*) AS n FROM document_types WHERE account_id = ?").bind(accountId).first<{ n: number }>();
+  const row = await env.DB.prepare("SELECT count(*) AS n FROM document_types WHERE account_id = ?")
+    .bind(accountId)
+    .first<{ n: number }>();
   return row!.n;
 }
 
@@ -81,7 +86,6 @@ async function orphanFields(): Promise<number> {
   ).first<{ n: number }>();
   return row!.n;
 }
-
 
 describe("POST /v1/document-types", () => {
   it("201 with msg and the type: default department, isdefault 0, empid the caller, docs_count 0, no fields", async () => {
@@ -99,7 +103,7 @@ describe("POST /v1/document-types", () => {
     expect(await typeRow(data.typeid)).toMatchObject({ account_id: 1, company_id: 1, created_by: 1 });
   });
 
-  it("creates the fields in order, each with an autonum, output fields exactly; private defaults to 0, field_data to \"\"", async () => {
+  it('creates the fields in order, each with an autonum, output fields exactly; private defaults to 0, field_data to ""', async () => {
     const t = await createDocumentType(owner, {
       fields: [
         { field_name: "Policy number", field_type: "text" },
@@ -146,7 +150,13 @@ describe("POST /v1/document-types", () => {
   });
 
   it("400 naming doctype_name when it is missing, empty, blank, too long or not a string", async () => {
-    for (const body of [{}, { doctype_name: "" }, { doctype_name: "  \u200b " }, { doctype_name: "x".repeat(101) }, { doctype_name: 5 }]) {
+    for (const body of [
+      {},
+      { doctype_name: "" },
+      { doctype_name: "  \u200b " },
+      { doctype_name: "x".repeat(101) },
+      { doctype_name: 5 },
+    ]) {
       expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body }), 400, /doctype_name/);
     }
   });
@@ -154,40 +164,80 @@ describe("POST /v1/document-types", () => {
   it("400 naming deptid for an unknown department, another company's, or a non-id; nothing written", async () => {
     for (const deptid of [999999, 2, 0, "1", 1.5]) {
       const name = uniqueWord("nodept");
-      expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: name, deptid } }), 400, /deptid/);
+      expectShapeB(
+        await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: name, deptid } }),
+        400,
+        /deptid/,
+      );
       expect(await env.DB.prepare("SELECT id FROM document_types WHERE name = ?").bind(name).first()).toBeNull();
     }
   });
 
   it("400 for isdefault other than 0 or 1, unknown body fields, fields not an array", async () => {
     for (const isdefault of [2, "1", true, null]) {
-      expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), isdefault } }), 400, /isdefault/);
+      expectShapeB(
+        await call("createDocumentType", "/v1/document-types", {
+          token: owner,
+          body: { doctype_name: uniqueWord(), isdefault },
+        }),
+        400,
+        /isdefault/,
+      );
     }
-    expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), name: "x" } }), 400, /Unknown field: name/);
-    expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), fields: {} } }), 400, /fields/);
+    expectShapeB(
+      await call("createDocumentType", "/v1/document-types", {
+        token: owner,
+        body: { doctype_name: uniqueWord(), name: "x" },
+      }),
+      400,
+      /Unknown field: name/,
+    );
+    expectShapeB(
+      await call("createDocumentType", "/v1/document-types", {
+        token: owner,
+        body: { doctype_name: uniqueWord(), fields: {} },
+      }),
+      400,
+      /fields/,
+    );
   });
 
   it("400 naming the allowed values for an unknown field_type; 400 when field_type or field_name is missing", async () => {
     for (const field_type of ["string", "TEXT", "", 1, null]) {
       const res = await call("createDocumentType", "/v1/document-types", {
         token: owner,
-        body: { doctype_name: uniqueWord(), fields: [{ field_name: "A", field_type: "text" }, { field_name: "B", field_type }] },
+        body: {
+          doctype_name: uniqueWord(),
+          fields: [
+            { field_name: "A", field_type: "text" },
+            { field_name: "B", field_type },
+          ],
+        },
       });
       expectShapeB(res, 400, /fields\.1\.field_type/);
       expect(res.body.msg).toContain(FIELD_TYPES.join(", "));
     }
     expectShapeB(
-      await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), fields: [{ field_name: "A" }] } }),
+      await call("createDocumentType", "/v1/document-types", {
+        token: owner,
+        body: { doctype_name: uniqueWord(), fields: [{ field_name: "A" }] },
+      }),
       400,
       /fields\.0\.field_type.*required/,
     );
     expectShapeB(
-      await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), fields: [{ field_type: "text" }] } }),
+      await call("createDocumentType", "/v1/document-types", {
+        token: owner,
+        body: { doctype_name: uniqueWord(), fields: [{ field_type: "text" }] },
+      }),
       400,
       /fields\.0\.field_name is required/,
     );
     expectShapeB(
-      await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), fields: [{ field_name: " ", field_type: "text" }] } }),
+      await call("createDocumentType", "/v1/document-types", {
+        token: owner,
+        body: { doctype_name: uniqueWord(), fields: [{ field_name: " ", field_type: "text" }] },
+      }),
       400,
       /fields\.0\.field_name/,
     );
@@ -198,24 +248,76 @@ describe("POST /v1/document-types", () => {
       [{ field_name: "S", field_type: "select" }, /fields\.0\.field_data.*options/],
       [{ field_name: "S", field_type: "select", field_data: "" }, /fields\.0\.field_data.*options/],
       [{ field_name: "S", field_type: "select", field_data: " \n \r\n " }, /fields\.0\.field_data.*options/],
-      [{ field_name: "S", field_type: "select", field_data: Array.from({ length: 101 }, (_, i) => `o${i}`).join("\n") }, /at most 100 options/],
-      [{ field_name: "S", field_type: "select", field_data: "Red\nGreen\n red " }, /option "red" is listed more than once/],
+      [
+        {
+          field_name: "S",
+          field_type: "select",
+          field_data: Array.from({ length: 101 }, (_, i) => `o${i}`).join("\n"),
+        },
+        /at most 100 options/,
+      ],
+      [
+        { field_name: "S", field_type: "select", field_data: "Red\nGreen\n red " },
+        /option "red" is listed more than once/,
+      ],
     ];
     for (const [field, msg] of cases) {
       const name = uniqueWord("sel");
-      expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: name, fields: [field] } }), 400, msg);
+      expectShapeB(
+        await call("createDocumentType", "/v1/document-types", {
+          token: owner,
+          body: { doctype_name: name, fields: [field] },
+        }),
+        400,
+        msg,
+      );
       expect(await env.DB.prepare("SELECT id FROM document_types WHERE name = ?").bind(name).first()).toBeNull();
     }
   });
 
   it("400 for field_data over 2000 characters, control characters in it, or an unknown key in a field", async () => {
     const body = (field: Fields) => ({ doctype_name: uniqueWord(), fields: [field] });
-    expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: body({ field_name: "A", field_type: "text", field_data: "x".repeat(2001) }) }), 400, /field_data must be at most 2000/);
-    expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: body({ field_name: "A", field_type: "text", field_data: "a\u0000b" }) }), 400, /field_data/);
-    expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: body({ field_name: "A", field_type: "text", label: "x" }) }), 400, /Unknown field: fields\.0\.label/);
+    expectShapeB(
+      await call("createDocumentType", "/v1/document-types", {
+        token: owner,
+        body: body({ field_name: "A", field_type: "text", field_data: "x".repeat(2001) }),
+      }),
+      400,
+      /field_data must be at most 2000/,
+    );
+    expectShapeB(
+      await call("createDocumentType", "/v1/document-types", {
+        token: owner,
+        body: body({ field_name: "A", field_type: "text", field_data: "a\u0000b" }),
+      }),
+      400,
+      /field_data/,
+    );
+    expectShapeB(
+      await call("createDocumentType", "/v1/document-types", {
+        token: owner,
+        body: body({ field_name: "A", field_type: "text", label: "x" }),
+      }),
+      400,
+      /Unknown field: fields\.0\.label/,
+    );
     // autonum names an existing field: it has no meaning on create.
-    expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: body({ autonum: 1, field_name: "A", field_type: "text" }) }), 400, /autonum/);
-    expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: body({ field_name: "A", field_type: "text", private: 2 }) }), 400, /private must be 0 or 1/);
+    expectShapeB(
+      await call("createDocumentType", "/v1/document-types", {
+        token: owner,
+        body: body({ autonum: 1, field_name: "A", field_type: "text" }),
+      }),
+      400,
+      /autonum/,
+    );
+    expectShapeB(
+      await call("createDocumentType", "/v1/document-types", {
+        token: owner,
+        body: body({ field_name: "A", field_type: "text", private: 2 }),
+      }),
+      400,
+      /private must be 0 or 1/,
+    );
   });
 
   it("400 naming a field name used twice in one request (case-insensitively); nothing written", async () => {
@@ -237,7 +339,14 @@ describe("POST /v1/document-types", () => {
 
   it("400 for more than 50 fields", async () => {
     const fields = Array.from({ length: 51 }, (_, i) => ({ field_name: `F${i}`, field_type: "text" }));
-    expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: uniqueWord(), fields } }), 400, /at most 50/);
+    expectShapeB(
+      await call("createDocumentType", "/v1/document-types", {
+        token: owner,
+        body: { doctype_name: uniqueWord(), fields },
+      }),
+      400,
+      /at most 50/,
+    );
   });
 
   it("409 for a duplicate name in the company, case-insensitively in any script; nothing written", async () => {
@@ -245,7 +354,10 @@ describe("POST /v1/document-types", () => {
     const first = await createDocumentType(owner, { doctype_name: `Straße ${word}` });
     const before = await typesOfAccount(1);
     for (const dup of [`Straße ${word}`, `STRASSE ${word.toUpperCase()}`, `  strasse ${word}  `]) {
-      const res = await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: dup, fields: [{ field_name: "X", field_type: "text" }] } });
+      const res = await call("createDocumentType", "/v1/document-types", {
+        token: owner,
+        body: { doctype_name: dup, fields: [{ field_name: "X", field_type: "text" }] },
+      });
       expectShapeB(res, 409, /already exists/);
     }
     expect(await typesOfAccount(1)).toBe(before);
@@ -255,7 +367,10 @@ describe("POST /v1/document-types", () => {
   it("names are unique per company, whatever the department; another company may use the same name", async () => {
     const name = uniqueWord("PerCompany");
     await createDocumentType(owner, { doctype_name: name, deptid: 1 });
-    const res = await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: name, deptid: await createDepartment() } });
+    const res = await call("createDocumentType", "/v1/document-types", {
+      token: owner,
+      body: { doctype_name: name, deptid: await createDepartment() },
+    });
     expectShapeB(res, 409);
     // ... but another company may use it.
     const elsewhere = await createDocumentType(other, { doctype_name: name });
@@ -269,7 +384,13 @@ describe("POST /v1/document-types", () => {
     const b = await createDocumentType(owner, { isdefault: 1 });
     expect(await defaultsOf(1)).toEqual([b.typeid]);
     expect((await getType(a.typeid)).isdefault).toBe(0);
-    expectShapeB(await call("createDocumentType", "/v1/document-types", { token: owner, body: { doctype_name: a.name, isdefault: 1 } }), 409);
+    expectShapeB(
+      await call("createDocumentType", "/v1/document-types", {
+        token: owner,
+        body: { doctype_name: a.name, isdefault: 1 },
+      }),
+      409,
+    );
     expect(await defaultsOf(1)).toEqual([b.typeid]);
     await createDocumentType(owner, { isdefault: 0 });
     expect(await defaultsOf(1)).toEqual([b.typeid]);
@@ -278,11 +399,18 @@ describe("POST /v1/document-types", () => {
 
 describe("GET /v1/document-types", () => {
   it("lists the company's types ordered by typeid, with their fields and meta {total, max_allowed, limit, offset}", async () => {
-    const withFields = await createDocumentType(owner, { fields: [{ field_name: "Number", field_type: "text" }, { field_name: "Issued", field_type: "date" }] });
+    const withFields = await createDocumentType(owner, {
+      fields: [
+        { field_name: "Number", field_type: "text" },
+        { field_name: "Issued", field_type: "date" },
+      ],
+    });
     const body = await listTypes();
     expect(Object.keys(body.meta)).toEqual(["total", "max_allowed", "limit", "offset"]);
     expect(body.meta).toMatchObject({ max_allowed: 50, limit: 200, offset: 0 });
-    const { results } = await env.DB.prepare("SELECT id FROM document_types WHERE company_id = 1 ORDER BY id").all<{ id: number }>();
+    const { results } = await env.DB.prepare("SELECT id FROM document_types WHERE company_id = 1 ORDER BY id").all<{
+      id: number;
+    }>();
     expect(body.meta.total).toBe(results.length);
     expect(body.data.map((t) => t.typeid)).toEqual(results.map((r) => r.id));
     for (const t of body.data) {
@@ -302,7 +430,11 @@ describe("GET /v1/document-types", () => {
   it("filters by deptid and by q (case-insensitive substring of the name); total counts the matches", async () => {
     const dept = await createDepartment();
     const word = uniqueWord("q");
-    const a = await createDocumentType(owner, { deptid: dept, doctype_name: `Äpfel ${word} one`, fields: [{ field_name: "F", field_type: "text" }] });
+    const a = await createDocumentType(owner, {
+      deptid: dept,
+      doctype_name: `Äpfel ${word} one`,
+      fields: [{ field_name: "F", field_type: "text" }],
+    });
     const b = await createDocumentType(owner, { deptid: dept, doctype_name: `${word.toUpperCase()} two` });
     const c = await createDocumentType(owner, { doctype_name: `x${word}x` });
     const byDept = await listTypes(`deptid=${dept}`);
@@ -345,7 +477,11 @@ describe("GET /v1/document-types", () => {
 describe("GET /v1/document-types/{type_id}", () => {
   it("404 for an unknown id and for another company's type; 400 for a malformed id", async () => {
     const theirs = await createDocumentType(other);
-    expectShapeB(await call("getDocumentType", `/v1/document-types/${theirs.typeid}`, { token: owner }), 404, /Document type not found/);
+    expectShapeB(
+      await call("getDocumentType", `/v1/document-types/${theirs.typeid}`, { token: owner }),
+      404,
+      /Document type not found/,
+    );
     expectShapeB(await call("getDocumentType", "/v1/document-types/99999999", { token: owner }), 404);
     expectShapeB(await call("getDocumentType", "/v1/document-types/abc", { token: owner }), 400, /type_id/);
   });
@@ -420,16 +556,20 @@ describe("PATCH /v1/document-types/{type_id}", () => {
     // The new field gets a new autonum; the removed one's is not reused.
     expect(fields[2]!.autonum).toBeGreaterThan(Math.max(alpha!.autonum, beta!.autonum, gamma!.autonum));
     expect((await fieldRows(t.typeid)).map((r) => r.id)).toEqual(fields.map((f) => f.autonum));
-    expect(await env.DB.prepare("SELECT id FROM document_type_fields WHERE id = ?").bind(beta!.autonum).first()).toBeNull();
+    expect(
+      await env.DB.prepare("SELECT id FROM document_type_fields WHERE id = ?").bind(beta!.autonum).first(),
+    ).toBeNull();
     expect(await getType(t.typeid)).toEqual(res.body.data);
 
     // Another round: the kept autonums are still the same.
-    const again = ok(await patchType(t.typeid, {
-      fields: [
-        { autonum: fields[2]!.autonum, field_name: "Delta", field_type: "email", field_data: "someone@example.com" },
-        { autonum: gamma!.autonum, field_name: "Gamma", field_type: "date" },
-      ],
-    }));
+    const again = ok(
+      await patchType(t.typeid, {
+        fields: [
+          { autonum: fields[2]!.autonum, field_name: "Delta", field_type: "email", field_data: "someone@example.com" },
+          { autonum: gamma!.autonum, field_name: "Gamma", field_type: "date" },
+        ],
+      }),
+    );
     expect(again.body.data.fields.map((f) => f.autonum)).toEqual([fields[2]!.autonum, gamma!.autonum]);
     expect(again.body.data.fields[0]!.field_data).toBe("someone@example.com");
   });
@@ -475,7 +615,10 @@ describe("PATCH /v1/document-types/{type_id}", () => {
     for (const autonum of [sibling.fields[0]!.autonum, foreign.fields[0]!.autonum, 99999999]) {
       const res = await patchType(t.typeid, {
         doctype_name: uniqueWord("neverapplied"),
-        fields: [{ field_name: "New", field_type: "text" }, { autonum, field_name: "Stolen", field_type: "text" }],
+        fields: [
+          { field_name: "New", field_type: "text" },
+          { autonum, field_name: "Stolen", field_type: "text" },
+        ],
       });
       expectShapeB(res, 400, new RegExp(`fields\\.1\\.autonum ${autonum} is not a field of document type ${t.typeid}`));
     }
@@ -485,13 +628,39 @@ describe("PATCH /v1/document-types/{type_id}", () => {
   });
 
   it("400 for a repeated autonum, a repeated field name, an invalid field type or a select without options", async () => {
-    const t = await createDocumentType(owner, { fields: [{ field_name: "A", field_type: "text" }, { field_name: "B", field_type: "text" }] });
+    const t = await createDocumentType(owner, {
+      fields: [
+        { field_name: "A", field_type: "text" },
+        { field_name: "B", field_type: "text" },
+      ],
+    });
     const [a, b] = t.fields;
     const cases: Array<[unknown[], RegExp]> = [
-      [[{ autonum: a!.autonum, field_name: "A", field_type: "text" }, { autonum: a!.autonum, field_name: "B", field_type: "text" }], /fields\.1\.autonum.*more than once/],
-      [[{ autonum: a!.autonum, field_name: "Same", field_type: "text" }, { autonum: b!.autonum, field_name: "same", field_type: "text" }], /fields\.1\.field_name.*"same"/],
-      [[{ autonum: a!.autonum, field_name: "A", field_type: "text" }, { field_name: "a", field_type: "text" }], /fields\.1\.field_name.*"a"/],
-      [[{ autonum: a!.autonum, field_name: "A", field_type: "radio" }], /fields\.0\.field_type.*text, textarea, number, date, select, checkbox, email, url/],
+      [
+        [
+          { autonum: a!.autonum, field_name: "A", field_type: "text" },
+          { autonum: a!.autonum, field_name: "B", field_type: "text" },
+        ],
+        /fields\.1\.autonum.*more than once/,
+      ],
+      [
+        [
+          { autonum: a!.autonum, field_name: "Same", field_type: "text" },
+          { autonum: b!.autonum, field_name: "same", field_type: "text" },
+        ],
+        /fields\.1\.field_name.*"same"/,
+      ],
+      [
+        [
+          { autonum: a!.autonum, field_name: "A", field_type: "text" },
+          { field_name: "a", field_type: "text" },
+        ],
+        /fields\.1\.field_name.*"a"/,
+      ],
+      [
+        [{ autonum: a!.autonum, field_name: "A", field_type: "radio" }],
+        /fields\.0\.field_type.*text, textarea, number, date, select, checkbox, email, url/,
+      ],
       [[{ autonum: a!.autonum, field_name: "A", field_type: "select" }], /fields\.0\.field_data/],
       [[{ autonum: 0, field_name: "A", field_type: "text" }], /autonum/],
     ];
@@ -509,7 +678,12 @@ describe("PATCH /v1/document-types/{type_id}", () => {
 
 describe("DELETE /v1/document-types/{type_id}", () => {
   it("removes the type and its fields; then 404", async () => {
-    const t = await createDocumentType(owner, { fields: [{ field_name: "A", field_type: "text" }, { field_name: "B", field_type: "url" }] });
+    const t = await createDocumentType(owner, {
+      fields: [
+        { field_name: "A", field_type: "text" },
+        { field_name: "B", field_type: "url" },
+      ],
+    });
     const res = await call("deleteDocumentType", `/v1/document-types/${t.typeid}`, { token: owner });
     expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body).toEqual({ success: true, msg: expect.any(String) });
@@ -522,7 +696,11 @@ describe("DELETE /v1/document-types/{type_id}", () => {
   it("400 for a type with associated documents (docs_count > 0); the type and its fields stay", async () => {
     const t = await createDocumentType(owner, { fields: [{ field_name: "A", field_type: "text" }] });
     await env.DB.prepare("UPDATE document_types SET docs_count = 3 WHERE id = ?").bind(t.typeid).run();
-    expectShapeB(await call("deleteDocumentType", `/v1/document-types/${t.typeid}`, { token: owner }), 400, /associated documents/);
+    expectShapeB(
+      await call("deleteDocumentType", `/v1/document-types/${t.typeid}`, { token: owner }),
+      400,
+      /associated documents/,
+    );
     expect(await getType(t.typeid)).toEqual({ ...t, docs_count: 3 });
     expect(await fieldRows(t.typeid)).toHaveLength(1);
     await env.DB.prepare("UPDATE document_types SET docs_count = 0 WHERE id = ?").bind(t.typeid).run();
@@ -582,11 +760,16 @@ describe("owner only, scopes, authentication", () => {
     expectStatus(await call("getDocumentType", `/v1/document-types/${t.typeid}`, { token: readOnly }), 200);
     expectShapeA(await patchType(t.typeid, { isdefault: 0 }, readOnly), 403, "insufficient_scope");
     expectStatus(await patchType(t.typeid, { isdefault: 0 }, writeOnly), 200);
-    expectShapeA(await call("listDocumentTypes", "/v1/document-types", { token: writeOnly }), 403, "insufficient_scope");
+    expectShapeA(
+      await call("listDocumentTypes", "/v1/document-types", { token: writeOnly }),
+      403,
+      "insufficient_scope",
+    );
   });
 
   it("401 without a token", async () => {
-    for (const [method, path, body] of endpoints(1)) expectShapeA(await callRaw(method, path, { body }), 401, "invalid_token");
+    for (const [method, path, body] of endpoints(1))
+      expectShapeA(await callRaw(method, path, { body }), 401, "invalid_token");
   });
 });
 
@@ -604,7 +787,12 @@ describe("concurrent changes in company 1", () => {
     for (let round = 0; round < 4; round++) {
       const t = await createDocumentType(owner, { fields: [{ field_name: "A", field_type: "text" }] });
       const [patched, deleted] = await Promise.all([
-        patchType(t.typeid, { fields: [{ autonum: t.fields[0]!.autonum, field_name: "A2", field_type: "text" }, { field_name: "B", field_type: "text" }] }),
+        patchType(t.typeid, {
+          fields: [
+            { autonum: t.fields[0]!.autonum, field_name: "A2", field_type: "text" },
+            { field_name: "B", field_type: "text" },
+          ],
+        }),
         call("deleteDocumentType", `/v1/document-types/${t.typeid}`, { token: owner }),
       ]);
       noServerError(patched, deleted);
@@ -615,15 +803,25 @@ describe("concurrent changes in company 1", () => {
   });
 
   it("two PATCHes replacing the same type's fields: no 5xx; the list ends as one of them sent it", async () => {
-    const t = await createDocumentType(owner, { fields: [{ field_name: "A", field_type: "text" }, { field_name: "B", field_type: "text" }] });
+    const t = await createDocumentType(owner, {
+      fields: [
+        { field_name: "A", field_type: "text" },
+        { field_name: "B", field_type: "text" },
+      ],
+    });
     for (let round = 0; round < 4; round++) {
       const current = (await getType(t.typeid)).fields;
       const keepFirst = current[0]!;
       // One keeps the first field and drops the rest; the other keeps them all and adds one.
       const [one, two] = await Promise.all([
-        patchType(t.typeid, { fields: [{ autonum: keepFirst.autonum, field_name: keepFirst.field_name, field_type: "text" }] }),
         patchType(t.typeid, {
-          fields: [...current.map((f) => ({ autonum: f.autonum, field_name: f.field_name, field_type: "text" })), { field_name: `C${round}`, field_type: "text" }],
+          fields: [{ autonum: keepFirst.autonum, field_name: keepFirst.field_name, field_type: "text" }],
+        }),
+        patchType(t.typeid, {
+          fields: [
+            ...current.map((f) => ({ autonum: f.autonum, field_name: f.field_name, field_type: "text" })),
+            { field_name: `C${round}`, field_type: "text" },
+          ],
         }),
       ]);
       noServerError(one, two);
@@ -640,7 +838,9 @@ describe("the account's ceiling (account 2)", () => {
   let original: number;
 
   beforeAll(async () => {
-    original = (await env.DB.prepare("SELECT max_document_types AS m FROM accounts WHERE id = 2").first<{ m: number }>())!.m;
+    original = (await env.DB.prepare("SELECT max_document_types AS m FROM accounts WHERE id = 2").first<{
+      m: number;
+    }>())!.m;
   });
 
   afterAll(async () => {
@@ -660,7 +860,9 @@ describe("the account's ceiling (account 2)", () => {
       .first<{ id: number }>();
     const dept = await createDepartment(company!.id);
     const name = uniqueWord("elsewhere");
-    await env.DB.prepare("INSERT INTO document_types (account_id, company_id, dept_id, name, name_key, created_by) VALUES (2, ?, ?, ?, ?, 3)")
+    await env.DB.prepare(
+      "INSERT INTO document_types (account_id, company_id, dept_id, name, name_key, created_by) VALUES (2, ?, ?, ?, ?, 3)",
+    )
       .bind(company!.id, dept, name, name)
       .run();
 
@@ -671,7 +873,10 @@ describe("the account's ceiling (account 2)", () => {
     expect(list.meta.max_allowed).toBe(used + 1);
     // meta.total counts the caller's company only; the ceiling counts the whole account.
     expect(list.meta.total).toBe(used); // used + 1 types in account 2, one of them in the other company
-    const res = await call("createDocumentType", "/v1/document-types", { token: other, body: { doctype_name: uniqueWord(), fields: [{ field_name: "A", field_type: "text" }] } });
+    const res = await call("createDocumentType", "/v1/document-types", {
+      token: other,
+      body: { doctype_name: uniqueWord(), fields: [{ field_name: "A", field_type: "text" }] },
+    });
     expectShapeB(res, 400, new RegExp(`at most ${used + 1} document types`));
     expect(await typesOfAccount(2)).toBe(used + 1);
     expect(await orphanFields()).toBe(0);
@@ -687,7 +892,14 @@ describe("the account's ceiling (account 2)", () => {
 
     // At the ceiling, isdefault 1 does not unset the current default either.
     const def = ok(await patchType(last.typeid, { isdefault: 1 }, other)).body.data;
-    expectShapeB(await call("createDocumentType", "/v1/document-types", { token: other, body: { doctype_name: uniqueWord(), isdefault: 1 } }), 400, /at most/);
+    expectShapeB(
+      await call("createDocumentType", "/v1/document-types", {
+        token: other,
+        body: { doctype_name: uniqueWord(), isdefault: 1 },
+      }),
+      400,
+      /at most/,
+    );
     expect(await defaultsOf(2)).toEqual([def.typeid]);
 
     // Room again after a delete.
@@ -700,7 +912,9 @@ describe("the account's ceiling (account 2)", () => {
       const used = await typesOfAccount(2);
       const room = 3;
       await setCeiling(used + room);
-      const fieldsBefore = (await env.DB.prepare("SELECT count(*) AS n FROM document_type_fields WHERE company_id = 2").first<{ n: number }>())!.n;
+      const fieldsBefore = (await env.DB.prepare(
+        "SELECT count(*) AS n FROM document_type_fields WHERE company_id = 2",
+      ).first<{ n: number }>())!.n;
       const results = await Promise.all(
         Array.from({ length: 10 }, (_, i) =>
           call("createDocumentType", "/v1/document-types", {
@@ -708,7 +922,10 @@ describe("the account's ceiling (account 2)", () => {
             body: {
               doctype_name: uniqueWord(`race${round}`),
               isdefault: i % 2,
-              fields: [{ field_name: "A", field_type: "text" }, { field_name: "B", field_type: "select", field_data: "x\ny" }],
+              fields: [
+                { field_name: "A", field_type: "text" },
+                { field_name: "B", field_type: "select", field_data: "x\ny" },
+              ],
             },
           }),
         ),
@@ -716,9 +933,12 @@ describe("the account's ceiling (account 2)", () => {
       noServerError(...results);
       const createdCount = results.filter((r) => r.status === 201).length;
       expect(createdCount, results.map((r) => r.status).join(",")).toBe(room);
-      for (const res of results.filter((r) => r.status !== 201)) expectShapeB(res, 400, new RegExp(`at most ${used + room}`));
+      for (const res of results.filter((r) => r.status !== 201))
+        expectShapeB(res, 400, new RegExp(`at most ${used + room}`));
       expect(await typesOfAccount(2)).toBe(used + room);
-      const fieldsAfter = (await env.DB.prepare("SELECT count(*) AS n FROM document_type_fields WHERE company_id = 2").first<{ n: number }>())!.n;
+      const fieldsAfter = (await env.DB.prepare(
+        "SELECT count(*) AS n FROM document_type_fields WHERE company_id = 2",
+      ).first<{ n: number }>())!.n;
       expect(fieldsAfter - fieldsBefore).toBe(room * 2);
       expect(await orphanFields()).toBe(0);
       expect((await defaultsOf(2)).length).toBeLessThanOrEqual(1);

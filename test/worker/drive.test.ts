@@ -8,7 +8,6 @@ import { MAX_ATTACHMENTS_PER_ITEM } from "../../src/schemas/drive";
 import {
   BASE,
   TIMESTAMP,
-  type CallResult,
   type Answer,
   type DataOf,
   type Fields,
@@ -35,8 +34,27 @@ import {
 // Most tests run in a fresh account (createAccount) so that its counters and R2 prefix are theirs.
 
 const SESSION_FIELDS = ["upload_url", "upload_token", "method", "token_header", "expires_in", "max_bytes"].sort();
-const ATTACHMENT_FIELDS = ["file_id", "file_name", "size", "size_bytes", "content_type", "add_date", "attached_at"].sort();
-const FILE_FIELDS = ["file_id", "file_name", "size", "size_bytes", "content_type", "sha256", "deptid", "folder_id", "attachments", "add_date"].sort();
+const ATTACHMENT_FIELDS = [
+  "file_id",
+  "file_name",
+  "size",
+  "size_bytes",
+  "content_type",
+  "add_date",
+  "attached_at",
+].sort();
+const FILE_FIELDS = [
+  "file_id",
+  "file_name",
+  "size",
+  "size_bytes",
+  "content_type",
+  "sha256",
+  "deptid",
+  "folder_id",
+  "attachments",
+  "add_date",
+].sort();
 
 /** `n` deterministic bytes (not all equal, so ranges and offsets are checked for real). */
 function bytesOf(n: number, seed = 7): Uint8Array {
@@ -48,21 +66,35 @@ function bytesOf(n: number, seed = 7): Uint8Array {
 const hexSha256 = async (bytes: Uint8Array) => toHex(await crypto.subtle.digest("SHA-256", bytes));
 
 async function openSession(token: string, body: Record<string, unknown> = {}): Promise<DataOf<"createUploadSession">> {
-  const res = await call("createUploadSession", "/v1/uploads", { token, body: { filename: `${uniqueWord("file")}.pdf`, ...body } });
+  const res = await call("createUploadSession", "/v1/uploads", {
+    token,
+    body: { filename: `${uniqueWord("file")}.pdf`, ...body },
+  });
   expectStatus(res, 201, JSON.stringify(res.body));
   return res.body.data;
 }
 
 /** PUT /v1/uploads as a client would send it: the token header and, for byte arrays, Content-Length. */
-async function putBytes(uploadToken: string | undefined, body: Uint8Array | ReadableStream<Uint8Array> | null, headers: Record<string, string> = {}): Promise<Answer<"uploadFileBytes">> {
+async function putBytes(
+  uploadToken: string | undefined,
+  body: Uint8Array | ReadableStream<Uint8Array> | null,
+  headers: Record<string, string> = {},
+): Promise<Answer<"uploadFileBytes">> {
   const h: Record<string, string> = { "Content-Type": "application/octet-stream", ...headers };
   if (uploadToken !== undefined) h["X-Upload-Token"] = uploadToken;
   if (body instanceof Uint8Array && !("Content-Length" in headers)) h["Content-Length"] = String(body.byteLength);
-  return readResult(await exports.default.fetch(new Request(`${BASE}/v1/uploads`, { method: "PUT", headers: h, body })), "uploadFileBytes");
+  return readResult(
+    await exports.default.fetch(new Request(`${BASE}/v1/uploads`, { method: "PUT", headers: h, body })),
+    "uploadFileBytes",
+  );
 }
 
 /** Session + PUT; returns the PUT's data (file_id, ...). */
-async function upload(token: string, bytes: Uint8Array, session: Record<string, unknown> = {}): Promise<DataOf<"uploadFileBytes">> {
+async function upload(
+  token: string,
+  bytes: Uint8Array,
+  session: Record<string, unknown> = {},
+): Promise<DataOf<"uploadFileBytes">> {
   const { upload_token } = await openSession(token, session);
   const res = await putBytes(upload_token, bytes);
   expectStatus(res, 200, JSON.stringify(res.body));
@@ -70,7 +102,9 @@ async function upload(token: string, bytes: Uint8Array, session: Record<string, 
 }
 
 async function download(token: string, fileId: string, headers: Record<string, string> = {}, method = "GET") {
-  const res = await exports.default.fetch(new Request(`${BASE}/v1/files/${fileId}`, { method, headers: { Authorization: `Bearer ${token}`, ...headers } }));
+  const res = await exports.default.fetch(
+    new Request(`${BASE}/v1/files/${fileId}`, { method, headers: { Authorization: `Bearer ${token}`, ...headers } }),
+  );
   const bytes = new Uint8Array(await res.arrayBuffer());
   return { status: res.status, headers: res.headers, bytes };
 }
@@ -117,7 +151,8 @@ function pausedPut(uploadToken: string, chunkBytes: number) {
 }
 
 async function waitForReserved(account: { companyId: number; deptId: number }, kb: number) {
-  for (let i = 0; i < 400 && (await counters(account)).reserved_kb !== kb; i++) await new Promise((r) => setTimeout(r, 5));
+  for (let i = 0; i < 400 && (await counters(account)).reserved_kb !== kb; i++)
+    await new Promise((r) => setTimeout(r, 5));
   expect((await counters(account)).reserved_kb).toBe(kb);
 }
 
@@ -134,13 +169,18 @@ async function runCronSweep() {
 }
 
 const sessionOf = async (uploadToken: string) =>
-  (await env.DB.prepare("SELECT id, reserved_kb FROM upload_sessions WHERE token_hash = ?").bind(await sha256Hex(uploadToken)).first<{ id: number; reserved_kb: number }>())!;
+  (await env.DB.prepare("SELECT id, reserved_kb FROM upload_sessions WHERE token_hash = ?")
+    .bind(await sha256Hex(uploadToken))
+    .first<{ id: number; reserved_kb: number }>())!;
 
 /** Moves a session's token expiry to `seconds` from now (negative: in the past). */
 const expireIn = async (uploadToken: string, seconds: number) =>
-  env.DB.prepare("UPDATE upload_sessions SET expires_at = unixepoch() + ? WHERE token_hash = ?").bind(seconds, await sha256Hex(uploadToken)).run();
+  env.DB.prepare("UPDATE upload_sessions SET expires_at = unixepoch() + ? WHERE token_hash = ?")
+    .bind(seconds, await sha256Hex(uploadToken))
+    .run();
 
-const fileRow = (publicId: string) => env.DB.prepare("SELECT * FROM files WHERE public_id = ?").bind(publicId).first<Fields>();
+const fileRow = (publicId: string) =>
+  env.DB.prepare("SELECT * FROM files WHERE public_id = ?").bind(publicId).first<Fields>();
 
 describe("format helpers", () => {
   it("writes sizes human-readably: bytes under 1 KiB, then KB/MB/GB with one decimal (1024-based)", () => {
@@ -169,7 +209,15 @@ describe("format helpers", () => {
     expect(parseRange("bytes=100-", 100)).toEqual({ kind: "unsatisfiable" });
     expect(parseRange("bytes=-0", 100)).toEqual({ kind: "unsatisfiable" });
     expect(parseRange("bytes=0-", 0)).toEqual({ kind: "unsatisfiable" });
-    for (const ignored of ["bytes=9-0", "bytes=0-1,5-6", "items=0-1", "bytes=", "bytes=-", "bytes=a-b", `bytes=0-${"9".repeat(30)}`]) {
+    for (const ignored of [
+      "bytes=9-0",
+      "bytes=0-1,5-6",
+      "items=0-1",
+      "bytes=",
+      "bytes=-",
+      "bytes=a-b",
+      `bytes=0-${"9".repeat(30)}`,
+    ]) {
       expect(parseRange(ignored, 100), ignored).toEqual({ kind: "all" });
     }
   });
@@ -178,7 +226,9 @@ describe("format helpers", () => {
     expect(contentDisposition("report.pdf")).toBe(`attachment; filename="report.pdf"; filename*=UTF-8''report.pdf`);
     const name = `Ré"sumé 📄 (v2)'s\\*.pdf`;
     const header = contentDisposition(name);
-    expect(header).toBe(`attachment; filename="Re_sume _ (v2)'s_*.pdf"; filename*=UTF-8''R%C3%A9%22sum%C3%A9%20%F0%9F%93%84%20%28v2%29%27s%5C%2A.pdf`);
+    expect(header).toBe(
+      `attachment; filename="Re_sume _ (v2)'s_*.pdf"; filename*=UTF-8''R%C3%A9%22sum%C3%A9%20%F0%9F%93%84%20%28v2%29%27s%5C%2A.pdf`,
+    );
     expect(decodeURIComponent(header.split("UTF-8''")[1]!)).toBe(name);
   });
 });
@@ -191,19 +241,38 @@ describe("the spec's flow: session, bytes with the token, attach, list, download
 
   it("stores the bytes and gives them back unchanged", async () => {
     const token = account.memberToken;
-    const created = await call("createUploadSession", "/v1/uploads", { token, body: { filename: "Fire certificate.pdf" } });
+    const created = await call("createUploadSession", "/v1/uploads", {
+      token,
+      body: { filename: "Fire certificate.pdf" },
+    });
     expectStatus(created, 201, JSON.stringify(created.body));
     expect(created.body.success).toBe(true);
     expect(created.body.msg).toBe("Upload session created");
     expect(created.headers.get("Cache-Control")).toBe("no-store");
     const session = created.body.data;
     expect(Object.keys(session).sort()).toEqual(SESSION_FIELDS);
-    expect(session).toMatchObject({ upload_url: `${BASE}/v1/uploads`, method: "PUT", token_header: "X-Upload-Token", expires_in: 900, max_bytes: MAX_UPLOAD_BYTES });
+    expect(session).toMatchObject({
+      upload_url: `${BASE}/v1/uploads`,
+      method: "PUT",
+      token_header: "X-Upload-Token",
+      expires_in: 900,
+      max_bytes: MAX_UPLOAD_BYTES,
+    });
     expect(session.upload_token).toMatch(/^upt_[A-Za-z0-9_-]{43}$/);
     // Only the hash is stored, bound to the company and user, expiring in 900 s.
-    const row = await env.DB.prepare("SELECT * FROM upload_sessions WHERE token_hash = ?").bind(await sha256Hex(session.upload_token)).first<Fields>();
-    expect(row).toMatchObject({ company_id: account.companyId, dept_id: account.deptId, used_at: null, content_type: "application/pdf", file_name: "Fire certificate.pdf" });
-    const stored = JSON.stringify(await env.DB.prepare("SELECT * FROM upload_sessions WHERE id = ?").bind(row!.id).first());
+    const row = await env.DB.prepare("SELECT * FROM upload_sessions WHERE token_hash = ?")
+      .bind(await sha256Hex(session.upload_token))
+      .first<Fields>();
+    expect(row).toMatchObject({
+      company_id: account.companyId,
+      dept_id: account.deptId,
+      used_at: null,
+      content_type: "application/pdf",
+      file_name: "Fire certificate.pdf",
+    });
+    const stored = JSON.stringify(
+      await env.DB.prepare("SELECT * FROM upload_sessions WHERE id = ?").bind(row!.id).first(),
+    );
     expect(stored).not.toContain(session.upload_token.slice(4));
     expect(Number(row!.expires_at) - Math.floor(Date.now() / 1000)).toBeGreaterThan(890);
 
@@ -221,23 +290,42 @@ describe("the spec's flow: session, bytes with the token, attach, list, download
     });
     const fileId = put.body.data.file_id;
     const file = await fileRow(fileId);
-    expect(file).toMatchObject({ company_id: account.companyId, dept_id: account.deptId, size_bytes: 300_000, sha256: await hexSha256(bytes), folder_id: null });
+    expect(file).toMatchObject({
+      company_id: account.companyId,
+      dept_id: account.deptId,
+      size_bytes: 300_000,
+      sha256: await hexSha256(bytes),
+      folder_id: null,
+    });
     expect(file!.r2_key).toMatch(new RegExp(`^c/${account.companyId}/`));
     const object = await env.FILES.head(String(file!.r2_key));
     expect(object?.size).toBe(300_000);
     expect(object?.httpMetadata?.contentType).toBe("application/pdf");
 
     const item = await createItem(token);
-    const attached = await call("attachFile", `/v1/items/${item.item_id}/attachments`, { token, body: { file_id: fileId } });
+    const attached = await call("attachFile", `/v1/items/${item.item_id}/attachments`, {
+      token,
+      body: { file_id: fileId },
+    });
     expectStatus(attached, 201, JSON.stringify(attached.body));
-    expect(attached.body).toMatchObject({ success: true, msg: "File attached", data: { file_id: fileId, file_name: "Fire certificate.pdf", size: "293.0 KB" } });
+    expect(attached.body).toMatchObject({
+      success: true,
+      msg: "File attached",
+      data: { file_id: fileId, file_name: "Fire certificate.pdf", size: "293.0 KB" },
+    });
 
     const list = await call("listAttachments", `/v1/items/${item.item_id}/attachments`, { token });
     expectStatus(list, 200);
     expect(list.body.data).toHaveLength(1);
     const [entry] = list.body.data;
     expect(Object.keys(entry!).sort()).toEqual(ATTACHMENT_FIELDS);
-    expect(entry).toMatchObject({ file_id: fileId, file_name: "Fire certificate.pdf", size: "293.0 KB", size_bytes: 300_000, content_type: "application/pdf" });
+    expect(entry).toMatchObject({
+      file_id: fileId,
+      file_name: "Fire certificate.pdf",
+      size: "293.0 KB",
+      size_bytes: 300_000,
+      content_type: "application/pdf",
+    });
     expect(entry!.add_date).toMatch(TIMESTAMP);
     expect(entry!.attached_at).toMatch(TIMESTAMP);
 
@@ -248,13 +336,21 @@ describe("the spec's flow: session, bytes with the token, attach, list, download
     expect(got.headers.get("ETag")).toBe(`"${await hexSha256(bytes)}"`);
     expect(got.headers.get("Accept-Ranges")).toBe("bytes");
     expect(got.headers.get("X-Content-Type-Options")).toBe("nosniff");
-    expect(got.headers.get("Content-Disposition")).toBe(`attachment; filename="Fire certificate.pdf"; filename*=UTF-8''Fire%20certificate.pdf`);
+    expect(got.headers.get("Content-Disposition")).toBe(
+      `attachment; filename="Fire certificate.pdf"; filename*=UTF-8''Fire%20certificate.pdf`,
+    );
     expect(got.bytes).toEqual(bytes);
 
     const info = await call("getFileInfo", `/v1/files/${fileId}/info`, { token });
     expectStatus(info, 200);
     expect(Object.keys(info.body.data).sort()).toEqual(FILE_FIELDS);
-    expect(info.body.data).toMatchObject({ file_id: fileId, attachments: 1, deptid: account.deptId, folder_id: 0, size_bytes: 300_000 });
+    expect(info.body.data).toMatchObject({
+      file_id: fileId,
+      attachments: 1,
+      deptid: account.deptId,
+      folder_id: 0,
+      size_bytes: 300_000,
+    });
   });
 
   it("accepts a 5 MB file in many chunks and keeps the checksum of every byte", async () => {
@@ -270,7 +366,12 @@ describe("the spec's flow: session, bytes with the token, attach, list, download
     });
     const res = await putBytes(upload_token, stream, { "Content-Length": String(bytes.length) });
     expectStatus(res, 200, JSON.stringify(res.body));
-    expect(res.body.data).toMatchObject({ size_bytes: bytes.length, size: "5.0 MB", content_type: "application/octet-stream", sha256: await hexSha256(bytes) });
+    expect(res.body.data).toMatchObject({
+      size_bytes: bytes.length,
+      size: "5.0 MB",
+      content_type: "application/octet-stream",
+      sha256: await hexSha256(bytes),
+    });
     const got = await download(account.memberToken, res.body.data.file_id);
     expect(got.bytes.length).toBe(bytes.length);
     expect(await hexSha256(got.bytes)).toBe(await hexSha256(bytes));
@@ -310,7 +411,10 @@ describe("the spec's flow: session, bytes with the token, attach, list, download
   });
 
   it("takes the content type from the session (given, or from the extension), never from the PUT", async () => {
-    const given = await upload(account.memberToken, bytesOf(10), { filename: "x.pdf", content_type: "Text/Plain; charset=utf-8" });
+    const given = await upload(account.memberToken, bytesOf(10), {
+      filename: "x.pdf",
+      content_type: "Text/Plain; charset=utf-8",
+    });
     expect(given.content_type).toBe("text/plain; charset=utf-8");
     const guessed = await upload(account.memberToken, bytesOf(10), { filename: "photo.JPG" });
     expect(guessed.content_type).toBe("image/jpeg");
@@ -321,12 +425,21 @@ describe("the spec's flow: session, bytes with the token, attach, list, download
 
   it("files an upload in the given department and folder", async () => {
     const deptId = await createDepartment(account.companyId);
-    const folder = ok(await call("createFolder", "/v1/folders", { token: account.ownerToken, body: { folder_name: uniqueWord("F") } }));
-    const data = await upload(account.memberToken, bytesOf(2000), { deptid: deptId, folder_id: folder.body.data.folderid });
+    const folder = ok(
+      await call("createFolder", "/v1/folders", { token: account.ownerToken, body: { folder_name: uniqueWord("F") } }),
+    );
+    const data = await upload(account.memberToken, bytesOf(2000), {
+      deptid: deptId,
+      folder_id: folder.body.data.folderid,
+    });
     expect(await fileRow(data.file_id)).toMatchObject({ dept_id: deptId, folder_id: folder.body.data.folderid });
-    const dept = await env.DB.prepare("SELECT storage_used_kb FROM departments WHERE id = ?").bind(deptId).first<{ storage_used_kb: number }>();
+    const dept = await env.DB.prepare("SELECT storage_used_kb FROM departments WHERE id = ?")
+      .bind(deptId)
+      .first<{ storage_used_kb: number }>();
     expect(dept!.storage_used_kb).toBe(2);
-    const listed = ok(await call("listFiles", `/v1/files?folder_id=${folder.body.data.folderid}`, { token: account.memberToken }));
+    const listed = ok(
+      await call("listFiles", `/v1/files?folder_id=${folder.body.data.folderid}`, { token: account.memberToken }),
+    );
     expect(listed.body.data.map((f) => f.file_id)).toEqual([data.file_id]);
     expect(listed.body.meta).toEqual({ total: 1, limit: 50, offset: 0 });
     const byDept = ok(await call("listFiles", `/v1/files?deptid=${deptId}`, { token: account.memberToken }));
@@ -339,7 +452,9 @@ describe("the spec's flow: session, bytes with the token, attach, list, download
     expect(data.file_name).toBe(name);
     const got = await download(account.memberToken, data.file_id);
     const header = got.headers.get("Content-Disposition")!;
-    expect(header).toBe(`attachment; filename="Prufbericht _final_ _ (2026).pdf"; filename*=UTF-8''Pr%C3%BCfbericht%20%22final%22%20%F0%9F%93%84%20%282026%29.pdf`);
+    expect(header).toBe(
+      `attachment; filename="Prufbericht _final_ _ (2026).pdf"; filename*=UTF-8''Pr%C3%BCfbericht%20%22final%22%20%F0%9F%93%84%20%282026%29.pdf`,
+    );
     expect(decodeURIComponent(header.split("filename*=UTF-8''")[1]!)).toBe(name);
   });
 });
@@ -373,7 +488,10 @@ describe("downloads: ranges and conditional requests", () => {
   it("answers 416 with Content-Range for an unsatisfiable range", async () => {
     for (const range of ["bytes=10000-", "bytes=20000-30000", "bytes=-0"]) {
       const res = await readResult(
-        await exports.default.fetch(new Request(`${BASE}/v1/files/${fileId}`, { headers: { Authorization: `Bearer ${token}`, Range: range } })), "downloadFile",
+        await exports.default.fetch(
+          new Request(`${BASE}/v1/files/${fileId}`, { headers: { Authorization: `Bearer ${token}`, Range: range } }),
+        ),
+        "downloadFile",
       );
       expectShapeB(res, 416, /not satisfiable.*10000 bytes/);
       expect(res.headers.get("Content-Range")).toBe("bytes */10000");
@@ -398,7 +516,8 @@ describe("downloads: ranges and conditional requests", () => {
       expect(again.headers.get("ETag")).toBe(etag);
     }
     expectStatus(await download(token, fileId, { "If-None-Match": '"other"' }), 200);
-    for (const malformed of [`*, ${etag}`, `${etag}x`, etag.slice(1, -1)]) expectStatus(await download(token, fileId, { "If-None-Match": malformed }), 400, malformed);
+    for (const malformed of [`*, ${etag}`, `${etag}x`, etag.slice(1, -1)])
+      expectStatus(await download(token, fileId, { "If-None-Match": malformed }), 400, malformed);
     const stale = await download(token, fileId, { Range: "bytes=0-9", "If-Range": '"other"' });
     expectStatus(stale, 200);
     expect(stale.bytes.length).toBe(10_000);
@@ -420,7 +539,11 @@ describe("downloads: ranges and conditional requests", () => {
     expectShapeB(await call("downloadFile", "/v1/files/abc", { token }), 400, /file_id must be a file id/);
     expectShapeB(await call("downloadFile", `/v1/files/fil_${"x".repeat(200)}`, { token }), 400, /file_id/);
     expectShapeB(await call("downloadFile", "/v1/files/fil_AAAAAAAAAAAAAAAAAAAAAA", { token }), 404, /File not found/);
-    expectShapeB(await call("getFileInfo", "/v1/files/fil_AAAAAAAAAAAAAAAAAAAAAA/info", { token }), 404, /File not found/);
+    expectShapeB(
+      await call("getFileInfo", "/v1/files/fil_AAAAAAAAAAAAAAAAAAAAAA/info", { token }),
+      404,
+      /File not found/,
+    );
   });
 });
 
@@ -442,7 +565,9 @@ describe("the upload token", () => {
     for (const token of [undefined, "", "upt_short", `Bearer upt_${"a".repeat(43)}`, `upt_${"a".repeat(43)}!`]) {
       const res = await putBytes(token, bytesOf(100));
       expectShapeA(res, 401, "invalid_token");
-      expect(res.headers.get("WWW-Authenticate"), String(token)).toMatch(/^UploadToken realm="uploads".*error="invalid_token"/);
+      expect(res.headers.get("WWW-Authenticate"), String(token)).toMatch(
+        /^UploadToken realm="uploads".*error="invalid_token"/,
+      );
     }
     await expectNoNewFile(before, objects);
   });
@@ -450,8 +575,13 @@ describe("the upload token", () => {
   it("is the only credential: a bearer token does not authenticate the PUT", async () => {
     const res = await readResult(
       await exports.default.fetch(
-        new Request(`${BASE}/v1/uploads`, { method: "PUT", headers: { Authorization: `Bearer ${account.ownerToken}`, "Content-Length": "3" }, body: bytesOf(3) }),
-      ), "uploadFileBytes",
+        new Request(`${BASE}/v1/uploads`, {
+          method: "PUT",
+          headers: { Authorization: `Bearer ${account.ownerToken}`, "Content-Length": "3" },
+          body: bytesOf(3),
+        }),
+      ),
+      "uploadFileBytes",
     );
     expectShapeA(res, 401, "invalid_token");
     expect(res.body.error_description).toMatch(/X-Upload-Token/);
@@ -467,7 +597,9 @@ describe("the upload token", () => {
 
   it("refuses an expired token with 401 and stores nothing", async () => {
     const { upload_token } = await openSession(account.memberToken);
-    await env.DB.prepare("UPDATE upload_sessions SET expires_at = unixepoch() - 1 WHERE token_hash = ?").bind(await sha256Hex(upload_token)).run();
+    await env.DB.prepare("UPDATE upload_sessions SET expires_at = unixepoch() - 1 WHERE token_hash = ?")
+      .bind(await sha256Hex(upload_token))
+      .run();
     const before = await counters(account);
     const objects = await objectsOf(account.companyId);
     const res = await putBytes(upload_token, bytesOf(100));
@@ -513,7 +645,11 @@ describe("the upload token", () => {
       },
     });
     expectShapeB(await putBytes(upload_token, stream), 411, /Content-Length is required/);
-    expectShapeB(await putBytes(upload_token, bytesOf(10), { "Content-Length": String(MAX_UPLOAD_BYTES + 1) }), 413, /95 MiB \(99614720 bytes\)/);
+    expectShapeB(
+      await putBytes(upload_token, bytesOf(10), { "Content-Length": String(MAX_UPLOAD_BYTES + 1) }),
+      413,
+      /95 MiB \(99614720 bytes\)/,
+    );
     expectStatus(await putBytes(upload_token, bytesOf(100)), 200);
   });
 });
@@ -545,7 +681,11 @@ describe("sizes and drive space", () => {
 
     const { upload_token } = await openSession(account.memberToken);
     const refused = await putBytes(upload_token, bytesOf(500 * 1024));
-    expectShapeB(refused, 400, /Drive space exceeded: the file needs 500 KB, but only 424 KB of the company's 1 MB drive space are free/);
+    expectShapeB(
+      refused,
+      400,
+      /Drive space exceeded: the file needs 500 KB, but only 424 KB of the company's 1 MB drive space are free/,
+    );
     expect(await counters(account)).toEqual(before);
     expect(await objectsOf(account.companyId)).toEqual(objects);
 
@@ -573,14 +713,17 @@ describe("sizes and drive space", () => {
       expect(state.reserved_kb).toBe(0);
       expect((await objectsOf(account.companyId)).length).toBe(state.files);
       expect(ok.length).toBe(3);
-      for (const r of ok) expectStatus(await call("deleteFile", `/v1/files/${r.body.data.file_id}`, { token: account.memberToken }), 200);
+      for (const r of ok)
+        expectStatus(await call("deleteFile", `/v1/files/${r.body.data.file_id}`, { token: account.memberToken }), 200);
       expect(await counters(account)).toMatchObject({ company_kb: 0, dept_kb: 0, files: 0 });
     }
   });
 
   it("refuses a body shorter than its Content-Length with 400, leaving nothing behind", async () => {
     // A label for the runtime's own log lines, which the test runner prints and cannot filter.
-    console.info("[expected] workerd logs 'fixed-length pipe ended prematurely' and 'Network connection lost' for the aborted R2 put below.");
+    console.info(
+      "[expected] workerd logs 'fixed-length pipe ended prematurely' and 'Network connection lost' for the aborted R2 put below.",
+    );
     const account = await createAccount();
     const { upload_token } = await openSession(account.memberToken);
     const before = await counters(account);
@@ -602,7 +745,12 @@ describe("sizes and drive space", () => {
     const sizes = [1, 1024, 1025, 5000, 0];
     const ids: string[] = [];
     for (const size of sizes) ids.push((await upload(account.memberToken, bytesOf(size))).file_id);
-    expect(await counters(account)).toMatchObject({ company_kb: 1 + 1 + 2 + 5 + 1, dept_kb: 10, files_kb: 10, files: 5 });
+    expect(await counters(account)).toMatchObject({
+      company_kb: 1 + 1 + 2 + 5 + 1,
+      dept_kb: 10,
+      files_kb: 10,
+      files: 5,
+    });
     const keys = await objectsOf(account.companyId);
     expect(keys).toHaveLength(5);
     const deleted = await call("deleteFile", `/v1/files/${ids[3]}`, { token: account.memberToken });
@@ -656,7 +804,11 @@ describe("uploads whose token expired: the cron sweep gives their space back", (
       await expireIn(live!.upload_token, 600);
     }
     for (const [i, account] of accounts.entries()) {
-      expectShapeB(await putBytes(probes[i]!, bytesOf(400 * 1024)), 400, /only 124 KB of the company's 1 MB drive space are free/);
+      expectShapeB(
+        await putBytes(probes[i]!, bytesOf(400 * 1024)),
+        400,
+        /only 124 KB of the company's 1 MB drive space are free/,
+      );
       expect(await counters(account)).toMatchObject({ reserved_kb: 900, company_kb: 0 });
     }
 
@@ -666,7 +818,11 @@ describe("uploads whose token expired: the cron sweep gives their space back", (
       // The crashed upload's 600 KB are back; the live upload keeps its 300 KB.
       expectStatus(await putBytes(probes[i]!, bytesOf(400 * 1024)), 200);
       expect(await counters(account)).toMatchObject({ reserved_kb: 300, company_kb: 400, dept_kb: 400, files: 1 });
-      expectShapeB(await putBytes((await openSession(account.memberToken)).upload_token, bytesOf(400 * 1024)), 400, /only 324 KB/);
+      expectShapeB(
+        await putBytes((await openSession(account.memberToken)).upload_token, bytesOf(400 * 1024)),
+        400,
+        /only 324 KB/,
+      );
     }
   });
 
@@ -689,9 +845,15 @@ describe("uploads whose token expired: the cron sweep gives their space back", (
     expect(await env.FILES.head(key)).not.toBeNull();
 
     // A day later every one of these sessions is pruned: the released one's bytes go, the stored file's stay.
-    await env.DB.prepare("UPDATE upload_sessions SET expires_at = unixepoch() - 25 * 3600 WHERE company_id = ?").bind(account.companyId).run();
+    await env.DB.prepare("UPDATE upload_sessions SET expires_at = unixepoch() - 25 * 3600 WHERE company_id = ?")
+      .bind(account.companyId)
+      .run();
     await runCronSweep();
-    expect(await env.DB.prepare("SELECT count(*) AS n FROM upload_sessions WHERE company_id = ?").bind(account.companyId).first()).toEqual({ n: 0 });
+    expect(
+      await env.DB.prepare("SELECT count(*) AS n FROM upload_sessions WHERE company_id = ?")
+        .bind(account.companyId)
+        .first(),
+    ).toEqual({ n: 0 });
     expect(await env.FILES.head(key)).toBeNull();
     expect(await objectsOf(account.companyId)).toHaveLength(1);
     expect((await download(account.memberToken, stored.file_id)).bytes).toEqual(bytesOf(3000));
@@ -712,7 +874,13 @@ describe("uploads whose token expired: the cron sweep gives their space back", (
     const res = await put.pending;
     expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.data.sha256).toBe(await hexSha256(put.bytes));
-    expect(await counters(account)).toMatchObject({ reserved_kb: 0, company_kb: 600, dept_kb: 600, files_kb: 600, files: 1 });
+    expect(await counters(account)).toMatchObject({
+      reserved_kb: 0,
+      company_kb: 600,
+      dept_kb: 600,
+      files_kb: 600,
+      files: 1,
+    });
     expect((await sessionOf(upload_token)).reserved_kb).toBe(0);
     expect((await download(account.memberToken, res.body.data.file_id)).bytes).toEqual(put.bytes);
   });
@@ -730,8 +898,18 @@ describe("uploads whose token expired: the cron sweep gives their space back", (
 
     put.resume();
     const res = await put.pending;
-    expectShapeB(res, 409, /finished after its token expired, and the 600 KB it had reserved were given back meanwhile: only 524 KB of the company's 1 MB/);
-    expect(await counters(account)).toMatchObject({ reserved_kb: 0, company_kb: 500, dept_kb: 500, files_kb: 500, files: 1 });
+    expectShapeB(
+      res,
+      409,
+      /finished after its token expired, and the 600 KB it had reserved were given back meanwhile: only 524 KB of the company's 1 MB/,
+    );
+    expect(await counters(account)).toMatchObject({
+      reserved_kb: 0,
+      company_kb: 500,
+      dept_kb: 500,
+      files_kb: 500,
+      files: 1,
+    });
     expect(await objectsOf(account.companyId)).toHaveLength(1);
     expectShapeA(await putBytes(upload_token, bytesOf(10)), 401, "invalid_token");
   });
@@ -739,7 +917,14 @@ describe("uploads whose token expired: the cron sweep gives their space back", (
   it("keeps the quota and counters exact, with no orphan object, when the sweep races finishing uploads", async () => {
     const account = await createAccount({}, { driveMb: 1 });
     // Start times (ms) by round, so that the sweep lands before, between and after the others.
-    const starts: Array<[sweep: number, fresh: number, late: number]> = [[0, 0, 0], [0, 20, 20], [0, 20, 0], [20, 0, 0], [20, 0, 20], [0, 0, 20]];
+    const starts: Array<[sweep: number, fresh: number, late: number]> = [
+      [0, 0, 0],
+      [0, 20, 20],
+      [0, 20, 0],
+      [20, 0, 0],
+      [20, 0, 20],
+      [0, 0, 20],
+    ];
     const after = <T>(ms: number, start: () => Promise<T>) => new Promise<void>((r) => setTimeout(r, ms)).then(start);
     for (const [sweepAt, freshAt, resumeAt] of starts) {
       const [late1, late2, fresh] = await Promise.all([1, 2, 3].map(() => openSession(account.memberToken)));
@@ -756,11 +941,17 @@ describe("uploads whose token expired: the cron sweep gives their space back", (
       for (const r of results) expect([200, 400, 409], JSON.stringify(r.body)).toContain(r.status);
       const ok = results.filter((r) => r.status === 200);
       const state = await counters(account);
-      expect(state).toMatchObject({ reserved_kb: 0, company_kb: 400 * ok.length, dept_kb: state.files_kb, files: ok.length });
+      expect(state).toMatchObject({
+        reserved_kb: 0,
+        company_kb: 400 * ok.length,
+        dept_kb: state.files_kb,
+        files: ok.length,
+      });
       expect(state.company_kb).toBeLessThanOrEqual(1024);
       expect(state.files_kb).toBe(state.company_kb);
       expect(await objectsOf(account.companyId)).toHaveLength(ok.length);
-      for (const r of ok) expectStatus(await call("deleteFile", `/v1/files/${r.body.data.file_id}`, { token: account.memberToken }), 200);
+      for (const r of ok)
+        expectStatus(await call("deleteFile", `/v1/files/${r.body.data.file_id}`, { token: account.memberToken }), 200);
     }
   });
 });
@@ -808,18 +999,42 @@ describe("session input", () => {
 
   it("refuses a department or folder outside the company with 400 naming the field", async () => {
     const otherDept = await createDepartment(1);
-    expectShapeB(await call("createUploadSession", "/v1/uploads", { token, body: { filename: "a.pdf", deptid: otherDept } }), 400, new RegExp(`deptid ${otherDept} is not a department of this company`));
-    const folder = ok(await call("createFolder", "/v1/folders", { token: await tokenFor("demo-owner"), body: { folder_name: uniqueWord("F") } }));
+    expectShapeB(
+      await call("createUploadSession", "/v1/uploads", { token, body: { filename: "a.pdf", deptid: otherDept } }),
+      400,
+      new RegExp(`deptid ${otherDept} is not a department of this company`),
+    );
+    const folder = ok(
+      await call("createFolder", "/v1/folders", {
+        token: await tokenFor("demo-owner"),
+        body: { folder_name: uniqueWord("F") },
+      }),
+    );
     const folderId = folder.body.data.folderid;
-    expectShapeB(await call("createUploadSession", "/v1/uploads", { token, body: { filename: "a.pdf", folder_id: folderId } }), 400, new RegExp(`folder_id ${folderId} is not a folder of this company`));
-    expectShapeB(await call("createUploadSession", "/v1/uploads", { token, body: { filename: "a.pdf", folder_id: 999999999 } }), 400, /folder_id 999999999/);
+    expectShapeB(
+      await call("createUploadSession", "/v1/uploads", { token, body: { filename: "a.pdf", folder_id: folderId } }),
+      400,
+      new RegExp(`folder_id ${folderId} is not a folder of this company`),
+    );
+    expectShapeB(
+      await call("createUploadSession", "/v1/uploads", { token, body: { filename: "a.pdf", folder_id: 999999999 } }),
+      400,
+      /folder_id 999999999/,
+    );
     expect(companyId).not.toBe(1);
   });
 
   it("refuses a PUT whose Content-Length is not a number with 400", async () => {
     const { upload_token } = await openSession(token);
     const res = await readResult(
-      await exports.default.fetch(new Request(`${BASE}/v1/uploads`, { method: "PUT", headers: { "X-Upload-Token": upload_token, "Content-Length": "abc" }, body: "abc" })), "uploadFileBytes",
+      await exports.default.fetch(
+        new Request(`${BASE}/v1/uploads`, {
+          method: "PUT",
+          headers: { "X-Upload-Token": upload_token, "Content-Length": "abc" },
+          body: "abc",
+        }),
+      ),
+      "uploadFileBytes",
     );
     noServerError(res);
     expect([400, 411]).toContain(res.status);
@@ -840,7 +1055,11 @@ describe("attachments", () => {
     expectStatus(await call("attachFile", path, { token: account.memberToken, body: { file_id: fileId } }), 201);
     const again = await call("attachFile", path, { token: account.memberToken, body: { file_id: fileId } });
     expectStatus(again, 200);
-    expect(again.body).toMatchObject({ success: true, msg: "File already attached", data: { file_id: fileId, size: "12.4 KB" } });
+    expect(again.body).toMatchObject({
+      success: true,
+      msg: "File already attached",
+      data: { file_id: fileId, size: "12.4 KB" },
+    });
     expect(ok(await call("listAttachments", path, { token: account.memberToken })).body.data).toHaveLength(1);
   });
 
@@ -849,27 +1068,70 @@ describe("attachments", () => {
     const other = await createItem(account.memberToken);
     const second = (await upload(account.memberToken, bytesOf(100), { filename: "b.txt" })).file_id;
     const path = `/v1/items/${item.item_id}/attachments`;
-    for (const id of [second, fileId]) expectStatus(await call("attachFile", path, { token: account.memberToken, body: { file_id: id } }), 201);
-    expectStatus(await call("attachFile", `/v1/items/${other.item_id}/attachments`, { token: account.memberToken, body: { file_id: fileId } }), 201);
+    for (const id of [second, fileId])
+      expectStatus(await call("attachFile", path, { token: account.memberToken, body: { file_id: id } }), 201);
+    expectStatus(
+      await call("attachFile", `/v1/items/${other.item_id}/attachments`, {
+        token: account.memberToken,
+        body: { file_id: fileId },
+      }),
+      201,
+    );
     const list = ok(await call("listAttachments", path, { token: account.memberToken }));
     expect(list.body.data.map((a) => [a.file_id, a.size])).toEqual([
       [second, "100 B"],
       [fileId, "12.4 KB"],
     ]);
-    expect(ok(await call("listAttachments", `/v1/items/${other.item_id}/attachments`, { token: account.memberToken })).body.data).toHaveLength(1);
-    expect(ok(await call("listAttachments", `/v1/items/${(await createItem(account.memberToken)).item_id}/attachments`, { token: account.memberToken })).body.data).toEqual([]);
+    expect(
+      ok(await call("listAttachments", `/v1/items/${other.item_id}/attachments`, { token: account.memberToken })).body
+        .data,
+    ).toHaveLength(1);
+    expect(
+      ok(
+        await call("listAttachments", `/v1/items/${(await createItem(account.memberToken)).item_id}/attachments`, {
+          token: account.memberToken,
+        }),
+      ).body.data,
+    ).toEqual([]);
   });
 
   it("refuses an unknown or malformed file_id with 400 and an unknown item with 404", async () => {
     const item = await createItem(account.memberToken);
     const path = `/v1/items/${item.item_id}/attachments`;
-    expectShapeB(await call("attachFile", path, { token: account.memberToken, body: { file_id: "fil_AAAAAAAAAAAAAAAAAAAAAA" } }), 400, /file_id fil_AAAAAAAAAAAAAAAAAAAAAA is not a file of this company/);
-    expectShapeB(await call("attachFile", path, { token: account.memberToken, body: { file_id: "nope" } }), 400, /file_id must be a file id/);
+    expectShapeB(
+      await call("attachFile", path, { token: account.memberToken, body: { file_id: "fil_AAAAAAAAAAAAAAAAAAAAAA" } }),
+      400,
+      /file_id fil_AAAAAAAAAAAAAAAAAAAAAA is not a file of this company/,
+    );
+    expectShapeB(
+      await call("attachFile", path, { token: account.memberToken, body: { file_id: "nope" } }),
+      400,
+      /file_id must be a file id/,
+    );
     expectShapeB(await call("attachFile", path, { token: account.memberToken, body: {} }), 400, /file_id is required/);
-    expectShapeB(await call("attachFile", path, { token: account.memberToken, body: { file_id: 5 } }), 400, /file_id must be a string/);
-    expectShapeB(await call("attachFile", "/v1/items/999999999/attachments", { token: account.memberToken, body: { file_id: fileId } }), 404, /Item not found/);
-    expectShapeB(await call("listAttachments", "/v1/items/999999999/attachments", { token: account.memberToken }), 404, /Item not found/);
-    expectShapeB(await call("listAttachments", "/v1/items/abc/attachments", { token: account.memberToken }), 400, /item_id must be a positive integer/);
+    expectShapeB(
+      await call("attachFile", path, { token: account.memberToken, body: { file_id: 5 } }),
+      400,
+      /file_id must be a string/,
+    );
+    expectShapeB(
+      await call("attachFile", "/v1/items/999999999/attachments", {
+        token: account.memberToken,
+        body: { file_id: fileId },
+      }),
+      404,
+      /Item not found/,
+    );
+    expectShapeB(
+      await call("listAttachments", "/v1/items/999999999/attachments", { token: account.memberToken }),
+      404,
+      /Item not found/,
+    );
+    expectShapeB(
+      await call("listAttachments", "/v1/items/abc/attachments", { token: account.memberToken }),
+      400,
+      /item_id must be a positive integer/,
+    );
   });
 
   it(`holds at most ${MAX_ATTACHMENTS_PER_ITEM} files per item`, async () => {
@@ -884,10 +1146,24 @@ describe("attachments", () => {
         .first<{ id: number }>();
       ids.push(row!.id);
     }
-    await env.DB.batch(ids.map((id) => env.DB.prepare("INSERT INTO item_files (item_id, file_id, company_id) VALUES (?, ?, ?)").bind(item.item_id, id, account.companyId)));
-    const res = await call("attachFile", `/v1/items/${item.item_id}/attachments`, { token: account.memberToken, body: { file_id: fileId } });
+    await env.DB.batch(
+      ids.map((id) =>
+        env.DB.prepare("INSERT INTO item_files (item_id, file_id, company_id) VALUES (?, ?, ?)").bind(
+          item.item_id,
+          id,
+          account.companyId,
+        ),
+      ),
+    );
+    const res = await call("attachFile", `/v1/items/${item.item_id}/attachments`, {
+      token: account.memberToken,
+      body: { file_id: fileId },
+    });
     expectShapeB(res, 400, new RegExp(`already has ${MAX_ATTACHMENTS_PER_ITEM} attachments`));
-    expect(ok(await call("listAttachments", `/v1/items/${item.item_id}/attachments`, { token: account.memberToken })).body.data).toHaveLength(MAX_ATTACHMENTS_PER_ITEM);
+    expect(
+      ok(await call("listAttachments", `/v1/items/${item.item_id}/attachments`, { token: account.memberToken })).body
+        .data,
+    ).toHaveLength(MAX_ATTACHMENTS_PER_ITEM);
     await env.DB.prepare("DELETE FROM item_files WHERE item_id = ?").bind(item.item_id).run();
     await env.DB.prepare(`DELETE FROM files WHERE id IN (${ids.join(",")})`).run();
   });
@@ -897,16 +1173,30 @@ describe("attachments", () => {
     const item = await createItem(account.memberToken);
     const path = `/v1/items/${item.item_id}/attachments`;
     await call("attachFile", path, { token: account.memberToken, body: { file_id: id } });
-    expectShapeB(await call("deleteFile", `/v1/files/${id}`, { token: account.memberToken }), 409, /attached to 1 item: detach it first/);
+    expectShapeB(
+      await call("deleteFile", `/v1/files/${id}`, { token: account.memberToken }),
+      409,
+      /attached to 1 item: detach it first/,
+    );
     const detached = await call("detachFile", `${path}/${id}`, { token: account.memberToken });
     expect(detached.body).toEqual({ success: true, msg: "File detached" });
-    expectShapeB(await call("detachFile", `${path}/${id}`, { token: account.memberToken }), 404, /Attachment not found/);
-    expectShapeB(await call("detachFile", `/v1/items/999999999/attachments/${id}`, { token: account.memberToken }), 404, /Item not found/);
+    expectShapeB(
+      await call("detachFile", `${path}/${id}`, { token: account.memberToken }),
+      404,
+      /Attachment not found/,
+    );
+    expectShapeB(
+      await call("detachFile", `/v1/items/999999999/attachments/${id}`, { token: account.memberToken }),
+      404,
+      /Item not found/,
+    );
     expectStatus(await download(account.memberToken, id), 200);
 
     await call("attachFile", path, { token: account.memberToken, body: { file_id: id } });
     expectStatus(await call("deleteItem", `/v1/items/${item.item_id}`, { token: account.memberToken }), 200);
-    const rows = await env.DB.prepare("SELECT count(*) AS n FROM item_files WHERE item_id = ?").bind(item.item_id).first<{ n: number }>();
+    const rows = await env.DB.prepare("SELECT count(*) AS n FROM item_files WHERE item_id = ?")
+      .bind(item.item_id)
+      .first<{ n: number }>();
     expect(rows!.n).toBe(0);
     const info = ok(await call("getFileInfo", `/v1/files/${id}/info`, { token: account.memberToken }));
     expect(info.body.data.attachments).toBe(0);
@@ -918,7 +1208,10 @@ describe("attachments", () => {
       const id = (await upload(account.memberToken, bytesOf(10))).file_id;
       const item = await createItem(account.memberToken);
       const [attach, del] = await Promise.all([
-        call("attachFile", `/v1/items/${item.item_id}/attachments`, { token: account.memberToken, body: { file_id: id } }),
+        call("attachFile", `/v1/items/${item.item_id}/attachments`, {
+          token: account.memberToken,
+          body: { file_id: id },
+        }),
         call("deleteFile", `/v1/files/${id}`, { token: account.memberToken }),
       ]);
       noServerError(attach, del);
@@ -937,23 +1230,35 @@ describe("attachments", () => {
   it("counts files in the department and company holdings", async () => {
     const deptId = await createDepartment(account.companyId);
     const { file_id } = await upload(account.memberToken, bytesOf(0), { deptid: deptId });
-    expectShapeB(await call("deleteDepartment", `/v1/departments/${deptId}`, { token: account.ownerToken }), 400, /still holds 1 KB of files/);
+    expectShapeB(
+      await call("deleteDepartment", `/v1/departments/${deptId}`, { token: account.ownerToken }),
+      400,
+      /still holds 1 KB of files/,
+    );
     expectStatus(await call("deleteFile", `/v1/files/${file_id}`, { token: account.memberToken }), 200);
     expectStatus(await call("deleteDepartment", `/v1/departments/${deptId}`, { token: account.ownerToken }), 200);
 
     // A second company of the account holding one (empty) file cannot be deleted until it is gone.
-    const company = ok(await call("createCompany", "/v1/companies", {
-      token: account.ownerToken,
-      body: { company_name: uniqueWord("Co"), documents_limit: 1, contacts_limit: 1, drive_space: 0.01 },
-    }));
+    const company = ok(
+      await call("createCompany", "/v1/companies", {
+        token: account.ownerToken,
+        body: { company_name: uniqueWord("Co"), documents_limit: 1, contacts_limit: 1, drive_space: 0.01 },
+      }),
+    );
     const companyId = company.body.data.company.companyid;
-    const dept = await env.DB.prepare("SELECT id FROM departments WHERE company_id = ?").bind(companyId).first<{ id: number }>();
+    const dept = await env.DB.prepare("SELECT id FROM departments WHERE company_id = ?")
+      .bind(companyId)
+      .first<{ id: number }>();
     await env.DB.prepare(
       "INSERT INTO files (public_id, company_id, dept_id, file_name, content_type, size_bytes, sha256, r2_key, created_by) VALUES (?, ?, ?, 'x', 'a/b', 0, '', 'k', 1)",
     )
       .bind(`fil_co${String(companyId).padStart(16, "0")}`, companyId, dept!.id)
       .run();
-    expectShapeB(await call("deleteCompany", `/v1/companies/${companyId}`, { token: account.ownerToken }), 400, /still holds 1 file/);
+    expectShapeB(
+      await call("deleteCompany", `/v1/companies/${companyId}`, { token: account.ownerToken }),
+      400,
+      /still holds 1 file/,
+    );
     await env.DB.prepare("DELETE FROM files WHERE company_id = ?").bind(companyId).run();
     expectStatus(await call("deleteCompany", `/v1/companies/${companyId}`, { token: account.ownerToken }), 200);
   });
@@ -968,7 +1273,10 @@ describe("tenancy", () => {
     [a, b] = await Promise.all([createAccount(), createAccount()]);
     fileId = (await upload(a.memberToken, bytesOf(500), { filename: "secret.pdf" })).file_id;
     itemA = await createItem(a.memberToken);
-    await call("attachFile", `/v1/items/${itemA.item_id}/attachments`, { token: a.memberToken, body: { file_id: fileId } });
+    await call("attachFile", `/v1/items/${itemA.item_id}/attachments`, {
+      token: a.memberToken,
+      body: { file_id: fileId },
+    });
   });
 
   it("hides company A's file from company B: download, info, delete are 404", async () => {
@@ -981,11 +1289,34 @@ describe("tenancy", () => {
 
   it("refuses attaching A's file to B's item (400) and touching A's item from B (404)", async () => {
     const itemB = await createItem(b.memberToken);
-    expectShapeB(await call("attachFile", `/v1/items/${itemB.item_id}/attachments`, { token: b.memberToken, body: { file_id: fileId } }), 400, /not a file of this company/);
-    expectShapeB(await call("attachFile", `/v1/items/${itemA.item_id}/attachments`, { token: b.memberToken, body: { file_id: fileId } }), 404, /Item not found/);
-    expectShapeB(await call("listAttachments", `/v1/items/${itemA.item_id}/attachments`, { token: b.memberToken }), 404, /Item not found/);
-    expectShapeB(await call("detachFile", `/v1/items/${itemA.item_id}/attachments/${fileId}`, { token: b.memberToken }), 404);
-    expect(ok(await call("listAttachments", `/v1/items/${itemA.item_id}/attachments`, { token: a.memberToken })).body.data).toHaveLength(1);
+    expectShapeB(
+      await call("attachFile", `/v1/items/${itemB.item_id}/attachments`, {
+        token: b.memberToken,
+        body: { file_id: fileId },
+      }),
+      400,
+      /not a file of this company/,
+    );
+    expectShapeB(
+      await call("attachFile", `/v1/items/${itemA.item_id}/attachments`, {
+        token: b.memberToken,
+        body: { file_id: fileId },
+      }),
+      404,
+      /Item not found/,
+    );
+    expectShapeB(
+      await call("listAttachments", `/v1/items/${itemA.item_id}/attachments`, { token: b.memberToken }),
+      404,
+      /Item not found/,
+    );
+    expectShapeB(
+      await call("detachFile", `/v1/items/${itemA.item_id}/attachments/${fileId}`, { token: b.memberToken }),
+      404,
+    );
+    expect(
+      ok(await call("listAttachments", `/v1/items/${itemA.item_id}/attachments`, { token: a.memberToken })).body.data,
+    ).toHaveLength(1);
   });
 
   it("binds an upload token to its company: B's token uploads into B", async () => {
@@ -1025,10 +1356,16 @@ describe("scopes", () => {
       expect(res.body.required_scope).toBe("drive:read");
     }
     // items:read alone does not read attachments.
-    const readonly = await call("listAttachments", `/v1/items/1/attachments`, { token: await tokenFor("demo-readonly") });
+    const readonly = await call("listAttachments", `/v1/items/1/attachments`, {
+      token: await tokenFor("demo-readonly"),
+    });
     expectShapeA(readonly, 403, "insufficient_scope");
     // Without a bearer token at all: 401.
-    expectShapeA(await call("createUploadSession", "/v1/uploads", { body: { filename: "a.pdf" } }), 401, "invalid_token");
+    expectShapeA(
+      await call("createUploadSession", "/v1/uploads", { body: { filename: "a.pdf" } }),
+      401,
+      "invalid_token",
+    );
     expectShapeA(await call("downloadFile", `/v1/files/${fileId}`), 401, "invalid_token");
   });
 });
@@ -1036,7 +1373,11 @@ describe("scopes", () => {
 describe("OpenAPI", () => {
   it("documents PUT /v1/uploads with the upload-token scheme and a binary body, and the download as binary", async () => {
     const doc = await openApiDocument();
-    expect(doc.components.securitySchemes.uploadToken).toMatchObject({ type: "apiKey", in: "header", name: "X-Upload-Token" });
+    expect(doc.components.securitySchemes.uploadToken).toMatchObject({
+      type: "apiKey",
+      in: "header",
+      name: "X-Upload-Token",
+    });
     const put = doc.paths["/v1/uploads"].put;
     expect(put.security).toEqual([{ uploadToken: [] }]);
     expect(put.requestBody.content["application/octet-stream"].schema).toEqual({ type: "string", format: "binary" });

@@ -6,13 +6,27 @@ import type { AppBindings } from "../../src/env";
 import { apiError, oauthError, renderError } from "../../src/lib/errors";
 import { requestContext } from "../../src/lib/request-context";
 import { describeIssue, validationHook } from "../../src/lib/validation";
-import { call, captureErrorLogs, expectNoStackTrace, expectShapeB, tokenFor, type ApiError, type CallResult, expectStatus, callRaw, ok } from "./helpers";
+import {
+  call,
+  captureErrorLogs,
+  expectNoStackTrace,
+  expectShapeB,
+  tokenFor,
+  type ApiError,
+  type CallResult,
+  expectStatus,
+  callRaw,
+} from "./helpers";
 
 const JSON_TYPE = { "Content-Type": "application/json" };
 const VALID_CONTACT = { first_name: "Err", last_name: "Case", email: "err-case@example.com" };
 
 /** Shape B, never a 500, never a stack trace. */
-function expectClientError<R extends CallResult>(res: R, status: number, msg?: RegExp): asserts res is R & { body: ApiError } {
+function expectClientError<R extends CallResult>(
+  res: R,
+  status: number,
+  msg?: RegExp,
+): asserts res is R & { body: ApiError } {
   expectShapeB(res, status, msg);
   expectNoStackTrace(res);
   expect(Object.keys(res.body).sort()).toEqual(["msg", "request_id", "success"]);
@@ -107,7 +121,10 @@ describe("request bodies", () => {
     call("createContact", "/v1/contacts", { token: await tokenFor("demo-owner"), rawBody, headers });
 
   it("accepts a valid body (control for the cases below)", async () => {
-    const res = await call("createContact", "/v1/contacts", { token: await tokenFor("demo-owner"), body: VALID_CONTACT });
+    const res = await call("createContact", "/v1/contacts", {
+      token: await tokenFor("demo-owner"),
+      body: VALID_CONTACT,
+    });
     expectStatus(res, 201, JSON.stringify(res.body));
   });
 
@@ -124,12 +141,22 @@ describe("request bodies", () => {
   });
 
   it("answers 400 for an array body on PATCH too", async () => {
-    const res = await call("updateContact", "/v1/contacts/1", { token: await tokenFor("demo-owner"), rawBody: '["first_name"]', headers: JSON_TYPE });
+    const res = await call("updateContact", "/v1/contacts/1", {
+      token: await tokenFor("demo-owner"),
+      rawBody: '["first_name"]',
+      headers: JSON_TYPE,
+    });
     expectClientError(res, 400, /JSON object/);
   });
 
   it("answers 415 Shape B for a non-JSON Content-Type", async () => {
-    for (const type of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/xml", "application/jsonx"]) {
+    for (const type of [
+      "text/plain",
+      "application/x-www-form-urlencoded",
+      "multipart/form-data; boundary=x",
+      "application/xml",
+      "application/jsonx",
+    ]) {
       const res = await post(JSON.stringify(VALID_CONTACT), { "Content-Type": type });
       expectClientError(res, 415, /application\/json/);
     }
@@ -140,17 +167,27 @@ describe("request bodies", () => {
   });
 
   it("accepts application/json with a charset parameter", async () => {
-    const res = await post(JSON.stringify({ ...VALID_CONTACT, email: "charset@example.com" }), { "Content-Type": "application/json; charset=utf-8" });
+    const res = await post(JSON.stringify({ ...VALID_CONTACT, email: "charset@example.com" }), {
+      "Content-Type": "application/json; charset=utf-8",
+    });
     expectStatus(res, 201, JSON.stringify(res.body));
   });
 
   it("answers 415 on the group routes too", async () => {
-    const res = await call("createContactGroup", "/v1/contact-groups", { token: await tokenFor("demo-owner"), rawBody: "group_name=x", headers: { "Content-Type": "text/plain" } });
+    const res = await call("createContactGroup", "/v1/contact-groups", {
+      token: await tokenFor("demo-owner"),
+      rawBody: "group_name=x",
+      headers: { "Content-Type": "text/plain" },
+    });
     expectClientError(res, 415);
   });
 
   it("answers 400 naming the field for a wrong type", async () => {
-    expectClientError(await post(JSON.stringify({ ...VALID_CONTACT, first_name: 5 })), 400, /first_name must be a string/);
+    expectClientError(
+      await post(JSON.stringify({ ...VALID_CONTACT, first_name: 5 })),
+      400,
+      /first_name must be a string/,
+    );
     expectClientError(await post(JSON.stringify({ ...VALID_CONTACT, first_name: null })), 400, /first_name/);
     expectClientError(await post(JSON.stringify({ ...VALID_CONTACT, deptid: "1" })), 400, /deptid must be a number/);
     expectClientError(await post(JSON.stringify({ ...VALID_CONTACT, deptid: 1.5 })), 400, /deptid must be an integer/);
@@ -164,9 +201,17 @@ describe("request bodies", () => {
   });
 
   it("answers 400 naming an unknown body field", async () => {
-    expectClientError(await post(JSON.stringify({ ...VALID_CONTACT, nickname: "Addy" })), 400, /Unknown field: nickname/);
+    expectClientError(
+      await post(JSON.stringify({ ...VALID_CONTACT, nickname: "Addy" })),
+      400,
+      /Unknown field: nickname/,
+    );
     expectClientError(await post(JSON.stringify({ ...VALID_CONTACT, firstname: "Ada" })), 400, /firstname/);
-    expectClientError(await post(JSON.stringify({ ...VALID_CONTACT, __proto__x: 1, constructor: 1 })), 400, /constructor/);
+    expectClientError(
+      await post(JSON.stringify({ ...VALID_CONTACT, __proto__x: 1, constructor: 1 })),
+      400,
+      /constructor/,
+    );
   });
 
   it("rejects a __proto__ key as an unknown field instead of merging it", async () => {
@@ -175,21 +220,54 @@ describe("request bodies", () => {
   });
 
   it("answers 400 naming an unknown field on the group routes", async () => {
-    const res = await call("createContactGroup", "/v1/contact-groups", { token: await tokenFor("demo-owner"), body: { group_name: "G", colour: "red" } });
+    const res = await call("createContactGroup", "/v1/contact-groups", {
+      token: await tokenFor("demo-owner"),
+      body: { group_name: "G", colour: "red" },
+    });
     expectClientError(res, 400, /Unknown field: colour/);
   });
 });
 
 describe("path ids", () => {
-  const bad = ["abc", "0", "-1", "1.5", "99999999999999999999", "9007199254740992", "%20", "1a", "0x10", "1e3", "+5", "%205", "007"];
+  const bad = [
+    "abc",
+    "0",
+    "-1",
+    "1.5",
+    "99999999999999999999",
+    "9007199254740992",
+    "%20",
+    "1a",
+    "0x10",
+    "1e3",
+    "+5",
+    "%205",
+    "007",
+  ];
   for (const id of bad) {
     it(`answers 400 Shape B for /v1/contacts/${id} and /v1/contact-groups/${id}`, async () => {
       const token = await tokenFor("demo-owner");
-      expectClientError(await call("getContact", `/v1/contacts/${id}`, { token }), 400, /contact_id must be a positive integer/);
+      expectClientError(
+        await call("getContact", `/v1/contacts/${id}`, { token }),
+        400,
+        /contact_id must be a positive integer/,
+      );
       expectClientError(await call("deleteContact", `/v1/contacts/${id}`, { token }), 400, /contact_id/);
-      expectClientError(await call("updateContact", `/v1/contacts/${id}`, { token, body: { first_name: "X" } }), 400, /contact_id/);
-      expectClientError(await call("getContactGroup", `/v1/contact-groups/${id}`, { token }), 400, /group_id must be a positive integer/);
-      expectClientError(await call("setDefaultContactGroup", `/v1/contact-groups/${id}/default`, { token }), 400, /group_id/);
+      expectClientError(
+        await call("updateContact", `/v1/contacts/${id}`, { token, body: { first_name: "X" } }),
+        400,
+        /contact_id/,
+      );
+      expectClientError(
+        await call("getContactGroup", `/v1/contact-groups/${id}`, { token }),
+        400,
+        /group_id must be a positive integer/,
+      );
+      expectClientError(
+        await call("setDefaultContactGroup", `/v1/contact-groups/${id}/default`, { token }),
+        400,
+        /group_id/,
+      );
     });
   }
 
@@ -226,7 +304,10 @@ describe("the central error handler (unit)", () => {
     throw new HTTPException(400, { message: "Malformed JSON in request body" });
   });
   app.get("/shape-a", () => {
-    throw oauthError(403, "insufficient_scope", "needs x", { requiredScope: "x", headers: { "WWW-Authenticate": "Bearer" } });
+    throw oauthError(403, "insufficient_scope", "needs x", {
+      requiredScope: "x",
+      headers: { "WWW-Authenticate": "Bearer" },
+    });
   });
   app.get("/shape-b", () => {
     throw apiError(409, "duplicate", { "X-Extra": "1" });
@@ -235,14 +316,22 @@ describe("the central error handler (unit)", () => {
 
   async function get(path: string): Promise<CallResult> {
     const response = await app.request(path);
-    return { status: response.status, body: (await response.json()) as Record<string, unknown>, headers: response.headers };
+    return {
+      status: response.status,
+      body: (await response.json()) as Record<string, unknown>,
+      headers: response.headers,
+    };
   }
 
   it("turns an unexpected error into a bare 500 Shape B without a stack trace or the message", async () => {
     for (const path of ["/boom", "/type-error"]) {
       const res = await get(path);
       expectStatus(res, 500);
-      expect(res.body).toEqual({ success: false, msg: "Internal server error", request_id: res.headers.get("X-Request-Id") });
+      expect(res.body).toEqual({
+        success: false,
+        msg: "Internal server error",
+        request_id: res.headers.get("X-Request-Id"),
+      });
       expectNoStackTrace(res);
     }
     // Logged for the operator (captured here rather than printed), with the path.
@@ -258,7 +347,12 @@ describe("the central error handler (unit)", () => {
   it("renders ApiErrors in their own shape, with their headers", async () => {
     const a = await get("/shape-a");
     expectStatus(a, 403);
-    expect(a.body).toEqual({ error: "insufficient_scope", error_description: "needs x", required_scope: "x", request_id: a.headers.get("X-Request-Id") });
+    expect(a.body).toEqual({
+      error: "insufficient_scope",
+      error_description: "needs x",
+      required_scope: "x",
+      request_id: a.headers.get("X-Request-Id"),
+    });
     expect(a.headers.get("WWW-Authenticate")).toBe("Bearer");
     const b = await get("/shape-b");
     expectStatus(b, 409);

@@ -8,10 +8,16 @@ import { database } from "../../src/db/client";
 import worker from "../../src/index";
 import { restoreCsvFormula, splitCsvList } from "../../src/lib/csv";
 import { todayIn } from "../../src/lib/time";
-import { CONTACT_PAGE_ROWS, contactExportPage, exportedFields, ITEM_PAGE_ROWS, itemExportPage } from "../../src/records/exports";
+import {
+  CONTACT_PAGE_ROWS,
+  contactExportPage,
+  exportedFields,
+  ITEM_PAGE_ROWS,
+  itemExportPage,
+} from "../../src/records/exports";
 import { contactFilter } from "../../src/records/contacts";
 import { itemFilter } from "../../src/records/items/queries";
-import { ContactExportRecordSchema, ItemExportRecordSchema } from "../../src/schemas/exports";
+import type { ContactExportRecordSchema, ItemExportRecordSchema } from "../../src/schemas/exports";
 import { ListItemsQuery } from "../../src/schemas/items";
 import type { z } from "zod";
 import {
@@ -52,9 +58,26 @@ const PLAIN_COLUMNS = [
   "notes",
   "tags",
 ];
-const RULE_COLUMNS = ["recurrence_every", "recurrence_unit", "recurrence_renew_on", "recurrence_until", "recurrence_count"];
+const RULE_COLUMNS = [
+  "recurrence_every",
+  "recurrence_unit",
+  "recurrence_renew_on",
+  "recurrence_until",
+  "recurrence_count",
+];
 const ITEM_COLUMNS = [...PLAIN_COLUMNS, ...RULE_COLUMNS];
-const CONTACT_COLUMNS = ["contact_id", "first_name", "last_name", "email", "country_code", "iso", "mobile_code", "phone_number", "group_name", "add_date"];
+const CONTACT_COLUMNS = [
+  "contact_id",
+  "first_name",
+  "last_name",
+  "email",
+  "country_code",
+  "iso",
+  "mobile_code",
+  "phone_number",
+  "group_name",
+  "add_date",
+];
 
 interface Download {
   status: number;
@@ -63,22 +86,34 @@ interface Download {
 }
 
 async function download(path: string, token: string, method = "GET"): Promise<Download> {
-  const res = await exports.default.fetch(new Request(`${BASE}${path}`, { method, headers: { Authorization: `Bearer ${token}` } }));
+  const res = await exports.default.fetch(
+    new Request(`${BASE}${path}`, { method, headers: { Authorization: `Bearer ${token}` } }),
+  );
   // Decoded by hand: workerd warns about .text() on a Content-Type it does not know as text (application/x-ndjson).
-  return { status: res.status, headers: res.headers, text: new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(await res.arrayBuffer()) };
+  return {
+    status: res.status,
+    headers: res.headers,
+    text: new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(await res.arrayBuffer()),
+  };
 }
 
 /** The CSV as objects by header, with the formula quote removed (as the importer does). */
 function csvObjects(text: string): { header: string[]; rows: Array<Record<string, string>> } {
   const [header, ...records] = parseCsv(text);
-  return { header: header!, rows: records.map((r) => Object.fromEntries(header!.map((h, i) => [h, restoreCsvFormula(r[i]!)]))) };
+  return {
+    header: header!,
+    rows: records.map((r) => Object.fromEntries(header!.map((h, i) => [h, restoreCsvFormula(r[i]!)]))),
+  };
 }
 type ContactRecord = z.output<typeof ContactExportRecordSchema>;
 
 /** NDJSON lines, typed by the export's record schema (src/schemas/exports.ts, published as `x-itemSchema`). */
 const ndjson = <T = z.output<typeof ItemExportRecordSchema>>(text: string): T[] => {
   expect(text === "" || text.endsWith("\n")).toBe(true);
-  return text.split("\n").filter(Boolean).map((line) => JSON.parse(line));
+  return text
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
 };
 
 async function exportCsv(token: string, query = "") {
@@ -91,7 +126,10 @@ async function exportNdjson(token: string, query = "") {
   expectStatus(res, 200, res.text);
   return ndjson(res.text);
 }
-const sql = (statement: string, ...values: unknown[]) => env.DB.prepare(statement).bind(...values).run();
+const sql = (statement: string, ...values: unknown[]) =>
+  env.DB.prepare(statement)
+    .bind(...values)
+    .run();
 
 // ---------------------------------------------------------------------------------------------
 // A small company with one item of each kind
@@ -132,7 +170,10 @@ beforeAll(async () => {
     contact_id: ada.contact_id,
     notes: 'Check 🧯, the "main" hall\nsecond line, café',
   });
-  expectStatus(await call("setItemTags", `/v1/items/${a.item_id}/tags`, { token, body: { tags: ["-neg", "a|b", "fire"] } }), 200);
+  expectStatus(
+    await call("setItemTags", `/v1/items/${a.item_id}/tags`, { token, body: { tags: ["-neg", "a|b", "fire"] } }),
+    200,
+  );
   const [inspector, result, title, raw] = inspection.fields.map((f) => f.autonum);
   for (const [field, value] of [
     [inspector, 'Ada, "the" inspector'],
@@ -140,16 +181,41 @@ beforeAll(async () => {
     [title, "-42"],
     [raw, "x"],
   ] as const) {
-    await sql("INSERT INTO item_field_values (item_id, field_id, company_id, value) VALUES (?, ?, ?, ?)", a.item_id, field, acct.companyId, value);
+    await sql(
+      "INSERT INTO item_field_values (item_id, field_id, company_id, value) VALUES (?, ?, ?, ?)",
+      a.item_id,
+      field,
+      acct.companyId,
+      value,
+    );
   }
-  b = await createItem(token, { title: "City permit", expiry_date: "2030-01-15", document_type_id: permit.typeid, folder_path: "Permits" });
+  b = await createItem(token, {
+    title: "City permit",
+    expiry_date: "2030-01-15",
+    document_type_id: permit.typeid,
+    folder_path: "Permits",
+  });
   await sql("UPDATE items SET external_id = 'ERP-1' WHERE id = ?", b.item_id);
   const [permitInspector, authority] = permit.fields.map((f) => f.autonum);
-  await sql("INSERT INTO item_field_values (item_id, field_id, company_id, value) VALUES (?, ?, ?, 'Bob'), (?, ?, ?, 'City')", b.item_id, permitInspector, acct.companyId, b.item_id, authority, acct.companyId);
+  await sql(
+    "INSERT INTO item_field_values (item_id, field_id, company_id, value) VALUES (?, ?, ?, 'Bob'), (?, ?, ?, 'City')",
+    b.item_id,
+    permitInspector,
+    acct.companyId,
+    b.item_id,
+    authority,
+    acct.companyId,
+  );
   archivedItem = await createItem(token, { title: "Old lease", expiry_date: "2029-06-01" });
-  expectStatus(await call("archiveItem", `/v1/items/${archivedItem.item_id}/archive`, { token, body: { archived: true } }), 200);
+  expectStatus(
+    await call("archiveItem", `/v1/items/${archivedItem.item_id}/archive`, { token, body: { archived: true } }),
+    200,
+  );
   done = await createItem(token, { title: "+1 call the office", expiry_date: "2031-12-01", item_type: "due" });
-  expectStatus(await call("setItemStatus", `/v1/items/${done.item_id}/status`, { token, body: { status: "completed" } }), 200);
+  expectStatus(
+    await call("setItemStatus", `/v1/items/${done.item_id}/status`, { token, body: { status: "completed" } }),
+    200,
+  );
 
   const other = await createAccount();
   foreignItem = (await createItem(other.ownerToken, { title: "Someone else's", expiry_date: "2030-02-01" })).item_id;
@@ -159,12 +225,22 @@ describe("GET /v1/items/export: CSV", () => {
   it("streams the columns in contract order, custom fields in the middle, with the headers of a download", async () => {
     const res = await exportCsv(acct.ownerToken);
     expect(res.headers.get("Content-Type")).toBe("text/csv; charset=utf-8; header=present");
-    expect(res.headers.get("Content-Disposition")).toBe(`attachment; filename="items-${todayIn("UTC").replace(/-/g, "")}.csv"`);
+    expect(res.headers.get("Content-Disposition")).toBe(
+      `attachment; filename="items-${todayIn("UTC").replace(/-/g, "")}.csv"`,
+    );
     expect(res.headers.get("Cache-Control")).toBe("no-store");
     expect(res.text.charCodeAt(0)).not.toBe(0xfeff);
     // Inspection's fields in order, then Permit's: "inspector" shares Inspector's column; "Title" and
     // "field:raw" could be taken for a standard column or a prefixed one; Unused has no item, so no Ghost.
-    expect(res.header).toEqual([...ITEM_COLUMNS, "Inspector", "Result", "field:Title", "field:field:raw", "Authority", "add_date"]);
+    expect(res.header).toEqual([
+      ...ITEM_COLUMNS,
+      "Inspector",
+      "Result",
+      "field:Title",
+      "field:field:raw",
+      "Authority",
+      "add_date",
+    ]);
     expect(res.rows.map((r) => Number(r.item_id))).toEqual([b.item_id, a.item_id, done.item_id]);
   });
 
@@ -193,16 +269,37 @@ describe("GET /v1/items/export: CSV", () => {
       add_date: a.add_date,
     });
     expect(splitCsvList(ra!.tags!)).toEqual(["-neg", "a|b", "fire"]);
-    expect(rb).toMatchObject({ external_id: "ERP-1", document_type: "Permit", folder_path: "Permits", contact_email: "", tags: "", Inspector: "Bob", Authority: "City", Result: "" });
-    expect(rd).toMatchObject({ title: "+1 call the office", item_type: "due", status: "completed", document_type: "", folder_path: "" });
+    expect(rb).toMatchObject({
+      external_id: "ERP-1",
+      document_type: "Permit",
+      folder_path: "Permits",
+      contact_email: "",
+      tags: "",
+      Inspector: "Bob",
+      Authority: "City",
+      Result: "",
+    });
+    expect(rd).toMatchObject({
+      title: "+1 call the office",
+      item_type: "due",
+      status: "completed",
+      document_type: "",
+      folder_path: "",
+    });
   });
 
   it("neutralises formulas and quotes what needs it, in the raw bytes", async () => {
     const { text } = await exportCsv(acct.ownerToken);
     const lines = text.split("\r\n");
-    expect(lines[0]).toBe([...ITEM_COLUMNS, "Inspector", "Result", "field:Title", "field:field:raw", "Authority", "add_date"].join(","));
+    expect(lines[0]).toBe(
+      [...ITEM_COLUMNS, "Inspector", "Result", "field:Title", "field:field:raw", "Authority", "add_date"].join(","),
+    );
     const rowA = text.slice(text.indexOf(`\r\n${a.item_id},`) + 2);
-    expect(rowA.startsWith(`${a.item_id},,'=SUM(A1:A2),exp,2030-03-31,pending,false,Inspection,Permits/City/North,ada@example.test,"Check 🧯, the ""main"" hall\nsecond line, café",'-neg|a\\|b|fire,,,,,,"Ada, ""the"" inspector",Passed,'-42,x,,`)).toBe(true);
+    expect(
+      rowA.startsWith(
+        `${a.item_id},,'=SUM(A1:A2),exp,2030-03-31,pending,false,Inspection,Permits/City/North,ada@example.test,"Check 🧯, the ""main"" hall\nsecond line, café",'-neg|a\\|b|fire,,,,,,"Ada, ""the"" inspector",Passed,'-42,x,,`,
+      ),
+    ).toBe(true);
     expect(text).toContain(`\r\n${done.item_id},,'+1 call the office,due,`);
     expect(text.endsWith("\r\n")).toBe(true);
   });
@@ -212,7 +309,10 @@ describe("GET /v1/items/export: CSV", () => {
     expect(rows.map((r) => r.expiry_date)).toEqual(["15.01.2030", "31.03.2030", "01.12.2031"]);
     const { text } = await exportCsv(acct.ownerToken, `date_format=${encodeURIComponent("MMM D, YYYY")}`);
     expect(text).toContain(`,"Jan 15, 2030",`);
-    const settings = await call("updateCompanySettings", `/v1/companies/${acct.companyId}/settings`, { token: acct.ownerToken, body: { date_format: "MM/DD/YYYY" } });
+    const settings = await call("updateCompanySettings", `/v1/companies/${acct.companyId}/settings`, {
+      token: acct.ownerToken,
+      body: { date_format: "MM/DD/YYYY" },
+    });
     expectStatus(settings, 200, JSON.stringify(settings.body));
     try {
       ({ rows } = await exportCsv(acct.ownerToken));
@@ -220,7 +320,10 @@ describe("GET /v1/items/export: CSV", () => {
       ({ rows } = await exportCsv(acct.ownerToken, "date_format=YYYY-MM-DD"));
       expect(rows[0]!.expiry_date).toBe("2030-01-15");
     } finally {
-      await call("updateCompanySettings", `/v1/companies/${acct.companyId}/settings`, { token: acct.ownerToken, body: { date_format: "YYYY-MM-DD" } });
+      await call("updateCompanySettings", `/v1/companies/${acct.companyId}/settings`, {
+        token: acct.ownerToken,
+        body: { date_format: "YYYY-MM-DD" },
+      });
     }
   });
 });
@@ -254,7 +357,9 @@ describe("GET /v1/items/export: NDJSON", () => {
     expect(lines[0]).toMatchObject({ external_id: "ERP-1", tags: [], fields: { inspector: "Bob", Authority: "City" } });
     expect(lines[2]).toMatchObject({ title: "+1 call the office", fields: {}, archived: false });
     const withArchived = await exportNdjson(acct.ownerToken, "archived=true&date_format=DD/MM/YYYY");
-    expect(withArchived).toEqual([expect.objectContaining({ item_id: archivedItem.item_id, archived: true, expiry_date: "01/06/2029" })]);
+    expect(withArchived).toEqual([
+      expect.objectContaining({ item_id: archivedItem.item_id, archived: true, expiry_date: "01/06/2029" }),
+    ]);
   });
 });
 
@@ -263,8 +368,15 @@ describe("GET /v1/items/export: recurrence rules", () => {
     const own = await createAccount();
     const token = own.ownerToken;
     const type = await createDocumentType(token, { fields: [{ field_name: "Recurrence_Unit", field_type: "text" }] });
-    await createItem(token, { expiry_date: "2030-01-31", document_type_id: type.typeid, recurrence: { every: 1, unit: "month", renew_on: "expired", until: "2030-12-31", count: 6 } });
-    await createItem(token, { expiry_date: "2030-02-01", recurrence: { every: 2, unit: "year", renew_on: "completed" } });
+    await createItem(token, {
+      expiry_date: "2030-01-31",
+      document_type_id: type.typeid,
+      recurrence: { every: 1, unit: "month", renew_on: "expired", until: "2030-12-31", count: 6 },
+    });
+    await createItem(token, {
+      expiry_date: "2030-02-01",
+      recurrence: { every: 2, unit: "year", renew_on: "completed" },
+    });
     await createItem(token, { expiry_date: "2030-03-01" });
     const { header, rows } = await exportCsv(token, "date_format=DD.MM.YYYY");
     // A custom field named like a rule column is written field:<name>, as for the other standard columns.
@@ -313,17 +425,28 @@ describe("GET /v1/items/export: filters, tenancy, scopes, routing", () => {
     for (const query of queries) {
       const expected = await listIds(query);
       const csv = await exportCsv(acct.ownerToken, query);
-      expect(csv.rows.map((r) => Number(r.item_id)), query).toEqual(expected);
-      expect((await exportNdjson(acct.ownerToken, query)).map((l) => l.item_id), query).toEqual(expected);
+      expect(
+        csv.rows.map((r) => Number(r.item_id)),
+        query,
+      ).toEqual(expected);
+      expect(
+        (await exportNdjson(acct.ownerToken, query)).map((l) => l.item_id),
+        query,
+      ).toEqual(expected);
     }
     expect(await listIds("q=permit")).toEqual([b.item_id]);
   });
 
   it("lists the custom fields of the exported items' document types only", async () => {
-    expect((await exportCsv(acct.ownerToken, `document_type_id=${permit.typeid}`)).header).toEqual([...ITEM_COLUMNS, "inspector", "Authority", "add_date"]);
+    expect((await exportCsv(acct.ownerToken, `document_type_id=${permit.typeid}`)).header).toEqual([
+      ...ITEM_COLUMNS,
+      "inspector",
+      "Authority",
+      "add_date",
+    ]);
     expect((await exportCsv(acct.ownerToken, "status=completed")).header).toEqual([...ITEM_COLUMNS, "add_date"]);
     const empty = await exportCsv(acct.ownerToken, "q=%21%21");
-    expect(empty.text).toBe([...ITEM_COLUMNS, "add_date"].join(",") + "\r\n");
+    expect(empty.text).toBe(`${[...ITEM_COLUMNS, "add_date"].join(",")}\r\n`);
     expect((await download("/v1/items/export?format=ndjson&q=nomatchatall", acct.ownerToken)).text).toBe("");
   });
 
@@ -333,7 +456,9 @@ describe("GET /v1/items/export: filters, tenancy, scopes, routing", () => {
     expect(mine).toHaveLength(4);
     const demo = await exportNdjson(await tokenFor("demo-owner"), "archived=any");
     expect(demo.map((l) => l.item_id)).not.toContain(a.item_id);
-    const inDemo = (await env.DB.prepare("SELECT count(*) AS n FROM items WHERE company_id = 1").first<{ n: number }>())!.n;
+    const inDemo = (await env.DB.prepare("SELECT count(*) AS n FROM items WHERE company_id = 1").first<{
+      n: number;
+    }>())!.n;
     expect(demo).toHaveLength(inDemo);
   });
 
@@ -351,12 +476,36 @@ describe("GET /v1/items/export: filters, tenancy, scopes, routing", () => {
 
   it("is matched before /v1/items/{item_id}; refuses bad parameters with 400 Shape B; HEAD reads no page", async () => {
     expectStatus(await call("getItem", `/v1/items/${a.item_id}`, { token: acct.ownerToken }), 200);
-    expectShapeB(await call("getItem", "/v1/items/exports", { token: acct.ownerToken }), 400, /item_id must be a positive integer/);
-    expectShapeB(await call("exportItems", "/v1/items/export?format=xml", { token: acct.ownerToken }), 400, /format must be one of: csv, ndjson/);
-    expectShapeB(await call("exportItems", "/v1/items/export?date_format=YY", { token: acct.ownerToken }), 400, /date_format must be one of/);
-    expectShapeB(await call("exportItems", "/v1/items/export?status=open", { token: acct.ownerToken }), 400, /status must be one of/);
-    expectShapeB(await call("exportItems", "/v1/items/export?format=csv&format=csv", { token: acct.ownerToken }), 400, /^format /);
-    expectShapeB(await call("exportContacts", "/v1/contacts/export?groupid=x", { token: acct.ownerToken }), 400, /groupid/);
+    expectShapeB(
+      await call("getItem", "/v1/items/exports", { token: acct.ownerToken }),
+      400,
+      /item_id must be a positive integer/,
+    );
+    expectShapeB(
+      await call("exportItems", "/v1/items/export?format=xml", { token: acct.ownerToken }),
+      400,
+      /format must be one of: csv, ndjson/,
+    );
+    expectShapeB(
+      await call("exportItems", "/v1/items/export?date_format=YY", { token: acct.ownerToken }),
+      400,
+      /date_format must be one of/,
+    );
+    expectShapeB(
+      await call("exportItems", "/v1/items/export?status=open", { token: acct.ownerToken }),
+      400,
+      /status must be one of/,
+    );
+    expectShapeB(
+      await call("exportItems", "/v1/items/export?format=csv&format=csv", { token: acct.ownerToken }),
+      400,
+      /^format /,
+    );
+    expectShapeB(
+      await call("exportContacts", "/v1/contacts/export?groupid=x", { token: acct.ownerToken }),
+      400,
+      /groupid/,
+    );
     for (const path of ["/v1/items/export", "/v1/contacts/export"]) {
       for (const method of ["POST", "PUT", "PATCH", "DELETE"]) {
         const res = await callRaw(method, path, { token: acct.ownerToken, body: {} });
@@ -380,9 +529,23 @@ describe("GET /v1/contacts/export", () => {
 
   beforeAll(async () => {
     own = await createAccount();
-    group = await createGroup(own.ownerToken, { group_name: "Suppliers, \"key\"" });
-    plain = await createContact(own.ownerToken, { first_name: "Zoë", last_name: "Ünal", email: "zoe@example.test", country_code: "+44", iso: "GB", mobile_code: "+44", phone_number: "7700 900123", groupid: group.groupid });
-    formula = await createContact(own.ownerToken, { first_name: "=cmd|' /C calc'!A0", last_name: "@risk", email: "f@example.test", groupid: 0 });
+    group = await createGroup(own.ownerToken, { group_name: 'Suppliers, "key"' });
+    plain = await createContact(own.ownerToken, {
+      first_name: "Zoë",
+      last_name: "Ünal",
+      email: "zoe@example.test",
+      country_code: "+44",
+      iso: "GB",
+      mobile_code: "+44",
+      phone_number: "7700 900123",
+      groupid: group.groupid,
+    });
+    formula = await createContact(own.ownerToken, {
+      first_name: "=cmd|' /C calc'!A0",
+      last_name: "@risk",
+      email: "f@example.test",
+      groupid: 0,
+    });
   });
 
   it("CSV: the contract's columns, group by name, neutralised and quoted cells", async () => {
@@ -404,9 +567,16 @@ describe("GET /v1/contacts/export", () => {
         group_name: 'Suppliers, "key"',
         add_date: plain.add_date,
       },
-      expect.objectContaining({ contact_id: String(formula.contact_id), first_name: "=cmd|' /C calc'!A0", last_name: "@risk", group_name: "" }),
+      expect.objectContaining({
+        contact_id: String(formula.contact_id),
+        first_name: "=cmd|' /C calc'!A0",
+        last_name: "@risk",
+        group_name: "",
+      }),
     ]);
-    expect(res.text).toContain(`\r\n${plain.contact_id},Zoë,Ünal,zoe@example.test,'+44,GB,'+44,7700 900123,"Suppliers, ""key""",`);
+    expect(res.text).toContain(
+      `\r\n${plain.contact_id},Zoë,Ünal,zoe@example.test,'+44,GB,'+44,7700 900123,"Suppliers, ""key""",`,
+    );
     expect(res.text).toContain(`\r\n${formula.contact_id},'=cmd|' /C calc'!A0,'@risk,f@example.test,,,,,,`);
   });
 
@@ -427,8 +597,13 @@ describe("GET /v1/contacts/export", () => {
     });
     for (const query of [`groupid=${group.groupid}`, "groupid=0", `deptid=${own.deptId}`, "q=zoe", "q=risk", "q=%21"]) {
       const list = ok(await call("listContacts", `/v1/contacts?limit=200&${query}`, { token: own.ownerToken }));
-      const exported = ndjson<ContactRecord>((await download(`/v1/contacts/export?format=ndjson&${query}`, own.ownerToken)).text);
-      expect(exported.map((l) => l.contact_id), query).toEqual(list.body.data.map((c) => c.contact_id));
+      const exported = ndjson<ContactRecord>(
+        (await download(`/v1/contacts/export?format=ndjson&${query}`, own.ownerToken)).text,
+      );
+      expect(
+        exported.map((l) => l.contact_id),
+        query,
+      ).toEqual(list.body.data.map((c) => c.contact_id));
     }
     expect(lines.map((l) => l.contact_id)).toEqual([plain.contact_id, formula.contact_id]);
     const other = ndjson<ContactRecord>((await download("/v1/contacts/export?format=ndjson", acct.ownerToken)).text);
@@ -457,9 +632,21 @@ describe("exports over several pages", () => {
       big.deptId,
       numbers,
     );
-    const tagged = await env.DB.prepare("INSERT INTO tags (company_id, name, name_key) VALUES (?, 'bulk', 'bulk') RETURNING id").bind(big.companyId).first<{ id: number }>();
-    await sql("INSERT INTO item_tags (item_id, tag_id, company_id, position) SELECT id, ?, company_id, 0 FROM items WHERE company_id = ? AND id % 3 = 0", tagged!.id, big.companyId);
-    const rows = await env.DB.prepare("SELECT id, expiry_date AS date FROM items WHERE company_id = ? ORDER BY expiry_date, id").bind(big.companyId).all<{ id: number; date: string }>();
+    const tagged = await env.DB.prepare(
+      "INSERT INTO tags (company_id, name, name_key) VALUES (?, 'bulk', 'bulk') RETURNING id",
+    )
+      .bind(big.companyId)
+      .first<{ id: number }>();
+    await sql(
+      "INSERT INTO item_tags (item_id, tag_id, company_id, position) SELECT id, ?, company_id, 0 FROM items WHERE company_id = ? AND id % 3 = 0",
+      tagged!.id,
+      big.companyId,
+    );
+    const rows = await env.DB.prepare(
+      "SELECT id, expiry_date AS date FROM items WHERE company_id = ? ORDER BY expiry_date, id",
+    )
+      .bind(big.companyId)
+      .all<{ id: number; date: string }>();
     expected = rows.results;
     expect(expected).toHaveLength(ITEMS);
     await sql(
@@ -477,13 +664,21 @@ describe("exports over several pages", () => {
     expect(csv.rows.map((r) => r.expiry_date)).toEqual(expected.map((e) => e.date));
     expect(new Set(csv.rows.map((r) => r.item_id)).size).toBe(ITEMS);
     expect(csv.rows.filter((r) => r.tags === "bulk").length).toBe(expected.filter((e) => e.id % 3 === 0).length);
-    expect(csv.rows.every((r) => (r.notes!.startsWith("=x") ? csv.text.includes(`,'${r.notes},`) : r.notes!.startsWith("n, ")))).toBe(true);
+    expect(
+      csv.rows.every((r) =>
+        r.notes!.startsWith("=x") ? csv.text.includes(`,'${r.notes},`) : r.notes!.startsWith("n, "),
+      ),
+    ).toBe(true);
     const lines = await exportNdjson(big.ownerToken);
     expect(lines.map((l) => l.item_id)).toEqual(expected.map((e) => e.id));
   });
 
   it(`contacts: ${2 * CONTACT_PAGE_ROWS + 311} rows over three pages, each exactly once, in contact_id order`, async () => {
-    const ids = (await env.DB.prepare("SELECT id FROM contacts WHERE company_id = ? ORDER BY id").bind(big.companyId).all<{ id: number }>()).results.map((r) => r.id);
+    const ids = (
+      await env.DB.prepare("SELECT id FROM contacts WHERE company_id = ? ORDER BY id")
+        .bind(big.companyId)
+        .all<{ id: number }>()
+    ).results.map((r) => r.id);
     const csv = csvObjects((await download("/v1/contacts/export", big.ownerToken)).text);
     expect(csv.rows.map((r) => Number(r.contact_id))).toEqual(ids);
     const lines = ndjson<ContactRecord>((await download("/v1/contacts/export?format=ndjson", big.ownerToken)).text);
@@ -500,9 +695,13 @@ describe("exports over several pages", () => {
         new Proxy(inner, {
           get(target, property) {
             if (property === "prepare") {
-              return (query: string) => (query.includes("json_group_array") && ++pages === nth ? target.prepare("SELECT * FROM no_such_table") : target.prepare(query));
+              return (query: string) =>
+                query.includes("json_group_array") && ++pages === nth
+                  ? target.prepare("SELECT * FROM no_such_table")
+                  : target.prepare(query);
             }
-            if (property === "withSession") return (constraint?: string) => failing((target as unknown as D1Database).withSession(constraint));
+            if (property === "withSession")
+              return (constraint?: string) => failing((target as unknown as D1Database).withSession(constraint));
             const value = Reflect.get(target, property, target);
             return typeof value === "function" ? value.bind(target) : value;
           },
@@ -512,8 +711,14 @@ describe("exports over several pages", () => {
 
     it("errors the stream (a truncated transfer, not a complete-looking file) and logs it with the request id", async () => {
       const ctx = createExecutionContext();
-      const request = new Request(`${BASE}/v1/items/export`, { headers: { Authorization: `Bearer ${big.ownerToken}`, "X-Request-Id": "export-fails-1" } });
-      const res = await worker.fetch(request as Request<unknown, IncomingRequestCfProperties>, { ...env, DB: failingDb(2) } as Cloudflare.Env, ctx);
+      const request = new Request(`${BASE}/v1/items/export`, {
+        headers: { Authorization: `Bearer ${big.ownerToken}`, "X-Request-Id": "export-fails-1" },
+      });
+      const res = await worker.fetch(
+        request as Request<unknown, IncomingRequestCfProperties>,
+        { ...env, DB: failingDb(2) } as Cloudflare.Env,
+        ctx,
+      );
       expectStatus(res, 200);
       const reader = res.body!.getReader();
       const decoder = new TextDecoder();
@@ -533,7 +738,12 @@ describe("exports over several pages", () => {
       expect(parseCsv(received)).toHaveLength(1 + ITEM_PAGE_ROWS);
       const line = logged.find((l) => l.includes("export stream failed"));
       expect(line).toBeDefined();
-      expect(JSON.parse(line!)).toMatchObject({ level: "error", request_id: "export-fails-1", operation: "exportItems", records_sent: ITEM_PAGE_ROWS });
+      expect(JSON.parse(line!)).toMatchObject({
+        level: "error",
+        request_id: "export-fails-1",
+        operation: "exportItems",
+        records_sent: ITEM_PAGE_ROWS,
+      });
     });
   });
 });
@@ -560,7 +770,9 @@ describe("query plans of the export", () => {
         expect(fullScansOf("items", plan), plan).toEqual([]);
         expect(plan, plan).toMatch(new RegExp(`SEARCH items USING COVERING INDEX ${index} `));
         expect(plan.split("\n")[0], plan).toBe("SEARCH items USING INTEGER PRIMARY KEY (rowid=?)");
-        expect(plan.split("\n").filter((l) => /USE TEMP B-TREE FOR ORDER BY/.test(l)).length, plan).toBeLessThanOrEqual(1);
+        expect(plan.split("\n").filter((l) => /USE TEMP B-TREE FOR ORDER BY/.test(l)).length, plan).toBeLessThanOrEqual(
+          1,
+        );
       }
       const fields = await queryPlan(exportedFields(db, 1, where));
       expect(fullScansOf("items", fields), fields).toEqual([]);

@@ -3,7 +3,6 @@ import {
   TIMESTAMP,
   type DataOf,
   call,
-  createAccount,
   createDepartment,
   demoTokens,
   env,
@@ -35,7 +34,10 @@ beforeAll(async () => {
 });
 
 async function createFolder(body: Record<string, unknown> = {}, token = owner): Promise<DataOf<"createFolder">> {
-  const res = await call("createFolder", "/v1/folders", { token, body: { folder_name: uniqueWord("Folder "), ...body } });
+  const res = await call("createFolder", "/v1/folders", {
+    token,
+    body: { folder_name: uniqueWord("Folder "), ...body },
+  });
   expectStatus(res, 201, JSON.stringify(res.body));
   return res.body.data;
 }
@@ -58,7 +60,9 @@ async function folderRow(id: number) {
 }
 
 async function childrenOf(parentId: number, companyId = 1) {
-  const { results } = await env.DB.prepare("SELECT id, name FROM folders WHERE company_id = ? AND parent_id = ? ORDER BY id")
+  const { results } = await env.DB.prepare(
+    "SELECT id, name FROM folders WHERE company_id = ? AND parent_id = ? ORDER BY id",
+  )
     .bind(companyId, parentId)
     .all<{ id: number; name: string }>();
   return results;
@@ -79,7 +83,6 @@ async function deleteItem(itemId: number) {
 }
 
 /** Starts `request` after `steps` D1 round trips of its own, so races land in both orders. */
-
 
 /** Walks up from `id` in D1; fails on a loop. */
 async function ancestorsOf(id: number): Promise<number[]> {
@@ -127,11 +130,19 @@ describe("POST /v1/folders", () => {
     const theirs = await createDepartment(2);
     for (const deptid of [theirs, 999999]) {
       const name = uniqueWord("Bad ");
-      expectShapeB(await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: name, deptid } }), 400, new RegExp(`deptid ${deptid} does not exist`));
+      expectShapeB(
+        await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: name, deptid } }),
+        400,
+        new RegExp(`deptid ${deptid} does not exist`),
+      );
       expect(await env.DB.prepare("SELECT id FROM folders WHERE name = ?").bind(name).first()).toBeNull();
     }
     for (const deptid of [0, -1, 1.5, "1", null]) {
-      expectShapeB(await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: uniqueWord(), deptid } }), 400, /deptid/);
+      expectShapeB(
+        await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: uniqueWord(), deptid } }),
+        400,
+        /deptid/,
+      );
     }
   });
 
@@ -147,11 +158,15 @@ describe("POST /v1/folders", () => {
       expect(await env.DB.prepare("SELECT id FROM folders WHERE name = ?").bind(name).first()).toBeNull();
     }
     for (const parent_id of [-1, 1.5, "1", null, true]) {
-      expectShapeB(await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: uniqueWord(), parent_id } }), 400, /parent_id/);
+      expectShapeB(
+        await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: uniqueWord(), parent_id } }),
+        400,
+        /parent_id/,
+      );
     }
   });
 
-  it("400 naming folder_name when it is missing, empty, blank, too long, has a \"/\" or is not a string", async () => {
+  it('400 naming folder_name when it is missing, empty, blank, too long, has a "/" or is not a string', async () => {
     for (const body of [
       {},
       { folder_name: "" },
@@ -165,25 +180,57 @@ describe("POST /v1/folders", () => {
     ]) {
       expectShapeB(await call("createFolder", "/v1/folders", { token: owner, body }), 400, /folder_name/);
     }
-    expectShapeB(await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: "a/b" } }), 400, /must not contain "\/"/);
+    expectShapeB(
+      await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: "a/b" } }),
+      400,
+      /must not contain "\/"/,
+    );
     const longest = await createFolder({ folder_name: uniqueWord().padEnd(100, "x") });
     expect(longest.folder_name).toHaveLength(100);
   });
 
   it("trims and NFC-normalises folder_name; a backslash is an ordinary character", async () => {
     const word = uniqueWord("Cafe");
-    expect((await createFolder({ folder_name: `  ${word}\u0301  ` })).folder_name).toBe(`${word}\u0301`.normalize("NFC"));
+    expect((await createFolder({ folder_name: `  ${word}\u0301  ` })).folder_name).toBe(
+      `${word}\u0301`.normalize("NFC"),
+    );
     const back = uniqueWord("a\\b");
     expect((await createFolder({ folder_name: back })).folder_name).toBe(back);
   });
 
   it("400 for a description over 1000 characters or with control characters, and for unknown fields", async () => {
-    expectShapeB(await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: uniqueWord(), description: "x".repeat(1001) } }), 400, /description/);
-    expectShapeB(await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: uniqueWord(), description: "bell\u0007" } }), 400, /description/);
-    expectShapeB(await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: uniqueWord(), description: 5 } }), 400, /description/);
+    expectShapeB(
+      await call("createFolder", "/v1/folders", {
+        token: owner,
+        body: { folder_name: uniqueWord(), description: "x".repeat(1001) },
+      }),
+      400,
+      /description/,
+    );
+    expectShapeB(
+      await call("createFolder", "/v1/folders", {
+        token: owner,
+        body: { folder_name: uniqueWord(), description: "bell\u0007" },
+      }),
+      400,
+      /description/,
+    );
+    expectShapeB(
+      await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: uniqueWord(), description: 5 } }),
+      400,
+      /description/,
+    );
     expect((await createFolder({ description: "y".repeat(1000) })).description).toHaveLength(1000);
-    expectShapeB(await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: uniqueWord(), name: "x" } }), 400, /name/);
-    expectShapeB(await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: uniqueWord(), parentid: 0 } }), 400, /parentid/);
+    expectShapeB(
+      await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: uniqueWord(), name: "x" } }),
+      400,
+      /name/,
+    );
+    expectShapeB(
+      await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: uniqueWord(), parentid: 0 } }),
+      400,
+      /parentid/,
+    );
   });
 
   it("409 for a sibling with the same name, case-insensitively; nothing else is written", async () => {
@@ -191,14 +238,21 @@ describe("POST /v1/folders", () => {
     const first = await createFolder({ parent_id: parent.folderid });
     for (const dup of [first.folder_name, first.folder_name.toUpperCase(), ` ${first.folder_name.toLowerCase()} `]) {
       expectShapeB(
-        await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: dup, parent_id: parent.folderid } }),
+        await call("createFolder", "/v1/folders", {
+          token: owner,
+          body: { folder_name: dup, parent_id: parent.folderid },
+        }),
         409,
         new RegExp(`already exists in folder ${parent.folderid}$`),
       );
     }
     expect(await childrenOf(parent.folderid)).toHaveLength(1);
     const top = await createFolder();
-    expectShapeB(await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: top.folder_name.toUpperCase() } }), 409, /already exists at the top level/);
+    expectShapeB(
+      await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: top.folder_name.toUpperCase() } }),
+      409,
+      /already exists at the top level/,
+    );
   });
 
   for (const [first, second] of [
@@ -211,7 +265,10 @@ describe("POST /v1/folders", () => {
       const parent = await createFolder();
       const word = uniqueWord();
       await createFolder({ folder_name: `${first} ${word}`, parent_id: parent.folderid });
-      const res = await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: `${second} ${word.toUpperCase()}`, parent_id: parent.folderid } });
+      const res = await call("createFolder", "/v1/folders", {
+        token: owner,
+        body: { folder_name: `${second} ${word.toUpperCase()}`, parent_id: parent.folderid },
+      });
       expectShapeB(res, 409, /already exists/);
     });
   }
@@ -233,7 +290,10 @@ describe("POST /v1/folders", () => {
 describe("GET /v1/folders", () => {
   it("lists a folder's children ordered by folderid, with meta {total, limit, offset} and the documented fields", async () => {
     const parent = await createFolder();
-    const children = [await createFolder({ parent_id: parent.folderid }), await createFolder({ parent_id: parent.folderid })];
+    const children = [
+      await createFolder({ parent_id: parent.folderid }),
+      await createFolder({ parent_id: parent.folderid }),
+    ];
     await createFolder({ parent_id: children[0]!.folderid }); // a grandchild: not listed
     const list = await listFolders(`parent_id=${parent.folderid}`);
     expect(list.data).toEqual(children);
@@ -265,7 +325,8 @@ describe("GET /v1/folders", () => {
     const names = [`Straße ${word}`, `ΟΔΟΣ ${word}`, `100% ${word}`, `a_b ${word}`];
     const made = [];
     for (const folder_name of names) made.push(await createFolder({ folder_name, parent_id: parent.folderid }));
-    const q = async (text: string) => (await listFolders(`parent_id=${parent.folderid}&q=${encodeURIComponent(text)}`)).data.map((f) => f.folder_name);
+    const q = async (text: string) =>
+      (await listFolders(`parent_id=${parent.folderid}&q=${encodeURIComponent(text)}`)).data.map((f) => f.folder_name);
     expect(await q("STRASSE")).toEqual([names[0]]);
     expect(await q("οδος")).toEqual([names[1]]);
     expect(await q("%")).toEqual([names[2]]);
@@ -285,8 +346,21 @@ describe("GET /v1/folders", () => {
   });
 
   it("400 for a bad limit, offset, parent_id or deptid", async () => {
-    for (const query of ["limit=0", "limit=201", "offset=-1", "parent_id=-1", "parent_id=abc", "parent_id=1.5", "deptid=0", "deptid=x"]) {
-      expectShapeB(await call("listFolders", `/v1/folders?${query}`, { token: owner }), 400, new RegExp(query.split("=")[0]!));
+    for (const query of [
+      "limit=0",
+      "limit=201",
+      "offset=-1",
+      "parent_id=-1",
+      "parent_id=abc",
+      "parent_id=1.5",
+      "deptid=0",
+      "deptid=x",
+    ]) {
+      expectShapeB(
+        await call("listFolders", `/v1/folders?${query}`, { token: owner }),
+        400,
+        new RegExp(query.split("=")[0]!),
+      );
     }
   });
 
@@ -316,23 +390,43 @@ describe("GET /v1/folders/{folder_id}", () => {
 describe("PATCH /v1/folders/{folder_id}", () => {
   it("400 'No updatable fields provided' for an empty body", async () => {
     const folder = await createFolder();
-    expectShapeB(await call("updateFolder", `/v1/folders/${folder.folderid}`, { token: owner, body: {} }), 400, /No updatable fields provided/);
+    expectShapeB(
+      await call("updateFolder", `/v1/folders/${folder.folderid}`, { token: owner, body: {} }),
+      400,
+      /No updatable fields provided/,
+    );
   });
 
   it("renames and describes; 200 with msg and the folder", async () => {
     const folder = await createFolder();
     const name = uniqueWord("Renamed ");
-    const res = await call("updateFolder", `/v1/folders/${folder.folderid}`, { token: owner, body: { folder_name: name, description: "Now\ndescribed" } });
+    const res = await call("updateFolder", `/v1/folders/${folder.folderid}`, {
+      token: owner,
+      body: { folder_name: name, description: "Now\ndescribed" },
+    });
     expectStatus(res, 200, JSON.stringify(res.body));
-    expect(res.body).toEqual({ success: true, msg: "Folder updated", data: { ...folder, folder_name: name, description: "Now\ndescribed" } });
+    expect(res.body).toEqual({
+      success: true,
+      msg: "Folder updated",
+      data: { ...folder, folder_name: name, description: "Now\ndescribed" },
+    });
     expect(await getFolder(folder.folderid)).toEqual(res.body.data);
-    const cleared = ok(await call("updateFolder", `/v1/folders/${folder.folderid}`, { token: owner, body: { description: "" } }));
+    const cleared = ok(
+      await call("updateFolder", `/v1/folders/${folder.folderid}`, { token: owner, body: { description: "" } }),
+    );
     expect(cleared.body.data).toMatchObject({ folder_name: name, description: "" });
   });
 
   it("400 for an invalid folder_name, description or parent_id, and for unknown fields; nothing changes", async () => {
     const folder = await createFolder();
-    for (const body of [{ folder_name: "" }, { folder_name: "a/b" }, { folder_name: "x".repeat(101) }, { description: "x".repeat(1001) }, { parent_id: -1 }, { deptid: 1 }]) {
+    for (const body of [
+      { folder_name: "" },
+      { folder_name: "a/b" },
+      { folder_name: "x".repeat(101) },
+      { description: "x".repeat(1001) },
+      { parent_id: -1 },
+      { deptid: 1 },
+    ]) {
       expectShapeB(await call("updateFolder", `/v1/folders/${folder.folderid}`, { token: owner, body }), 400);
     }
     expect(await getFolder(folder.folderid)).toEqual(folder);
@@ -344,15 +438,27 @@ describe("PATCH /v1/folders/{folder_id}", () => {
     const a = await createFolder({ folder_name: `Straße ${word}`, parent_id: parent.folderid });
     const b = await createFolder({ parent_id: parent.folderid });
     expectShapeB(
-      await call("updateFolder", `/v1/folders/${b.folderid}`, { token: owner, body: { folder_name: `STRASSE ${word}` } }),
+      await call("updateFolder", `/v1/folders/${b.folderid}`, {
+        token: owner,
+        body: { folder_name: `STRASSE ${word}` },
+      }),
       409,
       new RegExp(`already exists in folder ${parent.folderid}$`),
     );
     expect(await getFolder(b.folderid)).toEqual(b);
-    const res = await call("updateFolder", `/v1/folders/${a.folderid}`, { token: owner, body: { folder_name: `STRASSE ${word.toUpperCase()}` } });
+    const res = await call("updateFolder", `/v1/folders/${a.folderid}`, {
+      token: owner,
+      body: { folder_name: `STRASSE ${word.toUpperCase()}` },
+    });
     expectStatus(res, 200, JSON.stringify(res.body));
     // A name used in another folder is fine.
-    expectStatus(await call("updateFolder", `/v1/folders/${b.folderid}`, { token: owner, body: { folder_name: parent.folder_name } }), 200);
+    expectStatus(
+      await call("updateFolder", `/v1/folders/${b.folderid}`, {
+        token: owner,
+        body: { folder_name: parent.folder_name },
+      }),
+      200,
+    );
   });
 
   it("moves a folder, with its sub-folders, under another folder and back to the top level; the department stays", async () => {
@@ -361,14 +467,19 @@ describe("PATCH /v1/folders/{folder_id}", () => {
     const to = await createFolder({ deptid: deptId });
     const moved = await createFolder({ parent_id: from.folderid });
     const inside = await createFolder({ parent_id: moved.folderid });
-    const res = await call("updateFolder", `/v1/folders/${moved.folderid}`, { token: owner, body: { parent_id: to.folderid } });
+    const res = await call("updateFolder", `/v1/folders/${moved.folderid}`, {
+      token: owner,
+      body: { parent_id: to.folderid },
+    });
     expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.data).toEqual({ ...moved, parentid: to.folderid });
     expect(await childrenOf(from.folderid)).toEqual([]);
     expect(await getFolder(inside.folderid)).toEqual(inside);
     expect(await ancestorsOf(inside.folderid)).toEqual([inside.folderid, moved.folderid, to.folderid]);
 
-    const top = ok(await call("updateFolder", `/v1/folders/${moved.folderid}`, { token: owner, body: { parent_id: 0 } }));
+    const top = ok(
+      await call("updateFolder", `/v1/folders/${moved.folderid}`, { token: owner, body: { parent_id: 0 } }),
+    );
     expect(top.body.data).toEqual({ ...moved, parentid: 0 });
     // parent_id equal to the current parent changes nothing.
     const same = await call("updateFolder", `/v1/folders/${moved.folderid}`, { token: owner, body: { parent_id: 0 } });
@@ -388,7 +499,10 @@ describe("PATCH /v1/folders/{folder_id}", () => {
     );
     expect(await getFolder(folder.folderid)).toEqual(folder);
     const name = uniqueWord("Moved ");
-    const res = await call("updateFolder", `/v1/folders/${folder.folderid}`, { token: owner, body: { parent_id: to.folderid, folder_name: name } });
+    const res = await call("updateFolder", `/v1/folders/${folder.folderid}`, {
+      token: owner,
+      body: { parent_id: to.folderid, folder_name: name },
+    });
     expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.data).toMatchObject({ parentid: to.folderid, folder_name: name });
   });
@@ -410,29 +524,63 @@ describe("PATCH /v1/folders/{folder_id}", () => {
     const root = await createFolder();
     const child = await createFolder({ parent_id: root.folderid });
     const grandchild = await createFolder({ parent_id: child.folderid });
-    expectShapeB(await call("updateFolder", `/v1/folders/${root.folderid}`, { token: owner, body: { parent_id: root.folderid } }), 400, /cannot be moved into itself/);
+    expectShapeB(
+      await call("updateFolder", `/v1/folders/${root.folderid}`, { token: owner, body: { parent_id: root.folderid } }),
+      400,
+      /cannot be moved into itself/,
+    );
     for (const target of [child, grandchild]) {
       expectShapeB(
-        await call("updateFolder", `/v1/folders/${root.folderid}`, { token: owner, body: { parent_id: target.folderid, folder_name: uniqueWord() } }),
+        await call("updateFolder", `/v1/folders/${root.folderid}`, {
+          token: owner,
+          body: { parent_id: target.folderid, folder_name: uniqueWord() },
+        }),
         400,
         new RegExp(`^Folder ${root.folderid} cannot be moved into folder ${target.folderid}, which is inside it$`),
       );
     }
-    expectShapeB(await call("updateFolder", `/v1/folders/${child.folderid}`, { token: owner, body: { parent_id: grandchild.folderid } }), 400, /inside it/);
+    expectShapeB(
+      await call("updateFolder", `/v1/folders/${child.folderid}`, {
+        token: owner,
+        body: { parent_id: grandchild.folderid },
+      }),
+      400,
+      /inside it/,
+    );
     expect(await getFolder(root.folderid)).toEqual(root);
     expect(await getFolder(child.folderid)).toEqual(child);
     expect(await ancestorsOf(grandchild.folderid)).toEqual([grandchild.folderid, child.folderid, root.folderid]);
     // Sideways and upwards moves are fine: the grandchild to the top, the child under a sibling tree.
-    expectStatus(await call("updateFolder", `/v1/folders/${grandchild.folderid}`, { token: owner, body: { parent_id: root.folderid } }), 200);
-    expectStatus(await call("updateFolder", `/v1/folders/${child.folderid}`, { token: owner, body: { parent_id: grandchild.folderid } }), 200);
+    expectStatus(
+      await call("updateFolder", `/v1/folders/${grandchild.folderid}`, {
+        token: owner,
+        body: { parent_id: root.folderid },
+      }),
+      200,
+    );
+    expectStatus(
+      await call("updateFolder", `/v1/folders/${child.folderid}`, {
+        token: owner,
+        body: { parent_id: grandchild.folderid },
+      }),
+      200,
+    );
     expect(await ancestorsOf(child.folderid)).toEqual([child.folderid, grandchild.folderid, root.folderid]);
   });
 
   it("404 for an unknown folder and for another company's folder, which stays untouched", async () => {
-    expectShapeB(await call("updateFolder", "/v1/folders/999999", { token: owner, body: { folder_name: "x" } }), 404, /Folder not found/);
+    expectShapeB(
+      await call("updateFolder", "/v1/folders/999999", { token: owner, body: { folder_name: "x" } }),
+      404,
+      /Folder not found/,
+    );
     const theirs = await createFolder({}, other);
     for (const body of [{ folder_name: uniqueWord() }, { parent_id: 0 }, { description: "x" }]) {
-      expectShapeB(await call("updateFolder", `/v1/folders/${theirs.folderid}`, { token: owner, body }), 404, /Folder not found/);
+      expectShapeB(
+        await call("updateFolder", `/v1/folders/${theirs.folderid}`, { token: owner, body }),
+        404,
+        /Folder not found/,
+      );
     }
     expect(await getFolder(theirs.folderid, other)).toEqual(theirs);
   });
@@ -453,17 +601,27 @@ describe("DELETE /v1/folders/{folder_id}", () => {
 
   it("409 naming the sub-folders and items it holds (archived items too); nothing is deleted", async () => {
     const folder = await createFolder();
-    const subs = [await createFolder({ parent_id: folder.folderid }), await createFolder({ parent_id: folder.folderid })];
+    const subs = [
+      await createFolder({ parent_id: folder.folderid }),
+      await createFolder({ parent_id: folder.folderid }),
+    ];
     const item = await insertItem(folder.folderid);
     try {
       expectShapeB(
         await call("deleteFolder", `/v1/folders/${folder.folderid}`, { token: owner }),
         409,
-        new RegExp(`^Folder ${folder.folderid} is not empty: it holds 2 sub-folders and 1 item; move or delete them first$`),
+        new RegExp(
+          `^Folder ${folder.folderid} is not empty: it holds 2 sub-folders and 1 item; move or delete them first$`,
+        ),
       );
-      for (const sub of subs) expectStatus(await call("deleteFolder", `/v1/folders/${sub.folderid}`, { token: owner }), 200);
+      for (const sub of subs)
+        expectStatus(await call("deleteFolder", `/v1/folders/${sub.folderid}`, { token: owner }), 200);
       await env.DB.prepare("UPDATE items SET archived = 1 WHERE id = ?").bind(item).run();
-      expectShapeB(await call("deleteFolder", `/v1/folders/${folder.folderid}`, { token: owner }), 409, /it holds 1 item;/);
+      expectShapeB(
+        await call("deleteFolder", `/v1/folders/${folder.folderid}`, { token: owner }),
+        409,
+        /it holds 1 item;/,
+      );
       expect(await getFolder(folder.folderid)).toEqual(folder);
     } finally {
       await deleteItem(item);
@@ -476,8 +634,16 @@ describe("DELETE /v1/folders/{folder_id}", () => {
     const sub = await createFolder({ parent_id: folder.folderid });
     const item = await insertItem(sub.folderid);
     try {
-      expectShapeB(await call("deleteFolder", `/v1/folders/${folder.folderid}`, { token: owner }), 409, /it holds 1 sub-folder;/);
-      expectShapeB(await call("deleteFolder", `/v1/folders/${sub.folderid}`, { token: owner }), 409, /it holds 1 item;/);
+      expectShapeB(
+        await call("deleteFolder", `/v1/folders/${folder.folderid}`, { token: owner }),
+        409,
+        /it holds 1 sub-folder;/,
+      );
+      expectShapeB(
+        await call("deleteFolder", `/v1/folders/${sub.folderid}`, { token: owner }),
+        409,
+        /it holds 1 item;/,
+      );
     } finally {
       await deleteItem(item);
     }
@@ -486,7 +652,11 @@ describe("DELETE /v1/folders/{folder_id}", () => {
   it("404 for an unknown folder and for another company's folder, which stays", async () => {
     expectShapeB(await call("deleteFolder", "/v1/folders/999999", { token: owner }), 404, /Folder not found/);
     const theirs = await createFolder({}, other);
-    expectShapeB(await call("deleteFolder", `/v1/folders/${theirs.folderid}`, { token: owner }), 404, /Folder not found/);
+    expectShapeB(
+      await call("deleteFolder", `/v1/folders/${theirs.folderid}`, { token: owner }),
+      404,
+      /Folder not found/,
+    );
     expect(await folderRow(theirs.folderid)).not.toBeNull();
   });
 });
@@ -502,7 +672,11 @@ describe("a department holding folders", () => {
       new RegExp(`^Department ${deptId} still holds 2 folders: move or delete them first$`),
     );
     expectStatus(await call("deleteFolder", `/v1/folders/${sub.folderid}`, { token: owner }), 200);
-    expectShapeB(await call("deleteDepartment", `/v1/departments/${deptId}`, { token: owner }), 400, /still holds 1 folder:/);
+    expectShapeB(
+      await call("deleteDepartment", `/v1/departments/${deptId}`, { token: owner }),
+      400,
+      /still holds 1 folder:/,
+    );
     expectStatus(await call("deleteFolder", `/v1/folders/${folder.folderid}`, { token: owner }), 200);
     expectStatus(await call("deleteDepartment", `/v1/departments/${deptId}`, { token: owner }), 200);
   });
@@ -512,7 +686,10 @@ describe("a department holding folders", () => {
       const deptId = await createDepartment(1);
       const [deleted, createdRes] = await Promise.all([
         after(round % 3, () => call("deleteDepartment", `/v1/departments/${deptId}`, { token: owner })),
-        call("createFolder", "/v1/folders", { token: owner, body: { folder_name: uniqueWord("Race "), deptid: deptId } }),
+        call("createFolder", "/v1/folders", {
+          token: owner,
+          body: { folder_name: uniqueWord("Race "), deptid: deptId },
+        }),
       ]);
       noServerError(deleted, createdRes);
       const { results } = await env.DB.prepare("SELECT id FROM folders WHERE dept_id = ?").bind(deptId).all();
@@ -556,13 +733,23 @@ describe("scopes, members and authentication", () => {
     const reader = await tokenFor("demo-owner", "folders:read");
     expectStatus(await call("listFolders", "/v1/folders", { token: reader }), 200);
     expect(await getFolder(folder.folderid, reader)).toEqual(folder);
-    const refused = await call("updateFolder", `/v1/folders/${folder.folderid}`, { token: reader, body: { folder_name: uniqueWord() } });
+    const refused = await call("updateFolder", `/v1/folders/${folder.folderid}`, {
+      token: reader,
+      body: { folder_name: uniqueWord() },
+    });
     expectShapeA(refused, 403, "insufficient_scope");
     expect(refused.body.required_scope).toBe("folders:write");
 
     const writer = await tokenFor("demo-owner", "folders:write");
-    expectShapeA(await call("getFolder", `/v1/folders/${folder.folderid}`, { token: writer }), 403, "insufficient_scope");
-    expectStatus(await call("createFolder", "/v1/folders", { token: writer, body: { folder_name: uniqueWord() } }), 201);
+    expectShapeA(
+      await call("getFolder", `/v1/folders/${folder.folderid}`, { token: writer }),
+      403,
+      "insufficient_scope",
+    );
+    expectStatus(
+      await call("createFolder", "/v1/folders", { token: writer, body: { folder_name: uniqueWord() } }),
+      201,
+    );
     expectStatus(await call("deleteFolder", `/v1/folders/${folder.folderid}`, { token: writer }), 200);
   });
 
@@ -573,7 +760,8 @@ describe("scopes, members and authentication", () => {
     for (const request of [
       () => call("listFolders", "/v1/folders", { token: member }),
       () => call("getFolder", `/v1/folders/${folder.folderid}`, { token: member }),
-      () => call("updateFolder", `/v1/folders/${folder.folderid}`, { token: member, body: { folder_name: uniqueWord() } }),
+      () =>
+        call("updateFolder", `/v1/folders/${folder.folderid}`, { token: member, body: { folder_name: uniqueWord() } }),
       () => call("deleteFolder", `/v1/folders/${folder.folderid}`, { token: member }),
     ]) {
       statuses.push((await request()).status);
@@ -585,7 +773,14 @@ describe("scopes, members and authentication", () => {
     const folder = await createFolder();
     const results = await Promise.all(everyEndpoint(other, folder.folderid).slice(2));
     for (const res of results) expectShapeB(res, 404, /Folder not found/);
-    expectShapeB(await call("createFolder", "/v1/folders", { token: other, body: { folder_name: uniqueWord(), parent_id: folder.folderid } }), 400, /parent_id/);
+    expectShapeB(
+      await call("createFolder", "/v1/folders", {
+        token: other,
+        body: { folder_name: uniqueWord(), parent_id: folder.folderid },
+      }),
+      400,
+      /parent_id/,
+    );
     expect(await getFolder(folder.folderid)).toEqual(folder);
     expect(await childrenOf(folder.folderid, 2)).toEqual([]);
   });
@@ -636,7 +831,13 @@ describe("ensureFolderPath (folder_path for items)", () => {
     const parent = await createFolder();
     const id = await ensureFolderPath(db(), 1, 1, `${parent.folder_name.toLowerCase()}/Sub`);
     expect(await getFolder(id)).toMatchObject({ parentid: parent.folderid, folder_name: "Sub" });
-    expectShapeB(await call("createFolder", "/v1/folders", { token: owner, body: { folder_name: "SUB", parent_id: parent.folderid } }), 409);
+    expectShapeB(
+      await call("createFolder", "/v1/folders", {
+        token: owner,
+        body: { folder_name: "SUB", parent_id: parent.folderid },
+      }),
+      409,
+    );
   });
 
   it("trims and NFC-normalises each name and ignores empty segments", async () => {
@@ -649,19 +850,25 @@ describe("ensureFolderPath (folder_path for items)", () => {
   it("400 naming folder_path for no folder name, more than 10 folders, a name over 100 characters, or control characters; nothing is written", async () => {
     const word = uniqueWord("Limit");
     const refusals: Array<[string, RegExp]> = [
-      ...["", "/", " / // ", "\u200b"].map((path): [string, RegExp] => [path, /folder_path must name at least one folder/]),
+      ...["", "/", " / // ", "\u200b"].map((path): [string, RegExp] => [
+        path,
+        /folder_path must name at least one folder/,
+      ]),
       [[word, ..."abcdefghij"].join("/"), /folder_path may name at most 10 folders/],
       [`${word}/${"x".repeat(101)}`, /folder_path: each folder name must be at most 100 characters/],
       [`${word}/a\u0007b`, /folder_path must not contain control characters/],
       [`${word}/\ud800`, /folder_path must be well-formed/],
     ];
     for (const [path, msg] of refusals) {
-      await expect(ensureFolderPath(db(), 1, 1, path)).rejects.toMatchObject({ status: 400, body: { success: false, msg: expect.stringMatching(msg) } });
+      await expect(ensureFolderPath(db(), 1, 1, path)).rejects.toMatchObject({
+        status: 400,
+        body: { success: false, msg: expect.stringMatching(msg) },
+      });
     }
     expect(await env.DB.prepare("SELECT id FROM folders WHERE name = ?").bind(word).first()).toBeNull();
     // Exactly at the limits is fine.
     const id = await ensureFolderPath(db(), 1, 1, [word, ..."abcdefgh", "y".repeat(100)].join("/"));
-    expect((await ancestorsOf(id))).toHaveLength(10);
+    expect(await ancestorsOf(id)).toHaveLength(10);
   });
 
   it("400 for a department that is not in the company, when a folder has to be created", async () => {
@@ -681,7 +888,11 @@ describe("ensureFolderPath (folder_path for items)", () => {
       const paths = [`${word}/A/B`, `${word.toUpperCase()}/a/b`, `${word}/A/b/`, ` ${word} / a / B`, `${word}/A/B`];
       const ids = await Promise.all(paths.map((p) => ensureFolderPath(db(), 1, 1, p)));
       expect(new Set(ids).size).toBe(1);
-      const { results } = await env.DB.prepare("SELECT id FROM folders WHERE company_id = 1 AND parent_id = 0 AND name_key = ?").bind(nameKey(word)).all<{ id: number }>();
+      const { results } = await env.DB.prepare(
+        "SELECT id FROM folders WHERE company_id = 1 AND parent_id = 0 AND name_key = ?",
+      )
+        .bind(nameKey(word))
+        .all<{ id: number }>();
       expect(results).toHaveLength(1);
       const a = await childrenOf(results[0]!.id);
       expect(a).toHaveLength(1);
@@ -727,7 +938,10 @@ describe("folders under concurrent requests", () => {
       const folder = await createFolder();
       const [deleted, createdRes] = await Promise.all([
         after(round % 3, () => call("deleteFolder", `/v1/folders/${folder.folderid}`, { token: owner })),
-        call("createFolder", "/v1/folders", { token: owner, body: { folder_name: uniqueWord("Sub "), parent_id: folder.folderid } }),
+        call("createFolder", "/v1/folders", {
+          token: owner,
+          body: { folder_name: uniqueWord("Sub "), parent_id: folder.folderid },
+        }),
       ]);
       noServerError(deleted, createdRes);
       outcomes.add(`${deleted.status}/${createdRes.status}`);
@@ -771,7 +985,9 @@ describe("folders under concurrent requests", () => {
       const b = await createFolder();
       const results = await Promise.all([
         call("updateFolder", `/v1/folders/${a.folderid}`, { token: owner, body: { parent_id: b.folderid } }),
-        after(round % 2, () => call("updateFolder", `/v1/folders/${b.folderid}`, { token: owner, body: { parent_id: a.folderid } })),
+        after(round % 2, () =>
+          call("updateFolder", `/v1/folders/${b.folderid}`, { token: owner, body: { parent_id: a.folderid } }),
+        ),
       ]);
       noServerError(...results);
       expect(results.filter((r) => r.status === 200)).toHaveLength(1);
@@ -787,7 +1003,10 @@ describe("folders under concurrent requests", () => {
       const name = uniqueWord("Twin ");
       const results = await Promise.all([
         call("createFolder", "/v1/folders", { token: owner, body: { folder_name: name, parent_id: parent.folderid } }),
-        call("createFolder", "/v1/folders", { token: owner, body: { folder_name: name.toUpperCase(), parent_id: parent.folderid } }),
+        call("createFolder", "/v1/folders", {
+          token: owner,
+          body: { folder_name: name.toUpperCase(), parent_id: parent.folderid },
+        }),
       ]);
       noServerError(...results);
       expect(results.map((r) => r.status).sort()).toEqual([201, 409]);

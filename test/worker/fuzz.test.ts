@@ -53,13 +53,13 @@ import {
   signTestToken,
   uniqueWord,
   type CallResult,
-  type OpenApiJson, type Fields,
+  type OpenApiJson,
+  type Fields,
   type TestAccount,
   fieldsOf,
   type Operation as ApiOperation,
   ok,
   expectStatus,
-  callRaw,
   openApiDocument,
 } from "./helpers";
 
@@ -98,11 +98,13 @@ function seedFor(key: string): number {
 
 const doc: OpenApiJson = await openApiDocument();
 const METHODS = ["get", "put", "post", "delete", "patch", "options", "head", "trace"] as const;
-const TOKEN_URL: string = doc.components?.securitySchemes?.oauth2?.flows?.clientCredentials?.tokenUrl ?? "/v1/oauth/token";
+const TOKEN_URL: string =
+  doc.components?.securitySchemes?.oauth2?.flows?.clientCredentials?.tokenUrl ?? "/v1/oauth/token";
 
 function deref(schema: OpenApiJson | undefined): OpenApiJson | undefined {
   let s = schema;
-  for (let i = 0; s && typeof s.$ref === "string" && i < 10; i++) s = doc.components?.schemas?.[s.$ref.replace("#/components/schemas/", "")];
+  for (let i = 0; s && typeof s.$ref === "string" && i < 10; i++)
+    s = doc.components?.schemas?.[s.$ref.replace("#/components/schemas/", "")];
   return s;
 }
 
@@ -168,7 +170,9 @@ async function mustCall<O extends ApiOperation>(token: string, operation: O, pat
 }
 
 async function firstId(sql: string, ...binds: unknown[]): Promise<number> {
-  const row = await env.DB.prepare(sql).bind(...binds).first<{ id: number }>();
+  const row = await env.DB.prepare(sql)
+    .bind(...binds)
+    .first<{ id: number }>();
   if (!row) throw new Error(`fixture: no row for ${sql}`);
   return row.id;
 }
@@ -186,8 +190,15 @@ async function makeFixtures(): Promise<Fixtures> {
   await mustCall(t, "createFolder", "/v1/folders", { folder_name: uniqueWord("Folder ") });
   const item = await createItem(t, { expiry_date: `${FUTURE_YEAR}-01-15`, contact_id: contact.contact_id });
   await mustCall(t, "setItemTags", `/v1/items/${item.item_id}/tags`, { tags: ["fuzz"] });
-  await mustCall(t, "createReminderSequence", "/v1/reminder-sequences", { name: uniqueWord("Seq "), reminders: [{ period: 7, unit: "day", type: 1 }] });
-  await mustCall(t, "createTask", "/v1/tasks", { title: "Fuzz task", due_at: `${FUTURE_YEAR}-01-01 09:00:00`, item_id: item.item_id });
+  await mustCall(t, "createReminderSequence", "/v1/reminder-sequences", {
+    name: uniqueWord("Seq "),
+    reminders: [{ period: 7, unit: "day", type: 1 }],
+  });
+  await mustCall(t, "createTask", "/v1/tasks", {
+    title: "Fuzz task",
+    due_at: `${FUTURE_YEAR}-01-01 09:00:00`,
+    item_id: item.item_id,
+  });
   const session = await mustCall(t, "createUploadSession", "/v1/uploads", { filename: "fuzz.txt" });
   const put = await readResult(
     await exports.default.fetch(
@@ -196,19 +207,30 @@ async function makeFixtures(): Promise<Fixtures> {
         headers: { "X-Upload-Token": session.body.data.upload_token, "Content-Type": "application/octet-stream" },
         body: new TextEncoder().encode("fuzz bytes"),
       }),
-    ), "uploadFileBytes",
+    ),
+    "uploadFileBytes",
   );
   if (put.status !== 200) throw new Error(`fixture upload: ${put.status} ${JSON.stringify(put.body)}`);
   const fileId: string = put.body.data.file_id;
   await mustCall(t, "attachFile", `/v1/items/${item.item_id}/attachments`, { file_id: fileId });
   let reminders = await mustCall(t, "listItemReminders", `/v1/items/${item.item_id}/reminders`);
   if (!reminders.body.data.queued.length) {
-    await mustCall(t, "createItemReminder", `/v1/items/${item.item_id}/reminders`, { period: 3, unit: "day", rtype: 1 });
+    await mustCall(t, "createItemReminder", `/v1/items/${item.item_id}/reminders`, {
+      period: 3,
+      unit: "day",
+      rtype: 1,
+    });
     reminders = await mustCall(t, "listItemReminders", `/v1/items/${item.item_id}/reminders`);
   }
   // Disabled: no events are recorded for it, so no deliveries run in the background.
-  const webhook = await mustCall(t, "createWebhook", "/v1/webhooks", { url: "http://127.0.0.1:9/fuzz", events: ["item.created"], enabled: false });
-  const task = await env.DB.prepare("SELECT id, public_id FROM tasks WHERE company_id = ?").bind(companyId).first<{ id: number; public_id: string }>();
+  const webhook = await mustCall(t, "createWebhook", "/v1/webhooks", {
+    url: "http://127.0.0.1:9/fuzz",
+    events: ["item.created"],
+    enabled: false,
+  });
+  const task = await env.DB.prepare("SELECT id, public_id FROM tasks WHERE company_id = ?")
+    .bind(companyId)
+    .first<{ id: number; public_id: string }>();
   const ids = (...xs: Array<number | string>) => xs.map(String);
   return {
     account,
@@ -216,7 +238,10 @@ async function makeFixtures(): Promise<Fixtures> {
       contact_id: ids(contact.contact_id),
       group_id: ids(group.groupid),
       company_id: ids(companyId),
-      dept_id: ids(await firstId("SELECT id FROM departments WHERE company_id = ? AND is_default = 0", companyId), account.deptId),
+      dept_id: ids(
+        await firstId("SELECT id FROM departments WHERE company_id = ? AND is_default = 0", companyId),
+        account.deptId,
+      ),
       type_id: ids(docType.typeid),
       item_id: ids(item.item_id),
       seqid: ids(await firstId("SELECT id FROM reminder_sequences WHERE company_id = ? ORDER BY id DESC", companyId)),
@@ -251,7 +276,11 @@ const STATE_TABLES: Array<[table: string, columns: string, order: string]> = [
   ["tasks", "*", "id"],
   ["task_counts", "*", "company_id, status"],
   // failing_since is kept by the deliveries, in the background.
-  ["webhook_endpoints", "id, company_id, url, description, events, enabled, secret_ciphertext, previous_secret_ciphertext, previous_secret_expires_at, disabled_reason, updated_at", "id"],
+  [
+    "webhook_endpoints",
+    "id, company_id, url, description, events, enabled, secret_ciphertext, previous_secret_ciphertext, previous_secret_expires_at, disabled_reason, updated_at",
+    "id",
+  ],
 ];
 
 type Fingerprint = Record<string, string>;
@@ -265,8 +294,12 @@ async function fingerprint(): Promise<Fingerprint> {
   const inAccount = "company_id IN (SELECT id FROM companies WHERE account_id = ?1)";
   const statements = [
     env.DB.prepare("SELECT * FROM companies WHERE account_id = ?1 ORDER BY id"),
-    env.DB.prepare("SELECT client_id, scopes, active, token_generation, company_id, user_id FROM api_clients WHERE account_id = ?1 ORDER BY client_id"),
-    ...STATE_TABLES.map(([table, columns, order]) => env.DB.prepare(`SELECT ${columns} FROM ${table} WHERE ${inAccount} ORDER BY ${order}`)),
+    env.DB.prepare(
+      "SELECT client_id, scopes, active, token_generation, company_id, user_id FROM api_clients WHERE account_id = ?1 ORDER BY client_id",
+    ),
+    ...STATE_TABLES.map(([table, columns, order]) =>
+      env.DB.prepare(`SELECT ${columns} FROM ${table} WHERE ${inAccount} ORDER BY ${order}`),
+    ),
     // Webhook events are taken out of D1 by the Durable Object in the background: their counter,
     // which only a recorded event moves, tells whether a request recorded one.
     env.DB.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'webhook_events' AND ?1 = ?1"),
@@ -317,19 +350,103 @@ interface Val {
   invalid: boolean;
 }
 
-const NON_STRING: Raw[] = ["null", "true", "false", "0", "-1", "1.5", "1e309", "-0", "9007199254740993", "[]", "{}", '["x"]', '{"a":"b"}', "[[[]]]"];
-const NON_NUMBER: Raw[] = ["null", "true", "false", '"1"', '""', '"abc"', '"NaN"', '"1e3"', "[]", "{}", "[1]", '{"$gt":0}'];
+const NON_STRING: Raw[] = [
+  "null",
+  "true",
+  "false",
+  "0",
+  "-1",
+  "1.5",
+  "1e309",
+  "-0",
+  "9007199254740993",
+  "[]",
+  "{}",
+  '["x"]',
+  '{"a":"b"}',
+  "[[[]]]",
+];
+const NON_NUMBER: Raw[] = [
+  "null",
+  "true",
+  "false",
+  '"1"',
+  '""',
+  '"abc"',
+  '"NaN"',
+  '"1e3"',
+  "[]",
+  "{}",
+  "[1]",
+  '{"$gt":0}',
+];
 const NON_BOOLEAN: Raw[] = ["null", "0", "1", '"true"', '"false"', '""', "[]", "{}", "[true]"];
 const NON_ARRAY: Raw[] = ["null", "true", "0", '"a"', "{}", '{"0":"a"}', '"[]"'];
 const NON_OBJECT: Raw[] = ["null", "true", "0", '"a"', "[]", "[{}]", '"{}"'];
 /** Text the service refuses in every text field: lone surrogates and control characters. */
-const BAD_TEXT: Raw[] = ['"\\ud800"', '"a\\udc00b"', '"\\ud83d"', '"\\udfff\\ud800"', '"a\\u0000b"', '"\\u0007"', '"x\\u007f"', '"x\\u0085"', '"\\u001b[31m"'];
-const BAD_DATES = ["2023-02-30", "2023-13-01", "2023-00-10", "20230101", "2023-1-1", "01.02.2023", "2023-02-29", "tomorrow", "", "9999-99-99", "2030-01-15T00:00:00Z"];
+const BAD_TEXT: Raw[] = [
+  '"\\ud800"',
+  '"a\\udc00b"',
+  '"\\ud83d"',
+  '"\\udfff\\ud800"',
+  '"a\\u0000b"',
+  '"\\u0007"',
+  '"x\\u007f"',
+  '"x\\u0085"',
+  '"\\u001b[31m"',
+];
+const BAD_DATES = [
+  "2023-02-30",
+  "2023-13-01",
+  "2023-00-10",
+  "20230101",
+  "2023-1-1",
+  "01.02.2023",
+  "2023-02-29",
+  "tomorrow",
+  "",
+  "9999-99-99",
+  "2030-01-15T00:00:00Z",
+];
 const BAD_EMAILS = ["", "a", "a@", "@b.example", "a b@c.example", "a@@b.example"];
 const PATTERN_PROBES = ["", "x", "99:99", "1:00", "abc/def/ghi", "fil_", "tsk_", "a".repeat(300), "ñ", "0"];
 /** Junk that may or may not be valid for a field. */
-const JUNK: Raw[] = ["null", '""', '"x"', "0", "-0", "1", "2", "9007199254740993", "1e309", "true", "false", "[]", "{}", '"2030-01-15"', '"\\ud800"', '"day"', '"  "', "[null]", '{"a":[1,{"b":null}]}'];
-const UNKNOWN_KEYS = ["__proto__", "constructor", "prototype", "toString", "__fuzz", "", "FIRST_NAME", "first name", "id", "company_id", "x".repeat(300), "\u00e9t\u00e9", "\ud83d\ude00"];
+const JUNK: Raw[] = [
+  "null",
+  '""',
+  '"x"',
+  "0",
+  "-0",
+  "1",
+  "2",
+  "9007199254740993",
+  "1e309",
+  "true",
+  "false",
+  "[]",
+  "{}",
+  '"2030-01-15"',
+  '"\\ud800"',
+  '"day"',
+  '"  "',
+  "[null]",
+  '{"a":[1,{"b":null}]}',
+];
+const UNKNOWN_KEYS = [
+  "__proto__",
+  "constructor",
+  "prototype",
+  "toString",
+  "__fuzz",
+  "",
+  "FIRST_NAME",
+  "first name",
+  "id",
+  "company_id",
+  "x".repeat(300),
+  "\u00e9t\u00e9",
+  "\ud83d\ude00",
+];
 
 const json = (value: unknown) => JSON.stringify(value);
 
@@ -353,7 +470,15 @@ function invalidValue(schemaIn: OpenApiJson | undefined, depth = 0): fc.Arbitrar
       if ((s.minLength ?? 0) >= 1) bad.push("", "   ", "\u200b", "\u00a0\u3000");
       if (Array.isArray(s.enum)) {
         const values = s.enum.map(String);
-        bad.push(...["", "x", "null", ...values.map((v: string) => `${v.toUpperCase()}_`), ...values.map((v: string) => `${v}\u0000`)].filter((v) => !values.includes(v)));
+        bad.push(
+          ...[
+            "",
+            "x",
+            "null",
+            ...values.map((v: string) => `${v.toUpperCase()}_`),
+            ...values.map((v: string) => `${v}\u0000`),
+          ].filter((v) => !values.includes(v)),
+        );
       }
       if (typeof s.pattern === "string") {
         const re = new RegExp(s.pattern);
@@ -382,7 +507,9 @@ function invalidValue(schemaIn: OpenApiJson | undefined, depth = 0): fc.Arbitrar
       }
       if (Array.isArray(s.enum)) {
         const values: number[] = s.enum.filter((v: unknown) => typeof v === "number");
-        bad.push(...[Math.max(...values) + 1, Math.min(...values) - 1, 0.5].filter((v) => !values.includes(v)).map(String));
+        bad.push(
+          ...[Math.max(...values) + 1, Math.min(...values) - 1, 0.5].filter((v) => !values.includes(v)).map(String),
+        );
       }
       add(bad);
       break;
@@ -394,7 +521,12 @@ function invalidValue(schemaIn: OpenApiJson | undefined, depth = 0): fc.Arbitrar
       add(NON_ARRAY);
       const bad: Raw[] = [];
       if ((s.minItems ?? 0) >= 1) bad.push("[]");
-      if (typeof s.maxItems === "number" && s.maxItems < 1000) bad.push(`[${Array(s.maxItems + 1).fill(sampleValue(s.items)).join(",")}]`);
+      if (typeof s.maxItems === "number" && s.maxItems < 1000)
+        bad.push(
+          `[${Array(s.maxItems + 1)
+            .fill(sampleValue(s.items))
+            .join(",")}]`,
+        );
       add(bad);
       const item = invalidValue(s.items, depth + 1);
       if (item) arbs.push(item.map((r) => `[${r}]`));
@@ -458,7 +590,10 @@ function objectArb(s: Fields, depth: number, forceInvalid: boolean): fc.Arbitrar
     forceInvalid && badIndexes.length
       ? fc.constantFrom(...badIndexes).chain((index) => invalids[index]!.map((raw) => ({ index, raw })))
       : fc.constant(null);
-  const unknown = fc.array(fc.oneof(fc.constantFrom(...UNKNOWN_KEYS), fc.string({ maxLength: 12 })).filter((k) => !names.has(k)), { maxLength: 2 });
+  const unknown = fc.array(
+    fc.oneof(fc.constantFrom(...UNKNOWN_KEYS), fc.string({ maxLength: 12 })).filter((k) => !names.has(k)),
+    { maxLength: 2 },
+  );
   return fc
     .record({ values: fc.tuple(...propArbs), forced, unknown, dup: fc.option(fc.constantFrom(...JUNK), { freq: 4 }) })
     .map(({ values, forced, unknown, dup }) => {
@@ -523,7 +658,10 @@ const NO_QUERY: QueryChoice = { pairs: [], invalid: false, label: "-" };
 const NO_BODY: BodyChoice = { label: "none", payload: () => null, invalid: false };
 
 function preview(text: string, max = 200): string {
-  const clean = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  const clean = text.replace(
+    /[\u0000-\u001f\u007f-\u009f]/g,
+    (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
   return clean.length > max ? `${clean.slice(0, max)}… (${text.length} chars)` : clean;
 }
 
@@ -542,10 +680,54 @@ function labelled(op: Operation, c: Case): Case {
 // Path ids --------------------------------------------------------------------------------------
 
 const JUNK_SEGMENTS = [
-  "0", "-1", "-0", "00", "01", "%2B1", "1.5", "1e3", "0x1F", "1_000", "%201", "1%20", "%09", "abc", "null", "undefined", "NaN",
-  "Infinity", "true", "%5B%5D", "%7B%7D", "9007199254740993", "99999999999999999999", "9".repeat(400), "1".repeat(3000), "%00",
-  "%0A", "1%00", "%ED%A0%80", "%E9", "%C0%AF", "%F0%9F%98%80", "%", "%%", "%25", "%2F", "a%2Fb", "%2E%2E", "..", ".", "%3Cscript%3E",
-  "'%20OR%201=1--", "tsk_", "tsk_%00aaaaaaaaaaaaaaaaaaa", "fil_", `fil_${"a".repeat(21)}`, `fil_${"a".repeat(23)}`, `FIL_${"a".repeat(22)}`,
+  "0",
+  "-1",
+  "-0",
+  "00",
+  "01",
+  "%2B1",
+  "1.5",
+  "1e3",
+  "0x1F",
+  "1_000",
+  "%201",
+  "1%20",
+  "%09",
+  "abc",
+  "null",
+  "undefined",
+  "NaN",
+  "Infinity",
+  "true",
+  "%5B%5D",
+  "%7B%7D",
+  "9007199254740993",
+  "99999999999999999999",
+  "9".repeat(400),
+  "1".repeat(3000),
+  "%00",
+  "%0A",
+  "1%00",
+  "%ED%A0%80",
+  "%E9",
+  "%C0%AF",
+  "%F0%9F%98%80",
+  "%",
+  "%%",
+  "%25",
+  "%2F",
+  "a%2Fb",
+  "%2E%2E",
+  "..",
+  ".",
+  "%3Cscript%3E",
+  "'%20OR%201=1--",
+  "tsk_",
+  "tsk_%00aaaaaaaaaaaaaaaaaaa",
+  "fil_",
+  `fil_${"a".repeat(21)}`,
+  `fil_${"a".repeat(23)}`,
+  `FIL_${"a".repeat(22)}`,
   "x".repeat(MAX_URL_LENGTH + 10),
 ];
 
@@ -562,7 +744,8 @@ function wellFormed(param: Fields, segment: string): boolean {
   const value = decodeSegment(segment);
   if (value === undefined || value === "." || value === "..") return false;
   const s = deref(param.schema) ?? {};
-  if (s.type === "integer") return /^[1-9][0-9]*$/.test(value) && Number(value) <= (s.maximum ?? Number.MAX_SAFE_INTEGER);
+  if (s.type === "integer")
+    return /^[1-9][0-9]*$/.test(value) && Number(value) <= (s.maximum ?? Number.MAX_SAFE_INTEGER);
   if (typeof s.maxLength === "number" && value.length > s.maxLength) return false;
   if (typeof s.pattern === "string") return new RegExp(s.pattern).test(value);
   return value.length > 0;
@@ -587,23 +770,40 @@ function pathArb(op: Operation): fc.Arbitrary<PathChoice> {
   if (!op.pathParams.length) return fc.constant({ kind: "none", values: {} });
   const names = op.pathParams.map((p) => p.name as string);
   const real = names.every((n) => fx.realIds[n]?.length);
-  const absent = fc.tuple(...op.pathParams.map(absentId)).map((v): PathChoice => ({ kind: "absent", values: Object.fromEntries(names.map((n, i) => [n, v[i]!])) }));
+  const absent = fc
+    .tuple(...op.pathParams.map(absentId))
+    .map((v): PathChoice => ({ kind: "absent", values: Object.fromEntries(names.map((n, i) => [n, v[i]!])) }));
   const junkFor = (p: OpenApiJson) =>
-    fc.oneof(fc.constantFrom(...JUNK_SEGMENTS), fc.string({ minLength: 1, maxLength: 30 }).map(encodeURIComponent), fc.integer({ min: -1e6, max: 0 }).map(String)).filter((seg) => !wellFormed(p, seg));
+    fc
+      .oneof(
+        fc.constantFrom(...JUNK_SEGMENTS),
+        fc.string({ minLength: 1, maxLength: 30 }).map(encodeURIComponent),
+        fc.integer({ min: -1e6, max: 0 }).map(String),
+      )
+      .filter((seg) => !wellFormed(p, seg));
   // Each parameter junk, real or absent; at least one junk.
   const junk = fc
-    .tuple(fc.nat(op.pathParams.length - 1), ...op.pathParams.map((p) => fc.tuple(junkFor(p), real ? fc.constantFrom(...fx.realIds[p.name]!) : absentId(p), fc.boolean())))
-    .map(([forcedIndex, ...per]): PathChoice => ({
-      kind: "junk",
-      values: Object.fromEntries(names.map((n, i) => [n, i === forcedIndex || per[i]![2] ? per[i]![0] : per[i]![1]])),
-    }));
+    .tuple(
+      fc.nat(op.pathParams.length - 1),
+      ...op.pathParams.map((p) =>
+        fc.tuple(junkFor(p), real ? fc.constantFrom(...fx.realIds[p.name]!) : absentId(p), fc.boolean()),
+      ),
+    )
+    .map(
+      ([forcedIndex, ...per]): PathChoice => ({
+        kind: "junk",
+        values: Object.fromEntries(names.map((n, i) => [n, i === forcedIndex || per[i]![2] ? per[i]![0] : per[i]![1]])),
+      }),
+    );
   const choices: Array<fc.WeightedArbitrary<PathChoice>> = [
     { weight: 2, arbitrary: absent },
     { weight: 3, arbitrary: junk },
   ];
   if (real) {
     // The pair of ids of a nested path belongs together (the reminder and the file are the item's).
-    const realArb = fc.tuple(...names.map((n) => fc.constantFrom(...fx.realIds[n]!))).map((v): PathChoice => ({ kind: "real", values: Object.fromEntries(names.map((n, i) => [n, v[i]!])) }));
+    const realArb = fc
+      .tuple(...names.map((n) => fc.constantFrom(...fx.realIds[n]!)))
+      .map((v): PathChoice => ({ kind: "real", values: Object.fromEntries(names.map((n, i) => [n, v[i]!])) }));
     choices.push({ weight: 5, arbitrary: realArb });
   }
   return fc.oneof(...choices);
@@ -623,20 +823,41 @@ function invalidQueryValues(param: Fields): string[] {
   const s = querySchema(param);
   const out: string[] = ["%00", "%0A", "a%1Bb"]; // control characters
   if (s.type === "integer" || s.type === "number") {
-    out.push("abc", "1.5", "1e3", "0x10", "%2B5", "%205", "5%20", "", "NaN", "Infinity", "9".repeat(2000), "true", "%5B%5D");
+    out.push(
+      "abc",
+      "1.5",
+      "1e3",
+      "0x10",
+      "%2B5",
+      "%205",
+      "5%20",
+      "",
+      "NaN",
+      "Infinity",
+      "9".repeat(2000),
+      "true",
+      "%5B%5D",
+    );
     if ((s.minimum ?? -Infinity) >= 0) out.push("-1", "-5");
     if (typeof s.minimum === "number") out.push(String(s.minimum - 1));
     if (typeof s.maximum === "number" && s.maximum < Number.MAX_SAFE_INTEGER) out.push(String(s.maximum + 1));
     if ((s.maximum ?? Infinity) <= Number.MAX_SAFE_INTEGER) out.push("9007199254740993");
   }
-  if (Array.isArray(s.enum)) out.push(...["x", "", "%20", ...s.enum.map((v: unknown) => encodeURIComponent(String(v).toUpperCase() + "_"))].filter((v) => !s.enum.includes(decodeSegment(v))));
+  if (Array.isArray(s.enum))
+    out.push(
+      ...["x", "", "%20", ...s.enum.map((v: unknown) => encodeURIComponent(`${String(v).toUpperCase()}_`))].filter(
+        (v) => !s.enum.includes(decodeSegment(v)),
+      ),
+    );
   if (typeof s.maxLength === "number") out.push("a".repeat(s.maxLength + 1), "%C3%A9".repeat(s.maxLength + 1));
   return out;
 }
 
 function maybeQueryValue(param: Fields): fc.Arbitrary<string> {
   const s = querySchema(param);
-  const arbs: fc.Arbitrary<string>[] = [fc.constantFrom("1", "0", "-0", "01", "", "a", "%C3%A9", "%F0%9F%98%80", "%25", "50%", "%2B", "+")];
+  const arbs: fc.Arbitrary<string>[] = [
+    fc.constantFrom("1", "0", "-0", "01", "", "a", "%C3%A9", "%F0%9F%98%80", "%25", "50%", "%2B", "+"),
+  ];
   if (Array.isArray(s.enum)) arbs.push(fc.constantFrom(...s.enum.map((v: unknown) => encodeURIComponent(String(v)))));
   if (s.example !== undefined) arbs.push(fc.constant(encodeURIComponent(String(s.example))));
   arbs.push(fc.string({ maxLength: 20 }).map(encodeURIComponent));
@@ -651,7 +872,19 @@ const GUARD_QUERIES: Array<[string, string]> = [
   ["q", "%F0%28%8C%28"],
   ["pad", "a".repeat(MAX_URL_LENGTH)],
 ];
-const UNKNOWN_QUERY_KEYS = ["foo", "__proto__", "constructor", "toString", "hasOwnProperty", "limit%5B%5D", "a%5Bb%5D", "", "%00", "x".repeat(100), "LIMIT"];
+const UNKNOWN_QUERY_KEYS = [
+  "foo",
+  "__proto__",
+  "constructor",
+  "toString",
+  "hasOwnProperty",
+  "limit%5B%5D",
+  "a%5Bb%5D",
+  "",
+  "%00",
+  "x".repeat(100),
+  "LIMIT",
+];
 
 function queryArb(op: Operation, weightInvalid: number): fc.Arbitrary<QueryChoice> {
   type Part = { pairs: Array<[string, string]>; invalid: boolean };
@@ -659,13 +892,27 @@ function queryArb(op: Operation, weightInvalid: number): fc.Arbitrary<QueryChoic
     { weight: 1, arbitrary: fc.constantFrom(...GUARD_QUERIES).map((pair) => ({ pairs: [pair], invalid: true })) },
     {
       weight: 2,
-      arbitrary: fc.tuple(fc.constantFrom(...UNKNOWN_QUERY_KEYS), fc.constantFrom("1", "", "%00", "x", "%C3%A9")).map((pair) => ({ pairs: [pair], invalid: false })),
+      arbitrary: fc
+        .tuple(fc.constantFrom(...UNKNOWN_QUERY_KEYS), fc.constantFrom("1", "", "%00", "x", "%C3%A9"))
+        .map((pair) => ({ pairs: [pair], invalid: false })),
     },
   ];
   for (const p of op.queryParams) {
     const name = encodeURIComponent(p.name);
-    parts.push({ weight: weightInvalid, arbitrary: fc.constantFrom(...invalidQueryValues(p)).map((v) => ({ pairs: [[name, v]], invalid: true })) });
-    parts.push({ weight: 1, arbitrary: fc.tuple(maybeQueryValue(p), maybeQueryValue(p)).map(([a, b]) => ({ pairs: [[name, a], [name, b]], invalid: true })) });
+    parts.push({
+      weight: weightInvalid,
+      arbitrary: fc.constantFrom(...invalidQueryValues(p)).map((v) => ({ pairs: [[name, v]], invalid: true })),
+    });
+    parts.push({
+      weight: 1,
+      arbitrary: fc.tuple(maybeQueryValue(p), maybeQueryValue(p)).map(([a, b]) => ({
+        pairs: [
+          [name, a],
+          [name, b],
+        ],
+        invalid: true,
+      })),
+    });
     parts.push({ weight: 2, arbitrary: maybeQueryValue(p).map((v) => ({ pairs: [[name, v]], invalid: false })) });
   }
   return fc.array(fc.oneof(...parts), { maxLength: 3 }).map((list) => {
@@ -683,11 +930,65 @@ function queryArb(op: Operation, weightInvalid: number): fc.Arbitrary<QueryChoic
 // Bodies ----------------------------------------------------------------------------------------
 
 const encoder = new TextEncoder();
-const JSON_TYPES = ["application/json", "application/json; charset=utf-8", "Application/JSON", "application/json;charset=UTF-8"];
-const WRONG_TYPES = ["text/plain", "text/plain; charset=utf-8", "application/xml", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/octet-stream", "application/jsonx", "json", "text/json"];
-const BAD_CHARSETS = ["application/json; charset=latin1", "application/json; charset=utf-16", 'application/json; charset="iso-8859-1"', "text/plain; charset=windows-1252", "application/json; charset=utf-8; charset=ascii"];
-const BAD_UTF8: number[][] = [[0xff], [0xfe, 0xff], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xe2, 0x82], [0xf8, 0x88, 0x80, 0x80, 0x80], [0x80], [0xf4, 0x90, 0x80, 0x80], [0xc3]];
-const MALFORMED = [" ", "{", "}", '{"a":}', "{'a':1}", "[1,]", '{"a":1}}', "nul", "NaN", "Infinity", "-", "0x10", '"unterminated', '{"a":1,}', "\u0000", "{}{}", "undefined", '{"a":01}', '{"a":"\\x41"}', '{"a":"\u0001"}', "//", "{\"__proto__\":"];
+const JSON_TYPES = [
+  "application/json",
+  "application/json; charset=utf-8",
+  "Application/JSON",
+  "application/json;charset=UTF-8",
+];
+const WRONG_TYPES = [
+  "text/plain",
+  "text/plain; charset=utf-8",
+  "application/xml",
+  "application/x-www-form-urlencoded",
+  "multipart/form-data; boundary=x",
+  "application/octet-stream",
+  "application/jsonx",
+  "json",
+  "text/json",
+];
+const BAD_CHARSETS = [
+  "application/json; charset=latin1",
+  "application/json; charset=utf-16",
+  'application/json; charset="iso-8859-1"',
+  "text/plain; charset=windows-1252",
+  "application/json; charset=utf-8; charset=ascii",
+];
+const BAD_UTF8: number[][] = [
+  [0xff],
+  [0xfe, 0xff],
+  [0xc0, 0xaf],
+  [0xed, 0xa0, 0x80],
+  [0xe2, 0x82],
+  [0xf8, 0x88, 0x80, 0x80, 0x80],
+  [0x80],
+  [0xf4, 0x90, 0x80, 0x80],
+  [0xc3],
+];
+const MALFORMED = [
+  " ",
+  "{",
+  "}",
+  '{"a":}',
+  "{'a':1}",
+  "[1,]",
+  '{"a":1}}',
+  "nul",
+  "NaN",
+  "Infinity",
+  "-",
+  "0x10",
+  '"unterminated',
+  '{"a":1,}',
+  "\u0000",
+  "{}{}",
+  "undefined",
+  '{"a":01}',
+  '{"a":"\\x41"}',
+  '{"a":"\u0001"}',
+  "//",
+  '{"__proto__":',
+];
 
 function bodyField(op: Operation): string {
   return Object.keys(op.body?.json?.properties ?? {})[0] ?? "data";
@@ -698,28 +999,39 @@ function guardBodyArb(op: Operation): fc.Arbitrary<BodyChoice> {
   const field = bodyField(op);
   const limit = bodyRuleFor(op.method, op.path).limit;
   const oversize = fc
-    .tuple(fc.oneof(fc.constant(100_000), fc.integer({ min: limit + 1, max: limit + 40_000 })), fc.constantFrom(undefined, ...JSON_TYPES.slice(0, 2), "text/plain"))
-    .map(([chars, contentType]): BodyChoice => ({
-      label: `"${field}": ${chars} chars (over the ${limit}-byte limit)`,
-      contentType,
-      payload: () => `{${json(field)}:"${"x".repeat(chars)}"}`,
-      invalid: true,
-    }));
+    .tuple(
+      fc.oneof(fc.constant(100_000), fc.integer({ min: limit + 1, max: limit + 40_000 })),
+      fc.constantFrom(undefined, ...JSON_TYPES.slice(0, 2), "text/plain"),
+    )
+    .map(
+      ([chars, contentType]): BodyChoice => ({
+        label: `"${field}": ${chars} chars (over the ${limit}-byte limit)`,
+        contentType,
+        payload: () => `{${json(field)}:"${"x".repeat(chars)}"}`,
+        invalid: true,
+      }),
+    );
   const deep = fc
-    .tuple(fc.integer({ min: MAX_JSON_DEPTH + 1, max: 3000 }), fc.constantFrom("array", "object", "unbalanced", "in-field"), fc.constantFrom(undefined, "application/json"))
-    .map(([depth, shape, contentType]): BodyChoice => ({
-      label: `${shape} nesting ${depth} deep`,
-      contentType,
-      payload: () =>
-        shape === "array"
-          ? "[".repeat(depth) + "]".repeat(depth)
-          : shape === "object"
-            ? '{"a":'.repeat(depth) + "1" + "}".repeat(depth)
-            : shape === "unbalanced"
-              ? "[".repeat(depth)
-              : `{${json(field)}:${"[".repeat(depth)}${"]".repeat(depth)}}`,
-      invalid: true,
-    }));
+    .tuple(
+      fc.integer({ min: MAX_JSON_DEPTH + 1, max: 3000 }),
+      fc.constantFrom("array", "object", "unbalanced", "in-field"),
+      fc.constantFrom(undefined, "application/json"),
+    )
+    .map(
+      ([depth, shape, contentType]): BodyChoice => ({
+        label: `${shape} nesting ${depth} deep`,
+        contentType,
+        payload: () =>
+          shape === "array"
+            ? "[".repeat(depth) + "]".repeat(depth)
+            : shape === "object"
+              ? `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`
+              : shape === "unbalanced"
+                ? "[".repeat(depth)
+                : `{${json(field)}:${"[".repeat(depth)}${"]".repeat(depth)}}`,
+        invalid: true,
+      }),
+    );
   const badUtf8 = fc.tuple(fc.constantFrom(...BAD_UTF8), fc.constantFrom(undefined, "application/json")).map(
     ([bytes, contentType]): BodyChoice => ({
       label: `"${field}" with bytes ${bytes.map((b) => b.toString(16)).join(" ")} (not UTF-8)`,
@@ -728,7 +1040,14 @@ function guardBodyArb(op: Operation): fc.Arbitrary<BodyChoice> {
       invalid: true,
     }),
   );
-  const charset = fc.constantFrom(...BAD_CHARSETS).map((contentType): BodyChoice => ({ label: "{} in another charset", contentType, payload: () => "{}", invalid: true }));
+  const charset = fc.constantFrom(...BAD_CHARSETS).map(
+    (contentType): BodyChoice => ({
+      label: "{} in another charset",
+      contentType,
+      payload: () => "{}",
+      invalid: true,
+    }),
+  );
   // The streamed upload route does not buffer, decode or depth-check its body.
   const buffered = bodyRuleFor(op.method, op.path).mode === "buffer";
   return fc.oneof(oversize, deep, badUtf8, charset).map((b) => ({ ...b, invalid: b.invalid && buffered }));
@@ -739,27 +1058,89 @@ function jsonBodyArb(op: Operation): fc.Arbitrary<BodyChoice> {
   const s = op.body!.json!;
   const requiredProps = Array.isArray(s.required) && s.required.length > 0;
   const jsonType = fc.constantFrom(...JSON_TYPES);
-  const asBody = (v: Val & { label: string }, contentType: string): BodyChoice => ({ label: v.label, contentType, payload: () => v.raw, invalid: v.invalid });
-  const topLevel = ["null", "0", "-0", "1e309", "9007199254740993", '"str"', '"\\ud800"', "true", "[]", "[{}]", `[${sampleValue(s)}]`];
+  const asBody = (v: Val & { label: string }, contentType: string): BodyChoice => ({
+    label: v.label,
+    contentType,
+    payload: () => v.raw,
+    invalid: v.invalid,
+  });
+  const topLevel = [
+    "null",
+    "0",
+    "-0",
+    "1e309",
+    "9007199254740993",
+    '"str"',
+    '"\\ud800"',
+    "true",
+    "[]",
+    "[{}]",
+    `[${sampleValue(s)}]`,
+  ];
   return fc.oneof(
     { weight: 6, arbitrary: fc.tuple(objectArb(s, 0, true), jsonType).map(([v, t]) => asBody(v, t)) },
     { weight: 2, arbitrary: fc.tuple(objectArb(s, 0, false), jsonType).map(([v, t]) => asBody(v, t)) },
-    { weight: 2, arbitrary: fc.constantFrom(...topLevel).map((raw): BodyChoice => ({ label: `top level ${raw}`, contentType: "application/json", payload: () => raw, invalid: true })) },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom(...topLevel).map(
+        (raw): BodyChoice => ({
+          label: `top level ${raw}`,
+          contentType: "application/json",
+          payload: () => raw,
+          invalid: true,
+        }),
+      ),
+    },
     {
       weight: 2,
       arbitrary: fc
-        .oneof(fc.constantFrom(...MALFORMED), fc.string({ maxLength: 30 }).map((x) => `{${x},}`))
-        .map((text): BodyChoice => ({ label: `malformed ${json(text)}`, contentType: "application/json", payload: () => text, invalid: true })),
+        .oneof(
+          fc.constantFrom(...MALFORMED),
+          fc.string({ maxLength: 30 }).map((x) => `{${x},}`),
+        )
+        .map(
+          (text): BodyChoice => ({
+            label: `malformed ${json(text)}`,
+            contentType: "application/json",
+            payload: () => text,
+            invalid: true,
+          }),
+        ),
     },
     {
       weight: 1,
-      arbitrary: fc
-        .tuple(fc.constantFrom(...WRONG_TYPES), objectArb(s, 0, false))
-        .map(([contentType, v]): BodyChoice => ({ label: `${v.label} as ${contentType}`, contentType, payload: () => v.raw, invalid: true })),
+      arbitrary: fc.tuple(fc.constantFrom(...WRONG_TYPES), objectArb(s, 0, false)).map(
+        ([contentType, v]): BodyChoice => ({
+          label: `${v.label} as ${contentType}`,
+          contentType,
+          payload: () => v.raw,
+          invalid: true,
+        }),
+      ),
     },
-    { weight: 1, arbitrary: objectArb(s, 0, false).map((v): BodyChoice => ({ label: `${v.label} without Content-Type`, payload: () => v.raw, invalid: true })) },
-    { weight: 1, arbitrary: fc.constant<BodyChoice>({ label: "empty, no Content-Type", payload: () => null, invalid: op.body!.required && requiredProps }) },
-    { weight: 1, arbitrary: fc.constant<BodyChoice>({ label: "empty with Content-Type: application/json", contentType: "application/json", payload: () => "", invalid: true }) },
+    {
+      weight: 1,
+      arbitrary: objectArb(s, 0, false).map(
+        (v): BodyChoice => ({ label: `${v.label} without Content-Type`, payload: () => v.raw, invalid: true }),
+      ),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.constant<BodyChoice>({
+        label: "empty, no Content-Type",
+        payload: () => null,
+        invalid: op.body!.required && requiredProps,
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.constant<BodyChoice>({
+        label: "empty with Content-Type: application/json",
+        contentType: "application/json",
+        payload: () => "",
+        invalid: true,
+      }),
+    },
     { weight: 3, arbitrary: guardBodyArb(op) },
   );
 }
@@ -773,8 +1154,18 @@ function looseBodyArb(op: Operation, guardOnly: boolean): fc.Arbitrary<BodyChoic
     {
       weight: 2,
       arbitrary: fc
-        .tuple(fc.oneof(fc.constantFrom(...MALFORMED, ...JUNK), fc.json({ maxDepth: 3 })), fc.constantFrom(undefined, "application/json", "text/plain"))
-        .map(([text, contentType]): BodyChoice => ({ label: json(text), contentType, payload: () => text, invalid: false })),
+        .tuple(
+          fc.oneof(fc.constantFrom(...MALFORMED, ...JUNK), fc.json({ maxDepth: 3 })),
+          fc.constantFrom(undefined, "application/json", "text/plain"),
+        )
+        .map(
+          ([text, contentType]): BodyChoice => ({
+            label: json(text),
+            contentType,
+            payload: () => text,
+            invalid: false,
+          }),
+        ),
     },
   );
 }
@@ -782,17 +1173,42 @@ function looseBodyArb(op: Operation, guardOnly: boolean): fc.Arbitrary<BodyChoic
 /** Bodies for an operation whose body is raw bytes (PUT /v1/uploads). */
 function bytesBodyArb(): fc.Arbitrary<BodyChoice> {
   return fc.oneof(
-    fc.tuple(fc.uint8Array({ maxLength: 2048 }), fc.constantFrom(undefined, "application/octet-stream", "text/plain", "application/json")).map(
-      ([bytes, contentType]): BodyChoice => ({ label: `${bytes.length} random bytes`, contentType, payload: () => bytes, invalid: false }),
-    ),
-    fc.constant<BodyChoice>({ label: "70 KiB of zeros", contentType: "application/octet-stream", payload: () => new Uint8Array(70 * 1024), invalid: false }),
+    fc
+      .tuple(
+        fc.uint8Array({ maxLength: 2048 }),
+        fc.constantFrom(undefined, "application/octet-stream", "text/plain", "application/json"),
+      )
+      .map(
+        ([bytes, contentType]): BodyChoice => ({
+          label: `${bytes.length} random bytes`,
+          contentType,
+          payload: () => bytes,
+          invalid: false,
+        }),
+      ),
+    fc.constant<BodyChoice>({
+      label: "70 KiB of zeros",
+      contentType: "application/octet-stream",
+      payload: () => new Uint8Array(70 * 1024),
+      invalid: false,
+    }),
     fc.constant(NO_BODY),
   );
 }
 
 function apiKeyArb(): fc.Arbitrary<string | undefined> {
   return fc.oneof(
-    fc.constantFrom(undefined, "", "upt_", "UPT_", "Bearer x", "null", "upt_" + "a".repeat(42), "upt_" + "a".repeat(44), "upt_" + "+".repeat(43)),
+    fc.constantFrom(
+      undefined,
+      "",
+      "upt_",
+      "UPT_",
+      "Bearer x",
+      "null",
+      `upt_${"a".repeat(42)}`,
+      `upt_${"a".repeat(44)}`,
+      `upt_${"+".repeat(43)}`,
+    ),
     fc.array(fc.constantFrom(...B64URL), { minLength: 43, maxLength: 43 }).map((c) => `upt_${c.join("")}`), // well-formed, unknown
     fc.string({ maxLength: 60 }).filter((x) => /^[\x20-\x7e]*$/.test(x)),
   );
@@ -840,7 +1256,8 @@ function buildUrl(op: Operation, c: Case): string {
   return `${BASE}${path}${query ? `?${query}` : ""}`;
 }
 
-const STACK_TRACE = /\bat\s+\S+\s+\(|\.ts:\d+|\.js:\d+|node_modules|file:\/\/|\/work\/|\bsrc\/|SQLITE_|D1_ERROR|TypeError|ReferenceError|ZodError|Internal server error/;
+const STACK_TRACE =
+  /\bat\s+\S+\s+\(|\.ts:\d+|\.js:\d+|node_modules|file:\/\/|\/work\/|\bsrc\/|SQLITE_|D1_ERROR|TypeError|ReferenceError|ZodError|Internal server error/;
 
 function shapeProblems(op: Operation, res: CallResult): string[] {
   const problems: string[] = [];
@@ -848,14 +1265,16 @@ function shapeProblems(op: Operation, res: CallResult): string[] {
   const body = fieldsOf(res);
   const keys = Object.keys(body);
   const shapeA = () => {
-    if (typeof body.error !== "string" || body.error === "") problems.push("Shape A: `error` is not a non-empty string");
+    if (typeof body.error !== "string" || body.error === "")
+      problems.push("Shape A: `error` is not a non-empty string");
     if (typeof body.error_description !== "string") problems.push("Shape A: `error_description` is not a string");
     const extra = keys.filter((k) => !["error", "error_description", "required_scope", "request_id"].includes(k));
     if (extra.length) problems.push(`Shape A has other keys: ${extra.join(", ")}`);
   };
   const shapeB = () => {
     if (body.success !== false) problems.push("Shape B: `success` is not false");
-    if (typeof body.msg !== "string" || body.msg.trim() === "") problems.push("Shape B: `msg` is not a non-empty string");
+    if (typeof body.msg !== "string" || body.msg.trim() === "")
+      problems.push("Shape B: `msg` is not a non-empty string");
     const extra = keys.filter((k) => !["success", "msg", "request_id"].includes(k));
     if (extra.length) problems.push(`Shape B has other keys: ${extra.join(", ")}`);
   };
@@ -864,12 +1283,15 @@ function shapeProblems(op: Operation, res: CallResult): string[] {
     shapeA();
     if (body.error !== "insufficient_scope") problems.push("403 Shape A must be insufficient_scope");
   } else shapeB();
-  if (!/^application\/json\b/i.test(res.headers.get("Content-Type") ?? "")) problems.push(`error Content-Type is ${res.headers.get("Content-Type")}`);
+  if (!/^application\/json\b/i.test(res.headers.get("Content-Type") ?? ""))
+    problems.push(`error Content-Type is ${res.headers.get("Content-Type")}`);
   if (res.status === 405 && !res.headers.get("Allow")) problems.push("405 without Allow");
   // invalid_token carries its challenge; the token endpoint's invalid_client has one only for HTTP Basic (as documented).
-  if (res.status === 401 && body.error === "invalid_token" && !res.headers.get("WWW-Authenticate")) problems.push("401 invalid_token without WWW-Authenticate");
+  if (res.status === 401 && body.error === "invalid_token" && !res.headers.get("WWW-Authenticate"))
+    problems.push("401 invalid_token without WWW-Authenticate");
   const message = String(body.msg ?? body.error_description ?? "");
-  if (message.length > MAX_MESSAGE_CHARS + 50) problems.push(`message of ${message.length} characters (unbounded echo)`);
+  if (message.length > MAX_MESSAGE_CHARS + 50)
+    problems.push(`message of ${message.length} characters (unbounded echo)`);
   if (STACK_TRACE.test(JSON.stringify(body))) problems.push("error body looks like a stack trace or internal detail");
   return problems;
 }
@@ -885,7 +1307,11 @@ function namesBodyField(op: Operation, res: CallResult): boolean {
   return new RegExp(`(^|[^A-Za-z0-9_])(${escaped.join("|")})([^A-Za-z0-9_]|$)`).test(message);
 }
 
-async function send(op: Operation, c: Case, token: string | undefined): Promise<{ res: CallResult; url: string; headers: Record<string, string>; payload: string | Uint8Array | null }> {
+async function send(
+  op: Operation,
+  c: Case,
+  token: string | undefined,
+): Promise<{ res: CallResult; url: string; headers: Record<string, string>; payload: string | Uint8Array | null }> {
   const url = buildUrl(op, c);
   const headers: Record<string, string> = { Accept: "application/json" };
   if (token) headers.Authorization = `Bearer ${token}`;
@@ -894,13 +1320,20 @@ async function send(op: Operation, c: Case, token: string | undefined): Promise<
   const payload = c.body.payload();
   // As bytes: a string body would get `Content-Type: text/plain;charset=UTF-8` from fetch.
   const bytes = typeof payload === "string" ? encoder.encode(payload) : payload;
-  const res = await readResult(await exports.default.fetch(new Request(url, { method: op.method, headers, body: bytes })));
+  const res = await readResult(
+    await exports.default.fetch(new Request(url, { method: op.method, headers, body: bytes })),
+  );
   return { res, url, headers, payload };
 }
 
 function report(op: Operation, c: Case, sent: Awaited<ReturnType<typeof send>>, problems: string[]): string {
   const { res, url, headers, payload } = sent;
-  const bodyText = payload === null ? "(none)" : typeof payload === "string" ? payload : `bytes ${new TextDecoder().decode(payload.slice(0, 300))}`;
+  const bodyText =
+    payload === null
+      ? "(none)"
+      : typeof payload === "string"
+        ? payload
+        : `bytes ${new TextDecoder().decode(payload.slice(0, 300))}`;
   const shownHeaders = { ...headers, ...(headers.Authorization ? { Authorization: "Bearer <owner token>" } : {}) };
   return [
     problems.join("; "),
@@ -934,7 +1367,8 @@ async function runCase(op: Operation, c: Case): Promise<void> {
 
   if (res.status >= 400) {
     const after = await fingerprint();
-    if (changedParts(before, after).length) problems.push(`state changed after a failed request:\n    ${describeChanges(before, after)}`);
+    if (changedParts(before, after).length)
+      problems.push(`state changed after a failed request:\n    ${describeChanges(before, after)}`);
   }
   if (problems.length) throw new Error(report(op, c, sent, problems));
 }
@@ -954,39 +1388,89 @@ function wrongType(schemaIn: OpenApiJson | undefined): Raw {
 /** The parameter's documented example when it is well-formed (a record of no other company of ours), else a large id. */
 function wellFormedExample(param: Fields): string {
   const example = param.example ?? deref(param.schema)?.example;
-  return example !== undefined && wellFormed(param, encodeURIComponent(String(example))) ? encodeURIComponent(String(example)) : "987654321";
+  return example !== undefined && wellFormed(param, encodeURIComponent(String(example)))
+    ? encodeURIComponent(String(example))
+    : "987654321";
 }
 
 function examples(op: Operation): Case[] {
   const out: Case[] = [];
   const names = op.pathParams.map((p) => p.name as string);
-  const real = names.length === 0 ? { kind: "none" as const, values: {} } : names.every((n) => fx.realIds[n]?.length)
-    ? { kind: "real" as const, values: Object.fromEntries(names.map((n) => [n, fx.realIds[n]![0]!])) }
-    : { kind: "absent" as const, values: Object.fromEntries(op.pathParams.map((p) => [p.name, wellFormedExample(p)])) };
+  const real =
+    names.length === 0
+      ? { kind: "none" as const, values: {} }
+      : names.every((n) => fx.realIds[n]?.length)
+        ? { kind: "real" as const, values: Object.fromEntries(names.map((n) => [n, fx.realIds[n]![0]!])) }
+        : {
+            kind: "absent" as const,
+            values: Object.fromEntries(op.pathParams.map((p) => [p.name, wellFormedExample(p)])),
+          };
   const s = op.body?.json;
   if (s?.properties) {
-    const [field, fieldSchema] = Object.entries<OpenApiJson>(s.properties).find(([k]) => s.required?.includes(k)) ?? Object.entries<OpenApiJson>(s.properties)[0]!;
+    const [field, fieldSchema] =
+      Object.entries<OpenApiJson>(s.properties).find(([k]) => s.required?.includes(k)) ??
+      Object.entries<OpenApiJson>(s.properties)[0]!;
     const raw = `{${json(field)}:${wrongType(fieldSchema)}}`;
-    out.push({ path: real, query: NO_QUERY, body: { label: `${field} of the wrong type`, contentType: "application/json", payload: () => raw, invalid: true } });
+    out.push({
+      path: real,
+      query: NO_QUERY,
+      body: { label: `${field} of the wrong type`, contentType: "application/json", payload: () => raw, invalid: true },
+    });
     const dup = `{${json(field)}:${sampleValue(fieldSchema)},${json(field)}:${wrongType(fieldSchema)}}`;
-    out.push({ path: real, query: NO_QUERY, body: { label: `${field} twice, the last of the wrong type`, contentType: "application/json", payload: () => dup, invalid: true } });
+    out.push({
+      path: real,
+      query: NO_QUERY,
+      body: {
+        label: `${field} twice, the last of the wrong type`,
+        contentType: "application/json",
+        payload: () => dup,
+        invalid: true,
+      },
+    });
     const surrogate = Object.entries<OpenApiJson>(s.properties).find(([, ps]) => deref(ps)?.type === "string");
     if (surrogate) {
       const text = `{${json(surrogate[0])}:"\\ud800"}`;
-      out.push({ path: real, query: NO_QUERY, body: { label: `${surrogate[0]} a lone surrogate`, contentType: "application/json", payload: () => text, invalid: true } });
+      out.push({
+        path: real,
+        query: NO_QUERY,
+        body: {
+          label: `${surrogate[0]} a lone surrogate`,
+          contentType: "application/json",
+          payload: () => text,
+          invalid: true,
+        },
+      });
     }
   }
   if (op.method !== "GET" && op.method !== "HEAD" && bodyRuleFor(op.method, op.path).mode === "buffer") {
     const field = bodyField(op);
-    out.push({ path: real, query: NO_QUERY, body: { label: `"${field}": 100000 chars`, contentType: "application/json", payload: () => `{${json(field)}:"${"x".repeat(100_000)}"}`, invalid: true } });
+    out.push({
+      path: real,
+      query: NO_QUERY,
+      body: {
+        label: `"${field}": 100000 chars`,
+        contentType: "application/json",
+        payload: () => `{${json(field)}:"${"x".repeat(100_000)}"}`,
+        invalid: true,
+      },
+    });
   }
   const firstQuery = op.queryParams[0];
   if (firstQuery) {
     const values = invalidQueryValues(firstQuery);
-    const pairs: Array<[string, string]> = [[encodeURIComponent(firstQuery.name), values.find((v) => !v.startsWith("%0") && !v.startsWith("a%1B")) ?? values[0]!]];
-    out.push({ path: real, query: { pairs, invalid: true, label: pairs.map(([k, v]) => `${k}=${v}`).join("&") }, body: NO_BODY });
+    const pairs: Array<[string, string]> = [
+      [
+        encodeURIComponent(firstQuery.name),
+        values.find((v) => !v.startsWith("%0") && !v.startsWith("a%1B")) ?? values[0]!,
+      ],
+    ];
+    out.push({
+      path: real,
+      query: { pairs, invalid: true, label: pairs.map(([k, v]) => `${k}=${v}`).join("&") },
+      body: NO_BODY,
+    });
   }
-  return out.map((c) => labelled(op, { ...c, apiKey: op.auth === "apiKey" ? "upt_" + "A".repeat(43) : undefined }));
+  return out.map((c) => labelled(op, { ...c, apiKey: op.auth === "apiKey" ? `upt_${"A".repeat(43)}` : undefined }));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1009,12 +1493,15 @@ describe("bad input to every operation", () => {
       async () => {
         const fixed = examples(op).map((c) => [c] as [Case]);
         // fast-check counts the examples among numRuns: RUNS generated cases come on top of them.
-        await fc.assert(fc.asyncProperty(caseArb(op), (c) => runCase(op, c)), {
-          numRuns: RUNS + fixed.length,
-          seed: seedFor(op.key),
-          endOnFailure: true,
-          examples: fixed,
-        });
+        await fc.assert(
+          fc.asyncProperty(caseArb(op), (c) => runCase(op, c)),
+          {
+            numRuns: RUNS + fixed.length,
+            seed: seedFor(op.key),
+            endOnFailure: true,
+            examples: fixed,
+          },
+        );
         expect(logged, `console.error during ${op.key}`).toEqual([]);
       },
       OP_TIMEOUT,
@@ -1023,141 +1510,208 @@ describe("bad input to every operation", () => {
 });
 
 describe("without a valid token", () => {
-  it("every authenticated operation answers 401 Shape A invalid_token; the public ones never 5xx", async () => {
-    const now = Math.floor(Date.now() / 1000);
-    const owner = fx.account.ownerToken;
-    const flipped = owner.slice(0, -2) + (owner.endsWith("AA") ? "BB" : "AA");
-    const variants: Array<[string, string | undefined]> = [
-      ["no Authorization", undefined],
-      ["bare Bearer", "Bearer"],
-      ["not a JWT", `Bearer ${"x".repeat(20)}`],
-      ["three dots", "Bearer a.b.c"],
-      ["wrong signing key", `Bearer ${await signTestToken({ secret: "some-other-signing-key-0123456789abcdef" })}`],
-      ["expired", `Bearer ${await signTestToken({ iat: now - 7200, exp: now - 3600 })}`],
-      ["tampered signature", `Bearer ${flipped}`],
-      ["Basic scheme", `Basic ${btoa("demo-owner:demo-owner-secret")}`],
-      ["token without scheme", owner],
-      ["oversized header", `Bearer ${"x".repeat(5000)}`],
-    ];
-    const before = await fingerprint();
-    let checked = 0;
-    for (const [i, op] of operations.entries()) {
-      // Every operation gets no header and three others, in rotation: each variant meets many operations.
-      const mine = [variants[0]!, ...[1, 2, 3].map((k) => variants[1 + ((i + k) % (variants.length - 1))]!)];
-      for (const [label, authorization] of mine) {
-        const url = `${BASE}${op.path.replace(/\{[^}]+\}/g, "987654321")}`;
-        const headers: Record<string, string> = {};
-        if (authorization !== undefined) headers.Authorization = authorization;
-        let body: string | undefined;
-        if (op.body?.json) {
-          headers["Content-Type"] = "application/json";
-          body = "{}";
+  it(
+    "every authenticated operation answers 401 Shape A invalid_token; the public ones never 5xx",
+    async () => {
+      const now = Math.floor(Date.now() / 1000);
+      const owner = fx.account.ownerToken;
+      const flipped = owner.slice(0, -2) + (owner.endsWith("AA") ? "BB" : "AA");
+      const variants: Array<[string, string | undefined]> = [
+        ["no Authorization", undefined],
+        ["bare Bearer", "Bearer"],
+        ["not a JWT", `Bearer ${"x".repeat(20)}`],
+        ["three dots", "Bearer a.b.c"],
+        ["wrong signing key", `Bearer ${await signTestToken({ secret: "some-other-signing-key-0123456789abcdef" })}`],
+        ["expired", `Bearer ${await signTestToken({ iat: now - 7200, exp: now - 3600 })}`],
+        ["tampered signature", `Bearer ${flipped}`],
+        ["Basic scheme", `Basic ${btoa("demo-owner:demo-owner-secret")}`],
+        ["token without scheme", owner],
+        ["oversized header", `Bearer ${"x".repeat(5000)}`],
+      ];
+      const before = await fingerprint();
+      let checked = 0;
+      for (const [i, op] of operations.entries()) {
+        // Every operation gets no header and three others, in rotation: each variant meets many operations.
+        const mine = [variants[0]!, ...[1, 2, 3].map((k) => variants[1 + ((i + k) % (variants.length - 1))]!)];
+        for (const [label, authorization] of mine) {
+          const url = `${BASE}${op.path.replace(/\{[^}]+\}/g, "987654321")}`;
+          const headers: Record<string, string> = {};
+          if (authorization !== undefined) headers.Authorization = authorization;
+          let body: string | undefined;
+          if (op.body?.json) {
+            headers["Content-Type"] = "application/json";
+            body = "{}";
+          }
+          const res = await readResult(
+            await exports.default.fetch(new Request(url, { method: op.method, headers, body })),
+          );
+          const where = `${op.key} with ${label}: ${res.status} ${JSON.stringify(res.body)}`;
+          expect(res.status, where).toBeLessThan(500);
+          if (op.auth === "bearer" || op.auth === "apiKey") {
+            expectStatus(res, 401, where);
+            expect(fieldsOf(res).error, where).toBe("invalid_token");
+            expect(typeof fieldsOf(res).error_description, where).toBe("string");
+            expect(res.headers.get("WWW-Authenticate"), where).toBeTruthy();
+          } else if (res.status >= 400) {
+            expect(shapeProblems(op, res), where).toEqual([]);
+          }
+          checked++;
         }
-        const res = await readResult(await exports.default.fetch(new Request(url, { method: op.method, headers, body })));
-        const where = `${op.key} with ${label}: ${res.status} ${JSON.stringify(res.body)}`;
-        expect(res.status, where).toBeLessThan(500);
-        if (op.auth === "bearer" || op.auth === "apiKey") {
-          expectStatus(res, 401, where);
-          expect(fieldsOf(res).error, where).toBe("invalid_token");
-          expect(typeof fieldsOf(res).error_description, where).toBe("string");
-          expect(res.headers.get("WWW-Authenticate"), where).toBeTruthy();
-        } else if (res.status >= 400) {
-          expect(shapeProblems(op, res), where).toEqual([]);
-        }
-        checked++;
       }
-    }
-    expect(checked).toBeGreaterThanOrEqual(operations.length * 4);
-    expect(changedParts(before, await fingerprint())).toEqual([]);
-  }, OP_TIMEOUT);
+      expect(checked).toBeGreaterThanOrEqual(operations.length * 4);
+      expect(changedParts(before, await fingerprint())).toEqual([]);
+    },
+    OP_TIMEOUT,
+  );
 
-  it("random Authorization headers never pass and never 5xx", async () => {
-    const bearerOps = operations.filter((op) => op.auth === "bearer");
-    const header = fc.oneof(
-      fc.string({ maxLength: 80 }).filter((x) => /^[\x20-\x7e]*$/.test(x)),
-      fc.string({ maxLength: 200 }).filter((x) => /^[\x21-\x7e]*$/.test(x)).map((x) => `Bearer ${x}`),
-      fc.tuple(fc.base64String({ maxLength: 40 }), fc.base64String({ maxLength: 80 }), fc.base64String({ maxLength: 40 })).map(([a, b, c]) => `Bearer ${a}.${b}.${c}`),
-    );
-    await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...bearerOps), header, async (op, authorization) => {
-        const res = await readResult(
-          await exports.default.fetch(new Request(`${BASE}${op.path.replace(/\{[^}]+\}/g, "987654321")}`, { method: op.method, headers: { Authorization: authorization } })),
-        );
-        if (res.status !== 401 || fieldsOf(res).error !== "invalid_token" || !res.headers.get("WWW-Authenticate")) {
-          throw new Error(`${op.key} with Authorization ${JSON.stringify(authorization)}: ${res.status} ${JSON.stringify(res.body)}`);
-        }
-      }),
-      { numRuns: Math.max(50, RUNS * 5), seed: SEED, endOnFailure: true },
-    );
-  }, OP_TIMEOUT);
+  it(
+    "random Authorization headers never pass and never 5xx",
+    async () => {
+      const bearerOps = operations.filter((op) => op.auth === "bearer");
+      const header = fc.oneof(
+        fc.string({ maxLength: 80 }).filter((x) => /^[\x20-\x7e]*$/.test(x)),
+        fc
+          .string({ maxLength: 200 })
+          .filter((x) => /^[\x21-\x7e]*$/.test(x))
+          .map((x) => `Bearer ${x}`),
+        fc
+          .tuple(
+            fc.base64String({ maxLength: 40 }),
+            fc.base64String({ maxLength: 80 }),
+            fc.base64String({ maxLength: 40 }),
+          )
+          .map(([a, b, c]) => `Bearer ${a}.${b}.${c}`),
+      );
+      await fc.assert(
+        fc.asyncProperty(fc.constantFrom(...bearerOps), header, async (op, authorization) => {
+          const res = await readResult(
+            await exports.default.fetch(
+              new Request(`${BASE}${op.path.replace(/\{[^}]+\}/g, "987654321")}`, {
+                method: op.method,
+                headers: { Authorization: authorization },
+              }),
+            ),
+          );
+          if (res.status !== 401 || fieldsOf(res).error !== "invalid_token" || !res.headers.get("WWW-Authenticate")) {
+            throw new Error(
+              `${op.key} with Authorization ${JSON.stringify(authorization)}: ${res.status} ${JSON.stringify(res.body)}`,
+            );
+          }
+        }),
+        { numRuns: Math.max(50, RUNS * 5), seed: SEED, endOnFailure: true },
+      );
+    },
+    OP_TIMEOUT,
+  );
 });
 
 describe("PUT /v1/uploads with a real upload token", () => {
   // The generic property never has a valid upload token; here each run opens a session and sends
   // a Content-Length refused before the token is claimed (missing, not a whole number, too large).
   // Documented: the refusal changes nothing and the token stays usable.
-  it("refusals before the claim change nothing and leave the token usable", async () => {
-    const contentLength = fc.oneof(
-      fc.constant(undefined),
-      fc.constantFrom("abc", "-1", "1e3", "1.5", "0x10", "+5", "5 5", "NaN", "Infinity", "1_0", "99999999999999999", String(95 * 1024 * 1024 + 1)),
-      fc.string({ minLength: 1, maxLength: 20 }).filter((x) => /^[\x21-\x7e]+$/.test(x) && !/^\d{1,16}$/.test(x)),
-    );
-    await fc.assert(
-      fc.asyncProperty(contentLength, fc.uint8Array({ minLength: 1, maxLength: 64 }), async (declared, bytes) => {
-        const session = await mustCall(fx.account.ownerToken, "createUploadSession", "/v1/uploads", { filename: "fuzz.bin" });
-        const token: string = session.body.data.upload_token;
-        const before = await fingerprint();
-        const headers: Record<string, string> = { "X-Upload-Token": token, "Content-Type": "application/octet-stream" };
-        if (declared !== undefined) headers["Content-Length"] = declared;
-        // A stream: fetch sets no Content-Length of its own for it.
-        const body = new ReadableStream<Uint8Array>({ start: (controller) => (controller.enqueue(bytes), controller.close()) });
-        const res = await readResult(await exports.default.fetch(new Request(`${BASE}/v1/uploads`, { method: "PUT", headers, body })), "uploadFileBytes");
-        const where = `PUT /v1/uploads with Content-Length ${JSON.stringify(declared)} and ${bytes.length} bytes: ${res.status} ${JSON.stringify(res.body)}`;
-        if (![400, 411, 413].includes(res.status)) throw new Error(`expected 400, 411 or 413: ${where}`);
-        const problems = shapeProblems({ key: "PUT /v1/uploads", tokenEndpoint: false } as Operation, res);
-        const changed = changedParts(before, await fingerprint());
-        if (problems.length || changed.length) throw new Error(`${[...problems, ...changed.map((k) => `${k} changed`)].join("; ")}: ${where}`);
-        const retry = await readResult(
-          await exports.default.fetch(new Request(`${BASE}/v1/uploads`, { method: "PUT", headers: { "X-Upload-Token": token }, body: bytes })), "uploadFileBytes",
-        );
-        if (retry.status !== 200) throw new Error(`the token did not stay usable (${retry.status} ${JSON.stringify(retry.body)}) after ${where}`);
-      }),
-      { numRuns: Math.max(5, Math.ceil(RUNS / 2)), seed: seedFor("PUT /v1/uploads real token"), endOnFailure: true },
-    );
-  }, OP_TIMEOUT);
+  it(
+    "refusals before the claim change nothing and leave the token usable",
+    async () => {
+      const contentLength = fc.oneof(
+        fc.constant(undefined),
+        fc.constantFrom(
+          "abc",
+          "-1",
+          "1e3",
+          "1.5",
+          "0x10",
+          "+5",
+          "5 5",
+          "NaN",
+          "Infinity",
+          "1_0",
+          "99999999999999999",
+          String(95 * 1024 * 1024 + 1),
+        ),
+        fc.string({ minLength: 1, maxLength: 20 }).filter((x) => /^[\x21-\x7e]+$/.test(x) && !/^\d{1,16}$/.test(x)),
+      );
+      await fc.assert(
+        fc.asyncProperty(contentLength, fc.uint8Array({ minLength: 1, maxLength: 64 }), async (declared, bytes) => {
+          const session = await mustCall(fx.account.ownerToken, "createUploadSession", "/v1/uploads", {
+            filename: "fuzz.bin",
+          });
+          const token: string = session.body.data.upload_token;
+          const before = await fingerprint();
+          const headers: Record<string, string> = {
+            "X-Upload-Token": token,
+            "Content-Type": "application/octet-stream",
+          };
+          if (declared !== undefined) headers["Content-Length"] = declared;
+          // A stream: fetch sets no Content-Length of its own for it.
+          const body = new ReadableStream<Uint8Array>({
+            start: (controller) => (controller.enqueue(bytes), controller.close()),
+          });
+          const res = await readResult(
+            await exports.default.fetch(new Request(`${BASE}/v1/uploads`, { method: "PUT", headers, body })),
+            "uploadFileBytes",
+          );
+          const where = `PUT /v1/uploads with Content-Length ${JSON.stringify(declared)} and ${bytes.length} bytes: ${res.status} ${JSON.stringify(res.body)}`;
+          if (![400, 411, 413].includes(res.status)) throw new Error(`expected 400, 411 or 413: ${where}`);
+          const problems = shapeProblems({ key: "PUT /v1/uploads", tokenEndpoint: false } as Operation, res);
+          const changed = changedParts(before, await fingerprint());
+          if (problems.length || changed.length)
+            throw new Error(`${[...problems, ...changed.map((k) => `${k} changed`)].join("; ")}: ${where}`);
+          const retry = await readResult(
+            await exports.default.fetch(
+              new Request(`${BASE}/v1/uploads`, { method: "PUT", headers: { "X-Upload-Token": token }, body: bytes }),
+            ),
+            "uploadFileBytes",
+          );
+          if (retry.status !== 200)
+            throw new Error(
+              `the token did not stay usable (${retry.status} ${JSON.stringify(retry.body)}) after ${where}`,
+            );
+        }),
+        { numRuns: Math.max(5, Math.ceil(RUNS / 2)), seed: seedFor("PUT /v1/uploads real token"), endOnFailure: true },
+      );
+    },
+    OP_TIMEOUT,
+  );
 });
 
 describe("undocumented methods", () => {
-  it("answer 405 Shape B with Allow naming the documented methods, and change nothing", async () => {
-    const before = await fingerprint();
-    const byPath = new Map<string, Set<string>>();
-    for (const op of operations) byPath.set(op.path, (byPath.get(op.path) ?? new Set()).add(op.method));
-    let checked = 0;
-    for (const [path, methods] of byPath) {
-      for (const method of ["GET", "POST", "PUT", "PATCH", "DELETE"].filter((m) => !methods.has(m))) {
-        const op = { key: `${method} ${path}`, tokenEndpoint: false } as Operation;
-        const url = `${BASE}${path.replace(/\{[^}]+\}/g, "987654321")}`;
-        const res = await readResult(
-          await exports.default.fetch(
-            new Request(url, {
-              method,
-              headers: { Authorization: `Bearer ${fx.account.ownerToken}`, ...(method === "GET" ? {} : { "Content-Type": "application/json" }) },
-              body: method === "GET" ? undefined : "{}",
-            }),
-          ),
-        );
-        const where = `${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`;
-        expectStatus(res, 405, where);
-        expect(shapeProblems(op, res), where).toEqual([]);
-        const allow = (res.headers.get("Allow") ?? "").split(/\s*,\s*/);
-        for (const m of methods) expect(allow, where).toContain(m);
-        expect(allow, where).not.toContain(method);
-        checked++;
+  it(
+    "answer 405 Shape B with Allow naming the documented methods, and change nothing",
+    async () => {
+      const before = await fingerprint();
+      const byPath = new Map<string, Set<string>>();
+      for (const op of operations) byPath.set(op.path, (byPath.get(op.path) ?? new Set()).add(op.method));
+      let checked = 0;
+      for (const [path, methods] of byPath) {
+        for (const method of ["GET", "POST", "PUT", "PATCH", "DELETE"].filter((m) => !methods.has(m))) {
+          const op = { key: `${method} ${path}`, tokenEndpoint: false } as Operation;
+          const url = `${BASE}${path.replace(/\{[^}]+\}/g, "987654321")}`;
+          const res = await readResult(
+            await exports.default.fetch(
+              new Request(url, {
+                method,
+                headers: {
+                  Authorization: `Bearer ${fx.account.ownerToken}`,
+                  ...(method === "GET" ? {} : { "Content-Type": "application/json" }),
+                },
+                body: method === "GET" ? undefined : "{}",
+              }),
+            ),
+          );
+          const where = `${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`;
+          expectStatus(res, 405, where);
+          expect(shapeProblems(op, res), where).toEqual([]);
+          const allow = (res.headers.get("Allow") ?? "").split(/\s*,\s*/);
+          for (const m of methods) expect(allow, where).toContain(m);
+          expect(allow, where).not.toContain(method);
+          checked++;
+        }
       }
-    }
-    expect(checked).toBeGreaterThan(0);
-    expect(changedParts(before, await fingerprint())).toEqual([]);
-  }, OP_TIMEOUT);
+      expect(checked).toBeGreaterThan(0);
+      expect(changedParts(before, await fingerprint())).toEqual([]);
+    },
+    OP_TIMEOUT,
+  );
 });
 
 describe("coverage (runs last)", () => {
@@ -1169,14 +1723,22 @@ describe("coverage (runs last)", () => {
     const registered = app.routes
       // Not operations: the document itself, the reference page (HTML, test/worker/docs-page.test.ts) and the
       // recipient's pages (HTML, test/worker/recipient-pages.test.ts).
-      .filter((r) => r.method !== "ALL" && r.path !== "/v1/openapi.json" && r.path !== "/docs" && !r.path.startsWith("/r/"))
+      .filter(
+        (r) => r.method !== "ALL" && r.path !== "/v1/openapi.json" && r.path !== "/docs" && !r.path.startsWith("/r/"),
+      )
       .map((r) => `${r.method} ${documentedPath(r.path)}`);
     for (const key of registered) expect(exercised, `registered route ${key} was never exercised`).toContain(key);
     for (const op of operations.filter((o) => o.body?.json?.properties)) {
       expect(bodyValidated, `${op.key}: no case reached body validation (a 400 naming a field)`).toContain(op.key);
     }
     if (setting("FUZZ_VERBOSE")) {
-      const lines = [...statusTally].map(([key, tally]) => `${key}: ${[...tally].sort(([a], [b]) => a - b).map(([status, n]) => `${status}×${n}`).join(" ")}`);
+      const lines = [...statusTally].map(
+        ([key, tally]) =>
+          `${key}: ${[...tally]
+            .sort(([a], [b]) => a - b)
+            .map(([status, n]) => `${status}×${n}`)
+            .join(" ")}`,
+      );
       console.info(`statuses per operation (seed ${SEED}):\n${lines.join("\n")}`);
     }
   });
@@ -1199,7 +1761,9 @@ describe("regressions found by fuzzing", () => {
     const { companyId, ownerToken } = await createAccount();
     await createItem(ownerToken); // the company's object exists
     const dump = () =>
-      runInDurableObject(clockFor(env, companyId), (_instance, state) => state.storage.sql.exec("SELECT * FROM items ORDER BY item_id").toArray());
+      runInDurableObject(clockFor(env, companyId), (_instance, state) =>
+        state.storage.sql.exec("SELECT * FROM items ORDER BY item_id").toArray(),
+      );
     const before = await dump();
     const res = await call("getItem", "/v1/items/987654321", { token: ownerToken });
     expectStatus(res, 404);
@@ -1210,7 +1774,10 @@ describe("regressions found by fuzzing", () => {
     const { ownerToken } = await createAccount();
     const id = await nextItemId();
     expectStatus(await call("getItem", `/v1/items/${id}`, { token: ownerToken }), 404);
-    const created = await call("createItem", "/v1/items", { token: ownerToken, body: { title: "Created after a 404", expiry_date: `${FUTURE_YEAR}-06-01` } });
+    const created = await call("createItem", "/v1/items", {
+      token: ownerToken,
+      body: { title: "Created after a 404", expiry_date: `${FUTURE_YEAR}-06-01` },
+    });
     expectStatus(created, 201);
     expect(created.body.data.item_id).toBe(id);
     const detail = await call("getItem", `/v1/items/${id}`, { token: ownerToken });

@@ -53,7 +53,9 @@ async function rawGroup(id: number) {
 
 /** A group row of company 1 whose dept_id is company 2's department: an invalid state made directly in D1. */
 async function insertGroupInForeignDept(): Promise<number> {
-  const row = await env.DB.prepare("INSERT INTO contact_groups (company_id, dept_id, name, name_key, is_default) VALUES (1, 2, ?1, ?1, 0) RETURNING id")
+  const row = await env.DB.prepare(
+    "INSERT INTO contact_groups (company_id, dept_id, name, name_key, is_default) VALUES (1, 2, ?1, ?1, 0) RETURNING id",
+  )
     .bind(uniqueWord("stray"))
     .first<{ id: number }>();
   return row!.id;
@@ -87,7 +89,13 @@ describe("POST /v1/contact-groups", () => {
   });
 
   it("400 naming group_name when it is missing, empty, blank or too long", async () => {
-    for (const body of [{}, { group_name: "" }, { group_name: "   " }, { group_name: "x".repeat(101) }, { group_name: 5 }]) {
+    for (const body of [
+      {},
+      { group_name: "" },
+      { group_name: "   " },
+      { group_name: "x".repeat(101) },
+      { group_name: 5 },
+    ]) {
       const res = await call("createContactGroup", "/v1/contact-groups", { token: owner, body });
       expectShapeB(res, 400, /group_name/);
     }
@@ -96,7 +104,10 @@ describe("POST /v1/contact-groups", () => {
   it("400 for a deptid that does not exist, another company's department, or a non-integer", async () => {
     for (const deptid of [999999, 2, "1", 0, 1.5]) {
       const name = uniqueWord("nodept");
-      const res = await call("createContactGroup", "/v1/contact-groups", { token: owner, body: { group_name: name, deptid } });
+      const res = await call("createContactGroup", "/v1/contact-groups", {
+        token: owner,
+        body: { group_name: name, deptid },
+      });
       expectShapeB(res, 400, /deptid/);
       const row = await env.DB.prepare("SELECT id FROM contact_groups WHERE name = ?").bind(name).first();
       expect(row).toBeNull();
@@ -105,13 +116,19 @@ describe("POST /v1/contact-groups", () => {
 
   it("400 when isdefault is not 0 or 1", async () => {
     for (const isdefault of [2, -1, "1", true, null]) {
-      const res = await call("createContactGroup", "/v1/contact-groups", { token: owner, body: { group_name: uniqueWord(), isdefault } });
+      const res = await call("createContactGroup", "/v1/contact-groups", {
+        token: owner,
+        body: { group_name: uniqueWord(), isdefault },
+      });
       expectShapeB(res, 400, /isdefault/);
     }
   });
 
   it("400 for unknown fields", async () => {
-    const res = await call("createContactGroup", "/v1/contact-groups", { token: owner, body: { group_name: uniqueWord(), name: "x" } });
+    const res = await call("createContactGroup", "/v1/contact-groups", {
+      token: owner,
+      body: { group_name: uniqueWord(), name: "x" },
+    });
     expectShapeB(res, 400, /name/);
   });
 
@@ -137,7 +154,10 @@ describe("POST /v1/contact-groups", () => {
     const name = uniqueWord("Dup");
     await createGroup(owner, { deptid: dept, group_name: name });
     for (const dup of [name, name.toUpperCase(), ` ${name.toLowerCase()} `]) {
-      const res = await call("createContactGroup", "/v1/contact-groups", { token: member, body: { group_name: dup, deptid: dept } });
+      const res = await call("createContactGroup", "/v1/contact-groups", {
+        token: member,
+        body: { group_name: dup, deptid: dept },
+      });
       expectShapeB(res, 409, /already exists|duplicate/i);
     }
     const { results } = await env.DB.prepare("SELECT id FROM contact_groups WHERE dept_id = ? ").bind(dept).all();
@@ -172,7 +192,9 @@ describe("GET /v1/contact-groups", () => {
     const body = await listGroups();
     expect(Object.keys(body.meta).sort()).toEqual(["limit", "offset", "total", "total_exact"]);
     expect(body.meta.offset).toBe(0);
-    const { results } = await env.DB.prepare("SELECT id FROM contact_groups WHERE company_id = 1 ORDER BY id").all<{ id: number }>();
+    const { results } = await env.DB.prepare("SELECT id FROM contact_groups WHERE company_id = 1 ORDER BY id").all<{
+      id: number;
+    }>();
     expect(body.meta.total).toBe(results.length);
     expect(body.data.map((g) => g.groupid)).toEqual(results.map((r) => r.id).slice(0, body.meta.limit));
     for (const g of body.data) expect(Object.keys(g).sort()).toEqual(GROUP_FIELDS);
@@ -210,7 +232,9 @@ describe("GET /v1/contact-groups", () => {
     const pct = await createGroup(owner, { group_name: `${word} 50% off` });
     const und = await createGroup(owner, { group_name: `${word} a_b` });
     await createGroup(owner, { group_name: `${word} plain ab` });
-    expect((await listGroups(`q=${encodeURIComponent("%")}&deptid=1`)).data.map((g) => g.groupid)).toContain(pct.groupid);
+    expect((await listGroups(`q=${encodeURIComponent("%")}&deptid=1`)).data.map((g) => g.groupid)).toContain(
+      pct.groupid,
+    );
     const percent = await listGroups(`q=${encodeURIComponent(`${word} 50%`)}`);
     expect(percent.data.map((g) => g.groupid)).toEqual([pct.groupid]);
     const underscore = await listGroups(`q=${encodeURIComponent("a_b")}`);
@@ -242,7 +266,9 @@ describe("GET /v1/contact-groups", () => {
     // Another company's contacts never count.
     await createContact(other);
 
-    const counts = Object.fromEntries((await listGroups(`deptid=${dept}`)).data.map((g) => [g.groupid, g.contacts_count]));
+    const counts = Object.fromEntries(
+      (await listGroups(`deptid=${dept}`)).data.map((g) => [g.groupid, g.contacts_count]),
+    );
     expect(counts).toEqual({ [g1.groupid]: 3, [g2.groupid]: 1, [g3.groupid]: 0 });
     expect((await getGroup(g1.groupid)).contacts_count).toBe(3);
     expect((await getGroup(g3.groupid)).contacts_count).toBe(0);
@@ -250,7 +276,9 @@ describe("GET /v1/contact-groups", () => {
     // Counts follow moves and deletes of contacts.
     const moved = await createContact(owner, { groupid: g1.groupid });
     await call("updateContact", `/v1/contacts/${moved.contact_id}`, { token: owner, body: { groupid: g3.groupid } });
-    await call("deleteContact", `/v1/contacts/${(await createContact(owner, { groupid: g2.groupid })).contact_id}`, { token: owner });
+    await call("deleteContact", `/v1/contacts/${(await createContact(owner, { groupid: g2.groupid })).contact_id}`, {
+      token: owner,
+    });
     expect((await getGroup(g1.groupid)).contacts_count).toBe(3);
     expect((await getGroup(g2.groupid)).contacts_count).toBe(1);
     expect((await getGroup(g3.groupid)).contacts_count).toBe(1);
@@ -275,7 +303,11 @@ describe("GET /v1/contact-groups/{group_id}", () => {
   it("404 Shape B for an unknown group and for another company's group", async () => {
     const theirs = await createGroup(other);
     expectShapeB(await call("getContactGroup", "/v1/contact-groups/999999999", { token: owner }), 404, /not found/i);
-    expectShapeB(await call("getContactGroup", `/v1/contact-groups/${theirs.groupid}`, { token: owner }), 404, /not found/i);
+    expectShapeB(
+      await call("getContactGroup", `/v1/contact-groups/${theirs.groupid}`, { token: owner }),
+      404,
+      /not found/i,
+    );
   });
 
   it("400 for an id that is not a positive integer", async () => {
@@ -288,13 +320,20 @@ describe("GET /v1/contact-groups/{group_id}", () => {
 describe("PATCH /v1/contact-groups/{group_id}", () => {
   it("400 'No updatable fields provided' for an empty body", async () => {
     const g = await createGroup(owner);
-    expectShapeB(await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: {} }), 400, /No updatable fields provided/);
+    expectShapeB(
+      await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: {} }),
+      400,
+      /No updatable fields provided/,
+    );
   });
 
   it("renames; 200 with msg and the group", async () => {
     const g = await createGroup(owner);
     const name = uniqueWord("Renamed");
-    const res = await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { group_name: name } });
+    const res = await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, {
+      token: owner,
+      body: { group_name: name },
+    });
     expectStatus(res, 200, JSON.stringify(res.body));
     expect(typeof res.body.msg).toBe("string");
     expect(res.body.data).toEqual({ ...g, group_name: name });
@@ -303,8 +342,16 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
 
   it("400 for an empty group_name or an invalid isdefault", async () => {
     const g = await createGroup(owner);
-    expectShapeB(await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { group_name: " " } }), 400, /group_name/);
-    expectShapeB(await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { isdefault: 3 } }), 400, /isdefault/);
+    expectShapeB(
+      await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { group_name: " " } }),
+      400,
+      /group_name/,
+    );
+    expectShapeB(
+      await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { isdefault: 3 } }),
+      400,
+      /isdefault/,
+    );
     expect(await getGroup(g.groupid)).toEqual(g);
   });
 
@@ -312,10 +359,16 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     const dept = await createDepartment();
     const a = await createGroup(owner, { deptid: dept });
     const b = await createGroup(owner, { deptid: dept });
-    const res = await call("updateContactGroup", `/v1/contact-groups/${b.groupid}`, { token: owner, body: { group_name: a.group_name.toUpperCase() } });
+    const res = await call("updateContactGroup", `/v1/contact-groups/${b.groupid}`, {
+      token: owner,
+      body: { group_name: a.group_name.toUpperCase() },
+    });
     expectShapeB(res, 409);
     expect(await getGroup(b.groupid)).toEqual(b);
-    const self = await call("updateContactGroup", `/v1/contact-groups/${b.groupid}`, { token: owner, body: { group_name: b.group_name.toUpperCase() } });
+    const self = await call("updateContactGroup", `/v1/contact-groups/${b.groupid}`, {
+      token: owner,
+      body: { group_name: b.group_name.toUpperCase() },
+    });
     expectStatus(self, 200, JSON.stringify(self.body));
     expect(self.body.data.group_name).toBe(b.group_name.toUpperCase());
   });
@@ -325,7 +378,10 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     const a = await createGroup(owner, { deptid: dept, isdefault: 1 });
     const b = await createGroup(owner, { deptid: dept });
     const other1 = await createGroup(owner, { deptid: 1, isdefault: 1 });
-    const res = await call("updateContactGroup", `/v1/contact-groups/${b.groupid}`, { token: owner, body: { isdefault: 1 } });
+    const res = await call("updateContactGroup", `/v1/contact-groups/${b.groupid}`, {
+      token: owner,
+      body: { isdefault: 1 },
+    });
     expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.data.isdefault).toBe(1);
     expect((await getGroup(a.groupid)).isdefault).toBe(0);
@@ -333,7 +389,10 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     // Other departments keep their default.
     expect(await defaultGroupsOf(1)).toEqual([other1.groupid]);
     // Again on the default: still exactly one.
-    expectStatus(await call("updateContactGroup", `/v1/contact-groups/${b.groupid}`, { token: owner, body: { isdefault: 1 } }), 200);
+    expectStatus(
+      await call("updateContactGroup", `/v1/contact-groups/${b.groupid}`, { token: owner, body: { isdefault: 1 } }),
+      200,
+    );
     expect(await defaultGroupsOf(dept)).toEqual([b.groupid]);
   });
 
@@ -341,7 +400,10 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     const dept = await createDepartment();
     const g = await createGroup(owner, { deptid: dept });
     expect(await defaultGroupsOf(dept)).toEqual([]);
-    const res = await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { isdefault: 1 } });
+    const res = await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, {
+      token: owner,
+      body: { isdefault: 1 },
+    });
     expectStatus(res, 200);
     expect(await defaultGroupsOf(dept)).toEqual([g.groupid]);
   });
@@ -350,9 +412,16 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     const dept = await createDepartment();
     const def = await createGroup(owner, { deptid: dept, isdefault: 1 });
     const plain = await createGroup(owner, { deptid: dept });
-    expectShapeB(await call("updateContactGroup", `/v1/contact-groups/${def.groupid}`, { token: owner, body: { isdefault: 0 } }), 400, /default/);
+    expectShapeB(
+      await call("updateContactGroup", `/v1/contact-groups/${def.groupid}`, { token: owner, body: { isdefault: 0 } }),
+      400,
+      /default/,
+    );
     expect(await defaultGroupsOf(dept)).toEqual([def.groupid]);
-    const res = await call("updateContactGroup", `/v1/contact-groups/${plain.groupid}`, { token: owner, body: { isdefault: 0 } });
+    const res = await call("updateContactGroup", `/v1/contact-groups/${plain.groupid}`, {
+      token: owner,
+      body: { isdefault: 0 },
+    });
     expectStatus(res, 200);
     expect(res.body.data).toEqual(plain);
   });
@@ -362,7 +431,10 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     const target = await createDepartment();
     const def = await createGroup(owner, { deptid: dept, isdefault: 1 });
     const c = await createContact(owner, { groupid: def.groupid });
-    const res = await call("updateContactGroup", `/v1/contact-groups/${def.groupid}`, { token: owner, body: { deptid: target, group_name: uniqueWord() } });
+    const res = await call("updateContactGroup", `/v1/contact-groups/${def.groupid}`, {
+      token: owner,
+      body: { deptid: target, group_name: uniqueWord() },
+    });
     expectShapeB(res, 400, /default/);
     expect(await getGroup(def.groupid)).toEqual({ ...def, contacts_count: 1 });
     expect((await getContact(c.contact_id)).deptid).toBe(dept);
@@ -377,10 +449,14 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     const c2 = await createContact(owner, { groupid: g.groupid });
     const c3 = await createContact(owner, { groupid: stay.groupid });
     const c4 = await createContact(owner, { deptid: dept, groupid: 0 });
-    const res = await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { deptid: target } });
+    const res = await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, {
+      token: owner,
+      body: { deptid: target },
+    });
     expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.data).toMatchObject({ groupid: g.groupid, deptid: target, isdefault: 0, contacts_count: 2 });
-    for (const c of [c1, c2]) expect(await getContact(c.contact_id)).toMatchObject({ deptid: target, groupid: g.groupid });
+    for (const c of [c1, c2])
+      expect(await getContact(c.contact_id)).toMatchObject({ deptid: target, groupid: g.groupid });
     expect(await getContact(c3.contact_id)).toMatchObject({ deptid: dept, groupid: stay.groupid });
     expect(await getContact(c4.contact_id)).toMatchObject({ deptid: dept, groupid: 0 });
     const byDept = ok(await call("listContacts", `/v1/contacts?deptid=${target}`, { token: owner }));
@@ -393,7 +469,10 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     const oldDef = await createGroup(owner, { deptid: dept, isdefault: 1 });
     const targetDef = await createGroup(owner, { deptid: target, isdefault: 1 });
     const g = await createGroup(owner, { deptid: dept });
-    const res = await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { deptid: target, isdefault: 1 } });
+    const res = await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, {
+      token: owner,
+      body: { deptid: target, isdefault: 1 },
+    });
     expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.data).toMatchObject({ deptid: target, isdefault: 1 });
     expect(await defaultGroupsOf(target)).toEqual([g.groupid]);
@@ -408,7 +487,10 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     await createGroup(owner, { deptid: target, group_name: name.toUpperCase() });
     const g = await createGroup(owner, { deptid: dept, group_name: name });
     const c = await createContact(owner, { groupid: g.groupid });
-    expectShapeB(await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { deptid: target } }), 409);
+    expectShapeB(
+      await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { deptid: target } }),
+      409,
+    );
     expect((await getGroup(g.groupid)).deptid).toBe(dept);
     expect((await getContact(c.contact_id)).deptid).toBe(dept);
   });
@@ -416,7 +498,11 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
   it("400 for moving to an unknown department or another company's department", async () => {
     const g = await createGroup(owner);
     for (const deptid of [999999, 2]) {
-      expectShapeB(await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { deptid } }), 400, /deptid/);
+      expectShapeB(
+        await call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: owner, body: { deptid } }),
+        400,
+        /deptid/,
+      );
     }
     expect(await getGroup(g.groupid)).toEqual(g);
   });
@@ -424,9 +510,15 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
   it("404 for an unknown group and for another company's group, which stays untouched", async () => {
     const theirs = await createGroup(other);
     const before = await rawGroup(theirs.groupid);
-    expectShapeB(await call("updateContactGroup", "/v1/contact-groups/999999999", { token: owner, body: { group_name: "x" } }), 404);
+    expectShapeB(
+      await call("updateContactGroup", "/v1/contact-groups/999999999", { token: owner, body: { group_name: "x" } }),
+      404,
+    );
     for (const body of [{ group_name: uniqueWord() }, { isdefault: 1 }, { deptid: 1 }]) {
-      expectShapeB(await call("updateContactGroup", `/v1/contact-groups/${theirs.groupid}`, { token: owner, body }), 404);
+      expectShapeB(
+        await call("updateContactGroup", `/v1/contact-groups/${theirs.groupid}`, { token: owner, body }),
+        404,
+      );
     }
     expect(await rawGroup(theirs.groupid)).toEqual(before);
   });
@@ -436,7 +528,10 @@ describe("PATCH /v1/contact-groups/{group_id}", () => {
     await createGroup(other, { isdefault: 1 });
     const defaultsBefore = await defaultGroupsOf(2);
     const stray = await insertGroupInForeignDept();
-    const res = await call("updateContactGroup", `/v1/contact-groups/${stray}`, { token: owner, body: { isdefault: 1 } });
+    const res = await call("updateContactGroup", `/v1/contact-groups/${stray}`, {
+      token: owner,
+      body: { isdefault: 1 },
+    });
     expectShapeB(res, 400, /department/);
     expect((await rawGroup(stray))?.is_default).toBe(0);
     expect(await defaultGroupsOf(2)).toEqual(defaultsBefore);
@@ -477,7 +572,10 @@ describe("PATCH /v1/contact-groups/{group_id}/default", () => {
   it("404 for an unknown group and for another company's group", async () => {
     const theirs = await createGroup(other);
     expectShapeB(await call("setDefaultContactGroup", "/v1/contact-groups/999999999/default", { token: owner }), 404);
-    expectShapeB(await call("setDefaultContactGroup", `/v1/contact-groups/${theirs.groupid}/default`, { token: owner }), 404);
+    expectShapeB(
+      await call("setDefaultContactGroup", `/v1/contact-groups/${theirs.groupid}/default`, { token: owner }),
+      404,
+    );
     expect((await rawGroup(theirs.groupid))?.is_default).toBe(0);
   });
 
@@ -495,7 +593,11 @@ describe("DELETE /v1/contact-groups/{group_id}", () => {
   it("400 for the default group, which stays", async () => {
     const dept = await createDepartment();
     const def = await createGroup(owner, { deptid: dept, isdefault: 1 });
-    expectShapeB(await call("deleteContactGroup", `/v1/contact-groups/${def.groupid}`, { token: owner }), 400, /default/);
+    expectShapeB(
+      await call("deleteContactGroup", `/v1/contact-groups/${def.groupid}`, { token: owner }),
+      400,
+      /default/,
+    );
     expect(await getGroup(def.groupid)).toEqual(def);
   });
 
@@ -537,7 +639,9 @@ describe("DELETE /v1/contact-groups/{group_id}", () => {
       .bind(stray, `${uniqueWord()}@example.test`)
       .first<{ id: number }>();
     expectStatus(await call("deleteContactGroup", `/v1/contact-groups/${stray}`, { token: owner }), 200);
-    const row = await env.DB.prepare("SELECT c.group_id, g.company_id AS group_company FROM contacts c LEFT JOIN contact_groups g ON g.id = c.group_id WHERE c.id = ?")
+    const row = await env.DB.prepare(
+      "SELECT c.group_id, g.company_id AS group_company FROM contacts c LEFT JOIN contact_groups g ON g.id = c.group_id WHERE c.id = ?",
+    )
       .bind(contact!.id)
       .first<{ group_id: number | null; group_company: number | null }>();
     expect(row?.group_company ?? 1).toBe(1);
@@ -574,7 +678,10 @@ describe("contact group scopes", () => {
     const g = await createGroup(owner, { deptid: dept });
     const writes = await Promise.all([
       call("createContactGroup", "/v1/contact-groups", { token: readonly, body: { group_name: uniqueWord() } }),
-      call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, { token: readonly, body: { group_name: uniqueWord() } }),
+      call("updateContactGroup", `/v1/contact-groups/${g.groupid}`, {
+        token: readonly,
+        body: { group_name: uniqueWord() },
+      }),
       call("setDefaultContactGroup", `/v1/contact-groups/${g.groupid}/default`, { token: readonly }),
       call("deleteContactGroup", `/v1/contact-groups/${g.groupid}`, { token: readonly }),
     ]);
@@ -589,6 +696,10 @@ describe("contact group scopes", () => {
 
   it("401 without a token", async () => {
     expectShapeA(await call("listContactGroups", "/v1/contact-groups"), 401, "invalid_token");
-    expectShapeA(await call("createContactGroup", "/v1/contact-groups", { body: { group_name: "x" } }), 401, "invalid_token");
+    expectShapeA(
+      await call("createContactGroup", "/v1/contact-groups", { body: { group_name: "x" } }),
+      401,
+      "invalid_token",
+    );
   });
 });

@@ -51,7 +51,7 @@ describe("foldLine", () => {
     const physical = foldLine(emoji).split("\r\n");
     expect(octets(physical[0]!)).toBe(8 + 4 * 16 + 0); // 72: a fifth emoji (4 octets) would pass 75
     expect(physical.every((p) => p.isWellFormed())).toBe(true);
-    expect(unfold(foldLine("SUMMARY:" + "é".repeat(60)))).toBe("SUMMARY:" + "é".repeat(60));
+    expect(unfold(foldLine(`SUMMARY:${"é".repeat(60)}`))).toBe(`SUMMARY:${"é".repeat(60)}`);
   });
 });
 
@@ -67,9 +67,23 @@ describe("icalText and value formats", () => {
   });
 
   it("round-trips escaped, folded TEXT through ical.js exactly", () => {
-    const texts = ["Comma, semicolon; backslash \\ and \"quotes\"", "Line one\nline two\n\nafter a blank line", "Ünïcödé ✓ 🎉👩‍👩‍👧 ".repeat(12)];
+    const texts = [
+      'Comma, semicolon; backslash \\ and "quotes"',
+      "Line one\nline two\n\nafter a blank line",
+      "Ünïcödé ✓ 🎉👩‍👩‍👧 ".repeat(12),
+    ];
     for (const text of texts) {
-      const body = icalText(["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//test//EN", "BEGIN:VEVENT", "UID:u1", "DTSTAMP:20260101T000000Z", `SUMMARY:${escapeText(text)}`, "END:VEVENT", "END:VCALENDAR"]);
+      const body = icalText([
+        "BEGIN:VCALENDAR",
+        "VERSION:2.0",
+        "PRODID:-//test//EN",
+        "BEGIN:VEVENT",
+        "UID:u1",
+        "DTSTAMP:20260101T000000Z",
+        `SUMMARY:${escapeText(text)}`,
+        "END:VEVENT",
+        "END:VCALENDAR",
+      ]);
       const event = new ICAL.Component(ICAL.parse(body)).getFirstSubcomponent("vevent")!;
       expect(event.getFirstPropertyValue("summary")).toBe(text);
     }

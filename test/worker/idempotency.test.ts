@@ -10,22 +10,49 @@ import { items } from "../../src/db/schema";
 import { RESPONSE_LOST } from "../../src/idempotency/middleware";
 import { clockFor } from "../../src/company-clock/handoff/worker";
 import worker from "../../src/index";
-import { call, createAccount, env, expectShapeB, noServerError, uniqueWord, type Answer, type CallResult, type Operation, expectStatus, callRaw, ok, openApiDocument, type OpenApiJson } from "./helpers";
+import {
+  call,
+  createAccount,
+  env,
+  expectShapeB,
+  noServerError,
+  uniqueWord,
+  type Answer,
+  type Operation,
+  expectStatus,
+  ok,
+  openApiDocument,
+  type OpenApiJson,
+} from "./helpers";
 
 const key = () => crypto.randomUUID();
 
-function post<O extends Operation>(token: string, operation: O, path: string, body: unknown, idempotencyKey?: string): Promise<Answer<O>> {
-  return call(operation, path, { token, body, headers: idempotencyKey === undefined ? {} : { "Idempotency-Key": idempotencyKey } });
+function post<O extends Operation>(
+  token: string,
+  operation: O,
+  path: string,
+  body: unknown,
+  idempotencyKey?: string,
+): Promise<Answer<O>> {
+  return call(operation, path, {
+    token,
+    body,
+    headers: idempotencyKey === undefined ? {} : { "Idempotency-Key": idempotencyKey },
+  });
 }
 
 async function itemsTitled(companyId: number, title: string): Promise<number> {
-  const row = await env.DB.prepare("SELECT count(*) AS n FROM items WHERE company_id = ? AND title = ?").bind(companyId, title).first<{ n: number }>();
+  const row = await env.DB.prepare("SELECT count(*) AS n FROM items WHERE company_id = ? AND title = ?")
+    .bind(companyId, title)
+    .first<{ n: number }>();
   return row!.n;
 }
 
 /** The key's row, found through its operation (the key itself is stored only as a hash). */
 async function keyRows(companyId: number) {
-  const { results } = await env.DB.prepare("SELECT * FROM idempotency_keys WHERE company_id = ? ORDER BY id").bind(companyId).all<Record<string, unknown>>();
+  const { results } = await env.DB.prepare("SELECT * FROM idempotency_keys WHERE company_id = ? ORDER BY id")
+    .bind(companyId)
+    .all<Record<string, unknown>>();
   return results;
 }
 
@@ -54,18 +81,32 @@ describe("Idempotency-Key: a repeat replays the first answer", () => {
     const k = key();
     const body = { title: uniqueWord("Cert "), expiry_date: "2031-06-30" };
     const first = ok(await post(account.ownerToken, "createItem", "/v1/items", body, k));
-    const before = ok(await call("listItemReminders", `/v1/items/${first.body.data.item_id}/reminders`, { token: account.ownerToken }));
+    const before = ok(
+      await call("listItemReminders", `/v1/items/${first.body.data.item_id}/reminders`, { token: account.ownerToken }),
+    );
     await post(account.ownerToken, "createItem", "/v1/items", body, k);
-    const after = ok(await call("listItemReminders", `/v1/items/${first.body.data.item_id}/reminders`, { token: account.ownerToken }));
+    const after = ok(
+      await call("listItemReminders", `/v1/items/${first.body.data.item_id}/reminders`, { token: account.ownerToken }),
+    );
     expect(after.body.data.queued.length).toBe(before.body.data.queued.length);
     expect(before.body.data.queued.length).toBeGreaterThan(0);
   });
 
   it("replays a DELETE's 200 rather than answering the 404 the record's absence would give now", async () => {
     const account = await createAccount();
-    const contact = ok(await post(account.ownerToken, "createContact", "/v1/contacts", { first_name: "Del", last_name: "Once", email: `${uniqueWord("e")}@example.test` }));
+    const contact = ok(
+      await post(account.ownerToken, "createContact", "/v1/contacts", {
+        first_name: "Del",
+        last_name: "Once",
+        email: `${uniqueWord("e")}@example.test`,
+      }),
+    );
     const k = key();
-    const del = () => call("deleteContact", `/v1/contacts/${contact.body.data.contact_id}`, { token: account.ownerToken, headers: { "Idempotency-Key": k } });
+    const del = () =>
+      call("deleteContact", `/v1/contacts/${contact.body.data.contact_id}`, {
+        token: account.ownerToken,
+        headers: { "Idempotency-Key": k },
+      });
     const first = await del();
     expectStatus(first, 200);
     const again = await del();
@@ -89,23 +130,56 @@ describe("Idempotency-Key: a repeat replays the first answer", () => {
     const k = key();
     const body = { title: uniqueWord("First "), expiry_date: "2031-03-01" };
     expectStatus(await post(account.ownerToken, "createItem", "/v1/items", body, k), 201);
-    const otherBody = await post(account.ownerToken, "createItem", "/v1/items", { ...body, title: uniqueWord("Second ") }, k);
+    const otherBody = await post(
+      account.ownerToken,
+      "createItem",
+      "/v1/items",
+      { ...body, title: uniqueWord("Second ") },
+      k,
+    );
     expectShapeB(otherBody, 422, /Idempotency-Key was already used for a different request/);
-    const otherPath = await post(account.ownerToken, "createContact", "/v1/contacts", { first_name: "A", last_name: "B", email: `${uniqueWord("e")}@example.test` }, k);
+    const otherPath = await post(
+      account.ownerToken,
+      "createContact",
+      "/v1/contacts",
+      { first_name: "A", last_name: "B", email: `${uniqueWord("e")}@example.test` },
+      k,
+    );
     expectShapeB(otherPath, 422, /createItem/);
-    const reordered = await call("createItem", "/v1/items", { token: account.ownerToken, rawBody: JSON.stringify(body, null, 1), headers: { "Idempotency-Key": k, "Content-Type": "application/json" } });
+    const reordered = await call("createItem", "/v1/items", {
+      token: account.ownerToken,
+      rawBody: JSON.stringify(body, null, 1),
+      headers: { "Idempotency-Key": k, "Content-Type": "application/json" },
+    });
     expectShapeB(reordered, 422); // the body's bytes, not its meaning, identify the request
-    const rows = await env.DB.prepare("SELECT count(*) AS n FROM contacts WHERE company_id = ?").bind(account.companyId).first<{ n: number }>();
+    const rows = await env.DB.prepare("SELECT count(*) AS n FROM contacts WHERE company_id = ?")
+      .bind(account.companyId)
+      .first<{ n: number }>();
     expect(rows!.n).toBe(0);
   });
 
   it("answers 400 naming the header for a malformed key", async () => {
     const account = await createAccount();
     for (const bad of ["a".repeat(256), "caf\u00e9", '"unterminated', '"a"b"', "tab\there"]) {
-      const res = await post(account.ownerToken, "createItem", "/v1/items", { title: "x", expiry_date: "2031-01-01" }, bad);
+      const res = await post(
+        account.ownerToken,
+        "createItem",
+        "/v1/items",
+        { title: "x", expiry_date: "2031-01-01" },
+        bad,
+      );
       expectShapeB(res, 400, /Idempotency-Key must be 1 to 255 printable ASCII characters/);
     }
-    expectStatus(await post(account.ownerToken, "createItem", "/v1/items", { title: "x", expiry_date: "2031-01-01" }, "a".repeat(255)), 201);
+    expectStatus(
+      await post(
+        account.ownerToken,
+        "createItem",
+        "/v1/items",
+        { title: "x", expiry_date: "2031-01-01" },
+        "a".repeat(255),
+      ),
+      201,
+    );
     expect(await itemsTitled(account.companyId, "x")).toBe(1);
   });
 
@@ -126,7 +200,13 @@ describe("Idempotency-Key: a repeat replays the first answer", () => {
     const bad = await post(account.ownerToken, "createItem", "/v1/items", { title: "no date" }, k);
     expectShapeB(bad, 400, /expiry_date/);
     expect(await keyRows(account.companyId)).toHaveLength(0);
-    const fixed = await post(account.ownerToken, "createItem", "/v1/items", { title: uniqueWord("Fixed "), expiry_date: "2031-05-01" }, k);
+    const fixed = await post(
+      account.ownerToken,
+      "createItem",
+      "/v1/items",
+      { title: uniqueWord("Fixed "), expiry_date: "2031-05-01" },
+      k,
+    );
     expectStatus(fixed, 201);
   });
 
@@ -148,13 +228,25 @@ describe("Idempotency-Key: a repeat replays the first answer", () => {
     const account = await createAccount();
     const k = key();
     const folder = uniqueWord("F");
-    const created = await post(account.ownerToken, "createItem", "/v1/items", { title: uniqueWord("Filed "), expiry_date: "2031-05-01", folder_path: `${folder}/Sub/Deep` }, k);
+    const created = await post(
+      account.ownerToken,
+      "createItem",
+      "/v1/items",
+      { title: uniqueWord("Filed "), expiry_date: "2031-05-01", folder_path: `${folder}/Sub/Deep` },
+      k,
+    );
     expectStatus(created, 201);
     // Every committed write counts itself on the key's row: one transaction held folders and item.
-    const [row] = (await env.DB.prepare("SELECT applied FROM idempotency_keys WHERE company_id = ?").bind(account.companyId).all<{ applied: number }>()).results;
+    const [row] = (
+      await env.DB.prepare("SELECT applied FROM idempotency_keys WHERE company_id = ?")
+        .bind(account.companyId)
+        .all<{ applied: number }>()
+    ).results;
     expect(row!.applied).toBe(1);
     const item = ok(await call("getItem", `/v1/items/${created.body.data.item_id}`, { token: account.ownerToken }));
-    const deep = await env.DB.prepare("SELECT id FROM folders WHERE company_id = ? AND name = 'Deep'").bind(account.companyId).first<{ id: number }>();
+    const deep = await env.DB.prepare("SELECT id FROM folders WHERE company_id = ? AND name = 'Deep'")
+      .bind(account.companyId)
+      .first<{ id: number }>();
     expect(item.body.data.folder_id).toBe(deep!.id);
   });
 
@@ -163,7 +255,9 @@ describe("Idempotency-Key: a repeat replays the first answer", () => {
     const k = key();
     const body = { title: uniqueWord("Expired "), expiry_date: "2031-07-01" };
     await post(account.ownerToken, "createItem", "/v1/items", body, k);
-    await env.DB.prepare("UPDATE idempotency_keys SET expires_at = ? WHERE company_id = ?").bind(Date.now() - 1, account.companyId).run();
+    await env.DB.prepare("UPDATE idempotency_keys SET expires_at = ? WHERE company_id = ?")
+      .bind(Date.now() - 1, account.companyId)
+      .run();
     const later = await post(account.ownerToken, "createItem", "/v1/items", body, k);
     expectStatus(later, 201);
     expect(later.headers.get("Idempotent-Replayed")).toBeNull();
@@ -190,7 +284,9 @@ describe("Idempotency-Key: concurrent repeats", () => {
       const account = await createAccount();
       const k = key();
       const body = { title: uniqueWord("Race "), expiry_date: "2031-08-01" };
-      const results = await Promise.all(Array.from({ length: 8 }, () => post(account.ownerToken, "createItem", "/v1/items", body, k)));
+      const results = await Promise.all(
+        Array.from({ length: 8 }, () => post(account.ownerToken, "createItem", "/v1/items", body, k)),
+      );
       noServerError(...results);
       const created = results.filter((r) => r.status === 201);
       expect(created.length).toBeGreaterThanOrEqual(1);
@@ -204,7 +300,9 @@ describe("Idempotency-Key: concurrent repeats", () => {
 describe("Idempotency-Key: the Worker dying between the change and the response", () => {
   /** The state a Worker leaves when it dies at `stage`: the key claimed, its lease run out. */
   async function dieAfter(companyId: number, applied: 0 | 1) {
-    await env.DB.prepare("UPDATE idempotency_keys SET state = 'running', status = NULL, headers = NULL, body = NULL, lease_until = ?, applied = ? WHERE company_id = ?")
+    await env.DB.prepare(
+      "UPDATE idempotency_keys SET state = 'running', status = NULL, headers = NULL, body = NULL, lease_until = ?, applied = ? WHERE company_id = ?",
+    )
       .bind(Date.now() - 1, applied, companyId)
       .run();
   }
@@ -228,7 +326,9 @@ describe("Idempotency-Key: the Worker dying between the change and the response"
     const body = { title: uniqueWord("Early "), expiry_date: "2031-09-02" };
     // A first attempt that claimed the key and died before writing: its row, with no item.
     await post(account.ownerToken, "createItem", "/v1/items", body, k);
-    await env.DB.prepare("DELETE FROM items WHERE company_id = ? AND title = ?").bind(account.companyId, body.title).run();
+    await env.DB.prepare("DELETE FROM items WHERE company_id = ? AND title = ?")
+      .bind(account.companyId, body.title)
+      .run();
     await dieAfter(account.companyId, 0);
     const retry = await post(account.ownerToken, "createItem", "/v1/items", body, k);
     expectStatus(retry, 201);
@@ -241,8 +341,14 @@ describe("Idempotency-Key: the Worker dying between the change and the response"
     const k = key();
     const body = { title: uniqueWord("Held "), expiry_date: "2031-09-03" };
     await post(account.ownerToken, "createItem", "/v1/items", body, k);
-    await env.DB.prepare("DELETE FROM items WHERE company_id = ? AND title = ?").bind(account.companyId, body.title).run();
-    await env.DB.prepare("UPDATE idempotency_keys SET state = 'running', applied = 0, lease_until = ? WHERE company_id = ?").bind(Date.now() + 60_000, account.companyId).run();
+    await env.DB.prepare("DELETE FROM items WHERE company_id = ? AND title = ?")
+      .bind(account.companyId, body.title)
+      .run();
+    await env.DB.prepare(
+      "UPDATE idempotency_keys SET state = 'running', applied = 0, lease_until = ? WHERE company_id = ?",
+    )
+      .bind(Date.now() + 60_000, account.companyId)
+      .run();
     const retry = await post(account.ownerToken, "createItem", "/v1/items", body, k);
     expectShapeB(retry, 409, /still in progress/);
     expect(retry.headers.get("Retry-After")).toBe("1");
@@ -251,16 +357,27 @@ describe("Idempotency-Key: the Worker dying between the change and the response"
 
   it("a first attempt whose key was taken over cannot write afterwards (the lease fence fails its batch)", async () => {
     const account = await createAccount();
-    await post(account.ownerToken, "createItem", "/v1/items", { title: uniqueWord("Fence "), expiry_date: "2031-09-04" }, key());
+    await post(
+      account.ownerToken,
+      "createItem",
+      "/v1/items",
+      { title: uniqueWord("Fence "), expiry_date: "2031-09-04" },
+      key(),
+    );
     const [row] = await keyRows(account.companyId);
     // The slow first attempt still holds its old lease; a retry has since taken a new one.
-    const fence = { companyId: account.companyId, clientId: row!.client_id as string, keyHash: row!.key_hash as string };
+    const fence = {
+      companyId: account.companyId,
+      clientId: row!.client_id as string,
+      keyHash: row!.key_hash as string,
+    };
     const lease = "lease-of-a-slow-first-attempt";
     // The slow attempt's key, as its request's write context holds it after its claim was accepted.
     const stale = database(env.DB, {
       committed: 0,
       key: {
-        claim: (d1) => claimStatement(d1, fence, { fingerprint: "", operationId: "createItem", lease, now: Date.now() }),
+        claim: (d1) =>
+          claimStatement(d1, fence, { fingerprint: "", operationId: "createItem", lease, now: Date.now() }),
         fence: (d1) => fenceStatement(d1, fence, lease),
         fenced: (message) => message.includes(LEASE_LOST),
         accept: () => {},
@@ -272,14 +389,21 @@ describe("Idempotency-Key: the Worker dying between the change and the response"
     await expect(
       stale.commit([stale.update(items).set({ title: "late write" }).where(eq(items.companyId, account.companyId))]),
     ).rejects.toMatchObject({ status: 409 });
-    const changed = await env.DB.prepare("SELECT count(*) AS n FROM items WHERE title = 'late write'").first<{ n: number }>();
+    const changed = await env.DB.prepare("SELECT count(*) AS n FROM items WHERE title = 'late write'").first<{
+      n: number;
+    }>();
     expect(changed!.n).toBe(0);
     expect((await env.DB.prepare("SELECT count(*) AS n FROM items").first<{ n: number }>())!.n).toBe(before!.n);
   });
 
   it("for a change the reminder engine makes (a manual reminder): the retry gets the same reminder, no second one", async () => {
     const account = await createAccount();
-    const item = ok(await post(account.ownerToken, "createItem", "/v1/items", { title: uniqueWord("Rem "), expiry_date: "2031-10-01" }));
+    const item = ok(
+      await post(account.ownerToken, "createItem", "/v1/items", {
+        title: uniqueWord("Rem "),
+        expiry_date: "2031-10-01",
+      }),
+    );
     const itemId = item.body.data.item_id;
     const k = key();
     const body = { date: "2031-09-15", hour: "10:30" };
@@ -290,8 +414,12 @@ describe("Idempotency-Key: the Worker dying between the change and the response"
     const retry = await post(account.ownerToken, "createItemReminder", `/v1/items/${itemId}/reminders`, body, k);
     expectStatus(retry, 201);
     expect(retry.body.data).toEqual(first.body.data);
-    const manual = await runInDurableObject(clockFor(env, account.companyId), (_i, state) =>
-      state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM reminders WHERE item_id = ? AND origin = 'manual'", itemId).one().n,
+    const manual = await runInDurableObject(
+      clockFor(env, account.companyId),
+      (_i, state) =>
+        state.storage.sql
+          .exec<{ n: number }>("SELECT count(*) AS n FROM reminders WHERE item_id = ? AND origin = 'manual'", itemId)
+          .one().n,
     );
     expect(manual).toBe(1);
   });
@@ -300,12 +428,19 @@ describe("Idempotency-Key: the Worker dying between the change and the response"
 describe("Idempotency-Key: a key used again after its 24 hours", () => {
   it("is a new request for the reminder engine too: a second reminder, not the first one's answer", async () => {
     const account = await createAccount();
-    const item = ok(await post(account.ownerToken, "createItem", "/v1/items", { title: uniqueWord("Again "), expiry_date: "2031-10-01" }));
+    const item = ok(
+      await post(account.ownerToken, "createItem", "/v1/items", {
+        title: uniqueWord("Again "),
+        expiry_date: "2031-10-01",
+      }),
+    );
     const itemId = item.body.data.item_id;
     const k = key();
     const body = { date: "2031-09-20", hour: "08:00" };
     const first = ok(await post(account.ownerToken, "createItemReminder", `/v1/items/${itemId}/reminders`, body, k));
-    await env.DB.prepare("UPDATE idempotency_keys SET expires_at = ? WHERE company_id = ?").bind(Date.now() - 1, account.companyId).run();
+    await env.DB.prepare("UPDATE idempotency_keys SET expires_at = ? WHERE company_id = ?")
+      .bind(Date.now() - 1, account.companyId)
+      .run();
     const later = await post(account.ownerToken, "createItemReminder", `/v1/items/${itemId}/reminders`, body, k);
     expectStatus(later, 201);
     expect(later.headers.get("Idempotent-Replayed")).toBeNull();
@@ -316,8 +451,16 @@ describe("Idempotency-Key: a key used again after its 24 hours", () => {
 describe("Idempotency-Key: housekeeping and the published contract", () => {
   it("the cron deletes keys past their 24 hours", async () => {
     const account = await createAccount();
-    await post(account.ownerToken, "createItem", "/v1/items", { title: uniqueWord("Old "), expiry_date: "2031-11-01" }, key());
-    await env.DB.prepare("UPDATE idempotency_keys SET expires_at = ? WHERE company_id = ?").bind(Date.now() - 1000, account.companyId).run();
+    await post(
+      account.ownerToken,
+      "createItem",
+      "/v1/items",
+      { title: uniqueWord("Old "), expiry_date: "2031-11-01" },
+      key(),
+    );
+    await env.DB.prepare("UPDATE idempotency_keys SET expires_at = ? WHERE company_id = ?")
+      .bind(Date.now() - 1000, account.companyId)
+      .run();
     const ctx = { waitUntil: () => {}, passThroughOnException: () => {}, props: {} } as unknown as ExecutionContext;
     await worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" }), env, ctx);
     expect(await keyRows(account.companyId)).toHaveLength(0);
@@ -327,12 +470,19 @@ describe("Idempotency-Key: housekeeping and the published contract", () => {
     const doc = await openApiDocument();
     for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, OpenApiJson>>)) {
       for (const [method, op] of Object.entries(item)) {
-        const keyed = (op.parameters ?? []).some((p: { $ref?: string }) => p.$ref === "#/components/parameters/IdempotencyKey");
+        const keyed = (op.parameters ?? []).some(
+          (p: { $ref?: string }) => p.$ref === "#/components/parameters/IdempotencyKey",
+        );
         const excluded = path === "/v1/oauth/token" || (path === "/v1/uploads" && method === "put");
         expect(keyed, `${method} ${path}`).toBe(["post", "patch", "put", "delete"].includes(method) && !excluded);
-        if (keyed) expect(Object.keys(op.responses), `${method} ${path}`).toEqual(expect.arrayContaining(["409", "422"]));
+        if (keyed)
+          expect(Object.keys(op.responses), `${method} ${path}`).toEqual(expect.arrayContaining(["409", "422"]));
       }
     }
-    expect(doc.components.parameters.IdempotencyKey).toMatchObject({ name: "Idempotency-Key", in: "header", schema: { maxLength: 255 } });
+    expect(doc.components.parameters.IdempotencyKey).toMatchObject({
+      name: "Idempotency-Key",
+      in: "header",
+      schema: { maxLength: 255 },
+    });
   });
 });

@@ -4,19 +4,59 @@ import { exports } from "cloudflare:workers";
 import { Hono } from "hono";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { AppBindings } from "../../src/env";
-import { DEFAULT_BODY_LIMIT, MAX_JSON_DEPTH, MAX_URL_LENGTH, bodyRuleFor, parseContentType, requestGuard } from "../../src/lib/body";
+import {
+  DEFAULT_BODY_LIMIT,
+  MAX_JSON_DEPTH,
+  MAX_URL_LENGTH,
+  bodyRuleFor,
+  parseContentType,
+  requestGuard,
+} from "../../src/lib/body";
 import { MAX_ECHO_CHARS } from "../../src/lib/echo";
 import { MAX_MESSAGE_CHARS, apiError, oauthError, renderError } from "../../src/lib/errors";
-import { BASE, call, expectShapeA, expectShapeB, readResult, tokenFor, uniqueEmail, type Answer, type ApiError, type CallResult, type Operation, expectStatus, callRaw, ok, openApiDocument } from "./helpers";
+import {
+  BASE,
+  call,
+  expectShapeA,
+  expectShapeB,
+  readResult,
+  tokenFor,
+  uniqueEmail,
+  type Answer,
+  type ApiError,
+  type CallResult,
+  type Operation,
+  expectStatus,
+  callRaw,
+  ok,
+  openApiDocument,
+} from "./helpers";
 
 const TOKEN_LIMIT = 8 * 1024;
 const JSON_TYPE = { "Content-Type": "application/json" };
 const encoder = new TextEncoder();
 
 /** Sends a body of any kind (bytes, stream) with exactly the given headers. */
-async function send(method: string, path: string, body: BodyInit | null, headers?: Record<string, string>): Promise<CallResult>;
-async function send<O extends Operation>(method: string, path: string, body: BodyInit | null, headers: Record<string, string>, operation: O): Promise<Answer<O>>;
-async function send(method: string, path: string, body: BodyInit | null, headers: Record<string, string> = {}, operation?: Operation): Promise<CallResult> {
+async function send(
+  method: string,
+  path: string,
+  body: BodyInit | null,
+  headers?: Record<string, string>,
+): Promise<CallResult>;
+async function send<O extends Operation>(
+  method: string,
+  path: string,
+  body: BodyInit | null,
+  headers: Record<string, string>,
+  operation: O,
+): Promise<Answer<O>>;
+async function send(
+  method: string,
+  path: string,
+  body: BodyInit | null,
+  headers: Record<string, string> = {},
+  operation?: Operation,
+): Promise<CallResult> {
   const response = await exports.default.fetch(new Request(`${BASE}${path}`, { method, headers, body }));
   return operation ? readResult(response, operation) : readResult(response);
 }
@@ -35,14 +75,20 @@ function countingStream(total: number, chunk = 1024, byte = 0x5b /* "[" */) {
   return { stream, state };
 }
 
-const validContact = (extra: Record<string, unknown> = {}) => ({ first_name: "Ada", last_name: "Lovelace", email: uniqueEmail(), ...extra });
+const validContact = (extra: Record<string, unknown> = {}) => ({
+  first_name: "Ada",
+  last_name: "Lovelace",
+  email: uniqueEmail(),
+  ...extra,
+});
 
 async function postContact(rawBody: string, headers: Record<string, string> = JSON_TYPE) {
   return call("createContact", "/v1/contacts", { token: await tokenFor("demo-owner"), rawBody, headers });
 }
 
 /** A contact body as JSON text with `first_name` given as raw JSON (escapes kept as written). */
-const withRawFirstName = (jsonString: string) => `{"first_name":${jsonString},"last_name":"L","email":"${uniqueEmail()}"}`;
+const withRawFirstName = (jsonString: string) =>
+  `{"first_name":${jsonString},"last_name":"L","email":"${uniqueEmail()}"}`;
 
 describe("body size limits", () => {
   beforeAll(() => {
@@ -66,7 +112,10 @@ describe("body size limits", () => {
 
   it("refuses an undeclared (chunked) length with 413 once it passes the limit, reading little more", async () => {
     const { stream, state } = countingStream(1024 * 1024);
-    const res = await send("POST", "/v1/contacts", stream, { ...JSON_TYPE, Authorization: `Bearer ${await tokenFor("demo-owner")}` });
+    const res = await send("POST", "/v1/contacts", stream, {
+      ...JSON_TYPE,
+      Authorization: `Bearer ${await tokenFor("demo-owner")}`,
+    });
     expectShapeB(res, 413, /64 KiB \(65536 bytes\)/);
     expect(state.pulled).toBeGreaterThan(DEFAULT_BODY_LIMIT);
     expect(state.pulled).toBeLessThanOrEqual(DEFAULT_BODY_LIMIT + 16 * 1024);
@@ -86,7 +135,11 @@ describe("body size limits", () => {
   });
 
   it("answers the token endpoint's 413 in Shape A (8 KiB limit)", async () => {
-    const body = JSON.stringify({ grant_type: "client_credentials", client_id: "demo-owner", client_secret: "x".repeat(TOKEN_LIMIT) });
+    const body = JSON.stringify({
+      grant_type: "client_credentials",
+      client_id: "demo-owner",
+      client_secret: "x".repeat(TOKEN_LIMIT),
+    });
     const res = await call("issueToken", "/v1/oauth/token", { rawBody: body, headers: JSON_TYPE });
     expectShapeA(res, 413, "invalid_request");
     expect(res.body.error_description).toMatch(/8 KiB/);
@@ -127,9 +180,16 @@ describe("JSON nesting", () => {
     const deep = "[".repeat(30_000) + "]".repeat(30_000);
     expectShapeB(await postContact(deep), 400, /nests deeper than/);
     expectShapeB(await postContact("[".repeat(60_000)), 400);
-    expectShapeB(await postContact(withRawFirstName(`${"[".repeat(1000)}${"]".repeat(1000)}`)), 400, /nests deeper than/);
+    expectShapeB(
+      await postContact(withRawFirstName(`${"[".repeat(1000)}${"]".repeat(1000)}`)),
+      400,
+      /nests deeper than/,
+    );
     expectShapeB(await postContact(`{"a":${'{"a":'.repeat(10_000)}1${"}".repeat(10_001)}`), 400, /nests deeper than/);
-    const token = await call("issueToken", "/v1/oauth/token", { rawBody: "[".repeat(4000) + "]".repeat(4000), headers: JSON_TYPE });
+    const token = await call("issueToken", "/v1/oauth/token", {
+      rawBody: "[".repeat(4000) + "]".repeat(4000),
+      headers: JSON_TYPE,
+    });
     expectShapeA(token, 400, "invalid_request");
   });
 
@@ -141,13 +201,28 @@ describe("JSON nesting", () => {
 
 describe("character encoding of bodies", () => {
   it("refuses a charset other than UTF-8 with 415 naming it", async () => {
-    const latin1 = new Uint8Array([...encoder.encode(`{"first_name":"Jos`), 0xe9, ...encoder.encode(`","last_name":"L","email":"${uniqueEmail()}"}`)]);
+    const latin1 = new Uint8Array([
+      ...encoder.encode(`{"first_name":"Jos`),
+      0xe9,
+      ...encoder.encode(`","last_name":"L","email":"${uniqueEmail()}"}`),
+    ]);
     const token = await tokenFor("demo-owner");
-    for (const type of ["application/json; charset=latin1", 'application/json; charset="ISO-8859-1"', "application/json;charset=utf-16", "application/json; charset=utf-8; charset=latin1"]) {
-      const res = await send("POST", "/v1/contacts", latin1, { "Content-Type": type, Authorization: `Bearer ${token}` });
+    for (const type of [
+      "application/json; charset=latin1",
+      'application/json; charset="ISO-8859-1"',
+      "application/json;charset=utf-16",
+      "application/json; charset=utf-8; charset=latin1",
+    ]) {
+      const res = await send("POST", "/v1/contacts", latin1, {
+        "Content-Type": type,
+        Authorization: `Bearer ${token}`,
+      });
       expectShapeB(res, 415, /charset/i);
     }
-    const named = await send("POST", "/v1/contacts", latin1, { "Content-Type": "application/json; charset=latin1", Authorization: `Bearer ${token}` });
+    const named = await send("POST", "/v1/contacts", latin1, {
+      "Content-Type": "application/json; charset=latin1",
+      Authorization: `Bearer ${token}`,
+    });
     expectShapeB(named, 415);
     expect(named.body.msg).toContain("latin1");
     const form = await call("issueToken", "/v1/oauth/token", {
@@ -158,7 +233,11 @@ describe("character encoding of bodies", () => {
   });
 
   it("accepts charset=utf-8 in any case and quoted", async () => {
-    for (const type of ["application/json; charset=UTF-8", 'application/json; charset="utf-8"', "application/json;charset=utf8"]) {
+    for (const type of [
+      "application/json; charset=UTF-8",
+      'application/json; charset="utf-8"',
+      "application/json;charset=utf8",
+    ]) {
       const res = await postContact(JSON.stringify(validContact()), { "Content-Type": type });
       expectStatus(res, 201, `${type}: ${JSON.stringify(res.body)}`);
     }
@@ -166,8 +245,18 @@ describe("character encoding of bodies", () => {
 
   it("refuses bytes that are not valid UTF-8 with 400", async () => {
     const token = await tokenFor("demo-owner");
-    for (const bad of [[0xe9], [0xff, 0xfe], [0xed, 0xa0, 0x80] /* encoded surrogate */, [0xc0, 0xaf] /* overlong */, [0xe2, 0x82] /* truncated */]) {
-      const bytes = new Uint8Array([...encoder.encode(`{"first_name":"Jos`), ...bad, ...encoder.encode(`","last_name":"L","email":"${uniqueEmail()}"}`)]);
+    for (const bad of [
+      [0xe9],
+      [0xff, 0xfe],
+      [0xed, 0xa0, 0x80] /* encoded surrogate */,
+      [0xc0, 0xaf] /* overlong */,
+      [0xe2, 0x82] /* truncated */,
+    ]) {
+      const bytes = new Uint8Array([
+        ...encoder.encode(`{"first_name":"Jos`),
+        ...bad,
+        ...encoder.encode(`","last_name":"L","email":"${uniqueEmail()}"}`),
+      ]);
       const res = await send("POST", "/v1/contacts", bytes, { ...JSON_TYPE, Authorization: `Bearer ${token}` });
       expectShapeB(res, 400, /not valid UTF-8/);
     }
@@ -202,18 +291,58 @@ describe("text fields", () => {
 
   it("applies the same rules to other fields, updates, groups and the search query", async () => {
     const token = await tokenFor("demo-owner");
-    expectShapeB(await postContact(JSON.stringify(validContact({ last_name: "\u200b" }))), 400, /last_name must not be empty/);
-    expectShapeB(await postContact(JSON.stringify(validContact({ phone_number: "123\u0000" }))), 400, /phone_number must not contain control characters/);
-    expectShapeB(await postContact(JSON.stringify(validContact({ email: "ada\u0000@example.com" }))), 400, /email must not contain control characters/);
-    expectShapeB(await postContact(`{"first_name":"A","last_name":"L","email":"a\\ud800@example.com"}`), 400, /email must be well-formed/);
+    expectShapeB(
+      await postContact(JSON.stringify(validContact({ last_name: "\u200b" }))),
+      400,
+      /last_name must not be empty/,
+    );
+    expectShapeB(
+      await postContact(JSON.stringify(validContact({ phone_number: "123\u0000" }))),
+      400,
+      /phone_number must not contain control characters/,
+    );
+    expectShapeB(
+      await postContact(JSON.stringify(validContact({ email: "ada\u0000@example.com" }))),
+      400,
+      /email must not contain control characters/,
+    );
+    expectShapeB(
+      await postContact(`{"first_name":"A","last_name":"L","email":"a\\ud800@example.com"}`),
+      400,
+      /email must be well-formed/,
+    );
     const created = await call("createContact", "/v1/contacts", { token, body: validContact() });
     expectStatus(created, 201);
     const id = created.body.data.contact_id;
-    expectShapeB(await call("updateContact", `/v1/contacts/${id}`, { token, rawBody: '{"first_name":"\\ud83d"}', headers: JSON_TYPE }), 400, /first_name/);
-    expectShapeB(await call("createContactGroup", "/v1/contact-groups", { token, body: { group_name: "\u200b\u200b" } }), 400, /group_name must not be empty/);
-    expectShapeB(await call("createContactGroup", "/v1/contact-groups", { token, body: { group_name: "G\u0001" } }), 400, /group_name must not contain control characters/);
-    expectShapeB(await call("listContacts", "/v1/contacts?q=a%00b", { token }), 400, /q must not contain control characters/);
-    expectShapeB(await call("listContactGroups", "/v1/contact-groups?q=%0A", { token }), 400, /q must not contain control characters/);
+    expectShapeB(
+      await call("updateContact", `/v1/contacts/${id}`, {
+        token,
+        rawBody: '{"first_name":"\\ud83d"}',
+        headers: JSON_TYPE,
+      }),
+      400,
+      /first_name/,
+    );
+    expectShapeB(
+      await call("createContactGroup", "/v1/contact-groups", { token, body: { group_name: "\u200b\u200b" } }),
+      400,
+      /group_name must not be empty/,
+    );
+    expectShapeB(
+      await call("createContactGroup", "/v1/contact-groups", { token, body: { group_name: "G\u0001" } }),
+      400,
+      /group_name must not contain control characters/,
+    );
+    expectShapeB(
+      await call("listContacts", "/v1/contacts?q=a%00b", { token }),
+      400,
+      /q must not contain control characters/,
+    );
+    expectShapeB(
+      await call("listContactGroups", "/v1/contact-groups?q=%0A", { token }),
+      400,
+      /q must not contain control characters/,
+    );
   });
 
   it("stores and returns valid non-ASCII text intact, normalised to NFC", async () => {
@@ -230,7 +359,10 @@ describe("text fields", () => {
       ["Zoë\u200d", "Zoë\u200d"],
     ];
     for (const [sent, stored] of cases) {
-      const created = await call("createContact", "/v1/contacts", { token, body: validContact({ first_name: sent, last_name: ` ${sent} ` }) });
+      const created = await call("createContact", "/v1/contacts", {
+        token,
+        body: validContact({ first_name: sent, last_name: ` ${sent} ` }),
+      });
       expectStatus(created, 201, JSON.stringify(created.body));
       expect(created.body.data.firstname).toBe(stored);
       expect(created.body.data.lastname).toBe(stored);
@@ -238,7 +370,10 @@ describe("text fields", () => {
       expect(read.body.data.firstname).toBe(stored);
       expect(read.body.data.lastname).toBe(stored);
     }
-    const group = await call("createContactGroup", "/v1/contact-groups", { token, body: { group_name: `Gr\u00fcn-${uniqueEmail().slice(0, 8)}`.normalize("NFD") } });
+    const group = await call("createContactGroup", "/v1/contact-groups", {
+      token,
+      body: { group_name: `Gr\u00fcn-${uniqueEmail().slice(0, 8)}`.normalize("NFD") },
+    });
     expectStatus(group, 201, JSON.stringify(group.body));
     expect(group.body.data.group_name).toBe(group.body.data.group_name.normalize("NFC"));
     expect(group.body.data.group_name.startsWith("Grün-")).toBe(true);
@@ -246,7 +381,13 @@ describe("text fields", () => {
 
   it("accepts raw UTF-8 bytes of non-ASCII text", async () => {
     const body = encoder.encode(JSON.stringify(validContact({ first_name: "Åsa 😀" })));
-    const res = await send("POST", "/v1/contacts", body, { ...JSON_TYPE, Authorization: `Bearer ${await tokenFor("demo-owner")}` }, "createContact");
+    const res = await send(
+      "POST",
+      "/v1/contacts",
+      body,
+      { ...JSON_TYPE, Authorization: `Bearer ${await tokenFor("demo-owner")}` },
+      "createContact",
+    );
     expectStatus(res, 201, JSON.stringify(res.body));
     expect(res.body.data.firstname).toBe("Åsa 😀");
   });
@@ -269,7 +410,9 @@ describe("bounded echo of input in messages", () => {
     const huge = await postContact(JSON.stringify(validContact({ ["k".repeat(10_000)]: 1 })));
     expectShapeB(huge, 400, /Unknown field: k+… \(10000 characters\)/);
     bounded(huge);
-    const many = await postContact(JSON.stringify(validContact(Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`extra_${i}`, i])))));
+    const many = await postContact(
+      JSON.stringify(validContact(Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`extra_${i}`, i])))),
+    );
     expectShapeB(many, 400, /Unknown fields: extra_0, .* and 95 more$/);
     bounded(many);
   });
@@ -300,29 +443,59 @@ describe("URL and query string", () => {
     const token = await tokenFor("demo-owner");
     expectShapeB(await call("listContacts", `/v1/contacts?q=${"a".repeat(MAX_URL_LENGTH)}`, { token }), 414, /8192/);
     expectShapeB(await callRaw("GET", `/v1/${"a".repeat(64 * 1024)}`), 414);
-    expectShapeA(await call("issueToken", `/v1/oauth/token?${"a".repeat(MAX_URL_LENGTH)}`, { rawBody: "{}", headers: JSON_TYPE }), 414, "invalid_request");
+    expectShapeA(
+      await call("issueToken", `/v1/oauth/token?${"a".repeat(MAX_URL_LENGTH)}`, { rawBody: "{}", headers: JSON_TYPE }),
+      414,
+      "invalid_request",
+    );
   });
 
   it("answers 400 naming a query parameter given twice", async () => {
     const token = await tokenFor("demo-owner");
-    for (const query of ["limit=1&limit=2", "offset=0&offset=1", "q=a&q=b", "groupid=1&groupid=2", "deptid=1&deptid=1"]) {
+    for (const query of [
+      "limit=1&limit=2",
+      "offset=0&offset=1",
+      "q=a&q=b",
+      "groupid=1&groupid=2",
+      "deptid=1&deptid=1",
+    ]) {
       const name = query.split("=")[0]!;
-      expectShapeB(await call("listContacts", `/v1/contacts?${query}`, { token }), 400, new RegExp(`^${name} must be given only once$`));
+      expectShapeB(
+        await call("listContacts", `/v1/contacts?${query}`, { token }),
+        400,
+        new RegExp(`^${name} must be given only once$`),
+      );
     }
-    expectShapeB(await call("listContactGroups", "/v1/contact-groups?limit=1&limit=2", { token }), 400, /limit must be given only once/);
+    expectShapeB(
+      await call("listContactGroups", "/v1/contact-groups?limit=1&limit=2", { token }),
+      400,
+      /limit must be given only once/,
+    );
   });
 
   it("answers 400 for absurdly long query values within the URL limit", async () => {
     const token = await tokenFor("demo-owner");
     expectShapeB(await call("listContacts", `/v1/contacts?limit=${"1".repeat(5000)}`, { token }), 400, /^limit/);
     expectShapeB(await call("listContacts", `/v1/contacts?offset=${"9".repeat(5000)}`, { token }), 400, /^offset/);
-    expectShapeB(await call("listContacts", `/v1/contacts?q=${"é".repeat(1000)}`, { token }), 400, /^q must be at most 200/);
+    expectShapeB(
+      await call("listContacts", `/v1/contacts?q=${"é".repeat(1000)}`, { token }),
+      400,
+      /^q must be at most 200/,
+    );
   });
 
   it("answers 400 for percent-escapes that are not UTF-8", async () => {
     const token = await tokenFor("demo-owner");
-    expectShapeB(await call("listContacts", "/v1/contacts?q=%ED%A0%80", { token }), 400, /query string is not valid UTF-8/);
-    expectShapeB(await call("listContacts", "/v1/contacts?q=Jos%E9", { token }), 400, /query string is not valid UTF-8/);
+    expectShapeB(
+      await call("listContacts", "/v1/contacts?q=%ED%A0%80", { token }),
+      400,
+      /query string is not valid UTF-8/,
+    );
+    expectShapeB(
+      await call("listContacts", "/v1/contacts?q=Jos%E9", { token }),
+      400,
+      /query string is not valid UTF-8/,
+    );
     const ok = await call("listContacts", `/v1/contacts?q=${encodeURIComponent("José")}&limit=5`, { token });
     expectStatus(ok, 200, JSON.stringify(ok.body));
     expectStatus(await call("listContacts", "/v1/contacts?q=50%", { token }), 200);
@@ -331,7 +504,13 @@ describe("URL and query string", () => {
 
 describe("the request guard (unit)", () => {
   it("parses Content-Type parameters", () => {
-    expect(parseContentType('Application/JSON; Charset="UTF-8"; a=b')).toEqual({ mediaType: "application/json", params: [["charset", "UTF-8"], ["a", "b"]] });
+    expect(parseContentType('Application/JSON; Charset="UTF-8"; a=b')).toEqual({
+      mediaType: "application/json",
+      params: [
+        ["charset", "UTF-8"],
+        ["a", "b"],
+      ],
+    });
     expect(parseContentType("text/plain;;charset=latin1").params).toEqual([["charset", "latin1"]]);
     expect(parseContentType("application/json").params).toEqual([]);
   });
@@ -346,7 +525,11 @@ describe("the request guard (unit)", () => {
 
   it("finds the rule of a route, with defaults", () => {
     expect(bodyRuleFor("post", "/v1/oauth/token")).toMatchObject({ limit: 8 * 1024, shape: "oauth", mode: "buffer" });
-    expect(bodyRuleFor("PATCH", "/v1/contacts/1")).toMatchObject({ limit: DEFAULT_BODY_LIMIT, shape: "api", mode: "buffer" });
+    expect(bodyRuleFor("PATCH", "/v1/contacts/1")).toMatchObject({
+      limit: DEFAULT_BODY_LIMIT,
+      shape: "api",
+      mode: "buffer",
+    });
     const rules = [{ method: "PUT", path: "/v1/items/:id/raw", limit: 10 }];
     expect(bodyRuleFor("PUT", "/v1/items/7/raw", rules).limit).toBe(10);
     expect(bodyRuleFor("PUT", "/v1/items//raw", rules).limit).toBe(DEFAULT_BODY_LIMIT);
@@ -360,21 +543,39 @@ describe("the request guard (unit)", () => {
     const bytes = new Uint8Array(await c.req.arrayBuffer());
     return c.json({ size: bytes.byteLength, type: c.req.header("Content-Type") ?? null });
   });
-  app.post("/echo", async (c) => c.json({ size: (await c.req.raw.arrayBuffer()).byteLength, text: await c.req.text() }));
+  app.post("/echo", async (c) =>
+    c.json({ size: (await c.req.raw.arrayBuffer()).byteLength, text: await c.req.text() }),
+  );
   app.onError(renderError);
 
   it("leaves a streamed route's raw bytes to it, counted against its own limit", async () => {
-    const ok = await readResult(await app.request("/upload", { method: "PUT", body: countingStream(90 * 1024, 4096, 0xff).stream, headers: { "Content-Type": "application/octet-stream" } }));
+    const ok = await readResult(
+      await app.request("/upload", {
+        method: "PUT",
+        body: countingStream(90 * 1024, 4096, 0xff).stream,
+        headers: { "Content-Type": "application/octet-stream" },
+      }),
+    );
     expectStatus(ok, 200, JSON.stringify(ok.body));
     expect(ok.body).toEqual({ size: 90 * 1024, type: "application/octet-stream" });
 
     const { stream, state } = countingStream(10 * 1024 * 1024, 4096, 0xff);
-    const over = await readResult(await app.request("/upload", { method: "PUT", body: stream, headers: { "Content-Type": "application/octet-stream" } }));
+    const over = await readResult(
+      await app.request("/upload", {
+        method: "PUT",
+        body: stream,
+        headers: { "Content-Type": "application/octet-stream" },
+      }),
+    );
     expectShapeB(over, 413, /100 KiB/);
     expect(state.pulled).toBeLessThanOrEqual(100 * 1024 + 16 * 1024);
 
     const declared = await readResult(
-      await app.request("/upload", { method: "PUT", body: new Uint8Array(16), headers: { "Content-Length": String(200 * 1024), "Content-Type": "application/octet-stream" } }),
+      await app.request("/upload", {
+        method: "PUT",
+        body: new Uint8Array(16),
+        headers: { "Content-Length": String(200 * 1024), "Content-Type": "application/octet-stream" },
+      }),
     );
     expectShapeB(declared, 413);
   });

@@ -5,8 +5,18 @@ import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
 import { snapshotSql } from "../../src/company-clock/handoff/snapshots";
 import { clockFor } from "../../src/company-clock/handoff/worker";
-import { DELETE_COMPANY_VIEWS_SQL, DELETE_VIEWS_SQL, WRITE_VIEWS_SQL, writeViewsStatement } from "../../src/company-clock/handoff/views";
-import { createItem as createItemRow, createItemQuery, itemDetailQuery, setItemStatus } from "../../src/records/items/queries";
+import {
+  DELETE_COMPANY_VIEWS_SQL,
+  DELETE_VIEWS_SQL,
+  WRITE_VIEWS_SQL,
+  writeViewsStatement,
+} from "../../src/company-clock/handoff/views";
+import {
+  createItem as createItemRow,
+  createItemQuery,
+  itemDetailQuery,
+  setItemStatus,
+} from "../../src/records/items/queries";
 import { CreateItemSchema } from "../../src/schemas/items";
 import { addDays, todayIn } from "../../src/lib/time";
 import { call, createAccount, createItem, env, fullScansOf, queryPlan, expectStatus, ok } from "./helpers";
@@ -23,10 +33,16 @@ interface View {
 }
 
 const viewOf = (companyId: number, itemId: number) =>
-  env.DB.prepare("SELECT reminders, version, zone_version, gen, stale_at FROM item_reminder_views WHERE company_id = ? AND item_id = ?").bind(companyId, itemId).first<View>();
+  env.DB.prepare(
+    "SELECT reminders, version, zone_version, gen, stale_at FROM item_reminder_views WHERE company_id = ? AND item_id = ?",
+  )
+    .bind(companyId, itemId)
+    .first<View>();
 
 const outboxOf = (companyId: number, itemId: number) =>
-  env.DB.prepare("SELECT version, synced_version FROM reminder_sync WHERE company_id = ? AND item_id = ?").bind(companyId, itemId).first<{ version: number; synced_version: number }>();
+  env.DB.prepare("SELECT version, synced_version FROM reminder_sync WHERE company_id = ? AND item_id = ?")
+    .bind(companyId, itemId)
+    .first<{ version: number; synced_version: number }>();
 
 /** Overwrites the view row as a test fixture (no generation guard). */
 async function putView(companyId: number, itemId: number, view: View) {
@@ -78,13 +94,18 @@ describe("the item's reminder view", () => {
 
   it("gives the same body and ETag from the view as from the object", async () => {
     const { companyId, ownerToken, item } = await itemWithView();
-    await env.DB.prepare("DELETE FROM item_reminder_views WHERE company_id = ? AND item_id = ?").bind(companyId, item.item_id).run();
+    await env.DB.prepare("DELETE FROM item_reminder_views WHERE company_id = ? AND item_id = ?")
+      .bind(companyId, item.item_id)
+      .run();
     const fromObject = await getDetail(ownerToken, item.item_id);
     const refilled = await viewOf(companyId, item.item_id);
     expect(refilled?.reminders, "the fallback wrote the view").toBeTruthy();
     const fromView = await getDetail(ownerToken, item.item_id);
     expect(fromView.etag).toBe(fromObject.etag);
-    const notModified = await call("getItem", `/v1/items/${item.item_id}`, { token: ownerToken, headers: { "If-None-Match": fromObject.etag! } });
+    const notModified = await call("getItem", `/v1/items/${item.item_id}`, {
+      token: ownerToken,
+      headers: { "If-None-Match": fromObject.etag! },
+    });
     expectStatus(notModified, 304);
   });
 
@@ -100,7 +121,10 @@ describe("the item's reminder view", () => {
       it(label, async () => {
         const { companyId, ownerToken, item, view } = await itemWithView();
         const outbox = (await outboxOf(companyId, item.item_id))!;
-        await putView(companyId, item.item_id, { ...spoil(view, outbox), reminders: spoil(view, outbox).reminders === null ? null : JSON.stringify(FAKE) });
+        await putView(companyId, item.item_id, {
+          ...spoil(view, outbox),
+          reminders: spoil(view, outbox).reminders === null ? null : JSON.stringify(FAKE),
+        });
         expect((await getDetail(ownerToken, item.item_id)).reminders).toEqual(await truth(ownerToken, item.item_id));
       });
     }
@@ -109,7 +133,9 @@ describe("the item's reminder view", () => {
       const { companyId, ownerToken, item, view } = await itemWithView();
       await putView(companyId, item.item_id, { ...view, reminders: JSON.stringify(FAKE) });
       // A title change in D1 whose sync "failed": version > synced_version.
-      await env.DB.prepare("UPDATE items SET title = 'Changed behind the object' WHERE id = ?").bind(item.item_id).run();
+      await env.DB.prepare("UPDATE items SET title = 'Changed behind the object' WHERE id = ?")
+        .bind(item.item_id)
+        .run();
       const detail = await getDetail(ownerToken, item.item_id);
       expect(detail.reminders).toEqual(await truth(ownerToken, item.item_id));
       const outbox = await outboxOf(companyId, item.item_id);
@@ -119,19 +145,27 @@ describe("the item's reminder view", () => {
     it("while a change of the company's settings is pending", async () => {
       const { companyId, ownerToken, item, view } = await itemWithView();
       await putView(companyId, item.item_id, { ...view, reminders: JSON.stringify(FAKE) });
-      await env.DB.prepare("UPDATE companies SET settings = json_set(settings, '$.timezone', 'Europe/Berlin') WHERE id = ?").bind(companyId).run();
+      await env.DB.prepare(
+        "UPDATE companies SET settings = json_set(settings, '$.timezone', 'Europe/Berlin') WHERE id = ?",
+      )
+        .bind(companyId)
+        .run();
       expect((await getDetail(ownerToken, item.item_id)).reminders).not.toEqual(FAKE);
     });
 
     it("when it is another company's (even with the same item id and matching versions)", async () => {
       const { companyId, ownerToken, item, view } = await itemWithView();
       const other = await createAccount();
-      await env.DB.prepare("DELETE FROM item_reminder_views WHERE company_id = ? AND item_id = ?").bind(companyId, item.item_id).run();
+      await env.DB.prepare("DELETE FROM item_reminder_views WHERE company_id = ? AND item_id = ?")
+        .bind(companyId, item.item_id)
+        .run();
       await putView(other.companyId, item.item_id, { ...view, reminders: JSON.stringify(FAKE) });
       expect((await getDetail(ownerToken, item.item_id)).reminders).toEqual(await truth(ownerToken, item.item_id));
       // And the fallback wrote the item's own row, leaving the other company's alone.
       expect((await viewOf(other.companyId, item.item_id))!.reminders).toBe(JSON.stringify(FAKE));
-      expect(JSON.parse((await viewOf(companyId, item.item_id))!.reminders!)).toEqual(await truth(ownerToken, item.item_id));
+      expect(JSON.parse((await viewOf(companyId, item.item_id))!.reminders!)).toEqual(
+        await truth(ownerToken, item.item_id),
+      );
     });
   });
 
@@ -147,23 +181,40 @@ describe("the item's reminder view", () => {
       const id = item.item_id;
       const before = await expectFresh(ownerToken, id);
       const date = futureDate(200);
-      const patched = await call("updateItem", `/v1/items/${id}`, { token: ownerToken, body: { expiry_date: date, reschedule_reminders: true } });
+      const patched = await call("updateItem", `/v1/items/${id}`, {
+        token: ownerToken,
+        body: { expiry_date: date, reschedule_reminders: true },
+      });
       expectStatus(patched, 200);
       const afterPatch = await expectFresh(ownerToken, id);
       expect(afterPatch.queued.at(-1)!.date).toBe(date);
       expect(afterPatch).not.toEqual(before);
       expect(patched.body.data.reminders).toEqual(afterPatch);
 
-      const renewed = await call("renewItem", `/v1/items/${id}/renew`, { token: ownerToken, body: { expiry_date: futureDate(300) } });
+      const renewed = await call("renewItem", `/v1/items/${id}/renew`, {
+        token: ownerToken,
+        body: { expiry_date: futureDate(300) },
+      });
       expectStatus(renewed, 200);
       expect((await expectFresh(ownerToken, id)).queued.at(-1)!.date).toBe(futureDate(300));
 
-      expectStatus(await call("setItemStatus", `/v1/items/${id}/status`, { token: ownerToken, body: { status: "completed" } }), 200);
+      expectStatus(
+        await call("setItemStatus", `/v1/items/${id}/status`, { token: ownerToken, body: { status: "completed" } }),
+        200,
+      );
       expect((await expectFresh(ownerToken, id)).queued.every((r: { state: string }) => r.state === "held")).toBe(true);
-      expectStatus(await call("setItemStatus", `/v1/items/${id}/status`, { token: ownerToken, body: { status: "pending" } }), 200);
-      expect((await expectFresh(ownerToken, id)).queued.every((r: { state: string }) => r.state === "queued")).toBe(true);
+      expectStatus(
+        await call("setItemStatus", `/v1/items/${id}/status`, { token: ownerToken, body: { status: "pending" } }),
+        200,
+      );
+      expect((await expectFresh(ownerToken, id)).queued.every((r: { state: string }) => r.state === "queued")).toBe(
+        true,
+      );
 
-      expectStatus(await call("archiveItem", `/v1/items/${id}/archive`, { token: ownerToken, body: { archived: true } }), 200);
+      expectStatus(
+        await call("archiveItem", `/v1/items/${id}/archive`, { token: ownerToken, body: { archived: true } }),
+        200,
+      );
       expect((await expectFresh(ownerToken, id)).queued.every((r: { state: string }) => r.state === "held")).toBe(true);
 
       expectStatus(await call("deleteItem", `/v1/items/${id}`, { token: ownerToken }), 200);
@@ -173,7 +224,10 @@ describe("the item's reminder view", () => {
     it("reminder writes: add, update, delete (the view is replaced, by a later generation)", async () => {
       const { companyId, ownerToken, item, view } = await itemWithView({ seqid: 0 });
       const id = item.item_id;
-      const added = await call("createItemReminder", `/v1/items/${id}/reminders`, { token: ownerToken, body: { date: futureDate(10), hour: "08:15" } });
+      const added = await call("createItemReminder", `/v1/items/${id}/reminders`, {
+        token: ownerToken,
+        body: { date: futureDate(10), hour: "08:15" },
+      });
       expectStatus(added, 201);
       const afterAdd = await expectFresh(ownerToken, id);
       expect(afterAdd.queued.map((r: { reminder_id: number }) => r.reminder_id)).toEqual([added.body.data.reminder_id]);
@@ -182,7 +236,13 @@ describe("the item's reminder view", () => {
       expect(JSON.parse(written.reminders!)).toEqual(afterAdd);
 
       const rid = added.body.data.reminder_id;
-      expectStatus(await call("updateItemReminder", `/v1/items/${id}/reminders/${rid}`, { token: ownerToken, body: { hour: "10:45" } }), 200);
+      expectStatus(
+        await call("updateItemReminder", `/v1/items/${id}/reminders/${rid}`, {
+          token: ownerToken,
+          body: { hour: "10:45" },
+        }),
+        200,
+      );
       expect((await expectFresh(ownerToken, id)).queued[0]!.hour).toBe("10:45");
 
       expectStatus(await call("deleteItemReminder", `/v1/items/${id}/reminders/${rid}`, { token: ownerToken }), 200);
@@ -191,14 +251,22 @@ describe("the item's reminder view", () => {
 
     it("a reminder change invalidates the view before it is made: a refused one leaves no old view behind", async () => {
       const { companyId, ownerToken, item, view } = await itemWithView({ seqid: 0 });
-      const refused = await call("updateItemReminder", `/v1/items/${item.item_id}/reminders/999999`, { token: ownerToken, body: { hour: "10:45" } });
+      const refused = await call("updateItemReminder", `/v1/items/${item.item_id}/reminders/999999`, {
+        token: ownerToken,
+        body: { hour: "10:45" },
+      });
       expectStatus(refused, 404);
       expect((await viewOf(companyId, item.item_id))!.gen).toBeGreaterThan(view.gen);
     });
 
     it("firing: after the alarm sends a reminder, GET lists it under sent", async () => {
       const { companyId, ownerToken, item } = await itemWithView({ seqid: 0 });
-      const added = ok(await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, { token: ownerToken, body: { date: futureDate(5), hour: "09:00" } }));
+      const added = ok(
+        await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, {
+          token: ownerToken,
+          body: { date: futureDate(5), hour: "09:00" },
+        }),
+      );
       const rid = added.body.data.reminder_id;
       expect((await getDetail(ownerToken, item.item_id)).reminders.queued).toHaveLength(1);
       // Its minute comes (moved inside the object, which the view's stale_at cannot know: only the
@@ -220,7 +288,17 @@ describe("the item's reminder view", () => {
     const input = CreateItemSchema.parse({ title: "Snapshot", expiry_date: futureDate(50) });
     const { row, snapshot } = await createItemRow(db, companyId, 1, input);
     expect(snapshot?.company).toMatchObject({ exists: true, timezone: "UTC" });
-    expect(snapshot?.items).toEqual([expect.objectContaining({ itemId: row.id, present: true, title: "Snapshot", anchor: input.expiry_date, epoch: 1, held: false, version: 1 })]);
+    expect(snapshot?.items).toEqual([
+      expect.objectContaining({
+        itemId: row.id,
+        present: true,
+        title: "Snapshot",
+        anchor: input.expiry_date,
+        epoch: 1,
+        held: false,
+        version: 1,
+      }),
+    ]);
     expect(snapshot!.items[0]!.steps).toHaveLength(5);
     const completed = await setItemStatus(db, companyId, 1, row.id, "completed");
     expect(completed.snapshot?.items).toEqual([expect.objectContaining({ itemId: row.id, held: true, version: 2 })]);
@@ -229,7 +307,12 @@ describe("the item's reminder view", () => {
   it("a burst of creates (bookkeeping merged into shared D1 batches) leaves every item synced with its own view", async () => {
     const { companyId, ownerToken } = await createAccount();
     const created = await Promise.all(
-      Array.from({ length: 24 }, (_, i) => call("createItem", "/v1/items", { token: ownerToken, body: { title: `Burst ${i}`, expiry_date: futureDate(40 + i) } })),
+      Array.from({ length: 24 }, (_, i) =>
+        call("createItem", "/v1/items", {
+          token: ownerToken,
+          body: { title: `Burst ${i}`, expiry_date: futureDate(40 + i) },
+        }),
+      ),
     );
     for (const res of created) {
       expectStatus(res, 201);
@@ -245,7 +328,14 @@ describe("the item's reminder view", () => {
 
   it("a write of an older generation never replaces a newer view", async () => {
     const { companyId } = await createAccount();
-    const row = (gen: number, text: string) => ({ itemId: 424242, reminders: text, version: 1, zoneVersion: 0, gen, staleAt: null });
+    const row = (gen: number, text: string) => ({
+      itemId: 424242,
+      reminders: text,
+      version: 1,
+      zoneVersion: 0,
+      gen,
+      staleAt: null,
+    });
     await writeViewsStatement(env.DB, companyId, [row(5, "five")]).run();
     await writeViewsStatement(env.DB, companyId, [row(3, "three")]).run();
     expect((await viewOf(companyId, 424242))!.reminders).toBe("five");
@@ -257,7 +347,16 @@ describe("the item's reminder view", () => {
 describe("query plans of the view and snapshot statements", () => {
   const db = database(env.DB);
   const raw = (statement: string, ...params: unknown[]) => ({ toSQL: () => ({ sql: statement, params }) });
-  const tables = ["items", "reminder_sync", "zone_sync", "item_reminder_views", "reminder_sequences", "webhook_events", "companies", "document_types"];
+  const tables = [
+    "items",
+    "reminder_sync",
+    "zone_sync",
+    "item_reminder_views",
+    "reminder_sequences",
+    "webhook_events",
+    "companies",
+    "document_types",
+  ];
   const expectNoScan = (plan: string) => {
     for (const table of tables) expect(fullScansOf(table, plan), plan).toEqual([]);
   };
@@ -266,7 +365,9 @@ describe("query plans of the view and snapshot statements", () => {
     const plan = await queryPlan(itemDetailQuery(db, 1, 12));
     expectNoScan(plan);
     expect(plan, plan).toMatch(/SEARCH item_reminder_views USING PRIMARY KEY \(company_id=\? AND item_id=\?\)/);
-    expect(plan, plan).toMatch(/SEARCH zone_sync USING INDEX sqlite_autoindex_reminder_sync_1 \(company_id=\? AND item_id=\?\)/);
+    expect(plan, plan).toMatch(
+      /SEARCH zone_sync USING INDEX sqlite_autoindex_reminder_sync_1 \(company_id=\? AND item_id=\?\)/,
+    );
   });
 
   it("the snapshot statements (by ids and of the row just inserted) read by key", async () => {
@@ -276,10 +377,17 @@ describe("query plans of the view and snapshot statements", () => {
   });
 
   it("the create's INSERT looks its references up by key", async () => {
-    for (const body of [{}, { deptid: 2, folder_id: 3, contact_id: 4 }, { document_type_id: 5 }, { document_type: "Permit" }, { seqid: 7 }]) {
+    for (const body of [
+      {},
+      { deptid: 2, folder_id: 3, contact_id: 4 },
+      { document_type_id: 5 },
+      { document_type: "Permit" },
+      { seqid: 7 },
+    ]) {
       const input = CreateItemSchema.parse({ title: "t", expiry_date: "2030-01-01", ...body });
       const plan = await queryPlan(createItemQuery(1, 1, input)!);
-      for (const table of [...tables, "departments", "folders", "contacts"]) expect(fullScansOf(table, plan), plan).toEqual([]);
+      for (const table of [...tables, "departments", "folders", "contacts"])
+        expect(fullScansOf(table, plan), plan).toEqual([]);
       // The aliases of the subqueries (t, d, s, f, k, c) are tables too.
       for (const alias of ["t", "d", "s", "f", "k", "c"]) expect(fullScansOf(alias, plan), plan).toEqual([]);
     }

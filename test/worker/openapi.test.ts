@@ -2,11 +2,18 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { app } from "../../src/app";
 import { RESOURCE_SCOPES } from "../../src/auth/scopes";
 import { ContactExportRecordSchema, ItemExportRecordSchema } from "../../src/schemas/exports";
-import { call, documentedPath, expectShapeA, tokenFor, type OpenApiJson, expectStatus, callRaw } from "./helpers";
+import { documentedPath, expectShapeA, tokenFor, type OpenApiJson, expectStatus, callRaw } from "./helpers";
 
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const;
 /** Operations that need no token. */
-const PUBLIC = new Set(["get /", "get /health", "post /v1/oauth/token", "get /.well-known/oauth-authorization-server", "get /.well-known/openid-configuration", "get /v1/calendar/{token}.ics"]);
+const PUBLIC = new Set([
+  "get /",
+  "get /health",
+  "post /v1/oauth/token",
+  "get /.well-known/oauth-authorization-server",
+  "get /.well-known/openid-configuration",
+  "get /v1/calendar/{token}.ics",
+]);
 /** Writes that need only a read scope: a calendar feed reads items and nothing more (docs/api-notes.md, "Calendar feeds"). */
 const READ_SCOPED_WRITES = new Set(["post /v1/calendar-feeds", "delete /v1/calendar-feeds/{feed_id}"]);
 
@@ -83,7 +90,10 @@ describe("GET /v1/openapi.json", () => {
       const where = `${method} ${path}`;
       expect(op.summary, where).toBeTruthy();
       expect(op.tags?.length, where).toBeGreaterThan(0);
-      expect(Object.keys(op.responses).some((s) => /^2\d\d$/.test(s)), where).toBe(true);
+      expect(
+        Object.keys(op.responses).some((s) => /^2\d\d$/.test(s)),
+        where,
+      ).toBe(true);
     }
   });
 
@@ -149,7 +159,9 @@ describe("security", () => {
       }
       // Reads need a `:read` scope, writes a `:write` scope, whatever the resource (but READ_SCOPED_WRITES).
       expect(requirement.oauth2, key).toHaveLength(1);
-      expect(requirement.oauth2[0], key).toMatch(method === "get" || READ_SCOPED_WRITES.has(key) ? /:read$/ : /:write$/);
+      expect(requirement.oauth2[0], key).toMatch(
+        method === "get" || READ_SCOPED_WRITES.has(key) ? /:read$/ : /:write$/,
+      );
       expect(RESOURCE_SCOPES as readonly string[], key).toContain(requirement.oauth2[0]);
     }
   });
@@ -178,7 +190,9 @@ describe("security", () => {
     for (const { method, path, op } of operations) {
       const key = `${method} ${path}`;
       if (PUBLIC.has(key)) continue;
-      expect(deref(op.responses["401"]?.content?.["application/json"]?.schema), key).toBe(doc.components.schemas.OAuthError);
+      expect(deref(op.responses["401"]?.content?.["application/json"]?.schema), key).toBe(
+        doc.components.schemas.OAuthError,
+      );
       if (op.security[0].oauth2?.length > 0) {
         const schema = op.responses["403"]?.content?.["application/json"]?.schema;
         // Owner-only operations answer either shape: Shape A for the scope (checked first), Shape B for a non-owner.
@@ -196,7 +210,8 @@ describe("security", () => {
 describe("what every operation declares", () => {
   it("has a unique operationId on every operation", () => {
     const ids = operations.map(({ op }) => op.operationId);
-    for (const [i, id] of ids.entries()) expect(id, `${operations[i]!.method} ${operations[i]!.path}`).toMatch(/^[a-z][A-Za-z]+$/);
+    for (const [i, id] of ids.entries())
+      expect(id, `${operations[i]!.method} ${operations[i]!.path}`).toMatch(/^[a-z][A-Za-z]+$/);
     expect(new Set(ids).size).toBe(ids.length);
   });
 
@@ -260,13 +275,37 @@ describe("what every operation declares", () => {
   });
 
   it("publishes the item list's period as one of the named periods or a YYYY-MM-DD..YYYY-MM-DD range (list and export)", () => {
-    const named = ["expired", "today", "next_7_days", "next_30_days", "next_60_days", "next_90_days", "this_month", "next_month", "this_year"];
+    const named = [
+      "expired",
+      "today",
+      "next_7_days",
+      "next_30_days",
+      "next_60_days",
+      "next_90_days",
+      "this_month",
+      "next_month",
+      "this_year",
+    ];
     for (const path of ["/v1/items", "/v1/items/export"]) {
       const { schema } = (doc.paths[path].get.parameters as OpenApiJson[]).find((p) => p.name === "period")!;
-      expect(schema, path).toEqual({ anyOf: [{ type: "string", enum: named }, { type: "string", pattern: expect.any(String) }], example: "next_30_days" });
+      expect(schema, path).toEqual({
+        anyOf: [
+          { type: "string", enum: named },
+          { type: "string", pattern: expect.any(String) },
+        ],
+        example: "next_30_days",
+      });
       const range = new RegExp(schema.anyOf[1].pattern);
-      expect(["2026-01-01..2026-12-31", "2026-02-28..2026-02-28"].every((p) => range.test(p)), path).toBe(true);
-      expect([...named, "2026-01-01", "2026-01-01..", "x2026-01-01..2026-12-31", "2026-1-01..2026-12-31"].some((p) => range.test(p)), path).toBe(false);
+      expect(
+        ["2026-01-01..2026-12-31", "2026-02-28..2026-02-28"].every((p) => range.test(p)),
+        path,
+      ).toBe(true);
+      expect(
+        [...named, "2026-01-01", "2026-01-01..", "x2026-01-01..2026-12-31", "2026-1-01..2026-12-31"].some((p) =>
+          range.test(p),
+        ),
+        path,
+      ).toBe(false);
     }
   });
 });
@@ -275,7 +314,12 @@ describe("components", () => {
   it("has the two error shapes", () => {
     const { OAuthError, ApiError } = doc.components.schemas;
     expect(OAuthError.type).toBe("object");
-    expect(Object.keys(OAuthError.properties).sort()).toEqual(["error", "error_description", "request_id", "required_scope"]);
+    expect(Object.keys(OAuthError.properties).sort()).toEqual([
+      "error",
+      "error_description",
+      "request_id",
+      "required_scope",
+    ]);
     expect(OAuthError.required.sort()).toEqual(["error", "error_description", "request_id"]);
     expect(ApiError.type).toBe("object");
     expect(Object.keys(ApiError.properties).sort()).toEqual(["msg", "request_id", "success"]);
@@ -289,7 +333,9 @@ describe("components", () => {
       for (const status of ["400", "404", "409", "413", "415"]) {
         const response = op.responses[status];
         if (!response) continue;
-        expect(deref(response.content["application/json"].schema), `${method} ${path} ${status}`).toBe(doc.components.schemas.ApiError);
+        expect(deref(response.content["application/json"].schema), `${method} ${path} ${status}`).toBe(
+          doc.components.schemas.ApiError,
+        );
       }
     }
   });
@@ -297,7 +343,9 @@ describe("components", () => {
   it("uses OAuthError for every error of the token endpoint", () => {
     const op = doc.paths["/v1/oauth/token"].post;
     for (const status of ["400", "401", "500", "503"]) {
-      expect(deref(op.responses[status].content["application/json"].schema), status).toBe(doc.components.schemas.OAuthError);
+      expect(deref(op.responses[status].content["application/json"].schema), status).toBe(
+        doc.components.schemas.OAuthError,
+      );
     }
   });
 
@@ -310,7 +358,19 @@ describe("components", () => {
 
   it("has examples on every Contact property, and the output field names of the spec", () => {
     const contact = doc.components.schemas.Contact;
-    const fields = ["contact_id", "firstname", "lastname", "email", "groupid", "deptid", "country_code", "mobile_code", "phone_number", "iso", "add_date"];
+    const fields = [
+      "contact_id",
+      "firstname",
+      "lastname",
+      "email",
+      "groupid",
+      "deptid",
+      "country_code",
+      "mobile_code",
+      "phone_number",
+      "iso",
+      "add_date",
+    ];
     expect(Object.keys(contact.properties).sort()).toEqual([...fields].sort());
     for (const field of fields) expect(contact.properties[field].example, field).toBeDefined();
     expect(contact.properties.contact_id.type).toBe("integer");
@@ -321,7 +381,8 @@ describe("components", () => {
     const create = doc.components.schemas.CreateContact;
     expect(create.required.sort()).toEqual(["email", "first_name", "last_name"]);
     expect(create.additionalProperties).toBe(false);
-    for (const field of ["first_name", "last_name", "email"]) expect(create.properties[field].example, field).toBeDefined();
+    for (const field of ["first_name", "last_name", "email"])
+      expect(create.properties[field].example, field).toBeDefined();
   });
 });
 
@@ -337,7 +398,10 @@ describe("bodies and answers that are not one JSON record (docs/api-notes.md, Ge
   it("describes each media type of an import as it is, JSON first, with an example", () => {
     const body = doc.paths["/v1/imports"].post.requestBody;
     expect(Object.keys(body.content)).toEqual(["application/json", "text/csv", "application/x-ndjson"]);
-    expect(body.content["application/json"].schema).toMatchObject({ type: "array", items: { type: "object", additionalProperties: true } });
+    expect(body.content["application/json"].schema).toMatchObject({
+      type: "array",
+      items: { type: "object", additionalProperties: true },
+    });
     expect(body.content["text/csv"].schema.type).toBe("string");
     expect(body.content["application/x-ndjson"].schema.type).toBe("string");
     expect(body.content["application/json"].example.length).toBeGreaterThan(1);

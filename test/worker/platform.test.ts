@@ -1,4 +1,10 @@
-import { createExecutionContext, createScheduledController, runDurableObjectAlarm, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createScheduledController,
+  runDurableObjectAlarm,
+  runInDurableObject,
+  waitOnExecutionContext,
+} from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { CompanyClock } from "../../src/company-clock/object";
@@ -26,7 +32,9 @@ describe("CompanyClock Durable Object", () => {
     await stub.status(42);
     const rows = await runInDurableObject(stub, (instance, state) => {
       expect(instance).toBeInstanceOf(CompanyClock);
-      return state.storage.sql.exec<{ key: string; value: string }>("SELECT key, value FROM meta ORDER BY key").toArray();
+      return state.storage.sql
+        .exec<{ key: string; value: string }>("SELECT key, value FROM meta ORDER BY key")
+        .toArray();
     });
     expect(rows).toEqual([
       { key: "company_id", value: "42" },
@@ -38,9 +46,24 @@ describe("CompanyClock Durable Object", () => {
   it("creates its versioned schema on construction, before any call", async () => {
     const stub = clockFor(env, 43);
     const tables = await runInDurableObject(stub, (_instance, state) =>
-      state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' ORDER BY name").toArray(),
+      state.storage.sql
+        .exec<{ name: string }>(
+          "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' ORDER BY name",
+        )
+        .toArray(),
     );
-    expect(tables.map((t) => t.name)).toEqual(["applied_requests", "audit_outbox", "deliveries", "events", "items", "meta", "reminders", "renewals", "triggered", "webhook_deliveries"]);
+    expect(tables.map((t) => t.name)).toEqual([
+      "applied_requests",
+      "audit_outbox",
+      "deliveries",
+      "events",
+      "items",
+      "meta",
+      "reminders",
+      "renewals",
+      "triggered",
+      "webhook_deliveries",
+    ]);
   });
 
   it("has no alarm by default: runDurableObjectAlarm returns false", async () => {

@@ -3,7 +3,17 @@
 // the Worker's fetch; whatever order D1 runs them in, the invariants hold and a lost race is a
 // clean 4xx, never a 500 and never a 404 with a committed side effect.
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, createContact, createDepartment, createGroup, tokenFor, noServerError, defaultGroupsOf, expectStatus, ok } from "./helpers";
+import {
+  call,
+  createContact,
+  createDepartment,
+  createGroup,
+  tokenFor,
+  noServerError,
+  defaultGroupsOf,
+  expectStatus,
+  ok,
+} from "./helpers";
 
 const ROUNDS = 12;
 let owner: string;
@@ -11,8 +21,6 @@ let owner: string;
 beforeAll(async () => {
   owner = await tokenFor("demo-owner");
 });
-
-
 
 /** A department with a default group and another group; returns their ids. */
 async function departmentWithGroups() {
@@ -99,7 +107,9 @@ describe("contact groups: exactly one default per department, under concurrent r
   it("many concurrent PATCH .../default calls in one department leave exactly one default", async () => {
     const { deptId } = await departmentWithGroups();
     const groups = await Promise.all(Array.from({ length: 6 }, () => createGroup(owner, { deptid: deptId })));
-    const results = await Promise.all(groups.map((g) => call("setDefaultContactGroup", `/v1/contact-groups/${g.groupid}/default`, { token: owner })));
+    const results = await Promise.all(
+      groups.map((g) => call("setDefaultContactGroup", `/v1/contact-groups/${g.groupid}/default`, { token: owner })),
+    );
     noServerError(...results);
     expect(await defaultGroupsOf(deptId)).toHaveLength(1);
   });
@@ -112,7 +122,12 @@ describe("contacts: placement stays valid under concurrent group changes", () =>
       const [createdRes, deleted] = await Promise.all([
         call("createContact", "/v1/contacts", {
           token: owner,
-          body: { first_name: "Race", last_name: "Case", email: `race-${crypto.randomUUID()}@example.test`, groupid: otherId },
+          body: {
+            first_name: "Race",
+            last_name: "Case",
+            email: `race-${crypto.randomUUID()}@example.test`,
+            groupid: otherId,
+          },
         }),
         call("deleteContactGroup", `/v1/contact-groups/${otherId}`, { token: owner }),
       ]);
@@ -120,7 +135,9 @@ describe("contacts: placement stays valid under concurrent group changes", () =>
       expectStatus(deleted, 200);
       if (createdRes.status === 201) {
         // Created first, then moved to the department's default group by the delete.
-        const contact = ok(await call("getContact", `/v1/contacts/${createdRes.body.data.contact_id}`, { token: owner }));
+        const contact = ok(
+          await call("getContact", `/v1/contacts/${createdRes.body.data.contact_id}`, { token: owner }),
+        );
         expect(contact.body.data.deptid).toBe(deptId);
         expect(await defaultGroupsOf(deptId)).toContain(contact.body.data.groupid);
       } else {
@@ -141,7 +158,9 @@ describe("contacts: placement stays valid under concurrent group changes", () =>
       ]);
       noServerError(movedContact, movedGroup);
       const after = ok(await call("getContact", `/v1/contacts/${contact.contact_id}`, { token: owner }));
-      const group = ok(await call("getContactGroup", `/v1/contact-groups/${after.body.data.groupid}`, { token: owner }));
+      const group = ok(
+        await call("getContactGroup", `/v1/contact-groups/${after.body.data.groupid}`, { token: owner }),
+      );
       expect(after.body.data.deptid).toBe(group.body.data.deptid);
     }
   });

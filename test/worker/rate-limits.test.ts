@@ -5,10 +5,24 @@ import { describe, expect, it } from "vitest";
 import { COSTS, POLICIES } from "../../src/lib/rate-limit";
 import { TOKEN_FAILURE_LIMIT } from "../../src/auth/token-failures";
 import { authenticatesBearer } from "../../src/app";
-import { call, callRawWithEnv, callWithEnv, createAccount, createOwnerClient, env, expectShapeA, expectShapeB, uniqueWord, type CallOptions, type CallResult, type Operation, expectStatus, callRaw, openApiDocument } from "./helpers";
+import {
+  callRawWithEnv,
+  callWithEnv,
+  createAccount,
+  createOwnerClient,
+  env,
+  expectShapeA,
+  expectShapeB,
+  type CallOptions,
+  type CallResult,
+  type Operation,
+  expectStatus,
+  openApiDocument,
+} from "./helpers";
 
 const ON = { RATE_LIMITS: "on" };
-const send = <O extends Operation>(operation: O, path: string, options: CallOptions = {}) => callWithEnv(ON, operation, path, options);
+const send = <O extends Operation>(operation: O, path: string, options: CallOptions = {}) =>
+  callWithEnv(ON, operation, path, options);
 
 /**
  * Runs `body` until one run stays within a single window of `seconds` (at most 3 tries). Each try
@@ -29,7 +43,10 @@ async function withinOneWindow(seconds: number, body: () => Promise<void>) {
 }
 
 /** A new `*` client of company `companyId`, with a token issued while limits are on. */
-async function newClient(account: { accountId: number; companyId: number }): Promise<{ clientId: string; secret: string; token: string }> {
+async function newClient(account: {
+  accountId: number;
+  companyId: number;
+}): Promise<{ clientId: string; secret: string; token: string }> {
   const { clientId, secret } = await createOwnerClient(account.accountId, account.companyId, "rl");
   const res = await send("issueToken", "/v1/oauth/token", {
     body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret },
@@ -50,7 +67,12 @@ describe("headers", () => {
     const account = await createAccount();
     const client = await newClient(account);
     const policy = '"client";q=1200;w=60, "client-burst";q=300;w=10, "company";q=3000;w=60';
-    const requests = [["listContacts", "/v1/contacts"], ["getContact", "/v1/contacts/999999999"], ["getTokenInfo", "/v1/oauth/me"], ["createItem", "/v1/items", {}]] as const;
+    const requests = [
+      ["listContacts", "/v1/contacts"],
+      ["getContact", "/v1/contacts/999999999"],
+      ["getTokenInfo", "/v1/oauth/me"],
+      ["createItem", "/v1/items", {}],
+    ] as const;
     for (const [operation, path, body] of requests) {
       const res = await send(operation, path, { token: client.token, body });
       expect(res.headers.get("RateLimit-Policy"), `${operation} ${path} ${res.status}`).toBe(policy);
@@ -66,7 +88,8 @@ describe("headers", () => {
     const account = await createAccount();
     await withinOneWindow(10, async () => {
       const client = await newClient(account);
-      const burst = async (operation: Operation, path: string, body?: unknown) => rateLimit(await send(operation, path, { token: client.token, body }));
+      const burst = async (operation: Operation, path: string, body?: unknown) =>
+        rateLimit(await send(operation, path, { token: client.token, body }));
       const a = await burst("listContacts", "/v1/contacts");
       const b = await burst("listContacts", "/v1/contacts?q=ada");
       const c = await burst("createContact", "/v1/contacts", {});
@@ -102,11 +125,19 @@ describe("limits", () => {
       expect(retryAfter).toBeLessThanOrEqual(10);
       expect(rateLimit(over)).toMatchObject({ policy: "client-burst", r: 0, t: retryAfter });
       // Refused before any work: a write is refused too, and nothing is created.
-      expectShapeB(await send("createContact", "/v1/contacts", { token: client.token, body: { first_name: "A", last_name: "B", email: "x@y.test" } }), 429);
+      expectShapeB(
+        await send("createContact", "/v1/contacts", {
+          token: client.token,
+          body: { first_name: "A", last_name: "B", email: "x@y.test" },
+        }),
+        429,
+      );
       // Another client of the same company is not affected.
       expectStatus(await send("listContacts", "/v1/contacts?q=x", { token: neighbour.token }), 200);
     });
-    const rows = await env.DB.prepare("SELECT count(*) AS n FROM contacts WHERE company_id = ?").bind(account.companyId).first<{ n: number }>();
+    const rows = await env.DB.prepare("SELECT count(*) AS n FROM contacts WHERE company_id = ?")
+      .bind(account.companyId)
+      .first<{ n: number }>();
     expect(rows!.n).toBe(0);
   });
 
@@ -114,8 +145,10 @@ describe("limits", () => {
     await withinOneWindow(10, async () => {
       const account = await createAccount();
       const [flooder, sibling] = [await newClient(account), await newClient(account)];
-      for (let i = 0; i < 60; i++) expectStatus(await send("listContacts", "/v1/contacts?q=x", { token: flooder.token }), 200);
-      for (let i = 0; i < 100; i++) expectStatus(await send("listContacts", "/v1/contacts?q=x", { token: flooder.token }), 429);
+      for (let i = 0; i < 60; i++)
+        expectStatus(await send("listContacts", "/v1/contacts?q=x", { token: flooder.token }), 200);
+      for (let i = 0; i < 100; i++)
+        expectStatus(await send("listContacts", "/v1/contacts?q=x", { token: flooder.token }), 429);
       // The company has spent the flooder's 300 accepted units and the sibling's 1, not the 500 refused.
       const res = await send("listContacts", "/v1/contacts", { token: sibling.token });
       expect(rateLimit(res)).toMatchObject({ policy: "company", r: POLICIES.company.quota - 300 - 1 });
@@ -153,7 +186,10 @@ describe("limits", () => {
       expectShapeB(over, 429, /anonymous limit/);
       expect(over.headers.get("RateLimit-Policy")).toBe('"anonymous";q=300;w=60');
       // The token endpoint answers it in Shape A, as all its errors.
-      const token = await send("issueToken", "/v1/oauth/token", { body: { grant_type: "client_credentials" }, headers: { "CF-Connecting-IP": ip } });
+      const token = await send("issueToken", "/v1/oauth/token", {
+        body: { grant_type: "client_credentials" },
+        headers: { "CF-Connecting-IP": ip },
+      });
       expectShapeA(token, 429, "too_many_requests");
       expect(token.headers.get("Retry-After")).toBeTruthy();
       // Another address is not affected.
@@ -165,12 +201,21 @@ describe("limits", () => {
 describe("requests whose bearer token does not authenticate (issue 31.2)", () => {
   const address = () => `203.0.114.${Math.floor(Math.random() * 250)}`;
   /** `n` requests from `ip`, 50 at a time; the statuses counted. */
-  async function flood(n: number, ip: string, method: string, path: string, headers: Record<string, string>, body?: unknown) {
+  async function flood(
+    n: number,
+    ip: string,
+    method: string,
+    path: string,
+    headers: Record<string, string>,
+    body?: unknown,
+  ) {
     const counts: Record<number, number> = {};
     let last!: CallResult;
     for (let sent = 0; sent < n; sent += 50) {
       const results = await Promise.all(
-        Array.from({ length: Math.min(50, n - sent) }, () => callRawWithEnv(ON, method, path, { headers: { ...headers, "CF-Connecting-IP": ip }, body })),
+        Array.from({ length: Math.min(50, n - sent) }, () =>
+          callRawWithEnv(ON, method, path, { headers: { ...headers, "CF-Connecting-IP": ip }, body }),
+        ),
       );
       for (const res of results) counts[res.status] = (counts[res.status] ?? 0) + 1;
       last = results[results.length - 1]!;
@@ -191,7 +236,10 @@ describe("requests whose bearer token does not authenticate (issue 31.2)", () =>
       expect(retryAfter).toBeLessThanOrEqual(60);
       expect(rateLimit(last)).toMatchObject({ policy: "anonymous", r: 0, t: retryAfter });
       // The address's anonymous units do not bind a client that authenticates.
-      const valid = await send("listItems", "/v1/items?limit=1", { token: client.token, headers: { "CF-Connecting-IP": ip } });
+      const valid = await send("listItems", "/v1/items?limit=1", {
+        token: client.token,
+        headers: { "CF-Connecting-IP": ip },
+      });
       expectStatus(valid, 200);
     });
   }, 30_000);
@@ -205,7 +253,11 @@ describe("requests whose bearer token does not authenticate (issue 31.2)", () =>
       expect((await flood(2, ip, "GET", "/v1/no-such-thing", bearer)).counts).toEqual({ 404: 2 });
       const over = await flood(1, ip, "GET", "/health", bearer);
       expectShapeB(over.last, 429, /anonymous limit/);
-      const token = await flood(1, ip, "POST", "/v1/oauth/token", bearer, { grant_type: "client_credentials", client_id: "demo-owner", client_secret: "demo-owner-secret" });
+      const token = await flood(1, ip, "POST", "/v1/oauth/token", bearer, {
+        grant_type: "client_credentials",
+        client_id: "demo-owner",
+        client_secret: "demo-owner-secret",
+      });
       expectShapeA(token.last, 429, "too_many_requests");
       expect(token.last.headers.get("Retry-After")).toBeTruthy();
       expectShapeB((await flood(1, ip, "GET", "/v1/no-such-thing", bearer)).last, 429);
@@ -218,7 +270,11 @@ describe("the caller's address (issue 31.6)", () => {
     await withinOneWindow(60, async () => {
       // Without CF-Connecting-IP (only tests lack it: Cloudflare, and Miniflare locally, always set it) every request shares one bucket.
       const spread = (i: number) => ({ "X-Real-IP": `192.0.2.${i % 250}`, "X-Forwarded-For": `192.0.2.${i % 250}` });
-      const results = await Promise.all(Array.from({ length: POLICIES.anonymous.quota + 5 }, (_, i) => send("getHealth", "/health", { headers: spread(i) })));
+      const results = await Promise.all(
+        Array.from({ length: POLICIES.anonymous.quota + 5 }, (_, i) =>
+          send("getHealth", "/health", { headers: spread(i) }),
+        ),
+      );
       expect(results.filter((r) => r.status === 429)).toHaveLength(5);
     });
   });
@@ -228,7 +284,11 @@ describe("requests that arrive together", () => {
   it("are counted exactly: of quota + 5 sent at once from one address, 5 are refused", async () => {
     await withinOneWindow(60, async () => {
       const ip = `203.0.115.${Math.floor(Math.random() * 250)}`;
-      const results = await Promise.all(Array.from({ length: POLICIES.anonymous.quota + 5 }, () => send("getHealth", "/health", { headers: { "CF-Connecting-IP": ip } })));
+      const results = await Promise.all(
+        Array.from({ length: POLICIES.anonymous.quota + 5 }, () =>
+          send("getHealth", "/health", { headers: { "CF-Connecting-IP": ip } }),
+        ),
+      );
       expect(results.filter((r) => r.status === 429)).toHaveLength(5);
     });
   });
@@ -238,7 +298,9 @@ describe("which bearer requests wait for their token to be judged", () => {
   it("exactly the document's operations secured by oauth2 (the token endpoint, feeds, uploads and health are their address's)", async () => {
     const doc = await openApiDocument();
     let checked = 0;
-    for (const [path, item] of Object.entries<Record<string, { security?: Array<Record<string, unknown>> }>>(doc.paths)) {
+    for (const [path, item] of Object.entries<Record<string, { security?: Array<Record<string, unknown>> }>>(
+      doc.paths,
+    )) {
       for (const [method, op] of Object.entries(item)) {
         if (!op || typeof op !== "object" || !("responses" in op)) continue;
         const bearer = (op.security ?? []).some((s) => "oauth2" in s);
@@ -269,9 +331,13 @@ describe("the token endpoint and failed attempts", () => {
       expect(Number(locked.headers.get("Retry-After"))).toBeGreaterThan(800);
     }
     // The window ends: the right secret works again and the count starts over.
-    await env.DB.prepare("UPDATE api_clients SET token_failures_since = token_failures_since - 900 WHERE client_id = ?").bind(client.clientId).run();
+    await env.DB.prepare("UPDATE api_clients SET token_failures_since = token_failures_since - 900 WHERE client_id = ?")
+      .bind(client.clientId)
+      .run();
     expectStatus(await attempt(client.secret), 200);
-    const row = await env.DB.prepare("SELECT token_failures FROM api_clients WHERE client_id = ?").bind(client.clientId).first<{ token_failures: number }>();
+    const row = await env.DB.prepare("SELECT token_failures FROM api_clients WHERE client_id = ?")
+      .bind(client.clientId)
+      .first<{ token_failures: number }>();
     expect(row!.token_failures).toBe(0);
   });
 
@@ -287,7 +353,8 @@ describe("the token endpoint and failed attempts", () => {
       ),
     );
   };
-  const statuses = (results: CallResult[]) => results.reduce<Record<number, number>>((n, r) => ({ ...n, [r.status]: (n[r.status] ?? 0) + 1 }), {});
+  const statuses = (results: CallResult[]) =>
+    results.reduce<Record<number, number>>((n, r) => ({ ...n, [r.status]: (n[r.status] ?? 0) + 1 }), {});
 
   it(`checks at most ${TOKEN_FAILURE_LIMIT} secrets of 100 sent at once over 50 addresses: the rest, the right one included, are 429`, async () => {
     const account = await createAccount();
@@ -311,19 +378,28 @@ describe("the token endpoint and failed attempts", () => {
       expectStatus(right, 200);
       expect(n[401]).toBe(TOKEN_FAILURE_LIMIT - 1);
     }
-    const row = await env.DB.prepare("SELECT token_failures FROM api_clients WHERE client_id = ?").bind(client.clientId).first<{ token_failures: number }>();
+    const row = await env.DB.prepare("SELECT token_failures FROM api_clients WHERE client_id = ?")
+      .bind(client.clientId)
+      .first<{ token_failures: number }>();
     expect(row!.token_failures).toBe(n[401]);
   });
 
   it("answers two bursts of 60 wrong secrets with 10 checked and 110 refused", async () => {
     const account = await createAccount();
     const client = await createOwnerClient(account.accountId, account.companyId, "rl");
-    expect(statuses(await burst(client.clientId, Array<string>(60).fill("wrong")))).toEqual({ 401: TOKEN_FAILURE_LIMIT, 429: 60 - TOKEN_FAILURE_LIMIT });
+    expect(statuses(await burst(client.clientId, Array<string>(60).fill("wrong")))).toEqual({
+      401: TOKEN_FAILURE_LIMIT,
+      429: 60 - TOKEN_FAILURE_LIMIT,
+    });
     expect(statuses(await burst(client.clientId, Array<string>(60).fill("wrong")))).toEqual({ 429: 60 });
     // HTTP Basic is the same door.
     const basic = await send("issueToken", "/v1/oauth/token", {
       rawBody: "grant_type=client_credentials",
-      headers: { "Content-Type": "application/x-www-form-urlencoded", Authorization: `Basic ${btoa(`${client.clientId}:${client.secret}`)}`, "CF-Connecting-IP": "198.18.251.1" },
+      headers: {
+        "Content-Type": "application/x-www-form-urlencoded",
+        Authorization: `Basic ${btoa(`${client.clientId}:${client.secret}`)}`,
+        "CF-Connecting-IP": "198.18.251.1",
+      },
     });
     expectShapeA(basic, 429, "too_many_requests");
   });
@@ -335,11 +411,19 @@ describe("the token endpoint and failed attempts", () => {
     for (let i = 0; i < TOKEN_FAILURE_LIMIT - 1; i++) expectShapeA(await attempt("wrong"), 401, "invalid_client");
     expectStatus(await attempt(client.secret), 200);
     const scoped = await send("issueToken", "/v1/oauth/token", {
-      body: { grant_type: "client_credentials", client_id: client.clientId, client_secret: client.secret, scope: "no:such" },
+      body: {
+        grant_type: "client_credentials",
+        client_id: client.clientId,
+        client_secret: client.secret,
+        scope: "no:such",
+      },
       headers: { "CF-Connecting-IP": "198.18.252.1" },
     });
     expectShapeA(scoped, 400, "invalid_scope");
-    const failures = () => env.DB.prepare("SELECT token_failures AS n FROM api_clients WHERE client_id = ?").bind(client.clientId).first<number>("n");
+    const failures = () =>
+      env.DB.prepare("SELECT token_failures AS n FROM api_clients WHERE client_id = ?")
+        .bind(client.clientId)
+        .first<number>("n");
     expect(await failures()).toBe(TOKEN_FAILURE_LIMIT - 1);
     // The tenth failure locks it: a token issued in between bought a guesser nothing.
     expectShapeA(await attempt("wrong"), 401, "invalid_client");
@@ -350,8 +434,19 @@ describe("the token endpoint and failed attempts", () => {
     const account = await createAccount();
     const client = await newClient(account);
     for (let i = 0; i < TOKEN_FAILURE_LIMIT + 2; i++) {
-      expectStatus(await callWithEnv({ RATE_LIMITS: "off" }, "issueToken", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: client.clientId, client_secret: client.secret } }), 200);
-      expectShapeA(await callWithEnv({ RATE_LIMITS: "off" }, "issueToken", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: "no-such-client", client_secret: "x" } }), 401, "invalid_client");
+      expectStatus(
+        await callWithEnv({ RATE_LIMITS: "off" }, "issueToken", "/v1/oauth/token", {
+          body: { grant_type: "client_credentials", client_id: client.clientId, client_secret: client.secret },
+        }),
+        200,
+      );
+      expectShapeA(
+        await callWithEnv({ RATE_LIMITS: "off" }, "issueToken", "/v1/oauth/token", {
+          body: { grant_type: "client_credentials", client_id: "no-such-client", client_secret: "x" },
+        }),
+        401,
+        "invalid_client",
+      );
     }
   });
 });

@@ -2,19 +2,40 @@
 // key of LINK_SIGNING_KEYS, verified by any; bound to company, item, contact, occurrence and a last
 // day; altered, foreign, dropped-key, malformed and expired tokens refused, each with the same work.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { LINK_LIFETIME_DAYS, linkExpiry, mintLinkToken, publicBase, recipientLinks, verifyLinkToken, type LinkClaims } from "../../src/lib/recipient-links";
+import {
+  LINK_LIFETIME_DAYS,
+  linkExpiry,
+  mintLinkToken,
+  publicBase,
+  recipientLinks,
+  verifyLinkToken,
+  type LinkClaims,
+} from "../../src/lib/recipient-links";
 import { addDays } from "../../src/lib/time";
 import { captureErrorLogs, env } from "./helpers";
 
 const TODAY = "2026-11-26";
-const CLAIMS: LinkClaims = { companyId: 500_001, itemId: 123_456_789, contactId: 42, epoch: 3, expiresOn: "2027-03-31" };
+const CLAIMS: LinkClaims = {
+  companyId: 500_001,
+  itemId: 123_456_789,
+  contactId: 42,
+  epoch: 3,
+  expiresOn: "2027-03-31",
+};
 const KEYS = env.LINK_SIGNING_KEYS!;
 const [CURRENT, PREVIOUS] = KEYS.split(" ") as [string, string];
 const OTHER = "other:another-link-key-of-another-deployment-0123456789";
 
 /** base64url -> bytes -> base64url, for altering a token byte by byte. */
-const decode = (token: string) => Uint8Array.from(atob(token.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (token.length % 4)) % 4)), (c) => c.charCodeAt(0));
-const encode = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
+const decode = (token: string) =>
+  Uint8Array.from(atob(token.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (token.length % 4)) % 4)), (c) =>
+    c.charCodeAt(0),
+  );
+const encode = (bytes: Uint8Array) =>
+  btoa(String.fromCharCode(...bytes))
+    .replace(/=+$/, "")
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_");
 
 describe("minting and verifying", () => {
   it("verifies what it minted, with the claims it was given; URL-safe, at least 256 bits of tag", async () => {
@@ -25,7 +46,13 @@ describe("minting and verifying", () => {
     // Deterministic: a recipient's links for one occurrence are the same in every email.
     expect(await mintLinkToken(KEYS, CLAIMS)).toBe(token);
     // Each claim changes the token.
-    for (const change of [{ companyId: 1 }, { itemId: 1 }, { contactId: 1 }, { epoch: 4 }, { expiresOn: "2027-04-01" }]) {
+    for (const change of [
+      { companyId: 1 },
+      { itemId: 1 },
+      { contactId: 1 },
+      { epoch: 4 },
+      { expiresOn: "2027-04-01" },
+    ]) {
       expect(await mintLinkToken(KEYS, { ...CLAIMS, ...change }), JSON.stringify(change)).not.toBe(token);
     }
   });
@@ -63,10 +90,21 @@ describe("minting and verifying", () => {
   it("refuses malformed text with claims of no record", async () => {
     const token = await mintLinkToken(KEYS, CLAIMS);
     const none = { companyId: 0, itemId: 0, contactId: 0, epoch: 0, expiresOn: "1970-01-01" };
-    for (const text of ["", "x", "not a token", "%2F..", token + "=", "A".repeat(5000), token.slice(0, 1), `${token}/`, "AgEBAQGtow" + token.slice(10)]) {
+    for (const text of [
+      "",
+      "x",
+      "not a token",
+      "%2F..",
+      `${token}=`,
+      "A".repeat(5000),
+      token.slice(0, 1),
+      `${token}/`,
+      `AgEBAQGtow${token.slice(10)}`,
+    ]) {
       const verdict = await verifyLinkToken(KEYS, text, TODAY);
       expect(verdict.state, text.slice(0, 40)).toBe("forged");
-      if (!text.startsWith(token.slice(0, 10)) && text !== token + "=") expect(verdict.claims, text.slice(0, 40)).toEqual(none);
+      if (!text.startsWith(token.slice(0, 10)) && text !== `${token}=`)
+        expect(verdict.claims, text.slice(0, 40)).toEqual(none);
     }
   });
 
@@ -131,7 +169,9 @@ describe("the links of a reminder", () => {
     const target = { companyId: 1, itemId: 1, contactId: 1, epoch: 1, itemDate: "2027-01-31" };
     expect(await recipientLinks({ PUBLIC_BASE_URL: "ftp://x.example", LINK_SIGNING_KEYS: KEYS }, target)).toBeNull();
     expect(await recipientLinks({ PUBLIC_BASE_URL: undefined, LINK_SIGNING_KEYS: KEYS }, target)).toBeNull();
-    expect(await recipientLinks({ PUBLIC_BASE_URL: "https://x.example", LINK_SIGNING_KEYS: undefined }, target)).toBeNull();
+    expect(
+      await recipientLinks({ PUBLIC_BASE_URL: "https://x.example", LINK_SIGNING_KEYS: undefined }, target),
+    ).toBeNull();
     expect(logged.join("\n")).toMatch(/without action links/);
     expect(logged.join("\n")).not.toContain("test-link-key");
   });
@@ -141,6 +181,13 @@ describe("the links of a reminder", () => {
     expect(publicBase(" https://reminders.example.com/ ")).toBe("https://reminders.example.com");
     expect(publicBase("http://localhost:8790")).toBe("http://localhost:8790");
     expect(publicBase("https://example.com/base/")).toBe("https://example.com/base");
-    for (const bad of ["", "reminders.example.com", "javascript:alert(1)", "https://example.com/?q=1", "https://u:p@example.com"]) expect(publicBase(bad), bad).toBeNull();
+    for (const bad of [
+      "",
+      "reminders.example.com",
+      "javascript:alert(1)",
+      "https://example.com/?q=1",
+      "https://u:p@example.com",
+    ])
+      expect(publicBase(bad), bad).toBeNull();
   });
 });

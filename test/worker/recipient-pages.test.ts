@@ -6,7 +6,17 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { mintLinkToken } from "../../src/lib/recipient-links";
 import { addDays, addYears, todayIn } from "../../src/lib/time";
 import { call, createAccount, createContact, createDocumentType, createItem, env, expectStatus, ok } from "./helpers";
-import { fetchWithEnv, fireReminder, formsOf, getPage, linksOf, pageLinksIn, postForm, type EmailLinks, type PageResult } from "./support/recipient";
+import {
+  fetchWithEnv,
+  fireReminder,
+  formsOf,
+  getPage,
+  linksOf,
+  pageLinksIn,
+  postForm,
+  type EmailLinks,
+  type PageResult,
+} from "./support/recipient";
 
 const futureDate = (days: number) => addDays(todayIn("UTC"), days);
 
@@ -22,7 +32,12 @@ interface Setup {
 async function setup(item: Record<string, unknown> = {}, contact: Record<string, unknown> = {}): Promise<Setup> {
   const { companyId, ownerToken: token } = await createAccount();
   const person = await createContact(token, { first_name: "Ada", last_name: "Lovelace", ...contact });
-  const created = await createItem(token, { expiry_date: futureDate(40), seqid: 0, contact_id: person.contact_id, ...item });
+  const created = await createItem(token, {
+    expiry_date: futureDate(40),
+    seqid: 0,
+    contact_id: person.contact_id,
+    ...item,
+  });
   const [email] = await fireReminder(companyId, token, created.item_id);
   if (!email) throw new Error("no email was sent");
   return { companyId, token, contact: person, item: created, links: linksOf(email) };
@@ -33,12 +48,15 @@ async function stateOf(s: Setup) {
   const [detail, reminders, audit] = await Promise.all([
     call("getItem", `/v1/items/${s.item.item_id}`, { token: s.token }),
     call("listItemReminders", `/v1/items/${s.item.item_id}/reminders`, { token: s.token }),
-    call("listAuditLog", `/v1/audit-log?resource_type=item&resource_id=${s.item.item_id}&limit=100`, { token: s.token }),
+    call("listAuditLog", `/v1/audit-log?resource_type=item&resource_id=${s.item.item_id}&limit=100`, {
+      token: s.token,
+    }),
   ]);
   return { detail: ok(detail).body.data, reminders: ok(reminders).body.data, audit: ok(audit).body.data };
 }
 
-const outcomeOf = (page: PageResult) => /<div class="outcome (\w+)"[^>]*><strong>([^<]*)<\/strong>/.exec(page.html)?.slice(1, 3) ?? null;
+const outcomeOf = (page: PageResult) =>
+  /<div class="outcome (\w+)"[^>]*><strong>([^<]*)<\/strong>/.exec(page.html)?.slice(1, 3) ?? null;
 
 describe("the email", () => {
   it("carries the page link and one per action in both its text and its HTML, for the contact it goes to", async () => {
@@ -71,7 +89,11 @@ describe("the email", () => {
   it("offers renewal only for expirations", async () => {
     const { links } = await setup({ item_type: "due" });
     expect(links.renew).toBeUndefined();
-    expect(formsOf((await getPage(links.page)).html).map((f) => f.fields.action)).toEqual(["acknowledge", "complete", "snooze"]);
+    expect(formsOf((await getPage(links.page)).html).map((f) => f.fields.action)).toEqual([
+      "acknowledge",
+      "complete",
+      "snooze",
+    ]);
   });
 });
 
@@ -80,11 +102,21 @@ describe("the page", () => {
   let page: PageResult;
   beforeAll(async () => {
     const { companyId, ownerToken: token } = await createAccount();
-    await call("updateCompanySettings", `/v1/companies/${companyId}/settings`, { token, body: { date_format: "DD.MM.YYYY" } });
+    await call("updateCompanySettings", `/v1/companies/${companyId}/settings`, {
+      token,
+      body: { date_format: "DD.MM.YYYY" },
+    });
     await createDocumentType(token, { doctype_name: "Fire certificate" });
     const contact = await createContact(token, { first_name: "Ada", last_name: "Lovelace" });
     const date = futureDate(40);
-    const item = await createItem(token, { title: "Boiler <b>inspection</b>", expiry_date: date, seqid: 0, contact_id: contact.contact_id, notes: "Call Bob\nfirst", document_type: "Fire certificate" });
+    const item = await createItem(token, {
+      title: "Boiler <b>inspection</b>",
+      expiry_date: date,
+      seqid: 0,
+      contact_id: contact.contact_id,
+      notes: "Call Bob\nfirst",
+      document_type: "Fire certificate",
+    });
     const [email] = await fireReminder(companyId, token, item.item_id);
     s = { companyId, token, contact, item, links: linksOf(email!) };
     page = await getPage(s.links.page);
@@ -105,17 +137,25 @@ describe("the page", () => {
     expect(formsOf(page.html)).toEqual([
       { method: "post", action: new URL(s.links.page).pathname, fields: { action: "acknowledge", note: "" } },
       { method: "post", action: new URL(s.links.page).pathname, fields: { action: "complete" } },
-      { method: "post", action: new URL(s.links.page).pathname, fields: { action: "renew", date: addYears(s.item.expiry_date, 1) } },
+      {
+        method: "post",
+        action: new URL(s.links.page).pathname,
+        fields: { action: "renew", date: addYears(s.item.expiry_date, 1) },
+      },
       { method: "post", action: new URL(s.links.page).pathname, fields: { action: "snooze", until: futureDate(7) } },
     ]);
   });
 
   it("is self-contained: a strict CSP, no script, nothing from elsewhere, not indexed, no referrer, not cached, fits a phone", async () => {
     const csp = page.headers.get("Content-Security-Policy")!;
-    expect(csp).toMatch(/^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]+=*'; img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'$/);
+    expect(csp).toMatch(
+      /^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]+=*'; img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'$/,
+    );
     expect(csp).not.toContain("unsafe");
     const style = /<style>([\s\S]*?)<\/style>/.exec(page.html)![1]!;
-    const hash = btoa(String.fromCharCode(...new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(style)))));
+    const hash = btoa(
+      String.fromCharCode(...new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(style)))),
+    );
     expect(csp).toContain(`'sha256-${hash}'`);
     expect(page.html).not.toMatch(/<script|\son\w+=|javascript:/i);
     expect(page.html).not.toMatch(/(?:src|href)="(?:https?:)?\/\//);
@@ -132,7 +172,10 @@ describe("the page", () => {
       const confirm = await getPage(s.links[action]!);
       expectStatus(confirm, 200, action);
       const forms = formsOf(confirm.html);
-      expect(forms.map((f) => f.fields.action), action).toEqual([action]);
+      expect(
+        forms.map((f) => f.fields.action),
+        action,
+      ).toEqual([action]);
       expect(forms[0]!.action).toBe(new URL(s.links.page).pathname);
       expect(confirm.html).toContain(`<a href="${new URL(s.links.page).pathname}">All actions for this item</a>`);
     }
@@ -158,7 +201,9 @@ describe("acting through the forms", () => {
     const first = await postForm(s.links.page, { action: "acknowledge", note: "on it, Ada" });
     expectStatus(first, 200);
     expect(outcomeOf(first)).toEqual(["applied", "Thank you: you are on it"]);
-    expect(first.html).toMatch(/<dt>Acknowledged<\/dt><dd>by Ada Lovelace, \d{4}-\d\d-\d\d \d\d:\d\d \(UTC\) — “on it, Ada”<\/dd>/);
+    expect(first.html).toMatch(
+      /<dt>Acknowledged<\/dt><dd>by Ada Lovelace, \d{4}-\d\d-\d\d \d\d:\d\d \(UTC\) — “on it, Ada”<\/dd>/,
+    );
     expect(formsOf(first.html).map((f) => f.fields.action)).toEqual(["complete", "renew", "snooze"]);
     const again = await postForm(s.links.acknowledge, { action: "acknowledge" });
     expectStatus(again, 200);
@@ -168,14 +213,29 @@ describe("acting through the forms", () => {
   it("names who acknowledged to every recipient: another recipient's page and its repeat show the first one's name", async () => {
     const s = await setup();
     const bob = await createContact(s.token, { first_name: "Bob", last_name: "Builder" });
-    const claims = { companyId: s.companyId, itemId: s.item.item_id, contactId: bob.contact_id, epoch: 1, expiresOn: futureDate(60) };
+    const claims = {
+      companyId: s.companyId,
+      itemId: s.item.item_id,
+      contactId: bob.contact_id,
+      epoch: 1,
+      expiresOn: futureDate(60),
+    };
     const bobsPage = `https://api.test/r/${await mintLinkToken(env.LINK_SIGNING_KEYS, claims)}`;
-    expect(outcomeOf(await postForm(s.links.page, { action: "acknowledge" }))).toEqual(["applied", "Thank you: you are on it"]);
+    expect(outcomeOf(await postForm(s.links.page, { action: "acknowledge" }))).toEqual([
+      "applied",
+      "Thank you: you are on it",
+    ]);
     const bobs = await postForm(bobsPage, { action: "acknowledge" });
     expect(outcomeOf(bobs)).toEqual(["unchanged", "It was already acknowledged"]);
     expect(bobs.html).toMatch(/<dt>Acknowledged<\/dt><dd>by Ada Lovelace, /);
-    const audit = ok(await call("listAuditLog", `/v1/audit-log?resource_type=item&resource_id=${s.item.item_id}&limit=100`, { token: s.token }));
-    expect(audit.body.data.filter((e) => e.operation_id === "actOnRecipientPage").map((e) => e.actor.contact_id)).toEqual([s.contact.contact_id]);
+    const audit = ok(
+      await call("listAuditLog", `/v1/audit-log?resource_type=item&resource_id=${s.item.item_id}&limit=100`, {
+        token: s.token,
+      }),
+    );
+    expect(
+      audit.body.data.filter((e) => e.operation_id === "actOnRecipientPage").map((e) => e.actor.contact_id),
+    ).toEqual([s.contact.contact_id]);
   });
 
   it("completes a plain item once: the first POST completes, a repeat or a concurrent one changes nothing", async () => {
@@ -235,7 +295,11 @@ describe("acting through the forms", () => {
     const before = await stateOf(s);
     const repeat = await postForm(s.links.renew!, { action: "renew", date: next });
     expect([repeat.status, outcomeOf(repeat)![0]]).toEqual([200, "unchanged"]);
-    const forms: Array<Record<string, string>> = [{ action: "renew", date: addYears(next, 1) }, { action: "complete" }, { action: "snooze", until: futureDate(3) }];
+    const forms: Array<Record<string, string>> = [
+      { action: "renew", date: addYears(next, 1) },
+      { action: "complete" },
+      { action: "snooze", until: futureDate(3) },
+    ];
     for (const form of forms) {
       const stale = await postForm(s.links.page, form);
       expect([stale.status, outcomeOf(stale)![0]], JSON.stringify(form)).toEqual([409, "moved_on"]);
@@ -291,15 +355,29 @@ describe("links that do not work", () => {
       malformed: "not-a-token",
       altered: token.slice(0, -4) + (token.endsWith("AAAA") ? "BBBB" : "AAAA"),
       expired: await mintLinkToken(env.LINK_SIGNING_KEYS, { ...claims, expiresOn: futureDate(-1) }),
-      anotherKey: await mintLinkToken("x:a-key-this-deployment-never-had-0123456789", { ...claims, expiresOn: futureDate(60) }),
-      otherContact: await mintLinkToken(env.LINK_SIGNING_KEYS, { ...claims, contactId: other.contact.contact_id, expiresOn: futureDate(60) }),
-      otherItem: await mintLinkToken(env.LINK_SIGNING_KEYS, { ...claims, itemId: other.item.item_id, expiresOn: futureDate(60) }),
+      anotherKey: await mintLinkToken("x:a-key-this-deployment-never-had-0123456789", {
+        ...claims,
+        expiresOn: futureDate(60),
+      }),
+      otherContact: await mintLinkToken(env.LINK_SIGNING_KEYS, {
+        ...claims,
+        contactId: other.contact.contact_id,
+        expiresOn: futureDate(60),
+      }),
+      otherItem: await mintLinkToken(env.LINK_SIGNING_KEYS, {
+        ...claims,
+        itemId: other.item.item_id,
+        expiresOn: futureDate(60),
+      }),
     };
     // Revoked: the item, or the contact, deleted.
     const gone = await setup();
     const goneContact = await setup();
     expectStatus(await call("deleteItem", `/v1/items/${gone.item.item_id}`, { token: gone.token }), 200);
-    expectStatus(await call("deleteContact", `/v1/contacts/${goneContact.contact.contact_id}`, { token: goneContact.token }), 200);
+    expectStatus(
+      await call("deleteContact", `/v1/contacts/${goneContact.contact.contact_id}`, { token: goneContact.token }),
+      200,
+    );
     const urls = [
       ...Object.values(tokens).flatMap((t) => [`https://api.test/r/${t}`, `https://api.test/r/${t}/acknowledge`]),
       gone.links.page,
@@ -307,9 +385,14 @@ describe("links that do not work", () => {
       goneContact.links.page,
     ];
     const answers = await Promise.all(urls.map((url) => getPage(url)));
-    const posts = await Promise.all([gone.links.page, `https://api.test/r/${tokens.expired}`, `https://api.test/r/${tokens.unknown}`].map((url) => postForm(url, { action: "complete" })));
+    const posts = await Promise.all(
+      [gone.links.page, `https://api.test/r/${tokens.expired}`, `https://api.test/r/${tokens.unknown}`].map((url) =>
+        postForm(url, { action: "complete" }),
+      ),
+    );
     const [first] = answers;
-    const headersOf = (p: PageResult) => [...p.headers].filter(([name]) => !["x-request-id", "ratelimit"].includes(name)).sort();
+    const headersOf = (p: PageResult) =>
+      [...p.headers].filter(([name]) => !["x-request-id", "ratelimit"].includes(name)).sort();
     for (const [i, answer] of [...answers, ...posts].entries()) {
       expectStatus(answer, 404, urls[i]);
       expect(answer.html, urls[i]).toBe(first!.html);
@@ -333,7 +416,8 @@ describe("links that do not work", () => {
       await mintLinkToken("x:a-key-this-deployment-never-had-0123456789", { ...claims, expiresOn: futureDate(60) }),
       "not-a-token",
     ];
-    for (const t of tokens) await fetchWithEnv({ REQUEST_LOGS: "on", D1_STATS: "on" }, new Request(`https://api.test/r/${t}`));
+    for (const t of tokens)
+      await fetchWithEnv({ REQUEST_LOGS: "on", D1_STATS: "on" }, new Request(`https://api.test/r/${t}`));
     spy.mockRestore();
     const counts = lines.filter((l) => l.msg === "request").map((l) => l.d1_queries);
     expect(counts).toEqual([1, 1, 1, 1]);
@@ -350,7 +434,10 @@ describe("around the pages", () => {
       const window = Math.floor(Date.now() / 60_000);
       let refused: PageResult | undefined;
       for (let i = 0; i < 320 && !refused; i++) {
-        const res = await fetchWithEnv({ RATE_LIMITS: "on" }, new Request(s.links.page, { headers: { "CF-Connecting-IP": `${address}${attempt}` } }));
+        const res = await fetchWithEnv(
+          { RATE_LIMITS: "on" },
+          new Request(s.links.page, { headers: { "CF-Connecting-IP": `${address}${attempt}` } }),
+        );
         if (res.status === 429) refused = res;
         else expectStatus(res, 200);
       }
@@ -375,7 +462,14 @@ describe("around the pages", () => {
     const on = { REQUEST_LOGS: "on" };
     await fetchWithEnv(on, new Request(s.links.page));
     await fetchWithEnv(on, new Request(s.links.acknowledge));
-    await fetchWithEnv(on, new Request(s.links.page, { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" }, body: "action=snooze&until=soon" }));
+    await fetchWithEnv(
+      on,
+      new Request(s.links.page, {
+        method: "POST",
+        headers: { "Content-Type": "application/x-www-form-urlencoded" },
+        body: "action=snooze&until=soon",
+      }),
+    );
     await fetchWithEnv(on, new Request(`https://api.test${feedUrl.pathname}`));
     const requests = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === "request");
     expect(requests.map((l) => [l.path, l.status])).toEqual([

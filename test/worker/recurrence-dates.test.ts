@@ -5,7 +5,12 @@ import { renewalDate, upcomingDates, type RecurrenceRule } from "../../src/lib/r
 import { daysBetween, instantToLocal, occurrence, occurrenceAfter, startOfDayAfter, todayIn } from "../../src/lib/time";
 
 const isLeap = (y: number) => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
-const rule = (r: Partial<RecurrenceRule> & Pick<RecurrenceRule, "every" | "unit" | "anchor">): RecurrenceRule => ({ renewOn: "expired", until: null, count: null, ...r });
+const rule = (r: Partial<RecurrenceRule> & Pick<RecurrenceRule, "every" | "unit" | "anchor">): RecurrenceRule => ({
+  renewOn: "expired",
+  until: null,
+  count: null,
+  ...r,
+});
 const lastDay = (y: number, m: number) => [31, isLeap(y) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][m - 1]!;
 
 describe("occurrences keep the anchor day", () => {
@@ -14,10 +19,19 @@ describe("occurrences keep the anchor day", () => {
       const y = 2027 + Math.floor(k / 12);
       const m = (k % 12) + 1;
       const d = Math.min(31, lastDay(y, m));
-      expect(occurrence("2027-01-31", 1, "month", k), `k=${k}`).toBe(`${y}-${String(m).padStart(2, "0")}-${String(d).padStart(2, "0")}`);
+      expect(occurrence("2027-01-31", 1, "month", k), `k=${k}`).toBe(
+        `${y}-${String(m).padStart(2, "0")}-${String(d).padStart(2, "0")}`,
+      );
     }
-    expect(upcomingDates(rule({ every: 1, unit: "month", anchor: "2027-01-31" }), "2027-01-31", 3)).toEqual(["2027-02-28", "2027-03-31", "2027-04-30"]);
-    expect(upcomingDates(rule({ every: 1, unit: "month", anchor: "2028-01-31" }), "2028-01-31", 2)).toEqual(["2028-02-29", "2028-03-31"]);
+    expect(upcomingDates(rule({ every: 1, unit: "month", anchor: "2027-01-31" }), "2027-01-31", 3)).toEqual([
+      "2027-02-28",
+      "2027-03-31",
+      "2027-04-30",
+    ]);
+    expect(upcomingDates(rule({ every: 1, unit: "month", anchor: "2028-01-31" }), "2028-01-31", 2)).toEqual([
+      "2028-02-29",
+      "2028-03-31",
+    ]);
   });
 
   it("Feb 29 yearly: Feb 28 in common years, Feb 29 in leap years, including 2100 (not leap) and 2400", () => {
@@ -30,7 +44,11 @@ describe("occurrences keep the anchor day", () => {
   });
 
   it("weeks, days and every=1000", () => {
-    expect(upcomingDates(rule({ every: 2, unit: "week", anchor: "2026-11-23" }), "2026-11-23", 3)).toEqual(["2026-12-07", "2026-12-21", "2027-01-04"]);
+    expect(upcomingDates(rule({ every: 2, unit: "week", anchor: "2026-11-23" }), "2026-11-23", 3)).toEqual([
+      "2026-12-07",
+      "2026-12-21",
+      "2027-01-04",
+    ]);
     expect(occurrence("2026-11-23", 1000, "day", 1)).toBe("2029-08-19");
     expect(occurrence("2026-11-23", 1000, "year", 1)).toBe("3026-11-23");
     expect(daysBetween("2026-11-23", occurrence("2026-11-23", 1000, "week", 1))).toBe(7000);
@@ -54,7 +72,10 @@ describe("the first occurrence after a date", () => {
           for (const after of ["2024-03-01", "2026-11-23", "2031-02-28"]) {
             let k = 1;
             while (occurrence(anchor, every, unit, k) <= after) k++;
-            expect(occurrenceAfter(anchor, every, unit, after), `${anchor} ${every} ${unit} after ${after}`).toEqual({ date: occurrence(anchor, every, unit, k), k });
+            expect(occurrenceAfter(anchor, every, unit, after), `${anchor} ${every} ${unit} after ${after}`).toEqual({
+              date: occurrence(anchor, every, unit, k),
+              k,
+            });
           }
         }
       }
@@ -64,41 +85,175 @@ describe("the first occurrence after a date", () => {
 
 // ---- the rule (src/lib/recurrence.ts) and its instant (startOfDayAfter) ----
 
-
 describe("the date a renewal reaches: a table of cases", () => {
   const cases: Array<[string, RecurrenceRule, string, string | undefined, string | null]> = [
     // name, rule, current date, today (renewal at expiry; undefined: on completion), expected
-    ["Jan 31 monthly -> Feb 28 in a common year", rule({ every: 1, unit: "month", anchor: "2027-01-31" }), "2027-01-31", undefined, "2027-02-28"],
-    ["... then back to Mar 31 (the anchor day is kept)", rule({ every: 1, unit: "month", anchor: "2027-01-31" }), "2027-02-28", undefined, "2027-03-31"],
-    ["Jan 31 monthly -> Feb 29 in a leap year", rule({ every: 1, unit: "month", anchor: "2028-01-31" }), "2028-01-31", undefined, "2028-02-29"],
-    ["Feb 29 yearly -> Feb 28 in a common year", rule({ every: 1, unit: "year", anchor: "2028-02-29" }), "2028-02-29", undefined, "2029-02-28"],
-    ["Feb 29 yearly -> Feb 29 again in the next leap year", rule({ every: 1, unit: "year", anchor: "2028-02-29" }), "2031-02-28", undefined, "2032-02-29"],
-    ["Aug 31 every 6 months -> Feb 28, then Aug 31", rule({ every: 6, unit: "month", anchor: "2026-08-31" }), "2027-02-28", undefined, "2027-08-31"],
+    [
+      "Jan 31 monthly -> Feb 28 in a common year",
+      rule({ every: 1, unit: "month", anchor: "2027-01-31" }),
+      "2027-01-31",
+      undefined,
+      "2027-02-28",
+    ],
+    [
+      "... then back to Mar 31 (the anchor day is kept)",
+      rule({ every: 1, unit: "month", anchor: "2027-01-31" }),
+      "2027-02-28",
+      undefined,
+      "2027-03-31",
+    ],
+    [
+      "Jan 31 monthly -> Feb 29 in a leap year",
+      rule({ every: 1, unit: "month", anchor: "2028-01-31" }),
+      "2028-01-31",
+      undefined,
+      "2028-02-29",
+    ],
+    [
+      "Feb 29 yearly -> Feb 28 in a common year",
+      rule({ every: 1, unit: "year", anchor: "2028-02-29" }),
+      "2028-02-29",
+      undefined,
+      "2029-02-28",
+    ],
+    [
+      "Feb 29 yearly -> Feb 29 again in the next leap year",
+      rule({ every: 1, unit: "year", anchor: "2028-02-29" }),
+      "2031-02-28",
+      undefined,
+      "2032-02-29",
+    ],
+    [
+      "Aug 31 every 6 months -> Feb 28, then Aug 31",
+      rule({ every: 6, unit: "month", anchor: "2026-08-31" }),
+      "2027-02-28",
+      undefined,
+      "2027-08-31",
+    ],
     ["every 2 weeks", rule({ every: 2, unit: "week", anchor: "2026-12-28" }), "2026-12-28", undefined, "2027-01-11"],
-    ["every day over a year end", rule({ every: 1, unit: "day", anchor: "2026-12-31" }), "2026-12-31", undefined, "2027-01-01"],
-    ["every 1000 days", rule({ every: 1000, unit: "day", anchor: "2026-11-24" }), "2026-11-24", undefined, "2029-08-20"],
-    ["every 1000 months", rule({ every: 1000, unit: "month", anchor: "2026-01-31" }), "2026-01-31", undefined, "2109-05-31"],
-    ["every 1000 years runs past 9999: the rule has ended", rule({ every: 1000, unit: "year", anchor: "9026-11-24" }), "9026-11-24", undefined, null],
-    ["until on the occurrence (inclusive)", rule({ every: 1, unit: "month", anchor: "2027-01-15", until: "2027-02-15" }), "2027-01-15", undefined, "2027-02-15"],
-    ["until before the next occurrence: ended", rule({ every: 1, unit: "month", anchor: "2027-01-15", until: "2027-02-14" }), "2027-01-15", undefined, null],
-    ["count 1 left: renews", rule({ every: 1, unit: "year", anchor: "2027-03-01", count: 1 }), "2027-03-01", undefined, "2028-03-01"],
-    ["count 0 left: ended", rule({ every: 1, unit: "year", anchor: "2027-03-01", count: 0 }), "2028-03-01", undefined, null],
-    ["at expiry, on time: the next occurrence (today)", rule({ every: 1, unit: "day", anchor: "2026-11-23" }), "2026-11-23", "2026-11-24", "2026-11-24"],
-    ["at expiry, on time, monthly", rule({ every: 1, unit: "month", anchor: "2026-10-31" }), "2026-10-31", "2026-11-01", "2026-11-30"],
-    ["catch-up: years late, the first occurrence not yet expired", rule({ every: 1, unit: "month", anchor: "2019-03-31" }), "2019-03-31", "2026-11-24", "2026-11-30"],
-    ["catch-up lands on today when an occurrence falls on it", rule({ every: 1, unit: "month", anchor: "2019-03-24" }), "2019-03-24", "2026-11-24", "2026-11-24"],
-    ["catch-up past until: ended, the item stays as it is", rule({ every: 1, unit: "month", anchor: "2019-03-31", until: "2025-12-31" }), "2019-03-31", "2026-11-24", null],
-    ["catch-up Feb 29 yearly from 2016", rule({ every: 1, unit: "year", anchor: "2016-02-29" }), "2016-02-29", "2026-11-24", "2027-02-28"],
-    ["on completion a late item still moves one period (no catch-up)", rule({ every: 1, unit: "month", anchor: "2026-01-15", renewOn: "completed" }), "2026-01-15", undefined, "2026-02-15"],
+    [
+      "every day over a year end",
+      rule({ every: 1, unit: "day", anchor: "2026-12-31" }),
+      "2026-12-31",
+      undefined,
+      "2027-01-01",
+    ],
+    [
+      "every 1000 days",
+      rule({ every: 1000, unit: "day", anchor: "2026-11-24" }),
+      "2026-11-24",
+      undefined,
+      "2029-08-20",
+    ],
+    [
+      "every 1000 months",
+      rule({ every: 1000, unit: "month", anchor: "2026-01-31" }),
+      "2026-01-31",
+      undefined,
+      "2109-05-31",
+    ],
+    [
+      "every 1000 years runs past 9999: the rule has ended",
+      rule({ every: 1000, unit: "year", anchor: "9026-11-24" }),
+      "9026-11-24",
+      undefined,
+      null,
+    ],
+    [
+      "until on the occurrence (inclusive)",
+      rule({ every: 1, unit: "month", anchor: "2027-01-15", until: "2027-02-15" }),
+      "2027-01-15",
+      undefined,
+      "2027-02-15",
+    ],
+    [
+      "until before the next occurrence: ended",
+      rule({ every: 1, unit: "month", anchor: "2027-01-15", until: "2027-02-14" }),
+      "2027-01-15",
+      undefined,
+      null,
+    ],
+    [
+      "count 1 left: renews",
+      rule({ every: 1, unit: "year", anchor: "2027-03-01", count: 1 }),
+      "2027-03-01",
+      undefined,
+      "2028-03-01",
+    ],
+    [
+      "count 0 left: ended",
+      rule({ every: 1, unit: "year", anchor: "2027-03-01", count: 0 }),
+      "2028-03-01",
+      undefined,
+      null,
+    ],
+    [
+      "at expiry, on time: the next occurrence (today)",
+      rule({ every: 1, unit: "day", anchor: "2026-11-23" }),
+      "2026-11-23",
+      "2026-11-24",
+      "2026-11-24",
+    ],
+    [
+      "at expiry, on time, monthly",
+      rule({ every: 1, unit: "month", anchor: "2026-10-31" }),
+      "2026-10-31",
+      "2026-11-01",
+      "2026-11-30",
+    ],
+    [
+      "catch-up: years late, the first occurrence not yet expired",
+      rule({ every: 1, unit: "month", anchor: "2019-03-31" }),
+      "2019-03-31",
+      "2026-11-24",
+      "2026-11-30",
+    ],
+    [
+      "catch-up lands on today when an occurrence falls on it",
+      rule({ every: 1, unit: "month", anchor: "2019-03-24" }),
+      "2019-03-24",
+      "2026-11-24",
+      "2026-11-24",
+    ],
+    [
+      "catch-up past until: ended, the item stays as it is",
+      rule({ every: 1, unit: "month", anchor: "2019-03-31", until: "2025-12-31" }),
+      "2019-03-31",
+      "2026-11-24",
+      null,
+    ],
+    [
+      "catch-up Feb 29 yearly from 2016",
+      rule({ every: 1, unit: "year", anchor: "2016-02-29" }),
+      "2016-02-29",
+      "2026-11-24",
+      "2027-02-28",
+    ],
+    [
+      "on completion a late item still moves one period (no catch-up)",
+      rule({ every: 1, unit: "month", anchor: "2026-01-15", renewOn: "completed" }),
+      "2026-01-15",
+      undefined,
+      "2026-02-15",
+    ],
   ];
   for (const [name, r, current, today, expected] of cases) {
     it(name, () => expect(renewalDate(r, current, today)).toBe(expected));
   }
 
   it("next dates stop at until and count", () => {
-    expect(upcomingDates(rule({ every: 1, unit: "month", anchor: "2027-01-31" }), "2027-01-31")).toEqual(["2027-02-28", "2027-03-31", "2027-04-30"]);
-    expect(upcomingDates(rule({ every: 1, unit: "month", anchor: "2027-01-31", count: 2 }), "2027-01-31")).toEqual(["2027-02-28", "2027-03-31"]);
-    expect(upcomingDates(rule({ every: 1, unit: "month", anchor: "2027-01-31", until: "2027-03-30" }), "2027-01-31")).toEqual(["2027-02-28"]);
+    expect(upcomingDates(rule({ every: 1, unit: "month", anchor: "2027-01-31" }), "2027-01-31")).toEqual([
+      "2027-02-28",
+      "2027-03-31",
+      "2027-04-30",
+    ]);
+    expect(upcomingDates(rule({ every: 1, unit: "month", anchor: "2027-01-31", count: 2 }), "2027-01-31")).toEqual([
+      "2027-02-28",
+      "2027-03-31",
+    ]);
+    expect(
+      upcomingDates(rule({ every: 1, unit: "month", anchor: "2027-01-31", until: "2027-03-30" }), "2027-01-31"),
+    ).toEqual(["2027-02-28"]);
     expect(upcomingDates(rule({ every: 1, unit: "month", anchor: "2027-01-31", count: 0 }), "2027-01-31")).toEqual([]);
   });
 });
@@ -123,16 +278,24 @@ describe("the instant of a renewal at expiry: the start of the day after the dat
   it("where DST skips midnight, the day starts at the first minute that exists", () => {
     // America/Santiago moves 00:00 -> 01:00 on the first Sunday of September (2027-09-05).
     expect(at("2027-09-04", "America/Santiago")).toBe("2027-09-05T04:00:00.000Z");
-    expect(instantToLocal(startOfDayAfter("2027-09-04", "America/Santiago"), "America/Santiago")).toEqual({ date: "2027-09-05", hour: "01:00" });
+    expect(instantToLocal(startOfDayAfter("2027-09-04", "America/Santiago"), "America/Santiago")).toEqual({
+      date: "2027-09-05",
+      hour: "01:00",
+    });
   });
   it("the day Kiritimati skipped (1994-12-31): the renewal of Dec 30 is at the start of Jan 1", () => {
-    expect(instantToLocal(startOfDayAfter("1994-12-30", "Pacific/Kiritimati"), "Pacific/Kiritimati")).toEqual({ date: "1995-01-01", hour: "00:00" });
+    expect(instantToLocal(startOfDayAfter("1994-12-30", "Pacific/Kiritimati"), "Pacific/Kiritimati")).toEqual({
+      date: "1995-01-01",
+      hour: "00:00",
+    });
   });
   it("a company's time-zone change moves the instant, not the date reached", () => {
     const r = rule({ every: 1, unit: "month", anchor: "2027-05-31" });
     expect(startOfDayAfter("2027-05-31", "Asia/Tokyo")).toBe(Date.parse("2027-05-31T15:00:00Z"));
     expect(startOfDayAfter("2027-05-31", "America/Los_Angeles")).toBe(Date.parse("2027-06-01T07:00:00Z"));
     expect(renewalDate(r, "2027-05-31", todayIn("Asia/Tokyo", new Date("2027-05-31T15:00:00Z")))).toBe("2027-06-30");
-    expect(renewalDate(r, "2027-05-31", todayIn("America/Los_Angeles", new Date("2027-06-01T07:00:00Z")))).toBe("2027-06-30");
+    expect(renewalDate(r, "2027-05-31", todayIn("America/Los_Angeles", new Date("2027-06-01T07:00:00Z")))).toBe(
+      "2027-06-30",
+    );
   });
 });

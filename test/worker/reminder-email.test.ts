@@ -41,13 +41,15 @@ describe("reminderMessage: full message", () => {
       ].join("\n"),
     );
     expect(m.html.startsWith('<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">')).toBe(true);
-    expect(m.html).toContain("<title>Reminder: Passport &quot;Anna Smith&quot; expires in 14 days (03.12.2026)</title>");
-    expect(m.html).toContain("<p style=\"margin:0 0 16px;\">Hello Anna,</p>");
+    expect(m.html).toContain(
+      "<title>Reminder: Passport &quot;Anna Smith&quot; expires in 14 days (03.12.2026)</title>",
+    );
+    expect(m.html).toContain('<p style="margin:0 0 16px;">Hello Anna,</p>');
     expect(m.html).toContain("<strong>Passport &quot;Anna Smith&quot;</strong> expires in 14 days (03.12.2026).</p>");
     expect(m.html).toContain(">Item #123</td>");
     expect(m.html).toContain(">Acme Ltd</td>");
     expect(m.html).toContain("<strong>What to do:</strong> Renew it before it expires.</p>");
-    expect(m.html).toContain("white-space:pre-wrap;\">Bring the old passport.\nPhotos: 2</div>");
+    expect(m.html).toContain('white-space:pre-wrap;">Bring the old passport.\nPhotos: 2</div>');
     expect(m.html).toContain("This reminder was sent for Acme Ltd.</p>");
     expect(m.html.trimEnd().endsWith("</body>\n</html>")).toBe(true);
   });
@@ -107,14 +109,20 @@ describe("reminderMessage: item kinds", () => {
   });
 
   it("an empty document type falls back to the kind word", () => {
-    expect(message({ documentType: "" }).subject).toBe('Reminder: Expiration "Anna Smith" expires in 14 days (03.12.2026)');
-    expect(message({ documentType: " \n " }).subject).toBe('Reminder: Expiration "Anna Smith" expires in 14 days (03.12.2026)');
+    expect(message({ documentType: "" }).subject).toBe(
+      'Reminder: Expiration "Anna Smith" expires in 14 days (03.12.2026)',
+    );
+    expect(message({ documentType: " \n " }).subject).toBe(
+      'Reminder: Expiration "Anna Smith" expires in 14 days (03.12.2026)',
+    );
   });
 });
 
 describe("reminderMessage: dates", () => {
   it("uses the company's date format", () => {
-    expect(message({ dateFormat: "MMM D, YYYY" }).subject).toBe('Reminder: Passport "Anna Smith" expires in 14 days (Dec 3, 2026)');
+    expect(message({ dateFormat: "MMM D, YYYY" }).subject).toBe(
+      'Reminder: Passport "Anna Smith" expires in 14 days (Dec 3, 2026)',
+    );
     expect(message({ dateFormat: "D MMM YYYY" }).text).toContain("Date:      3 Dec 2026 (in 14 days)\n");
     expect(message({ dateFormat: "MM/DD/YYYY" }).subject).toContain("(12/03/2026)");
     expect(message({ dateFormat: "YYYY-MM-DD" }).html).toContain("expires in 14 days (2026-12-03).");
@@ -122,10 +130,18 @@ describe("reminderMessage: dates", () => {
 
   it("says how far away the date is", () => {
     expect(message({ today: "2026-12-03" }).subject).toBe('Reminder: Passport "Anna Smith" expires today (03.12.2026)');
-    expect(message({ today: "2026-12-02" }).subject).toBe('Reminder: Passport "Anna Smith" expires tomorrow (03.12.2026)');
-    expect(message({ today: "2026-12-01" }).subject).toBe('Reminder: Passport "Anna Smith" expires in 2 days (03.12.2026)');
-    expect(message({ today: "2026-12-04" }).subject).toBe('Reminder: Passport "Anna Smith" expired yesterday (03.12.2026)');
-    expect(message({ today: "2026-09-03" }).subject).toBe('Reminder: Passport "Anna Smith" expires in about 3 months (03.12.2026)');
+    expect(message({ today: "2026-12-02" }).subject).toBe(
+      'Reminder: Passport "Anna Smith" expires tomorrow (03.12.2026)',
+    );
+    expect(message({ today: "2026-12-01" }).subject).toBe(
+      'Reminder: Passport "Anna Smith" expires in 2 days (03.12.2026)',
+    );
+    expect(message({ today: "2026-12-04" }).subject).toBe(
+      'Reminder: Passport "Anna Smith" expired yesterday (03.12.2026)',
+    );
+    expect(message({ today: "2026-09-03" }).subject).toBe(
+      'Reminder: Passport "Anna Smith" expires in about 3 months (03.12.2026)',
+    );
   });
 
   it("relativeDay: days up to 60, then months, then years, across month and year ends", () => {
@@ -160,7 +176,9 @@ describe("reminderMessage: hostile and long values", () => {
     expect(m.html).toContain(">&lt;/div&gt;&lt;script&gt;steal(&#39;a&#39;)&lt;/script&gt;</div>");
     // The plain-text version is not HTML: values appear as typed.
     expect(m.text).toContain(`Item:      <script>alert("x")</script>\n`);
-    expect(m.subject).toBe(`Reminder: <img src=x onerror=alert(1)> "<script>alert("x")</script>" expires in 14 days (03.12.2026)`);
+    expect(m.subject).toBe(
+      `Reminder: <img src=x onerror=alert(1)> "<script>alert("x")</script>" expires in 14 days (03.12.2026)`,
+    );
   });
 
   it("keeps CR/LF and other controls out of subject and single-line fields", () => {
@@ -181,7 +199,7 @@ describe("reminderMessage: hostile and long values", () => {
   it("truncates a long title in the subject and caps the subject at 200 characters", () => {
     const title = "Very long title ".repeat(20).trim(); // 319 characters
     const m = message({ itemTitle: title });
-    const cut = "Very long title ".repeat(6) + "Ver…"; // 99 code points + "…"
+    const cut = `${"Very long title ".repeat(6)}Ver…`; // 99 code points + "…"
     expect(m.subject).toBe(`Reminder: Passport "${cut}" expires in 14 days (03.12.2026)`);
     const huge = message({ itemTitle: "x".repeat(150), documentType: "D".repeat(200) });
     expect(Array.from(huge.subject)).toHaveLength(200);
@@ -221,7 +239,13 @@ describe("reminderMessage: greeting", () => {
 
 describe("reminderMessage: the recipient's links", () => {
   const page = "https://reminders.example.com/r/AQEBAQGtowEcNTSNajDWGDrRLks71scQZ4TnGfj7SnqaMXmLtubTxQ";
-  const links = { page, acknowledge: `${page}/acknowledge`, complete: `${page}/complete`, renew: `${page}/renew`, snooze: `${page}/snooze` };
+  const links = {
+    page,
+    acknowledge: `${page}/acknowledge`,
+    complete: `${page}/complete`,
+    renew: `${page}/renew`,
+    snooze: `${page}/snooze`,
+  };
 
   it("lists the page and each action in the text part, whole URLs on their own lines, after what to do", () => {
     const m = message({ links });

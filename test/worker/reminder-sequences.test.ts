@@ -1,6 +1,20 @@
 import { describe, expect, it } from "vitest";
 import { nameKey } from "../../src/lib/text-key";
-import { type DataOf, type SuccessBody, type Fields, call, createAccount, createOwnerClient, env, expectShapeA, expectShapeB, noServerError, uniqueWord, expectStatus, ok } from "./helpers";
+import {
+  type DataOf,
+  type SuccessBody,
+  type Fields,
+  call,
+  createAccount,
+  createOwnerClient,
+  env,
+  expectShapeA,
+  expectShapeB,
+  noServerError,
+  uniqueWord,
+  expectStatus,
+  ok,
+} from "./helpers";
 
 // Reminder sequences: the default every company starts with, CRUD, validation, names, the one
 // default under concurrency, deletion moving items, the per-company limit, tenancy and scopes.
@@ -8,7 +22,13 @@ import { type DataOf, type SuccessBody, type Fields, call, createAccount, create
 const SEQUENCE_FIELDS = ["seqid", "name", "isdefault", "reminders"].sort();
 const STANDARD_STEPS = [30, 14, 7, 1, 0].map((period) => ({ period, unit: "day", type: 1, hour: "09:00" }));
 /** A step as the API shows it: the stored fields, and no recipient or acknowledgement rule of its own. */
-const shown = (step: Record<string, unknown>) => ({ contact_id: null, group_id: null, unless_acknowledged: false, always: false, ...step });
+const shown = (step: Record<string, unknown>) => ({
+  contact_id: null,
+  group_id: null,
+  unless_acknowledged: false,
+  always: false,
+  ...step,
+});
 
 interface Company {
   id: number;
@@ -36,7 +56,12 @@ async function freshCompany(): Promise<Company> {
     const cached = tokens.get(scope ?? "*");
     if (cached) return cached;
     const issued = await call("issueToken", "/v1/oauth/token", {
-      body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret, ...(scope ? { scope } : {}) },
+      body: {
+        grant_type: "client_credentials",
+        client_id: clientId,
+        client_secret: secret,
+        ...(scope ? { scope } : {}),
+      },
     });
     expectStatus(issued, 200, JSON.stringify(issued.body));
     tokens.set(scope ?? "*", issued.body.access_token);
@@ -61,14 +86,18 @@ async function create(token: string, body: Fields = {}): Promise<DataOf<"createR
 }
 
 async function defaultsOf(companyId: number): Promise<number[]> {
-  const { results } = await env.DB.prepare("SELECT id FROM reminder_sequences WHERE company_id = ? AND is_default = 1 ORDER BY id")
+  const { results } = await env.DB.prepare(
+    "SELECT id FROM reminder_sequences WHERE company_id = ? AND is_default = 1 ORDER BY id",
+  )
     .bind(companyId)
     .all<{ id: number }>();
   return results.map((r) => r.id);
 }
 
 async function countOf(companyId: number): Promise<number> {
-  const row = await env.DB.prepare("SELECT count(*) AS n FROM reminder_sequences WHERE company_id = ?").bind(companyId).first<{ n: number }>();
+  const row = await env.DB.prepare("SELECT count(*) AS n FROM reminder_sequences WHERE company_id = ?")
+    .bind(companyId)
+    .first<{ n: number }>();
   return row!.n;
 }
 
@@ -76,12 +105,9 @@ async function countOf(companyId: number): Promise<number> {
 async function insertSequences(companyId: number, n: number) {
   const statements = Array.from({ length: n }, () => {
     const name = uniqueWord("Bulk ");
-    return env.DB.prepare("INSERT INTO reminder_sequences (company_id, name, name_key, is_default, steps) VALUES (?, ?, ?, 0, ?)").bind(
-      companyId,
-      name,
-      nameKey(name),
-      JSON.stringify([{ period: 1, unit: "day", type: 1, hour: "09:00" }]),
-    );
+    return env.DB.prepare(
+      "INSERT INTO reminder_sequences (company_id, name, name_key, is_default, steps) VALUES (?, ?, ?, 0, ?)",
+    ).bind(companyId, name, nameKey(name), JSON.stringify([{ period: 1, unit: "day", type: 1, hour: "09:00" }]));
   });
   await env.DB.batch(statements);
 }
@@ -95,7 +121,9 @@ describe("the default sequence", () => {
     expect(Object.keys(standard).sort()).toEqual(SEQUENCE_FIELDS);
     expect(standard).toMatchObject({ name: "Standard", isdefault: 1, reminders: STANDARD_STEPS });
     expect(body.meta).toEqual({ total: 1, max_allowed: 50 });
-    const row = await env.DB.prepare("SELECT name_key, is_default, steps FROM reminder_sequences WHERE id = ?").bind(standard.seqid).first<Fields>();
+    const row = await env.DB.prepare("SELECT name_key, is_default, steps FROM reminder_sequences WHERE id = ?")
+      .bind(standard.seqid)
+      .first<Fields>();
     expect(row).toMatchObject({ name_key: "standard", is_default: 1 });
     expect(JSON.parse(String(row!.steps))).toEqual(STANDARD_STEPS);
   });
@@ -124,7 +152,9 @@ describe("the default sequence", () => {
   it("every company starts with it, however made (a trigger on companies)", async () => {
     const account = await createAccount();
     const body = await list(account.ownerToken);
-    expect(body.data).toEqual([{ seqid: expect.any(Number), name: "Standard", isdefault: 1, reminders: STANDARD_STEPS.map(shown) }]);
+    expect(body.data).toEqual([
+      { seqid: expect.any(Number), name: "Standard", isdefault: 1, reminders: STANDARD_STEPS.map(shown) },
+    ]);
   });
 
   it("a company left without any sequence (removed directly in D1) gets its first new one as the default", async () => {
@@ -165,10 +195,14 @@ describe("create, get, update, delete", () => {
       { period: 0, unit: "year", type: 1, hour: "00:00" },
     ];
     expect(made).toMatchObject({ name: "Contracts", isdefault: 0, reminders: steps });
-    const stored = await env.DB.prepare("SELECT steps FROM reminder_sequences WHERE id = ?").bind(made.seqid).first<{ steps: string }>();
+    const stored = await env.DB.prepare("SELECT steps FROM reminder_sequences WHERE id = ?")
+      .bind(made.seqid)
+      .first<{ steps: string }>();
     expect(JSON.parse(stored!.steps)).toEqual(steps);
 
-    const got = await call("getReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token: await company.token("items:read") });
+    const got = await call("getReminderSequence", `/v1/reminder-sequences/${made.seqid}`, {
+      token: await company.token("items:read"),
+    });
     expectStatus(got, 200);
     expect(got.body.data).toEqual(made);
 
@@ -189,12 +223,24 @@ describe("create, get, update, delete", () => {
     });
     expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.msg).toBe("Reminder sequence updated");
-    expect(res.body.data).toEqual({ seqid: made.seqid, name: "Permits (city)", isdefault: 0, reminders: [shown({ period: 10, unit: "day", type: 1, hour: "07:00" })] });
+    expect(res.body.data).toEqual({
+      seqid: made.seqid,
+      name: "Permits (city)",
+      isdefault: 0,
+      reminders: [shown({ period: 10, unit: "day", type: 1, hour: "07:00" })],
+    });
     // A case-only rename of itself is fine.
-    const renamed = await call("updateReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token, body: { name: "PERMITS (CITY)" } });
+    const renamed = await call("updateReminderSequence", `/v1/reminder-sequences/${made.seqid}`, {
+      token,
+      body: { name: "PERMITS (CITY)" },
+    });
     expectStatus(renamed, 200);
     expect(renamed.body.data.name).toBe("PERMITS (CITY)");
-    expectShapeB(await call("updateReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token, body: {} }), 400, /No updatable fields provided/);
+    expectShapeB(
+      await call("updateReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token, body: {} }),
+      400,
+      /No updatable fields provided/,
+    );
   });
 
   it("deletes a sequence: 200, then 404", async () => {
@@ -204,16 +250,27 @@ describe("create, get, update, delete", () => {
     const res = await call("deleteReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token });
     expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body).toEqual({ success: true, msg: "Reminder sequence deleted" });
-    expectShapeB(await call("getReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token }), 404, /Reminder sequence not found/);
+    expectShapeB(
+      await call("getReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token }),
+      404,
+      /Reminder sequence not found/,
+    );
     expectShapeB(await call("deleteReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token }), 404);
-    expectShapeB(await call("updateReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token, body: { name: "x" } }), 404);
+    expectShapeB(
+      await call("updateReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token, body: { name: "x" } }),
+      404,
+    );
   });
 
   it("refuses invalid path ids with 400", async () => {
     const company = await freshCompany();
     const token = await company.token();
     for (const id of ["abc", "0", "-1", "1.5", "1e3"]) {
-      expectShapeB(await call("getReminderSequence", `/v1/reminder-sequences/${id}`, { token }), 400, /seqid must be a positive integer/);
+      expectShapeB(
+        await call("getReminderSequence", `/v1/reminder-sequences/${id}`, { token }),
+        400,
+        /seqid must be a positive integer/,
+      );
     }
   });
 });
@@ -221,14 +278,22 @@ describe("create, get, update, delete", () => {
 describe("validation (400 naming the field, nothing written)", () => {
   const step = (overrides: Fields) => ({ period: 1, unit: "day", type: 1, ...overrides });
   const cases: Array<[string, Fields, RegExp]> = [
-    ["unknown unit", { reminders: [step({ unit: "fortnight" })] }, /reminders\.0\.unit: unit must be one of day, week, month, year/],
+    [
+      "unknown unit",
+      { reminders: [step({ unit: "fortnight" })] },
+      /reminders\.0\.unit: unit must be one of day, week, month, year/,
+    ],
     ["unit not a string", { reminders: [step({ unit: 7 })] }, /reminders\.0\.unit/],
     ["period -1", { reminders: [step({ period: -1 })] }, /reminders\.0\.period: period must be between 0 and 1000/],
     ["period 1001", { reminders: [step({ period: 1001 })] }, /reminders\.0\.period: period must be between 0 and 1000/],
     ["period 1.5", { reminders: [step({ period: 1.5 })] }, /reminders\.0\.period must be an integer/],
     ["period as text", { reminders: [step({ period: "5" })] }, /reminders\.0\.period must be a number/],
     ["period missing", { reminders: [{ unit: "day", type: 1 }] }, /reminders\.0\.period/],
-    ["type 3", { reminders: [step({ type: 3 })] }, /reminders\.0\.type: type must be 1 \(before the item's date\) or 2 \(after it\)/],
+    [
+      "type 3",
+      { reminders: [step({ type: 3 })] },
+      /reminders\.0\.type: type must be 1 \(before the item's date\) or 2 \(after it\)/,
+    ],
     ["type missing", { reminders: [{ period: 1, unit: "day" }] }, /reminders\.0\.type/],
     ["hour 24:00", { reminders: [step({ hour: "24:00" })] }, /reminders\.0\.hour: hour must be a time HH:MM/],
     ["hour 9:00", { reminders: [step({ hour: "9:00" })] }, /reminders\.0\.hour: hour must be a time HH:MM/],
@@ -236,11 +301,23 @@ describe("validation (400 naming the field, nothing written)", () => {
     ["unknown step field", { reminders: [step({ channel: "sms" })] }, /Unknown field: reminders\.0\.channel/],
     ["step not an object", { reminders: ["30 days"] }, /reminders\.0/],
     ["empty reminders", { reminders: [] }, /reminders must hold 1 to 20 steps/],
-    ["21 steps", { reminders: Array.from({ length: 21 }, (_, i) => step({ period: i })) }, /reminders must hold 1 to 20 steps/],
+    [
+      "21 steps",
+      { reminders: Array.from({ length: 21 }, (_, i) => step({ period: i })) },
+      /reminders must hold 1 to 20 steps/,
+    ],
     ["reminders not an array", { reminders: "30,14,7" }, /reminders must be an array/],
     ["reminders missing", { reminders: undefined }, /reminders is required/],
-    ["duplicate step", { reminders: [step({ period: 7 }), step({ period: 7, unit: "days", hour: "09:00" })] }, /reminders\.1 repeats reminders\.0/],
-    ["period 0 twice", { reminders: [step({ period: 0 }), step({ period: 0, unit: "week", type: 2 })] }, /reminders\.1 repeats reminders\.0/],
+    [
+      "duplicate step",
+      { reminders: [step({ period: 7 }), step({ period: 7, unit: "days", hour: "09:00" })] },
+      /reminders\.1 repeats reminders\.0/,
+    ],
+    [
+      "period 0 twice",
+      { reminders: [step({ period: 0 }), step({ period: 0, unit: "week", type: 2 })] },
+      /reminders\.1 repeats reminders\.0/,
+    ],
     ["name missing", { name: undefined }, /name is required/],
     ["name empty", { name: "   " }, /name must not be empty/],
     ["name too long", { name: "x".repeat(101) }, /name must be at most 100 characters/],
@@ -263,7 +340,10 @@ describe("validation (400 naming the field, nothing written)", () => {
     const token = await company.token();
     const made = await create(token, { name: "Kept" });
     for (const [, overrides, message] of cases.filter(([label]) => !/missing/.test(label))) {
-      const res = await call("updateReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token, body: overrides });
+      const res = await call("updateReminderSequence", `/v1/reminder-sequences/${made.seqid}`, {
+        token,
+        body: overrides,
+      });
       expectShapeB(res, 400, message);
     }
     const after = ok(await call("getReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token }));
@@ -285,13 +365,44 @@ describe("names", () => {
     const company = await freshCompany();
     const token = await company.token();
     const made = await create(token, { name: "ärzte" });
-    expectShapeB(await call("createReminderSequence", "/v1/reminder-sequences", { token, body: { name: "ÄRZTE", reminders: [{ period: 1, unit: "day", type: 1 }] } }), 409, /A reminder sequence named "ÄRZTE" already exists/);
-    expectShapeB(await call("createReminderSequence", "/v1/reminder-sequences", { token, body: { name: "STANDARD", reminders: [{ period: 1, unit: "day", type: 1 }] } }), 409);
-    expectShapeB(await call("updateReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token, body: { name: "standard" } }), 409);
+    expectShapeB(
+      await call("createReminderSequence", "/v1/reminder-sequences", {
+        token,
+        body: { name: "ÄRZTE", reminders: [{ period: 1, unit: "day", type: 1 }] },
+      }),
+      409,
+      /A reminder sequence named "ÄRZTE" already exists/,
+    );
+    expectShapeB(
+      await call("createReminderSequence", "/v1/reminder-sequences", {
+        token,
+        body: { name: "STANDARD", reminders: [{ period: 1, unit: "day", type: 1 }] },
+      }),
+      409,
+    );
+    expectShapeB(
+      await call("updateReminderSequence", `/v1/reminder-sequences/${made.seqid}`, {
+        token,
+        body: { name: "standard" },
+      }),
+      409,
+    );
     // A 409 with isdefault=1 leaves the default where it was (the batch is all or nothing).
     const [standard] = await defaultsOf(company.id);
-    expectShapeB(await call("updateReminderSequence", `/v1/reminder-sequences/${made.seqid}`, { token, body: { name: "Standard", isdefault: 1 } }), 409);
-    expectShapeB(await call("createReminderSequence", "/v1/reminder-sequences", { token, body: { name: "ÄRZTE", isdefault: 1, reminders: [{ period: 1, unit: "day", type: 1 }] } }), 409);
+    expectShapeB(
+      await call("updateReminderSequence", `/v1/reminder-sequences/${made.seqid}`, {
+        token,
+        body: { name: "Standard", isdefault: 1 },
+      }),
+      409,
+    );
+    expectShapeB(
+      await call("createReminderSequence", "/v1/reminder-sequences", {
+        token,
+        body: { name: "ÄRZTE", isdefault: 1, reminders: [{ period: 1, unit: "day", type: 1 }] },
+      }),
+      409,
+    );
     expect(await defaultsOf(company.id)).toEqual([standard]);
     expect(await countOf(company.id)).toBe(2);
   });
@@ -307,7 +418,12 @@ describe("names", () => {
     const company = await freshCompany();
     const token = await company.token();
     const results = await Promise.all(
-      ["Visa", "VISA", "visa", "ViSa"].map((name) => call("createReminderSequence", "/v1/reminder-sequences", { token, body: { name, reminders: [{ period: 1, unit: "day", type: 1 }] } })),
+      ["Visa", "VISA", "visa", "ViSa"].map((name) =>
+        call("createReminderSequence", "/v1/reminder-sequences", {
+          token,
+          body: { name, reminders: [{ period: 1, unit: "day", type: 1 }] },
+        }),
+      ),
     );
     noServerError(...results);
     expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409]);
@@ -326,7 +442,10 @@ describe("the default sequence: exactly one", () => {
     const oldDefault = ok(await call("getReminderSequence", `/v1/reminder-sequences/${standard}`, { token }));
     expect(oldDefault.body.data.isdefault).toBe(0);
 
-    const res = await call("updateReminderSequence", `/v1/reminder-sequences/${standard}`, { token, body: { isdefault: 1 } });
+    const res = await call("updateReminderSequence", `/v1/reminder-sequences/${standard}`, {
+      token,
+      body: { isdefault: 1 },
+    });
     expectStatus(res, 200);
     expect(res.body.data.isdefault).toBe(1);
     expect(await defaultsOf(company.id)).toEqual([standard]);
@@ -337,8 +456,14 @@ describe("the default sequence: exactly one", () => {
       /exactly one default reminder sequence: make another sequence the default instead/,
     );
     // isdefault=1 on the default and isdefault=0 on another: nothing to change, 200.
-    expectStatus(await call("updateReminderSequence", `/v1/reminder-sequences/${standard}`, { token, body: { isdefault: 1 } }), 200);
-    const kept = await call("updateReminderSequence", `/v1/reminder-sequences/${a.seqid}`, { token, body: { isdefault: 0 } });
+    expectStatus(
+      await call("updateReminderSequence", `/v1/reminder-sequences/${standard}`, { token, body: { isdefault: 1 } }),
+      200,
+    );
+    const kept = await call("updateReminderSequence", `/v1/reminder-sequences/${a.seqid}`, {
+      token,
+      body: { isdefault: 0 },
+    });
     expectStatus(kept, 200);
     expect(kept.body.data.isdefault).toBe(0);
     expect(await defaultsOf(company.id)).toEqual([standard]);
@@ -351,7 +476,11 @@ describe("the default sequence: exactly one", () => {
     for (let i = 0; i < 4; i++) ids.push((await create(token)).seqid);
     for (let round = 0; round < 8; round++) {
       const order = [...ids].sort(() => Math.random() - 0.5);
-      const results = await Promise.all(order.map((id) => call("updateReminderSequence", `/v1/reminder-sequences/${id}`, { token, body: { isdefault: 1 } })));
+      const results = await Promise.all(
+        order.map((id) =>
+          call("updateReminderSequence", `/v1/reminder-sequences/${id}`, { token, body: { isdefault: 1 } }),
+        ),
+      );
       noServerError(...results);
       for (const res of results) expect([200, 409], JSON.stringify(res.body)).toContain(res.status);
       const defaults = await defaultsOf(company.id);
@@ -368,7 +497,10 @@ describe("the default sequence: exactly one", () => {
     for (let round = 0; round < 6; round++) {
       const victim = await create(token);
       const results = await Promise.all([
-        call("createReminderSequence", "/v1/reminder-sequences", { token, body: { name: uniqueWord("New "), isdefault: 1, reminders: [{ period: 2, unit: "day", type: 1 }] } }),
+        call("createReminderSequence", "/v1/reminder-sequences", {
+          token,
+          body: { name: uniqueWord("New "), isdefault: 1, reminders: [{ period: 2, unit: "day", type: 1 }] },
+        }),
         call("updateReminderSequence", `/v1/reminder-sequences/${victim.seqid}`, { token, body: { isdefault: 1 } }),
         call("deleteReminderSequence", `/v1/reminder-sequences/${victim.seqid}`, { token }),
       ]);
@@ -389,7 +521,11 @@ describe("DELETE", () => {
     const company = await freshCompany();
     const token = await company.token();
     const [standard] = await defaultsOf(company.id);
-    expectShapeB(await call("deleteReminderSequence", `/v1/reminder-sequences/${standard}`, { token }), 400, /default reminder sequence cannot be deleted/);
+    expectShapeB(
+      await call("deleteReminderSequence", `/v1/reminder-sequences/${standard}`, { token }),
+      400,
+      /default reminder sequence cannot be deleted/,
+    );
     expect(await defaultsOf(company.id)).toEqual([standard]);
   });
 
@@ -400,7 +536,10 @@ describe("DELETE", () => {
     const doomed = await create(token, { name: "Doomed" });
     const other = await create(token, { name: "Other" });
     const item = async (seqid: number) => {
-      const res = await call("createItem", "/v1/items", { token, body: { title: uniqueWord("Item "), expiry_date: "2031-03-01", seqid } });
+      const res = await call("createItem", "/v1/items", {
+        token,
+        body: { title: uniqueWord("Item "), expiry_date: "2031-03-01", seqid },
+      });
       expectStatus(res, 201, JSON.stringify(res.body));
       return res.body.data.item_id as number;
     };
@@ -414,7 +553,9 @@ describe("DELETE", () => {
       expect(detail.body.data.seqid).toBe(standard);
     }
     expect(ok(await call("getItem", `/v1/items/${untouched}`, { token })).body.data.seqid).toBe(other.seqid);
-    const left = await env.DB.prepare("SELECT count(*) AS n FROM items WHERE seq_id = ?").bind(doomed.seqid).first<{ n: number }>();
+    const left = await env.DB.prepare("SELECT count(*) AS n FROM items WHERE seq_id = ?")
+      .bind(doomed.seqid)
+      .first<{ n: number }>();
     expect(left!.n).toBe(0);
   });
 });
@@ -427,14 +568,20 @@ describe("the limit of 50 sequences per company", () => {
     await create(token);
     expect(await countOf(company.id)).toBe(50);
     expectShapeB(
-      await call("createReminderSequence", "/v1/reminder-sequences", { token, body: { name: "One too many", reminders: [{ period: 1, unit: "day", type: 1 }] } }),
+      await call("createReminderSequence", "/v1/reminder-sequences", {
+        token,
+        body: { name: "One too many", reminders: [{ period: 1, unit: "day", type: 1 }] },
+      }),
       400,
       /at most 50 reminder sequences/,
     );
     // Nor does isdefault=1 unset the default when the insert is refused.
     const defaults = await defaultsOf(company.id);
     expectShapeB(
-      await call("createReminderSequence", "/v1/reminder-sequences", { token, body: { name: "Default too many", isdefault: 1, reminders: [{ period: 1, unit: "day", type: 1 }] } }),
+      await call("createReminderSequence", "/v1/reminder-sequences", {
+        token,
+        body: { name: "Default too many", isdefault: 1, reminders: [{ period: 1, unit: "day", type: 1 }] },
+      }),
       400,
     );
     expect(await defaultsOf(company.id)).toEqual(defaults);
@@ -449,7 +596,10 @@ describe("the limit of 50 sequences per company", () => {
     await insertSequences(company.id, 47);
     const results = await Promise.all(
       Array.from({ length: 6 }, () =>
-        call("createReminderSequence", "/v1/reminder-sequences", { token, body: { name: uniqueWord("Race "), reminders: [{ period: 1, unit: "day", type: 1 }] } }),
+        call("createReminderSequence", "/v1/reminder-sequences", {
+          token,
+          body: { name: uniqueWord("Race "), reminders: [{ period: 1, unit: "day", type: 1 }] },
+        }),
       ),
     );
     noServerError(...results);
@@ -467,14 +617,20 @@ describe("tenancy and scopes", () => {
     const token = await a.token();
     for (const id of [theirs.seqid, theirDefault]) {
       expectShapeB(await call("getReminderSequence", `/v1/reminder-sequences/${id}`, { token }), 404);
-      expectShapeB(await call("updateReminderSequence", `/v1/reminder-sequences/${id}`, { token, body: { isdefault: 1 } }), 404);
+      expectShapeB(
+        await call("updateReminderSequence", `/v1/reminder-sequences/${id}`, { token, body: { isdefault: 1 } }),
+        404,
+      );
       expectShapeB(await call("deleteReminderSequence", `/v1/reminder-sequences/${id}`, { token }), 404);
     }
     const listed = (await list(token)).data.map((s) => s.seqid);
     expect(listed).not.toContain(theirs.seqid);
     expect(listed).not.toContain(theirDefault);
     expect(await defaultsOf(b.id)).toEqual([theirDefault]);
-    expect(ok(await call("getReminderSequence", `/v1/reminder-sequences/${theirs.seqid}`, { token: await b.token() })).body.data).toEqual(theirs);
+    expect(
+      ok(await call("getReminderSequence", `/v1/reminder-sequences/${theirs.seqid}`, { token: await b.token() })).body
+        .data,
+    ).toEqual(theirs);
   });
 
   it("items:read reads; writes need items:write (403 insufficient_scope)", async () => {
@@ -484,7 +640,10 @@ describe("tenancy and scopes", () => {
     expect((await list(reader)).data).toHaveLength(1);
     expectStatus(await call("getReminderSequence", `/v1/reminder-sequences/${standard}`, { token: reader }), 200);
     const writes = [
-      call("createReminderSequence", "/v1/reminder-sequences", { token: reader, body: { name: "No", reminders: [{ period: 1, unit: "day", type: 1 }] } }),
+      call("createReminderSequence", "/v1/reminder-sequences", {
+        token: reader,
+        body: { name: "No", reminders: [{ period: 1, unit: "day", type: 1 }] },
+      }),
       call("updateReminderSequence", `/v1/reminder-sequences/${standard}`, { token: reader, body: { name: "No" } }),
       call("deleteReminderSequence", `/v1/reminder-sequences/${standard}`, { token: reader }),
     ];
@@ -492,7 +651,9 @@ describe("tenancy and scopes", () => {
       expectShapeA(res, 403, "insufficient_scope");
       expect(res.body.required_scope).toBe("items:write");
     }
-    const contactsOnly = await call("listReminderSequences", "/v1/reminder-sequences", { token: await company.token("contacts:read") });
+    const contactsOnly = await call("listReminderSequences", "/v1/reminder-sequences", {
+      token: await company.token("contacts:read"),
+    });
     expectShapeA(contactsOnly, 403, "insufficient_scope");
     expect(contactsOnly.body.required_scope).toBe("items:read");
     expectShapeA(await call("listReminderSequences", "/v1/reminder-sequences"), 401, "invalid_token");

@@ -13,8 +13,15 @@ it("renewal writes scan the renewals once and find items by primary key", async 
   const { history, update } = renewalWrites(db, 1, renewals, { reason: "expired", userId: 0 });
   for (const statement of [history, update]) {
     const { sql, params } = statement.toSQL();
-    const plan = (await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>()).results.map((r) => r.detail);
+    const plan = (
+      await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
+        .bind(...params)
+        .all<{ detail: string }>()
+    ).results.map((r) => r.detail);
     expect(plan[0], plan.join(" | ")).toMatch(/^SCAN j VIRTUAL TABLE/);
-    expect(plan.filter((d) => /\bitems\b/.test(d)), plan.join(" | ")).toEqual(["SEARCH items USING INTEGER PRIMARY KEY (rowid=?)"]);
+    expect(
+      plan.filter((d) => /\bitems\b/.test(d)),
+      plan.join(" | "),
+    ).toEqual(["SEARCH items USING INTEGER PRIMARY KEY (rowid=?)"]);
   }
 });

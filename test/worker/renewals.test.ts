@@ -15,7 +15,10 @@ const PATCHES = { "": "updateItem", "/archive": "archiveItem", "/status": "setIt
 async function setup(zone = "UTC") {
   const account = await createAccount();
   if (zone !== "UTC") {
-    const res = await call("updateCompanySettings", `/v1/companies/${account.companyId}/settings`, { token: account.ownerToken, body: { timezone: zone } });
+    const res = await call("updateCompanySettings", `/v1/companies/${account.companyId}/settings`, {
+      token: account.ownerToken,
+      body: { timezone: zone },
+    });
     expectStatus(res, 200);
   }
   const token = account.ownerToken;
@@ -25,7 +28,8 @@ async function setup(zone = "UTC") {
     return res.body.data.item_id;
   };
   const get = async (id: number) => ok(await call("getItem", `/v1/items/${id}`, { token })).body.data;
-  const patch = async <P extends keyof typeof PATCHES>(id: number, path: P, body: Fields) => call(PATCHES[path], `/v1/items/${id}${path}`, { token, body });
+  const patch = async <P extends keyof typeof PATCHES>(id: number, path: P, body: Fields) =>
+    call(PATCHES[path], `/v1/items/${id}${path}`, { token, body });
   return { ...account, token, create, get, patch };
 }
 
@@ -33,25 +37,38 @@ async function setup(zone = "UTC") {
 async function renewalRows(companyId: number) {
   let rows: Array<{ item_id: number; date: string; due_at: number; held: number }> = [];
   await runInDurableObject(stubOf(companyId), (_i, state) => {
-    rows = state.storage.sql.exec<{ item_id: number; date: string; due_at: number; held: number }>("SELECT item_id, date, due_at, held FROM renewals ORDER BY item_id").toArray();
+    rows = state.storage.sql
+      .exec<{ item_id: number; date: string; due_at: number; held: number }>(
+        "SELECT item_id, date, due_at, held FROM renewals ORDER BY item_id",
+      )
+      .toArray();
   });
   return rows;
 }
 
 const historyCount = async (itemId: number) =>
-  (await env.DB.prepare("SELECT count(*) AS n FROM item_renewals WHERE item_id = ?").bind(itemId).first<{ n: number }>())!.n;
+  (await env.DB.prepare("SELECT count(*) AS n FROM item_renewals WHERE item_id = ?")
+    .bind(itemId)
+    .first<{ n: number }>())!.n;
 
 describe("the renewal instant", () => {
   it("is the start of the day after the date in the company's zone, and moves with a zone change", async () => {
     const s = await setup("Pacific/Kiritimati");
     const date = addDays(today(), 40);
     const id = await s.create({ expiry_date: date, recurrence: { every: 1, unit: "month", renew_on: "expired" } });
-    expect(await renewalRows(s.companyId)).toEqual([{ item_id: id, date, due_at: startOfDayAfter(date, "Pacific/Kiritimati"), held: 0 }]);
-    await call("updateCompanySettings", `/v1/companies/${s.companyId}/settings`, { token: s.token, body: { timezone: "Pacific/Pago_Pago" } });
+    expect(await renewalRows(s.companyId)).toEqual([
+      { item_id: id, date, due_at: startOfDayAfter(date, "Pacific/Kiritimati"), held: 0 },
+    ]);
+    await call("updateCompanySettings", `/v1/companies/${s.companyId}/settings`, {
+      token: s.token,
+      body: { timezone: "Pacific/Pago_Pago" },
+    });
     await s.get(id); // the change reaches the clock with the next call for the company
     await call("listItemReminders", `/v1/items/${id}/reminders`, { token: s.token });
     expect((await renewalRows(s.companyId))[0]!.due_at).toBe(startOfDayAfter(date, "Pacific/Pago_Pago"));
-    expect(startOfDayAfter(date, "Pacific/Pago_Pago") - startOfDayAfter(date, "Pacific/Kiritimati")).toBe(25 * 3600_000);
+    expect(startOfDayAfter(date, "Pacific/Pago_Pago") - startOfDayAfter(date, "Pacific/Kiritimati")).toBe(
+      25 * 3600_000,
+    );
   });
 
   it("only rules that renew at expiry and have renewals left have one", async () => {
@@ -60,7 +77,10 @@ describe("the renewal instant", () => {
     await s.create({ expiry_date: date, recurrence: { every: 1, unit: "month", renew_on: "completed" } });
     await s.create({ expiry_date: date, recurrence: { every: 1, unit: "month", renew_on: "expired", count: 0 } });
     await s.create({ expiry_date: date });
-    const kept = await s.create({ expiry_date: date, recurrence: { every: 1, unit: "month", renew_on: "expired", count: 3 } });
+    const kept = await s.create({
+      expiry_date: date,
+      recurrence: { every: 1, unit: "month", renew_on: "expired", count: 3 },
+    });
     expect((await renewalRows(s.companyId)).map((r) => r.item_id)).toEqual([kept]);
     await s.patch(kept, "", { recurrence: null });
     expect(await renewalRows(s.companyId)).toEqual([]);
@@ -80,7 +100,15 @@ describe("catch-up", () => {
     expect(res.body.data.expiry_date).toBe(expected);
     expect(res.body.data.status).toBe("pending");
     expect(res.body.data.recurrence!.count).toBe(9);
-    expect(res.body.data.renewals).toEqual([{ previous_date: "2019-03-31", new_date: expected, renewed_at: expect.any(String), automatic: true, reason: "expired" }]);
+    expect(res.body.data.renewals).toEqual([
+      {
+        previous_date: "2019-03-31",
+        new_date: expected,
+        renewed_at: expect.any(String),
+        automatic: true,
+        reason: "expired",
+      },
+    ]);
     // No stale reminder: everything queued lies ahead.
     for (const r of res.body.data.reminders.queued) expect(Date.parse(r.due_at)).toBeGreaterThan(Date.now());
     expect(await historyCount(id)).toBe(1);
@@ -89,18 +117,31 @@ describe("catch-up", () => {
   it("a create with such a rule answers the caught-up date; an on-time date is left for its instant", async () => {
     const s = await setup();
     const yesterday = addDays(today(), -1);
-    let res = ok(await call("createItem", "/v1/items", { token: s.token, body: { title: "Daily", expiry_date: yesterday, recurrence: { every: 1, unit: "day", renew_on: "expired" } } }));
+    let res = ok(
+      await call("createItem", "/v1/items", {
+        token: s.token,
+        body: { title: "Daily", expiry_date: yesterday, recurrence: { every: 1, unit: "day", renew_on: "expired" } },
+      }),
+    );
     expectStatus(res, 201);
     expect(res.body.data.expiry_date).toBe(today());
     expect((await s.get(res.body.data.item_id)).renewals).toHaveLength(1);
-    res = ok(await call("createItem", "/v1/items", { token: s.token, body: { title: "Daily", expiry_date: today(), recurrence: { every: 1, unit: "day", renew_on: "expired" } } }));
+    res = ok(
+      await call("createItem", "/v1/items", {
+        token: s.token,
+        body: { title: "Daily", expiry_date: today(), recurrence: { every: 1, unit: "day", renew_on: "expired" } },
+      }),
+    );
     expect(res.body.data.expiry_date).toBe(today());
     expect((await s.get(res.body.data.item_id)).renewals).toHaveLength(0);
   });
 
   it("a rule whose until has passed leaves the item as it is", async () => {
     const s = await setup();
-    const id = await s.create({ expiry_date: "2019-03-31", recurrence: { every: 1, unit: "month", renew_on: "expired", until: "2020-01-31" } });
+    const id = await s.create({
+      expiry_date: "2019-03-31",
+      recurrence: { every: 1, unit: "month", renew_on: "expired", until: "2020-01-31" },
+    });
     const item = await s.get(id);
     expect(item.expiry_date).toBe("2019-03-31");
     expect(item.next_occurrences).toEqual(["2019-04-30", "2019-05-31", "2019-06-30"]);
@@ -145,10 +186,20 @@ describe("exactly once", () => {
       item = await s.get(id);
     }
     expect(item.expiry_date).toBe(addMonths(date, 1));
-    expect(item.renewals).toEqual([{ previous_date: date, new_date: addMonths(date, 1), renewed_at: expect.any(String), automatic: true, reason: "expired" }]);
+    expect(item.renewals).toEqual([
+      {
+        previous_date: date,
+        new_date: addMonths(date, 1),
+        renewed_at: expect.any(String),
+        automatic: true,
+        reason: "expired",
+      },
+    ]);
     expect(item.reminders.queued.length).toBeGreaterThan(0);
     expect(item.reminders.queued.every((r) => r.date > date)).toBe(true);
-    expect(await renewalRows(s.companyId)).toEqual([{ item_id: id, date: addMonths(date, 1), due_at: startOfDayAfter(addMonths(date, 1), "UTC"), held: 0 }]);
+    expect(await renewalRows(s.companyId)).toEqual([
+      { item_id: id, date: addMonths(date, 1), due_at: startOfDayAfter(addMonths(date, 1), "UTC"), held: 0 },
+    ]);
   });
 
   it("a renewal written to D1 whose acknowledgement was lost (a crash) is not written again", async () => {
@@ -165,9 +216,18 @@ describe("exactly once", () => {
     expect(await historyCount(id)).toBe(1);
     // The object forgets what it learnt (as if it had crashed after the D1 write), and its alarm runs again, twice at once.
     await runInDurableObject(stubOf(s.companyId), (_i, state) => {
-      state.storage.sql.exec("UPDATE renewals SET date = ?, state = ?, due_at = ? WHERE item_id = ?", saved.date, saved.state, Date.now() - 1000, id);
+      state.storage.sql.exec(
+        "UPDATE renewals SET date = ?, state = ?, due_at = ? WHERE item_id = ?",
+        saved.date,
+        saved.state,
+        Date.now() - 1000,
+        id,
+      );
     });
-    await Promise.all([runDurableObjectAlarm(stubOf(s.companyId)), call("listItemReminders", `/v1/items/${id}/reminders`, { token: s.token })]);
+    await Promise.all([
+      runDurableObjectAlarm(stubOf(s.companyId)),
+      call("listItemReminders", `/v1/items/${id}/reminders`, { token: s.token }),
+    ]);
     await runDurableObjectAlarm(stubOf(s.companyId));
     expect(await historyCount(id)).toBe(1);
     const item = await s.get(id);
@@ -183,7 +243,11 @@ describe("exactly once", () => {
     await runInDurableObject(stubOf(s.companyId), (_i, state) => {
       state.storage.sql.exec("UPDATE renewals SET due_at = ? WHERE item_id = ?", Date.now() - 1000, id);
     });
-    await Promise.all([runDurableObjectAlarm(stubOf(s.companyId)), runDurableObjectAlarm(stubOf(s.companyId)), s.patch(id, "/status", { status: "completed" })]);
+    await Promise.all([
+      runDurableObjectAlarm(stubOf(s.companyId)),
+      runDurableObjectAlarm(stubOf(s.companyId)),
+      s.patch(id, "/status", { status: "completed" }),
+    ]);
     expect(await historyCount(id)).toBe(1);
     expect((await s.get(id)).expiry_date).toBe(addMonths(date, 1));
   });

@@ -14,7 +14,11 @@ describe("X-Request-Id", () => {
       await call("listContacts", "/v1/contacts"),
       await call("createContact", "/v1/contacts", { token, body: { first_name: "" } }),
       await call("issueToken", "/v1/oauth/token", { body: {} }),
-      await call("createContact", "/v1/contacts", { token, rawBody: "x".repeat(70_000), headers: { "Content-Type": "application/json" } }),
+      await call("createContact", "/v1/contacts", {
+        token,
+        rawBody: "x".repeat(70_000),
+        headers: { "Content-Type": "application/json" },
+      }),
     ];
     for (const res of cases) {
       const id = res.headers.get("X-Request-Id");
@@ -30,7 +34,7 @@ describe("X-Request-Id", () => {
       expect(res.headers.get("X-Request-Id")).toBe(own);
       expect((res.body as ErrorBody).request_id).toBe(own);
     }
-    for (const insane of ["a".repeat(129), "has space", "quote\"d", "semi;colon", "-leading-dash", "<script>"]) {
+    for (const insane of ["a".repeat(129), "has space", 'quote"d', "semi;colon", "-leading-dash", "<script>"]) {
       const res = await call("getHealth", "/health", { headers: { "X-Request-Id": insane } });
       expect(res.headers.get("X-Request-Id"), insane).toMatch(UUID);
     }
@@ -51,7 +55,10 @@ describe("the request log line", () => {
   it("writes one JSON line per request: id, company, client, operationId, status, duration", async () => {
     const token = await tokenFor("demo-owner");
     const lines = captureLines();
-    const res = await callWithEnv({ REQUEST_LOGS: "on" }, "getContact", "/v1/contacts/999999999", { token, headers: { "X-Request-Id": "trace-me-1" } });
+    const res = await callWithEnv({ REQUEST_LOGS: "on" }, "getContact", "/v1/contacts/999999999", {
+      token,
+      headers: { "X-Request-Id": "trace-me-1" },
+    });
     expectStatus(res, 404);
     const requests = lines.filter((l) => l.msg === "request");
     expect(requests).toHaveLength(1);
@@ -71,6 +78,11 @@ describe("the request log line", () => {
   it("logs unauthenticated requests too, without a company or client", async () => {
     const lines = captureLines();
     await callWithEnv({ REQUEST_LOGS: "on" }, "getHealth", "/health");
-    expect(lines.filter((l) => l.msg === "request")[0]).toMatchObject({ status: 200, operation: "getHealth", company_id: null, client_id: null });
+    expect(lines.filter((l) => l.msg === "request")[0]).toMatchObject({
+      status: 200,
+      operation: "getHealth",
+      company_id: null,
+      client_id: null,
+    });
   });
 });

@@ -1,4 +1,4 @@
-import { and, asc, count, eq, getTableName, is, SQL, sql } from "drizzle-orm";
+import { and, asc, count, eq, getTableName, is, SQL } from "drizzle-orm";
 import { SQLiteSyncDialect, SQLiteTable, getTableConfig } from "drizzle-orm/sqlite-core";
 import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
@@ -10,7 +10,9 @@ import { env } from "./helpers";
 // The drizzle schema (src/db/schema.ts) and the migrated local D1 must describe the same database:
 // drizzle builds the queries, the migrations build the tables.
 
-const tables: SQLiteTable[] = Object.values(schema as Record<string, unknown>).filter((value): value is SQLiteTable => is(value, SQLiteTable));
+const tables: SQLiteTable[] = Object.values(schema as Record<string, unknown>).filter((value): value is SQLiteTable =>
+  is(value, SQLiteTable),
+);
 const dialect = new SQLiteSyncDialect();
 
 interface ColumnInfo {
@@ -51,7 +53,9 @@ function defaultText(value: unknown): string {
 
 /** Tables created by the migrations, minus SQLite/D1 internals and FTS5 shadow tables. */
 async function migratedTables(): Promise<string[]> {
-  const rows = await pragma<{ name: string; sql: string | null }>("SELECT name, sql FROM sqlite_master WHERE type = 'table'");
+  const rows = await pragma<{ name: string; sql: string | null }>(
+    "SELECT name, sql FROM sqlite_master WHERE type = 'table'",
+  );
   const virtual = rows.filter((r) => /^CREATE VIRTUAL TABLE/i.test(r.sql ?? "")).map((r) => r.name);
   return rows
     .map((r) => r.name)
@@ -62,7 +66,8 @@ async function migratedTables(): Promise<string[]> {
 describe("drizzle schema vs migrated D1", () => {
   it("finds the drizzle tables (sanity)", () => {
     const names = tables.map((t) => getTableName(t));
-    for (const core of ["accounts", "api_clients", "companies", "contact_groups", "contacts", "departments", "users"]) expect(names).toContain(core);
+    for (const core of ["accounts", "api_clients", "companies", "contact_groups", "contacts", "departments", "users"])
+      expect(names).toContain(core);
   });
 
   it("has a drizzle table for every migrated table and vice versa", async () => {
@@ -86,7 +91,13 @@ describe("drizzle schema vs migrated D1", () => {
           pk: column.primary || compositeKey.has(column.name) ? 1 : 0,
           dflt_value: column.hasDefault && column.default !== undefined ? defaultText(column.default) : null,
         }));
-        const got = actual.map((c) => ({ name: c.name, type: c.type.toLowerCase(), notnull: c.notnull, pk: c.pk > 0 ? 1 : 0, dflt_value: c.dflt_value }));
+        const got = actual.map((c) => ({
+          name: c.name,
+          type: c.type.toLowerCase(),
+          notnull: c.notnull,
+          pk: c.pk > 0 ? 1 : 0,
+          dflt_value: c.dflt_value,
+        }));
         const byName = (a: { name: string }, b: { name: string }) => a.name.localeCompare(b.name);
         expect(got.sort(byName)).toEqual(expected.sort(byName));
       });
@@ -99,15 +110,22 @@ describe("drizzle schema vs migrated D1", () => {
           expect(found, `index ${name} on ${config.name}`).toBeDefined();
           expect(found!.unique, `${name} unique`).toBe(unique ? 1 : 0);
           expect(found!.partial, `${name} partial`).toBe(where ? 1 : 0);
-          const keys = (await pragma<IndexColumn>(`PRAGMA index_xinfo(${name})`)).filter((c) => c.key === 1).sort((a, b) => a.seqno - b.seqno);
+          const keys = (await pragma<IndexColumn>(`PRAGMA index_xinfo(${name})`))
+            .filter((c) => c.key === 1)
+            .sort((a, b) => a.seqno - b.seqno);
           // An expression part (lower("email")) has no column name in SQLite.
           const expectedKeys = columns.map((c) => (is(c, SQL) ? null : (c as { name: string }).name));
-          expect(keys.map((k) => k.name), `${name} columns`).toEqual(expectedKeys);
+          expect(
+            keys.map((k) => k.name),
+            `${name} columns`,
+          ).toEqual(expectedKeys);
         }
       });
 
       it("has no index that the drizzle schema does not declare", async () => {
-        const created = (await pragma<IndexInfo>(`PRAGMA index_list(${config.name})`)).filter((i) => i.origin === "c").map((i) => i.name);
+        const created = (await pragma<IndexInfo>(`PRAGMA index_list(${config.name})`))
+          .filter((i) => i.origin === "c")
+          .map((i) => i.name);
         expect(created.sort()).toEqual(config.indexes.map((i) => i.config.name).sort());
       });
 
@@ -115,7 +133,11 @@ describe("drizzle schema vs migrated D1", () => {
         const actual = await pragma<ForeignKey>(`PRAGMA foreign_key_list(${config.name})`);
         const expected = config.foreignKeys.flatMap((fk) => {
           const ref = fk.reference();
-          return ref.columns.map((column, i) => ({ table: getTableName(ref.foreignTable), from: column.name, to: ref.foreignColumns[i]!.name }));
+          return ref.columns.map((column, i) => ({
+            table: getTableName(ref.foreignTable),
+            from: column.name,
+            to: ref.foreignColumns[i]!.name,
+          }));
         });
         const key = (f: ForeignKey) => `${f.from}->${f.table}.${f.to}`;
         expect(actual.map(key).sort()).toEqual(expected.map(key).sort());
@@ -147,7 +169,8 @@ describe("query plans of the contact list", () => {
     expect(text, text).not.toMatch(/USE TEMP B-TREE FOR ORDER BY/);
   }
 
-  const page = (where: SQL | undefined) => db.select().from(contacts).where(where).orderBy(asc(contacts.id)).limit(50).offset(100);
+  const page = (where: SQL | undefined) =>
+    db.select().from(contacts).where(where).orderBy(asc(contacts.id)).limit(50).offset(100);
   const total = (where: SQL | undefined) => db.select({ n: count() }).from(contacts).where(where);
 
   it("lists a company's contacts ordered by id through contacts_company_idx", async () => {
@@ -189,7 +212,9 @@ describe("query plans of the contact list", () => {
       if (dept) expect(ids, ids).toMatch(/SEARCH contacts USING INTEGER PRIMARY KEY/);
       else expect(ids, ids).not.toMatch(/ contacts /);
       const page = (await plan(built.page)).join("\n");
-      expect(page, page).toMatch(/SEARCH contacts USING (INTEGER PRIMARY KEY|INDEX contacts_company_idx \(company_id=\? AND rowid=\?\))/);
+      expect(page, page).toMatch(
+        /SEARCH contacts USING (INTEGER PRIMARY KEY|INDEX contacts_company_idx \(company_id=\? AND rowid=\?\))/,
+      );
       for (const query of [built.page, built.total]) {
         const details = await plan(query);
         const text = details.join("\n");

@@ -9,7 +9,10 @@ describe("smoke", () => {
   });
   it("token + create + list", async () => {
     const token = await tokenFor("demo-owner");
-    const created = await call("createContact", "/v1/contacts", { token, body: { first_name: "Ada", last_name: "Lovelace", email: "ada@example.com" } });
+    const created = await call("createContact", "/v1/contacts", {
+      token,
+      body: { first_name: "Ada", last_name: "Lovelace", email: "ada@example.com" },
+    });
     expectStatus(created, 201, JSON.stringify(created.body));
     const list = await call("listContacts", "/v1/contacts?q=ada", { token });
     expectStatus(list, 200, JSON.stringify(list.body));

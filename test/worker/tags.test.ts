@@ -1,5 +1,16 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, createAccount, demoTokens, env, expectShapeA, expectShapeB, tokenFor, uniqueWord, noServerError, expectStatus } from "./helpers";
+import {
+  call,
+  createAccount,
+  demoTokens,
+  env,
+  expectShapeA,
+  expectShapeB,
+  tokenFor,
+  uniqueWord,
+  noServerError,
+  expectStatus,
+} from "./helpers";
 import { database } from "../../src/db/client";
 import { items } from "../../src/db/schema";
 import { and, eq } from "drizzle-orm";
@@ -30,7 +41,8 @@ async function createItem(companyId = 1, deptId = companyId): Promise<number> {
   return row!.id;
 }
 
-const putTags = (itemId: number | string, tags: unknown, token = owner) => call("setItemTags", `/v1/items/${itemId}/tags`, { token, body: { tags } });
+const putTags = (itemId: number | string, tags: unknown, token = owner) =>
+  call("setItemTags", `/v1/items/${itemId}/tags`, { token, body: { tags } });
 
 /** PUT that must succeed; returns data (the tag names). */
 async function setTags(itemId: number, tags: string[], token = owner): Promise<string[]> {
@@ -79,7 +91,6 @@ async function listTags(query = "", token = owner) {
   return res.body;
 }
 
-
 describe("PUT /v1/items/{item_id}/tags", () => {
   it("sets the tags in the order given and answers them as data", async () => {
     const item = await createItem();
@@ -112,7 +123,9 @@ describe("PUT /v1/items/{item_id}/tags", () => {
     const item = await createItem();
     await env.DB.prepare("UPDATE items SET updated_at = '2000-01-01 00:00:00' WHERE id = ?").bind(item).run();
     await setTags(item, [uniqueWord("t")]);
-    const row = await env.DB.prepare("SELECT updated_at FROM items WHERE id = ?").bind(item).first<{ updated_at: string }>();
+    const row = await env.DB.prepare("SELECT updated_at FROM items WHERE id = ?")
+      .bind(item)
+      .first<{ updated_at: string }>();
     expect(row!.updated_at).not.toBe("2000-01-01 00:00:00");
   });
 
@@ -157,7 +170,15 @@ describe("PUT /v1/items/{item_id}/tags", () => {
   it("collapses entries equal case-insensitively (Unicode folding, NFC) to the first spelling", async () => {
     const item = await createItem();
     const w = uniqueWord("t");
-    const data = await setTags(item, [`${w} Straße`, `${w.toUpperCase()} STRASSE`, `${w} strasse`, `${w} Cafe\u0301`, `${w} CAFÉ`, `  ${w} Äpfel  `, `${w} Apfel`]);
+    const data = await setTags(item, [
+      `${w} Straße`,
+      `${w.toUpperCase()} STRASSE`,
+      `${w} strasse`,
+      `${w} Cafe\u0301`,
+      `${w} CAFÉ`,
+      `  ${w} Äpfel  `,
+      `${w} Apfel`,
+    ]);
     expect(data).toEqual([`${w} Straße`, `${w} Café`, `${w} Äpfel`, `${w} Apfel`]);
     expect(await tagsInDb(item)).toEqual(data);
     expect((await tagRow(1, `${w} straße`))!.items_count).toBe(1);
@@ -199,10 +220,26 @@ describe("PUT /v1/items/{item_id}/tags", () => {
       [{ a: 1 }, /tags must be an array/],
     ];
     for (const [tags, msg] of cases) expectShapeB(await putTags(item, tags), 400, msg);
-    expectShapeB(await call("setItemTags", `/v1/items/${item}/tags`, { token: owner, body: {} }), 400, /tags is required/);
-    expectShapeB(await call("setItemTags", `/v1/items/${item}/tags`, { token: owner, body: { tags: null } }), 400, /tags/);
-    expectShapeB(await call("setItemTags", `/v1/items/${item}/tags`, { token: owner, body: { tags: [], extra: 1 } }), 400, /Unknown field: extra/);
-    expectShapeB(await call("setItemTags", `/v1/items/${item}/tags`, { token: owner, body: ["a"] }), 400, /JSON object/);
+    expectShapeB(
+      await call("setItemTags", `/v1/items/${item}/tags`, { token: owner, body: {} }),
+      400,
+      /tags is required/,
+    );
+    expectShapeB(
+      await call("setItemTags", `/v1/items/${item}/tags`, { token: owner, body: { tags: null } }),
+      400,
+      /tags/,
+    );
+    expectShapeB(
+      await call("setItemTags", `/v1/items/${item}/tags`, { token: owner, body: { tags: [], extra: 1 } }),
+      400,
+      /Unknown field: extra/,
+    );
+    expectShapeB(
+      await call("setItemTags", `/v1/items/${item}/tags`, { token: owner, body: ["a"] }),
+      400,
+      /JSON object/,
+    );
     expect(await tagsInDb(item)).toEqual([`${w}-kept`]);
   });
 
@@ -229,7 +266,11 @@ describe("PUT /v1/items/{item_id}/tags", () => {
 
   it("scopes: needs items:write (not tags:write), Shape A with required_scope", async () => {
     const item = await createItem();
-    for (const token of [await tokenFor("demo-owner", "tags:read"), await tokenFor("demo-owner", "tags:write items:read"), readonly]) {
+    for (const token of [
+      await tokenFor("demo-owner", "tags:read"),
+      await tokenFor("demo-owner", "tags:write items:read"),
+      readonly,
+    ]) {
       const res = await putTags(item, ["x"], token);
       expectShapeA(res, 403, "insufficient_scope");
       expect(res.body.required_scope).toBe("items:write");
@@ -270,7 +311,9 @@ describe("items_count and deleted items", () => {
     await setTags(kept, [`${w}-shared`]);
     await setTags(gone, [`${w}-shared`, `${w}-only`]);
     await env.DB.prepare("DELETE FROM items WHERE id = ?").bind(gone).run();
-    const rows = await env.DB.prepare("SELECT count(*) AS n FROM item_tags WHERE item_id = ?").bind(gone).first<{ n: number }>();
+    const rows = await env.DB.prepare("SELECT count(*) AS n FROM item_tags WHERE item_id = ?")
+      .bind(gone)
+      .first<{ n: number }>();
     expect(rows!.n).toBe(0);
     expect((await tagRow(1, `${w}-shared`))!.items_count).toBe(1);
     // The cascade cannot delete the tag it left unused: its count is 0 and the list hides it ...
@@ -287,7 +330,10 @@ describe("items_count and deleted items", () => {
     const w = uniqueWord("t");
     await setTags(kept, [`${w}-shared`]);
     await setTags(gone, [`${w}-shared`, `${w}-only`]);
-    await db.batch([db.delete(items).where(and(eq(items.id, gone), eq(items.companyId, 1))), ...deleteItemTags(db, 1, gone)]);
+    await db.batch([
+      db.delete(items).where(and(eq(items.id, gone), eq(items.companyId, 1))),
+      ...deleteItemTags(db, 1, gone),
+    ]);
     expect(await tagsInDb(gone)).toEqual([]);
     expect(await tagRow(1, `${w}-only`)).toBeNull();
     expect((await tagRow(1, `${w}-shared`))!.items_count).toBe(1);
@@ -300,7 +346,10 @@ describe("items_count and deleted items", () => {
     const w = uniqueWord("t");
     await setTags(item, [w]);
     // The item's delete refused by its guard (here: another company), then the tag statements.
-    await db.batch([db.delete(items).where(and(eq(items.id, item), eq(items.companyId, 2))), ...deleteItemTags(db, 1, item)]);
+    await db.batch([
+      db.delete(items).where(and(eq(items.id, item), eq(items.companyId, 2))),
+      ...deleteItemTags(db, 1, item),
+    ]);
     expect(await tagsInDb(item)).toEqual([w]);
     expect((await tagRow(1, w))!.items_count).toBe(1);
   });
@@ -337,7 +386,10 @@ describe("GET /v1/tags", () => {
   it("lists the company's tags in use with exactly tag_id, name, items_count, by name case-insensitively then id", async () => {
     const account = await createAccount();
     const token = account.ownerToken;
-    const [a, b] = [await createItem(account.companyId, account.deptId), await createItem(account.companyId, account.deptId)];
+    const [a, b] = [
+      await createItem(account.companyId, account.deptId),
+      await createItem(account.companyId, account.deptId),
+    ];
     await setTags(a, ["banana", "Apple", "cherry", "Éclair"], token);
     await setTags(b, ["apple", "Zebra"], token);
     const list = await listTags("", token);
@@ -354,13 +406,19 @@ describe("GET /v1/tags", () => {
       ["Éclair", 1],
     ]);
     expect(list.data.map((t) => t.tag_id)).toEqual(
-      await Promise.all(["Apple", "banana", "cherry", "Zebra", "Éclair"].map(async (n) => (await tagRow(account.companyId, n))!.id)),
+      await Promise.all(
+        ["Apple", "banana", "cherry", "Zebra", "Éclair"].map(async (n) => (await tagRow(account.companyId, n))!.id),
+      ),
     );
   });
 
   it("is empty for a company without tags", async () => {
     const account = await createAccount();
-    expect(await listTags("", account.ownerToken)).toEqual({ success: true, data: [], meta: { total: 0, limit: 200, offset: 0, total_exact: true } });
+    expect(await listTags("", account.ownerToken)).toEqual({
+      success: true,
+      data: [],
+      meta: { total: 0, limit: 200, offset: 0, total_exact: true },
+    });
   });
 
   it("q: case-insensitive substring in every script, % and _ taken literally", async () => {
@@ -380,7 +438,11 @@ describe("GET /v1/tags", () => {
     expect(await names("100")).toEqual(["100%", "100x"]);
     expect(await names("nothing")).toEqual([]);
     expect((await listTags("q=100", token)).meta.total).toBe(2);
-    expectShapeB(await call("listTags", `/v1/tags?q=${"x".repeat(201)}`, { token }), 400, /q must be at most 200 characters/);
+    expectShapeB(
+      await call("listTags", `/v1/tags?q=${"x".repeat(201)}`, { token }),
+      400,
+      /q must be at most 200 characters/,
+    );
     expectShapeB(await call("listTags", "/v1/tags?q=a%07", { token }), 400, /q must not contain control characters/);
   });
 
@@ -406,7 +468,9 @@ describe("GET /v1/tags", () => {
     const theirs = await createItem(2);
     await setTags(theirs, [`${w}-theirs`, `${w}-both`], other);
     await setTags(mine, [`${w}-both`.toUpperCase()]);
-    expect((await listTags(`q=${w}`)).data.map((t) => [t.name, t.items_count])).toEqual([[`${w}-both`.toUpperCase(), 1]]);
+    expect((await listTags(`q=${w}`)).data.map((t) => [t.name, t.items_count])).toEqual([
+      [`${w}-both`.toUpperCase(), 1],
+    ]);
     expect((await listTags(`q=${w}`, other)).data.map((t) => [t.name, t.items_count])).toEqual([
       [`${w}-both`, 1],
       [`${w}-theirs`, 1],
@@ -486,7 +550,9 @@ describe("races", () => {
       noServerError(res);
       expect([200, 404]).toContain(res.status);
       statuses.add(res.status);
-      const rows = await env.DB.prepare("SELECT count(*) AS n FROM item_tags WHERE item_id = ?").bind(item).first<{ n: number }>();
+      const rows = await env.DB.prepare("SELECT count(*) AS n FROM item_tags WHERE item_id = ?")
+        .bind(item)
+        .first<{ n: number }>();
       expect(rows!.n).toBe(0);
       // Counters exact, and nothing of the item is listed.
       const { results } = await env.DB.prepare(

@@ -53,12 +53,16 @@ const PUBLIC_ID = /^tsk_[A-Za-z0-9_-]{20}$/;
 
 /** Creates a task through the API (expects 201) and returns its record. */
 async function createTask(token: string, body: Fields = {}): Promise<DataOf<"createTask">> {
-  const res = await call("createTask", "/v1/tasks", { token, body: { title: uniqueWord("Task "), due_at: "2030-01-15 09:00:00", ...body } });
+  const res = await call("createTask", "/v1/tasks", {
+    token,
+    body: { title: uniqueWord("Task "), due_at: "2030-01-15 09:00:00", ...body },
+  });
   if (res.status !== 201) throw new Error(`create task: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.data;
 }
 
-const patch = (token: string, id: string | number, body: Fields) => call("updateTask", `/v1/tasks/${id}`, { token, body });
+const patch = (token: string, id: string | number, body: Fields) =>
+  call("updateTask", `/v1/tasks/${id}`, { token, body });
 
 async function list(token: string, query = ""): Promise<SuccessBody<"listTasks">> {
   const res = await call("listTasks", `/v1/tasks?${query}`, { token });
@@ -69,20 +73,33 @@ const ids = (body: SuccessBody<"listTasks">) => body.data.map((t) => t.task_id);
 
 /** The users of an account, owner first. */
 async function usersOf(accountId: number): Promise<number[]> {
-  const { results } = await env.DB.prepare("SELECT id FROM users WHERE account_id = ? ORDER BY id").bind(accountId).all<{ id: number }>();
+  const { results } = await env.DB.prepare("SELECT id FROM users WHERE account_id = ? ORDER BY id")
+    .bind(accountId)
+    .all<{ id: number }>();
   return results.map((r) => r.id);
 }
 
 /** task_counts of a company next to the real numbers of tasks per status. */
 async function countsOf(companyId: number) {
-  const counters = await env.DB.prepare("SELECT status, total FROM task_counts WHERE company_id = ? AND total <> 0 ORDER BY status").bind(companyId).all();
-  const actual = await env.DB.prepare("SELECT status, count(*) AS total FROM tasks WHERE company_id = ? GROUP BY status ORDER BY status").bind(companyId).all();
+  const counters = await env.DB.prepare(
+    "SELECT status, total FROM task_counts WHERE company_id = ? AND total <> 0 ORDER BY status",
+  )
+    .bind(companyId)
+    .all();
+  const actual = await env.DB.prepare(
+    "SELECT status, count(*) AS total FROM tasks WHERE company_id = ? GROUP BY status ORDER BY status",
+  )
+    .bind(companyId)
+    .all();
   return { counters: counters.results, actual: actual.results };
 }
 
 describe("POST /v1/tasks", () => {
   it("creates a task with the defaults and answers 201 with msg and every field", async () => {
-    const res = await call("createTask", "/v1/tasks", { token: owner, body: { title: "Book the inspection", due_at: "2030-03-31 09:30:00" } });
+    const res = await call("createTask", "/v1/tasks", {
+      token: owner,
+      body: { title: "Book the inspection", due_at: "2030-03-31 09:30:00" },
+    });
     expectStatus(res, 201, JSON.stringify(res.body));
     expect(res.body.success).toBe(true);
     expect(res.body.msg).toBe("Task created");
@@ -182,14 +199,28 @@ describe("POST /v1/tasks", () => {
       const res = await call("createTask", "/v1/tasks", { token: owner, body });
       expectShapeB(res, 400, msg);
     }
-    expectShapeB(await call("createTask", "/v1/tasks", { token: owner, body: [ok] }), 400, /Request body must be a JSON object/);
-    expectShapeB(await call("createTask", "/v1/tasks", { token: owner, rawBody: "{", headers: { "Content-Type": "application/json" } }), 400);
+    expectShapeB(
+      await call("createTask", "/v1/tasks", { token: owner, body: [ok] }),
+      400,
+      /Request body must be a JSON object/,
+    );
+    expectShapeB(
+      await call("createTask", "/v1/tasks", {
+        token: owner,
+        rawBody: "{",
+        headers: { "Content-Type": "application/json" },
+      }),
+      400,
+    );
     const after = await env.DB.prepare("SELECT count(*) AS n FROM tasks").first<{ n: number }>();
     expect(after?.n).toBe(before?.n);
   });
 
   it("refuses a body over 64 KiB with 413", async () => {
-    const res = await call("createTask", "/v1/tasks", { token: owner, body: { title: "x", due_at: "2030-01-01 10:00:00", description: "d".repeat(70_000) } });
+    const res = await call("createTask", "/v1/tasks", {
+      token: owner,
+      body: { title: "x", due_at: "2030-01-01 10:00:00", description: "d".repeat(70_000) },
+    });
     expectShapeB(res, 413);
   });
 
@@ -198,9 +229,18 @@ describe("POST /v1/tasks", () => {
     const foreignItem = await createItem(other);
     const ok = { title: "x", due_at: "2030-01-01 10:00:00" };
     for (const [body, msg] of [
-      [{ ...ok, assignee_type: "contact", assignee_id: 999999999 }, /^assignee_id 999999999 is not a contact of the company$/],
-      [{ ...ok, assignee_type: "contact", assignee_id: foreignContact.contact_id }, /assignee_id \d+ is not a contact of the company/],
-      [{ ...ok, assignee_type: "user", assignee_id: 999999999 }, /^assignee_id 999999999 is not a user of the account$/],
+      [
+        { ...ok, assignee_type: "contact", assignee_id: 999999999 },
+        /^assignee_id 999999999 is not a contact of the company$/,
+      ],
+      [
+        { ...ok, assignee_type: "contact", assignee_id: foreignContact.contact_id },
+        /assignee_id \d+ is not a contact of the company/,
+      ],
+      [
+        { ...ok, assignee_type: "user", assignee_id: 999999999 },
+        /^assignee_id 999999999 is not a user of the account$/,
+      ],
       [{ ...ok, assignee_type: "user", assignee_id: 3 }, /^assignee_id 3 is not a user of the account$/], // user 3 is account 2's
       [{ ...ok, ownerid: 3 }, /^ownerid 3 is not a user of the account$/],
       [{ ...ok, ownerid: 999999999 }, /^ownerid 999999999 is not a user of the account$/],
@@ -223,26 +263,57 @@ describe("GET, PATCH and DELETE /v1/tasks/{task_id}", () => {
 
   it("updates through either id and answers 200 with msg and the task", async () => {
     const task = await createTask(owner);
-    const first = await patch(owner, task.public_id, { title: "Renamed", priority: "high", due_at: "2031-06-01 08:00:00" });
+    const first = await patch(owner, task.public_id, {
+      title: "Renamed",
+      priority: "high",
+      due_at: "2031-06-01 08:00:00",
+    });
     expectStatus(first, 200, JSON.stringify(first.body));
     expect(first.body.msg).toBe("Task updated");
-    expect(first.body.data).toMatchObject({ task_id: task.task_id, public_id: task.public_id, title: "Renamed", priority: "high", due_at: "2031-06-01 08:00:00" });
+    expect(first.body.data).toMatchObject({
+      task_id: task.task_id,
+      public_id: task.public_id,
+      title: "Renamed",
+      priority: "high",
+      due_at: "2031-06-01 08:00:00",
+    });
     const second = ok(await patch(owner, task.task_id, { description: "Now with text", ownerid: 2 }));
-    expect(second.body.data).toMatchObject({ title: "Renamed", description: "Now with text", ownerid: 2, status: "open" });
-    expect(ok(await call("getTask", `/v1/tasks/${task.task_id}`, { token: owner })).body.data).toEqual(second.body.data);
+    expect(second.body.data).toMatchObject({
+      title: "Renamed",
+      description: "Now with text",
+      ownerid: 2,
+      status: "open",
+    });
+    expect(ok(await call("getTask", `/v1/tasks/${task.task_id}`, { token: owner })).body.data).toEqual(
+      second.body.data,
+    );
   });
 
-  it("assigns, reassigns and unassigns (assignee_id 0, or assignee_type \"\")", async () => {
+  it('assigns, reassigns and unassigns (assignee_id 0, or assignee_type "")', async () => {
     const contact = await createContact(owner);
     const task = await createTask(owner);
-    const assigned = ok(await patch(owner, task.task_id, { assignee_type: "contact", assignee_id: contact.contact_id }));
+    const assigned = ok(
+      await patch(owner, task.task_id, { assignee_type: "contact", assignee_id: contact.contact_id }),
+    );
     expect(assigned.body.data).toMatchObject({ assignee_type: "contact", assignee_id: contact.contact_id });
-    expect(ok(await patch(owner, task.task_id, { assignee_type: "user", assignee_id: 2 })).body.data).toMatchObject({ assignee_type: "user", assignee_id: 2 });
-    expect(ok(await patch(owner, task.task_id, { assignee_id: 0 })).body.data).toMatchObject({ assignee_type: "", assignee_id: 0 });
+    expect(ok(await patch(owner, task.task_id, { assignee_type: "user", assignee_id: 2 })).body.data).toMatchObject({
+      assignee_type: "user",
+      assignee_id: 2,
+    });
+    expect(ok(await patch(owner, task.task_id, { assignee_id: 0 })).body.data).toMatchObject({
+      assignee_type: "",
+      assignee_id: 0,
+    });
     await patch(owner, task.task_id, { assignee_type: "user", assignee_id: 1 });
-    expect(ok(await patch(owner, task.task_id, { assignee_type: "" })).body.data).toMatchObject({ assignee_type: "", assignee_id: 0 });
+    expect(ok(await patch(owner, task.task_id, { assignee_type: "" })).body.data).toMatchObject({
+      assignee_type: "",
+      assignee_id: 0,
+    });
     await patch(owner, task.task_id, { assignee_type: "user", assignee_id: 1 });
-    expect(ok(await patch(owner, task.task_id, { assignee_type: "", assignee_id: 0 })).body.data).toMatchObject({ assignee_type: "", assignee_id: 0 });
+    expect(ok(await patch(owner, task.task_id, { assignee_type: "", assignee_id: 0 })).body.data).toMatchObject({
+      assignee_type: "",
+      assignee_id: 0,
+    });
   });
 
   it("links to an item and unlinks with item_id 0; deleting the item unlinks its tasks", async () => {
@@ -261,8 +332,13 @@ describe("GET, PATCH and DELETE /v1/tasks/{task_id}", () => {
     const task = await createTask(owner, { assignee_type: "contact", assignee_id: contact.contact_id });
     const user = await createTask(owner, { assignee_type: "user", assignee_id: 2 });
     expectStatus(await call("deleteContact", `/v1/contacts/${contact.contact_id}`, { token: owner }), 200);
-    expect(ok(await call("getTask", `/v1/tasks/${task.task_id}`, { token: owner })).body.data).toMatchObject({ assignee_type: "", assignee_id: 0 });
-    expect(ok(await call("getTask", `/v1/tasks/${user.task_id}`, { token: owner })).body.data.assignee_type).toBe("user");
+    expect(ok(await call("getTask", `/v1/tasks/${task.task_id}`, { token: owner })).body.data).toMatchObject({
+      assignee_type: "",
+      assignee_id: 0,
+    });
+    expect(ok(await call("getTask", `/v1/tasks/${user.task_id}`, { token: owner })).body.data.assignee_type).toBe(
+      "user",
+    );
   });
 
   it("unassigns them in the contact's delete, as the same request, and only when the contact is gone", async () => {
@@ -270,10 +346,14 @@ describe("GET, PATCH and DELETE /v1/tasks/{task_id}", () => {
     const task = await createTask(owner, { assignee_type: "contact", assignee_id: contact.contact_id });
     // Another company's token cannot delete the contact: nothing is unassigned.
     expectShapeB(await call("deleteContact", `/v1/contacts/${contact.contact_id}`, { token: other }), 404);
-    expect(ok(await call("getTask", `/v1/tasks/${task.task_id}`, { token: owner })).body.data).toMatchObject({ assignee_type: "contact", assignee_id: contact.contact_id });
+    expect(ok(await call("getTask", `/v1/tasks/${task.task_id}`, { token: owner })).body.data).toMatchObject({
+      assignee_type: "contact",
+      assignee_id: contact.contact_id,
+    });
     expectStatus(await call("deleteContact", `/v1/contacts/${contact.contact_id}`, { token: owner }), 200);
     const entries = async (type: string, id: string | number) =>
-      ok(await call("listAuditLog", `/v1/audit-log?resource_type=${type}&resource_id=${id}`, { token: owner })).body.data;
+      ok(await call("listAuditLog", `/v1/audit-log?resource_type=${type}&resource_id=${id}`, { token: owner })).body
+        .data;
     const [deleted] = await entries("contact", contact.contact_id);
     const [unassigned] = await entries("task", task.public_id);
     expect(deleted).toMatchObject({ action: "deleted", operation_id: "deleteContact" });
@@ -326,8 +406,24 @@ describe("GET, PATCH and DELETE /v1/tasks/{task_id}", () => {
       for (const ref of ["987654321", "tsk_AAAAAAAAAAAAAAAAAAAA"]) {
         expectShapeB(await callRaw(method, `/v1/tasks/${ref}`, { token: owner, body }), 404, /^Task not found$/);
       }
-      for (const ref of ["0", "-1", "1.5", "1e3", "abc", "tsk_short", "tsk_AAAAAAAAAAAAAAAAAAAAA", "TSK_AAAAAAAAAAAAAAAAAAAA", "9007199254740992", "99999999999999999999", "x".repeat(300)]) {
-        expectShapeB(await callRaw(method, `/v1/tasks/${ref}`, { token: owner, body }), 400, /task_id must be a task_id \(a positive integer\) or a public_id/);
+      for (const ref of [
+        "0",
+        "-1",
+        "1.5",
+        "1e3",
+        "abc",
+        "tsk_short",
+        "tsk_AAAAAAAAAAAAAAAAAAAAA",
+        "TSK_AAAAAAAAAAAAAAAAAAAA",
+        "9007199254740992",
+        "99999999999999999999",
+        "x".repeat(300),
+      ]) {
+        expectShapeB(
+          await callRaw(method, `/v1/tasks/${ref}`, { token: owner, body }),
+          400,
+          /task_id must be a task_id \(a positive integer\) or a public_id/,
+        );
       }
     }
   });
@@ -356,7 +452,11 @@ describe("status transitions", () => {
 
   it("reopens a closed task, which can then be closed again", async () => {
     const task = await createTask(owner, { status: "completed" });
-    expectShapeB(await patch(owner, task.task_id, { status: "review" }), 400, /^status cannot change from completed to review; allowed: open, todo$/);
+    expectShapeB(
+      await patch(owner, task.task_id, { status: "review" }),
+      400,
+      /^status cannot change from completed to review; allowed: open, todo$/,
+    );
     expect(ok(await patch(owner, task.task_id, { status: "todo" })).body.data.status).toBe("todo");
     expect(ok(await patch(owner, task.task_id, { status: "canceled" })).body.data.status).toBe("canceled");
   });
@@ -366,13 +466,21 @@ describe("status transitions", () => {
     // if both answered 200, the second would have moved a completed task to canceled.
     for (let round = 0; round < 12; round++) {
       const task = await createTask(owner, { status: "in_progress" });
-      const [a, b] = await Promise.all([patch(owner, task.task_id, { status: "completed" }), patch(owner, task.public_id, { status: "canceled" })]);
+      const [a, b] = await Promise.all([
+        patch(owner, task.task_id, { status: "completed" }),
+        patch(owner, task.public_id, { status: "canceled" }),
+      ]);
       noServerError(a, b);
       const winners = [a, b].filter((r) => r.status === 200);
       expect(winners, JSON.stringify([a.body, b.body])).toHaveLength(1);
       const loser = a.status === 200 ? b : a;
       if (loser.status === 409) expectShapeB(loser, 409, /changed by another request/);
-      else expectShapeB(loser, 400, /^status cannot change from (completed|canceled) to (completed|canceled); allowed: open, todo$/);
+      else
+        expectShapeB(
+          loser,
+          400,
+          /^status cannot change from (completed|canceled) to (completed|canceled); allowed: open, todo$/,
+        );
       const now = ok(await call("getTask", `/v1/tasks/${task.task_id}`, { token: owner }));
       expect(now.body.data.status).toBe(winners[0]!.body.data.status);
     }
@@ -392,26 +500,64 @@ describe("GET /v1/tasks", () => {
     account = await createAccount();
     memberUser = (await usersOf(account.accountId))[1]!;
     await env.DB.batch([
-      env.DB.prepare("INSERT INTO users (id, account_id, email, name) VALUES (?, ?, ?, 'Twin')").bind(TWIN, account.accountId, `${uniqueWord("twin")}@example.test`),
-      env.DB.prepare("INSERT INTO contacts (id, company_id, dept_id, first_name, last_name, email, email_key) VALUES (?, ?, ?, 'Twin', 'Contact', 'twin@example.test', 'twin@example.test')").bind(
+      env.DB.prepare("INSERT INTO users (id, account_id, email, name) VALUES (?, ?, ?, 'Twin')").bind(
         TWIN,
-        account.companyId,
-        account.deptId,
+        account.accountId,
+        `${uniqueWord("twin")}@example.test`,
       ),
+      env.DB.prepare(
+        "INSERT INTO contacts (id, company_id, dept_id, first_name, last_name, email, email_key) VALUES (?, ?, ?, 'Twin', 'Contact', 'twin@example.test', 'twin@example.test')",
+      ).bind(TWIN, account.companyId, account.deptId),
     ]);
     contactId = TWIN;
     itemId = (await createItem(account.ownerToken)).item_id;
     const t = account.ownerToken;
     made = [];
     // Created out of due order; two share a due_at (then task_id decides).
-    made.push(await createTask(t, { title: "Zürich permit renewal", due_at: "2030-05-01 10:00:00", status: "todo", assignee_type: "contact", assignee_id: contactId }));
-    made.push(await createTask(t, { title: "Call plumber", description: "Boiler in building B", due_at: "2030-01-01 08:00:00", assignee_type: "user", assignee_id: memberUser }));
-    made.push(await createTask(t, { title: "Order toner", due_at: "2030-03-01 12:00:00", status: "completed", item_id: itemId }));
-    made.push(await createTask(t, { title: "Fire drill", description: "zurich office too", due_at: "2030-03-01 12:00:00", assignee_type: "user", assignee_id: TWIN }));
-    made.push(await createTask(t, { title: "Renew insurance", due_at: "2029-12-31 23:59:59", status: "todo", item_id: itemId }));
+    made.push(
+      await createTask(t, {
+        title: "Zürich permit renewal",
+        due_at: "2030-05-01 10:00:00",
+        status: "todo",
+        assignee_type: "contact",
+        assignee_id: contactId,
+      }),
+    );
+    made.push(
+      await createTask(t, {
+        title: "Call plumber",
+        description: "Boiler in building B",
+        due_at: "2030-01-01 08:00:00",
+        assignee_type: "user",
+        assignee_id: memberUser,
+      }),
+    );
+    made.push(
+      await createTask(t, {
+        title: "Order toner",
+        due_at: "2030-03-01 12:00:00",
+        status: "completed",
+        item_id: itemId,
+      }),
+    );
+    made.push(
+      await createTask(t, {
+        title: "Fire drill",
+        description: "zurich office too",
+        due_at: "2030-03-01 12:00:00",
+        assignee_type: "user",
+        assignee_id: TWIN,
+      }),
+    );
+    made.push(
+      await createTask(t, { title: "Renew insurance", due_at: "2029-12-31 23:59:59", status: "todo", item_id: itemId }),
+    );
   });
 
-  const byDue = () => [...made].sort((a, b) => (a.due_at < b.due_at ? -1 : a.due_at > b.due_at ? 1 : a.task_id - b.task_id)).map((t) => t.task_id);
+  const byDue = () =>
+    [...made]
+      .sort((a, b) => (a.due_at < b.due_at ? -1 : a.due_at > b.due_at ? 1 : a.task_id - b.task_id))
+      .map((t) => t.task_id);
 
   it("lists the company's tasks ordered by due_at, then task_id, with meta {total, limit, offset}", async () => {
     const body = await list(account.ownerToken);
@@ -447,8 +593,12 @@ describe("GET /v1/tasks", () => {
     const contactsOnly = await list(account.ownerToken, `assignee_id=${contactId}&assignee_type=contact`);
     expect(ids(contactsOnly)).toEqual([made[0]!.task_id]);
     expect(contactsOnly.meta.total).toBe(1);
-    expect(ids(await list(account.ownerToken, `assignee_id=${contactId}&assignee_type=user`))).toEqual([made[3]!.task_id]);
-    expect(ids(await list(account.ownerToken, `assignee_id=${memberUser}&assignee_type=user`))).toEqual([made[1]!.task_id]);
+    expect(ids(await list(account.ownerToken, `assignee_id=${contactId}&assignee_type=user`))).toEqual([
+      made[3]!.task_id,
+    ]);
+    expect(ids(await list(account.ownerToken, `assignee_id=${memberUser}&assignee_type=user`))).toEqual([
+      made[1]!.task_id,
+    ]);
     const unassigned = await list(account.ownerToken, "assignee_id=0");
     expect(ids(unassigned)).toEqual([made[4]!.task_id, made[2]!.task_id]);
     expect(unassigned.meta).toMatchObject({ total: 2, total_exact: true });
@@ -555,8 +705,16 @@ describe("tenancy", () => {
     const [bOwner] = await usersOf(b.accountId);
     const task = await createTask(a.memberToken, { ownerid: aOwner, assignee_type: "user", assignee_id: aMember });
     expect(task).toMatchObject({ ownerid: aOwner, assignee_id: aMember });
-    expectShapeB(await patch(a.ownerToken, task.task_id, { ownerid: bOwner! }), 400, new RegExp(`ownerid ${bOwner} is not a user of the account`));
-    expectShapeB(await patch(a.ownerToken, task.task_id, { assignee_type: "user", assignee_id: bOwner! }), 400, /is not a user of the account/);
+    expectShapeB(
+      await patch(a.ownerToken, task.task_id, { ownerid: bOwner! }),
+      400,
+      new RegExp(`ownerid ${bOwner} is not a user of the account`),
+    );
+    expectShapeB(
+      await patch(a.ownerToken, task.task_id, { assignee_type: "user", assignee_id: bOwner! }),
+      400,
+      /is not a user of the account/,
+    );
   });
 
   it("keeps a company holding tasks from being deleted, naming them", async () => {
@@ -568,13 +726,21 @@ describe("tenancy", () => {
     expectStatus(made, 201, JSON.stringify(made.body));
     const companyId = made.body.data.company.companyid as number;
     const [userId] = await usersOf(account.accountId);
-    await env.DB.prepare("INSERT INTO tasks (public_id, company_id, title, due_at, owner_id, created_by) VALUES (?, ?, 'Left over', '2030-01-01 00:00:00', ?, ?)")
+    await env.DB.prepare(
+      "INSERT INTO tasks (public_id, company_id, title, due_at, owner_id, created_by) VALUES (?, ?, 'Left over', '2030-01-01 00:00:00', ?, ?)",
+    )
       .bind(`tsk_${uniqueWord("x").slice(0, 20).padEnd(20, "x")}`, companyId, userId, userId)
       .run();
-    expectShapeB(await call("deleteCompany", `/v1/companies/${companyId}`, { token: account.ownerToken }), 400, /still holds 1 task\b/);
+    expectShapeB(
+      await call("deleteCompany", `/v1/companies/${companyId}`, { token: account.ownerToken }),
+      400,
+      /still holds 1 task\b/,
+    );
     await env.DB.prepare("DELETE FROM tasks WHERE company_id = ?").bind(companyId).run();
     expectStatus(await call("deleteCompany", `/v1/companies/${companyId}`, { token: account.ownerToken }), 200);
-    const left = await env.DB.prepare("SELECT count(*) AS n FROM task_counts WHERE company_id = ?").bind(companyId).first<{ n: number }>();
+    const left = await env.DB.prepare("SELECT count(*) AS n FROM task_counts WHERE company_id = ?")
+      .bind(companyId)
+      .first<{ n: number }>();
     expect(left?.n).toBe(0);
   });
 });
@@ -602,7 +768,10 @@ describe("scopes", () => {
     const res = await call("listTasks", "/v1/tasks", { token: writer });
     expectShapeA(res, 403, "insufficient_scope");
     expect(res.body.required_scope).toBe("tasks:read");
-    expectStatus(await call("createTask", "/v1/tasks", { token: writer, body: { title: "x", due_at: "2030-01-01 10:00:00" } }), 201);
+    expectStatus(
+      await call("createTask", "/v1/tasks", { token: writer, body: { title: "x", due_at: "2030-01-01 10:00:00" } }),
+      201,
+    );
     const readonly = await tokenFor("demo-readonly");
     expectShapeA(await call("listTasks", "/v1/tasks", { token: readonly }), 403, "insufficient_scope");
     expectShapeA(await call("listTasks", "/v1/tasks"), 401, "invalid_token");
@@ -619,12 +788,22 @@ describe("races", () => {
     for (let round = 0; round < 15; round++) {
       const contact = await createContact(owner);
       const [created] = await Promise.all([
-        call("createTask", "/v1/tasks", { token: owner, body: { title: "Race", due_at: "2030-01-01 10:00:00", assignee_type: "contact", assignee_id: contact.contact_id } }),
+        call("createTask", "/v1/tasks", {
+          token: owner,
+          body: {
+            title: "Race",
+            due_at: "2030-01-01 10:00:00",
+            assignee_type: "contact",
+            assignee_id: contact.contact_id,
+          },
+        }),
         after(round % 5, () => deleteContact(db, 1, contact.contact_id)),
       ]);
       noServerError(created);
       if (created.status !== 201) expectShapeB(created, 400, /is not a contact of the company/);
-      const dangling = await env.DB.prepare("SELECT count(*) AS n FROM tasks WHERE assignee_type = 'contact' AND assignee_id = ?")
+      const dangling = await env.DB.prepare(
+        "SELECT count(*) AS n FROM tasks WHERE assignee_type = 'contact' AND assignee_id = ?",
+      )
         .bind(contact.contact_id)
         .first<{ n: number }>();
       expect(dangling?.n).toBe(0);
@@ -634,9 +813,15 @@ describe("races", () => {
   it("keeps the counters exact under concurrent creates, status changes and deletes", async () => {
     const fresh = await createAccount();
     const t = fresh.ownerToken;
-    const tasks = await Promise.all(Array.from({ length: 6 }, (_, i) => createTask(t, { status: i % 2 ? "todo" : "open" })));
+    const tasks = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => createTask(t, { status: i % 2 ? "todo" : "open" })),
+    );
     const results = await Promise.all([
-      ...tasks.map((task, i) => (i % 3 === 0 ? call("deleteTask", `/v1/tasks/${task.task_id}`, { token: t }) : patch(t, task.task_id, { status: "completed" }))),
+      ...tasks.map((task, i) =>
+        i % 3 === 0
+          ? call("deleteTask", `/v1/tasks/${task.task_id}`, { token: t })
+          : patch(t, task.task_id, { status: "completed" }),
+      ),
       ...tasks.map((task) => patch(t, task.public_id, { status: "review" })),
     ]);
     noServerError(...results);
@@ -686,7 +871,9 @@ describe("query plans of the task list", () => {
       expect(fullScanOfTasks(totalPlan), totalPlan).toEqual([]);
       if (!/assignee|item|q=/.test(search)) {
         // The counters: a primary-key read of task_counts, no tasks at all.
-        expect(totalPlan, totalPlan).toMatch(/SEARCH task_counts USING (COVERING )?INDEX sqlite_autoindex_task_counts_1 /);
+        expect(totalPlan, totalPlan).toMatch(
+          /SEARCH task_counts USING (COVERING )?INDEX sqlite_autoindex_task_counts_1 /,
+        );
         expect(totalPlan, totalPlan).not.toMatch(/tasks /);
       } else if (index) {
         expect(totalPlan, totalPlan).toMatch(new RegExp(`COVERING INDEX ${index}`));

@@ -11,7 +11,8 @@ describe("canonicalTimeZone", () => {
   });
 
   it("refuses names the time zone data does not know", () => {
-    for (const name of ["", "Mars/Olympus", "Europe/Berlinx", "+02:00", "-05:00", "x".repeat(200)]) expect(canonicalTimeZone(name), name).toBeNull();
+    for (const name of ["", "Mars/Olympus", "Europe/Berlinx", "+02:00", "-05:00", "x".repeat(200)])
+      expect(canonicalTimeZone(name), name).toBeNull();
   });
 });
 
@@ -34,8 +35,19 @@ describe("formatDate", () => {
 describe("calendar arithmetic", () => {
   it("knows real dates", async () => {
     const { isCalendarDate } = await import("../../src/lib/time");
-    for (const ok of ["2026-02-28", "2024-02-29", "2026-12-31", "2000-02-29"]) expect(isCalendarDate(ok), ok).toBe(true);
-    for (const bad of ["2026-02-30", "2025-02-29", "1900-02-29", "2026-13-01", "2026-00-10", "2026-1-01", "26-01-01", "2026-01-01x", "1899-12-31"]) {
+    for (const ok of ["2026-02-28", "2024-02-29", "2026-12-31", "2000-02-29"])
+      expect(isCalendarDate(ok), ok).toBe(true);
+    for (const bad of [
+      "2026-02-30",
+      "2025-02-29",
+      "1900-02-29",
+      "2026-13-01",
+      "2026-00-10",
+      "2026-1-01",
+      "26-01-01",
+      "2026-01-01x",
+      "1899-12-31",
+    ]) {
       expect(isCalendarDate(bad), bad).toBe(false);
     }
   });
@@ -76,7 +88,8 @@ describe("item list periods", () => {
     expect(periodRange("this_year", today)).toEqual({ from: "2026-01-01", to: "2026-12-31" });
     expect(periodRange("2026-01-01..2026-01-31", today)).toEqual({ from: "2026-01-01", to: "2026-01-31" });
     for (const p of PERIODS) expect(isPeriod(p)).toBe(true);
-    for (const bad of ["yesterday", "2026-02-30..2026-03-01", "2026-03-01..2026-02-01", "2026-01-01..", "next_8_days"]) expect(isPeriod(bad), bad).toBe(false);
+    for (const bad of ["yesterday", "2026-02-30..2026-03-01", "2026-03-01..2026-02-01", "2026-01-01..", "next_8_days"])
+      expect(isPeriod(bad), bad).toBe(false);
   });
 });
 
@@ -96,12 +109,26 @@ describe("local date and hour to a UTC instant", () => {
 
   it("answers for UTC, without Intl, what Intl answers for the same zone (Etc/UTC), whatever the instant", async () => {
     const { instantToLocal, localToInstant, zoneOffset } = await import("../../src/lib/time");
-    const instants = [Date.UTC(1900, 0, 1), -1, -1_500, 0, 999, Date.UTC(2026, 2, 29, 1, 30, 15, 750), Date.UTC(2038, 0, 19, 3, 14, 8), Date.UTC(9999, 11, 31, 23, 59, 59, 999)];
+    const instants = [
+      Date.UTC(1900, 0, 1),
+      -1,
+      -1_500,
+      0,
+      999,
+      Date.UTC(2026, 2, 29, 1, 30, 15, 750),
+      Date.UTC(2038, 0, 19, 3, 14, 8),
+      Date.UTC(9999, 11, 31, 23, 59, 59, 999),
+    ];
     for (const instant of instants) {
       expect(instantToLocal(instant, "UTC"), String(instant)).toEqual(instantToLocal(instant, "Etc/UTC"));
       expect(zoneOffset("UTC", instant), String(instant)).toBe(zoneOffset("Etc/UTC", instant));
     }
-    for (const [date, hour] of [["1900-01-01", "00:00"], ["2026-03-29", "02:30"], ["2026-10-25", "02:30"], ["9999-12-31", "23:59"]] as const) {
+    for (const [date, hour] of [
+      ["1900-01-01", "00:00"],
+      ["2026-03-29", "02:30"],
+      ["2026-10-25", "02:30"],
+      ["9999-12-31", "23:59"],
+    ] as const) {
       expect(localToInstant(date, hour, "UTC"), `${date} ${hour}`).toBe(localToInstant(date, hour, "Etc/UTC"));
     }
   });
@@ -117,19 +144,31 @@ describe("local date and hour to a UTC instant", () => {
     expect(new Date(ny).toISOString()).toBe("2026-03-08T07:30:00.000Z");
     expect(instantToLocal(ny, "America/New_York")).toEqual({ date: "2026-03-08", hour: "03:30" });
     // Around the gap, times are exact.
-    expect(new Date(localToInstant("2026-03-29", "01:59", "Europe/Berlin")).toISOString()).toBe("2026-03-29T00:59:00.000Z");
-    expect(new Date(localToInstant("2026-03-29", "03:00", "Europe/Berlin")).toISOString()).toBe("2026-03-29T01:00:00.000Z");
+    expect(new Date(localToInstant("2026-03-29", "01:59", "Europe/Berlin")).toISOString()).toBe(
+      "2026-03-29T00:59:00.000Z",
+    );
+    expect(new Date(localToInstant("2026-03-29", "03:00", "Europe/Berlin")).toISOString()).toBe(
+      "2026-03-29T01:00:00.000Z",
+    );
   });
 
   it("takes the first of the two instants of a time in the fall-back overlap (01:30 fires once, at the first)", async () => {
     const { localToInstant } = await import("../../src/lib/time");
     // America/New_York: 2026-11-01 02:00 EDT -> 01:00 EST; 01:30 happens at 05:30Z and 06:30Z.
-    expect(new Date(localToInstant("2026-11-01", "01:30", "America/New_York")).toISOString()).toBe("2026-11-01T05:30:00.000Z");
+    expect(new Date(localToInstant("2026-11-01", "01:30", "America/New_York")).toISOString()).toBe(
+      "2026-11-01T05:30:00.000Z",
+    );
     // Europe/Berlin: 2026-10-25 03:00 CEST -> 02:00 CET; 02:30 happens at 00:30Z and 01:30Z.
-    expect(new Date(localToInstant("2026-10-25", "02:30", "Europe/Berlin")).toISOString()).toBe("2026-10-25T00:30:00.000Z");
-    expect(new Date(localToInstant("2026-10-25", "03:00", "Europe/Berlin")).toISOString()).toBe("2026-10-25T02:00:00.000Z");
+    expect(new Date(localToInstant("2026-10-25", "02:30", "Europe/Berlin")).toISOString()).toBe(
+      "2026-10-25T00:30:00.000Z",
+    );
+    expect(new Date(localToInstant("2026-10-25", "03:00", "Europe/Berlin")).toISOString()).toBe(
+      "2026-10-25T02:00:00.000Z",
+    );
     // Australia/Lord_Howe moves by half an hour: 2026-04-05 02:00 (+11) -> 01:30 (+10:30).
-    expect(new Date(localToInstant("2026-04-05", "01:45", "Australia/Lord_Howe")).toISOString()).toBe("2026-04-04T14:45:00.000Z");
+    expect(new Date(localToInstant("2026-04-05", "01:45", "Australia/Lord_Howe")).toISOString()).toBe(
+      "2026-04-04T14:45:00.000Z",
+    );
   });
 
   it("keeps the local date and hour when the company's zone changes (the instant moves)", async () => {

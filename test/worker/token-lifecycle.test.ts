@@ -15,7 +15,6 @@ import {
   type Answer,
   type CallResult,
   expectStatus,
-  callRaw,
   ok,
 } from "./helpers";
 
@@ -48,7 +47,12 @@ async function createClient(scopes: string, generation = 0): Promise<TestClient>
 
 function requestToken(client: TestClient, scope?: string): Promise<Answer<"issueToken">> {
   return call("issueToken", TOKEN, {
-    body: { grant_type: "client_credentials", client_id: client.clientId, client_secret: client.secret, ...(scope ? { scope } : {}) },
+    body: {
+      grant_type: "client_credentials",
+      client_id: client.clientId,
+      client_secret: client.secret,
+      ...(scope ? { scope } : {}),
+    },
   });
 }
 
@@ -67,7 +71,9 @@ async function revoke(client: TestClient) {
 
 /** What `bash scripts/dev.sh client activate` does: the generation is kept. */
 async function activate(client: TestClient) {
-  await env.DB.prepare("UPDATE api_clients SET active = 1 WHERE client_id = ? AND active <> 1").bind(client.clientId).run();
+  await env.DB.prepare("UPDATE api_clients SET active = 1 WHERE client_id = ? AND active <> 1")
+    .bind(client.clientId)
+    .run();
 }
 
 async function setScopes(client: TestClient, scopes: string) {
@@ -196,7 +202,10 @@ describe("the per-isolate client cache (CLIENT_STATUS_TTL_SECONDS)", () => {
     const fresh = await issue(client); // generation 1, the cached one: only its issue time says the record is stale
     const me = await cached(fresh);
     expectStatus(me, 200, JSON.stringify(me.body));
-    expectStatus(await callWithEnv({ CLIENT_STATUS_TTL_SECONDS: "60" }, "listContacts", "/v1/contacts", { token: fresh }), 200);
+    expectStatus(
+      await callWithEnv({ CLIENT_STATUS_TTL_SECONDS: "60" }, "listContacts", "/v1/contacts", { token: fresh }),
+      200,
+    );
     expectInvalidToken(await cached(old), /revoked/);
   });
 });
@@ -354,16 +363,26 @@ describe("bounded input at the token endpoint", () => {
   it("refuses oversized HTTP Basic credentials with 400 invalid_request before D1", async () => {
     const basic = (id: string, secret: string) => ({ Authorization: `Basic ${btoa(`${id}:${secret}`)}` });
     const grant = { grant_type: "client_credentials" };
-    expectInvalidRequestNaming(await tokenWithoutD1({ body: grant, headers: basic(over("client_id"), "s") }), "client_id");
-    expectInvalidRequestNaming(await tokenWithoutD1({ body: grant, headers: basic("demo-owner", over("client_secret")) }), "client_secret");
+    expectInvalidRequestNaming(
+      await tokenWithoutD1({ body: grant, headers: basic(over("client_id"), "s") }),
+      "client_id",
+    );
+    expectInvalidRequestNaming(
+      await tokenWithoutD1({ body: grant, headers: basic("demo-owner", over("client_secret")) }),
+      "client_secret",
+    );
     const huge = { Authorization: `Basic ${"A".repeat(MAX_BASIC_AUTHORIZATION_CHARS)}` };
     expectInvalidRequestNaming(await tokenWithoutD1({ body: grant, headers: huge }), "Authorization");
   });
 
   it("lets values at the limit through to the credential check", async () => {
-    const id = await call("issueToken", TOKEN, { body: { ...base, client_id: "a".repeat(TOKEN_PARAM_MAX_CHARS.client_id) } });
+    const id = await call("issueToken", TOKEN, {
+      body: { ...base, client_id: "a".repeat(TOKEN_PARAM_MAX_CHARS.client_id) },
+    });
     expectShapeA(id, 401, "invalid_client");
-    const secret = await call("issueToken", TOKEN, { body: { ...base, client_secret: "a".repeat(TOKEN_PARAM_MAX_CHARS.client_secret) } });
+    const secret = await call("issueToken", TOKEN, {
+      body: { ...base, client_secret: "a".repeat(TOKEN_PARAM_MAX_CHARS.client_secret) },
+    });
     expectShapeA(secret, 401, "invalid_client");
     const scope = `contacts:read ${" ".repeat(TOKEN_PARAM_MAX_CHARS.scope - "contacts:read items:read".length)}items:read`;
     expect(scope).toHaveLength(TOKEN_PARAM_MAX_CHARS.scope);

@@ -17,7 +17,9 @@ function byGroup(triggers: ReadonlyArray<{ name: string; sql: string }>) {
 describe("the triggers of local D1", () => {
   for (const binding of ["DB", "DB_1"] as const) {
     it(`are the catalogue's, in its order (${binding})`, async () => {
-      const { results } = await env[binding].prepare("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY rowid").all<{ name: string; sql: string }>();
+      const { results } = await env[binding]
+        .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY rowid")
+        .all<{ name: string; sql: string }>();
       expect(byGroup(results)).toEqual(byGroup(CATALOGUE.map((t) => ({ name: t.name, sql: renderTrigger(t) }))));
     });
   }

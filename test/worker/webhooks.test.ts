@@ -12,7 +12,10 @@ import { webhookHeaders } from "../../src/webhooks/signing";
 import { checkWebhookUrl } from "../../src/webhooks/urls";
 import {
   type CallResult,
-  type DataOf, type Fields, type Schemas, type OpenApiJson,
+  type DataOf,
+  type Fields,
+  type Schemas,
+  type OpenApiJson,
   call,
   callWithEnv,
   createAccount,
@@ -24,7 +27,6 @@ import {
   TIMESTAMP,
   uniqueWord,
   expectStatus,
-  callRaw,
   ok,
   openApiDocument,
 } from "./helpers";
@@ -65,7 +67,9 @@ async function freshOwner(): Promise<Owner> {
   const account = await createAccount();
   const { clientId, secret } = await createOwnerClient(account.accountId, account.companyId, "whclient");
   const token = async (scope: string) => {
-    const res = await call("issueToken", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret, scope } });
+    const res = await call("issueToken", "/v1/oauth/token", {
+      body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret, scope },
+    });
     expectStatus(res, 200, JSON.stringify(res.body));
     return res.body.access_token as string;
   };
@@ -73,13 +77,20 @@ async function freshOwner(): Promise<Owner> {
 }
 
 async function createEndpoint(token: string, body: Fields = {}): Promise<DataOf<"createWebhook">> {
-  const res = await call("createWebhook", "/v1/webhooks", { token, body: { url: LOCAL_URL, events: ["item.created"], ...body } });
+  const res = await call("createWebhook", "/v1/webhooks", {
+    token,
+    body: { url: LOCAL_URL, events: ["item.created"], ...body },
+  });
   expectStatus(res, 201, JSON.stringify(res.body));
   return res.body.data;
 }
 
 /** The columns of webhook_endpoints these tests read (the row has more). */
-type EndpointRow = Fields & { secret_ciphertext: string; previous_secret_ciphertext: string | null; previous_secret_expires_at: number | null };
+type EndpointRow = Fields & {
+  secret_ciphertext: string;
+  previous_secret_ciphertext: string | null;
+  previous_secret_expires_at: number | null;
+};
 
 async function row(endpointId: number) {
   return env.DB.prepare("SELECT * FROM webhook_endpoints WHERE id = ?").bind(endpointId).first<EndpointRow>();
@@ -91,7 +102,11 @@ function expectSecret(secret: unknown) {
 }
 
 /** Signs `body` as a delivery would (src/webhooks/signing.ts) and verifies it with the reference library. */
-async function verifies(signWith: string[], verifyWith: string, body = JSON.stringify({ type: "webhook.test", timestamp: new Date().toISOString(), data: {} })) {
+async function verifies(
+  signWith: string[],
+  verifyWith: string,
+  body = JSON.stringify({ type: "webhook.test", timestamp: new Date().toISOString(), data: {} }),
+) {
   const headers = await webhookHeaders(signWith, `msg_${uniqueWord()}`, Math.floor(Date.now() / 1000), body);
   try {
     new Webhook(verifyWith).verify(body, headers);
@@ -161,7 +176,7 @@ describe("webhook endpoints: create, read, update, delete", () => {
     expect(JSON.stringify(list.body)).not.toContain(data.secret);
   });
 
-  it("defaults description to \"\" and enabled to true; enabled=false creates a disabled endpoint", async () => {
+  it('defaults description to "" and enabled to true; enabled=false creates a disabled endpoint', async () => {
     const owner = await freshOwner();
     const plain = await createEndpoint(owner.ownerToken);
     expect(plain).toMatchObject({ description: "", enabled: true, status: "active" });
@@ -204,19 +219,54 @@ describe("webhook endpoints: create, read, update, delete", () => {
     expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.msg).toBe("Webhook endpoint updated");
     expect(Object.keys(res.body.data).sort()).toEqual(ENDPOINT_FIELDS);
-    expect(res.body.data).toMatchObject({ url: "http://127.0.0.1:9/other", events: ["task.created", "task.deleted"], description: "Tasks", enabled: true });
+    expect(res.body.data).toMatchObject({
+      url: "http://127.0.0.1:9/other",
+      events: ["task.created", "task.deleted"],
+      description: "Tasks",
+      enabled: true,
+    });
 
-    const off = ok(await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { enabled: false } }));
-    expect(off.body.data).toMatchObject({ enabled: false, status: "disabled", disabled_reason: "disabled by the account owner" });
-    const on = ok(await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { enabled: true } }));
+    const off = ok(
+      await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { enabled: false } }),
+    );
+    expect(off.body.data).toMatchObject({
+      enabled: false,
+      status: "disabled",
+      disabled_reason: "disabled by the account owner",
+    });
+    const on = ok(
+      await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { enabled: true } }),
+    );
     expect(on.body.data).toMatchObject({ enabled: true, status: "active", disabled_reason: null });
 
-    expectShapeB(await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: {} }), 400, /No updatable fields/);
-    expectShapeB(await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { secret: "whsec_x" } }), 400, /Unknown field: secret/);
-    expectShapeB(await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { events: ["nope.nope"] } }), 400, /nope\.nope/);
-    expectShapeB(await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { url: "ftp://example.com/" } }), 400, /url must use https/);
+    expectShapeB(
+      await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: {} }),
+      400,
+      /No updatable fields/,
+    );
+    expectShapeB(
+      await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { secret: "whsec_x" } }),
+      400,
+      /Unknown field: secret/,
+    );
+    expectShapeB(
+      await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { events: ["nope.nope"] } }),
+      400,
+      /nope\.nope/,
+    );
+    expectShapeB(
+      await call("updateWebhook", `/v1/webhooks/${id}`, {
+        token: owner.ownerToken,
+        body: { url: "ftp://example.com/" },
+      }),
+      400,
+      /url must use https/,
+    );
     // Nothing of the refused changes was written.
-    expect(ok(await call("getWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken })).body.data).toMatchObject({ url: "http://127.0.0.1:9/other", events: ["task.created", "task.deleted"] });
+    expect(ok(await call("getWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken })).body.data).toMatchObject({
+      url: "http://127.0.0.1:9/other",
+      events: ["task.created", "task.deleted"],
+    });
   });
 
   it("enabling a disabled endpoint clears disabled_reason and failing_since; failing and disabled show in status", async () => {
@@ -227,17 +277,35 @@ describe("webhook endpoints: create, read, update, delete", () => {
     // As the engine leaves it: failing for days, then disabled.
     await env.DB.prepare("UPDATE webhook_endpoints SET failing_since = ? WHERE id = ?").bind(since, id).run();
     const failing = ok(await call("getWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken })).body.data;
-    expect(failing).toMatchObject({ enabled: true, status: "failing", failing_since: new Date(since).toISOString(), disabled_reason: null });
-    await env.DB.prepare("UPDATE webhook_endpoints SET enabled = 0, disabled_reason = 'failing for 5 days' WHERE id = ?").bind(id).run();
+    expect(failing).toMatchObject({
+      enabled: true,
+      status: "failing",
+      failing_since: new Date(since).toISOString(),
+      disabled_reason: null,
+    });
+    await env.DB.prepare(
+      "UPDATE webhook_endpoints SET enabled = 0, disabled_reason = 'failing for 5 days' WHERE id = ?",
+    )
+      .bind(id)
+      .run();
     const disabled = ok(await call("getWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken })).body.data;
     expect(disabled).toMatchObject({ enabled: false, status: "disabled", disabled_reason: "failing for 5 days" });
 
     // Disabling again keeps the service's reason.
-    const again = ok(await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { enabled: false } }));
+    const again = ok(
+      await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { enabled: false } }),
+    );
     expect(again.body.data.disabled_reason).toBe("failing for 5 days");
 
-    const enabled = ok(await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { enabled: true } }));
-    expect(enabled.body.data).toMatchObject({ enabled: true, status: "active", disabled_reason: null, failing_since: null });
+    const enabled = ok(
+      await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { enabled: true } }),
+    );
+    expect(enabled.body.data).toMatchObject({
+      enabled: true,
+      status: "active",
+      disabled_reason: null,
+      failing_since: null,
+    });
     const stored = await row(id);
     expect(stored).toMatchObject({ enabled: 1, disabled_reason: null, failing_since: null });
   });
@@ -245,10 +313,22 @@ describe("webhook endpoints: create, read, update, delete", () => {
   it("a new url clears failing_since; other changes keep it", async () => {
     const owner = await freshOwner();
     const { webhook_id: id } = await createEndpoint(owner.ownerToken);
-    await env.DB.prepare("UPDATE webhook_endpoints SET failing_since = ? WHERE id = ?").bind(Date.now() - 1000, id).run();
-    const described = ok(await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { description: "x", enabled: true } }));
+    await env.DB.prepare("UPDATE webhook_endpoints SET failing_since = ? WHERE id = ?")
+      .bind(Date.now() - 1000, id)
+      .run();
+    const described = ok(
+      await call("updateWebhook", `/v1/webhooks/${id}`, {
+        token: owner.ownerToken,
+        body: { description: "x", enabled: true },
+      }),
+    );
     expect(described.body.data.status).toBe("failing");
-    const moved = ok(await call("updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { url: "http://127.0.0.1:9/new" } }));
+    const moved = ok(
+      await call("updateWebhook", `/v1/webhooks/${id}`, {
+        token: owner.ownerToken,
+        body: { url: "http://127.0.0.1:9/new" },
+      }),
+    );
     expect(moved.body.data).toMatchObject({ status: "active", failing_since: null });
   });
 
@@ -259,7 +339,11 @@ describe("webhook endpoints: create, read, update, delete", () => {
     expectStatus(res, 200);
     expect(res.body).toEqual({ success: true, msg: "Webhook endpoint deleted" });
     expect(await row(id)).toBeNull();
-    expectShapeB(await call("getWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken }), 404, /Webhook endpoint not found/);
+    expectShapeB(
+      await call("getWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken }),
+      404,
+      /Webhook endpoint not found/,
+    );
     expectShapeB(await call("deleteWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken }), 404);
   });
 
@@ -270,27 +354,42 @@ describe("webhook endpoints: create, read, update, delete", () => {
     expectShapeB(await post({ url: LOCAL_URL }), 400, /^events is required$/);
     expectShapeB(await post({ url: "", events: ["*"] }), 400, /url must not be empty/);
     expectShapeB(await post({ url: 42, events: ["*"] }), 400, /url must be a string/);
-    expectShapeB(await post({ url: LOCAL_URL, events: ["*"], description: "d".repeat(501) }), 400, /description must be at most 500 characters/);
+    expectShapeB(
+      await post({ url: LOCAL_URL, events: ["*"], description: "d".repeat(501) }),
+      400,
+      /description must be at most 500 characters/,
+    );
     expectStatus(await post({ url: LOCAL_URL, events: ["*"], description: "d".repeat(500) }), 201);
     expectShapeB(await post({ url: LOCAL_URL, events: ["*"], enabled: "yes" }), 400, /enabled must be true or false/);
     expectShapeB(await post({ url: LOCAL_URL, events: ["*"], secret: "whsec_mine" }), 400, /Unknown field: secret/);
-    expectShapeB(await call("getWebhook", "/v1/webhooks/abc", { token: owner.ownerToken }), 400, /webhook_id must be a positive integer/);
-    expectShapeB(await call("getWebhook", "/v1/webhooks/0", { token: owner.ownerToken }), 400, /webhook_id must be a positive integer/);
+    expectShapeB(
+      await call("getWebhook", "/v1/webhooks/abc", { token: owner.ownerToken }),
+      400,
+      /webhook_id must be a positive integer/,
+    );
+    expectShapeB(
+      await call("getWebhook", "/v1/webhooks/0", { token: owner.ownerToken }),
+      400,
+      /webhook_id must be a positive integer/,
+    );
   });
 });
 
 describe("webhook endpoints: event lists", () => {
-  it("accepts catalogue types, [\"*\"] and \"*\"; removes duplicates", async () => {
+  it('accepts catalogue types, ["*"] and "*"; removes duplicates', async () => {
     const owner = await freshOwner();
     expect((await createEndpoint(owner.ownerToken, { events: ["*"] })).events).toEqual(["*"]);
     expect((await createEndpoint(owner.ownerToken, { events: "*" })).events).toEqual(["*"]);
     expect((await createEndpoint(owner.ownerToken, { events: [...EVENT_TYPES] })).events).toEqual([...EVENT_TYPES]);
-    expect((await createEndpoint(owner.ownerToken, { events: ["task.created", "item.created", "task.created"] })).events).toEqual(["task.created", "item.created"]);
+    expect(
+      (await createEndpoint(owner.ownerToken, { events: ["task.created", "item.created", "task.created"] })).events,
+    ).toEqual(["task.created", "item.created"]);
   });
 
-  it("refuses unknown types (naming them), an empty list, \"*\" mixed with types, and other values", async () => {
+  it('refuses unknown types (naming them), an empty list, "*" mixed with types, and other values', async () => {
     const owner = await freshOwner();
-    const post = (events: unknown) => call("createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url: LOCAL_URL, events } });
+    const post = (events: unknown) =>
+      call("createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url: LOCAL_URL, events } });
     const unknown = await post(["item.created", "item.exploded", "Item.Created", "item.exploded"]);
     expectShapeB(unknown, 400, /^events: unknown event types: item\.exploded, Item\.Created \(known: reminder\.sent, /);
     expectShapeB(await post(["bogus"]), 400, /unknown event type: bogus/);
@@ -299,7 +398,9 @@ describe("webhook endpoints: event lists", () => {
     expectShapeB(await post("item.created"), 400, /events must be a list of event types, or "\*"/);
     expectShapeB(await post([1]), 400, /events/);
     expectShapeB(await post(null), 400, /events/);
-    const rows = await env.DB.prepare("SELECT count(*) AS n FROM webhook_endpoints WHERE company_id = ?").bind(owner.companyId).first<{ n: number }>();
+    const rows = await env.DB.prepare("SELECT count(*) AS n FROM webhook_endpoints WHERE company_id = ?")
+      .bind(owner.companyId)
+      .first<{ n: number }>();
     expect(rows!.n).toBe(0);
   });
 });
@@ -334,7 +435,10 @@ describe("webhook endpoints: who may manage them", () => {
       expectShapeA(res, 403, "insufficient_scope");
       expect(res.body.required_scope).toBe("webhooks:read");
     }
-    const denied = await call("createWebhook", "/v1/webhooks", { token: items, body: { url: LOCAL_URL, events: ["*"] } });
+    const denied = await call("createWebhook", "/v1/webhooks", {
+      token: items,
+      body: { url: LOCAL_URL, events: ["*"] },
+    });
     expectShapeA(denied, 403, "insufficient_scope");
     expect(denied.body.required_scope).toBe("webhooks:write");
 
@@ -353,7 +457,10 @@ describe("webhook endpoints: who may manage them", () => {
     }
 
     const write = await owner.token("webhooks:write");
-    expectStatus(await call("updateWebhook", `/v1/webhooks/${id}`, { token: write, body: { description: "by write" } }), 200);
+    expectStatus(
+      await call("updateWebhook", `/v1/webhooks/${id}`, { token: write, body: { description: "by write" } }),
+      200,
+    );
     expectShapeA(await call("listWebhooks", "/v1/webhooks", { token: write }), 403, "insufficient_scope");
   });
 
@@ -434,7 +541,10 @@ describe("webhook endpoints: URL rules", () => {
   // An outside probe's findings and their neighbours: refused in a deployment and in local
   // development alike (which allows only plain loopback hosts, not their IPv6 embeddings).
   const REFUSED_IN_BOTH_MODES: Array<[string, RegExp]> = [
-    ["https://[::ffff:0:169.254.169.254]/", /\[::ffff:0:a9fe:a9fe\] is IPv4-translated cloud metadata \(169\.254\.169\.254\)/],
+    [
+      "https://[::ffff:0:169.254.169.254]/",
+      /\[::ffff:0:a9fe:a9fe\] is IPv4-translated cloud metadata \(169\.254\.169\.254\)/,
+    ],
     ["https://[::ffff:0:127.0.0.1]/", /IPv4-translated loopback/],
     ["https://[::ffff:127.0.0.1]/", /IPv4-mapped loopback/],
     ["https://[::127.0.0.1]/", /IPv4-compatible loopback/],
@@ -453,7 +563,10 @@ describe("webhook endpoints: URL rules", () => {
     ["https://[3fff::1]/", /documentation \(3fff::\/20\)/],
     ["https://[5f00::1]/", /SRv6\) SIDs \(5f00::\/16\)/],
     ["https://[100::1]/", /discard-only \(100::\/64\)/],
-    ["https://metadata.google.internal../", /^url must have a valid host name: metadata\.google\.internal\.\. has an empty label/],
+    [
+      "https://metadata.google.internal../",
+      /^url must have a valid host name: metadata\.google\.internal\.\. has an empty label/,
+    ],
     ["https://localhost../", /empty label/],
     ["https://foo.internal../", /empty label/],
     ["https://single../", /empty label/],
@@ -463,35 +576,49 @@ describe("webhook endpoints: URL rules", () => {
     ["https://example.com:0/", /^url must not use port 0$/],
     ["https://example.com\\@127.0.0.1/", /^url must not contain a backslash \(\\\) before its path$/],
     ["https:\\\\example.com/x", /backslash/],
-    [`https://hooks.example.com/${"é".repeat(1000)}`, /^url must be at most 2048 characters once normalised \(percent-encoded\), not 6026$/],
+    [
+      `https://hooks.example.com/${"é".repeat(1000)}`,
+      /^url must be at most 2048 characters once normalised \(percent-encoded\), not 6026$/,
+    ],
   ];
   const MODES = [
     { mode: "a deployment", modeEnv: strict },
     { mode: "local development", modeEnv: { WEBHOOKS_ALLOW_PRIVATE_URLS: "true" } },
   ];
-  const shown = (url: string) => (url.length > 60 ? `${url.slice(0, 40)}… (${url.length} characters)` : JSON.stringify(url));
+  const shown = (url: string) =>
+    url.length > 60 ? `${url.slice(0, 40)}… (${url.length} characters)` : JSON.stringify(url);
 
-  it.each(MODES.flatMap(({ mode, modeEnv }) => REFUSED_IN_BOTH_MODES.map(([url, msg]) => ({ url, msg, mode, modeEnv, shown: shown(url) }))))(
-    "refuses $shown in $mode (400 naming the rule)",
-    async ({ url, msg, modeEnv }) => {
-      const owner = await strictOwner();
-      const res = await callWithEnv(modeEnv, "createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url, events: ["*"] } });
-      expectShapeB(res, 400, msg);
-    },
-  );
+  it.each(
+    MODES.flatMap(({ mode, modeEnv }) =>
+      REFUSED_IN_BOTH_MODES.map(([url, msg]) => ({ url, msg, mode, modeEnv, shown: shown(url) })),
+    ),
+  )("refuses $shown in $mode (400 naming the rule)", async ({ url, msg, modeEnv }) => {
+    const owner = await strictOwner();
+    const res = await callWithEnv(modeEnv, "createWebhook", "/v1/webhooks", {
+      token: owner.ownerToken,
+      body: { url, events: ["*"] },
+    });
+    expectShapeB(res, 400, msg);
+  });
 
   it.each(REFUSED.map(([url, msg]) => ({ url, msg, shown: shown(url) })))(
     "refuses $shown in a deployment (400 naming the rule)",
     async ({ url, msg }) => {
-    const owner = await strictOwner();
-      const res = await callWithEnv(strict, "createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url, events: ["*"] } });
+      const owner = await strictOwner();
+      const res = await callWithEnv(strict, "createWebhook", "/v1/webhooks", {
+        token: owner.ownerToken,
+        body: { url, events: ["*"] },
+      });
       expectShapeB(res, 400, msg);
     },
   );
 
   it("refuses the same on PATCH", async () => {
     const owner = await strictOwner();
-    const created = await callWithEnv(strict, "createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url: PUBLIC_URL, events: ["*"] } });
+    const created = await callWithEnv(strict, "createWebhook", "/v1/webhooks", {
+      token: owner.ownerToken,
+      body: { url: PUBLIC_URL, events: ["*"] },
+    });
     expectStatus(created, 201, JSON.stringify(created.body));
     const id = created.body.data.webhook_id;
     for (const url of [
@@ -505,7 +632,11 @@ describe("webhook endpoints: URL rules", () => {
       "https://example.com:0/",
       "https://example.com\\@127.0.0.1/",
     ]) {
-      expectShapeB(await callWithEnv(strict, "updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { url } }), 400, /^url /);
+      expectShapeB(
+        await callWithEnv(strict, "updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { url } }),
+        400,
+        /^url /,
+      );
     }
     expect((await row(id))!.url).toBe(PUBLIC_URL);
     await call("deleteWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken });
@@ -530,42 +661,68 @@ describe("webhook endpoints: URL rules", () => {
     ["https://[2606:4700::5efe:808:808]/", "https://[2606:4700::5efe:808:808]/"],
   ])("accepts the public https URL %s in a deployment, stored and returned as %s", async (url, normalised) => {
     const owner = await strictOwner();
-    const res = await callWithEnv(strict, "createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url, events: ["*"] } });
+    const res = await callWithEnv(strict, "createWebhook", "/v1/webhooks", {
+      token: owner.ownerToken,
+      body: { url, events: ["*"] },
+    });
     expectStatus(res, 201, JSON.stringify(res.body));
     const id = res.body.data.webhook_id;
     expect(res.body.data.url).toBe(normalised);
     expect((await row(id))!.url).toBe(normalised);
-    expect(ok(await call("getWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken })).body.data.url).toBe(normalised);
+    expect(ok(await call("getWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken })).body.data.url).toBe(
+      normalised,
+    );
     await call("deleteWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken });
   });
 
   it("checkWebhookUrl: a tab or newline, which the parser drops, does not hide a backslash before the path", () => {
     // Not reachable over HTTP (control characters are refused first); the check must not rely on that.
     for (const raw of ["https:/\n/example.com\\@127.0.0.1/", "https://exa\tmple.com\\@127.0.0.1/"]) {
-      expect(checkWebhookUrl(raw, false)).toEqual({ ok: false, msg: "url must not contain a backslash (\\) before its path" });
+      expect(checkWebhookUrl(raw, false)).toEqual({
+        ok: false,
+        msg: "url must not contain a backslash (\\) before its path",
+      });
     }
   });
 
   it("stores and returns the normalised URL on PATCH too", async () => {
     const owner = await strictOwner();
-    const created = await callWithEnv(strict, "createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url: PUBLIC_URL, events: ["*"] } });
+    const created = await callWithEnv(strict, "createWebhook", "/v1/webhooks", {
+      token: owner.ownerToken,
+      body: { url: PUBLIC_URL, events: ["*"] },
+    });
     expectStatus(created, 201, JSON.stringify(created.body));
     const id = created.body.data.webhook_id;
-    const patched = await callWithEnv(strict, "updateWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken, body: { url: "HTTPS://Example.COM:443/a/../b" } });
+    const patched = await callWithEnv(strict, "updateWebhook", `/v1/webhooks/${id}`, {
+      token: owner.ownerToken,
+      body: { url: "HTTPS://Example.COM:443/a/../b" },
+    });
     expectStatus(patched, 200, JSON.stringify(patched.body));
     expect(patched.body.data.url).toBe("https://example.com/b");
     expect((await row(id))!.url).toBe("https://example.com/b");
-    expect(ok(await call("listWebhooks", "/v1/webhooks", { token: owner.ownerToken })).body.data.map((e) => e.url)).toEqual(["https://example.com/b"]);
+    expect(
+      ok(await call("listWebhooks", "/v1/webhooks", { token: owner.ownerToken })).body.data.map((e) => e.url),
+    ).toEqual(["https://example.com/b"]);
     await call("deleteWebhook", `/v1/webhooks/${id}`, { token: owner.ownerToken });
   });
 
   it("allows http, any port and loopback hosts where WEBHOOKS_ALLOW_PRIVATE_URLS=true (local development), and nothing else non-public", async () => {
     const owner = await freshOwner();
-    for (const url of ["http://127.0.0.1:8787/hook", "http://localhost:3000/", "http://[::1]:9000/x", "https://127.0.0.1/x", "http://hooks.example.com:8080/x"]) {
-      const res = await call("createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url, events: ["*"] } });
+    for (const url of [
+      "http://127.0.0.1:8787/hook",
+      "http://localhost:3000/",
+      "http://[::1]:9000/x",
+      "https://127.0.0.1/x",
+      "http://hooks.example.com:8080/x",
+    ]) {
+      const res = await call("createWebhook", "/v1/webhooks", {
+        token: owner.ownerToken,
+        body: { url, events: ["*"] },
+      });
       expectStatus(res, 201, `${url}: ${JSON.stringify(res.body)}`);
     }
-    const post = (url: string) => call("createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url, events: ["*"] } });
+    const post = (url: string) =>
+      call("createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url, events: ["*"] } });
     expectShapeB(await post("ftp://127.0.0.1/"), 400, /url must use https \(or http/);
     expectShapeB(await post("http://u:p@127.0.0.1/"), 400, /credentials/);
     for (const [url, msg] of [
@@ -592,7 +749,10 @@ describe("webhook endpoints: the per-company limit", () => {
     const owner = await freshOwner();
     const ids: number[] = [];
     for (let i = 0; i < 10; i++) ids.push((await createEndpoint(owner.ownerToken)).webhook_id);
-    const over = await call("createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url: LOCAL_URL, events: ["*"] } });
+    const over = await call("createWebhook", "/v1/webhooks", {
+      token: owner.ownerToken,
+      body: { url: LOCAL_URL, events: ["*"] },
+    });
     expectShapeB(over, 400, /at most 10 webhook endpoints/);
     await call("deleteWebhook", `/v1/webhooks/${ids[0]}`, { token: owner.ownerToken });
     await createEndpoint(owner.ownerToken);
@@ -602,12 +762,16 @@ describe("webhook endpoints: the per-company limit", () => {
     const owner = await freshOwner();
     for (let i = 0; i < 6; i++) await createEndpoint(owner.ownerToken);
     const results = await Promise.all(
-      Array.from({ length: 8 }, () => call("createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url: LOCAL_URL, events: ["*"] } })),
+      Array.from({ length: 8 }, () =>
+        call("createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url: LOCAL_URL, events: ["*"] } }),
+      ),
     );
     noServerError(...results);
     expect(results.filter((r) => r.status === 201)).toHaveLength(4);
     for (const res of results.filter((r) => r.status !== 201)) expectShapeB(res, 400, /at most 10 webhook endpoints/);
-    const n = await env.DB.prepare("SELECT count(*) AS n FROM webhook_endpoints WHERE company_id = ?").bind(owner.companyId).first<{ n: number }>();
+    const n = await env.DB.prepare("SELECT count(*) AS n FROM webhook_endpoints WHERE company_id = ?")
+      .bind(owner.companyId)
+      .first<{ n: number }>();
     expect(n!.n).toBe(10);
   });
 });
@@ -624,7 +788,9 @@ describe("webhook secrets: signing and rotation", () => {
     const body = '{"type":"webhook.test","timestamp":"2026-03-01T09:00:00.000Z","data":{}}';
     const at = new Date();
     const ours = await webhookHeaders([endpoint.secret], "msg_fixed", Math.floor(at.getTime() / 1000), body);
-    expect(ours["webhook-signature"]).toBe(new Webhook(endpoint.secret).sign("msg_fixed", new Date(Math.floor(at.getTime() / 1000) * 1000), body));
+    expect(ours["webhook-signature"]).toBe(
+      new Webhook(endpoint.secret).sign("msg_fixed", new Date(Math.floor(at.getTime() / 1000) * 1000), body),
+    );
     // Another secret does not verify.
     const other = await createEndpoint(owner.ownerToken);
     expect(await verifies(engine!.secrets, other.secret)).toBe(false);
@@ -635,7 +801,9 @@ describe("webhook secrets: signing and rotation", () => {
     const endpoint = await createEndpoint(owner.ownerToken);
     const before = await row(endpoint.webhook_id);
     const startedAt = Date.now();
-    const res = await call("rotateWebhookSecret", `/v1/webhooks/${endpoint.webhook_id}/rotate-secret`, { token: owner.ownerToken });
+    const res = await call("rotateWebhookSecret", `/v1/webhooks/${endpoint.webhook_id}/rotate-secret`, {
+      token: owner.ownerToken,
+    });
     expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.msg).toMatch(/rotated/);
     expect(Object.keys(res.body.data).sort()).toEqual([...ENDPOINT_FIELDS, "secret"].sort());
@@ -659,10 +827,16 @@ describe("webhook secrets: signing and rotation", () => {
     expect(await verifies(engine!.secrets, endpoint.secret)).toBe(true);
 
     // The secret is still only in the rotation's response.
-    expect(JSON.stringify((await call("getWebhook", `/v1/webhooks/${endpoint.webhook_id}`, { token: owner.ownerToken })).body)).not.toContain(res.body.data.secret);
+    expect(
+      JSON.stringify(
+        (await call("getWebhook", `/v1/webhooks/${endpoint.webhook_id}`, { token: owner.ownerToken })).body,
+      ),
+    ).not.toContain(res.body.data.secret);
 
     // 24 h later only the new one signs.
-    await env.DB.prepare("UPDATE webhook_endpoints SET previous_secret_expires_at = ? WHERE id = ?").bind(Date.now() - 1, endpoint.webhook_id).run();
+    await env.DB.prepare("UPDATE webhook_endpoints SET previous_secret_expires_at = ? WHERE id = ?")
+      .bind(Date.now() - 1, endpoint.webhook_id)
+      .run();
     const [later] = await readEndpoints(env.DB, owner.companyId, env.WEBHOOK_SECRETS_KEY);
     expect(later!.secrets).toEqual([res.body.data.secret]);
     expect(await verifies(later!.secrets, endpoint.secret)).toBe(false);
@@ -671,12 +845,20 @@ describe("webhook secrets: signing and rotation", () => {
   it("rotating twice within 24 hours: the previous secret is the one just replaced", async () => {
     const owner = await freshOwner();
     const endpoint = await createEndpoint(owner.ownerToken);
-    const first = ok(await call("rotateWebhookSecret", `/v1/webhooks/${endpoint.webhook_id}/rotate-secret`, { token: owner.ownerToken }));
-    const second = await call("rotateWebhookSecret", `/v1/webhooks/${endpoint.webhook_id}/rotate-secret`, { token: owner.ownerToken });
+    const first = ok(
+      await call("rotateWebhookSecret", `/v1/webhooks/${endpoint.webhook_id}/rotate-secret`, {
+        token: owner.ownerToken,
+      }),
+    );
+    const second = await call("rotateWebhookSecret", `/v1/webhooks/${endpoint.webhook_id}/rotate-secret`, {
+      token: owner.ownerToken,
+    });
     expectStatus(second, 200);
     const stored = await row(endpoint.webhook_id);
     expect(await decryptSecret(stored!.secret_ciphertext, env.WEBHOOK_SECRETS_KEY)).toBe(second.body.data.secret);
-    expect(await decryptSecret(stored!.previous_secret_ciphertext!, env.WEBHOOK_SECRETS_KEY)).toBe(first.body.data.secret);
+    expect(await decryptSecret(stored!.previous_secret_ciphertext!, env.WEBHOOK_SECRETS_KEY)).toBe(
+      first.body.data.secret,
+    );
     const [engine] = await readEndpoints(env.DB, owner.companyId, env.WEBHOOK_SECRETS_KEY);
     expect(engine!.secrets).toEqual([second.body.data.secret, first.body.data.secret]);
     expect(await verifies(engine!.secrets, endpoint.secret)).toBe(false);
@@ -686,12 +868,28 @@ describe("webhook secrets: signing and rotation", () => {
     const owner = await freshOwner();
     const endpoint = await createEndpoint(owner.ownerToken);
     const none = { WEBHOOK_SECRETS_KEY: undefined };
-    const create = await callWithEnv(none, "createWebhook", "/v1/webhooks", { token: owner.ownerToken, body: { url: LOCAL_URL, events: ["*"] } });
+    const create = await callWithEnv(none, "createWebhook", "/v1/webhooks", {
+      token: owner.ownerToken,
+      body: { url: LOCAL_URL, events: ["*"] },
+    });
     expectShapeB(create, 503, /^webhooks are not configured on this deployment$/);
-    const rotate = await callWithEnv(none, "rotateWebhookSecret", `/v1/webhooks/${endpoint.webhook_id}/rotate-secret`, { token: owner.ownerToken });
+    const rotate = await callWithEnv(none, "rotateWebhookSecret", `/v1/webhooks/${endpoint.webhook_id}/rotate-secret`, {
+      token: owner.ownerToken,
+    });
     expectShapeB(rotate, 503, /not configured/);
-    expectShapeB(await callWithEnv({ WEBHOOK_SECRETS_KEY: "too-short" }, "testWebhook", `/v1/webhooks/${endpoint.webhook_id}/test`, { token: owner.ownerToken }), 503, /not configured/);
-    const n = await env.DB.prepare("SELECT count(*) AS n FROM webhook_endpoints WHERE company_id = ?").bind(owner.companyId).first<{ n: number }>();
+    expectShapeB(
+      await callWithEnv(
+        { WEBHOOK_SECRETS_KEY: "too-short" },
+        "testWebhook",
+        `/v1/webhooks/${endpoint.webhook_id}/test`,
+        { token: owner.ownerToken },
+      ),
+      503,
+      /not configured/,
+    );
+    const n = await env.DB.prepare("SELECT count(*) AS n FROM webhook_endpoints WHERE company_id = ?")
+      .bind(owner.companyId)
+      .first<{ n: number }>();
     expect(n!.n).toBe(1);
     expect((await row(endpoint.webhook_id))!.previous_secret_ciphertext).toBeNull();
     // Reads do not need the key.
@@ -722,20 +920,37 @@ describe("webhook endpoints: the test event", () => {
     expect(Object.keys(payload).sort()).toEqual(["data", "timestamp", "type"]);
     expect(() => new Webhook(bystander.secret).verify(request!.body, request!.headers)).toThrow();
 
-    const deliveries = await call("listWebhookDeliveries", `/v1/webhooks/${endpoint.webhook_id}/deliveries`, { token: owner.ownerToken });
+    const deliveries = await call("listWebhookDeliveries", `/v1/webhooks/${endpoint.webhook_id}/deliveries`, {
+      token: owner.ownerToken,
+    });
     expectStatus(deliveries, 200, JSON.stringify(deliveries.body));
     const delivery = deliveries.body.data.find((d) => d.delivery_id === res.body.data.delivery_id);
-    expect(delivery).toMatchObject({ event_type: "webhook.test", message_id: res.body.data.message_id, state: "delivered" });
-    const others = ok(await call("listWebhookDeliveries", `/v1/webhooks/${bystander.webhook_id}/deliveries`, { token: owner.ownerToken }));
+    expect(delivery).toMatchObject({
+      event_type: "webhook.test",
+      message_id: res.body.data.message_id,
+      state: "delivered",
+    });
+    const others = ok(
+      await call("listWebhookDeliveries", `/v1/webhooks/${bystander.webhook_id}/deliveries`, {
+        token: owner.ownerToken,
+      }),
+    );
     expect(others.body.data).toEqual([]);
   });
 
   it("after a rotation, a real delivery carries both signatures and verifies with either secret", async () => {
     const owner = await freshOwner();
     const endpoint = await createEndpoint(owner.ownerToken);
-    const rotated = ok(await call("rotateWebhookSecret", `/v1/webhooks/${endpoint.webhook_id}/rotate-secret`, { token: owner.ownerToken })).body.data;
+    const rotated = ok(
+      await call("rotateWebhookSecret", `/v1/webhooks/${endpoint.webhook_id}/rotate-secret`, {
+        token: owner.ownerToken,
+      }),
+    ).body.data;
     const received = await receiver(owner.companyId);
-    expectStatus(await call("testWebhook", `/v1/webhooks/${endpoint.webhook_id}/test`, { token: owner.ownerToken }), 202);
+    expectStatus(
+      await call("testWebhook", `/v1/webhooks/${endpoint.webhook_id}/test`, { token: owner.ownerToken }),
+      202,
+    );
     await drain(owner.companyId, () => received.length > 0);
     const [request] = received;
     expect(request!.headers["webhook-signature"]!.split(" ")).toHaveLength(2);
@@ -747,14 +962,20 @@ describe("webhook endpoints: the test event", () => {
   it("is 400 for a disabled endpoint", async () => {
     const owner = await freshOwner();
     const endpoint = await createEndpoint(owner.ownerToken, { enabled: false });
-    expectShapeB(await call("testWebhook", `/v1/webhooks/${endpoint.webhook_id}/test`, { token: owner.ownerToken }), 400, /disabled: enable it/);
+    expectShapeB(
+      await call("testWebhook", `/v1/webhooks/${endpoint.webhook_id}/test`, { token: owner.ownerToken }),
+      400,
+      /disabled: enable it/,
+    );
   });
 });
 
 describe("the webhook event catalogue", () => {
   it("lists every type with a description and an example payload {type, timestamp, data}", async () => {
     const owner = await freshOwner();
-    const res = await call("listWebhookEventTypes", "/v1/webhook-event-types", { token: await owner.token("webhooks:read") });
+    const res = await call("listWebhookEventTypes", "/v1/webhook-event-types", {
+      token: await owner.token("webhooks:read"),
+    });
     expectStatus(res, 200, JSON.stringify(res.body));
     expect(res.body.data.map((e) => e.type)).toEqual([...EVENT_TYPES]);
     for (const entry of res.body.data) {
@@ -766,7 +987,18 @@ describe("the webhook event catalogue", () => {
     }
     const itemCreated = res.body.data.find((e) => e.type === "item.created");
     expect(Object.keys(itemCreated!.example.data).sort()).toEqual(
-      ["item_id", "title", "item_type", "document_type", "document_type_id", "deptid", "expiry_date", "status", "folder_id", "active"].sort(),
+      [
+        "item_id",
+        "title",
+        "item_type",
+        "document_type",
+        "document_type_id",
+        "deptid",
+        "expiry_date",
+        "status",
+        "folder_id",
+        "active",
+      ].sort(),
     );
     // Not owner-only: the catalogue is no secret.
     const member = await call("listWebhookEventTypes", "/v1/webhook-event-types", { token: owner.memberToken });
@@ -778,7 +1010,14 @@ describe("the webhook event catalogue", () => {
     const schemas = doc.components.schemas;
     expect(schemas.WebhookEventType.enum).toEqual([...EVENT_TYPES]);
     expect(schemas.WebhookPayload.oneOf.map((s: OpenApiJson) => s.$ref)).toEqual(
-      ["WebhookItemEvent", "WebhookItemActionEvent", "WebhookReminderSentEvent", "WebhookTaskEvent", "WebhookFileUploadedEvent", "WebhookTestEvent"].map((n) => `#/components/schemas/${n}`),
+      [
+        "WebhookItemEvent",
+        "WebhookItemActionEvent",
+        "WebhookReminderSentEvent",
+        "WebhookTaskEvent",
+        "WebhookFileUploadedEvent",
+        "WebhookTestEvent",
+      ].map((n) => `#/components/schemas/${n}`),
     );
     expect(Object.keys(schemas.WebhookPayload.discriminator.mapping).sort()).toEqual([...EVENT_TYPES].sort());
     expect(schemas.WebhookItemEvent.properties.data.$ref).toBe("#/components/schemas/ItemListEntry");
@@ -796,13 +1035,19 @@ describe("webhook endpoints and company deletion", () => {
     expectStatus(made, 201, JSON.stringify(made.body));
     const companyId = made.body.data.company.companyid as number;
     const { clientId, secret } = await createOwnerClient(account.accountId, companyId, "whdel");
-    const issued = ok(await call("issueToken", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret } }));
+    const issued = ok(
+      await call("issueToken", "/v1/oauth/token", {
+        body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret },
+      }),
+    );
     const token = issued.body.access_token as string;
     await createEndpoint(token);
     await createEndpoint(token, { events: ["*"] });
     const deleted = await call("deleteCompany", `/v1/companies/${companyId}`, { token: account.ownerToken });
     expectStatus(deleted, 200, JSON.stringify(deleted.body));
-    const n = await env.DB.prepare("SELECT count(*) AS n FROM webhook_endpoints WHERE company_id = ?").bind(companyId).first<{ n: number }>();
+    const n = await env.DB.prepare("SELECT count(*) AS n FROM webhook_endpoints WHERE company_id = ?")
+      .bind(companyId)
+      .first<{ n: number }>();
     expect(n!.n).toBe(0);
   });
 });

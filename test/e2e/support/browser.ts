@@ -31,7 +31,11 @@ export interface OriginPage {
  * A new page in its own context that may only talk to `base`'s origin. `options`: the viewport,
  * and JavaScript off (a page that must work without it).
  */
-export async function originPage(browser: Browser, base: string, options: { viewport?: { width: number; height: number }; javaScript?: boolean } = {}): Promise<OriginPage> {
+export async function originPage(
+  browser: Browser,
+  base: string,
+  options: { viewport?: { width: number; height: number }; javaScript?: boolean } = {},
+): Promise<OriginPage> {
   const origin = new URL(base).origin;
   const context = await browser.newContext({
     viewport: options.viewport ?? { width: 1400, height: 1000 },

@@ -27,17 +27,22 @@ export async function startPrism(documentPath: string, upstream: string): Promis
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   let output = "";
-  const child = spawn(process.execPath, [prismCli(), "proxy", documentPath, upstream, "--errors", "--port", String(port), "--host", "127.0.0.1"], {
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, CI: "true", NO_COLOR: "1" },
-  });
+  const child = spawn(
+    process.execPath,
+    [prismCli(), "proxy", documentPath, upstream, "--errors", "--port", String(port), "--host", "127.0.0.1"],
+    {
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, CI: "true", NO_COLOR: "1" },
+    },
+  );
   child.stdout!.on("data", (chunk) => (output += chunk));
   child.stderr!.on("data", (chunk) => (output += chunk));
   const prism: Prism = { base, output: () => output, stop: () => stopPrism(child) };
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`prism exited early (${child.exitCode ?? child.signalCode}):\n${output}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`prism exited early (${child.exitCode ?? child.signalCode}):\n${output}`);
     try {
       if ((await fetch(`${base}/health`)).ok) return prism;
     } catch {
@@ -76,7 +81,11 @@ export function violationsOf(status: number, headers: Headers, body: unknown): s
   const header = headers.get("sl-violations");
   if (header) found.push(`sl-violations: ${header}`);
   const problem = body as { type?: unknown } | null;
-  if (headers.get("content-type")?.startsWith("application/problem+json") && typeof problem?.type === "string" && problem.type.includes("stoplight.io/prism")) {
+  if (
+    headers.get("content-type")?.startsWith("application/problem+json") &&
+    typeof problem?.type === "string" &&
+    problem.type.includes("stoplight.io/prism")
+  ) {
     found.push(`Prism answered ${status} itself: ${JSON.stringify(body)}`);
   }
   return found;

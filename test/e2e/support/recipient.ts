@@ -22,7 +22,11 @@ export async function listEmails(base: string): Promise<Listed[]> {
   const all: Listed[] = [];
   let cursor = "";
   for (;;) {
-    const page = await callApi(base, "GET", `/cdn-cgi/explorer/api/local/email/sending?per_page=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    const page = await callApi(
+      base,
+      "GET",
+      `/cdn-cgi/explorer/api/local/email/sending?per_page=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+    );
     if (page.status !== 200) throw new Error(`email explorer: ${page.status} ${JSON.stringify(page.body)}`);
     all.push(...page.body.result);
     if (!page.body.result_info?.has_more) return all;
@@ -32,18 +36,28 @@ export async function listEmails(base: string): Promise<Listed[]> {
 
 /** One message with its text and HTML parts. */
 export async function readEmail(base: string, messageId: string): Promise<SentEmail> {
-  const res = await callApi(base, "GET", `/cdn-cgi/explorer/api/local/email/sending?email_id=${encodeURIComponent(messageId)}`);
+  const res = await callApi(
+    base,
+    "GET",
+    `/cdn-cgi/explorer/api/local/email/sending?email_id=${encodeURIComponent(messageId)}`,
+  );
   if (res.status !== 200) throw new Error(`email ${messageId}: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.result as SentEmail;
 }
 
 /** Waits (up to `timeoutMs`) until `count` messages to `address` are out; answers them, read whole. */
-export async function emailsTo(base: string, address: string, count: number, timeoutMs = 150_000): Promise<SentEmail[]> {
+export async function emailsTo(
+  base: string,
+  address: string,
+  count: number,
+  timeoutMs = 150_000,
+): Promise<SentEmail[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const listed = (await listEmails(base)).filter((m) => m.to.includes(address));
     if (listed.length >= count) return Promise.all(listed.map((m) => readEmail(base, m.messageId)));
-    if (Date.now() > deadline) throw new Error(`${listed.length} of ${count} emails to ${address} after ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`${listed.length} of ${count} emails to ${address} after ${timeoutMs} ms`);
     await sleep(1000);
   }
 }
@@ -52,7 +66,8 @@ export async function emailsTo(base: string, address: string, count: number, tim
 export const hrefsOf = (html: string) => [...html.matchAll(/href="([^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, "&"));
 
 /** The links of a text part that lead to a recipient page, in order. */
-export const pageLinksOf = (text: string) => [...text.matchAll(/https?:\/\/\S+?\/r\/[A-Za-z0-9_-]+(?:\/[a-z]+)?(?=\s|$)/g)].map((m) => m[0]);
+export const pageLinksOf = (text: string) =>
+  [...text.matchAll(/https?:\/\/\S+?\/r\/[A-Za-z0-9_-]+(?:\/[a-z]+)?(?=\s|$)/g)].map((m) => m[0]);
 
 /** The reminder's minute: the coming one, at least 10 s away, as POST …/reminders takes it. */
 export function comingMinute(): { date: string; hour: string } {
@@ -66,10 +81,19 @@ export async function mintToken(claims: LinkClaims): Promise<string> {
     .split(/\r?\n/)
     .find((l) => /^\s*LINK_SIGNING_KEYS\s*=/.test(l));
   if (!line) throw new Error(".dev.vars has no LINK_SIGNING_KEYS");
-  const value = line.slice(line.indexOf("=") + 1).trim().replace(/^"|"$/g, "");
+  const value = line
+    .slice(line.indexOf("=") + 1)
+    .trim()
+    .replace(/^"|"$/g, "");
   const first = value.split(/[\s,]+/)[0]!;
   const secret = first.slice(first.indexOf(":") + 1);
-  const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const key = await crypto.subtle.importKey(
+    "raw",
+    new TextEncoder().encode(secret),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
   return signClaims(key, claims);
 }
 

@@ -13,18 +13,32 @@ import { DEMO_CLIENTS } from "../../../scripts/seed-data.ts";
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One JSON request to the service at `base`: its status and parsed body. */
-export async function callApi(base: string, method: string, path: string, token?: string, body?: unknown): Promise<{ status: number; body: any }> {
+export async function callApi(
+  base: string,
+  method: string,
+  path: string,
+  token?: string,
+  body?: unknown,
+): Promise<{ status: number; body: any }> {
   const headers: Record<string, string> = {};
   if (token) headers.Authorization = `Bearer ${token}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  const res = await fetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return { status: res.status, body: await res.json() };
 }
 
 /** A token of the demo owner client (the seeded account's `*` client) from the service at `base`. */
 export async function ownerToken(base: string): Promise<string> {
   const owner = DEMO_CLIENTS.find((c) => c.clientId === "demo-owner")!;
-  const res = await callApi(base, "POST", "/v1/oauth/token", undefined, { grant_type: "client_credentials", client_id: owner.clientId, client_secret: owner.secret });
+  const res = await callApi(base, "POST", "/v1/oauth/token", undefined, {
+    grant_type: "client_credentials",
+    client_id: owner.clientId,
+    client_secret: owner.secret,
+  });
   if (res.status !== 200) throw new Error(`token: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.access_token as string;
 }
@@ -38,10 +52,15 @@ export interface CliResult {
 /** Runs `file args` in the project root (`env` added); resolves with the exit code instead of throwing. */
 export function runCommand(file: string, args: string[], env: Record<string, string> = {}): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(file, args, { cwd: ROOT, env: { ...process.env, CI: "true", ...env }, timeout: 60_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      file,
+      args,
+      { cwd: ROOT, env: { ...process.env, CI: "true", ...env }, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -99,18 +118,26 @@ export async function startService(
   }
 }
 
-async function startServiceOnce(prefix: string, extraArgs: string[], options: { persistDir?: string; env?: Record<string, string>; port?: number }): Promise<Service> {
+async function startServiceOnce(
+  prefix: string,
+  extraArgs: string[],
+  options: { persistDir?: string; env?: Record<string, string>; port?: number },
+): Promise<Service> {
   const keep = options.persistDir !== undefined;
   const persistDir = options.persistDir ?? mkdtempSync(join(tmpdir(), prefix));
   const port = options.port ?? (await freePort());
   const base = `http://127.0.0.1:${port}`;
   let output = "";
-  const server = spawn(process.execPath, [join(ROOT, "scripts", "start.ts"), "--port", String(port), "--persist-to", persistDir, ...extraArgs], {
-    cwd: ROOT,
-    detached: true, // own process group: stop() ends start.ts, wrangler and workerd together
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", ...options.env },
-  });
+  const server = spawn(
+    process.execPath,
+    [join(ROOT, "scripts", "start.ts"), "--port", String(port), "--persist-to", persistDir, ...extraArgs],
+    {
+      cwd: ROOT,
+      detached: true, // own process group: stop() ends start.ts, wrangler and workerd together
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", ...options.env },
+    },
+  );
   server.stdout!.on("data", (chunk) => (output += chunk));
   server.stderr!.on("data", (chunk) => (output += chunk));
   const service: Service = {

@@ -35,10 +35,15 @@ function programOf(files: Record<string, string>, options: ts.CompilerOptions): 
  * resolved through `paths` (module name → its package directory). The errors, formatted.
  */
 export function strictErrors(files: Record<string, string>, paths: Record<string, string> = {}): string[] {
-  const program = programOf(files, { strict: true, paths: Object.fromEntries(Object.entries(paths).map(([name, dir]) => [name, [dir]])) });
+  const program = programOf(files, {
+    strict: true,
+    paths: Object.fromEntries(Object.entries(paths).map(([name, dir]) => [name, [dir]])),
+  });
   return ts.getPreEmitDiagnostics(program).map((d) => {
     const where = d.file && d.start !== undefined ? d.file.getLineAndCharacterOfPosition(d.start) : undefined;
-    const at = d.file ? `${d.file.fileName.replace(ROOT, "")}${where ? `(${where.line + 1},${where.character + 1})` : ""}: ` : "";
+    const at = d.file
+      ? `${d.file.fileName.replace(ROOT, "")}${where ? `(${where.line + 1},${where.character + 1})` : ""}: `
+      : "";
     return `${at}${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`;
   });
 }
@@ -46,6 +51,11 @@ export function strictErrors(files: Record<string, string>, paths: Record<string
 /** Every name TypeScript's lib (ESNext and the DOM) declares in the global scope: types, values, namespaces. */
 export function libGlobals(): Set<string> {
   const program = programOf({ "empty.ts": "export {};" }, {});
-  const scope = program.getTypeChecker().getSymbolsInScope(program.getSourceFile(`${ROOT}empty.ts`)!, ts.SymbolFlags.Type | ts.SymbolFlags.Value | ts.SymbolFlags.Namespace);
+  const scope = program
+    .getTypeChecker()
+    .getSymbolsInScope(
+      program.getSourceFile(`${ROOT}empty.ts`)!,
+      ts.SymbolFlags.Type | ts.SymbolFlags.Value | ts.SymbolFlags.Namespace,
+    );
   return new Set(scope.map((symbol) => symbol.name));
 }

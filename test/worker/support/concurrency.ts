@@ -16,7 +16,9 @@ export async function after<T>(steps: number, request: () => Promise<T>): Promis
 
 /** The default contact groups of a department, by id (exactly one when the invariant holds). */
 export async function defaultGroupsOf(deptId: number): Promise<number[]> {
-  const { results } = await env.DB.prepare("SELECT id FROM contact_groups WHERE dept_id = ? AND is_default = 1 ORDER BY id")
+  const { results } = await env.DB.prepare(
+    "SELECT id FROM contact_groups WHERE dept_id = ? AND is_default = 1 ORDER BY id",
+  )
     .bind(deptId)
     .all<{ id: number }>();
   return results.map((r) => r.id);

@@ -24,7 +24,8 @@ export function parseCsv(text: string): string[][] {
     } else {
       SPECIAL.lastIndex = i;
       const stop = SPECIAL.exec(text)?.index ?? text.length;
-      if (text[stop] === '"' || text[stop] === "\n") throw new Error(`unexpected ${JSON.stringify(text[stop])} at ${stop}`);
+      if (text[stop] === '"' || text[stop] === "\n")
+        throw new Error(`unexpected ${JSON.stringify(text[stop])} at ${stop}`);
       field = text.slice(i, stop);
       i = stop;
     }

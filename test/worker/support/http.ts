@@ -31,7 +31,11 @@ export interface TextBody {
 /** What no body reads as (304). */
 export type EmptyBody = Record<string, never>;
 
-type BodyOf<R> = R extends { content: { "application/json": infer B } } ? B : R extends { content: object } ? TextBody : EmptyBody;
+type BodyOf<R> = R extends { content: { "application/json": infer B } }
+  ? B
+  : R extends { content: object }
+    ? TextBody
+    : EmptyBody;
 type Responses<O extends Operation> = operations[O]["responses"];
 type Statuses<O extends Operation> = keyof Responses<O> & number;
 
@@ -55,6 +59,7 @@ export type Fields = Record<string, unknown>;
  * JSON Schema tree navigated by key; its keywords are checked by Redocly and Spectral (test/tools).
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document itself, walked by path
 export type OpenApiJson = any;
 
 /** Any answer: a typed one, or a raw one whose body is not known. */
@@ -73,11 +78,23 @@ export interface CallOptions {
 
 type SuccessStatus = 200 | 201 | 202 | 203 | 204 | 206;
 /** The 2xx members of an answer. */
-export type Success<R> = R extends { status: infer S } ? (S extends SuccessStatus ? R : number extends S ? R : never) : never;
+export type Success<R> = R extends { status: infer S }
+  ? S extends SuccessStatus
+    ? R
+    : number extends S
+      ? R
+      : never
+  : never;
 /** The members of an answer with status S. */
-export type WithStatus<R, S extends number> = OrElse<R extends { status: infer T } ? (S extends T ? R & { status: S } : never) : never, Omit<R, "status" | "body"> & { status: S; body: unknown }>;
+export type WithStatus<R, S extends number> = OrElse<
+  R extends { status: infer T } ? (S extends T ? R & { status: S } : never) : never,
+  Omit<R, "status" | "body"> & { status: S; body: unknown }
+>;
 /** The members of an answer whose body can be B, with that body. */
-export type WithBody<R, B> = OrElse<R extends { body: infer T } ? (B extends T ? R & { body: B } : never) : never, Omit<R, "body"> & { body: B }>;
+export type WithBody<R, B> = OrElse<
+  R extends { body: infer T } ? (B extends T ? R & { body: B } : never) : never,
+  Omit<R, "body"> & { body: B }
+>;
 /** What a status check takes: an answer, or anything with a status (a download, a Response). */
 export type Checked = { status: number; body?: unknown };
 // A status or shape the document does not list for the operation (the check passed all the same): what was checked.
@@ -117,13 +134,21 @@ function templatePattern(template: string): RegExp {
 /** The operation's method and path template; throws when `path` is not one of its paths. */
 function routeOf(operation: Operation, path: string): { method: string; path: string } {
   const route = operationRoutes[operation];
-  if (!templatePattern(route.path).test(path.split("?")[0]!)) throw new Error(`${path} is not a path of ${operation} (${route.method} ${route.path})`);
+  if (!templatePattern(route.path).test(path.split("?")[0]!))
+    throw new Error(`${path} is not a path of ${operation} (${route.method} ${route.path})`);
   return route;
 }
 
 /** Calls an operation through the Worker's fetch like an HTTP client would; the answer is typed by status. */
-export async function call<O extends Operation>(operation: O, path: string, options: CallOptions = {}): Promise<Answer<O>> {
-  return readResult(await exports.default.fetch(buildRequest(routeOf(operation, path).method, path, options)), operation);
+export async function call<O extends Operation>(
+  operation: O,
+  path: string,
+  options: CallOptions = {},
+): Promise<Answer<O>> {
+  return readResult(
+    await exports.default.fetch(buildRequest(routeOf(operation, path).method, path, options)),
+    operation,
+  );
 }
 
 /** Sends what no operation describes (an unknown path, an unsupported method); the body is `unknown`. */
@@ -146,21 +171,31 @@ export async function openApiDocument(options: CallOptions = {}): Promise<OpenAp
 }
 
 /** Expects the status (the body in the message) and narrows the answer to it. */
-export function expectStatus<R extends Checked, S extends number>(res: R | Checked, status: S, message?: string): asserts res is WithStatus<R, S> {
+export function expectStatus<R extends Checked, S extends number>(
+  res: R | Checked,
+  status: S,
+  message?: string,
+): asserts res is WithStatus<R, S> {
   expect(res.status, message ?? JSON.stringify(res.body)).toBe(status);
 }
 
 /** Expects a 2xx answer and returns it narrowed to its success statuses. */
 export function ok<R extends CallResult>(res: R): Success<R> {
-  if (res.status < 200 || res.status > 299) throw new Error(`expected a 2xx answer, got ${res.status}: ${JSON.stringify(res.body)}`);
+  if (res.status < 200 || res.status > 299)
+    throw new Error(`expected a 2xx answer, got ${res.status}: ${JSON.stringify(res.body)}`);
   return res as Success<R>;
 }
 
 /** The body's fields, for shape checks of answers no operation describes (an answer's body is an object or `{ __text }`). */
-export const fieldsOf = (res: Checked): Fields => (typeof res.body === "object" && res.body !== null ? (res.body as Fields) : {});
+export const fieldsOf = (res: Checked): Fields =>
+  typeof res.body === "object" && res.body !== null ? (res.body as Fields) : {};
 
 /** Expects a Shape B error with the status and a message matching `msg`, and narrows the answer to it. */
-export function expectShapeB<R extends Checked, S extends number>(res: R | Checked, status: S, msg?: RegExp): asserts res is WithBody<WithStatus<R, S>, ApiError> {
+export function expectShapeB<R extends Checked, S extends number>(
+  res: R | Checked,
+  status: S,
+  msg?: RegExp,
+): asserts res is WithBody<WithStatus<R, S>, ApiError> {
   const body = fieldsOf(res);
   const problems: string[] = [];
   if (res.status !== status) problems.push(`status ${res.status} != ${status}`);
@@ -172,7 +207,11 @@ export function expectShapeB<R extends Checked, S extends number>(res: R | Check
 }
 
 /** Expects a Shape A error with the status and code, and narrows the answer to it. */
-export function expectShapeA<R extends Checked, S extends number>(res: R | Checked, status: S, error: string): asserts res is WithBody<WithStatus<R, S>, OAuthError> {
+export function expectShapeA<R extends Checked, S extends number>(
+  res: R | Checked,
+  status: S,
+  error: string,
+): asserts res is WithBody<WithStatus<R, S>, OAuthError> {
   const body = fieldsOf(res);
   const problems: string[] = [];
   if (res.status !== status) problems.push(`status ${res.status} != ${status}`);
@@ -219,4 +258,5 @@ export const TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
  * A Hono route path as the OpenAPI document writes it: `:id` → `{id}`, and a regex parameter that
  * ends in an extension (`:token{[A-Za-z0-9_-]+\.ics}`) → `{token}.ics`.
  */
-export const documentedPath = (honoPath: string) => honoPath.replace(/:(\w+)\{[^/]*\\\.(\w+)\}/g, "{$1}.$2").replace(/:([^/]+)/g, "{$1}");
+export const documentedPath = (honoPath: string) =>
+  honoPath.replace(/:(\w+)\{[^/]*\\\.(\w+)\}/g, "{$1}.$2").replace(/:([^/]+)/g, "{$1}");

@@ -1,7 +1,9 @@
 import { env } from "cloudflare:workers";
 
 /** SQLite's query plan of a drizzle query, one step per line. */
-export async function queryPlan(query: { toSQL(): { sql: string; params: unknown[] } } | { sql: string; params: unknown[] }): Promise<string> {
+export async function queryPlan(
+  query: { toSQL(): { sql: string; params: unknown[] } } | { sql: string; params: unknown[] },
+): Promise<string> {
   const { sql, params } = "toSQL" in query ? query.toSQL() : query;
   const rows = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
     .bind(...params)

@@ -2,7 +2,12 @@
 // the company clock's transport when a real alarm fires it, the pages fetched through the Worker's
 // own fetch as a browser would (GET, and forms posted as application/x-www-form-urlencoded).
 import { exports } from "cloudflare:workers";
-import { createExecutionContext, runDurableObjectAlarm, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import {
+  createExecutionContext,
+  runDurableObjectAlarm,
+  runInDurableObject,
+  waitOnExecutionContext,
+} from "cloudflare:test";
 import worker from "../../../src/index";
 import type { OutgoingEmail } from "../../../src/company-clock/reminder-delivery";
 import type { CompanyClock } from "../../../src/company-clock/object";
@@ -21,8 +26,16 @@ export function minutesAhead(minutes: number) {
  * company's clock, the alarm run) and answers the emails it sent, as the email binding got them.
  * `body`: more of the reminder (e.g. `contact_id`).
  */
-export async function fireReminder(companyId: number, token: string, itemId: number, body: Record<string, unknown> = {}): Promise<OutgoingEmail[]> {
-  const created = await call("createItemReminder", `/v1/items/${itemId}/reminders`, { token, body: { ...minutesAhead(3), ...body } });
+export async function fireReminder(
+  companyId: number,
+  token: string,
+  itemId: number,
+  body: Record<string, unknown> = {},
+): Promise<OutgoingEmail[]> {
+  const created = await call("createItemReminder", `/v1/items/${itemId}/reminders`, {
+    token,
+    body: { ...minutesAhead(3), ...body },
+  });
   if (created.status !== 201) throw new Error(`reminder: ${created.status} ${JSON.stringify(created.body)}`);
   const sent: OutgoingEmail[] = [];
   const stub = clockFor(env, companyId);
@@ -30,7 +43,11 @@ export async function fireReminder(companyId: number, token: string, itemId: num
   await runInDurableObject(stub, (instance: CompanyClock, state) => {
     original = instance.transports;
     instance.transports = { ...original, email: async (message) => (sent.push(message), original!.email(message)) };
-    state.storage.sql.exec("UPDATE reminders SET due_at = ? WHERE reminder_id = ?", Date.now() - 1000, created.body.data.reminder_id);
+    state.storage.sql.exec(
+      "UPDATE reminders SET due_at = ? WHERE reminder_id = ?",
+      Date.now() - 1000,
+      created.body.data.reminder_id,
+    );
   });
   try {
     await runDurableObjectAlarm(stub);
@@ -61,7 +78,13 @@ export function linksOf(email: OutgoingEmail): EmailLinks {
   const page = links.find((l) => !/\/r\/[^/]+\/[a-z]+$/.test(l));
   if (!page) throw new Error(`no page link in:\n${email.text}`);
   const action = (name: string) => links.find((l) => l === `${page}/${name}`);
-  return { page, acknowledge: action("acknowledge")!, complete: action("complete")!, renew: action("renew"), snooze: action("snooze")! };
+  return {
+    page,
+    acknowledge: action("acknowledge")!,
+    complete: action("complete")!,
+    renew: action("renew"),
+    snooze: action("snooze")!,
+  };
 }
 
 export interface PageResult {
@@ -76,11 +99,19 @@ async function read(response: Response): Promise<PageResult> {
 
 /** GET of a page link, as a browser's navigation sends it. */
 export async function getPage(url: string, headers: Record<string, string> = {}): Promise<PageResult> {
-  return read(await exports.default.fetch(new Request(url, { headers: { Accept: "text/html,application/xhtml+xml,*/*;q=0.8", ...headers } })));
+  return read(
+    await exports.default.fetch(
+      new Request(url, { headers: { Accept: "text/html,application/xhtml+xml,*/*;q=0.8", ...headers } }),
+    ),
+  );
 }
 
 /** A form posted as a browser posts it: to `url`, its fields url-encoded. */
-export async function postForm(url: string, fields: Record<string, string>, headers: Record<string, string> = {}): Promise<PageResult> {
+export async function postForm(
+  url: string,
+  fields: Record<string, string>,
+  headers: Record<string, string> = {},
+): Promise<PageResult> {
   return read(
     await exports.default.fetch(
       new Request(url, {
@@ -95,7 +126,11 @@ export async function postForm(url: string, fields: Record<string, string>, head
 /** A request to the Worker with a modified environment (RATE_LIMITS, REQUEST_LOGS on). */
 export async function fetchWithEnv(overrides: Record<string, unknown>, request: Request): Promise<PageResult> {
   const ctx = createExecutionContext();
-  const response = await worker.fetch(request as Request<unknown, IncomingRequestCfProperties>, { ...env, ...overrides } as Cloudflare.Env, ctx);
+  const response = await worker.fetch(
+    request as Request<unknown, IncomingRequestCfProperties>,
+    { ...env, ...overrides } as Cloudflare.Env,
+    ctx,
+  );
   await waitOnExecutionContext(ctx);
   return read(response);
 }

@@ -19,7 +19,12 @@ export async function tokenFor(clientId: string, scope?: string): Promise<string
   const cached = tokens.get(key);
   if (cached) return cached;
   const res = await call("issueToken", "/v1/oauth/token", {
-    body: { grant_type: "client_credentials", client_id: clientId, client_secret: `${clientId}-secret`, ...(scope ? { scope } : {}) },
+    body: {
+      grant_type: "client_credentials",
+      client_id: clientId,
+      client_secret: `${clientId}-secret`,
+      ...(scope ? { scope } : {}),
+    },
   });
   if (res.status !== 200) throw new Error(`token for ${clientId}: ${res.status} ${JSON.stringify(res.body)}`);
   tokens.set(key, res.body.access_token);
@@ -72,4 +77,3 @@ export function decodeJwt(token: string): { header: ProtectedHeaderParameters; p
   const decode = (part: string) => JSON.parse(atob(part.replace(/-/g, "+").replace(/_/g, "/")));
   return { header: decode(h!), payload: decode(p!) };
 }
-
