@@ -355,6 +355,15 @@ export function reanchor(sql: SqlStorage, itemId: number, anchor: string, zone: 
 const WANT_HELD = `CASE WHEN origin = 'expiry' THEN ?1 ELSE (?1 OR (?2 AND always = 0) OR (origin <> 'snooze' AND ?3 IS NOT NULL AND due_at < ?3)) END`;
 
 /**
+ * The instant of the item's waiting snooze reminder. INDEXED BY: for min(due_at) SQLite would
+ * otherwise walk reminders_due, every waiting reminder of the company, instead of the item's few
+ * rows (each new item's sync grew with the company's reminders).
+ */
+export const SNOOZE_AT_SQL =
+  "SELECT min(due_at) AS at FROM reminders INDEXED BY reminders_item WHERE item_id = ? " +
+  "AND origin = 'snooze' AND state IN ('queued', 'held')";
+
+/**
  * Holds or queues the item's waiting reminders as its mirror says (completed or archived,
  * acknowledged, snoozed): every change to those, and every reminder added, ends with it. A held
  * reminder released after its time has passed is dropped, not sent late: a reminder about
@@ -363,13 +372,7 @@ const WANT_HELD = `CASE WHEN origin = 'expiry' THEN ?1 ELSE (?1 OR (?2 AND alway
 export function reconcile(sql: SqlStorage, itemId: number, now: number): void {
   const mirror = itemMirror(sql, itemId);
   if (!mirror || mirror.gone) return;
-  const snoozeAt = sql
-    .exec<{ at: number | null }>(
-      "SELECT min(due_at) AS at FROM reminders WHERE item_id = ? AND origin = 'snooze' " +
-        "AND state IN ('queued', 'held')",
-      itemId,
-    )
-    .one().at;
+  const snoozeAt = sql.exec<{ at: number | null }>(SNOOZE_AT_SQL, itemId).one().at;
   const facts = [mirror.held ? 1 : 0, mirror.acked ? 1 : 0, snoozeAt] as const;
   sql.exec(
     `UPDATE reminders SET state = 'held' WHERE item_id = ?4 AND state = 'queued' AND ${WANT_HELD}`,
