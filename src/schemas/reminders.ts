@@ -75,7 +75,7 @@ const channels = z
 
 const contactId = z
   .union([z.literal(0), idField("contact_id")], { error: "contact_id must be a positive integer, or 0 for the item's contact" })
-  .openapi({ type: "integer", minimum: 0, example: 42, description: "Recipient; default (and 0): the item's contact at sending time" });
+  .openapi({ type: "integer", minimum: 0, example: 42, description: "Recipient; default (and 0): the item's contact at sending time. Not with group_id." });
 
 const timeFields = {
   date: date.optional(),
