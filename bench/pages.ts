@@ -5,10 +5,15 @@
 //      with src/lib/link-token.ts and the key given to the server (--var LINK_SIGNING_KEYS);
 //   2. checks: a page answers 200 with the item's title, an unknown token 404, a POST acknowledges;
 //   3. per round (--rounds, default 3): GET /health, GET /r/{token} (round robin over the items),
-//      and POST /r/{token} `action=acknowledge` (each request a fresh item, so every one writes),
-//      each for --duration seconds with --connections;
-//   4. a table of medians and the targets: the page GET at least 0.45 of /health, the acknowledge
-//      POST through the page at least 0.25.
+//      POST /r/{token} `action=acknowledge` and POST /v1/items/{id}/acknowledge (each request a
+//      fresh item, so every one writes; the page takes the first half, the API the second), each
+//      for --duration seconds with --connections;
+//   4. a group of GROUP contacts made through the API and a reminder to the group at the coming
+//      minute: how long after its minute the last of its deliveries was handed to the email binding
+//      (its delivered_at), and that each contact got exactly one;
+//   5. a table of medians and the targets: the page GET at least 0.45 of /health, the acknowledge
+//      POST through the page at least 0.25, the API's at least 0.30; the group's last delivery
+//      within 10 s of its minute.
 // Exits non-zero on errors (a status other than the route's, socket errors, failed setup), not on a missed target.
 import type { ChildProcess } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -16,7 +21,9 @@ import { loadavg } from "node:os";
 import { dirname } from "node:path";
 import {
   expect,
+  httpClient,
   measurer,
+  sleep,
   median,
   multiRowInserts,
   pct,
@@ -40,7 +47,10 @@ const FIRST_ID = 1_001;
 const CONTACT = 1_001;
 const LINK_SECRET = "bench-link-signing-key-0123456789abcdef";
 const VARS = ["--var", "RATE_LIMITS:off", "--var", `LINK_SIGNING_KEYS:bench:${LINK_SECRET}`];
-const TARGETS = { page: 0.45, acknowledge: 0.25 };
+const TARGETS = { page: 0.45, acknowledge: 0.25, "api-acknowledge": 0.3 };
+/** Recipients of the group reminder (the most a group step sends to), and how late its last delivery may be. */
+const GROUP = 200;
+const GROUP_TARGET_MS = 10_000;
 
 function seedStatements(): string[] {
   const today = new Date();
@@ -67,6 +77,7 @@ export async function runPagesBench(options: PagesBenchOptions): Promise<number>
   const started = Date.now();
   const base = `http://127.0.0.1:${options.port}`;
   const log = (message: string) => console.log(`[bench:pages +${((Date.now() - started) / 1000).toFixed(0)}s] ${message}`);
+  const { postJson, getJson, fetchToken } = httpClient(base);
   const { measure } = measurer({ base, connections: options.connections, duration: options.duration, warmup: options.warmup, log });
   const scope = tempServerScope("expiry-bench-pages-", log);
   let child: ChildProcess | undefined;
@@ -97,8 +108,13 @@ export async function runPagesBench(options: PagesBenchOptions): Promise<number>
     expect(acknowledged.status === 200 && ackHtml.includes('class="outcome applied"'), `POST acknowledge: ${acknowledged.status}`);
     log("checks ok: a page answers 200 with its item, an unknown token 404, a POST acknowledges");
 
-    // ---- measurements: each acknowledge takes the next fresh item
-    const fresh = paths.slice(0, ITEMS - 2);
+    // ---- measurements: each acknowledge takes the next fresh item (the page's from the first half, the API's from the second)
+    const token = await fetchToken();
+    const half = Math.floor((ITEMS - 2) / 2);
+    const fresh = paths.slice(0, half);
+    const freshForApi = Array.from({ length: half }, (_, i) => FIRST_ID + half + i);
+    const viaApi = await postJson(`/v1/items/${FIRST_ID + ITEMS - 3}/acknowledge`, token, { note: "bench check" });
+    expect(viaApi.status === 200 && viaApi.body?.data?.acknowledgement?.via === "api", `POST /v1/items/{id}/acknowledge: ${viaApi.status}`);
     const routes: Array<RouteSpec & { status: number }> = [
       { key: "health", label: "GET /health", path: "/health", status: 200 },
       { key: "page", label: "GET /r/{token} (the page)", path: paths[0]!, requests: paths.map((path) => ({ path, headers: {} })), status: 200 },
@@ -109,6 +125,15 @@ export async function runPagesBench(options: PagesBenchOptions): Promise<number>
         post: "action=acknowledge",
         headers: { "Content-Type": "application/x-www-form-urlencoded" },
         requests: fresh.map((path) => ({ path, headers: {} })),
+        status: 200,
+      },
+      {
+        key: "api-acknowledge",
+        label: "POST /v1/items/{id}/acknowledge",
+        path: `/v1/items/${freshForApi[0]}/acknowledge`,
+        token,
+        post: "{}",
+        requests: freshForApi.map((id) => ({ path: `/v1/items/${id}/acknowledge`, headers: { Authorization: `Bearer ${token}` } })),
         status: 200,
       },
     ];
@@ -126,8 +151,38 @@ export async function runPagesBench(options: PagesBenchOptions): Promise<number>
       }
     }
     // Every measured acknowledge wrote: the next fresh item is still unacknowledged.
-    const spent = results.acknowledge!.reduce((n, r) => n + r.requests, 0);
-    expect(spent < fresh.length, `${spent} acknowledges for ${fresh.length} fresh items: raise ITEMS`);
+    for (const key of ["acknowledge", "api-acknowledge"]) {
+      const spent = results[key]!.reduce((n, r) => n + r.requests, 0);
+      expect(spent < half, `${spent} ${key} requests for ${half} fresh items: raise ITEMS`);
+    }
+
+    // ---- a reminder to a group of GROUP contacts at the coming minute
+    const group = await postJson("/v1/contact-groups", token, { group_name: "Bench group" });
+    expect(group.status === 201, `POST /v1/contact-groups: ${group.status}`);
+    const groupId = group.body.data.groupid as number;
+    for (let i = 0; i < GROUP; i++) {
+      const member = await postJson("/v1/contacts", token, { first_name: "Member", last_name: String(i), email: `member${i}@group.bench.example`, groupid: groupId });
+      expect(member.status === 201, `POST /v1/contacts (member ${i}): ${member.status} ${JSON.stringify(member.body).slice(0, 200)}`);
+    }
+    const grouped = await postJson("/v1/items", token, { title: "Group bench item", expiry_date: "2031-06-30", seqid: 0 });
+    expect(grouped.status === 201, `POST /v1/items: ${grouped.status}`);
+    const groupedId = grouped.body.data.item_id as number;
+    const minute = Math.ceil((Date.now() + 15_000) / 60_000) * 60_000;
+    const at = new Date(minute).toISOString();
+    const reminder = await postJson(`/v1/items/${groupedId}/reminders`, token, { date: at.slice(0, 10), hour: at.slice(11, 16), group_id: groupId });
+    expect(reminder.status === 201, `POST /v1/items/{id}/reminders (group): ${reminder.status} ${JSON.stringify(reminder.body).slice(0, 200)}`);
+    log(`a reminder to ${GROUP} contacts of group ${groupId} at ${at}: waiting for its deliveries`);
+    let deliveries: Array<{ state: string; contact_id: number; delivered_at: string | null }> = [];
+    while (Date.now() < minute + 120_000) {
+      await sleep(2_000);
+      const listed = await getJson(`/v1/items/${groupedId}/reminders`, token);
+      deliveries = listed.body?.data?.sent?.[0]?.deliveries ?? [];
+      if (deliveries.length >= GROUP && deliveries.every((d) => d.state !== "pending")) break;
+    }
+    const sent = deliveries.filter((d) => d.state === "sent" && d.delivered_at);
+    const lastMs = sent.length ? Math.max(...sent.map((d) => Date.parse(d.delivered_at!))) - minute : Number.NaN;
+    const recipients = new Set(sent.map((d) => d.contact_id)).size;
+    expect(sent.length === GROUP && recipients === GROUP, `group reminder: ${sent.length} deliveries sent to ${recipients} contacts, expected ${GROUP}`);
 
     // ---- report
     const loadAfter = loadavg()[0]!;
@@ -154,10 +209,12 @@ export async function runPagesBench(options: PagesBenchOptions): Promise<number>
     );
     const verdicts = (Object.entries(TARGETS) as Array<[keyof typeof TARGETS, number]>).map(([key, target]) => ({ key, target, ratio: ratio(key), met: ratio(key) >= target }));
     for (const v of verdicts) console.log(`${v.key}: ${v.ratio.toFixed(2)} of /health (target >= ${v.target.toFixed(2)}) -> ${v.met ? "MET" : "MISSED"}`);
+    const groupMet = lastMs <= GROUP_TARGET_MS;
+    console.log(`group of ${GROUP}: last delivery handed to the email binding ${(lastMs / 1000).toFixed(1)} s after its minute (target <= ${GROUP_TARGET_MS / 1000} s) -> ${groupMet ? "MET" : "MISSED"}`);
     for (const message of errors) console.error(`ERROR ${message}`);
     if (options.json) {
       mkdirSync(dirname(options.json), { recursive: true });
-      writeFileSync(options.json, JSON.stringify({ started: new Date(started).toISOString(), options, items: ITEMS, loadAverage: { before: loadBefore, after: loadAfter }, verdicts, results, errors }, null, 2) + "\n");
+      writeFileSync(options.json, JSON.stringify({ started: new Date(started).toISOString(), options, items: ITEMS, loadAverage: { before: loadBefore, after: loadAfter }, verdicts, group: { recipients: GROUP, lastDeliveryMs: lastMs }, results, errors }, null, 2) + "\n");
       log(`results written to ${options.json}`);
     }
     return errors.length > 0 ? 1 : 0;

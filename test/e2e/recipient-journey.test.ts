@@ -141,7 +141,12 @@ describe("a recipient's journey", () => {
     const detail = await api("GET", `/v1/items/${itemId}`);
     expect(detail.body.data.status).toBe("completed");
     const audit = await api("GET", `/v1/audit-log?resource_type=item&resource_id=${itemId}&limit=10`);
-    expect(audit.body.data.filter((e: any) => e.operation_id === "actOnRecipientPage")).toHaveLength(1);
+    // Two writes from the page, the acknowledgement and the completion, each naming the contact and the link.
+    const fromPage = audit.body.data.filter((e: any) => e.operation_id === "actOnRecipientPage");
+    expect(fromPage.map((e: any) => [e.actor.contact_id, e.actor.via, e.actor.client_id])).toEqual([
+      [journey.contact.id, "link", null],
+      [journey.contact.id, "link", null],
+    ]);
   });
 
   it("8 POSTs of complete at once, on an item that renews when completed, renew it exactly once", async () => {
