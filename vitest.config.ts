@@ -21,11 +21,15 @@ export default defineConfig(async () => {
               miniflare: {
                 bindings: {
                   TEST_MIGRATIONS: migrations,
-                  JWT_SIGNING_KEYS: "test-current:test-signing-key-current-0123456789abcdef test-previous:test-signing-key-previous-0123456789abcdef",
+                  JWT_SIGNING_KEYS:
+                    "test-current:test-signing-key-current-0123456789abcdef " +
+                    "test-previous:test-signing-key-previous-0123456789abcdef",
                   // No client-status caching in tests: deactivation must be visible at once.
                   CLIENT_STATUS_TTL_SECONDS: "0",
                   WEBHOOK_SECRETS_KEY: "test-webhook-secrets-key-0123456789abcdef",
-                  LINK_SIGNING_KEYS: "links-current:test-link-key-current-0123456789abcdef links-previous:test-link-key-previous-0123456789abcdef",
+                  LINK_SIGNING_KEYS:
+                    "links-current:test-link-key-current-0123456789abcdef " +
+                    "links-previous:test-link-key-previous-0123456789abcdef",
                   // The links in reminder emails point at the origin the tests call (test/worker/support/http.ts BASE).
                   PUBLIC_BASE_URL: "https://api.test",
                   WEBHOOKS_ALLOW_PRIVATE_URLS: "true",
@@ -45,6 +49,8 @@ export default defineConfig(async () => {
             name: "worker",
             include: ["test/worker/**/*.test.ts"],
             setupFiles: ["./test/worker/setup.ts"],
+            // A test that sends a few hundred requests takes seconds on a loaded two-core runner, not 5.
+            testTimeout: 30_000,
           },
         },
         {

@@ -60,7 +60,17 @@ import {
   type RouteResult,
   type RouteSpec,
 } from "./kit.ts";
-import { ROOT, applyMigrations, ensureDevVars, numberOption as numberOptionOf, optionValue, rejectUnknownOptions, seedLocal, startDev, wrangler } from "../scripts/lib/local.ts";
+import {
+  ROOT,
+  applyMigrations,
+  ensureDevVars,
+  numberOption as numberOptionOf,
+  optionValue,
+  rejectUnknownOptions,
+  seedLocal,
+  startDev,
+  wrangler,
+} from "../scripts/lib/local.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -112,11 +122,34 @@ if (argv.includes("--help") || argv.includes("-h")) {
   --json [FILE]      also write the results as JSON (default .bench/bench-<timestamp>.json)`);
   process.exit(0);
 }
-const KNOWN_FLAGS = ["--only", "--duration", "--connections", "--warmup", "--server-warmup", "--rounds", "--port", "--json"];
+const KNOWN_FLAGS = [
+  "--only",
+  "--duration",
+  "--connections",
+  "--warmup",
+  "--server-warmup",
+  "--rounds",
+  "--port",
+  "--json",
+];
 rejectUnknownOptions(argv, KNOWN_FLAGS);
 const numberOption = (name: string, fallback: number, min: number) => numberOptionOf(argv, name, fallback, min);
 
-const ONLY_VALUES = ["items", "contacts", "reminders", "webhooks", "drive", "limits", "feeds", "imports", "exports", "renewals", "writes", "pages", "all"] as const;
+const ONLY_VALUES = [
+  "items",
+  "contacts",
+  "reminders",
+  "webhooks",
+  "drive",
+  "limits",
+  "feeds",
+  "imports",
+  "exports",
+  "renewals",
+  "writes",
+  "pages",
+  "all",
+] as const;
 const ONLY = (optionValue(argv, "--only") ?? "all") as (typeof ONLY_VALUES)[number];
 if (!ONLY_VALUES.includes(ONLY)) {
   console.error(`--only must be one of ${ONLY_VALUES.join(", ")} (got ${ONLY})`);
@@ -139,8 +172,36 @@ const DURATION = numberOption("--duration", 10, 1);
 const CONNECTIONS = Math.round(numberOption("--connections", WRITES ? 16 : 32, 1));
 const WARMUP = numberOption("--warmup", 2, 0);
 const SERVER_WARMUP = numberOption("--server-warmup", REMINDERS || LIMITS || FEEDS ? 5 : 10, 0);
-const ROUNDS = Math.round(numberOption("--rounds", DRIVE || LIMITS || FEEDS || IMPORTS || EXPORTS || WRITES || PAGES ? 3 : 1, 1));
-const PORT = Math.round(numberOption("--port", REMINDERS ? 8920 : WEBHOOKS ? 8940 : DRIVE ? 8960 : LIMITS ? 8980 : FEEDS ? 9020 : IMPORTS ? 9040 : EXPORTS ? 9060 : RENEWALS ? 9080 : WRITES ? 9100 : PAGES ? 9120 : 8900, 1));
+const ROUNDS = Math.round(
+  numberOption("--rounds", DRIVE || LIMITS || FEEDS || IMPORTS || EXPORTS || WRITES || PAGES ? 3 : 1, 1),
+);
+const PORT = Math.round(
+  numberOption(
+    "--port",
+    REMINDERS
+      ? 8920
+      : WEBHOOKS
+        ? 8940
+        : DRIVE
+          ? 8960
+          : LIMITS
+            ? 8980
+            : FEEDS
+              ? 9020
+              : IMPORTS
+                ? 9040
+                : EXPORTS
+                  ? 9060
+                  : RENEWALS
+                    ? 9080
+                    : WRITES
+                      ? 9100
+                      : PAGES
+                        ? 9120
+                        : 8900,
+    1,
+  ),
+);
 const INSPECTOR_PORT = PORT + 1;
 
 function jsonOutputPath(): string | undefined {
@@ -165,25 +226,117 @@ const LIST_OFFSET = 5_000;
 const TARGETS = { point: 0.5, list: 0.4, structure: 0.4, searchAll: 0.4 };
 
 const FIRST_NAMES = [
-  "James", "Mary", "John", "Patricia", "Robert", "Jennifer", "Michael", "Linda", "David", "Elizabeth",
-  "William", "Barbara", "Richard", "Susan", "Joseph", "Jessica", "Thomas", "Sarah", "Charles", "Karen",
-  "Maria", "Mark", "Martin", "Marta", "Anna", "Lukas", "Sofia", "Mateo", "Chloé", "Noah",
-  "Emma", "Olivia", "Liam", "Zoë", "Hugo", "Léa", "Ines", "Yusuf", "Aiko", "Priya",
+  "James",
+  "Mary",
+  "John",
+  "Patricia",
+  "Robert",
+  "Jennifer",
+  "Michael",
+  "Linda",
+  "David",
+  "Elizabeth",
+  "William",
+  "Barbara",
+  "Richard",
+  "Susan",
+  "Joseph",
+  "Jessica",
+  "Thomas",
+  "Sarah",
+  "Charles",
+  "Karen",
+  "Maria",
+  "Mark",
+  "Martin",
+  "Marta",
+  "Anna",
+  "Lukas",
+  "Sofia",
+  "Mateo",
+  "Chloé",
+  "Noah",
+  "Emma",
+  "Olivia",
+  "Liam",
+  "Zoë",
+  "Hugo",
+  "Léa",
+  "Ines",
+  "Yusuf",
+  "Aiko",
+  "Priya",
 ];
 const LAST_NAMES = [
-  "Smith", "Johnson", "Williams", "Brown", "Jones", "Garcia", "Miller", "Davis", "Rodriguez", "Wilson",
-  "Anderson", "Taylor", "Thomas", "Moore", "Jackson", "White", "Harris", "Clark", "Lewis", "Walker",
-  "Young", "King", "Wright", "Lopez", "Hill", "Scott", "Green", "Adams", "Baker", "Nelson",
-  "Müller", "Schmidt", "Dubois", "Rossi", "Nakamura", "Kowalski", "Novak", "Svensson", "O'Brien", "Fernández",
-  "Patel", "Singh", "Kim", "Nguyen", "Silva", "Costa", "Jansen", "Berg", "Horvat", "Popescu",
+  "Smith",
+  "Johnson",
+  "Williams",
+  "Brown",
+  "Jones",
+  "Garcia",
+  "Miller",
+  "Davis",
+  "Rodriguez",
+  "Wilson",
+  "Anderson",
+  "Taylor",
+  "Thomas",
+  "Moore",
+  "Jackson",
+  "White",
+  "Harris",
+  "Clark",
+  "Lewis",
+  "Walker",
+  "Young",
+  "King",
+  "Wright",
+  "Lopez",
+  "Hill",
+  "Scott",
+  "Green",
+  "Adams",
+  "Baker",
+  "Nelson",
+  "Müller",
+  "Schmidt",
+  "Dubois",
+  "Rossi",
+  "Nakamura",
+  "Kowalski",
+  "Novak",
+  "Svensson",
+  "O'Brien",
+  "Fernández",
+  "Patel",
+  "Singh",
+  "Kim",
+  "Nguyen",
+  "Silva",
+  "Costa",
+  "Jansen",
+  "Berg",
+  "Horvat",
+  "Popescu",
 ];
 const DOMAINS = ["example.com", "example.org", "mail.example.net", "corp.example", "demo.example"];
 const COUNTRIES: Array<[iso: string, code: string]> = [
-  ["US", "+1"], ["GB", "+44"], ["DE", "+49"], ["FR", "+33"], ["IT", "+39"], ["ES", "+34"], ["IN", "+91"], ["JP", "+81"],
+  ["US", "+1"],
+  ["GB", "+44"],
+  ["DE", "+49"],
+  ["FR", "+33"],
+  ["IT", "+39"],
+  ["ES", "+34"],
+  ["IN", "+91"],
+  ["JP", "+81"],
 ];
 
 const asciiLower = (value: string) =>
-  value.normalize("NFD").replace(/[\u0300-\u036f]/g, "").replace(/[^A-Za-z]/g, "").toLowerCase();
+  value
+    .normalize("NFD")
+    .replace(/[\u0300-\u036f]/g, "")
+    .replace(/[^A-Za-z]/g, "")
+    .toLowerCase();
 
 /**
  * The contacts as multi-row INSERTs with explicit ids 1..12,000: every sixth id belongs to
@@ -198,7 +351,8 @@ function buildContactStatements(): { statements: string[]; company1Ids: number[]
   const total = COMPANY1_CONTACTS + COMPANY2_CONTACTS;
   const start = Date.parse("2024-01-01T00:00:00Z");
   for (let id = 1; id <= total; id++) {
-    const inCompany2 = company2Ids.length < COMPANY2_CONTACTS && (id % 6 === 0 || company1Ids.length >= COMPANY1_CONTACTS);
+    const inCompany2 =
+      company2Ids.length < COMPANY2_CONTACTS && (id % 6 === 0 || company1Ids.length >= COMPANY1_CONTACTS);
     const [companyId, deptId] = inCompany2 ? [2, 2] : [1, 1];
     (inCompany2 ? company2Ids : company1Ids).push(id);
     const first = pick(FIRST_NAMES);
@@ -213,7 +367,9 @@ function buildContactStatements(): { statements: string[]; company1Ids: number[]
     );
   }
   const head =
-    "INSERT INTO contacts (id, company_id, dept_id, group_id, first_name, last_name, email, email_key, country_code, iso, mobile_code, phone_number, created_at, updated_at, search_words) VALUES\n";
+    "INSERT INTO contacts (id, company_id, dept_id, group_id, first_name, last_name, " +
+    "email, email_key, country_code, iso, mobile_code, phone_number, created_at, " +
+    "updated_at, search_words) VALUES\n";
   return { statements: multiRowInserts(head, rows), company1Ids, company2Ids };
 }
 
@@ -230,10 +386,22 @@ interface ItemCompany {
   folderIds: number[];
 }
 
-const BIG: ItemCompany = { id: 1, items: 100_000, deptIds: [1, 3, 4, 5], typeIds: range(1, 20), folderIds: range(1, 50) };
+const BIG: ItemCompany = {
+  id: 1,
+  items: 100_000,
+  deptIds: [1, 3, 4, 5],
+  typeIds: range(1, 20),
+  folderIds: range(1, 50),
+};
 const OTHER: ItemCompany = { id: 2, items: 20_000, deptIds: [2], typeIds: [], folderIds: [] };
 /** The 1,000-item company the growth is measured against: same shape as company 1, 1% of its items. */
-const SMALL: ItemCompany = { id: 3, items: 1_000, deptIds: [6, 7, 8, 9], typeIds: range(21, 40), folderIds: range(51, 60) };
+const SMALL: ItemCompany = {
+  id: 3,
+  items: 1_000,
+  deptIds: [6, 7, 8, 9],
+  typeIds: range(21, 40),
+  folderIds: range(51, 60),
+};
 const ITEM_COMPANIES = [BIG, OTHER, SMALL];
 /** API client of company 3 (seeded here, not by the demo seed). */
 const SMALL_CLIENT = { id: "bench-small", secret: "bench-small-secret" };
@@ -245,7 +413,15 @@ const ITEM_DEEP_OFFSET = 20_000;
 const DEEP_SHARE = 0.8;
 /** The keyset page starts after this many rows: 20,000 at 100k, 200 at 1k (the same share). */
 const KEYSET_POSITION = { big: 20_000, small: 200 };
-const ITEM_TARGETS = { list: 0.4, filtered: 0.35, searchAll: 0.4, searchRare: 0.45, growth: 1.5, point: 0.5, create: 0.3 };
+const ITEM_TARGETS = {
+  list: 0.4,
+  filtered: 0.35,
+  searchAll: 0.4,
+  searchRare: 0.45,
+  growth: 1.5,
+  point: 0.5,
+  create: 0.3,
+};
 const ITEM_TYPE_VALUES = ["exp", "due", "apt", "evt"] as const;
 
 function range(from: number, to: number): number[] {
@@ -254,36 +430,157 @@ function range(from: number, to: number): number[] {
 
 const EXTRA_DEPARTMENTS = ["Operations", "Facilities", "Fleet"];
 const DOCUMENT_TYPES = [
-  "Certificate", "Contract", "Insurance policy", "Inspection report", "License", "Permit", "Lease", "Warranty", "Passport", "Visa",
-  "Registration", "Subscription", "Maintenance plan", "Calibration record", "Audit report", "Training record", "Vaccination record",
-  "Service agreement", "Tax document", "Medical record",
+  "Certificate",
+  "Contract",
+  "Insurance policy",
+  "Inspection report",
+  "License",
+  "Permit",
+  "Lease",
+  "Warranty",
+  "Passport",
+  "Visa",
+  "Registration",
+  "Subscription",
+  "Maintenance plan",
+  "Calibration record",
+  "Audit report",
+  "Training record",
+  "Vaccination record",
+  "Service agreement",
+  "Tax document",
+  "Medical record",
 ];
-const FOLDER_AREAS = ["Permits", "Vehicles", "Buildings", "Staff", "Contracts", "Insurance", "IT", "Finance", "Health & Safety", "Suppliers"];
+const FOLDER_AREAS = [
+  "Permits",
+  "Vehicles",
+  "Buildings",
+  "Staff",
+  "Contracts",
+  "Insurance",
+  "IT",
+  "Finance",
+  "Health & Safety",
+  "Suppliers",
+];
 const TAG_NAMES = [
-  "urgent", "legal", "fleet", "hr", "finance", "building-a", "building-b", "warehouse", "it", "safety",
-  "compliance", "renewal", "supplier", "customer", "annual", "quarterly", "monthly", "critical", "low-priority", "board",
-  "audit", "health", "insurance", "tax", "lease", "vendor", "payroll", "training", "travel", "équipe",
+  "urgent",
+  "legal",
+  "fleet",
+  "hr",
+  "finance",
+  "building-a",
+  "building-b",
+  "warehouse",
+  "it",
+  "safety",
+  "compliance",
+  "renewal",
+  "supplier",
+  "customer",
+  "annual",
+  "quarterly",
+  "monthly",
+  "critical",
+  "low-priority",
+  "board",
+  "audit",
+  "health",
+  "insurance",
+  "tax",
+  "lease",
+  "vendor",
+  "payroll",
+  "training",
+  "travel",
+  "équipe",
 ];
 /** First words of titles: a few share prefixes ("ins…": inspection, insurance, insulin; "insp…": inspection, inspector). */
 const TITLE_SUBJECTS = [
-  "Inspection", "Inspection", "Inspector visit", "Insurance", "Insurance", "Insulin prescription", "License", "Permit", "Certificate",
-  "Contract", "Lease", "Warranty", "Passport", "Visa", "Registration", "Subscription", "Maintenance", "Calibration", "Audit",
-  "Training", "Vaccination", "Service", "Domain renewal", "Membership", "Tax filing", "Safety check", "Medical check-up",
-  "Fire drill", "Certification", "Payment",
+  "Inspection",
+  "Inspection",
+  "Inspector visit",
+  "Insurance",
+  "Insurance",
+  "Insulin prescription",
+  "License",
+  "Permit",
+  "Certificate",
+  "Contract",
+  "Lease",
+  "Warranty",
+  "Passport",
+  "Visa",
+  "Registration",
+  "Subscription",
+  "Maintenance",
+  "Calibration",
+  "Audit",
+  "Training",
+  "Vaccination",
+  "Service",
+  "Domain renewal",
+  "Membership",
+  "Tax filing",
+  "Safety check",
+  "Medical check-up",
+  "Fire drill",
+  "Certification",
+  "Payment",
 ];
 const TITLE_OBJECTS = [
-  "fire extinguishers", "elevator", "company van", "forklift", "boiler", "office lease", "server room", "delivery truck",
-  "HVAC system", "sprinkler system", "first aid kits", "liability", "property", "vehicle fleet", "workers' compensation",
-  "food handling", "electrical installation", "crane", "pressure vessels", "website certificate", "cold storage", "alarm system",
+  "fire extinguishers",
+  "elevator",
+  "company van",
+  "forklift",
+  "boiler",
+  "office lease",
+  "server room",
+  "delivery truck",
+  "HVAC system",
+  "sprinkler system",
+  "first aid kits",
+  "liability",
+  "property",
+  "vehicle fleet",
+  "workers' compensation",
+  "food handling",
+  "electrical installation",
+  "crane",
+  "pressure vessels",
+  "website certificate",
+  "cold storage",
+  "alarm system",
 ];
 const TITLE_PLACES = [
-  "Building A", "Building B", "Warehouse 2", "Head office", "Plant Nord", "Depot Süd", "Branch Lyon", "Store 14", "São Paulo office", "Lab 3",
+  "Building A",
+  "Building B",
+  "Warehouse 2",
+  "Head office",
+  "Plant Nord",
+  "Depot Süd",
+  "Branch Lyon",
+  "Store 14",
+  "São Paulo office",
+  "Lab 3",
 ];
 const NOTES = [
-  "", "", "", "Renew with the city office", "Contact the supplier 30 days ahead", "Annual inspections required by law",
-  "Copy kept in the safe", "Ask for the updated certificate", "Budget approved", "Check the premium before renewing",
-  "Reminder for the facility manager", "Scanned copy in the shared drive", "Price increase expected next year",
-  "Call Müller GmbH for a quote", "Owner: operations team", "Needs two signatures",
+  "",
+  "",
+  "",
+  "Renew with the city office",
+  "Contact the supplier 30 days ahead",
+  "Annual inspections required by law",
+  "Copy kept in the safe",
+  "Ask for the updated certificate",
+  "Budget approved",
+  "Check the premium before renewing",
+  "Reminder for the facility manager",
+  "Scanned copy in the shared drive",
+  "Price increase expected next year",
+  "Call Müller GmbH for a quote",
+  "Owner: operations team",
+  "Needs two signatures",
 ];
 
 const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
@@ -331,21 +628,31 @@ function buildItemStatements(today: string): { statements: string[]; items: Seed
       deptRows.push(`(${deptId}, ${company.id}, ${sqlText(name)}, ${sqlText(name.toLowerCase())}, ${i === 0 ? 1 : 0})`);
     });
   }
-  statements.push(`INSERT INTO departments (id, company_id, name, name_key, is_default) VALUES\n${deptRows.join(",\n")}`);
+  statements.push(
+    `INSERT INTO departments (id, company_id, name, name_key, is_default) VALUES\n${deptRows.join(",\n")}`,
+  );
   const typeRows: string[] = [];
   const folderRows: string[] = [];
   for (const company of [BIG, SMALL]) {
     company.typeIds.forEach((typeId, i) => {
       const name = DOCUMENT_TYPES[i]!;
-      typeRows.push(`(${typeId}, 1, ${company.id}, ${company.deptIds[i % company.deptIds.length]}, ${sqlText(name)}, ${sqlText(name.toLowerCase())}, 1)`);
+      typeRows.push(
+        `(${typeId}, 1, ${company.id}, ${company.deptIds[i % company.deptIds.length]}, ${sqlText(name)}, ${sqlText(name.toLowerCase())}, 1)`,
+      );
     });
     company.folderIds.forEach((folderId, i) => {
       const name = `${FOLDER_AREAS[i % FOLDER_AREAS.length]} ${2022 + Math.floor(i / FOLDER_AREAS.length)}`;
-      folderRows.push(`(${folderId}, ${company.id}, ${company.deptIds[i % company.deptIds.length]}, 0, ${sqlText(name)}, ${sqlText(name.toLowerCase())})`);
+      folderRows.push(
+        `(${folderId}, ${company.id}, ${company.deptIds[i % company.deptIds.length]}, 0, ${sqlText(name)}, ${sqlText(name.toLowerCase())})`,
+      );
     });
   }
-  statements.push(`INSERT INTO document_types (id, account_id, company_id, dept_id, name, name_key, created_by) VALUES\n${typeRows.join(",\n")}`);
-  statements.push(`INSERT INTO folders (id, company_id, dept_id, parent_id, name, name_key) VALUES\n${folderRows.join(",\n")}`);
+  statements.push(
+    `INSERT INTO document_types (id, account_id, company_id, dept_id, name, name_key, created_by) VALUES\n${typeRows.join(",\n")}`,
+  );
+  statements.push(
+    `INSERT INTO folders (id, company_id, dept_id, parent_id, name, name_key) VALUES\n${folderRows.join(",\n")}`,
+  );
   statements.push(
     `INSERT INTO tags (id, company_id, name, name_key) VALUES\n` +
       TAG_NAMES.map((name, i) => `(${i + 1}, ${BIG.id}, ${sqlText(name)}, ${sqlText(name.toLowerCase())})`).join(",\n"),
@@ -379,13 +686,25 @@ function buildItemStatements(today: string): { statements: string[]; items: Seed
     if (company === BIG && bigSeen++ % 25 === 0) {
       tagCount = 1 + Math.floor(random() * 3);
       const first = Math.floor(random() * TAG_NAMES.length);
-      for (let k = 0; k < tagCount; k++) tagRows.push(`(${id}, ${1 + ((first + k * 7) % TAG_NAMES.length)}, ${BIG.id}, ${k})`);
+      for (let k = 0; k < tagCount; k++)
+        tagRows.push(`(${id}, ${1 + ((first + k * 7) % TAG_NAMES.length)}, ${BIG.id}, ${k})`);
     }
-    items.push({ id, companyId: company.id, typeId, expiry, status, archived, text: `${title} ${notes}`, tags: tagCount });
+    items.push({
+      id,
+      companyId: company.id,
+      typeId,
+      expiry,
+      status,
+      archived,
+      text: `${title} ${notes}`,
+      tags: tagCount,
+    });
   }
   statements.push(
     ...multiRowInserts(
-      "INSERT INTO items (id, company_id, dept_id, document_type_id, folder_id, title, notes, item_type, expiry_date, status, archived, created_by, created_at, updated_at, search_words) VALUES\n",
+      "INSERT INTO items (id, company_id, dept_id, document_type_id, folder_id, title, " +
+        "notes, item_type, expiry_date, status, archived, created_by, created_at, " +
+        "updated_at, search_words) VALUES\n",
       itemRows,
     ),
     ...multiRowInserts("INSERT INTO item_tags (item_id, tag_id, company_id, position) VALUES\n", tagRows),
@@ -426,7 +745,11 @@ interface RouteSummary {
   target?: number;
 }
 
-function summarize(route: RouteSpec, runs: RouteResult[], override: { label?: string; ratio?: number } = {}): RouteSummary {
+function summarize(
+  route: RouteSpec,
+  runs: RouteResult[],
+  override: { label?: string; ratio?: number } = {},
+): RouteSummary {
   const ratios = runs.map((r) => r.ratio ?? 0);
   const cpu = runs.map((r) => r.otherCpu).filter((x): x is number => x !== undefined);
   return {
@@ -452,13 +775,23 @@ const { getJson, fetchToken } = httpClient(base);
 const { measure, drain } = measurer({ base, connections: CONNECTIONS, duration: DURATION, warmup: WARMUP, log });
 
 /** One request per contact route before the load: correct answers, expected totals, tenancy. */
-async function preflightContacts(token: string, contactId: number, otherCompanyId: number): Promise<Record<string, unknown>> {
+async function preflightContacts(
+  token: string,
+  contactId: number,
+  otherCompanyId: number,
+): Promise<Record<string, unknown>> {
   const health = await getJson("/health");
   expect(health.status === 200, `/health answered ${health.status}`);
   const point = await getJson(`/v1/contacts/${contactId}`, token);
-  expect(point.status === 200 && point.body?.data?.contact_id === contactId, `GET /v1/contacts/${contactId}: ${point.status}`);
+  expect(
+    point.status === 200 && point.body?.data?.contact_id === contactId,
+    `GET /v1/contacts/${contactId}: ${point.status}`,
+  );
   const foreign = await getJson(`/v1/contacts/${otherCompanyId}`, token);
-  expect(foreign.status === 404, `company 2's contact ${otherCompanyId} must be 404 for company 1, got ${foreign.status}`);
+  expect(
+    foreign.status === 404,
+    `company 2's contact ${otherCompanyId} must be 404 for company 1, got ${foreign.status}`,
+  );
   const list = await getJson("/v1/contacts?limit=50", token);
   expect(list.status === 200 && list.body?.data?.length === 50, `list: ${list.status}`);
   expect(list.body.meta.total === COMPANY1_CONTACTS, `list meta.total ${list.body.meta.total} != ${COMPANY1_CONTACTS}`);
@@ -468,10 +801,16 @@ async function preflightContacts(token: string, contactId: number, otherCompanyI
   expect(offset.status === 200 && offset.body?.data?.length === 50, `offset list: ${offset.status}`);
   const companies = await getJson("/v1/companies", token);
   const company1 = companies.body?.data?.find((c: { companyid: number }) => c.companyid === 1);
-  expect(companies.status === 200 && company1?.contacts_used === COMPANY1_CONTACTS, `companies: ${companies.status}, contacts_used ${company1?.contacts_used}`);
+  expect(
+    companies.status === 200 && company1?.contacts_used === COMPANY1_CONTACTS,
+    `companies: ${companies.status}, contacts_used ${company1?.contacts_used}`,
+  );
   const departments = await getJson("/v1/departments", token);
   const general = departments.body?.data?.find((d: { isdefault: number }) => d.isdefault === 1);
-  expect(departments.status === 200 && general?.contacts_used === COMPANY1_CONTACTS, `departments: ${departments.status}, contacts_used ${general?.contacts_used}`);
+  expect(
+    departments.status === 200 && general?.contacts_used === COMPANY1_CONTACTS,
+    `departments: ${departments.status}, contacts_used ${general?.contacts_used}`,
+  );
   return {
     listTotal: list.body.meta.total,
     searchTotal: search.body.meta.total,
@@ -487,15 +826,30 @@ interface ItemPage {
 /** GET of an item list page: 200, `rows` rows (default 50), every row of the company, in (expiry_date, item_id) order. */
 async function itemPage(path: string, token: string, company: ItemCompany, rows = 50): Promise<ItemPage> {
   const res = await getJson(path, token);
-  expect(res.status === 200, `GET ${path} (company ${company.id}): ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
-  const body = res.body as ItemPage;
-  expect(body.data?.length === rows, `GET ${path} (company ${company.id}): ${body.data?.length} rows, expected ${rows}`);
-  const foreign = body.data.filter((row) => row.item_id <= ITEM_TOTAL && itemCompanyOf(row.item_id) !== company);
-  expect(foreign.length === 0, `GET ${path} (company ${company.id}) returned other companies' items ${foreign.map((r) => r.item_id).join(", ")}`);
-  const unordered = body.data.findIndex(
-    (row, i) => i > 0 && (row.expiry_date < body.data[i - 1]!.expiry_date || (row.expiry_date === body.data[i - 1]!.expiry_date && row.item_id <= body.data[i - 1]!.item_id)),
+  expect(
+    res.status === 200,
+    `GET ${path} (company ${company.id}): ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`,
   );
-  expect(unordered < 0, `GET ${path} (company ${company.id}): rows out of (expiry_date, item_id) order at row ${unordered}`);
+  const body = res.body as ItemPage;
+  expect(
+    body.data?.length === rows,
+    `GET ${path} (company ${company.id}): ${body.data?.length} rows, expected ${rows}`,
+  );
+  const foreign = body.data.filter((row) => row.item_id <= ITEM_TOTAL && itemCompanyOf(row.item_id) !== company);
+  expect(
+    foreign.length === 0,
+    `GET ${path} (company ${company.id}) returned other companies' items ${foreign.map((r) => r.item_id).join(", ")}`,
+  );
+  const unordered = body.data.findIndex(
+    (row, i) =>
+      i > 0 &&
+      (row.expiry_date < body.data[i - 1]!.expiry_date ||
+        (row.expiry_date === body.data[i - 1]!.expiry_date && row.item_id <= body.data[i - 1]!.item_id)),
+  );
+  expect(
+    unordered < 0,
+    `GET ${path} (company ${company.id}): rows out of (expiry_date, item_id) order at row ${unordered}`,
+  );
   return body;
 }
 
@@ -507,9 +861,12 @@ function expectTotal(path: string, page: ItemPage, expected: number): void {
   const unfiltered = path === "/v1/items?limit=50";
   const cap = path.includes("q=") ? 1_000 : 10_000;
   expect(
-    page.meta.total === expected || (!unfiltered && expected > cap && page.meta.total === cap && page.meta.total_exact === false),
+    page.meta.total === expected ||
+      (!unfiltered && expected > cap && page.meta.total === cap && page.meta.total_exact === false),
     `GET ${path}: meta.total ${page.meta.total} (total_exact ${page.meta.total_exact}), expected ${expected} from the inserted rows` +
-      (unfiltered ? " (the unfiltered total comes from the companies counters and is exact at any size: docs/api-notes.md)" : ""),
+      (unfiltered
+        ? " (the unfiltered total comes from the companies counters and is exact at any " + "size: docs/api-notes.md)"
+        : ""),
   );
 }
 
@@ -548,11 +905,24 @@ async function preflightItems(
     const live = seeded.filter((i) => i.companyId === company.id && i.archived === 0);
     const typeId = company.typeIds[3]!;
     const filters = [
-      { kind: "period", query: "status=pending&period=next_90_days", expected: live.filter((i) => i.status === "pending" && i.expiry >= today && i.expiry <= until).length },
+      {
+        kind: "period",
+        query: "status=pending&period=next_90_days",
+        expected: live.filter((i) => i.status === "pending" && i.expiry >= today && i.expiry <= until).length,
+      },
       { kind: "type", query: `document_type_id=${typeId}`, expected: live.filter((i) => i.typeId === typeId).length },
-      { kind: "q", query: `q=${ITEM_SEARCH_PREFIX}`, expected: live.filter((i) => matchesPrefix(i.text, ITEM_SEARCH_PREFIX)).length },
+      {
+        kind: "q",
+        query: `q=${ITEM_SEARCH_PREFIX}`,
+        expected: live.filter((i) => matchesPrefix(i.text, ITEM_SEARCH_PREFIX)).length,
+      },
       { kind: "q-all", query: "q=record", expected: live.length, target: ITEM_TARGETS.searchAll },
-      { kind: "q-1%", query: "q=quarterly", expected: live.filter((i) => matchesPrefix(i.text, "quarterly")).length, target: ITEM_TARGETS.searchRare },
+      {
+        kind: "q-1%",
+        query: "q=quarterly",
+        expected: live.filter((i) => matchesPrefix(i.text, "quarterly")).length,
+        target: ITEM_TARGETS.searchRare,
+      },
     ];
     const list = await itemPage("/v1/items?limit=50", tokens[size], company);
     expectTotal("/v1/items?limit=50", list, live.length);
@@ -582,7 +952,10 @@ async function preflightItems(
     const keysetPath = `/v1/items?limit=50&cursor=${encodeURIComponent(cursor!)}`;
     const keyset = await itemPage(keysetPath, token, company);
     const byOffset = await itemPage(`/v1/items?limit=1&offset=${position}`, token, company, 1);
-    expect(keyset.data[0]!.item_id === byOffset.data[0]!.item_id, `cursor page starts at item ${keyset.data[0]!.item_id}, offset ${position} at ${byOffset.data[0]!.item_id}`);
+    expect(
+      keyset.data[0]!.item_id === byOffset.data[0]!.item_id,
+      `cursor page starts at item ${keyset.data[0]!.item_id}, offset ${position} at ${byOffset.data[0]!.item_id}`,
+    );
     perCompany[size].push(route("keyset", `GET ${keysetPath} (rows ${position + 1}-${position + 50})`, keysetPath));
     check[`company${company.id}`] = { totals, keysetCursor: cursor, keysetPosition: position };
 
@@ -590,7 +963,10 @@ async function preflightItems(
       // Deep offsets: 20,000 unfiltered; DEEP_SHARE of each filter's total.
       const deepPaths = [
         { kind: "list", path: `/v1/items?limit=50&offset=${ITEM_DEEP_OFFSET}` },
-        ...filters.map((f) => ({ kind: f.kind, path: `/v1/items?limit=50&${f.query}&offset=${deepOffset(f.expected)}` })),
+        ...filters.map((f) => ({
+          kind: f.kind,
+          path: `/v1/items?limit=50&${f.query}&offset=${deepOffset(f.expected)}`,
+        })),
       ];
       for (const d of deepPaths) {
         await itemPage(d.path, token, company);
@@ -604,23 +980,46 @@ async function preflightItems(
         point.status === 200 && point.body?.data?.item_id === item.id && point.body.data.tags?.length === item.tags,
         `GET /v1/items/${item.id}: ${point.status}, tags ${JSON.stringify(point.body?.data?.tags)} (expected ${item.tags})`,
       );
-      deep.push({ key: "items-point", label: `${tag} GET /v1/items/${item.id}`, path: `/v1/items/${item.id}`, token, target: ITEM_TARGETS.point });
+      deep.push({
+        key: "items-point",
+        label: `${tag} GET /v1/items/${item.id}`,
+        path: `/v1/items/${item.id}`,
+        token,
+        target: ITEM_TARGETS.point,
+      });
       // Tenancy both ways.
       const otherItem = seeded.filter((i) => i.companyId === OTHER.id)[Math.floor(OTHER.items / 2)]!;
       const foreign = await getJson(`/v1/items/${otherItem.id}`, token);
-      expect(foreign.status === 404, `company 2's item ${otherItem.id} must be 404 for company 1, got ${foreign.status}`);
+      expect(
+        foreign.status === 404,
+        `company 2's item ${otherItem.id} must be 404 for company 1, got ${foreign.status}`,
+      );
       const fromSmall = await getJson(`/v1/items/${item.id}`, tokens.small);
-      expect(fromSmall.status === 404, `company 1's item ${item.id} must be 404 for company 3, got ${fromSmall.status}`);
+      expect(
+        fromSmall.status === 404,
+        `company 1's item ${item.id} must be 404 for company 3, got ${fromSmall.status}`,
+      );
       // The POST: the item lands 4 years out, after every page measured here.
-      const body = JSON.stringify({ title: "Bench item [<id>]", expiry_date: addDaysIso(today, 4 * 365), document_type_id: typeId });
-      const created = await fetch(base + "/v1/items", {
+      const body = JSON.stringify({
+        title: "Bench item [<id>]",
+        expiry_date: addDaysIso(today, 4 * 365),
+        document_type_id: typeId,
+      });
+      const created = await fetch(`${base}/v1/items`, {
         method: "POST",
         headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
         body: body.replace("[<id>]", "preflight"),
       });
       const createdText = await created.text();
       expect(created.status === 201, `POST /v1/items: ${created.status} ${createdText.slice(0, 300)}`);
-      deep.push({ key: "items-create", label: `${tag} POST /v1/items ${body}`, path: "/v1/items", token, post: body, target: ITEM_TARGETS.create });
+      deep.push({
+        key: "items-create",
+        label: `${tag} POST /v1/items ${body}`,
+        path: "/v1/items",
+        token,
+        post: body,
+        target: ITEM_TARGETS.create,
+      });
       check.pointItem = item.id;
       check.deepPaths = deepPaths.map((d) => d.path);
     }
@@ -663,7 +1062,18 @@ async function main(): Promise<number> {
     const settings = {
       wrangler: version,
       node: process.version,
-      devArgs: ["--port", String(PORT), "--persist-to", "<temp dir>", "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(INSPECTOR_PORT)],
+      devArgs: [
+        "--port",
+        String(PORT),
+        "--persist-to",
+        "<temp dir>",
+        "--log-level",
+        "warn",
+        "--ip",
+        "127.0.0.1",
+        "--inspector-port",
+        String(INSPECTOR_PORT),
+      ],
       env: { X_LOCAL_OBSERVABILITY: "false" },
       connections: CONNECTIONS,
       durationSeconds: DURATION,
@@ -672,9 +1082,20 @@ async function main(): Promise<number> {
       rounds: ROUNDS,
       only: ONLY,
       data: {
-        ...(WITH_CONTACTS ? { company1Contacts: COMPANY1_CONTACTS, company2Contacts: COMPANY2_CONTACTS, searchPrefix: SEARCH_PREFIX, listOffset: LIST_OFFSET } : {}),
+        ...(WITH_CONTACTS
+          ? {
+              company1Contacts: COMPANY1_CONTACTS,
+              company2Contacts: COMPANY2_CONTACTS,
+              searchPrefix: SEARCH_PREFIX,
+              listOffset: LIST_OFFSET,
+            }
+          : {}),
         ...(WITH_ITEMS
-          ? { items: Object.fromEntries(ITEM_COMPANIES.map((c) => [`company${c.id}`, c.items])), itemSearchPrefix: ITEM_SEARCH_PREFIX, itemDeepOffset: ITEM_DEEP_OFFSET }
+          ? {
+              items: Object.fromEntries(ITEM_COMPANIES.map((c) => [`company${c.id}`, c.items])),
+              itemSearchPrefix: ITEM_SEARCH_PREFIX,
+              itemDeepOffset: ITEM_DEEP_OFFSET,
+            }
           : {}),
       },
     };
@@ -684,7 +1105,10 @@ async function main(): Promise<number> {
         `after ${SERVER_WARMUP} s of server warm-up`,
     );
     const loadBefore = loadavg()[0]!;
-    if (loadBefore > 0.5) log(`warning: 1-min load average is ${loadBefore.toFixed(2)} before starting; other work on this machine skews the numbers`);
+    if (loadBefore > 0.5)
+      log(
+        `warning: 1-min load average is ${loadBefore.toFixed(2)} before starting; other work on this machine skews the numbers`,
+      );
 
     ensureDevVars();
     let t = Date.now();
@@ -703,9 +1127,13 @@ async function main(): Promise<number> {
       rmSync(sqlFile, { force: true });
     };
     const query = <T>(sql: string): T[] =>
-      (JSON.parse(wrangler(["d1", "execute", "DB", "--local", "--persist-to", persistTo, "--json", "-y", "--command", sql], { quiet: true })) as Array<{ results: T[] }>).flatMap(
-        (r) => r.results,
-      );
+      (
+        JSON.parse(
+          wrangler(["d1", "execute", "DB", "--local", "--persist-to", persistTo, "--json", "-y", "--command", sql], {
+            quiet: true,
+          }),
+        ) as Array<{ results: T[] }>
+      ).flatMap((r) => r.results);
 
     let company1Ids: number[] = [];
     let company2Ids: number[] = [];
@@ -720,12 +1148,15 @@ async function main(): Promise<number> {
         ...built.statements,
       ]);
       const companies = query<{ id: number; contacts_used: number; contacts_limit: number; n: number }>(
-        "SELECT id, contacts_used, contacts_limit, (SELECT COUNT(*) FROM contacts c WHERE c.company_id = companies.id) AS n FROM companies ORDER BY id",
+        "SELECT id, contacts_used, contacts_limit, (SELECT COUNT(*) FROM contacts c " +
+          "WHERE c.company_id = companies.id) AS n FROM companies ORDER BY id",
       );
       log(
         `inserted ${COMPANY1_CONTACTS + COMPANY2_CONTACTS} contacts in ${built.statements.length} INSERTs ` +
           `(${((Date.now() - t) / 1000).toFixed(1)} s): ` +
-          companies.map((c) => `company ${c.id}: ${c.n} rows, contacts_used ${c.contacts_used}/${c.contacts_limit}`).join("; "),
+          companies
+            .map((c) => `company ${c.id}: ${c.n} rows, contacts_used ${c.contacts_used}/${c.contacts_limit}`)
+            .join("; "),
       );
       expect(companies.find((c) => c.id === 1)?.n === COMPANY1_CONTACTS, "company 1 contact count");
       expect(companies.find((c) => c.id === 2)?.n === COMPANY2_CONTACTS, "company 2 contact count");
@@ -741,39 +1172,78 @@ async function main(): Promise<number> {
       executeFile([...built.statements, await smallClientStatement()]);
       itemSeedSeconds = (Date.now() - t) / 1000;
       // The triggers' counters against the rows.
-      const companies = query<{ id: number; documents_used: number; items_archived: number; documents_limit: number; n: number; archived: number }>(
-        "SELECT id, documents_used, items_archived, documents_limit, (SELECT COUNT(*) FROM items i WHERE i.company_id = companies.id) AS n, " +
-          "(SELECT COUNT(*) FROM items i WHERE i.company_id = companies.id AND i.archived = 1) AS archived FROM companies ORDER BY id",
+      const companies = query<{
+        id: number;
+        documents_used: number;
+        items_archived: number;
+        documents_limit: number;
+        n: number;
+        archived: number;
+      }>(
+        "SELECT id, documents_used, items_archived, documents_limit, (SELECT COUNT(*) " +
+          "FROM items i WHERE i.company_id = companies.id) AS n, " +
+          "(SELECT COUNT(*) FROM items i WHERE i.company_id = companies.id AND i.archived " +
+          "= 1) AS archived FROM companies ORDER BY id",
       );
       const [other] = query<{ fts: number; links: number; tagged: number }>(
-        "SELECT (SELECT COUNT(*) FROM items WHERE search_words <> '[]') AS fts, (SELECT COUNT(*) FROM item_tags) AS links, (SELECT SUM(items_count) FROM tags) AS tagged",
+        "SELECT (SELECT COUNT(*) FROM items WHERE search_words <> '[]') AS fts, (SELECT " +
+          "COUNT(*) FROM item_tags) AS links, (SELECT SUM(items_count) FROM tags) AS tagged",
       );
       log(
         `inserted ${ITEM_TOTAL} items in ${itemInserts} INSERTs, ${built.tagged} tag links, structure and the bench-small client ` +
           `(${itemSeedSeconds.toFixed(1)} s, the items' counter and FTS triggers included): ` +
-          companies.map((c) => `company ${c.id}: ${c.n} items (${c.archived} archived), documents_used ${c.documents_used}/${c.documents_limit}, items_archived ${c.items_archived}`).join("; ") +
+          companies
+            .map(
+              (c) =>
+                `company ${c.id}: ${c.n} items (${c.archived} archived), documents_used ${c.documents_used}/${c.documents_limit}, items_archived ${c.items_archived}`,
+            )
+            .join("; ") +
           `; items with search words ${other?.fts}, item_tags ${other?.links}, tags.items_count sum ${other?.tagged}`,
       );
       for (const company of ITEM_COMPANIES) {
         const row = companies.find((c) => c.id === company.id);
         const archived = seededItems.filter((i) => i.companyId === company.id && i.archived === 1).length;
-        expect(row?.n === company.items && row.documents_used === company.items, `company ${company.id}: ${row?.n} items, documents_used ${row?.documents_used}`);
-        expect(row?.items_archived === archived && row.archived === archived, `company ${company.id}: items_archived ${row?.items_archived}, expected ${archived}`);
+        expect(
+          row?.n === company.items && row.documents_used === company.items,
+          `company ${company.id}: ${row?.n} items, documents_used ${row?.documents_used}`,
+        );
+        expect(
+          row?.items_archived === archived && row.archived === archived,
+          `company ${company.id}: items_archived ${row?.items_archived}, expected ${archived}`,
+        );
       }
-      expect(other?.fts === ITEM_TOTAL && other.links === built.tagged && other.tagged === built.tagged, `search_words / item_tags / tags.items_count: ${JSON.stringify(other)}`);
+      expect(
+        other?.fts === ITEM_TOTAL && other.links === built.tagged && other.tagged === built.tagged,
+        `search_words / item_tags / tags.items_count: ${JSON.stringify(other)}`,
+      );
     }
 
     t = Date.now();
     child = await startDev(
       // Rate limits off: the load is one client's, far above its quota (docs/rate-limits.md).
-      ["--port", String(PORT), "--persist-to", persistTo, "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(INSPECTOR_PORT), "--var", "RATE_LIMITS:off"],
+      [
+        "--port",
+        String(PORT),
+        "--persist-to",
+        persistTo,
+        "--log-level",
+        "warn",
+        "--ip",
+        "127.0.0.1",
+        "--inspector-port",
+        String(INSPECTOR_PORT),
+        "--var",
+        "RATE_LIMITS:off",
+      ],
       { port: PORT, env: { X_LOCAL_OBSERVABILITY: "false" } },
     );
     scope.setServer(child);
     let serverOutput = "";
     child.stdout?.on("data", (chunk) => (serverOutput += chunk));
     child.stderr?.on("data", (chunk) => (serverOutput += chunk));
-    log(`wrangler dev up on ${base} (${((Date.now() - t) / 1000).toFixed(1)} s): --log-level warn, X_LOCAL_OBSERVABILITY=false, RATE_LIMITS=off`);
+    log(
+      `wrangler dev up on ${base} (${((Date.now() - t) / 1000).toFixed(1)} s): --log-level warn, X_LOCAL_OBSERVABILITY=false, RATE_LIMITS=off`,
+    );
 
     const health: RouteSpec = { key: "health", label: "GET /health", path: "/health" };
     expect((await getJson("/health")).status === 200, "/health");
@@ -787,12 +1257,34 @@ async function main(): Promise<number> {
       check.contacts = await preflightContacts(token, contactId, company2Ids[Math.floor(company2Ids.length / 2)]!);
       log(`token for demo-owner; contact ${contactId}; contacts preflight ok: ${JSON.stringify(check.contacts)}`);
       routes.push(
-        { key: "point", label: `GET /v1/contacts/${contactId}`, path: `/v1/contacts/${contactId}`, token, target: TARGETS.point },
+        {
+          key: "point",
+          label: `GET /v1/contacts/${contactId}`,
+          path: `/v1/contacts/${contactId}`,
+          token,
+          target: TARGETS.point,
+        },
         { key: "list", label: "GET /v1/contacts?limit=50", path: "/v1/contacts?limit=50", token, target: TARGETS.list },
-        { key: "search", label: `GET /v1/contacts?limit=50&q=${SEARCH_PREFIX}`, path: `/v1/contacts?limit=50&q=${SEARCH_PREFIX}`, token },
+        {
+          key: "search",
+          label: `GET /v1/contacts?limit=50&q=${SEARCH_PREFIX}`,
+          path: `/v1/contacts?limit=50&q=${SEARCH_PREFIX}`,
+          token,
+        },
         // Every contact's email is at an example domain: a term matching all 10,000 rows.
-        { key: "search-all", label: "GET /v1/contacts?limit=50&q=example", path: "/v1/contacts?limit=50&q=example", token, target: TARGETS.searchAll },
-        { key: "offset", label: `GET /v1/contacts?limit=50&offset=${LIST_OFFSET}`, path: `/v1/contacts?limit=50&offset=${LIST_OFFSET}`, token },
+        {
+          key: "search-all",
+          label: "GET /v1/contacts?limit=50&q=example",
+          path: "/v1/contacts?limit=50&q=example",
+          token,
+          target: TARGETS.searchAll,
+        },
+        {
+          key: "offset",
+          label: `GET /v1/contacts?limit=50&offset=${LIST_OFFSET}`,
+          path: `/v1/contacts?limit=50&offset=${LIST_OFFSET}`,
+          token,
+        },
         // Counters, not scans: the company holding 10,000 contacts lists as cheaply as an empty one.
         { key: "companies", label: "GET /v1/companies", path: "/v1/companies", token, target: TARGETS.structure },
         { key: "departments", label: "GET /v1/departments", path: "/v1/departments", token, target: TARGETS.structure },
@@ -805,7 +1297,9 @@ async function main(): Promise<number> {
       check.items = items.check;
       growthPairs = items.pairs;
       routes.push(...items.routes);
-      log(`tokens for demo-owner (company 1) and ${SMALL_CLIENT.id} (company 3); items preflight ok: ${JSON.stringify(items.check)}`);
+      log(
+        `tokens for demo-owner (company 1) and ${SMALL_CLIENT.id} (company 3); items preflight ok: ${JSON.stringify(items.check)}`,
+      );
     }
 
     if (SERVER_WARMUP > 0) {
@@ -818,9 +1312,12 @@ async function main(): Promise<number> {
         connections: CONNECTIONS,
         duration: SERVER_WARMUP,
         timeout: 30,
-        requests: [health, ...routes].filter((r) => r.post === undefined).map((r) => ({ path: r.path, headers: requestHeaders(r) })),
+        requests: [health, ...routes]
+          .filter((r) => r.post === undefined)
+          .map((r) => ({ path: r.path, headers: requestHeaders(r) })),
       });
-      if (warm.non2xx > 0 || warm.errors > 0) throw new Error(`server warm-up: ${warm.non2xx} non-2xx, ${warm.errors} errors`);
+      if (warm.non2xx > 0 || warm.errors > 0)
+        throw new Error(`server warm-up: ${warm.non2xx} non-2xx, ${warm.errors} errors`);
       for (const route of routes) if (route.post === undefined) await drain(route);
     }
 
@@ -837,8 +1334,11 @@ async function main(): Promise<number> {
         result.otherCpu === undefined
           ? ""
           : `; machine CPU: other processes ${pct(result.otherCpu)}, autocannon ${pct(result.loadGeneratorCpu ?? 0)}`;
-      const drained = result.drainSeconds >= 1 ? `; ${result.drainSeconds.toFixed(1)} s to finish the requests left over` : "";
-      log(`  ${result.requestsPerSecond.toFixed(0)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, non-2xx ${result.non2xx}, errors ${result.errors}${cpu}${drained}`);
+      const drained =
+        result.drainSeconds >= 1 ? `; ${result.drainSeconds.toFixed(1)} s to finish the requests left over` : "";
+      log(
+        `  ${result.requestsPerSecond.toFixed(0)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, non-2xx ${result.non2xx}, errors ${result.errors}${cpu}${drained}`,
+      );
       return result;
     };
     const healthRuns: RouteResult[] = [];
@@ -856,9 +1356,20 @@ async function main(): Promise<number> {
     }
     const healthMean = mean(healthRuns.map((r) => r.requestsPerSecond));
     for (const r of healthRuns) r.ratio = r.requestsPerSecond / healthMean;
-    const healthSpread = Math.max(...healthRuns.map((r) => r.requestsPerSecond)) / Math.min(...healthRuns.map((r) => r.requestsPerSecond)) - 1;
-    const summary: RouteSummary[] = [summarize(health, healthRuns, { label: `GET /health (${healthRuns.length} runs)`, ratio: 1 })];
-    for (const [i, route] of routes.entries()) summary.push(summarize(route, roundResults.map((rs) => rs[i]!)));
+    const healthSpread =
+      Math.max(...healthRuns.map((r) => r.requestsPerSecond)) /
+        Math.min(...healthRuns.map((r) => r.requestsPerSecond)) -
+      1;
+    const summary: RouteSummary[] = [
+      summarize(health, healthRuns, { label: `GET /health (${healthRuns.length} runs)`, ratio: 1 }),
+    ];
+    for (const [i, route] of routes.entries())
+      summary.push(
+        summarize(
+          route,
+          roundResults.map((rs) => rs[i]!),
+        ),
+      );
     const loadAfter = loadavg()[0]!;
 
     console.log("");
@@ -868,7 +1379,9 @@ async function main(): Promise<number> {
         `${WARMUP} s warm-up per route, ${SERVER_WARMUP} s server warm-up; data: ` +
         [
           WITH_CONTACTS ? `${COMPANY1_CONTACTS} + ${COMPANY2_CONTACTS} contacts` : "",
-          WITH_ITEMS ? `${ITEM_COMPANIES.map((c) => c.items).join(" + ")} items (companies ${ITEM_COMPANIES.map((c) => c.id).join(", ")}; [100k] = company 1, [1k] = company 3)` : "",
+          WITH_ITEMS
+            ? `${ITEM_COMPANIES.map((c) => c.items).join(" + ")} items (companies ${ITEM_COMPANIES.map((c) => c.id).join(", ")}; [100k] = company 1, [1k] = company 3)`
+            : "",
         ]
           .filter(Boolean)
           .join(", "),
@@ -879,7 +1392,8 @@ async function main(): Promise<number> {
     );
     console.log(
       `${ROUNDS > 1 ? "req/s: mean over rounds; p50: median; p99: max; ratio: median, range min-max. " : ""}` +
-        "other CPU: the largest share of the machine that processes other than this benchmark and its wrangler dev used during a measured run of the route",
+        "other CPU: the largest share of the machine that processes other than this " +
+        "benchmark and its wrangler dev used during a measured run of the route",
     );
     console.log("");
     printTable(summary);
@@ -889,7 +1403,9 @@ async function main(): Promise<number> {
       .filter((r) => r.target !== undefined)
       .map((r) => ({ route: r.label, target: r.target!, ratio: r.ratio, met: r.ratio >= r.target! }));
     for (const t of targetResults) {
-      console.log(`target ${t.route}: ratio ${t.ratio.toFixed(2)} ${t.met ? ">=" : "<"} ${t.target.toFixed(2)} -> ${t.met ? "MET" : "MISSED"}`);
+      console.log(
+        `target ${t.route}: ratio ${t.ratio.toFixed(2)} ${t.met ? ">=" : "<"} ${t.target.toFixed(2)} -> ${t.met ? "MET" : "MISSED"}`,
+      );
     }
     // Growth from 1,000 to 100,000 items: cost at 100k / cost at 1k, cost being 1 / ratio.
     const growthResults = growthPairs.map((pair) => {
@@ -897,11 +1413,20 @@ async function main(): Promise<number> {
       const small = summary.find((r) => r.key === pair.small)!;
       // No request completed at 100k (or at either size): no finite growth, and the target is missed.
       const growth = big.ratio > 0 && small.ratio > 0 ? small.ratio / big.ratio : null;
-      return { route: big.label.replace(/^\[100k\] /, ""), ratio100k: big.ratio, ratio1k: small.ratio, growth, target: ITEM_TARGETS.growth, met: growth !== null && growth <= ITEM_TARGETS.growth };
+      return {
+        route: big.label.replace(/^\[100k\] /, ""),
+        ratio100k: big.ratio,
+        ratio1k: small.ratio,
+        growth,
+        target: ITEM_TARGETS.growth,
+        met: growth !== null && growth <= ITEM_TARGETS.growth,
+      };
     });
     if (growthResults.length > 0) {
       console.log("");
-      console.log(`growth = cost at 100k / cost at 1k = ratio at 1k / ratio at 100k (target <= ${ITEM_TARGETS.growth.toFixed(2)}):`);
+      console.log(
+        `growth = cost at 100k / cost at 1k = ratio at 1k / ratio at 100k (target <= ${ITEM_TARGETS.growth.toFixed(2)}):`,
+      );
       const width = Math.max(...growthResults.map((g) => g.route.length));
       for (const g of growthResults) {
         console.log(
@@ -920,7 +1445,9 @@ async function main(): Promise<number> {
       );
     }
 
-    const failed = all.filter((r) => r.non2xx + r.warmupNon2xx > 0 || r.errors + r.warmupErrors > 0 || r.requests === 0);
+    const failed = all.filter(
+      (r) => r.non2xx + r.warmupNon2xx > 0 || r.errors + r.warmupErrors > 0 || r.requests === 0,
+    );
     for (const r of failed) {
       console.error(
         `ERROR ${r.label} (round ${r.round + 1}): ${r.non2xx} non-2xx (${JSON.stringify(r.statusCodes)}), ${r.errors} errors, ` +
@@ -946,7 +1473,7 @@ async function main(): Promise<number> {
         growth: growthResults,
         measurements: all,
       };
-      writeFileSync(JSON_OUT, JSON.stringify(report, null, 2) + "\n");
+      writeFileSync(JSON_OUT, `${JSON.stringify(report, null, 2)}\n`);
       log(`results written to ${JSON_OUT}`);
     }
     return failed.length > 0 ? 1 : 0;

@@ -249,7 +249,8 @@ const busy = (a: Assumptions, sqliteMs: number, statements: number, roundTrips =
 export const perQueryOverhead = (a: Assumptions) => a.overheadMsPerStatement + a.overheadMsPerRoundTrip;
 
 /** The directory read's busy time (ms) in production terms. */
-export const directoryReadMs = (m: Measurements, a: Assumptions = ASSUMPTIONS) => busy(a, m.directory.read_sqlite_ms, 1, 1);
+export const directoryReadMs = (m: Measurements, a: Assumptions = ASSUMPTIONS) =>
+  busy(a, m.directory.read_sqlite_ms, 1, 1);
 
 /** The client-row read a bearer request makes on a cache miss: the token route's one shard statement. */
 function clientReadMs(m: Measurements, a: Assumptions): number {
@@ -269,7 +270,18 @@ export function routeCost(m: Measurements, key: string, a: Assumptions = ASSUMPT
   const directoryReads = key === "token" ? a.tokenDirectoryReads : key.startsWith("feed") ? a.feedDirectoryMissRate : 0;
   const directoryMs = directoryReads * directoryReadMs(m, a);
   const all = shardMs + doMs + directoryMs;
-  return { key, label: r.label, write: r.write, statements, shardMs, doMs, doStatements, directoryReads, directoryMs, perPrimary: all > 0 ? 1000 / all : Infinity };
+  return {
+    key,
+    label: r.label,
+    write: r.write,
+    statements,
+    shardMs,
+    doMs,
+    doStatements,
+    directoryReads,
+    directoryMs,
+    perPrimary: all > 0 ? 1000 / all : Infinity,
+  };
 }
 
 export interface Profile {
@@ -292,21 +304,38 @@ export function alarmCost(m: Measurements, a: Assumptions): { statements: number
     const per = 1 / m.alarm.runs;
     // The measured run's directory read (if its cache had expired) is counted apart, as alarmDirectoryReads.
     const statements = (m.alarm.statements - m.alarm.directory_statements) * per;
-    return { statements, ms: busy(a, m.alarm.sqlite_ms * per, statements, m.alarm.round_trips * per), directoryReads: a.alarmDirectoryReads };
+    return {
+      statements,
+      ms: busy(a, m.alarm.sqlite_ms * per, statements, m.alarm.round_trips * per),
+      directoryReads: a.alarmDirectoryReads,
+    };
   }
-  return { statements: a.alarmStatementsEstimate, ms: busy(a, 0.05 * a.alarmStatementsEstimate, a.alarmStatementsEstimate), directoryReads: a.alarmDirectoryReads };
+  return {
+    statements: a.alarmStatementsEstimate,
+    ms: busy(a, 0.05 * a.alarmStatementsEstimate, a.alarmStatementsEstimate),
+    directoryReads: a.alarmDirectoryReads,
+  };
 }
 
 /** The mix with the share of item reads whose D1 view is stale moved to the first-read route (the Durable Object answers them). */
 export function effectiveDaily(m: Measurements, a: Assumptions, daily: Record<string, number>): Record<string, number> {
   if (!m.routes.item_get_cold || !daily.item_get) return daily;
-  return { ...daily, item_get: daily.item_get * (1 - a.itemViewStaleShare), item_get_cold: (daily.item_get_cold ?? 0) + daily.item_get * a.itemViewStaleShare };
+  return {
+    ...daily,
+    item_get: daily.item_get * (1 - a.itemViewStaleShare),
+    item_get_cold: (daily.item_get_cold ?? 0) + daily.item_get * a.itemViewStaleShare,
+  };
 }
 
 /** Revalidations of a feed whose ETag changed since: they run the full feed after the 304's batch (no second directory read). */
-export const changedRevalidations = (a: Assumptions, daily: Record<string, number>) => (daily.feed_304 ?? 0) * (1 - a.feedUnchangedShare);
+export const changedRevalidations = (a: Assumptions, daily: Record<string, number>) =>
+  (daily.feed_304 ?? 0) * (1 - a.feedUnchangedShare);
 
-export function profile(m: Measurements, a: Assumptions = ASSUMPTIONS, given: Record<string, number> = DAILY_REQUESTS): Profile {
+export function profile(
+  m: Measurements,
+  a: Assumptions = ASSUMPTIONS,
+  given: Record<string, number> = DAILY_REQUESTS,
+): Profile {
   const daily = effectiveDaily(m, a, given);
   const total = Object.values(daily).reduce((s, n) => s + n, 0);
   let primary = 0;
@@ -390,9 +419,13 @@ export interface Storage {
 
 export function storage(m: Measurements, a: Assumptions = ASSUMPTIONS): Storage {
   const s = m.storage;
-  const perItem = (s.per_1000_items_bytes + Math.max(0, s.per_1000_items_sync_bytes)) / 1000 + a.itemViewShare * s.item_view_bytes;
+  const perItem =
+    (s.per_1000_items_bytes + Math.max(0, s.per_1000_items_sync_bytes)) / 1000 + a.itemViewShare * s.item_view_bytes;
   const bytesPerCompany =
-    a.company.items * perItem + (a.company.contacts * s.per_1000_contacts_bytes) / 1000 + (a.company.tasks * s.per_1000_tasks_bytes) / 1000 + a.companyFixedBytes;
+    a.company.items * perItem +
+    (a.company.contacts * s.per_1000_contacts_bytes) / 1000 +
+    (a.company.tasks * s.per_1000_tasks_bytes) / 1000 +
+    a.companyFixedBytes;
   const usable = a.databaseLimitBytes * a.planningFill;
   const companiesPerDatabase = Math.floor(usable / bytesPerCompany);
   return {
@@ -453,7 +486,11 @@ export interface Costs {
 }
 
 /** Monthly cost of 1,000 typical companies (gross: before the plan's included amounts). */
-export function costsPer1000(m: Measurements, a: Assumptions = ASSUMPTIONS, daily: Record<string, number> = DAILY_REQUESTS): Costs {
+export function costsPer1000(
+  m: Measurements,
+  a: Assumptions = ASSUMPTIONS,
+  daily: Record<string, number> = DAILY_REQUESTS,
+): Costs {
   const n = 1000;
   const days = a.daysPerMonth;
   const itemWrites = (daily.item_create ?? 0) + (daily.item_update ?? 0);
@@ -475,15 +512,21 @@ export function costsPer1000(m: Measurements, a: Assumptions = ASSUMPTIONS, dail
   const r2Stored = n * a.r2.storedGb;
   const classA = n * a.r2.uploadsPerMonth;
   const classB = n * a.r2.downloadsPerMonth;
-  const r2Usd = r2Stored * PRICES.r2StoredGbMonth + (classA / 1e6) * PRICES.r2ClassAPerMillion + (classB / 1e6) * PRICES.r2ClassBPerMillion;
+  const r2Usd =
+    r2Stored * PRICES.r2StoredGbMonth +
+    (classA / 1e6) * PRICES.r2ClassAPerMillion +
+    (classB / 1e6) * PRICES.r2ClassBPerMillion;
 
   // The sweep runs once a minute for the whole service; per shard it costs statements_per_shard.
   const st = storage(m, a);
   const shards = n / st.companiesPerDatabase;
   const invocations = days * 24 * 60;
   const sweepStatements = invocations * m.sweep.statements_per_shard * shards;
-  const sweepRowsRead = invocations * shards * (m.sweep.statements.length > 0 ? m.sweep.statements.length : m.sweep.statements_per_shard);
-  const cronUsd = (sweepRowsRead / 1e6) * PRICES.d1RowsReadPerMillion + ((invocations * shards) / 1e6) * PRICES.workersRequestsPerMillion;
+  const sweepRowsRead =
+    invocations * shards * (m.sweep.statements.length > 0 ? m.sweep.statements.length : m.sweep.statements_per_shard);
+  const cronUsd =
+    (sweepRowsRead / 1e6) * PRICES.d1RowsReadPerMillion +
+    ((invocations * shards) / 1e6) * PRICES.workersRequestsPerMillion;
 
   let rowsRead = 0;
   let rowsWritten = 0;
@@ -498,7 +541,10 @@ export function costsPer1000(m: Measurements, a: Assumptions = ASSUMPTIONS, dail
   rowsRead *= n * days;
   rowsWritten *= n * days;
   const d1Stored = (n * st.bytesPerCompany) / 1000 ** 3;
-  const d1Usd = (rowsRead / 1e6) * PRICES.d1RowsReadPerMillion + (rowsWritten / 1e6) * PRICES.d1RowsWrittenPerMillion + d1Stored * PRICES.d1StoredGbMonth;
+  const d1Usd =
+    (rowsRead / 1e6) * PRICES.d1RowsReadPerMillion +
+    (rowsWritten / 1e6) * PRICES.d1RowsWrittenPerMillion +
+    d1Stored * PRICES.d1StoredGbMonth;
   return {
     durableObjects: { requests: doRequests, gbSeconds, storedGb: doStoredGb, rowsWritten: doRowsWritten, usd: doUsd },
     r2: { storedGb: r2Stored, classA, classB, usd: r2Usd },
@@ -554,7 +600,11 @@ export function loggedQueries(m: Measurements, key: string): number {
 }
 
 /** Predicted logged queries of a run: per route, requests × the measured median, plus one client read per bearer client per cache period. */
-export function predictLoggedQueries(m: Measurements, requests: Record<string, number>, bearerClientCachePeriods = 0): number {
+export function predictLoggedQueries(
+  m: Measurements,
+  requests: Record<string, number>,
+  bearerClientCachePeriods = 0,
+): number {
   let sum = bearerClientCachePeriods;
   for (const [key, n] of Object.entries(requests)) sum += n * loggedQueries(m, key);
   return sum;
@@ -564,9 +614,12 @@ export function predictLoggedQueries(m: Measurements, requests: Record<string, n
 // Report
 
 const f0 = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString("en-US") : "–");
-const f1 = (x: number) => (Number.isFinite(x) ? x.toLocaleString("en-US", { maximumFractionDigits: 1, minimumFractionDigits: 1 }) : "–");
-const f2 = (x: number) => (Number.isFinite(x) ? x.toLocaleString("en-US", { maximumFractionDigits: 2, minimumFractionDigits: 2 }) : "–");
-const f3 = (x: number) => (Number.isFinite(x) ? x.toLocaleString("en-US", { maximumFractionDigits: 3, minimumFractionDigits: 3 }) : "–");
+const f1 = (x: number) =>
+  Number.isFinite(x) ? x.toLocaleString("en-US", { maximumFractionDigits: 1, minimumFractionDigits: 1 }) : "–";
+const f2 = (x: number) =>
+  Number.isFinite(x) ? x.toLocaleString("en-US", { maximumFractionDigits: 2, minimumFractionDigits: 2 }) : "–";
+const f3 = (x: number) =>
+  Number.isFinite(x) ? x.toLocaleString("en-US", { maximumFractionDigits: 3, minimumFractionDigits: 3 }) : "–";
 const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(0)}%` : "–");
 const usd = (x: number) => `$${x.toFixed(2)}`;
 const mb = (bytes: number) => `${(bytes / 1000 ** 2).toFixed(2)} MB`;
@@ -582,7 +635,9 @@ export function report(m: Measurements, a: Assumptions = ASSUMPTIONS): string {
   const p = profile(m, a);
   const st = storage(m, a);
   const dir = directoryReadMs(m, a);
-  say(`Capacity model over ${m.generated_at ? `measurements of ${m.generated_at}` : "the measurements"} (${m.machine.cpus ?? "?"} cores, local D1 under wrangler dev).`);
+  say(
+    `Capacity model over ${m.generated_at ? `measurements of ${m.generated_at}` : "the measurements"} (${m.machine.cpus ?? "?"} cores, local D1 under wrangler dev).`,
+  );
   say();
   say("## Assumptions");
   say();
@@ -590,16 +645,36 @@ export function report(m: Measurements, a: Assumptions = ASSUMPTIONS): string {
     `- Production busy time of a request on a database = the SQLite time of its statements measured here × ${a.sqliteSpeedFactor} + ${a.overheadMsPerRoundTrip} ms per round trip (a batch is one) + ${a.overheadMsPerStatement} ms per statement: ` +
       `a lone query costs ${perQueryOverhead(a)} ms + its SQLite time. One query at a time per database: 1,000 ms of busy time per second, of which the plan uses ${pct(a.utilisation)}.`,
   );
-  say(`- Reads: ${pct(a.replicaReadShare)} of the statements of GET requests are answered by read replicas (Sessions API, first-unconstrained); writes, the token endpoint's client read, the Durable Objects and the cron sweep use the primary. Directory reads (home database) go to its primary (they are not in a session).`);
-  say(`- Typical company: ${a.company.items} items, ${a.company.contacts} contacts, ${a.company.tasks} tasks, ${a.company.apiClients} API clients, ${a.company.calendarFeeds} calendar feeds; ${f0(p.requestsPerCompanyDay)} requests a day (${pct(p.readShare)} reads):`);
-  say(`  ${Object.entries(DAILY_REQUESTS).map(([k, n]) => `${k} ${n}`).join(", ")}.`);
-  say(`- Calendar feeds: ${DAILY_REQUESTS.feed_304} revalidations (If-None-Match) a day per company, ${pct(a.feedUnchangedShare)} of them answered 304; a changed feed runs the 304's statements and then the full feed's.`);
-  say(`- Tokens: ${DAILY_REQUESTS.token} a day per company (${a.company.apiClients} clients × 24, a token per hourly job; a token lives 24 h, so a careful client needs 1).`);
-  say(`- Client row read on ${pct(a.clientLookupMissRate)} of bearer requests (15 s per-isolate cache); a directory read on ${pct(a.feedDirectoryMissRate)} of feed requests (60 s cache, feeds polled every ~30 min) and on ${pct(a.doDirectoryMissRate)} of the Durable Object's D1 work after an item write, and on every alarm run.`);
+  say(
+    `- Reads: ${pct(a.replicaReadShare)} of the statements of GET requests are answered by read replicas (Sessions API, first-unconstrained); writes, the token endpoint's client read, the Durable Objects and the cron sweep use the primary. Directory reads (home database) go to its primary (they are not in a session).`,
+  );
+  say(
+    `- Typical company: ${a.company.items} items, ${a.company.contacts} contacts, ${a.company.tasks} tasks, ${a.company.apiClients} API clients, ${a.company.calendarFeeds} calendar feeds; ${f0(p.requestsPerCompanyDay)} requests a day (${pct(p.readShare)} reads):`,
+  );
+  say(
+    `  ${Object.entries(DAILY_REQUESTS)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(", ")}.`,
+  );
+  say(
+    `- Calendar feeds: ${DAILY_REQUESTS.feed_304} revalidations (If-None-Match) a day per company, ${pct(a.feedUnchangedShare)} of them answered 304; a changed feed runs the 304's statements and then the full feed's.`,
+  );
+  say(
+    `- Tokens: ${DAILY_REQUESTS.token} a day per company (${a.company.apiClients} clients × 24, a token per hourly job; a token lives 24 h, so a careful client needs 1).`,
+  );
+  say(
+    `- Client row read on ${pct(a.clientLookupMissRate)} of bearer requests (15 s per-isolate cache); a directory read on ${pct(a.feedDirectoryMissRate)} of feed requests (60 s cache, feeds polled every ~30 min) and on ${pct(a.doDirectoryMissRate)} of the Durable Object's D1 work after an item write, and on every alarm run.`,
+  );
   const alarm = alarmCost(m, a);
-  say(`- Alarms: ${a.alarmRunsPerCompanyPerDay} runs per company per day, ${f1(alarm.statements)} statements each (${m.alarm && m.alarm.runs > 0 ? `measured: ${m.alarm.reminders} reminders fired in ${m.alarm.runs} run(s)` : "estimated from the code"}).`);
-  say(`- The cron sweep: ${m.sweep.statements_per_shard} statements (${m.sweep.round_trips_per_shard} round trips) per shard per minute when idle (measured), on each shard's primary.`);
-  say(`- Storage: D1's 10 GB (10^10 bytes) per database, planned to ${pct(a.planningFill)}; a company's bytes from the measured growth per 1,000 rows, plus ${f0(a.companyFixedBytes / 1024)} KiB of fixed rows.`);
+  say(
+    `- Alarms: ${a.alarmRunsPerCompanyPerDay} runs per company per day, ${f1(alarm.statements)} statements each (${m.alarm && m.alarm.runs > 0 ? `measured: ${m.alarm.reminders} reminders fired in ${m.alarm.runs} run(s)` : "estimated from the code"}).`,
+  );
+  say(
+    `- The cron sweep: ${m.sweep.statements_per_shard} statements (${m.sweep.round_trips_per_shard} round trips) per shard per minute when idle (measured), on each shard's primary.`,
+  );
+  say(
+    `- Storage: D1's 10 GB (10^10 bytes) per database, planned to ${pct(a.planningFill)}; a company's bytes from the measured growth per 1,000 rows, plus ${f0(a.companyFixedBytes / 1024)} KiB of fixed rows.`,
+  );
   say(`- An account gets its own database past ${pct(a.ownDatabaseShare)} of one database's storage or busy time.`);
   say();
 
@@ -608,17 +683,37 @@ export function report(m: Measurements, a: Assumptions = ASSUMPTIONS): string {
   const keys = Object.keys(m.routes).filter((k) => k !== "health");
   say(
     table(
-      ["route", "statements on shard", "SQLite ms (here)", "busy ms on shard", "DO statements", "directory reads", "req/s one primary sustains (100%)", `at ${pct(a.utilisation)}`],
+      [
+        "route",
+        "statements on shard",
+        "SQLite ms (here)",
+        "busy ms on shard",
+        "DO statements",
+        "directory reads",
+        "req/s one primary sustains (100%)",
+        `at ${pct(a.utilisation)}`,
+      ],
       keys.map((k) => {
         const c = routeCost(m, k, a);
         const r = m.routes[k]!;
-        return [r.label, f1(c.statements), f3(r.trace?.sqlite_ms ?? 0), f2(c.shardMs), f1(c.doStatements), f1(c.directoryReads), f0(c.perPrimary), f0(c.perPrimary * a.utilisation)];
+        return [
+          r.label,
+          f1(c.statements),
+          f3(r.trace?.sqlite_ms ?? 0),
+          f2(c.shardMs),
+          f1(c.doStatements),
+          f1(c.directoryReads),
+          f0(c.perPrimary),
+          f0(c.perPrimary * a.utilisation),
+        ];
       }),
       [false, true, true, true, true, true, true, true],
     ),
   );
   say();
-  say(`Directory read: ${f3(m.directory.read_sqlite_ms)} ms SQLite, ${f2(dir)} ms busy: the home database answers at most ${f0(1000 / dir)} directory reads/s (${f0((1000 * a.utilisation) / dir)} at ${pct(a.utilisation)}).`);
+  say(
+    `Directory read: ${f3(m.directory.read_sqlite_ms)} ms SQLite, ${f2(dir)} ms busy: the home database answers at most ${f0(1000 / dir)} directory reads/s (${f0((1000 * a.utilisation) / dir)} at ${pct(a.utilisation)}).`,
+  );
   say();
 
   say("## The mix, per request");
@@ -632,7 +727,10 @@ export function report(m: Measurements, a: Assumptions = ASSUMPTIONS): string {
         ["busy ms on the home database (directory)", f3(p.homeMs)],
         ["statements on the shard primary", f2(p.primaryStatements)],
         ["directory reads", f3(p.homeReads)],
-        ["directory reads per company per day: tokens / feeds / Durable Objects", `${f0(p.directoryReadsPerCompanyDay.tokens)} / ${f0(p.directoryReadsPerCompanyDay.feeds)} / ${f1(p.directoryReadsPerCompanyDay.durableObjects)}`],
+        [
+          "directory reads per company per day: tokens / feeds / Durable Objects",
+          `${f0(p.directoryReadsPerCompanyDay.tokens)} / ${f0(p.directoryReadsPerCompanyDay.feeds)} / ${f1(p.directoryReadsPerCompanyDay.durableObjects)}`,
+        ],
         ["cron sweep busy ms per shard per second", f3(sweepMsPerSecond(m, a))],
       ],
       [false, true],
@@ -649,7 +747,10 @@ export function report(m: Measurements, a: Assumptions = ASSUMPTIONS): string {
       [
         ["bytes per 1,000 items (row, indexes, search, outbox)", f0(m.storage.per_1000_items_bytes)],
         ["  + once the reminder engine applied them", f0(m.storage.per_1000_items_sync_bytes)],
-        [`  + an item view (GET /v1/items/{id}) per item, per 1,000 (${pct(a.itemViewShare)} of the items have one)`, f0(m.storage.item_view_bytes * 1000)],
+        [
+          `  + an item view (GET /v1/items/{id}) per item, per 1,000 (${pct(a.itemViewShare)} of the items have one)`,
+          f0(m.storage.item_view_bytes * 1000),
+        ],
         ["bytes per 1,000 contacts", f0(m.storage.per_1000_contacts_bytes)],
         ["bytes per 1,000 tasks", f0(m.storage.per_1000_tasks_bytes)],
         ["bytes per typical company", `${f0(st.bytesPerCompany)} (${mb(st.bytesPerCompany)})`],
@@ -659,7 +760,10 @@ export function report(m: Measurements, a: Assumptions = ASSUMPTIONS): string {
         ["the same without item views", f0(noViews.itemsPerDatabaseItemsOnly)],
         [`typical companies per database without item views`, f0(noViews.companiesPerDatabase)],
         ["contacts per 10 GB, a database of contacts alone", f0(st.contactsPerDatabaseContactsOnly)],
-        ["Durable Object storage per 1,000 items (reminders, mirror)", f0(m.storage.durable_object.per_1000_items_bytes)],
+        [
+          "Durable Object storage per 1,000 items (reminders, mirror)",
+          f0(m.storage.durable_object.per_1000_items_bytes),
+        ],
       ],
       [false, true],
     ),
@@ -671,13 +775,25 @@ export function report(m: Measurements, a: Assumptions = ASSUMPTIONS): string {
   const rows = shardTable(m, a);
   say(
     `Requests/s the service sustains (the mix above, ${pct(a.utilisation)} of every database's time), accounts spread evenly over the shards. ` +
-      "Today's layout: shard 0 holds its share of the accounts and the directory. Directory-only: shard 0 holds the directory alone, accounts on shards 1..N-1. " +
+      "Today's layout: shard 0 holds its share of the accounts and the directory. " +
+      "Directory-only: shard 0 holds the directory alone, accounts on shards 1..N-1. " +
       "Storage: the typical companies the shards hold before they fill, and what they send.",
   );
   say();
   say(
     table(
-      ["shards", "req/s, today's layout", "efficiency", "directory's share of the home DB", "req/s, directory-only home DB", "companies at that load", "companies the storage holds", "their req/s", "home DB load then", "what limits"],
+      [
+        "shards",
+        "req/s, today's layout",
+        "efficiency",
+        "directory's share of the home DB",
+        "req/s, directory-only home DB",
+        "companies at that load",
+        "companies the storage holds",
+        "their req/s",
+        "home DB load then",
+        "what limits",
+      ],
       rows.map((r) => [
         String(r.shards),
         f0(r.requestsPerSecond),
@@ -744,9 +860,22 @@ export function report(m: Measurements, a: Assumptions = ASSUMPTIONS): string {
   say();
   const steps: Array<[string, Partial<Assumptions>]> = [
     ["today", {}],
-    ["a feed reads its company's origin shard first (the id in its URL says which) and the directory only when the company is not there (moved), as bearer requests do", { feedDirectoryMissRate: 0 }],
-    ["the Durable Object keeps its company's shard in its own storage (the move tells it) instead of asking the directory", { doDirectoryMissRate: 0, alarmDirectoryReads: 0 }],
-    ["token issuance reads the directory from a read replica (a session), the primary only when the client is not found (2%)", { tokenDirectoryReads: 0.02 }],
+    [
+      "a feed reads its company's origin shard first (the id in its URL says which) " +
+        "and the directory only when the company is not there (moved), as bearer " +
+        "requests do",
+      { feedDirectoryMissRate: 0 },
+    ],
+    [
+      "the Durable Object keeps its company's shard in its own storage (the move tells " +
+        "it) instead of asking the directory",
+      { doDirectoryMissRate: 0, alarmDirectoryReads: 0 },
+    ],
+    [
+      "token issuance reads the directory from a read replica (a session), the primary " +
+        "only when the client is not found (2%)",
+      { tokenDirectoryReads: 0.02 },
+    ],
   ];
   let acc: Assumptions = { ...a };
   const pushRows = steps.map(([what, change]) => {
@@ -754,16 +883,46 @@ export function report(m: Measurements, a: Assumptions = ASSUMPTIONS): string {
     const pp = profile(m, acc);
     const t = shardTable(m, acc);
     const at64 = t.find((r) => r.shards === 64)!;
-    return [what, f3(pp.homeMs), pp.homeMs > 0 ? f0((1000 * acc.utilisation) / pp.homeMs) : "none", f0(at64.requestsPerSecond), f0(at64.directoryOnlyHome)];
+    return [
+      what,
+      f3(pp.homeMs),
+      pp.homeMs > 0 ? f0((1000 * acc.utilisation) / pp.homeMs) : "none",
+      f0(at64.requestsPerSecond),
+      f0(at64.directoryOnlyHome),
+    ];
   });
-  say(table(["change", "home DB ms per request", "ceiling req/s", "64 shards, today's layout", "64 shards, directory-only home DB"], pushRows, [false, true, true, true, true]));
+  say(
+    table(
+      [
+        "change",
+        "home DB ms per request",
+        "ceiling req/s",
+        "64 shards, today's layout",
+        "64 shards, directory-only home DB",
+      ],
+      pushRows,
+      [false, true, true, true, true],
+    ),
+  );
   say();
   const sens = [0.5, 1, 2].map((k) => {
-    const b = { ...a, overheadMsPerStatement: a.overheadMsPerStatement * k, overheadMsPerRoundTrip: a.overheadMsPerRoundTrip * k };
+    const b = {
+      ...a,
+      overheadMsPerStatement: a.overheadMsPerStatement * k,
+      overheadMsPerRoundTrip: a.overheadMsPerRoundTrip * k,
+    };
     const t = shardTable(m, b);
-    return [`${f2(perQueryOverhead(b))} ms`, ...t.map((r) => f0(r.requestsPerSecond)), f0((1000 * b.utilisation) / profile(m, b).homeMs), f1(directoryCrossover(m, b))];
+    return [
+      `${f2(perQueryOverhead(b))} ms`,
+      ...t.map((r) => f0(r.requestsPerSecond)),
+      f0((1000 * b.utilisation) / profile(m, b).homeMs),
+      f1(directoryCrossover(m, b)),
+    ];
   });
-  say("Sensitivity to the production overhead of a lone query (requests/s at 1 / 4 / 16 / 64 shards, the directory ceiling, the crossover in shards):");
+  say(
+    "Sensitivity to the production overhead of a lone query (requests/s at 1 / 4 / " +
+      "16 / 64 shards, the directory ceiling, the crossover in shards):",
+  );
   say();
   say(table(["overhead", "1", "4", "16", "64", "ceiling", "crossover"], sens));
   say();
@@ -779,9 +938,17 @@ export function report(m: Measurements, a: Assumptions = ASSUMPTIONS): string {
   const tokenSens = [1, 24, 288].map((perClient) => {
     const daily = { ...DAILY_REQUESTS, token: perClient * a.company.apiClients };
     const pp = profile(m, a, daily);
-    return [`${perClient}`, f3(pp.homeMs), f0(budget / pp.homeMs), f0(budget / pp.homeMs / (pp.requestsPerCompanyDay / 86_400))];
+    return [
+      `${perClient}`,
+      f3(pp.homeMs),
+      f0(budget / pp.homeMs),
+      f0(budget / pp.homeMs / (pp.requestsPerCompanyDay / 86_400)),
+    ];
   });
-  say("Sensitivity to tokens per client per day (the home database's busy ms per request; the ceiling in requests/s and typical companies):");
+  say(
+    "Sensitivity to tokens per client per day (the home database's busy ms per " +
+      "request; the ceiling in requests/s and typical companies):",
+  );
   say();
   say(table(["tokens/client/day", "home ms per request", "ceiling req/s", "ceiling companies"], tokenSens));
   say();
@@ -793,9 +960,18 @@ export function report(m: Measurements, a: Assumptions = ASSUMPTIONS): string {
     table(
       ["", "value"],
       [
-        [`storage past ${pct(a.ownDatabaseShare)} of a planned database`, `${f1(own.storageBytes / 1000 ** 3)} GB ≈ ${f0(own.storageItems)} items (${f0(own.storageCompanies)} typical companies)`],
-        [`load past ${pct(a.ownDatabaseShare)} of a primary`, `${f0(own.loadRequestsPerSecond)} requests/s ≈ ${f0(own.loadCompanies)} typical companies, or ${f1(own.loadCompaniesAtRateLimit)} companies reading at their rate limit (${a.companyReadsPerSecondLimit}/s)`],
-        ["hard limit of an account (one database)", `10 GB ≈ ${f0(own.hardItems)} items; ${f0(own.hardRequestsPerSecond)} requests/s of the mix`],
+        [
+          `storage past ${pct(a.ownDatabaseShare)} of a planned database`,
+          `${f1(own.storageBytes / 1000 ** 3)} GB ≈ ${f0(own.storageItems)} items (${f0(own.storageCompanies)} typical companies)`,
+        ],
+        [
+          `load past ${pct(a.ownDatabaseShare)} of a primary`,
+          `${f0(own.loadRequestsPerSecond)} requests/s ≈ ${f0(own.loadCompanies)} typical companies, or ${f1(own.loadCompaniesAtRateLimit)} companies reading at their rate limit (${a.companyReadsPerSecondLimit}/s)`,
+        ],
+        [
+          "hard limit of an account (one database)",
+          `10 GB ≈ ${f0(own.hardItems)} items; ${f0(own.hardRequestsPerSecond)} requests/s of the mix`,
+        ],
       ],
       [false, false],
     ),
@@ -809,10 +985,26 @@ export function report(m: Measurements, a: Assumptions = ASSUMPTIONS): string {
     table(
       ["", "units", "USD (list price, before included amounts)"],
       [
-        ["Durable Objects", `${f0(c.durableObjects.requests)} requests (RPC calls and alarms), ${f0(c.durableObjects.gbSeconds)} GB-s, ${f2(c.durableObjects.storedGb)} GB stored, ${f0(c.durableObjects.rowsWritten)} rows written`, usd(c.durableObjects.usd)],
-        ["R2", `${f0(c.r2.storedGb)} GB-month, ${f0(c.r2.classA)} Class A, ${f0(c.r2.classB)} Class B operations`, usd(c.r2.usd)],
-        ["cron sweep", `${f0(c.cron.invocations)} runs (for the whole service), ${f2(c.cron.shards)} shards' worth: ${f0(c.cron.statements)} D1 statements, ~${f0(c.cron.rowsRead)} rows read`, usd(c.cron.usd)],
-        ["D1 (for comparison)", `${f0(c.d1.rowsRead)} rows read, ${f0(c.d1.rowsWritten)} rows written, ${f2(c.d1.storedGb)} GB stored`, usd(c.d1.usd)],
+        [
+          "Durable Objects",
+          `${f0(c.durableObjects.requests)} requests (RPC calls and alarms), ${f0(c.durableObjects.gbSeconds)} GB-s, ${f2(c.durableObjects.storedGb)} GB stored, ${f0(c.durableObjects.rowsWritten)} rows written`,
+          usd(c.durableObjects.usd),
+        ],
+        [
+          "R2",
+          `${f0(c.r2.storedGb)} GB-month, ${f0(c.r2.classA)} Class A, ${f0(c.r2.classB)} Class B operations`,
+          usd(c.r2.usd),
+        ],
+        [
+          "cron sweep",
+          `${f0(c.cron.invocations)} runs (for the whole service), ${f2(c.cron.shards)} shards' worth: ${f0(c.cron.statements)} D1 statements, ~${f0(c.cron.rowsRead)} rows read`,
+          usd(c.cron.usd),
+        ],
+        [
+          "D1 (for comparison)",
+          `${f0(c.d1.rowsRead)} rows read, ${f0(c.d1.rowsWritten)} rows written, ${f2(c.d1.storedGb)} GB stored`,
+          usd(c.d1.usd),
+        ],
       ],
       [false, false, true],
     ),
@@ -882,7 +1074,7 @@ function main(): void {
       ownDatabase: ownDatabase(m, a),
       costsPer1000: costsPer1000(m, a),
     };
-    writeFileSync(resolve(json), JSON.stringify(figures, null, 2) + "\n");
+    writeFileSync(resolve(json), `${JSON.stringify(figures, null, 2)}\n`);
   }
 }
 

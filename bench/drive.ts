@@ -53,8 +53,32 @@ const DOWNLOADS_PER_RUN = 3;
 const TASKS = { company1: 50_000, company2: 5_000 };
 const TARGETS = { upload: 0.8, download: 0.8, taskList: 0.4, taskSearchAll: 0.4 };
 const TASK_STATUSES = ["open", "todo", "in_progress", "review", "completed", "canceled"];
-const WORDS = ["renew", "inspect", "review", "call", "send", "sign", "update", "check", "order", "file", "archive", "prepare"];
-const OBJECTS = ["insurance", "licence", "contract", "permit", "certificate", "lease", "warranty", "visa", "audit", "registration"];
+const WORDS = [
+  "renew",
+  "inspect",
+  "review",
+  "call",
+  "send",
+  "sign",
+  "update",
+  "check",
+  "order",
+  "file",
+  "archive",
+  "prepare",
+];
+const OBJECTS = [
+  "insurance",
+  "licence",
+  "contract",
+  "permit",
+  "certificate",
+  "lease",
+  "warranty",
+  "visa",
+  "audit",
+  "registration",
+];
 
 // ---------------------------------------------------------------------------------------------
 // Data
@@ -62,7 +86,7 @@ const OBJECTS = ["insurance", "licence", "contract", "permit", "certificate", "l
 function taskRows(): string[] {
   const random = prng(9);
   const idChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  const publicId = () => "tsk_" + Array.from({ length: 20 }, () => idChars[Math.floor(random() * 64)]).join("");
+  const publicId = () => `tsk_${Array.from({ length: 20 }, () => idChars[Math.floor(random() * 64)]).join("")}`;
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(random() * xs.length)]!;
   const rows: string[] = [];
   const total = TASKS.company1 + TASKS.company2;
@@ -121,7 +145,6 @@ function apiCompatibilityDate(): string {
 // ---------------------------------------------------------------------------------------------
 // Memory: VmRSS of every process in a server's process group, sampled while a transfer runs.
 
-
 // ---------------------------------------------------------------------------------------------
 // Transfers
 
@@ -170,9 +193,16 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
   const started = Date.now();
   const base = `http://127.0.0.1:${options.port}`;
   const bareBase = `http://127.0.0.1:${options.port + 10}`;
-  const log = (message: string) => console.log(`[bench:drive +${((Date.now() - started) / 1000).toFixed(0)}s] ${message}`);
+  const log = (message: string) =>
+    console.log(`[bench:drive +${((Date.now() - started) / 1000).toFixed(0)}s] ${message}`);
   const { getJson, postJson, fetchToken } = httpClient(base);
-  const { measure } = measurer({ base, connections: options.connections, duration: options.duration, warmup: options.warmup, log });
+  const { measure } = measurer({
+    base,
+    connections: options.connections,
+    duration: options.duration,
+    warmup: options.warmup,
+    log,
+  });
   const scope = tempServerScope("expiry-bench-drive-", log);
   const bareDir = mkdtempSync(join(tmpdir(), "expiry-bench-bare-r2-"));
   let api: ChildProcess | undefined;
@@ -183,20 +213,44 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
     executeSql(
       { persistTo: scope.persistTo },
       multiRowInserts(
-        "INSERT INTO tasks (public_id, company_id, title, description, status, priority, due_at, owner_id, assignee_type, assignee_id, created_by, search_words) VALUES ",
+        "INSERT INTO tasks (public_id, company_id, title, description, status, priority, " +
+          "due_at, owner_id, assignee_type, assignee_id, created_by, search_words) VALUES ",
         taskRows(),
       ),
     );
     api = await startDev(
-      ["--port", String(options.port), "--persist-to", scope.persistTo, "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(options.port + 1), "--var", "RATE_LIMITS:off"],
+      [
+        "--port",
+        String(options.port),
+        "--persist-to",
+        scope.persistTo,
+        "--log-level",
+        "warn",
+        "--ip",
+        "127.0.0.1",
+        "--inspector-port",
+        String(options.port + 1),
+        "--var",
+        "RATE_LIMITS:off",
+      ],
       { port: options.port, env: { X_LOCAL_OBSERVABILITY: "false" } },
     );
     scope.setServer(api);
     const bareConfig = writeBareWorker(join(bareDir, "worker"), apiCompatibilityDate());
     bare = await startDev(
       [
-        "--config", bareConfig, "--port", String(options.port + 10), "--persist-to", join(bareDir, "state"),
-        "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(options.port + 11),
+        "--config",
+        bareConfig,
+        "--port",
+        String(options.port + 10),
+        "--persist-to",
+        join(bareDir, "state"),
+        "--log-level",
+        "warn",
+        "--ip",
+        "127.0.0.1",
+        "--inspector-port",
+        String(options.port + 11),
       ],
       { port: options.port + 10 },
     );
@@ -204,13 +258,20 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
 
     // Checks before measuring: tenancy and totals of the task list.
     const taskPage = await getJson("/v1/tasks?limit=50", token);
-    expect(taskPage.status === 200 && taskPage.body.meta?.total === TASKS.company1, `GET /v1/tasks total ${taskPage.body.meta?.total} = ${TASKS.company1}`);
+    expect(
+      taskPage.status === 200 && taskPage.body.meta?.total === TASKS.company1,
+      `GET /v1/tasks total ${taskPage.body.meta?.total} = ${TASKS.company1}`,
+    );
     expect(taskPage.body.data.length === 50, "GET /v1/tasks?limit=50 returns 50 tasks");
     const otherPage = await getJson("/v1/tasks?limit=1", await fetchToken("demo-other", "demo-other-secret"));
-    expect(otherPage.body.meta?.total === TASKS.company2, `company 2 sees its ${TASKS.company2} tasks only (got ${otherPage.body.meta?.total})`);
+    expect(
+      otherPage.body.meta?.total === TASKS.company2,
+      `company 2 sees its ${TASKS.company2} tasks only (got ${otherPage.body.meta?.total})`,
+    );
     const everyTask = await getJson("/v1/tasks?q=lapses&limit=50", token);
     expect(
-      JSON.stringify(everyTask.body.data.map((t: { task_id: number }) => t.task_id)) === JSON.stringify(taskPage.body.data.map((t: { task_id: number }) => t.task_id)) &&
+      JSON.stringify(everyTask.body.data.map((t: { task_id: number }) => t.task_id)) ===
+        JSON.stringify(taskPage.body.data.map((t: { task_id: number }) => t.task_id)) &&
         everyTask.body.meta?.total_exact === false,
       "GET /v1/tasks?q=lapses (every task) is the unfiltered first page, with a capped total",
     );
@@ -220,13 +281,23 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
     let uploads = 0;
     const apiUpload = async (size: number): Promise<{ transfer: Transfer; fileId: string; sessionMs: number }> => {
       const t = performance.now();
-      const session = await postJson("/v1/uploads", token, { filename: `bench-${size}-${++uploads}.bin`, content_type: "application/octet-stream" });
+      const session = await postJson("/v1/uploads", token, {
+        filename: `bench-${size}-${++uploads}.bin`,
+        content_type: "application/octet-stream",
+      });
       expect(session.status === 201, `POST /v1/uploads: ${session.status} ${JSON.stringify(session.body)}`);
       const sessionMs = performance.now() - t;
-      const { upload_url: url, upload_token: uploadToken } = session.body.data as { upload_url: string; upload_token: string };
+      const { upload_url: url, upload_token: uploadToken } = session.body.data as {
+        upload_url: string;
+        upload_token: string;
+      };
       let fileId = "";
       const transfer = await timed(api!.pid!, async () => {
-        const res = await fetch(url, { method: "PUT", headers: { "X-Upload-Token": uploadToken, "Content-Type": "application/octet-stream" }, body: payload.subarray(0, size) });
+        const res = await fetch(url, {
+          method: "PUT",
+          headers: { "X-Upload-Token": uploadToken, "Content-Type": "application/octet-stream" },
+          body: payload.subarray(0, size),
+        });
         const body = (await res.json()) as { data?: { file_id?: string } };
         expect(res.status === 200, `PUT /v1/uploads (${size} bytes): ${res.status} ${JSON.stringify(body)}`);
         fileId = body.data!.file_id!;
@@ -238,7 +309,10 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
       timed(bare!.pid!, async () => {
         const res = await fetch(`${bareBase}/${key}`, { method: "PUT", body: payload.subarray(0, size) });
         const body = (await res.json()) as { size: number };
-        expect(res.status === 200 && body.size === size, `bare put (${size} bytes): ${res.status} ${JSON.stringify(body)}`);
+        expect(
+          res.status === 200 && body.size === size,
+          `bare put (${size} bytes): ${res.status} ${JSON.stringify(body)}`,
+        );
         return size;
       });
     // A download is short (10 MiB in well under 100 ms), so each measurement reads the file
@@ -267,8 +341,16 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
     await download(api.pid!, `${base}/v1/files/${warm.fileId}`, MiB, { Authorization: `Bearer ${token}` }, true);
     await download(bare.pid!, `${bareBase}/warm`, MiB, {}, true);
 
-    type Bytes = { apiUp: Transfer[]; bareUp: Transfer[]; apiDown: Transfer[]; bareDown: Transfer[]; sessionMs: number[] };
-    const bytes = new Map<number, Bytes>(SIZES.map((s) => [s, { apiUp: [], bareUp: [], apiDown: [], bareDown: [], sessionMs: [] }]));
+    type Bytes = {
+      apiUp: Transfer[];
+      bareUp: Transfer[];
+      apiDown: Transfer[];
+      bareDown: Transfer[];
+      sessionMs: number[];
+    };
+    const bytes = new Map<number, Bytes>(
+      SIZES.map((s) => [s, { apiUp: [], bareUp: [], apiDown: [], bareDown: [], sessionMs: [] }]),
+    );
     for (let round = 0; round < options.rounds; round++) {
       for (const size of SIZES) {
         const r = bytes.get(size)!;
@@ -282,8 +364,18 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
         };
         const viaBare = async () => void r.bareUp.push(await bareUpload(size, key));
         await alternately(round, viaApi, viaBare);
-        const downApi = async () => void r.apiDown.push(await download(api!.pid!, `${base}/v1/files/${fileId}`, size, { Authorization: `Bearer ${token}` }, round === 0));
-        const downBare = async () => void r.bareDown.push(await download(bare!.pid!, `${bareBase}/${key}`, size, {}, round === 0));
+        const downApi = async () =>
+          void r.apiDown.push(
+            await download(
+              api!.pid!,
+              `${base}/v1/files/${fileId}`,
+              size,
+              { Authorization: `Bearer ${token}` },
+              round === 0,
+            ),
+          );
+        const downBare = async () =>
+          void r.bareDown.push(await download(bare!.pid!, `${bareBase}/${key}`, size, {}, round === 0));
         await alternately(round, downApi, downBare);
         log(
           `round ${round + 1}, ${size / MiB} MiB: up ${mbPerSecond(r.apiUp.at(-1)!).toFixed(1)} MiB/s (bare ${mbPerSecond(r.bareUp.at(-1)!).toFixed(1)}), ` +
@@ -296,15 +388,27 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
     const health: RouteSpec = { key: "health", label: "GET /health", path: "/health" };
     const taskRoutes: RouteSpec[] = [
       { key: "tasks", label: "GET /v1/tasks?limit=50", path: "/v1/tasks?limit=50", token, target: TARGETS.taskList },
-      { key: "tasks-status", label: "GET /v1/tasks?status=open&limit=50", path: "/v1/tasks?status=open&limit=50", token },
+      {
+        key: "tasks-status",
+        label: "GET /v1/tasks?status=open&limit=50",
+        path: "/v1/tasks?status=open&limit=50",
+        token,
+      },
       { key: "tasks-q", label: "GET /v1/tasks?q=renew&limit=50", path: "/v1/tasks?q=renew&limit=50", token },
-      { key: "tasks-q-all", label: "GET /v1/tasks?q=lapses&limit=50", path: "/v1/tasks?q=lapses&limit=50", token, target: TARGETS.taskSearchAll },
+      {
+        key: "tasks-q-all",
+        label: "GET /v1/tasks?q=lapses&limit=50",
+        path: "/v1/tasks?q=lapses&limit=50",
+        token,
+        target: TARGETS.taskSearchAll,
+      },
     ];
     const ratios = new Map<string, number[]>(taskRoutes.map((r) => [r.key, []]));
     const runs: RouteResult[] = [];
     const run = async (route: RouteSpec, round: number) => {
       const result = await measure(route, api!.pid, true);
-      if (result.non2xx > 0 || result.errors > 0) throw new Error(`${route.label}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+      if (result.non2xx > 0 || result.errors > 0)
+        throw new Error(`${route.label}: ${result.non2xx} non-2xx, ${result.errors} errors`);
       runs.push({ ...result, round });
       return result;
     };
@@ -314,8 +418,10 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
       for (const route of taskRoutes) measured.push(await run(route, round));
       const after = await run(health, round);
       const healthRate = (before.requestsPerSecond + after.requestsPerSecond) / 2;
-      measured.forEach((m, i) => ratios.get(taskRoutes[i]!.key)!.push(m.requestsPerSecond / healthRate));
-      log(`round ${round + 1}: /health ${healthRate.toFixed(0)} req/s; ${measured.map((m) => `${m.label} ${(m.requestsPerSecond / healthRate).toFixed(2)}`).join(", ")}`);
+      for (const [i, m] of measured.entries()) ratios.get(taskRoutes[i]!.key)!.push(m.requestsPerSecond / healthRate);
+      log(
+        `round ${round + 1}: /health ${healthRate.toFixed(0)} req/s; ${measured.map((m) => `${m.label} ${(m.requestsPerSecond / healthRate).toFixed(2)}`).join(", ")}`,
+      );
     }
 
     // ---- report
@@ -329,8 +435,14 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
     const memoryRows: string[][] = [];
     const summary: Record<string, unknown> = {};
     const met = (ratio: number, target: number) => (ratio >= target ? "yes" : "NO");
-    const transferRow = (what: string, api: number, bare: number, target: number) =>
-      [what, `${api.toFixed(1)} MiB/s`, `${bare.toFixed(1)} MiB/s`, (api / bare).toFixed(2), `>= ${target}`, met(api / bare, target)];
+    const transferRow = (what: string, api: number, bare: number, target: number) => [
+      what,
+      `${api.toFixed(1)} MiB/s`,
+      `${bare.toFixed(1)} MiB/s`,
+      (api / bare).toFixed(2),
+      `>= ${target}`,
+      met(api / bare, target),
+    ];
     for (const size of SIZES) {
       const r = bytes.get(size)!;
       const up = median(r.apiUp.map(mbPerSecond));
@@ -358,24 +470,43 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
       };
     }
     printColumns(["transfer", "through the API", "bare R2", "ratio", "target", "met"], rows);
-    const idle = (pick: (r: Bytes) => Transfer[]) => mb(median(SIZES.flatMap((s) => pick(bytes.get(s)!).map((t) => t.idleKb))));
+    const idle = (pick: (r: Bytes) => Transfer[]) =>
+      mb(median(SIZES.flatMap((s) => pick(bytes.get(s)!).map((t) => t.idleKb))));
     console.log(
       `\nPeak resident memory of each server's workerd processes over their idle value (median; idle: API ${idle((r) => r.apiUp)}, bare ${idle((r) => r.bareUp)}):\n`,
     );
-    printColumns(["size", "API upload, first", "bare put, first", "API upload", "bare put", "API download", "bare get"], memoryRows);
-    console.log(`\nPOST /v1/uploads (the session) before each upload: median ${median(SIZES.flatMap((s) => bytes.get(s)!.sessionMs)).toFixed(1)} ms\n`);
+    printColumns(
+      ["size", "API upload, first", "bare put, first", "API upload", "bare put", "API download", "bare get"],
+      memoryRows,
+    );
+    console.log(
+      `\nPOST /v1/uploads (the session) before each upload: median ${median(SIZES.flatMap((s) => bytes.get(s)!.sessionMs)).toFixed(1)} ms\n`,
+    );
     const taskTable = taskRoutes.map((route) => {
       const rs = ratios.get(route.key)!;
       const ratio = median(rs);
       const rps = median(runs.filter((r) => r.key === route.key).map((r) => r.requestsPerSecond));
       summary[route.label] = { ratio, ratios: rs, requestsPerSecond: rps };
-      return [route.label, `${rps.toFixed(0)} req/s`, ratio.toFixed(2), rs.map((x) => x.toFixed(2)).join(" "), route.target ? `>= ${route.target}` : "", route.target ? met(ratio, route.target) : ""];
+      return [
+        route.label,
+        `${rps.toFixed(0)} req/s`,
+        ratio.toFixed(2),
+        rs.map((x) => x.toFixed(2)).join(" "),
+        route.target ? `>= ${route.target}` : "",
+        route.target ? met(ratio, route.target) : "",
+      ];
     });
     const healthRuns = runs.filter((r) => r.key === "health").map((r) => r.requestsPerSecond);
-    printColumns(["route (50,000 tasks)", "median", "ratio to /health", "per round", "target", "met"], [["GET /health", `${median(healthRuns).toFixed(0)} req/s`, "1.00", "", "", ""], ...taskTable]);
+    printColumns(
+      ["route (50,000 tasks)", "median", "ratio to /health", "per round", "target", "met"],
+      [["GET /health", `${median(healthRuns).toFixed(0)} req/s`, "1.00", "", "", ""], ...taskTable],
+    );
     if (options.json) {
       mkdirSync(dirname(options.json), { recursive: true });
-      writeFileSync(options.json, JSON.stringify({ started: new Date(started).toISOString(), options, summary, runs }, null, 2));
+      writeFileSync(
+        options.json,
+        JSON.stringify({ started: new Date(started).toISOString(), options, summary, runs }, null, 2),
+      );
       log(`results written to ${options.json}`);
     }
     return 0;

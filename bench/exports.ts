@@ -17,7 +17,20 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname } from "node:path";
-import { expect, httpClient, median, multiRowInserts, prepareBenchState, printColumns, prng, sleep, sqlText, tempServerScope, wranglerVersion, type SuiteOptions } from "./kit.ts";
+import {
+  expect,
+  httpClient,
+  median,
+  multiRowInserts,
+  prepareBenchState,
+  printColumns,
+  prng,
+  sleep,
+  sqlText,
+  tempServerScope,
+  wranglerVersion,
+  type SuiteOptions,
+} from "./kit.ts";
 import { executeSql, queryRows, startDev } from "../scripts/lib/local.ts";
 import { procStats, readProcFile, rssKb } from "../scripts/lib/procs.ts";
 
@@ -28,12 +41,60 @@ const DEPARTMENTS = [1, 101, 102, 103];
 const TYPES = Array.from({ length: 8 }, (_, i) => 101 + i);
 const FOLDER_TOPS = 10;
 const CONTACTS = 1_000;
-const TAGS = ["urgent", "legal", "fleet", "hr", "finance", "building-a", "building-b", "warehouse", "it", "safety", "compliance", "renewal", "supplier",
-  "customer", "annual", "quarterly", "monthly", "critical", "low-priority", "board", "audit", "health", "insurance", "tax", "lease", "vendor", "payroll",
-  "training", "travel", "équipe"];
-const TITLES = ["Fire inspection", "Insurance policy", "=cost review", "-20% supplier discount", "Lease, building A", "Boiler \"annual\" check", "Vehicle registration",
-  "@ops: permit renewal", "Software licence 🧾", "Elevator certificate"];
-const NOTES = ["", "", "", "Renew with the city office", "Call Müller GmbH, ask for \"the\" quote", "Two lines:\nsecond line", "+49 30 1234567", "Budget approved 👍"];
+const TAGS = [
+  "urgent",
+  "legal",
+  "fleet",
+  "hr",
+  "finance",
+  "building-a",
+  "building-b",
+  "warehouse",
+  "it",
+  "safety",
+  "compliance",
+  "renewal",
+  "supplier",
+  "customer",
+  "annual",
+  "quarterly",
+  "monthly",
+  "critical",
+  "low-priority",
+  "board",
+  "audit",
+  "health",
+  "insurance",
+  "tax",
+  "lease",
+  "vendor",
+  "payroll",
+  "training",
+  "travel",
+  "équipe",
+];
+const TITLES = [
+  "Fire inspection",
+  "Insurance policy",
+  "=cost review",
+  "-20% supplier discount",
+  "Lease, building A",
+  'Boiler "annual" check',
+  "Vehicle registration",
+  "@ops: permit renewal",
+  "Software licence 🧾",
+  "Elevator certificate",
+];
+const NOTES = [
+  "",
+  "",
+  "",
+  "Renew with the city office",
+  'Call Müller GmbH, ask for "the" quote',
+  "Two lines:\nsecond line",
+  "+49 30 1234567",
+  "Budget approved 👍",
+];
 const DAYS = 2_190;
 /** The 10,000-row export: expiry dates in the first tenth of the range. */
 const START = Date.UTC(2026, 0, 1);
@@ -49,14 +110,20 @@ function seedStatements(): { statements: string[]; subset: number } {
   const statements = [
     "UPDATE accounts SET max_documents = 10000000, max_contacts = 1000000 WHERE id IN (1, 2)",
     "UPDATE companies SET documents_limit = 10000000, contacts_limit = 100000 WHERE id IN (1, 2)",
-    `INSERT INTO departments (id, company_id, name, name_key, is_default) VALUES ${DEPARTMENTS.slice(1).map((id) => `(${id}, 1, 'Dept ${id}', 'dept ${id}', 0)`).join(", ")}`,
+    `INSERT INTO departments (id, company_id, name, name_key, is_default) VALUES ${DEPARTMENTS.slice(1)
+      .map((id) => `(${id}, 1, 'Dept ${id}', 'dept ${id}', 0)`)
+      .join(", ")}`,
     `INSERT INTO document_types (id, account_id, company_id, dept_id, name, name_key, created_by) VALUES ${TYPES.map((id) => `(${id}, 1, 1, 1, 'Type ${id}', 'type ${id}', 1)`).join(", ")}`,
   ];
   // Three fields per type: two shared by name across types (one column each), one of its own.
   const fieldRows = TYPES.flatMap((type, t) =>
-    ["Inspector", "Reference no.", `Detail ${t + 1}`].map((name, i) => `(${type * 10 + i}, ${type}, 1, ${sqlText(name)}, ${sqlText(name.toLowerCase())}, 'text', ${i})`),
+    ["Inspector", "Reference no.", `Detail ${t + 1}`].map(
+      (name, i) => `(${type * 10 + i}, ${type}, 1, ${sqlText(name)}, ${sqlText(name.toLowerCase())}, 'text', ${i})`,
+    ),
   );
-  statements.push(`INSERT INTO document_type_fields (id, type_id, company_id, field_name, field_key, field_type, position) VALUES ${fieldRows.join(", ")}`);
+  statements.push(
+    `INSERT INTO document_type_fields (id, type_id, company_id, field_name, field_key, field_type, position) VALUES ${fieldRows.join(", ")}`,
+  );
   const folders: Array<{ id: number; parent: number; name: string }> = [];
   let folderId = 1000;
   for (let top = 0; top < FOLDER_TOPS; top++) {
@@ -65,7 +132,8 @@ function seedStatements(): { statements: string[]; subset: number } {
     for (let child = 0; child < 5; child++) {
       const childId = ++folderId;
       folders.push({ id: childId, parent: topId, name: `Site ${child + 1}` });
-      for (let leaf = 0; leaf < 2; leaf++) folders.push({ id: ++folderId, parent: childId, name: leaf === 0 ? "Current" : "Archive, old" });
+      for (let leaf = 0; leaf < 2; leaf++)
+        folders.push({ id: ++folderId, parent: childId, name: leaf === 0 ? "Current" : "Archive, old" });
     }
   }
   statements.push(
@@ -74,10 +142,16 @@ function seedStatements(): { statements: string[]; subset: number } {
   statements.push(
     ...multiRowInserts(
       "INSERT INTO contacts (id, company_id, dept_id, first_name, last_name, email, email_key) VALUES\n",
-      Array.from({ length: CONTACTS }, (_, i) => `(${100_001 + i}, 1, 1, 'Bench', 'Contact ${i}', 'contact${i}@bench.example', 'contact${i}@bench.example')`),
+      Array.from(
+        { length: CONTACTS },
+        (_, i) =>
+          `(${100_001 + i}, 1, 1, 'Bench', 'Contact ${i}', 'contact${i}@bench.example', 'contact${i}@bench.example')`,
+      ),
     ),
   );
-  statements.push(`INSERT INTO tags (id, company_id, name, name_key) VALUES ${TAGS.map((name, i) => `(${101 + i}, 1, ${sqlText(name)}, ${sqlText(name)})`).join(", ")}`);
+  statements.push(
+    `INSERT INTO tags (id, company_id, name, name_key) VALUES ${TAGS.map((name, i) => `(${101 + i}, 1, ${sqlText(name)}, ${sqlText(name)})`).join(", ")}`,
+  );
 
   const itemRows: string[] = [];
   const tagRows: string[] = [];
@@ -89,7 +163,9 @@ function seedStatements(): { statements: string[]; subset: number } {
     const created = new Date(Date.UTC(2024, 0, 1) + id * 60_000).toISOString().slice(0, 19).replace("T", " ");
     const expiryDay = Math.floor(random() * DAYS);
     if (company === 2) {
-      itemRows.push(`(${id}, 2, 2, NULL, NULL, NULL, 'Other company item', '', 'exp', '${day(expiryDay)}', 'pending', NULL, 3, '${created}', '${created}')`);
+      itemRows.push(
+        `(${id}, 2, 2, NULL, NULL, NULL, 'Other company item', '', 'exp', '${day(expiryDay)}', 'pending', NULL, 3, '${created}', '${created}')`,
+      );
       continue;
     }
     seen++;
@@ -104,7 +180,8 @@ function seedStatements(): { statements: string[]; subset: number } {
     );
     if (seen % 4 === 0) {
       const first = Math.floor(random() * TAGS.length);
-      for (let k = 0; k < 1 + (seen % 3); k++) tagRows.push(`(${id}, ${101 + ((first + k * 7) % TAGS.length)}, 1, ${k})`);
+      for (let k = 0; k < 1 + (seen % 3); k++)
+        tagRows.push(`(${id}, ${101 + ((first + k * 7) % TAGS.length)}, 1, ${k})`);
     }
     if (type !== null) {
       valueRows.push(`(${id}, ${type * 10}, 1, ${sqlText(pick(["Ada", "Bob, Jr.", "=Eve", "Zoë"]))})`);
@@ -113,7 +190,9 @@ function seedStatements(): { statements: string[]; subset: number } {
   }
   statements.push(
     ...multiRowInserts(
-      "INSERT INTO items (id, company_id, dept_id, document_type_id, folder_id, contact_id, title, notes, item_type, expiry_date, status, external_id, created_by, created_at, updated_at) VALUES\n",
+      "INSERT INTO items (id, company_id, dept_id, document_type_id, folder_id, " +
+        "contact_id, title, notes, item_type, expiry_date, status, external_id, " +
+        "created_by, created_at, updated_at) VALUES\n",
       itemRows,
     ),
     ...multiRowInserts("INSERT INTO item_tags (item_id, tag_id, company_id, position) VALUES\n", tagRows),
@@ -127,7 +206,10 @@ function seedStatements(): { statements: string[]; subset: number } {
 
 function workerdPids(group: number): number[] {
   return procStats()
-    .filter(({ pid, fields }) => Number(fields[2]) === group && (readProcFile(`/proc/${pid}/comm`)?.trim() ?? "").startsWith("workerd"))
+    .filter(
+      ({ pid, fields }) =>
+        Number(fields[2]) === group && (readProcFile(`/proc/${pid}/comm`)?.trim() ?? "").startsWith("workerd"),
+    )
     .map(({ pid }) => pid);
 }
 
@@ -169,11 +251,11 @@ interface Run {
   afterKb: number;
 }
 
-
 export async function runExportsBench(options: SuiteOptions): Promise<number> {
   const started = Date.now();
   const base = `http://127.0.0.1:${options.port}`;
-  const log = (message: string) => console.log(`[bench:exports +${((Date.now() - started) / 1000).toFixed(0)}s] ${message}`);
+  const log = (message: string) =>
+    console.log(`[bench:exports +${((Date.now() - started) / 1000).toFixed(0)}s] ${message}`);
   const scope = tempServerScope("expiry-bench-exports-", log);
   const errors: string[] = [];
   try {
@@ -183,21 +265,43 @@ export async function runExportsBench(options: SuiteOptions): Promise<number> {
     executeSql({ persistTo: scope.persistTo }, statements);
     const [counts] = queryRows<{ c1: number; c2: number; used: number; tags: number; values: number }>(
       { persistTo: scope.persistTo },
-      "SELECT (SELECT count(*) FROM items WHERE company_id = 1) AS c1, (SELECT count(*) FROM items WHERE company_id = 2) AS c2, " +
-        "(SELECT documents_used FROM companies WHERE id = 1) AS used, (SELECT count(*) FROM item_tags) AS tags, (SELECT count(*) FROM item_field_values) AS \"values\"",
+      "SELECT (SELECT count(*) FROM items WHERE company_id = 1) AS c1, (SELECT " +
+        "count(*) FROM items WHERE company_id = 2) AS c2, " +
+        "(SELECT documents_used FROM companies WHERE id = 1) AS used, (SELECT count(*) " +
+        'FROM item_tags) AS tags, (SELECT count(*) FROM item_field_values) AS "values"',
     );
-    expect(counts?.c1 === ITEMS.company1 && counts.c2 === ITEMS.company2 && counts.used === ITEMS.company1, `seeded items: ${JSON.stringify(counts)}`);
-    log(`seeded ${ITEMS.company1} items for company 1 (${counts!.tags} tags, ${counts!.values} custom field values) and ${ITEMS.company2} for company 2 in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+    expect(
+      counts?.c1 === ITEMS.company1 && counts.c2 === ITEMS.company2 && counts.used === ITEMS.company1,
+      `seeded items: ${JSON.stringify(counts)}`,
+    );
+    log(
+      `seeded ${ITEMS.company1} items for company 1 (${counts!.tags} tags, ${counts!.values} custom field values) and ${ITEMS.company2} for company 2 in ${((Date.now() - t) / 1000).toFixed(1)} s`,
+    );
 
     t = Date.now();
     const server = await startDev(
-      ["--port", String(options.port), "--persist-to", scope.persistTo, "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(options.port + 1), "--var", "RATE_LIMITS:off"],
+      [
+        "--port",
+        String(options.port),
+        "--persist-to",
+        scope.persistTo,
+        "--log-level",
+        "warn",
+        "--ip",
+        "127.0.0.1",
+        "--inspector-port",
+        String(options.port + 1),
+        "--var",
+        "RATE_LIMITS:off",
+      ],
       { port: options.port, env: { X_LOCAL_OBSERVABILITY: "false" } },
     );
     scope.setServer(server);
     const pids = workerdPids(server.pid!);
     expect(pids.length > 0, "found the server's workerd processes");
-    log(`server up in ${((Date.now() - t) / 1000).toFixed(1)} s (RATE_LIMITS=off via --var; workerd pids ${pids.join(", ")})`);
+    log(
+      `server up in ${((Date.now() - t) / 1000).toFixed(1)} s (RATE_LIMITS=off via --var; workerd pids ${pids.join(", ")})`,
+    );
     const token = await httpClient(base).fetchToken();
     const headers = { Authorization: `Bearer ${token}` };
 
@@ -217,12 +321,26 @@ export async function runExportsBench(options: SuiteOptions): Promise<number> {
       .split("\n")
       .filter(Boolean)
       .map((line) => (JSON.parse(line) as { item_id: number }).item_id);
-    for (const [format, ids] of [["csv", csvIds], ["ndjson", ndjsonIds]] as const) {
-      expect(ids.length === ITEMS.company1 && new Set(ids).size === ITEMS.company1, `${format}: ${ids.length} rows, ${new Set(ids).size} distinct`);
-      expect(ids.every((id) => companyOf(id) === 1), `${format}: only company 1's items`);
+    for (const [format, ids] of [
+      ["csv", csvIds],
+      ["ndjson", ndjsonIds],
+    ] as const) {
+      expect(
+        ids.length === ITEMS.company1 && new Set(ids).size === ITEMS.company1,
+        `${format}: ${ids.length} rows, ${new Set(ids).size} distinct`,
+      );
+      expect(
+        ids.every((id) => companyOf(id) === 1),
+        `${format}: only company 1's items`,
+      );
     }
-    expect(header.includes("Inspector") && header.includes("Detail 8") && header.at(-1) === "add_date", `CSV header: ${header.join(",")}`);
-    log(`checks ok: CSV and NDJSON hold each of the ${ITEMS.company1} items once, none of company 2's; ${header.length} columns (${header.length - 13} custom fields)`);
+    expect(
+      header.includes("Inspector") && header.includes("Detail 8") && header.at(-1) === "add_date",
+      `CSV header: ${header.join(",")}`,
+    );
+    log(
+      `checks ok: CSV and NDJSON hold each of the ${ITEMS.company1} items once, none of company 2's; ${header.length} columns (${header.length - 13} custom fields)`,
+    );
 
     // ---- measured exports
     const measure = async (label: string, path: string, round: number): Promise<Run> => {
@@ -234,7 +352,7 @@ export async function runExportsBench(options: SuiteOptions): Promise<number> {
       let ttfbMs = NaN;
       let bytes = 0;
       let ends = 0;
-      const csvRows = path.includes("format=ndjson") ? false : true;
+      const csvRows = !path.includes("format=ndjson");
       // Rows: CSV records end with CRLF and no value holds a CR here; NDJSON lines end with LF (JSON escapes the others).
       const end = csvRows ? 0x0d : 0x0a;
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
@@ -248,7 +366,19 @@ export async function runExportsBench(options: SuiteOptions): Promise<number> {
       await sleep(1_000);
       const rows = csvRows ? ends - 1 : ends;
       if (res.status !== 200) errors.push(`${label} (round ${round + 1}): status ${res.status}`);
-      const run = { label, round, rows, bytes, seconds, ttfbMs, rowsPerSecond: rows / seconds, cpuSeconds: cpu, beforeKb, peakKb, afterKb: sampler.total() };
+      const run = {
+        label,
+        round,
+        rows,
+        bytes,
+        seconds,
+        ttfbMs,
+        rowsPerSecond: rows / seconds,
+        cpuSeconds: cpu,
+        beforeKb,
+        peakKb,
+        afterKb: sampler.total(),
+      };
       log(
         `  ${label} (round ${round + 1}): ${rows} rows, ${(bytes / MiB).toFixed(1)} MiB in ${seconds.toFixed(2)} s: ${run.rowsPerSecond.toFixed(0)} rows/s, ` +
           `first byte ${ttfbMs.toFixed(0)} ms, workerd CPU ${cpu.toFixed(2)} s; workerd RSS ${(beforeKb / 1024).toFixed(1)} MiB before, peak +${((peakKb - beforeKb) / 1024).toFixed(1)} MiB, ` +
@@ -259,15 +389,22 @@ export async function runExportsBench(options: SuiteOptions): Promise<number> {
     const kinds = [
       { label: "items CSV, 100,000 rows", path: "/v1/items/export", rows: ITEMS.company1 },
       { label: "items NDJSON, 100,000 rows", path: "/v1/items/export?format=ndjson", rows: ITEMS.company1 },
-      { label: `items CSV, ${subset.toLocaleString("en-US")} rows (period)`, path: `/v1/items/export?${SUBSET}`, rows: subset },
+      {
+        label: `items CSV, ${subset.toLocaleString("en-US")} rows (period)`,
+        path: `/v1/items/export?${SUBSET}`,
+        rows: subset,
+      },
     ];
     const runs: Run[] = [];
-    log(`${options.rounds} round(s): the two full exports (alternating order), then the ${subset}-row export (${SUBSET})`);
+    log(
+      `${options.rounds} round(s): the two full exports (alternating order), then the ${subset}-row export (${SUBSET})`,
+    );
     for (let round = 0; round < options.rounds; round++) {
       const order = round % 2 === 0 ? [kinds[0]!, kinds[1]!, kinds[2]!] : [kinds[1]!, kinds[0]!, kinds[2]!];
       for (const kind of order) {
         const run = await measure(kind.label, kind.path, round);
-        if (run.rows !== kind.rows) errors.push(`${kind.label} (round ${round + 1}): ${run.rows} rows, expected ${kind.rows}`);
+        if (run.rows !== kind.rows)
+          errors.push(`${kind.label} (round ${round + 1}): ${run.rows} rows, expected ${kind.rows}`);
         runs.push(run);
       }
     }
@@ -298,7 +435,20 @@ export async function runExportsBench(options: SuiteOptions): Promise<number> {
       };
     });
     printColumns(
-      ["export", "rows/s", "per round", "MiB", "MiB/s", "s", "first byte ms", "workerd CPU s", "RSS before MiB", "peak growth MiB", "per round", "RSS after MiB"],
+      [
+        "export",
+        "rows/s",
+        "per round",
+        "MiB",
+        "MiB/s",
+        "s",
+        "first byte ms",
+        "workerd CPU s",
+        "RSS before MiB",
+        "peak growth MiB",
+        "per round",
+        "RSS after MiB",
+      ],
       summary.map((s) => [
         s.label,
         s.rowsPerSecond.toFixed(0),
@@ -315,16 +465,37 @@ export async function runExportsBench(options: SuiteOptions): Promise<number> {
       ]),
     );
     for (const s of summary.slice(0, 2)) {
-      console.log(`${s.label}: ${s.rowsPerSecond.toFixed(0)} rows/s (target >= ${TARGET_ROWS_PER_SECOND}) -> ${s.rowsPerSecond >= TARGET_ROWS_PER_SECOND ? "MET" : "MISSED"}`);
+      console.log(
+        `${s.label}: ${s.rowsPerSecond.toFixed(0)} rows/s (target >= ${TARGET_ROWS_PER_SECOND}) -> ${s.rowsPerSecond >= TARGET_ROWS_PER_SECOND ? "MET" : "MISSED"}`,
+      );
     }
-    console.log("(workerd CPU: user + system seconds of the server's workerd processes during the export: the Worker and local D1's SQLite together)");
-    console.log("(RSS: summed VmRSS of the server's workerd processes: before the request, the peak while it streamed, 1 s after its end)");
+    console.log(
+      "(workerd CPU: user + system seconds of the server's workerd processes during " +
+        "the export: the Worker and local D1's SQLite together)",
+    );
+    console.log(
+      "(RSS: summed VmRSS of the server's workerd processes: before the request, the " +
+        "peak while it streamed, 1 s after its end)",
+    );
     for (const message of errors) console.error(`ERROR ${message}`);
     if (options.json) {
       mkdirSync(dirname(options.json), { recursive: true });
       writeFileSync(
         options.json,
-        JSON.stringify({ started: new Date(started).toISOString(), options, items: ITEMS, subset: SUBSET, loadAverage: { before: loadBefore, after: loadAfter }, summary, runs, errors }, null, 2) + "\n",
+        `${JSON.stringify(
+          {
+            started: new Date(started).toISOString(),
+            options,
+            items: ITEMS,
+            subset: SUBSET,
+            loadAverage: { before: loadBefore, after: loadAfter },
+            summary,
+            runs,
+            errors,
+          },
+          null,
+          2,
+        )}\n`,
       );
       log(`results written to ${options.json}`);
     }

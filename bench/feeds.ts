@@ -51,10 +51,18 @@ const VARS = ["--var", "RATE_LIMITS:off", "--var", "REQUEST_LOGS:off"];
 function seedStatements(): string[] {
   const day = 86_400_000;
   const today = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate());
-  const folders = Array.from({ length: SITES }, (_, i) => `(${FIRST_ID + i}, 1, 1, 0, ${sqlText(`Site ${i + 1}`)}, ${sqlText(`site ${i + 1}`)})`).concat(
-    Array.from({ length: SITES }, (_, i) => `(${FIRST_ID + SITES + i}, 1, 1, ${FIRST_ID + i}, 'Permits, local', 'permits, local')`),
+  const folders = Array.from(
+    { length: SITES },
+    (_, i) => `(${FIRST_ID + i}, 1, 1, 0, ${sqlText(`Site ${i + 1}`)}, ${sqlText(`site ${i + 1}`)})`,
+  ).concat(
+    Array.from(
+      { length: SITES },
+      (_, i) => `(${FIRST_ID + SITES + i}, 1, 1, ${FIRST_ID + i}, 'Permits, local', 'permits, local')`,
+    ),
   );
-  const types = TYPES.map((name, i) => `(${FIRST_ID + i}, 1, 1, 1, ${sqlText(name)}, ${sqlText(name.toLowerCase())}, 1)`);
+  const types = TYPES.map(
+    (name, i) => `(${FIRST_ID + i}, 1, 1, 1, ${sqlText(name)}, ${sqlText(name.toLowerCase())}, 1)`,
+  );
   const items = Array.from({ length: ITEMS }, (_, i) => {
     const expiry = new Date(today + (40 + (i % 700)) * day).toISOString().slice(0, 10);
     const folder = i % 4 === 0 ? "NULL" : String(FIRST_ID + (i % (2 * SITES)));
@@ -65,9 +73,17 @@ function seedStatements(): string[] {
   });
   return [
     ...multiRowInserts("INSERT INTO folders (id, company_id, dept_id, parent_id, name, name_key) VALUES\n", folders),
-    ...multiRowInserts("INSERT INTO document_types (id, account_id, company_id, dept_id, name, name_key, created_by) VALUES\n", types),
-    ...multiRowInserts("INSERT INTO items (company_id, dept_id, document_type_id, folder_id, title, notes, item_type, expiry_date, created_by) VALUES\n", items),
-    "UPDATE items SET seq_id = (SELECT id FROM reminder_sequences WHERE company_id = 1 AND is_default = 1) WHERE company_id = 1",
+    ...multiRowInserts(
+      "INSERT INTO document_types (id, account_id, company_id, dept_id, name, " + "name_key, created_by) VALUES\n",
+      types,
+    ),
+    ...multiRowInserts(
+      "INSERT INTO items (company_id, dept_id, document_type_id, folder_id, title, " +
+        "notes, item_type, expiry_date, created_by) VALUES\n",
+      items,
+    ),
+    "UPDATE items SET seq_id = (SELECT id FROM reminder_sequences WHERE company_id = " +
+      "1 AND is_default = 1) WHERE company_id = 1",
     `INSERT INTO contacts (id, company_id, dept_id, first_name, last_name, email, email_key) VALUES (${CONTACT}, 1, 1, 'Bench', 'Feeds', 'bench@feeds.example', 'bench@feeds.example')`,
   ];
 }
@@ -75,9 +91,16 @@ function seedStatements(): string[] {
 export async function runFeedsBench(options: FeedsBenchOptions): Promise<number> {
   const started = Date.now();
   const base = `http://127.0.0.1:${options.port}`;
-  const log = (message: string) => console.log(`[bench:feeds +${((Date.now() - started) / 1000).toFixed(0)}s] ${message}`);
+  const log = (message: string) =>
+    console.log(`[bench:feeds +${((Date.now() - started) / 1000).toFixed(0)}s] ${message}`);
   const { getJson, postJson, fetchToken } = httpClient(base);
-  const { measure, drain } = measurer({ base, connections: options.connections, duration: options.duration, warmup: options.warmup, log });
+  const { measure, drain } = measurer({
+    base,
+    connections: options.connections,
+    duration: options.duration,
+    warmup: options.warmup,
+    log,
+  });
   const scope = tempServerScope("expiry-bench-feeds-", log);
   let child: ChildProcess | undefined;
   const errors: string[] = [];
@@ -85,14 +108,30 @@ export async function runFeedsBench(options: FeedsBenchOptions): Promise<number>
     const loadBefore = await prepareBenchState(scope.persistTo, log);
     let t = Date.now();
     executeSql({ persistTo: scope.persistTo }, seedStatements());
-    log(`seeded ${ITEMS} items, ${2 * SITES} folders, ${TYPES.length} document types and contact ${CONTACT} for company 1 (${((Date.now() - t) / 1000).toFixed(1)} s)`);
+    log(
+      `seeded ${ITEMS} items, ${2 * SITES} folders, ${TYPES.length} document types and contact ${CONTACT} for company 1 (${((Date.now() - t) / 1000).toFixed(1)} s)`,
+    );
     t = Date.now();
     child = await startDev(
-      ["--port", String(options.port), "--persist-to", scope.persistTo, "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(options.port + 1), ...VARS],
+      [
+        "--port",
+        String(options.port),
+        "--persist-to",
+        scope.persistTo,
+        "--log-level",
+        "warn",
+        "--ip",
+        "127.0.0.1",
+        "--inspector-port",
+        String(options.port + 1),
+        ...VARS,
+      ],
       { port: options.port, env: { X_LOCAL_OBSERVABILITY: "false" } },
     );
     scope.setServer(child);
-    log(`wrangler dev up on ${base} (${((Date.now() - t) / 1000).toFixed(1)} s): RATE_LIMITS=off, REQUEST_LOGS=off (--var), --log-level warn, X_LOCAL_OBSERVABILITY=false`);
+    log(
+      `wrangler dev up on ${base} (${((Date.now() - t) / 1000).toFixed(1)} s): RATE_LIMITS=off, REQUEST_LOGS=off (--var), --log-level warn, X_LOCAL_OBSERVABILITY=false`,
+    );
 
     // ---- the feed, until the reminder engine has seen every item
     const token = await fetchToken();
@@ -114,17 +153,28 @@ export async function runFeedsBench(options: FeedsBenchOptions): Promise<number>
     const calendar = new ICAL.Component(ICAL.parse(body));
     const events = calendar.getAllSubcomponents("vevent");
     const alarms = events.reduce((n, e) => n + e.getAllSubcomponents("valarm").length, 0);
-    expect(events.length === ITEMS && alarms === ITEMS * STEPS, `the feed has ${events.length} events and ${alarms} alarms (expected ${ITEMS} and ${ITEMS * STEPS})`);
+    expect(
+      events.length === ITEMS && alarms === ITEMS * STEPS,
+      `the feed has ${events.length} events and ${alarms} alarms (expected ${ITEMS} and ${ITEMS * STEPS})`,
+    );
     const bytes = Buffer.byteLength(body);
     const contact = await getJson(`/v1/contacts/${CONTACT}`, token);
     expect(contact.status === 200, `GET /v1/contacts/${CONTACT}: ${contact.status}`);
-    log(`checks ok: ${events.length} events, ${alarms} alarms (ical.js), ${(bytes / 1024).toFixed(0)} KiB; If-None-Match answers 304; contact ${CONTACT} readable`);
+    log(
+      `checks ok: ${events.length} events, ${alarms} alarms (ical.js), ${(bytes / 1024).toFixed(0)} KiB; If-None-Match answers 304; contact ${CONTACT} readable`,
+    );
 
     // ---- measurements
     const routes: Array<RouteSpec & { status: number }> = [
       { key: "health", label: "GET /health", path: "/health", status: 200 },
       { key: "point", label: `GET /v1/contacts/${CONTACT}`, path: `/v1/contacts/${CONTACT}`, token, status: 200 },
-      { key: "feed304", label: "GET /v1/calendar/<token>.ics + If-None-Match (304)", path: feedPath, headers: { "If-None-Match": etag }, status: 304 },
+      {
+        key: "feed304",
+        label: "GET /v1/calendar/<token>.ics + If-None-Match (304)",
+        path: feedPath,
+        headers: { "If-None-Match": etag },
+        status: 304,
+      },
       { key: "feed200", label: `GET /v1/calendar/<token>.ics (200, ${ITEMS} events)`, path: feedPath, status: 200 },
     ];
     // Warm-ups are run here rather than by measure(), which would report the 304s as non-2xx.
@@ -148,7 +198,10 @@ export async function runFeedsBench(options: FeedsBenchOptions): Promise<number>
           `  ${route.label} (round ${round + 1}): ${result.requestsPerSecond.toFixed(0)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, ` +
             `status ${JSON.stringify(result.statusCodes)}, errors ${result.errors}${result.otherCpu === undefined ? "" : `, other CPU ${pct(result.otherCpu)}`}`,
         );
-        if (wrong > 0 || result.errors > 0 || result.requests === 0) errors.push(`${route.label} (round ${round + 1}): ${wrong} answers other than ${route.status}, ${result.errors} errors`);
+        if (wrong > 0 || result.errors > 0 || result.requests === 0)
+          errors.push(
+            `${route.label} (round ${round + 1}): ${wrong} answers other than ${route.status}, ${result.errors} errors`,
+          );
       }
     }
 
@@ -173,12 +226,16 @@ export async function runFeedsBench(options: FeedsBenchOptions): Promise<number>
           median(rs.map((r) => r.p50)).toFixed(0),
           median(rs.map((r) => r.p99)).toFixed(0),
           median(ratioTo(route.key, "health")).toFixed(2),
-          perRound(route.key).map((x) => x.toFixed(0)).join(" "),
+          perRound(route.key)
+            .map((x) => x.toFixed(0))
+            .join(" "),
         ];
       }),
     );
     console.log(
-      `\n304 / point read, req/s per round: ${ratioTo("feed304", "point").map((x) => x.toFixed(2)).join(" ")}; median ${cost.toFixed(2)} ` +
+      `\n304 / point read, req/s per round: ${ratioTo("feed304", "point")
+        .map((x) => x.toFixed(2))
+        .join(" ")}; median ${cost.toFixed(2)} ` +
         `(target >= 1.00: the 304 costs no more than GET /v1/contacts/{id}) -> ${cost >= 1 ? "MET" : "MISSED"}`,
     );
     console.log(`full feed / 304, req/s: median ${median(ratioTo("feed200", "feed304")).toFixed(3)}`);
@@ -187,7 +244,21 @@ export async function runFeedsBench(options: FeedsBenchOptions): Promise<number>
       mkdirSync(dirname(options.json), { recursive: true });
       writeFileSync(
         options.json,
-        JSON.stringify({ started: new Date(started).toISOString(), options, items: ITEMS, alarms: ITEMS * STEPS, bytes, loadAverage: { before: loadBefore, after: loadAfter }, cost, results, errors }, null, 2) + "\n",
+        `${JSON.stringify(
+          {
+            started: new Date(started).toISOString(),
+            options,
+            items: ITEMS,
+            alarms: ITEMS * STEPS,
+            bytes,
+            loadAverage: { before: loadBefore, after: loadAfter },
+            cost,
+            results,
+            errors,
+          },
+          null,
+          2,
+        )}\n`,
       );
       log(`results written to ${options.json}`);
     }

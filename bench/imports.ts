@@ -14,7 +14,17 @@ import type { ChildProcess } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname } from "node:path";
-import { autocannon, expect, httpClient, median, prepareBenchState, printColumns, tempServerScope, wranglerVersion, type SuiteOptions } from "./kit.ts";
+import {
+  autocannon,
+  expect,
+  httpClient,
+  median,
+  prepareBenchState,
+  printColumns,
+  tempServerScope,
+  wranglerVersion,
+  type SuiteOptions,
+} from "./kit.ts";
 import { executeSql, queryRows, startDev } from "../scripts/lib/local.ts";
 import { rssSampler } from "../scripts/lib/procs.ts";
 
@@ -29,14 +39,18 @@ const VARS = ["--var", "RATE_LIMITS:off", "--var", "REQUEST_LOGS:off"];
 function csv(prefix: string, n: number): string {
   const year = new Date().getUTCFullYear() + 2;
   const lines = ["external_id,title,expiry_date,notes"];
-  for (let k = 1; k <= n; k++) lines.push(`${prefix}-${k},"Certificate ${k}, site ${k % 40}",${year}-${String(1 + (k % 12)).padStart(2, "0")}-${String(1 + (k % 28)).padStart(2, "0")},`);
-  return lines.join("\n") + "\n";
+  for (let k = 1; k <= n; k++)
+    lines.push(
+      `${prefix}-${k},"Certificate ${k}, site ${k % 40}",${year}-${String(1 + (k % 12)).padStart(2, "0")}-${String(1 + (k % 28)).padStart(2, "0")},`,
+    );
+  return `${lines.join("\n")}\n`;
 }
 
 export async function runImportsBench(options: ImportsBenchOptions): Promise<number> {
   const started = Date.now();
   const base = `http://127.0.0.1:${options.port}`;
-  const log = (message: string) => console.log(`[bench:imports +${((Date.now() - started) / 1000).toFixed(0)}s] ${message}`);
+  const log = (message: string) =>
+    console.log(`[bench:imports +${((Date.now() - started) / 1000).toFixed(0)}s] ${message}`);
   const { fetchToken } = httpClient(base);
   const scope = tempServerScope("expiry-bench-imports-", log);
   let child: ChildProcess | undefined;
@@ -48,22 +62,46 @@ export async function runImportsBench(options: ImportsBenchOptions): Promise<num
       "UPDATE accounts SET max_documents = 10000000 WHERE id = (SELECT account_id FROM companies WHERE id = 1)",
     ]);
     child = await startDev(
-      ["--port", String(options.port), "--persist-to", scope.persistTo, "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(options.port + 1), ...VARS],
+      [
+        "--port",
+        String(options.port),
+        "--persist-to",
+        scope.persistTo,
+        "--log-level",
+        "warn",
+        "--ip",
+        "127.0.0.1",
+        "--inspector-port",
+        String(options.port + 1),
+        ...VARS,
+      ],
       { port: options.port, env: { X_LOCAL_OBSERVABILITY: "false" } },
     );
     scope.setServer(child);
-    log(`wrangler dev up on ${base}: RATE_LIMITS=off, REQUEST_LOGS=off (--var), --log-level warn, X_LOCAL_OBSERVABILITY=false`);
+    log(
+      `wrangler dev up on ${base}: RATE_LIMITS=off, REQUEST_LOGS=off (--var), --log-level warn, X_LOCAL_OBSERVABILITY=false`,
+    );
     const token = await fetchToken();
     const auth = { Authorization: `Bearer ${token}` };
 
     const importFile = async (body: string): Promise<{ seconds: number; job: Record<string, any> }> => {
       const t0 = performance.now();
-      const res = await fetch(`${base}/v1/imports?resource=items`, { method: "POST", headers: { ...auth, "Content-Type": "text/csv" }, body });
+      const res = await fetch(`${base}/v1/imports?resource=items`, {
+        method: "POST",
+        headers: { ...auth, "Content-Type": "text/csv" },
+        body,
+      });
       const queued = (await res.json()) as Record<string, any>;
       expect(res.status === 202, `POST /v1/imports: ${res.status} ${JSON.stringify(queued).slice(0, 300)}`);
       for (;;) {
-        const job = ((await (await fetch(`${base}/v1/imports/${queued.data.import_id}`, { headers: auth })).json()) as Record<string, any>).data;
-        if (["completed", "failed", "canceled"].includes(job.status)) return { seconds: (performance.now() - t0) / 1000, job };
+        const job = (
+          (await (await fetch(`${base}/v1/imports/${queued.data.import_id}`, { headers: auth })).json()) as Record<
+            string,
+            any
+          >
+        ).data;
+        if (["completed", "failed", "canceled"].includes(job.status))
+          return { seconds: (performance.now() - t0) / 1000, job };
         await new Promise((r) => setTimeout(r, 50));
       }
     };
@@ -76,15 +114,25 @@ export async function runImportsBench(options: ImportsBenchOptions): Promise<num
         amount: ROWS,
         method: "POST",
         headers: { ...auth, "Content-Type": "application/json" },
-        body: JSON.stringify({ title: `Posted ${round} [<id>]`, expiry_date: `${new Date().getUTCFullYear() + 2}-06-15` }),
+        body: JSON.stringify({
+          title: `Posted ${round} [<id>]`,
+          expiry_date: `${new Date().getUTCFullYear() + 2}-06-15`,
+        }),
         idReplacement: true,
         timeout: 30,
       });
       const ok = result.statusCodeStats["201"]?.count ?? 0;
-      if (ok !== ROWS || result.errors > 0) errors.push(`POST /v1/items round ${round + 1}: ${ok} answers 201 of ${ROWS}, ${result.errors} errors`);
+      if (ok !== ROWS || result.errors > 0)
+        errors.push(`POST /v1/items round ${round + 1}: ${ok} answers 201 of ${ROWS}, ${result.errors} errors`);
       return (performance.now() - t0) / 1000;
     };
-    const pendingSyncs = () => Number(queryRows<{ n: number }>({ persistTo: scope.persistTo }, "SELECT count(*) AS n FROM reminder_sync WHERE company_id = 1 AND version > synced_version")[0]?.n ?? -1);
+    const pendingSyncs = () =>
+      Number(
+        queryRows<{ n: number }>(
+          { persistTo: scope.persistTo },
+          "SELECT count(*) AS n FROM reminder_sync WHERE company_id = 1 AND version > " + "synced_version",
+        )[0]?.n ?? -1,
+      );
 
     const rounds: Array<{ posts: number; import: number }> = [];
     for (let round = 0; round < options.rounds; round++) {
@@ -93,12 +141,17 @@ export async function runImportsBench(options: ImportsBenchOptions): Promise<num
       for (const what of order) {
         if (what === "posts") {
           r.posts = await posts(round);
-          log(`  round ${round + 1}: ${ROWS} x POST /v1/items (${options.connections} connections): ${r.posts.toFixed(1)} s`);
+          log(
+            `  round ${round + 1}: ${ROWS} x POST /v1/items (${options.connections} connections): ${r.posts.toFixed(1)} s`,
+          );
         } else {
           const { seconds, job } = await importFile(csv(`R${round}`, ROWS));
           r.import = seconds;
-          if (job.status !== "completed" || job.counts.created !== ROWS) errors.push(`import round ${round + 1}: ${job.status} ${JSON.stringify(job.counts)} ${job.message}`);
-          log(`  round ${round + 1}: import of ${ROWS} rows: ${seconds.toFixed(1)} s (${job.status}, created ${job.counts.created}); reminder changes still to apply: ${pendingSyncs()}`);
+          if (job.status !== "completed" || job.counts.created !== ROWS)
+            errors.push(`import round ${round + 1}: ${job.status} ${JSON.stringify(job.counts)} ${job.message}`);
+          log(
+            `  round ${round + 1}: import of ${ROWS} rows: ${seconds.toFixed(1)} s (${job.status}, created ${job.counts.created}); reminder changes still to apply: ${pendingSyncs()}`,
+          );
         }
       }
       rounds.push(r);
@@ -108,7 +161,8 @@ export async function runImportsBench(options: ImportsBenchOptions): Promise<num
     const sampler = rssSampler(child.pid!);
     const big = await importFile(csv("BIG", BIG));
     const memory = sampler.stop();
-    if (big.job.status !== "completed" || big.job.counts.created !== BIG) errors.push(`import of ${BIG}: ${big.job.status} ${JSON.stringify(big.job.counts)} ${big.job.message}`);
+    if (big.job.status !== "completed" || big.job.counts.created !== BIG)
+      errors.push(`import of ${BIG}: ${big.job.status} ${JSON.stringify(big.job.counts)} ${big.job.message}`);
     const pendingAfter = pendingSyncs();
 
     const loadAfter = loadavg()[0]!;
@@ -121,8 +175,18 @@ export async function runImportsBench(options: ImportsBenchOptions): Promise<num
     printColumns(
       ["10,000 items", "seconds", "items/s", "per round (s)"],
       [
-        [`POST /v1/items, ${options.connections} connections`, median(rounds.map((r) => r.posts)).toFixed(1), (ROWS / median(rounds.map((r) => r.posts))).toFixed(0), rounds.map((r) => r.posts.toFixed(1)).join(" ")],
-        ["one CSV import (to completed)", importSeconds.toFixed(1), (ROWS / importSeconds).toFixed(0), rounds.map((r) => r.import.toFixed(1)).join(" ")],
+        [
+          `POST /v1/items, ${options.connections} connections`,
+          median(rounds.map((r) => r.posts)).toFixed(1),
+          (ROWS / median(rounds.map((r) => r.posts))).toFixed(0),
+          rounds.map((r) => r.posts.toFixed(1)).join(" "),
+        ],
+        [
+          "one CSV import (to completed)",
+          importSeconds.toFixed(1),
+          (ROWS / importSeconds).toFixed(0),
+          rounds.map((r) => r.import.toFixed(1)).join(" "),
+        ],
       ],
     );
     console.log(
@@ -137,7 +201,14 @@ export async function runImportsBench(options: ImportsBenchOptions): Promise<num
     for (const message of errors) console.error(`ERROR ${message}`);
     if (options.json) {
       mkdirSync(dirname(options.json), { recursive: true });
-      writeFileSync(options.json, JSON.stringify({ started: new Date(started).toISOString(), options, rounds, big: { seconds: big.seconds, memory }, errors }, null, 2) + "\n");
+      writeFileSync(
+        options.json,
+        `${JSON.stringify(
+          { started: new Date(started).toISOString(), options, rounds, big: { seconds: big.seconds, memory }, errors },
+          null,
+          2,
+        )}\n`,
+      );
       log(`results written to ${options.json}`);
     }
     return errors.length > 0 ? 1 : 0;

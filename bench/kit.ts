@@ -164,7 +164,9 @@ export function median(xs: number[]): number {
 export const pct = (share: number) => `${(share * 100).toFixed(0)}%`;
 
 export function wranglerVersion(): string {
-  const pkg = JSON.parse(readFileSync(join(ROOT, "node_modules", "wrangler", "package.json"), "utf8")) as { version: string };
+  const pkg = JSON.parse(readFileSync(join(ROOT, "node_modules", "wrangler", "package.json"), "utf8")) as {
+    version: string;
+  };
   return pkg.version;
 }
 
@@ -189,7 +191,8 @@ export function httpClient(base: string) {
       body: JSON.stringify({ grant_type: "client_credentials", client_id: clientId, client_secret: clientSecret }),
     });
     const body = (await res.json()) as { access_token?: string };
-    if (res.status !== 200 || !body.access_token) throw new Error(`token request failed: ${res.status} ${JSON.stringify(body)}`);
+    if (res.status !== 200 || !body.access_token)
+      throw new Error(`token request failed: ${res.status} ${JSON.stringify(body)}`);
     return body.access_token;
   }
   async function postJson(path: string, token: string, payload: unknown): Promise<{ status: number; body: any }> {
@@ -243,7 +246,11 @@ function ourTicks(serverGroup: number | undefined): { ours: number; self: number
 export function cpuSample(serverGroup: number | undefined): CpuSample | undefined {
   const line = readProcFile("/proc/stat")?.split("\n")[0];
   if (!line?.startsWith("cpu ")) return undefined;
-  const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1, 9).map(Number) as number[];
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = line
+    .trim()
+    .split(/\s+/)
+    .slice(1, 9)
+    .map(Number) as number[];
   const busy = user! + nice! + system! + irq! + softirq! + steal!;
   return { busy, total: busy + idle! + iowait!, ...ourTicks(serverGroup) };
 }
@@ -314,7 +321,8 @@ export function measurer(settings: MeasureSettings) {
       const warm = await autocannon({ ...options, duration: settings.warmup });
       warmNon2xx = warm.non2xx;
       warmErrors = warm.errors;
-      if (warm.non2xx > 0 || warm.errors > 0) settings.log(`warm-up of ${route.label}: ${warm.non2xx} non-2xx, ${warm.errors} errors`);
+      if (warm.non2xx > 0 || warm.errors > 0)
+        settings.log(`warm-up of ${route.label}: ${warm.non2xx} non-2xx, ${warm.errors} errors`);
       await drain(route);
     }
     const before = cpuSample(serverGroup);
@@ -323,7 +331,9 @@ export function measurer(settings: MeasureSettings) {
     const drainSeconds = await drain(route);
     const otherCpu = otherCpuShare(before, after);
     const loadGeneratorCpu = selfCpuShare(before, after);
-    const statusCodes = Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, s]) => [code, Number(s.count)]));
+    const statusCodes = Object.fromEntries(
+      Object.entries(r.statusCodeStats ?? {}).map(([code, s]) => [code, Number(s.count)]),
+    );
     return {
       key: route.key,
       label: route.label,
@@ -385,7 +395,10 @@ export async function stopServer(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((done) => child.once("exit", () => done()));
   stopDev(child);
-  const timedOut = await Promise.race([exited.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), 10_000))]);
+  const timedOut = await Promise.race([
+    exited.then(() => false),
+    new Promise<boolean>((r) => setTimeout(() => r(true), 10_000)),
+  ]);
   if (timedOut && child.pid !== undefined) {
     try {
       process.kill(-child.pid, "SIGKILL");
@@ -416,7 +429,6 @@ function groupAlive(pgid: number): boolean {
   }
 }
 
-
 /**
  * The common start of a bench set: logs the versions and the 1-min load average (and warns above
  * 0.5), then .dev.vars, the migrations and the demo seed in `persistTo`. Returns that load average.
@@ -424,7 +436,8 @@ function groupAlive(pgid: number): boolean {
 export async function prepareBenchState(persistTo: string, log: (message: string) => void): Promise<number> {
   const loadBefore = loadavg()[0]!;
   log(`wrangler ${wranglerVersion()}, Node ${process.version}; 1-min load average ${loadBefore.toFixed(2)}`);
-  if (loadBefore > 0.5) log(`warning: load average ${loadBefore.toFixed(2)} before starting; other work on this machine skews the numbers`);
+  if (loadBefore > 0.5)
+    log(`warning: load average ${loadBefore.toFixed(2)} before starting; other work on this machine skews the numbers`);
   ensureDevVars();
   applyMigrations({ persistTo });
   await seedLocal({ persistTo });
@@ -434,7 +447,8 @@ export async function prepareBenchState(persistTo: string, log: (message: string
 /** Prints rows under a header: the first `leftAligned` columns left-aligned, the others right-aligned. */
 export function printColumns(header: string[], cells: string[][], leftAligned = 1): void {
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i]!.length)));
-  const line = (row: string[]) => row.map((c, i) => (i < leftAligned ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  const line = (row: string[]) =>
+    row.map((c, i) => (i < leftAligned ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
   console.log(line(header));
   console.log(widths.map((w) => "-".repeat(w)).join("  "));
   for (const row of cells) console.log(line(row));

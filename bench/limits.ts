@@ -79,7 +79,11 @@ const QUOTA = { client: 1_200, clientBurst: 300, company: 3_000, anonymous: 300 
 type Name = "A" | "B" | "C";
 const NAMES = ["A", "B", "C"] as const;
 /** A: neither; B: rate limits (and request ids, always on): the target; C: the defaults, with the request log too. */
-const VARS: Record<Name, Record<string, string>> = { A: { RATE_LIMITS: "off", REQUEST_LOGS: "off" }, B: { REQUEST_LOGS: "off" }, C: {} };
+const VARS: Record<Name, Record<string, string>> = {
+  A: { RATE_LIMITS: "off", REQUEST_LOGS: "off" },
+  B: { REQUEST_LOGS: "off" },
+  C: {},
+};
 const SETTING: Record<Name, string> = {
   A: "RATE_LIMITS=off, REQUEST_LOGS=off (--var)",
   B: "RATE_LIMITS unset: on; REQUEST_LOGS=off (--var)",
@@ -88,10 +92,16 @@ const SETTING: Record<Name, string> = {
 /** The servers whose rate limits are on: a 429 there in measurement 1 makes the run invalid. */
 const limited = (name: Name) => name !== "A";
 
-const INVALID = "INVALID RUN: a 429 in measurement 1 means some tenant or address reached its quota, so B was not measured unthrottled:";
+const INVALID =
+  "INVALID RUN: a 429 in measurement 1 means some tenant or address reached its " +
+  "quota, so B was not measured unthrottled:";
 
 const clientId = (company: number) =>
-  company === X_COMPANY ? "bench-x" : company === Y_COMPANY ? "bench-y" : `bench-t${String(company - FIRST_COMPANY + 1).padStart(3, "0")}`;
+  company === X_COMPANY
+    ? "bench-x"
+    : company === Y_COMPANY
+      ? "bench-y"
+      : `bench-t${String(company - FIRST_COMPANY + 1).padStart(3, "0")}`;
 
 // ---------------------------------------------------------------------------------------------
 // Data
@@ -105,8 +115,12 @@ async function seedStatements(): Promise<string[]> {
       `VALUES (${ACCOUNT}, 'Bench tenants', ${USER}, 1000, ${DOCUMENTS_LIMIT}, 100000, 102400, 50)`,
     `INSERT INTO users (id, account_id, email, name) VALUES (${USER}, ${ACCOUNT}, 'owner@bench-tenants.example', 'Bench Owner')`,
     ...multiRowInserts(
-      "INSERT INTO companies (id, account_id, name, is_default, documents_limit, contacts_limit, drive_space_mb) VALUES\n",
-      companies.map((id) => `(${id}, ${ACCOUNT}, ${sqlText(`Bench ${clientId(id)}`)}, ${id === FIRST_COMPANY ? 1 : 0}, 10000, 1000, 1024)`),
+      "INSERT INTO companies (id, account_id, name, is_default, documents_limit, " +
+        "contacts_limit, drive_space_mb) VALUES\n",
+      companies.map(
+        (id) =>
+          `(${id}, ${ACCOUNT}, ${sqlText(`Bench ${clientId(id)}`)}, ${id === FIRST_COMPANY ? 1 : 0}, 10000, 1000, 1024)`,
+      ),
     ),
     ...multiRowInserts(
       "INSERT INTO departments (id, company_id, name, name_key, is_default) VALUES\n",
@@ -117,10 +131,16 @@ async function seedStatements(): Promise<string[]> {
   for (const id of companies) {
     const salt = `seed-${clientId(id)}`;
     const hash = await hashClientSecret(CLIENT_SECRET, salt);
-    clientRows.push(`(${sqlText(clientId(id))}, 'bench: limits', ${sqlText(hash)}, ${sqlText(salt)}, ${ACCOUNT}, ${id}, ${USER}, '*', 1)`);
+    clientRows.push(
+      `(${sqlText(clientId(id))}, 'bench: limits', ${sqlText(hash)}, ${sqlText(salt)}, ${ACCOUNT}, ${id}, ${USER}, '*', 1)`,
+    );
   }
   statements.push(
-    ...multiRowInserts("INSERT INTO api_clients (client_id, name, secret_hash, secret_salt, account_id, company_id, user_id, scopes, active) VALUES\n", clientRows),
+    ...multiRowInserts(
+      "INSERT INTO api_clients (client_id, name, secret_hash, secret_salt, account_id, " +
+        "company_id, user_id, scopes, active) VALUES\n",
+      clientRows,
+    ),
   );
   // One contact per tenant and for Y (none for X).
   const contactRows = companies
@@ -129,7 +149,12 @@ async function seedStatements(): Promise<string[]> {
       const email = `contact@${clientId(id)}.example`;
       return `(${contactOf(id)}, ${id}, ${id}, 'Bench', ${sqlText(clientId(id))}, ${sqlText(email)}, ${sqlText(email)})`;
     });
-  statements.push(...multiRowInserts("INSERT INTO contacts (id, company_id, dept_id, first_name, last_name, email, email_key) VALUES\n", contactRows));
+  statements.push(
+    ...multiRowInserts(
+      "INSERT INTO contacts (id, company_id, dept_id, first_name, last_name, email, " + "email_key) VALUES\n",
+      contactRows,
+    ),
+  );
   // X's items: two in three titles start with "Inspection" or "Inspector", so `q=insp` matches about 2,000.
   const subjects = ["Inspection", "Inspector visit", "Insurance"];
   const objects = ["fire extinguishers", "lift", "boiler", "fleet", "warehouse racking", "electrical installation"];
@@ -138,7 +163,12 @@ async function seedStatements(): Promise<string[]> {
     const title = `${subjects[i % 3]} – ${objects[i % objects.length]} ${i}`;
     return `(${X_COMPANY}, ${X_COMPANY}, ${sqlText(title)}, 'seeded by bench-limits', '${expiry}', ${USER}, ${sqlText(searchWords(title, "seeded by bench-limits"))})`;
   });
-  statements.push(...multiRowInserts("INSERT INTO items (company_id, dept_id, title, notes, expiry_date, created_by, search_words) VALUES\n", itemRows));
+  statements.push(
+    ...multiRowInserts(
+      "INSERT INTO items (company_id, dept_id, title, notes, expiry_date, created_by, " + "search_words) VALUES\n",
+      itemRows,
+    ),
+  );
   return statements;
 }
 
@@ -156,7 +186,8 @@ interface Paced {
   statusCodes: Record<string, number>;
 }
 
-const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
+const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
 
 /**
  * `rate` requests/s for `seconds`, each sent on schedule whether or not the previous one has
@@ -189,7 +220,14 @@ async function paced(url: string, headers: Record<string, string>, rate: number,
   await Promise.all(pending);
   latencies.sort((a, b) => a - b);
   const non2xx = Object.entries(statusCodes).reduce((n, [code, count]) => n + (code.startsWith("2") ? 0 : count), 0);
-  return { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), requests: latencies.length, non2xx, errors, statusCodes };
+  return {
+    p50: quantile(latencies, 0.5),
+    p99: quantile(latencies, 0.99),
+    requests: latencies.length,
+    non2xx,
+    errors,
+    statusCodes,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -237,17 +275,21 @@ async function expectPortFree(port: number): Promise<void> {
     () => true,
     () => false,
   );
-  if (answered) throw new Error(`port ${port} already answers: another server is running there (stop it, or use --port)`);
+  if (answered)
+    throw new Error(`port ${port} already answers: another server is running there (stop it, or use --port)`);
 }
 
 // ---------------------------------------------------------------------------------------------
 
 export async function runLimitsBench(options: LimitsBenchOptions): Promise<number> {
   const started = Date.now();
-  const log = (message: string) => console.log(`[bench:limits +${((Date.now() - started) / 1000).toFixed(0)}s] ${message}`);
+  const log = (message: string) =>
+    console.log(`[bench:limits +${((Date.now() - started) / 1000).toFixed(0)}s] ${message}`);
   const ports: Record<Name, number> = { A: options.port, B: options.port + 10, C: options.port + 20 };
   const base = Object.fromEntries(NAMES.map((n) => [n, `http://127.0.0.1:${ports[n]}`])) as Record<Name, string>;
-  const scopes = Object.fromEntries(NAMES.map((n) => [n, tempServerScope(`expiry-bench-limits-${n.toLowerCase()}-`, log)])) as Record<Name, ReturnType<typeof tempServerScope>>;
+  const scopes = Object.fromEntries(
+    NAMES.map((n) => [n, tempServerScope(`expiry-bench-limits-${n.toLowerCase()}-`, log)]),
+  ) as Record<Name, ReturnType<typeof tempServerScope>>;
   const scopeA = scopes.A;
   const errors: string[] = [];
   try {
@@ -261,7 +303,11 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
         `(SELECT COUNT(*) FROM items WHERE company_id = ${X_COMPANY} AND search_words <> '[]') AS fts`,
     );
     expect(
-      counts?.companies === TENANTS + 2 && counts.clients === TENANTS + 2 && counts.contacts === TENANTS + 1 && counts.xItems === X_ITEMS && counts.fts === X_ITEMS,
+      counts?.companies === TENANTS + 2 &&
+        counts.clients === TENANTS + 2 &&
+        counts.contacts === TENANTS + 1 &&
+        counts.xItems === X_ITEMS &&
+        counts.fts === X_ITEMS,
       `seeded rows: ${JSON.stringify(counts)}`,
     );
     for (const n of ["B", "C"] as const) cpSync(scopeA.persistTo, scopes[n].persistTo, { recursive: true });
@@ -273,14 +319,29 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
     for (const n of NAMES) await expectPortFree(ports[n]);
     t = Date.now();
     const devArgs = (port: number, persistTo: string) => [
-      "--port", String(port), "--persist-to", persistTo, "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(port + 1),
+      "--port",
+      String(port),
+      "--persist-to",
+      persistTo,
+      "--log-level",
+      "warn",
+      "--ip",
+      "127.0.0.1",
+      "--inspector-port",
+      String(port + 1),
     ];
     const servers = {} as Record<Name, ChildProcess>;
     for (const n of NAMES) {
-      servers[n] = await startDev([...devArgs(ports[n], scopes[n].persistTo), ...Object.entries(VARS[n]).flatMap(([k, v]) => ["--var", `${k}:${v}`])], {
-        port: ports[n],
-        env: { X_LOCAL_OBSERVABILITY: "false" },
-      });
+      servers[n] = await startDev(
+        [
+          ...devArgs(ports[n], scopes[n].persistTo),
+          ...Object.entries(VARS[n]).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
+        ],
+        {
+          port: ports[n],
+          env: { X_LOCAL_OBSERVABILITY: "false" },
+        },
+      );
       scopes[n].setServer(servers[n]);
     }
     // The request log is console.log in the Worker: count the lines each server prints.
@@ -295,30 +356,44 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
       servers[name].stdout?.on("data", onData);
       servers[name].stderr?.on("data", onData);
     }
-    log(`servers up (${((Date.now() - t) / 1000).toFixed(1)} s): ${NAMES.map((n) => `${n} ${base[n]}: ${SETTING[n]}`).join("; ")}; all --log-level warn, X_LOCAL_OBSERVABILITY=false`);
+    log(
+      `servers up (${((Date.now() - t) / 1000).toFixed(1)} s): ${NAMES.map((n) => `${n} ${base[n]}: ${SETTING[n]}`).join("; ")}; all --log-level warn, X_LOCAL_OBSERVABILITY=false`,
+    );
 
     // ---- tokens (from A: no anonymous limit there; B verifies them with the same keys) and checks
     const httpA = httpClient(base.A);
     const httpC = httpClient(base.C);
     const tenants = Array.from({ length: TENANTS }, (_, i) => FIRST_COMPANY + i);
     const tokens = new Map<number, string>();
-    for (const company of [...tenants, X_COMPANY, Y_COMPANY]) tokens.set(company, await httpA.fetchToken(clientId(company), CLIENT_SECRET));
+    for (const company of [...tenants, X_COMPANY, Y_COMPANY])
+      tokens.set(company, await httpA.fetchToken(clientId(company), CLIENT_SECRET));
     const ownerToken = await httpA.fetchToken();
     const contactPath = (company: number) => `/v1/contacts/${contactOf(company)}`;
     for (const name of NAMES) {
       const http = httpClient(base[name]);
-      const own = await fetch(base[name] + contactPath(tenants[0]!), { headers: { Authorization: `Bearer ${tokens.get(tenants[0]!)}` } });
+      const own = await fetch(base[name] + contactPath(tenants[0]!), {
+        headers: { Authorization: `Bearer ${tokens.get(tenants[0]!)}` },
+      });
       const body = (await own.json()) as { data?: { contact_id?: number } };
-      expect(own.status === 200 && body.data?.contact_id === contactOf(tenants[0]!), `${name}: GET ${contactPath(tenants[0]!)}: ${own.status}`);
+      expect(
+        own.status === 200 && body.data?.contact_id === contactOf(tenants[0]!),
+        `${name}: GET ${contactPath(tenants[0]!)}: ${own.status}`,
+      );
       const policy = own.headers.get("RateLimit-Policy");
-      expect(limited(name) ? policy?.includes('"client"') === true : policy === null, `${name}: RateLimit-Policy ${policy} (rate limits ${limited(name) ? "on" : "off"})`);
+      expect(
+        limited(name) ? policy?.includes('"client"') === true : policy === null,
+        `${name}: RateLimit-Policy ${policy} (rate limits ${limited(name) ? "on" : "off"})`,
+      );
       const foreign = await http.getJson(contactPath(tenants[1]!), tokens.get(tenants[0]!));
       expect(foreign.status === 404, `${name}: another tenant's contact must be 404, got ${foreign.status}`);
     }
     const search = await httpC.getJson(`/v1/items?q=${SEARCH}&limit=50`, tokens.get(X_COMPANY));
     expect(search.status === 200 && search.body.data?.length === 50, `C: X's search: ${search.status}`);
     await sleep(500);
-    expect(logLines.A === 0 && logLines.B === 0, `A and B printed ${logLines.A} and ${logLines.B} request log lines with REQUEST_LOGS=off`);
+    expect(
+      logLines.A === 0 && logLines.B === 0,
+      `A and B printed ${logLines.A} and ${logLines.B} request log lines with REQUEST_LOGS=off`,
+    );
     log(
       `checks ok: tenancy, RateLimit-Policy only on B and C, X's search meta.total ${search.body.meta?.total} (capped at 1,000); ` +
         `request log lines printed so far: ${JSON.stringify(logLines)}`,
@@ -329,30 +404,55 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
       key: "health",
       label: "GET /health",
       path: "/health",
-      requests: Array.from({ length: HEALTH_ADDRESSES }, (_, i) => ({ path: "/health", headers: { "CF-Connecting-IP": `198.18.${i >> 8}.${i & 255}` } })),
+      requests: Array.from({ length: HEALTH_ADDRESSES }, (_, i) => ({
+        path: "/health",
+        headers: { "CF-Connecting-IP": `198.18.${i >> 8}.${i & 255}` },
+      })),
     };
     const contacts: RouteSpec = {
       key: "contacts",
       label: `GET /v1/contacts/{id} (${TENANTS} tenants)`,
       path: contactPath(tenants[0]!),
       token: tokens.get(tenants[0]!),
-      requests: tenants.map((company) => ({ path: contactPath(company), headers: { Authorization: `Bearer ${tokens.get(company)}` } })),
+      requests: tenants.map((company) => ({
+        path: contactPath(company),
+        headers: { Authorization: `Bearer ${tokens.get(company)}` },
+      })),
     };
     const measurers = Object.fromEntries(
-      NAMES.map((n) => [n, measurer({ base: base[n], connections: options.connections, duration: options.duration, warmup: options.warmup, log })]),
+      NAMES.map((n) => [
+        n,
+        measurer({
+          base: base[n],
+          connections: options.connections,
+          duration: options.duration,
+          warmup: options.warmup,
+          log,
+        }),
+      ]),
     ) as Record<Name, ReturnType<typeof measurer>>;
     const loadOnB: Record<"health" | "contacts", Interval[]> = { health: [], contacts: [] };
     if (options.serverWarmup > 0) {
       log(`server warm-up: ${options.serverWarmup} s of /health and the contact reads on each server`);
-      const mixed = Array.from({ length: HEALTH_ADDRESSES * 2 }, (_, i) => (i % 2 === 0 ? health.requests![(i / 2) % HEALTH_ADDRESSES]! : contacts.requests![((i - 1) / 2) % TENANTS]!));
+      const mixed = Array.from({ length: HEALTH_ADDRESSES * 2 }, (_, i) =>
+        i % 2 === 0 ? health.requests![(i / 2) % HEALTH_ADDRESSES]! : contacts.requests![((i - 1) / 2) % TENANTS]!,
+      );
       for (const name of NAMES) {
         const start = Date.now();
-        const warm = await autocannon({ url: base[name], connections: options.connections, duration: options.serverWarmup, timeout: 30, requests: roundRobin(mixed) });
+        const warm = await autocannon({
+          url: base[name],
+          connections: options.connections,
+          duration: options.serverWarmup,
+          timeout: 30,
+          requests: roundRobin(mixed),
+        });
         if (warm.non2xx > 0 || warm.errors > 0) {
           const message = `server warm-up of ${name}: ${warm.non2xx} non-2xx ${JSON.stringify(warm.statusCodeStats)}, ${warm.errors} errors`;
           throw new Error(warm.statusCodeStats["429"] ? `${INVALID} ${message}` : message);
         }
-        if (name === "B") for (const kind of ["health", "contacts"] as const) loadOnB[kind].push({ start, end: Date.now(), requests: warm.requests.total / 2 });
+        if (name === "B")
+          for (const kind of ["health", "contacts"] as const)
+            loadOnB[kind].push({ start, end: Date.now(), requests: warm.requests.total / 2 });
         await measurers[name].drain(contacts);
       }
     }
@@ -367,7 +467,10 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
       const result = { ...(await measurers[name].measure(route, servers[name].pid, round === 0)), round };
       const cpuAfter = serverCpu(servers[name].pid);
       const wall = (Date.now() - start) / 1000;
-      lastCpu = { wrangler: (cpuAfter.wrangler - cpuBefore.wrangler) / wall, workerd: (cpuAfter.workerd - cpuBefore.workerd) / wall };
+      lastCpu = {
+        wrangler: (cpuAfter.wrangler - cpuBefore.wrangler) / wall,
+        workerd: (cpuAfter.workerd - cpuBefore.workerd) / wall,
+      };
       runs.push({ ...result, server: name });
       if (name === "B" && (route.key === "health" || route.key === "contacts")) {
         const seconds = options.duration + (round === 0 ? options.warmup : 0);
@@ -403,25 +506,45 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
     // ---- 2. POST /v1/items on A, without and with an Idempotency-Key
     const expiry = new Date(Date.now() + 4 * 365 * 86_400_000).toISOString().slice(0, 10);
     const postBody = JSON.stringify({ title: "Bench item [<id>]", expiry_date: expiry });
-    const plain: RouteSpec = { key: "post", label: "POST /v1/items", path: "/v1/items", token: ownerToken, post: postBody };
-    const keyed: RouteSpec = { ...plain, key: "post-keyed", label: "POST /v1/items + Idempotency-Key", headers: { "Idempotency-Key": "bench-[<id>]" } };
+    const plain: RouteSpec = {
+      key: "post",
+      label: "POST /v1/items",
+      path: "/v1/items",
+      token: ownerToken,
+      post: postBody,
+    };
+    const keyed: RouteSpec = {
+      ...plain,
+      key: "post-keyed",
+      label: "POST /v1/items + Idempotency-Key",
+      headers: { "Idempotency-Key": "bench-[<id>]" },
+    };
     const post = (key?: string) =>
-      fetch(base.A + "/v1/items", {
+      fetch(`${base.A}/v1/items`, {
         method: "POST",
-        headers: { Authorization: `Bearer ${ownerToken}`, "Content-Type": "application/json", ...(key ? { "Idempotency-Key": key } : {}) },
+        headers: {
+          Authorization: `Bearer ${ownerToken}`,
+          "Content-Type": "application/json",
+          ...(key ? { "Idempotency-Key": key } : {}),
+        },
         body: postBody.replace("[<id>]", "preflight"),
       });
     const first = await post("bench-preflight");
     const firstBody = (await first.json()) as { data?: { item_id?: number } };
     const again = await post("bench-preflight");
     const againBody = (await again.json()) as { data?: { item_id?: number } };
-    expect(first.status === 201 && again.status === 201, `A: keyed POST /v1/items: ${first.status}, repeated ${again.status}`);
+    expect(
+      first.status === 201 && again.status === 201,
+      `A: keyed POST /v1/items: ${first.status}, repeated ${again.status}`,
+    );
     expect(
       again.headers.get("Idempotent-Replayed") === "true" && againBody.data?.item_id === firstBody.data?.item_id,
       `A: the repeated key must replay item ${firstBody.data?.item_id} (got ${againBody.data?.item_id}, Idempotent-Replayed ${again.headers.get("Idempotent-Replayed")})`,
     );
     expect((await post()).status === 201, "A: POST /v1/items without a key");
-    log(`2. POST /v1/items on A (${SETTING.A}): without and with a unique Idempotency-Key; preflight: a repeated key replayed item ${firstBody.data?.item_id}`);
+    log(
+      `2. POST /v1/items on A (${SETTING.A}): without and with a unique Idempotency-Key; preflight: a repeated key replayed item ${firstBody.data?.item_id}`,
+    );
     const m2: Record<"plain" | "keyed", RouteResult[]> = { plain: [], keyed: [] };
     for (let round = 0; round < options.rounds; round++) {
       for (const variant of round % 2 === 0 ? (["plain", "keyed"] as const) : (["keyed", "plain"] as const)) {
@@ -439,7 +562,14 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
         `alone and while company X floods GET ${xPath} (${options.connections} connections, worker thread)`,
     );
     await paced(yUrl, yHeaders, FAIR.rate, 1);
-    type Flood = { requestsPerSecond: number; ok: number; limited: number; other: number; errors: number; p50ok: number };
+    type Flood = {
+      requestsPerSecond: number;
+      ok: number;
+      limited: number;
+      other: number;
+      errors: number;
+      p50ok: number;
+    };
     type Fair = { unloaded: Paced; loaded: Paced; flood: Flood; saturated: Paced; saturating: Flood };
     /** Y's paced read while X's one client floods (at `overallRate` searches/s, or as fast as it can). */
     const underFlood = async (overallRate?: number): Promise<{ loaded: Paced; flood: Flood }> => {
@@ -455,13 +585,20 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
       await sleep(FAIR.floodLead * 1000);
       const loaded = await paced(yUrl, yHeaders, FAIR.rate, FAIR.seconds);
       const x = await floodRun;
-      await (await fetch(base.C + xPath, { headers: { Authorization: `Bearer ${tokens.get(X_COMPANY)}` } })).arrayBuffer();
-      const codes = Object.fromEntries(Object.entries(x.statusCodeStats ?? {}).map(([code, s]) => [code, Number(s.count)]));
+      await (
+        await fetch(base.C + xPath, { headers: { Authorization: `Bearer ${tokens.get(X_COMPANY)}` } })
+      ).arrayBuffer();
+      const codes = Object.fromEntries(
+        Object.entries(x.statusCodeStats ?? {}).map(([code, s]) => [code, Number(s.count)]),
+      );
       const flood = {
         requestsPerSecond: x.requests.total / x.duration,
         ok: codes["200"] ?? 0,
         limited: codes["429"] ?? 0,
-        other: Object.entries(codes).reduce((n, [code, count]) => n + (code === "200" || code === "429" ? 0 : count), 0),
+        other: Object.entries(codes).reduce(
+          (n, [code, count]) => n + (code === "200" || code === "429" ? 0 : count),
+          0,
+        ),
         errors: x.errors,
         p50ok: x.latency.p50,
       };
@@ -478,11 +615,21 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
           `(p99 ${unloaded.p99.toFixed(1)} / ${loaded.p99.toFixed(1)} / ${saturated.p99.toFixed(1)} ms); X ${flood.requestsPerSecond.toFixed(0)} req/s: ${flood.ok} × 200, ${flood.limited} × 429; ` +
           `saturating ${saturating.requestsPerSecond.toFixed(0)} req/s: ${saturating.ok} × 200, ${saturating.limited} × 429`,
       );
-      for (const [when, y] of [["alone", unloaded], ["under the flood", loaded], ["under the saturating flood", saturated]] as const) {
-        if (y.non2xx > 0 || y.errors > 0) errors.push(`fairness round ${round + 1}: company Y ${when}: ${y.non2xx} non-2xx ${JSON.stringify(y.statusCodes)}, ${y.errors} errors`);
+      for (const [when, y] of [
+        ["alone", unloaded],
+        ["under the flood", loaded],
+        ["under the saturating flood", saturated],
+      ] as const) {
+        if (y.non2xx > 0 || y.errors > 0)
+          errors.push(
+            `fairness round ${round + 1}: company Y ${when}: ${y.non2xx} non-2xx ${JSON.stringify(y.statusCodes)}, ${y.errors} errors`,
+          );
       }
       for (const f of [flood, saturating]) {
-        if (f.other > 0 || f.errors > 0) errors.push(`fairness round ${round + 1}: X's flood got ${f.other} answers other than 200/429 and ${f.errors} errors`);
+        if (f.other > 0 || f.errors > 0)
+          errors.push(
+            `fairness round ${round + 1}: X's flood got ${f.other} answers other than 200/429 and ${f.errors} errors`,
+          );
       }
     }
 
@@ -505,7 +652,8 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
     const b = server("B");
     const cs = server("C");
     /** 1 - req/s on `of` / req/s on `against`, per round. */
-    const costs = (of: Name, against: Name, kind: "route" | "health") => m1[against].map((p, i) => 1 - m1[of][i]![kind].requestsPerSecond / p[kind].requestsPerSecond);
+    const costs = (of: Name, against: Name, kind: "route" | "health") =>
+      m1[against].map((p, i) => 1 - m1[of][i]![kind].requestsPerSecond / p[kind].requestsPerSecond);
     const limitsCosts = costs("B", "A", "route");
     const healthCosts = costs("B", "A", "health");
     const logCosts = costs("C", "B", "route");
@@ -516,7 +664,10 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
     const fairRatios = m3.map((f) => f.loaded.p50 / f.unloaded.p50);
     const fairness = med(fairRatios);
     const saturatedRatios = m3.map((f) => f.saturated.p50 / f.unloaded.p50);
-    const yNon2xx = m3.reduce((n, f) => n + [f.unloaded, f.loaded, f.saturated].reduce((k, y) => k + y.non2xx + y.errors, 0), 0);
+    const yNon2xx = m3.reduce(
+      (n, f) => n + [f.unloaded, f.loaded, f.saturated].reduce((k, y) => k + y.non2xx + y.errors, 0),
+      0,
+    );
     const perRound = (xs: number[], digits = 2) => xs.map((x) => x.toFixed(digits)).join(" ");
     const percent = (x: number) => `${(x * 100).toFixed(1)}%`;
     const verdict = (met: boolean) => (met ? "MET" : "MISSED");
@@ -528,22 +679,45 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
     );
     for (const n of NAMES) console.log(`server ${n} (port ${ports[n]}): ${SETTING[n]}`);
     console.log("");
-    console.log(`1. GET /v1/contacts/{id}, cycling through ${TENANTS} tenants (one client and one contact each); /health through ${HEALTH_ADDRESSES} client addresses\n`);
+    console.log(
+      `1. GET /v1/contacts/{id}, cycling through ${TENANTS} tenants (one client and one contact each); /health through ${HEALTH_ADDRESSES} client addresses\n`,
+    );
     const row = (label: string, s: ReturnType<typeof server>) => [
-      label, s.requestsPerSecond.toFixed(0), s.p50.toFixed(0), s.p99.toFixed(0), s.health.toFixed(0), s.ratio.toFixed(2), pct(s.wranglerCpu), pct(s.workerdCpu),
+      label,
+      s.requestsPerSecond.toFixed(0),
+      s.p50.toFixed(0),
+      s.p99.toFixed(0),
+      s.health.toFixed(0),
+      s.ratio.toFixed(2),
+      pct(s.wranglerCpu),
+      pct(s.workerdCpu),
     ];
     printColumns(
       ["server", "req/s", "p50 ms", "p99 ms", "/health req/s", "ratio to /health", "wrangler CPU", "workerd CPU"],
       [row("A  limits off, log off", a), row("B  limits on, log off", b), row("C  limits on, log on", cs)],
     );
-    console.log("(CPU: share of one core used by the server's Node process, which receives the Worker's console output, and by workerd, during the contact runs)");
     console.log(
-      `\ncost B vs A = 1 - req/s B / req/s A, per round: ${perRound(limitsCosts.map((c) => c * 100), 1)} (%); median ${percent(limitsCost)} ` +
+      "(CPU: share of one core used by the server's Node process, which receives the " +
+        "Worker's console output, and by workerd, during the contact runs)",
+    );
+    console.log(
+      `\ncost B vs A = 1 - req/s B / req/s A, per round: ${perRound(
+        limitsCosts.map((c) => c * 100),
+        1,
+      )} (%); median ${percent(limitsCost)} ` +
         `(target <= ${pct(TARGETS.limitsCost)}) -> ${verdict(limitsCost <= TARGETS.limitsCost)}`,
     );
-    console.log(`/health on B vs A (B's /health pays the anonymous limit): cost per round ${perRound(healthCosts.map((c) => c * 100), 1)} (%), median ${percent(med(healthCosts))}`);
     console.log(
-      `the request log line (C vs B), per round ${perRound(logCosts.map((c) => c * 100), 1)} (%), median ${percent(med(logCosts))}; everything (C vs A) median ${percent(med(allCosts))} ` +
+      `/health on B vs A (B's /health pays the anonymous limit): cost per round ${perRound(
+        healthCosts.map((c) => c * 100),
+        1,
+      )} (%), median ${percent(med(healthCosts))}`,
+    );
+    console.log(
+      `the request log line (C vs B), per round ${perRound(
+        logCosts.map((c) => c * 100),
+        1,
+      )} (%), median ${percent(med(logCosts))}; everything (C vs A) median ${percent(med(allCosts))} ` +
         `(wrangler's Node process receives every line, even at --log-level warn: see wrangler CPU)`,
     );
     console.log(`request log lines printed by the servers over the whole run: ${JSON.stringify(logLines)}`);
@@ -564,10 +738,25 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
     );
 
     console.log(`\n2. POST /v1/items on A (${SETTING.A}), company 1, a unique title (and key) per request\n`);
-    const postRow = (label: string, rs: RouteResult[]) => [label, med(rs.map((r) => r.requestsPerSecond)).toFixed(0), med(rs.map((r) => r.p50)).toFixed(0), med(rs.map((r) => r.p99)).toFixed(0), perRound(rs.map((r) => r.requestsPerSecond), 0)];
-    printColumns(["variant", "req/s", "p50 ms", "p99 ms", "req/s per round"], [postRow("without Idempotency-Key", m2.plain), postRow("with a unique Idempotency-Key", m2.keyed)]);
+    const postRow = (label: string, rs: RouteResult[]) => [
+      label,
+      med(rs.map((r) => r.requestsPerSecond)).toFixed(0),
+      med(rs.map((r) => r.p50)).toFixed(0),
+      med(rs.map((r) => r.p99)).toFixed(0),
+      perRound(
+        rs.map((r) => r.requestsPerSecond),
+        0,
+      ),
+    ];
+    printColumns(
+      ["variant", "req/s", "p50 ms", "p99 ms", "req/s per round"],
+      [postRow("without Idempotency-Key", m2.plain), postRow("with a unique Idempotency-Key", m2.keyed)],
+    );
     console.log(
-      `\ncost = 1 - req/s with / req/s without, per round: ${perRound(idempotencyCosts.map((c) => c * 100), 1)} (%); median ${percent(idempotencyCost)} ` +
+      `\ncost = 1 - req/s with / req/s without, per round: ${perRound(
+        idempotencyCosts.map((c) => c * 100),
+        1,
+      )} (%); median ${percent(idempotencyCost)} ` +
         `(target <= ${pct(TARGETS.idempotencyCost)}) -> ${verdict(idempotencyCost <= TARGETS.idempotencyCost)}`,
     );
 
@@ -575,10 +764,28 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
       `\n3. Fairness on C: company Y's GET /v1/contacts/{id} at ${FAIR.rate} req/s, alone, while company X's client floods GET ${xPath} at ` +
         `${FAIR.floodRate} req/s (50 times its search quota), and while it floods with ${options.connections} connections as fast as they go\n`,
     );
-    const yRow = (label: string, ys: Paced[]) => [label, med(ys.map((y) => y.p50)).toFixed(2), med(ys.map((y) => y.p99)).toFixed(1), perRound(ys.map((y) => y.p50))];
+    const yRow = (label: string, ys: Paced[]) => [
+      label,
+      med(ys.map((y) => y.p50)).toFixed(2),
+      med(ys.map((y) => y.p99)).toFixed(1),
+      perRound(ys.map((y) => y.p50)),
+    ];
     printColumns(
       ["company Y", "p50 ms", "p99 ms", "per-round p50"],
-      [yRow("alone", m3.map((f) => f.unloaded)), yRow(`X at ${FAIR.floodRate}/s`, m3.map((f) => f.loaded)), yRow("X saturating", m3.map((f) => f.saturated))],
+      [
+        yRow(
+          "alone",
+          m3.map((f) => f.unloaded),
+        ),
+        yRow(
+          `X at ${FAIR.floodRate}/s`,
+          m3.map((f) => f.loaded),
+        ),
+        yRow(
+          "X saturating",
+          m3.map((f) => f.saturated),
+        ),
+      ],
     );
     const floodRps = med(m3.map((f) => f.saturating.requestsPerSecond));
     console.log(
@@ -593,10 +800,29 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
     );
 
     const summary = {
-      limits: { A: a, B: b, C: cs, cost: limitsCost, costs: limitsCosts, healthCosts, logCosts, allCosts, target: TARGETS.limitsCost, met: limitsCost <= TARGETS.limitsCost, logLines, quotas },
+      limits: {
+        A: a,
+        B: b,
+        C: cs,
+        cost: limitsCost,
+        costs: limitsCosts,
+        healthCosts,
+        logCosts,
+        allCosts,
+        target: TARGETS.limitsCost,
+        met: limitsCost <= TARGETS.limitsCost,
+        logLines,
+        quotas,
+      },
       idempotency: {
-        without: { requestsPerSecond: med(m2.plain.map((r) => r.requestsPerSecond)), p50: med(m2.plain.map((r) => r.p50)) },
-        with: { requestsPerSecond: med(m2.keyed.map((r) => r.requestsPerSecond)), p50: med(m2.keyed.map((r) => r.p50)) },
+        without: {
+          requestsPerSecond: med(m2.plain.map((r) => r.requestsPerSecond)),
+          p50: med(m2.plain.map((r) => r.p50)),
+        },
+        with: {
+          requestsPerSecond: med(m2.keyed.map((r) => r.requestsPerSecond)),
+          p50: med(m2.keyed.map((r) => r.p50)),
+        },
         cost: idempotencyCost,
         costs: idempotencyCosts,
         target: TARGETS.idempotencyCost,
@@ -618,13 +844,36 @@ export async function runLimitsBench(options: LimitsBenchOptions): Promise<numbe
       },
     };
     for (const message of errors) console.error(`ERROR ${message}`);
-    if (errors.length > 0) for (const name of NAMES) if (lastOutput[name].trim()) console.error(`server ${name} output (last 4,000 characters):\n${lastOutput[name]}`);
+    if (errors.length > 0)
+      for (const name of NAMES)
+        if (lastOutput[name].trim())
+          console.error(`server ${name} output (last 4,000 characters):\n${lastOutput[name]}`);
     if (options.json) {
       mkdirSync(dirname(options.json), { recursive: true });
-      const settings = { servers: SETTING, tenants: TENANTS, healthAddresses: HEALTH_ADDRESSES, xItems: X_ITEMS, search: SEARCH, fair: FAIR };
+      const settings = {
+        servers: SETTING,
+        tenants: TENANTS,
+        healthAddresses: HEALTH_ADDRESSES,
+        xItems: X_ITEMS,
+        search: SEARCH,
+        fair: FAIR,
+      };
       writeFileSync(
         options.json,
-        JSON.stringify({ started: new Date(started).toISOString(), options, settings, loadAverage: { before: loadBefore, after: loadAfter }, summary, errors, runs, fairness: m3 }, null, 2) + "\n",
+        `${JSON.stringify(
+          {
+            started: new Date(started).toISOString(),
+            options,
+            settings,
+            loadAverage: { before: loadBefore, after: loadAfter },
+            summary,
+            errors,
+            runs,
+            fairness: m3,
+          },
+          null,
+          2,
+        )}\n`,
       );
       log(`results written to ${options.json}`);
     }

@@ -40,7 +40,16 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node
 import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { searchWords } from "../src/lib/search.ts";
-import { multiRowInserts, prepareBenchState, prng, sqlText, stopServer, tempServerScope, wranglerVersion, median } from "./kit.ts";
+import {
+  multiRowInserts,
+  prepareBenchState,
+  prng,
+  sqlText,
+  stopServer,
+  tempServerScope,
+  wranglerVersion,
+  median,
+} from "./kit.ts";
 import {
   dbSize,
   durableObjectFiles,
@@ -54,9 +63,24 @@ import {
   writeTraceWorker,
   type TracedStatement,
 } from "./d1-inspect.ts";
-import { executeSql, numberOption as numberOptionOf, optionValue, rejectUnknownOptions, shardBindingNames, startDev } from "../scripts/lib/local.ts";
+import {
+  executeSql,
+  numberOption as numberOptionOf,
+  optionValue,
+  rejectUnknownOptions,
+  shardBindingNames,
+  startDev,
+} from "../scripts/lib/local.ts";
 import { SHARD_ONE_DEMO } from "../scripts/seed-data.ts";
-import { DAILY_REQUESTS, DEFAULT_MEASUREMENTS, FEED_CHANGED, loadMeasurements, loggedQueries, type Measurements, type RouteMeasurement } from "./capacity-model.ts";
+import {
+  DAILY_REQUESTS,
+  DEFAULT_MEASUREMENTS,
+  FEED_CHANGED,
+  loadMeasurements,
+  loggedQueries,
+  type Measurements,
+  type RouteMeasurement,
+} from "./capacity-model.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -77,9 +101,22 @@ if (argv.includes("--help") || argv.includes("-h")) {
   --measurements F --check-shards: the measurements the prediction uses (default bench/scale-measurements.json)`);
   process.exit(0);
 }
-const KNOWN = ["--items", "--contacts", "--tasks", "--reps", "--trace-reps", "--no-alarm", "--port", "--json", "--check-shards", "--requests", "--measurements"];
+const KNOWN = [
+  "--items",
+  "--contacts",
+  "--tasks",
+  "--reps",
+  "--trace-reps",
+  "--no-alarm",
+  "--port",
+  "--json",
+  "--check-shards",
+  "--requests",
+  "--measurements",
+];
 rejectUnknownOptions(argv, KNOWN);
-const numberOption = (name: string, fallback: number, min: number) => numberOptionOf(argv, name, fallback, min, { integer: true });
+const numberOption = (name: string, fallback: number, min: number) =>
+  numberOptionOf(argv, name, fallback, min, { integer: true });
 const CHECK = argv.includes("--check-shards");
 const ITEMS = numberOption("--items", CHECK ? 2_000 : 10_000, 100);
 const CONTACTS = numberOption("--contacts", CHECK ? 1_000 : 10_000, 100);
@@ -106,18 +143,114 @@ interface CompanyRef {
 }
 const COMPANY_1: CompanyRef = { companyId: 1, accountId: 1, userId: 1, deptId: 1 };
 const COMPANY_2: CompanyRef = { companyId: 2, accountId: 2, userId: 3, deptId: 2 };
-const SHARD_ONE: CompanyRef = { companyId: SHARD_ONE_DEMO.companyId, accountId: SHARD_ONE_DEMO.accountId, userId: SHARD_ONE_DEMO.userId, deptId: SHARD_ONE_DEMO.departmentId };
+const SHARD_ONE: CompanyRef = {
+  companyId: SHARD_ONE_DEMO.companyId,
+  accountId: SHARD_ONE_DEMO.accountId,
+  userId: SHARD_ONE_DEMO.userId,
+  deptId: SHARD_ONE_DEMO.departmentId,
+};
 
-const FIRST = ["James", "Mary", "John", "Patricia", "Robert", "Jennifer", "Maria", "Mark", "Martin", "Marta", "Anna", "Lukas", "Sofia", "Chloé", "Noah", "Zoë", "Hugo", "Léa", "Yusuf", "Priya"];
-const LAST = ["Smith", "Johnson", "Garcia", "Miller", "Davis", "Wilson", "Taylor", "Müller", "Schmidt", "Dubois", "Rossi", "Nakamura", "Kowalski", "O'Brien", "Fernández", "Patel", "Singh", "Nguyen", "Silva", "Berg"];
-const SUBJECTS = ["Inspection", "Inspector visit", "Insurance", "License", "Permit", "Certificate", "Contract", "Lease", "Warranty", "Registration", "Maintenance", "Calibration", "Audit", "Training", "Safety check"];
-const OBJECTS = ["fire extinguishers", "elevator", "company van", "forklift", "boiler", "office lease", "server room", "delivery truck", "HVAC system", "alarm system"];
-const PLACES = ["Building A", "Building B", "Warehouse 2", "Head office", "Plant Nord", "Depot Süd", "Branch Lyon", "Store 14"];
-const NOTES = ["", "", "Renew with the city office", "Contact the supplier 30 days ahead", "Copy kept in the safe", "Budget approved", "Call Müller GmbH for a quote"];
+const FIRST = [
+  "James",
+  "Mary",
+  "John",
+  "Patricia",
+  "Robert",
+  "Jennifer",
+  "Maria",
+  "Mark",
+  "Martin",
+  "Marta",
+  "Anna",
+  "Lukas",
+  "Sofia",
+  "Chloé",
+  "Noah",
+  "Zoë",
+  "Hugo",
+  "Léa",
+  "Yusuf",
+  "Priya",
+];
+const LAST = [
+  "Smith",
+  "Johnson",
+  "Garcia",
+  "Miller",
+  "Davis",
+  "Wilson",
+  "Taylor",
+  "Müller",
+  "Schmidt",
+  "Dubois",
+  "Rossi",
+  "Nakamura",
+  "Kowalski",
+  "O'Brien",
+  "Fernández",
+  "Patel",
+  "Singh",
+  "Nguyen",
+  "Silva",
+  "Berg",
+];
+const SUBJECTS = [
+  "Inspection",
+  "Inspector visit",
+  "Insurance",
+  "License",
+  "Permit",
+  "Certificate",
+  "Contract",
+  "Lease",
+  "Warranty",
+  "Registration",
+  "Maintenance",
+  "Calibration",
+  "Audit",
+  "Training",
+  "Safety check",
+];
+const OBJECTS = [
+  "fire extinguishers",
+  "elevator",
+  "company van",
+  "forklift",
+  "boiler",
+  "office lease",
+  "server room",
+  "delivery truck",
+  "HVAC system",
+  "alarm system",
+];
+const PLACES = [
+  "Building A",
+  "Building B",
+  "Warehouse 2",
+  "Head office",
+  "Plant Nord",
+  "Depot Süd",
+  "Branch Lyon",
+  "Store 14",
+];
+const NOTES = [
+  "",
+  "",
+  "Renew with the city office",
+  "Contact the supplier 30 days ahead",
+  "Copy kept in the safe",
+  "Budget approved",
+  "Call Müller GmbH for a quote",
+];
 const TASK_WORDS = ["renew", "inspect", "review", "call", "send", "sign", "update", "check"];
 const TASK_STATUSES = ["open", "todo", "in_progress", "review", "completed", "canceled"];
 const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
-const ascii = (v: string) => v.normalize("NFD").replace(/[\u0300-\u036f]/g, "").replace(/[^A-Za-z]/g, "").toLowerCase();
+const ascii = (v: string) =>
+  v
+    .normalize("NFD")
+    .replace(/[\u0300-\u036f]/g, "")
+    .replace(/[^A-Za-z]/g, "")
+    .toLowerCase();
 
 /** Rows of `main` with every sixth row of `other` (a fifth as many), as in a shared production table. */
 function interleave<T>(main: T[], other: T[]): T[] {
@@ -139,9 +272,24 @@ function limitStatements(companies: CompanyRef[]): string[] {
 }
 
 function structureStatements(c: CompanyRef): string[] {
-  const folders = Array.from({ length: 20 }, (_, i) => `(${c.companyId}, ${c.deptId}, 0, ${sqlText(`Site ${i + 1}`)}, ${sqlText(`site ${i + 1}`)})`);
-  const types = ["Certificate", "Contract", "Insurance policy", "Inspection report", "License", "Permit", "Lease", "Warranty", "Registration", "Audit report"].map(
-    (name) => `(${c.accountId}, ${c.companyId}, ${c.deptId}, ${sqlText(name)}, ${sqlText(name.toLowerCase())}, ${c.userId})`,
+  const folders = Array.from(
+    { length: 20 },
+    (_, i) => `(${c.companyId}, ${c.deptId}, 0, ${sqlText(`Site ${i + 1}`)}, ${sqlText(`site ${i + 1}`)})`,
+  );
+  const types = [
+    "Certificate",
+    "Contract",
+    "Insurance policy",
+    "Inspection report",
+    "License",
+    "Permit",
+    "Lease",
+    "Warranty",
+    "Registration",
+    "Audit report",
+  ].map(
+    (name) =>
+      `(${c.accountId}, ${c.companyId}, ${c.deptId}, ${sqlText(name)}, ${sqlText(name.toLowerCase())}, ${c.userId})`,
   );
   return [
     `INSERT INTO folders (company_id, dept_id, parent_id, name, name_key) VALUES ${folders.join(", ")}`,
@@ -164,7 +312,8 @@ function contactRows(c: CompanyRef, n: number, seed: number): string[] {
   });
 }
 const CONTACT_HEAD =
-  "INSERT INTO contacts (company_id, dept_id, first_name, last_name, email, email_key, country_code, iso, mobile_code, phone_number, search_words) VALUES\n";
+  "INSERT INTO contacts (company_id, dept_id, first_name, last_name, email, " +
+  "email_key, country_code, iso, mobile_code, phone_number, search_words) VALUES\n";
 
 function itemRows(c: CompanyRef, n: number, seed: number, folderIds: number[], typeIds: number[]): string[] {
   const random = prng(seed);
@@ -173,7 +322,9 @@ function itemRows(c: CompanyRef, n: number, seed: number, folderIds: number[], t
   return Array.from({ length: n }, (_, i) => {
     const pending = random() < 0.8;
     // Pending items expire 40 days ahead or later: no reminder of theirs is due during the run.
-    const expiry = isoDay(today + (pending ? 40 + Math.floor(random() * 1000) : Math.floor(random() * 1000) - 700) * 86_400_000);
+    const expiry = isoDay(
+      today + (pending ? 40 + Math.floor(random() * 1000) : Math.floor(random() * 1000) - 700) * 86_400_000,
+    );
     const title = `${pick(SUBJECTS)} – ${pick(OBJECTS)}, ${pick(PLACES)}`;
     const notes = `${pick(NOTES)} Record ${i}.`;
     const folder = folderIds.length > 0 && random() < 0.7 ? String(pick(folderIds)) : "NULL";
@@ -185,7 +336,9 @@ function itemRows(c: CompanyRef, n: number, seed: number, folderIds: number[], t
   });
 }
 const ITEM_HEAD =
-  "INSERT INTO items (company_id, dept_id, document_type_id, folder_id, title, notes, item_type, expiry_date, status, archived, created_by, search_words) VALUES\n";
+  "INSERT INTO items (company_id, dept_id, document_type_id, folder_id, title, " +
+  "notes, item_type, expiry_date, status, archived, created_by, search_words) " +
+  "VALUES\n";
 
 function taskRows(c: CompanyRef, n: number, seed: number): string[] {
   const random = prng(seed);
@@ -203,7 +356,8 @@ function taskRows(c: CompanyRef, n: number, seed: number): string[] {
   });
 }
 const TASK_HEAD =
-  "INSERT INTO tasks (public_id, company_id, title, description, status, priority, due_at, owner_id, assignee_type, assignee_id, created_by, search_words) VALUES\n";
+  "INSERT INTO tasks (public_id, company_id, title, description, status, priority, " +
+  "due_at, owner_id, assignee_type, assignee_id, created_by, search_words) VALUES\n";
 
 interface SeedResult {
   sizes: Array<{ step: string; bytes: number }>;
@@ -212,7 +366,13 @@ interface SeedResult {
 }
 
 /** Seeds `main` (and `other`, a fifth as many rows, interleaved) on a shard, measuring the database after each step. */
-function seedShard(persistTo: string, shard: number, main: CompanyRef, other: CompanyRef | undefined, counts: { items: number; contacts: number; tasks: number }): SeedResult {
+function seedShard(
+  persistTo: string,
+  shard: number,
+  main: CompanyRef,
+  other: CompanyRef | undefined,
+  counts: { items: number; contacts: number; tasks: number },
+): SeedResult {
   const target = { persistTo, binding: shardBindingNames()[shard]! };
   const file = shardFile(persistTo, shard);
   const companies = other ? [main, other] : [main];
@@ -224,24 +384,55 @@ function seedShard(persistTo: string, shard: number, main: CompanyRef, other: Co
     log(`shard ${shard}: ${name} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
   };
   step("limits, folders and document types", [...limitStatements(companies), ...structureStatements(main)]);
-  const folderIds = readRows<{ id: number }>(file, "SELECT id FROM folders WHERE company_id = ? ORDER BY id", main.companyId).map((r) => r.id);
-  const typeIds = readRows<{ id: number }>(file, "SELECT id FROM document_types WHERE company_id = ? ORDER BY id", main.companyId).map((r) => r.id);
+  const folderIds = readRows<{ id: number }>(
+    file,
+    "SELECT id FROM folders WHERE company_id = ? ORDER BY id",
+    main.companyId,
+  ).map((r) => r.id);
+  const typeIds = readRows<{ id: number }>(
+    file,
+    "SELECT id FROM document_types WHERE company_id = ? ORDER BY id",
+    main.companyId,
+  ).map((r) => r.id);
   const fifth = (n: number) => (other ? Math.floor(n / 5) : 0);
   step(
     "contacts",
-    multiRowInserts(CONTACT_HEAD, interleave(contactRows(main, counts.contacts, 11 + shard), other ? contactRows(other, fifth(counts.contacts), 12) : [])),
+    multiRowInserts(
+      CONTACT_HEAD,
+      interleave(
+        contactRows(main, counts.contacts, 11 + shard),
+        other ? contactRows(other, fifth(counts.contacts), 12) : [],
+      ),
+    ),
   );
   step("items", [
-    ...multiRowInserts(ITEM_HEAD, interleave(itemRows(main, counts.items, 21 + shard, folderIds, typeIds), other ? itemRows(other, fifth(counts.items), 22, [], []) : [])),
+    ...multiRowInserts(
+      ITEM_HEAD,
+      interleave(
+        itemRows(main, counts.items, 21 + shard, folderIds, typeIds),
+        other ? itemRows(other, fifth(counts.items), 22, [], []) : [],
+      ),
+    ),
     // Every item on its company's default reminder sequence (5 steps), as items created through the API are.
     ...companies.map(
-      (c) => `UPDATE items SET seq_id = (SELECT id FROM reminder_sequences WHERE company_id = ${c.companyId} AND is_default = 1) WHERE company_id = ${c.companyId}`,
+      (c) =>
+        `UPDATE items SET seq_id = (SELECT id FROM reminder_sequences WHERE company_id = ${c.companyId} AND is_default = 1) WHERE company_id = ${c.companyId}`,
     ),
   ]);
-  step("tasks", multiRowInserts(TASK_HEAD, interleave(taskRows(main, counts.tasks, 31 + shard), other ? taskRows(other, fifth(counts.tasks), 32) : [])));
+  step(
+    "tasks",
+    multiRowInserts(
+      TASK_HEAD,
+      interleave(taskRows(main, counts.tasks, 31 + shard), other ? taskRows(other, fifth(counts.tasks), 32) : []),
+    ),
+  );
   // The seed's changes are 2 minutes old: the first sweep hands them all to the reminder engine.
   executeSql(target, ["UPDATE reminder_sync SET changed_at = changed_at - 120"]);
-  const rows = { contacts: counts.contacts + fifth(counts.contacts), items: counts.items + fifth(counts.items), tasks: counts.tasks + fifth(counts.tasks) };
+  const rows = {
+    contacts: counts.contacts + fifth(counts.contacts),
+    items: counts.items + fifth(counts.items),
+    tasks: counts.tasks + fifth(counts.tasks),
+  };
   const objects = Object.fromEntries(Object.entries(dbSize(file).objects).slice(0, 15));
   return { sizes, rows, objects };
 }
@@ -262,7 +453,13 @@ interface RequestLog {
   d1_shard?: number;
   [key: string]: unknown;
 }
-type TapEvent = { seq: number; at: number; request?: RequestLog; trace?: TracedStatement; sweep?: Record<string, unknown> };
+type TapEvent = {
+  seq: number;
+  at: number;
+  request?: RequestLog;
+  trace?: TracedStatement;
+  sweep?: Record<string, unknown>;
+};
 
 /** Reads wrangler dev's stdout and stderr line by line: request log lines, sweep lines, traced statements, in order. */
 class LogTap {
@@ -327,7 +524,11 @@ interface Answer {
   text: string;
   headers: Headers;
 }
-async function send(method: string, path: string, options: { token?: string; body?: unknown; headers?: Record<string, string>; id?: string } = {}): Promise<Answer> {
+async function send(
+  method: string,
+  path: string,
+  options: { token?: string; body?: unknown; headers?: Record<string, string>; id?: string } = {},
+): Promise<Answer> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token) headers.Authorization = `Bearer ${options.token}`;
   if (options.body !== undefined) headers["Content-Type"] = "application/json";
@@ -343,13 +544,28 @@ async function send(method: string, path: string, options: { token?: string; bod
   return { status: res.status, ms: performance.now() - t, text, headers: res.headers };
 }
 async function token(clientId: string, secret: string): Promise<string> {
-  const res = await send("POST", "/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret } });
+  const res = await send("POST", "/v1/oauth/token", {
+    body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret },
+  });
   if (res.status !== 200) throw new Error(`token for ${clientId}: ${res.status} ${res.text}`);
   return (JSON.parse(res.text) as { access_token: string }).access_token;
 }
 
 function devArgs(persistTo: string, extra: string[]): string[] {
-  return ["--port", String(PORT), "--persist-to", persistTo, "--ip", "127.0.0.1", "--inspector-port", String(PORT + 1), "--test-scheduled", "--var", "RATE_LIMITS:off", ...extra];
+  return [
+    "--port",
+    String(PORT),
+    "--persist-to",
+    persistTo,
+    "--ip",
+    "127.0.0.1",
+    "--inspector-port",
+    String(PORT + 1),
+    "--test-scheduled",
+    "--var",
+    "RATE_LIMITS:off",
+    ...extra,
+  ];
 }
 
 async function sweep(): Promise<void> {
@@ -362,7 +578,12 @@ async function converge(persistTo: string, shards: number[]): Promise<number> {
   const t = Date.now();
   const pending = () =>
     shards.reduce(
-      (n, shard) => n + readRows<{ n: number }>(shardFile(persistTo, shard), "SELECT count(*) AS n FROM reminder_sync WHERE version > synced_version")[0]!.n,
+      (n, shard) =>
+        n +
+        readRows<{ n: number }>(
+          shardFile(persistTo, shard),
+          "SELECT count(*) AS n FROM reminder_sync WHERE version > synced_version",
+        )[0]!.n,
       0,
     );
   let lastSweep = 0;
@@ -422,17 +643,33 @@ interface AccountContext {
   etag: string;
 }
 
-async function accountContext(persistTo: string, label: string, shard: number, company: CompanyRef, clientId: string, secret: string): Promise<AccountContext> {
+async function accountContext(
+  persistTo: string,
+  label: string,
+  shard: number,
+  company: CompanyRef,
+  clientId: string,
+  secret: string,
+): Promise<AccountContext> {
   const file = shardFile(persistTo, shard);
-  const contactIds = readRows<{ id: number }>(file, "SELECT id FROM contacts WHERE company_id = ? ORDER BY id", company.companyId).map((r) => r.id);
+  const contactIds = readRows<{ id: number }>(
+    file,
+    "SELECT id FROM contacts WHERE company_id = ? ORDER BY id",
+    company.companyId,
+  ).map((r) => r.id);
   const pending = readRows<{ id: number }>(
     file,
     "SELECT id FROM items WHERE company_id = ? AND status = 'pending' AND archived = 0 ORDER BY id",
     company.companyId,
   ).map((r) => r.id);
   const random = prng(shard + 7);
-  const pickSpread = (xs: number[], n: number, offset: number) => Array.from({ length: n }, (_, i) => xs[Math.floor(((i + offset / 3 + random() * 0.3) * xs.length) / (n + 1))]!);
-  const folder = readRows<{ id: number }>(file, "SELECT id FROM folders WHERE company_id = ? ORDER BY id LIMIT 1", company.companyId)[0]!.id;
+  const pickSpread = (xs: number[], n: number, offset: number) =>
+    Array.from({ length: n }, (_, i) => xs[Math.floor(((i + offset / 3 + random() * 0.3) * xs.length) / (n + 1))]!);
+  const folder = readRows<{ id: number }>(
+    file,
+    "SELECT id FROM folders WHERE company_id = ? ORDER BY id LIMIT 1",
+    company.companyId,
+  )[0]!.id;
   const t = await token(clientId, secret);
   const created = await send("POST", "/v1/calendar-feeds", { token: t, body: { folder_id: folder } });
   if (created.status !== 201) throw new Error(`POST /v1/calendar-feeds: ${created.status} ${created.text}`);
@@ -475,7 +712,16 @@ function routes(ctx: AccountContext): RouteDef[] {
   const cycle = <T>(xs: T[], i: number) => xs[i % xs.length]!;
   const future = isoDay(Date.now() + 200 * 86_400_000);
   return [
-    { key: "health", label: "GET /health", method: "GET", template: "/health", status: 200, write: false, bearer: false, request: () => ({ path: "/health" }) },
+    {
+      key: "health",
+      label: "GET /health",
+      method: "GET",
+      template: "/health",
+      status: 200,
+      write: false,
+      bearer: false,
+      request: () => ({ path: "/health" }),
+    },
     {
       key: "token",
       label: "POST /v1/oauth/token",
@@ -484,7 +730,10 @@ function routes(ctx: AccountContext): RouteDef[] {
       status: 200,
       write: true,
       bearer: false,
-      request: () => ({ path: "/v1/oauth/token", body: { grant_type: "client_credentials", client_id: ctx.clientId, client_secret: ctx.secret } }),
+      request: () => ({
+        path: "/v1/oauth/token",
+        body: { grant_type: "client_credentials", client_id: ctx.clientId, client_secret: ctx.secret },
+      }),
     },
     {
       key: "contact_get",
@@ -496,7 +745,16 @@ function routes(ctx: AccountContext): RouteDef[] {
       bearer: true,
       request: (i) => ({ path: `/v1/contacts/${cycle(ctx.contactIds, i * 37 + 11)}`, token: ctx.token }),
     },
-    { key: "contact_list", label: "GET /v1/contacts?limit=50", method: "GET", template: "/v1/contacts?limit=50", status: 200, write: false, bearer: true, request: () => ({ path: "/v1/contacts?limit=50", token: ctx.token }) },
+    {
+      key: "contact_list",
+      label: "GET /v1/contacts?limit=50",
+      method: "GET",
+      template: "/v1/contacts?limit=50",
+      status: 200,
+      write: false,
+      bearer: true,
+      request: () => ({ path: "/v1/contacts?limit=50", token: ctx.token }),
+    },
     {
       key: "contact_search",
       label: "GET /v1/contacts?q=mar&limit=50",
@@ -517,7 +775,15 @@ function routes(ctx: AccountContext): RouteDef[] {
       bearer: true,
       request: () => {
         const n = ++unique;
-        return { path: "/v1/contacts", token: ctx.token, body: { first_name: "Nora", last_name: `Measure ${n}`, email: `nora.measure.${ctx.shard}.${n}.${started}@example.org` } };
+        return {
+          path: "/v1/contacts",
+          token: ctx.token,
+          body: {
+            first_name: "Nora",
+            last_name: `Measure ${n}`,
+            email: `nora.measure.${ctx.shard}.${n}.${started}@example.org`,
+          },
+        };
       },
     },
     {
@@ -546,7 +812,16 @@ function routes(ctx: AccountContext): RouteDef[] {
       reps: Math.min(200, Math.max(REPS, ctx.coldIds.length - 50)),
       traceOffset: Math.min(200, Math.max(REPS, ctx.coldIds.length - 50)) + 1,
     },
-    { key: "item_list", label: "GET /v1/items?limit=50", method: "GET", template: "/v1/items?limit=50", status: 200, write: false, bearer: true, request: () => ({ path: "/v1/items?limit=50", token: ctx.token }) },
+    {
+      key: "item_list",
+      label: "GET /v1/items?limit=50",
+      method: "GET",
+      template: "/v1/items?limit=50",
+      status: 200,
+      write: false,
+      bearer: true,
+      request: () => ({ path: "/v1/items?limit=50", token: ctx.token }),
+    },
     {
       key: "item_search",
       label: "GET /v1/items?q=insp&limit=50",
@@ -565,7 +840,11 @@ function routes(ctx: AccountContext): RouteDef[] {
       status: 201,
       write: true,
       bearer: true,
-      request: () => ({ path: "/v1/items", token: ctx.token, body: { title: `Boiler inspection, measure ${++unique}`, expiry_date: future, notes: "Annual check" } }),
+      request: () => ({
+        path: "/v1/items",
+        token: ctx.token,
+        body: { title: `Boiler inspection, measure ${++unique}`, expiry_date: future, notes: "Annual check" },
+      }),
     },
     {
       key: "item_update",
@@ -575,9 +854,22 @@ function routes(ctx: AccountContext): RouteDef[] {
       status: 200,
       write: true,
       bearer: true,
-      request: (i) => ({ path: `/v1/items/${cycle(ctx.itemPatchIds, i)}`, token: ctx.token, body: { title: `Permit renewal – site ${++unique}` } }),
+      request: (i) => ({
+        path: `/v1/items/${cycle(ctx.itemPatchIds, i)}`,
+        token: ctx.token,
+        body: { title: `Permit renewal – site ${++unique}` },
+      }),
     },
-    { key: "task_list", label: "GET /v1/tasks?limit=50", method: "GET", template: "/v1/tasks?limit=50", status: 200, write: false, bearer: true, request: () => ({ path: "/v1/tasks?limit=50", token: ctx.token }) },
+    {
+      key: "task_list",
+      label: "GET /v1/tasks?limit=50",
+      method: "GET",
+      template: "/v1/tasks?limit=50",
+      status: 200,
+      write: false,
+      bearer: true,
+      request: () => ({ path: "/v1/tasks?limit=50", token: ctx.token }),
+    },
     {
       key: "feed_304",
       label: "GET /v1/calendar/{token}.ics, If-None-Match (304)",
@@ -611,7 +903,10 @@ interface Sample {
   log: RequestLog;
 }
 
-async function passA(tap: LogTap, defs: RouteDef[]): Promise<{ samples: Record<string, Sample[]>; problems: string[] }> {
+async function passA(
+  tap: LogTap,
+  defs: RouteDef[],
+): Promise<{ samples: Record<string, Sample[]>; problems: string[] }> {
   const samples: Record<string, Sample[]> = {};
   const problems: string[] = [];
   for (const def of defs) {
@@ -628,7 +923,8 @@ async function passA(tap: LogTap, defs: RouteDef[]): Promise<{ samples: Record<s
       const res = await send(def.method, req.path, { ...req, id });
       const event = await tap.waitFor(id);
       list.push({ status: res.status, ms: res.ms, log: event.request! });
-      if (res.status !== def.status) problems.push(`${def.label}: answered ${res.status}, expected ${def.status}: ${res.text.slice(0, 200)}`);
+      if (res.status !== def.status)
+        problems.push(`${def.label}: answered ${res.status}, expected ${def.status}: ${res.text.slice(0, 200)}`);
     }
     samples[def.key] = list;
     const med = (f: (s: Sample) => number) => median(list.map(f));
@@ -677,7 +973,8 @@ async function passB(tap: LogTap, defs: RouteDef[]): Promise<{ traced: TracedReq
       const req = def.request(warm + i);
       const res = await send(def.method, req.path, { ...req, id });
       const event = await tap.waitFor(id);
-      if (res.status !== def.status) problems.push(`traced ${def.label}: answered ${res.status}, expected ${def.status}`);
+      if (res.status !== def.status)
+        problems.push(`traced ${def.label}: answered ${res.status}, expected ${def.status}`);
       const between = tap.traces(previous, event.seq);
       traced.push({
         key: def.key,
@@ -709,17 +1006,29 @@ async function measure(): Promise<number> {
 
     // ---- pass A
     let t = Date.now();
-    child = await startDev(devArgs(persistTo, ["--var", "D1_STATS:on"]), { port: PORT, env: { X_LOCAL_OBSERVABILITY: "false" } });
+    child = await startDev(devArgs(persistTo, ["--var", "D1_STATS:on"]), {
+      port: PORT,
+      env: { X_LOCAL_OBSERVABILITY: "false" },
+    });
     scope.setServer(child);
     let tap = new LogTap(child);
     currentTap = tap;
-    log(`pass A: wrangler dev (wrangler.toml) up in ${((Date.now() - t) / 1000).toFixed(1)} s: D1_STATS=on, RATE_LIMITS=off, --test-scheduled`);
+    log(
+      `pass A: wrangler dev (wrangler.toml) up in ${((Date.now() - t) / 1000).toFixed(1)} s: D1_STATS=on, RATE_LIMITS=off, --test-scheduled`,
+    );
     const convergeSeconds = await converge(persistTo, [0]);
     log(`the reminder engine applied the ${seeded.rows.items} seeded items in ${convergeSeconds.toFixed(0)} s`);
     const file0 = shardFile(persistTo, 0);
     const synced = dbSize(file0);
     const viewRows = readRows<{ n: number }>(file0, "SELECT count(*) AS n FROM item_reminder_views")[0]!.n;
-    const ctx = await accountContext(persistTo, "demo-owner (shard 0)", 0, COMPANY_1, "demo-owner", "demo-owner-secret");
+    const ctx = await accountContext(
+      persistTo,
+      "demo-owner (shard 0)",
+      0,
+      COMPANY_1,
+      "demo-owner",
+      "demo-owner-secret",
+    );
     const defs = routes(ctx);
     // The first reads of items write their D1 views: the database's growth over them is the bytes of a view.
     const viewCount = () => readRows<{ n: number }>(file0, "SELECT count(*) AS n FROM item_reminder_views")[0]!.n;
@@ -728,8 +1037,13 @@ async function measure(): Promise<number> {
     const cold = await passA(tap, coldDef);
     await sleep(1_000);
     const [viewsCold, bytesCold] = [viewCount(), dbSize(file0).bytes];
-    const viewPayload = readRows<{ n: number | null }>(file0, "SELECT avg(length(reminders) + 40) AS n FROM item_reminder_views")[0]!.n ?? 0;
-    const rest = await passA(tap, defs.filter((d) => d.key !== "item_get_cold"));
+    const viewPayload =
+      readRows<{ n: number | null }>(file0, "SELECT avg(length(reminders) + 40) AS n FROM item_reminder_views")[0]!.n ??
+      0;
+    const rest = await passA(
+      tap,
+      defs.filter((d) => d.key !== "item_get_cold"),
+    );
     const a = { samples: { ...cold.samples, ...rest.samples }, problems: [...cold.problems, ...rest.problems] };
     problems.push(...a.problems);
     // The sweep, idle: three runs.
@@ -746,13 +1060,17 @@ async function measure(): Promise<number> {
 
     // ---- the state pass B starts from
     const snapshots = new Map<number, string>();
-    for (const shard of [0, 1]) snapshots.set(shard, snapshotFile(shardFile(persistTo, shard), join(work, "snapshot"), `shard-${shard}`));
+    for (const shard of [0, 1])
+      snapshots.set(shard, snapshotFile(shardFile(persistTo, shard), join(work, "snapshot"), `shard-${shard}`));
     const durable = durableObjectFiles(persistTo)[0];
 
     // ---- pass B
     t = Date.now();
     const config = writeTraceWorker(join(work, "trace-worker"));
-    child = await startDev(["--config", config, ...devArgs(persistTo, [])], { port: PORT, env: { X_LOCAL_OBSERVABILITY: "false" } });
+    child = await startDev(["--config", config, ...devArgs(persistTo, [])], {
+      port: PORT,
+      env: { X_LOCAL_OBSERVABILITY: "false" },
+    });
     scope.setServer(child);
     tap = new LogTap(child);
     currentTap = tap;
@@ -767,6 +1085,7 @@ async function measure(): Promise<number> {
     const cron = tap.traces(cronFrom).filter((s) => s.tag === "cron");
 
     // ---- an alarm run: 5 reminders due in the next minute (UTC, company 1's zone), a contact as recipient
+    // biome-ignore lint/style/useConst: assigned in the branch below
     let alarm: Measurements["alarm"];
     let alarmStatements: TracedStatement[] = [];
     if (ALARM) {
@@ -775,11 +1094,17 @@ async function measure(): Promise<number> {
       const hour = due.toISOString().slice(11, 16);
       const date = due.toISOString().slice(0, 10);
       for (const itemId of ctx.alarmItemIds) {
-        const res = await send("POST", `/v1/items/${itemId}/reminders`, { token: ctx.token, body: { date, hour, contact_id: ctx.contactIds[3] } });
-        if (res.status !== 201) problems.push(`POST /v1/items/${itemId}/reminders: ${res.status} ${res.text.slice(0, 200)}`);
+        const res = await send("POST", `/v1/items/${itemId}/reminders`, {
+          token: ctx.token,
+          body: { date, hour, contact_id: ctx.contactIds[3] },
+        });
+        if (res.status !== 201)
+          problems.push(`POST /v1/items/${itemId}/reminders: ${res.status} ${res.text.slice(0, 200)}`);
       }
       const alarmFrom = tap.seq;
-      log(`alarm: ${ctx.alarmItemIds.length} reminders due at ${hour} UTC; waiting ${((due.getTime() - Date.now()) / 1000).toFixed(0)} s for the run`);
+      log(
+        `alarm: ${ctx.alarmItemIds.length} reminders due at ${hour} UTC; waiting ${((due.getTime() - Date.now()) / 1000).toFixed(0)} s for the run`,
+      );
       const deadline = due.getTime() + 45_000;
       let quietSince = 0;
       while (Date.now() < deadline) {
@@ -793,7 +1118,8 @@ async function measure(): Promise<number> {
           alarmStatements = seen;
         }
       }
-      if (alarmStatements.length === 0) problems.push("the alarm run was not seen (no do-alarm statements within 45 s of the due time)");
+      if (alarmStatements.length === 0)
+        problems.push("the alarm run was not seen (no do-alarm statements within 45 s of the due time)");
     }
     await stopServer(child);
     child = undefined;
@@ -804,10 +1130,14 @@ async function measure(): Promise<number> {
       const out = new Array<{ ms: number; rows: number; error?: string }>(statements.length);
       for (const binding of new Set(statements.map((s) => s.db))) {
         const indexes = statements.map((s, i) => (s.db === binding ? i : -1)).filter((i) => i >= 0);
-        const results = replayStatements(snapshots.get(shardOfBinding(binding))!, indexes.map((i) => statements[i]!));
-        indexes.forEach((i, k) => (out[i] = results[k]!));
+        const results = replayStatements(
+          snapshots.get(shardOfBinding(binding))!,
+          indexes.map((i) => statements[i]!),
+        );
+        for (const [k, i] of indexes.entries()) out[i] = results[k]!;
       }
-      for (const [i, r] of out.entries()) if (r?.error) problems.push(`replay of ${statements[i]!.sql.slice(0, 80).replace(/\s+/g, " ")}…: ${r.error}`);
+      for (const [i, r] of out.entries())
+        if (r?.error) problems.push(`replay of ${statements[i]!.sql.slice(0, 80).replace(/\s+/g, " ")}…: ${r.error}`);
       return out;
     };
     const routeResults: Record<string, RouteMeasurement> = {};
@@ -820,7 +1150,7 @@ async function measure(): Promise<number> {
         const shardSide = r.worker.filter((s) => !DIRECTORY.test(s.sql));
         const directory = r.worker.filter((s) => DIRECTORY.test(s.sql));
         const [shardTimes, directoryReplay, doTimes] = [replay(shardSide), replay(directory), replay(r.durableObject)];
-        directory.forEach((s, i) => directoryTimes.push({ sql: s.sql, ms: directoryReplay[i]!.ms }));
+        for (const [i, s] of directory.entries()) directoryTimes.push({ sql: s.sql, ms: directoryReplay[i]!.ms });
         const sum = (xs: Array<{ ms: number }>) => xs.reduce((n, x) => n + x.ms, 0);
         return {
           shardStatements: shardSide.length,
@@ -835,12 +1165,32 @@ async function measure(): Promise<number> {
         };
       });
       const pm = (f: (x: (typeof perRequest)[number]) => number) => median(perRequest.map(f));
-      const medianRequest = [...perRequest].sort((x, y) => x.sqlite + x.doSqlite - (y.sqlite + y.doSqlite))[perRequest.length >> 1];
+      const medianRequest = [...perRequest].sort((x, y) => x.sqlite + x.doSqlite - (y.sqlite + y.doSqlite))[
+        perRequest.length >> 1
+      ];
       const sample = medianRequest
         ? [
-            ...medianRequest.times.directory.map((s, i) => ({ where: `directory (${s.db})`, via: s.via.replace(/#\d+$/, ""), sql: s.sql, ms: medianRequest.times.directoryReplay[i]!.ms, rows: medianRequest.times.directoryReplay[i]!.rows })),
-            ...medianRequest.times.shardSide.map((s, i) => ({ where: `shard (${s.db})`, via: s.via.replace(/#\d+$/, ""), sql: s.sql, ms: medianRequest.times.shardTimes[i]!.ms, rows: medianRequest.times.shardTimes[i]!.rows })),
-            ...medianRequest.times.durableObject.map((s, i) => ({ where: `Durable Object (${s.db})`, via: s.via.replace(/#\d+$/, ""), sql: s.sql, ms: medianRequest.times.doTimes[i]!.ms, rows: medianRequest.times.doTimes[i]!.rows })),
+            ...medianRequest.times.directory.map((s, i) => ({
+              where: `directory (${s.db})`,
+              via: s.via.replace(/#\d+$/, ""),
+              sql: s.sql,
+              ms: medianRequest.times.directoryReplay[i]!.ms,
+              rows: medianRequest.times.directoryReplay[i]!.rows,
+            })),
+            ...medianRequest.times.shardSide.map((s, i) => ({
+              where: `shard (${s.db})`,
+              via: s.via.replace(/#\d+$/, ""),
+              sql: s.sql,
+              ms: medianRequest.times.shardTimes[i]!.ms,
+              rows: medianRequest.times.shardTimes[i]!.rows,
+            })),
+            ...medianRequest.times.durableObject.map((s, i) => ({
+              where: `Durable Object (${s.db})`,
+              via: s.via.replace(/#\d+$/, ""),
+              sql: s.sql,
+              ms: medianRequest.times.doTimes[i]!.ms,
+              rows: medianRequest.times.doTimes[i]!.rows,
+            })),
           ].map((x) => ({ ...x, sql: x.sql.replace(/\s+/g, " ").slice(0, 200), ms: Math.round(x.ms * 1000) / 1000 }))
         : [];
       const logged = list.map((s) => s.log);
@@ -863,7 +1213,15 @@ async function measure(): Promise<number> {
           duration_ms: med((s) => s.log.duration_ms),
           shard: shardsSeen.length === 1 ? shardsSeen[0]! : null,
         },
-        e2e_ms: { median: round(med((s) => s.ms)), p90: round(percentile(list.map((s) => s.ms), 0.9)) },
+        e2e_ms: {
+          median: round(med((s) => s.ms)),
+          p90: round(
+            percentile(
+              list.map((s) => s.ms),
+              0.9,
+            ),
+          ),
+        },
         trace:
           perRequest.length > 0
             ? {
@@ -873,34 +1231,53 @@ async function measure(): Promise<number> {
                 directory_statements: pm((x) => x.directory),
                 do_statements: pm((x) => x.doStatements),
                 do_round_trips: pm((x) => x.doRoundTrips),
-                sqlite_ms: round(pm((x) => x.sqlite), 4),
-                directory_sqlite_ms: round(pm((x) => x.directorySqlite), 4),
-                do_sqlite_ms: round(pm((x) => x.doSqlite), 4),
+                sqlite_ms: round(
+                  pm((x) => x.sqlite),
+                  4,
+                ),
+                directory_sqlite_ms: round(
+                  pm((x) => x.directorySqlite),
+                  4,
+                ),
+                do_sqlite_ms: round(
+                  pm((x) => x.doSqlite),
+                  4,
+                ),
                 sample,
               }
             : undefined,
       };
       if (def.key !== "health") {
         const missing = list.filter((s) => s.log.d1_queries === undefined).length;
-        if (missing > 0) problems.push(`${def.label}: ${missing} of ${list.length} request log lines have no d1_* fields`);
+        if (missing > 0)
+          problems.push(`${def.label}: ${missing} of ${list.length} request log lines have no d1_* fields`);
         const tr = routeResults[def.key]!.trace;
         if (tr && tr.shard_statements !== routeResults[def.key]!.log.queries) {
-          notes.push(`${def.label}: the log counts ${routeResults[def.key]!.log.queries} queries, the trace ${tr.shard_statements} statements on the shard (+${tr.directory_statements} directory)`);
+          notes.push(
+            `${def.label}: the log counts ${routeResults[def.key]!.log.queries} queries, the trace ${tr.shard_statements} statements on the shard (+${tr.directory_statements} directory)`,
+          );
         }
       }
     }
-    const allLogs = Object.entries(a.samples).filter(([k]) => k !== "health").flatMap(([, list]) => list.map((x) => x.log));
+    const allLogs = Object.entries(a.samples)
+      .filter(([k]) => k !== "health")
+      .flatMap(([, list]) => list.map((x) => x.log));
     const withQueries = allLogs.filter((l) => (l.d1_queries ?? 0) > 0);
     const d1Values = [...new Set(withQueries.map((l) => l.d1_ms ?? 0))].sort((x, y) => x - y);
     if (d1Values.every((v) => Number.isInteger(v))) {
       problems.push(
         `d1_ms is useless under wrangler dev: over ${withQueries.length} requests with D1 queries it took only the values ${d1Values.join(", ")} ` +
           `(${withQueries.filter((l) => !l.d1_ms).length} were 0). Local D1 (miniflare) times each statement with performance.now() inside workerd, whose clocks only move ` +
-          "between I/O, not during the synchronous SQLite call, so meta.duration is 0 (or a whole millisecond that elapsed elsewhere). The SQLite times here are replayed with Node's SQLite instead.",
+          "between I/O, not during the synchronous SQLite call, so meta.duration is 0 (or " +
+          "a whole millisecond that elapsed elsewhere). The SQLite times here are replayed " +
+          "with Node's SQLite instead.",
       );
     }
     for (const def of defs) {
-      const rawWrites = b.traced.filter((r) => r.key === def.key).flatMap((r) => r.worker).filter((x) => x.via === "raw" && isWrite(x.sql));
+      const rawWrites = b.traced
+        .filter((r) => r.key === def.key)
+        .flatMap((r) => r.worker)
+        .filter((x) => x.via === "raw" && isWrite(x.sql));
       if (rawWrites.length > 0) {
         const per = rawWrites.length / Math.max(1, b.traced.filter((r) => r.key === def.key).length);
         problems.push(
@@ -910,12 +1287,17 @@ async function measure(): Promise<number> {
       }
     }
     notes.push(
-      "Calendar feeds read the directory (directory_companies, home database) only when their isolate's 60 s cache misses: the traced feed requests came within a minute of a warm-up request and show none; the capacity model assumes a miss on every poll.",
+      "Calendar feeds read the directory (directory_companies, home database) only " +
+        "when their isolate's 60 s cache misses: the traced feed requests came within a " +
+        "minute of a warm-up request and show none; the capacity model assumes a miss on " +
+        "every poll.",
     );
     for (const key of ["token", "feed_304", "feed_200"]) {
       const r = routeResults[key];
       if (r?.trace && r.trace.directory_statements > 0) {
-        notes.push(`${r.label}: ${r.trace.directory_statements} directory read(s) in the home database per request (median), which the log line's d1_queries does not count (they run outside the request's session)`);
+        notes.push(
+          `${r.label}: ${r.trace.directory_statements} directory read(s) in the home database per request (median), which the log line's d1_queries does not count (they run outside the request's session)`,
+        );
       }
     }
     const cronTimes = replay(cron);
@@ -931,8 +1313,15 @@ async function measure(): Promise<number> {
             statements: alarmStatements.length,
             round_trips: roundTrips(alarmStatements),
             directory_statements: alarmStatements.filter((s) => DIRECTORY.test(s.sql)).length,
-            sqlite_ms: round(alarmTimes.reduce((n, x) => n + x.ms, 0), 4),
-            statements_list: alarmStatements.map((s, i) => ({ via: `${s.tag} ${s.via.replace(/#\d+$/, "")}`, sql: s.sql.replace(/\s+/g, " ").slice(0, 200), ms: round(alarmTimes[i]!.ms, 4) })),
+            sqlite_ms: round(
+              alarmTimes.reduce((n, x) => n + x.ms, 0),
+              4,
+            ),
+            statements_list: alarmStatements.map((s, i) => ({
+              via: `${s.tag} ${s.via.replace(/#\d+$/, "")}`,
+              sql: s.sql.replace(/\s+/g, " ").slice(0, 200),
+              ms: round(alarmTimes[i]!.ms, 4),
+            })),
           }
         : undefined;
     log(`replayed every statement with Node's SQLite in ${((Date.now() - t) / 1000).toFixed(1)} s`);
@@ -949,11 +1338,23 @@ async function measure(): Promise<number> {
         load_after: round(loadavg()[0]!, 2),
         d1: "local D1 (miniflare SQLite) under wrangler dev; SQLite times replayed with node:sqlite on this machine",
       },
-      settings: { items: seeded.rows.items, contacts: seeded.rows.contacts, tasks: seeded.rows.tasks, company_1_items: ITEMS, company_1_contacts: CONTACTS, reps: REPS, trace_reps: TRACE_REPS, alarm: ALARM },
+      settings: {
+        items: seeded.rows.items,
+        contacts: seeded.rows.contacts,
+        tasks: seeded.rows.tasks,
+        company_1_items: ITEMS,
+        company_1_contacts: CONTACTS,
+        reps: REPS,
+        trace_reps: TRACE_REPS,
+        alarm: ALARM,
+      },
       notes: [
         `Company 1 has ${ITEMS} items (on its 5-step default sequence), ${CONTACTS} contacts and ${TASKS} tasks; company 2 a fifth as many, rows interleaved. Measured one request at a time.`,
         `The reminder engine applied the seeded items in ${convergeSeconds.toFixed(0)} s before the routes were measured; item views: ${viewRows} after that, ${viewsNow} after pass A.`,
-        "log.*: medians of the request log's D1 fields (D1_STATS=on), pass A. e2e_ms: the client's time (D1_STATS makes drizzle reads run twice, so it is on the high side). trace.*: pass B, statements captured by the tracing entry point and replayed with node:sqlite on a copy of the database (writes rolled back).",
+        "log.*: medians of the request log's D1 fields (D1_STATS=on), pass A. e2e_ms: " +
+          "the client's time (D1_STATS makes drizzle reads run twice, so it is on the high " +
+          "side). trace.*: pass B, statements captured by the tracing entry point and " +
+          "replayed with node:sqlite on a copy of the database (writes rolled back).",
         ...notes,
       ],
       problems: [...new Set(problems)],
@@ -962,13 +1363,29 @@ async function measure(): Promise<number> {
         per_1000_items_bytes: round(perThousand("items", seeded.rows.items)),
         per_1000_contacts_bytes: round(perThousand("contacts", seeded.rows.contacts)),
         per_1000_tasks_bytes: round(perThousand("tasks", seeded.rows.tasks)),
-        per_1000_items_sync_bytes: round(((synced.bytes - at("tasks") - (synced.objects["item_reminder_views"] ?? 0)) * 1000) / seeded.rows.items),
+        per_1000_items_sync_bytes: round(
+          ((synced.bytes - at("tasks") - (synced.objects.item_reminder_views ?? 0)) * 1000) / seeded.rows.items,
+        ),
         item_view_bytes: viewsCold > viewsBefore ? round((bytesCold - bytesBefore) / (viewsCold - viewsBefore)) : 0,
-        rows: { ...seeded.rows, item_views: viewsNow, item_views_by_first_reads: viewsCold - viewsBefore, item_view_payload_bytes: round(viewPayload) },
-        sizes: [...seeded.sizes, { step: "reminder engine applied the items", bytes: synced.bytes }, { step: "after pass A", bytes: viewsAfter.bytes }],
+        rows: {
+          ...seeded.rows,
+          item_views: viewsNow,
+          item_views_by_first_reads: viewsCold - viewsBefore,
+          item_view_payload_bytes: round(viewPayload),
+        },
+        sizes: [
+          ...seeded.sizes,
+          { step: "reminder engine applied the items", bytes: synced.bytes },
+          { step: "after pass A", bytes: viewsAfter.bytes },
+        ],
         objects: seeded.objects,
         durable_object: durable
-          ? { bytes: durable.bytes, items: durable.items, reminders: durable.reminders, per_1000_items_bytes: durable.items > 0 ? round((durable.bytes * 1000) / durable.items) : 0 }
+          ? {
+              bytes: durable.bytes,
+              items: durable.items,
+              reminders: durable.reminders,
+              per_1000_items_bytes: durable.items > 0 ? round((durable.bytes * 1000) / durable.items) : 0,
+            }
           : { bytes: 0, items: 0, reminders: 0, per_1000_items_bytes: 0 },
       },
       sweep: {
@@ -980,13 +1397,20 @@ async function measure(): Promise<number> {
         ),
         runs: sweepLines.length / shardBindingNames().length,
         log: sweepLines,
-        statements: shard0.map((s) => ({ sql: s.sql.replace(/\s+/g, " ").slice(0, 200), via: s.via.replace(/#\d+$/, ""), ms: round(cronTimes[cron.indexOf(s)]!.ms, 4) })),
+        statements: shard0.map((s) => ({
+          sql: s.sql.replace(/\s+/g, " ").slice(0, 200),
+          via: s.via.replace(/#\d+$/, ""),
+          ms: round(cronTimes[cron.indexOf(s)]!.ms, 4),
+        })),
       },
-      directory: { read_sqlite_ms: round(dirMedian, 4), statements: directoryTimes.slice(0, 10).map((d) => ({ sql: d.sql, ms: round(d.ms, 4) })) },
+      directory: {
+        read_sqlite_ms: round(dirMedian, 4),
+        statements: directoryTimes.slice(0, 10).map((d) => ({ sql: d.sql, ms: round(d.ms, 4) })),
+      },
       alarm,
     };
     mkdirSync(dirname(JSON_OUT), { recursive: true });
-    writeFileSync(JSON_OUT, JSON.stringify(measurements, null, 2) + "\n");
+    writeFileSync(JSON_OUT, `${JSON.stringify(measurements, null, 2)}\n`);
     printSummary(measurements);
     log(`written to ${JSON_OUT}`);
     return problems.some((p) => !p.startsWith("d1_ms is 0")) ? 1 : 0;
@@ -1016,7 +1440,18 @@ function printSummary(m: Measurements): void {
     r.trace ? r.trace.sqlite_ms.toFixed(3) : "",
     r.e2e_ms.median.toFixed(1),
   ]);
-  const header = ["route", "queries", "rows read", "rows written", "d1_ms", "statements/round trips", "directory", "DO statements", "SQLite ms", "e2e ms"];
+  const header = [
+    "route",
+    "queries",
+    "rows read",
+    "rows written",
+    "d1_ms",
+    "statements/round trips",
+    "directory",
+    "DO statements",
+    "SQLite ms",
+    "e2e ms",
+  ];
   console.log(`\n| ${header.join(" | ")} |\n|${header.map((_, i) => (i === 0 ? "---" : "---:")).join("|")}|`);
   for (const row of rows) console.log(`| ${row.join(" | ")} |`);
   const s = m.storage;
@@ -1025,9 +1460,14 @@ function printSummary(m: Measurements): void {
       `${s.per_1000_contacts_bytes.toLocaleString("en-US")} per 1,000 contacts, ${s.per_1000_tasks_bytes.toLocaleString("en-US")} per 1,000 tasks, ${s.item_view_bytes} per item view; ` +
       `Durable Object ${s.durable_object.per_1000_items_bytes.toLocaleString("en-US")} bytes per 1,000 items (${s.durable_object.reminders} reminders for ${s.durable_object.items} items).`,
   );
-  console.log(`Sweep: ${m.sweep.statements_per_shard} statements in ${m.sweep.round_trips_per_shard} round trips per shard, ${m.sweep.sqlite_ms_per_shard} ms SQLite.`);
+  console.log(
+    `Sweep: ${m.sweep.statements_per_shard} statements in ${m.sweep.round_trips_per_shard} round trips per shard, ${m.sweep.sqlite_ms_per_shard} ms SQLite.`,
+  );
   console.log(`Directory read: ${m.directory.read_sqlite_ms} ms SQLite.`);
-  if (m.alarm) console.log(`Alarm: ${m.alarm.runs} run(s) for ${m.alarm.reminders} reminders: ${m.alarm.statements} statements, ${m.alarm.round_trips} round trips, ${m.alarm.directory_statements} directory, ${m.alarm.sqlite_ms} ms SQLite.`);
+  if (m.alarm)
+    console.log(
+      `Alarm: ${m.alarm.runs} run(s) for ${m.alarm.reminders} reminders: ${m.alarm.statements} statements, ${m.alarm.round_trips} round trips, ${m.alarm.directory_statements} directory, ${m.alarm.sqlite_ms} ms SQLite.`,
+    );
   for (const p of m.problems) console.log(`PROBLEM: ${p}`);
   for (const n of m.notes) console.log(`note: ${n}`);
 }
@@ -1035,7 +1475,11 @@ function printSummary(m: Measurements): void {
 // ---------------------------------------------------------------------------------------------
 // --check-shards
 
-function observabilityDirectoryReads(persistTo: string, fromMs: number, toMs: number): { clients: number; companies: number; accounts: number } {
+function observabilityDirectoryReads(
+  persistTo: string,
+  fromMs: number,
+  toMs: number,
+): { clients: number; companies: number; accounts: number } {
   const dir = join(persistTo, "v3", "observability", "miniflare-wobs-trace-store");
   const counts = { clients: 0, companies: 0, accounts: 0 };
   let files: string[] = [];
@@ -1140,7 +1584,10 @@ async function checkShards(): Promise<number> {
     await sleep(1_500);
     const problems: string[] = [];
     let pass = true;
-    const perShard = new Map<number, { requests: number; actual: number; predicted: number; misses: number; routed: Record<string, number> }>();
+    const perShard = new Map<
+      number,
+      { requests: number; actual: number; predicted: number; misses: number; routed: Record<string, number> }
+    >();
     const perRoute = new Map<string, { requests: number; actual: number }>();
     for (const { ctx, done } of results) {
       const routed: Record<string, number> = {};
@@ -1156,9 +1603,11 @@ async function checkShards(): Promise<number> {
         const key = d.key === "feed_304" && d.status === 200 ? FEED_CHANGED : d.key;
         routed[key] = (routed[key] ?? 0) + 1;
         const expected = key === FEED_CHANGED ? 200 : m.routes[key]?.status;
-        if (expected !== undefined && d.status !== expected) problems.push(`${ctx.label} ${key}: ${d.status} (expected ${expected})`);
+        if (expected !== undefined && d.status !== expected)
+          problems.push(`${ctx.label} ${key}: ${d.status} (expected ${expected})`);
         const r = ev.request!;
-        if (key !== "health" && r.d1_shard !== undefined && r.d1_shard !== ctx.shard) wrongShard.push(`${d.id} ${r.path} on shard ${r.d1_shard}`);
+        if (key !== "health" && r.d1_shard !== undefined && r.d1_shard !== ctx.shard)
+          wrongShard.push(`${d.id} ${r.path} on shard ${r.d1_shard}`);
         actual += r.d1_queries ?? 0;
         const pr = perRoute.get(key) ?? { requests: 0, actual: 0 };
         pr.requests++;
@@ -1167,7 +1616,9 @@ async function checkShards(): Promise<number> {
       }
       if (wrongShard.length > 0) {
         pass = false;
-        problems.push(`${ctx.label}: ${wrongShard.length} requests logged on another shard: ${wrongShard.slice(0, 3).join("; ")}`);
+        problems.push(
+          `${ctx.label}: ${wrongShard.length} requests logged on another shard: ${wrongShard.slice(0, 3).join("; ")}`,
+        );
       }
       // The client row is read again when the isolate's 15 s cache entry has expired: simulate it from the request times.
       let misses = 0;
@@ -1190,11 +1641,19 @@ async function checkShards(): Promise<number> {
     const stopped = observabilityDirectoryReads(persistTo, startedAt - 1_000, endedAt + 2_000);
     const directory = stopped.clients >= live.clients ? stopped : live;
     const tokenRequests = [...perShard.values()].reduce((s, p) => s + (p.routed.token ?? 0), 0);
-    const feedRequests = [...perShard.values()].reduce((s, p) => s + (p.routed.feed_304 ?? 0) + (p.routed.feed_200 ?? 0) + (p.routed[FEED_CHANGED] ?? 0), 0);
+    const feedRequests = [...perShard.values()].reduce(
+      (s, p) => s + (p.routed.feed_304 ?? 0) + (p.routed.feed_200 ?? 0) + (p.routed[FEED_CHANGED] ?? 0),
+      0,
+    );
     const minutes = Math.ceil((endedAt - startedAt) / 60_000);
 
-    console.log(`\n2-shard check ${new Date(started).toISOString()}: ${CHECK_REQUESTS} requests per account, both accounts at once (2 in flight each), ${((endedAt - startedAt) / 1000).toFixed(1)} s`);
-    console.log("\n| shard | account | requests | logged queries | predicted | difference | queries/request | predicted | client re-reads in the prediction |");
+    console.log(
+      `\n2-shard check ${new Date(started).toISOString()}: ${CHECK_REQUESTS} requests per account, both accounts at once (2 in flight each), ${((endedAt - startedAt) / 1000).toFixed(1)} s`,
+    );
+    console.log(
+      "\n| shard | account | requests | logged queries | predicted | difference | " +
+        "queries/request | predicted | client re-reads in the prediction |",
+    );
     console.log("|---:|---|---:|---:|---:|---:|---:|---:|---:|");
     let totalActual = 0;
     let totalPredicted = 0;
@@ -1211,7 +1670,9 @@ async function checkShards(): Promise<number> {
     const share0 = perShard.get(0)!.actual / totalActual;
     const share0p = perShard.get(0)!.predicted / totalPredicted;
     if (Math.abs(share0 - share0p) > 0.05) pass = false;
-    console.log(`\nSplit of the logged queries: shard 0 ${(share0 * 100).toFixed(1)}% (model ${(share0p * 100).toFixed(1)}%), shard 1 ${((1 - share0) * 100).toFixed(1)}% (model ${((1 - share0p) * 100).toFixed(1)}%).`);
+    console.log(
+      `\nSplit of the logged queries: shard 0 ${(share0 * 100).toFixed(1)}% (model ${(share0p * 100).toFixed(1)}%), shard 1 ${((1 - share0) * 100).toFixed(1)}% (model ${((1 - share0p) * 100).toFixed(1)}%).`,
+    );
     console.log(
       `Directory reads in the home database (shard 0; outside the log lines, counted from wrangler's local traces): directory_clients ${directory.clients} ` +
         `(model: one per token request = ${tokenRequests}), directory_companies ${directory.companies} (model: at most one per company per isolate per minute: ` +
@@ -1223,8 +1684,13 @@ async function checkShards(): Promise<number> {
     console.log("| route | requests | logged queries | per request | model per request |");
     console.log("|---|---:|---:|---:|---:|");
     for (const [key, pr] of [...perRoute.entries()].sort((x, y) => y[1].requests - x[1].requests)) {
-      const label = key === FEED_CHANGED ? "GET /v1/calendar/{token}.ics, If-None-Match, changed (200)" : (m.routes[key]?.label ?? key);
-      console.log(`| ${label} | ${pr.requests} | ${pr.actual} | ${(pr.actual / pr.requests).toFixed(2)} | ${loggedQueries(m, key)} |`);
+      const label =
+        key === FEED_CHANGED
+          ? "GET /v1/calendar/{token}.ics, If-None-Match, changed (200)"
+          : (m.routes[key]?.label ?? key);
+      console.log(
+        `| ${label} | ${pr.requests} | ${pr.actual} | ${(pr.actual / pr.requests).toFixed(2)} | ${loggedQueries(m, key)} |`,
+      );
     }
     for (const problem of problems) console.log(`problem: ${problem}`);
     console.log(

@@ -31,7 +31,7 @@
 import type { ChildProcess } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname } from "node:path";
 import { hashClientSecret } from "../src/auth/secret-hash.ts";
 import {
   CONTENDED,
@@ -74,7 +74,14 @@ const FIRE_CONTACTS = FIRE_ITEMS / 2;
 const LIGHT_FIRST_ID = 101;
 const LIGHT_COMPANIES = 30;
 const LIGHT_BOUNDARIES = 3;
-const LIGHT_ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata", "Asia/Kathmandu", "Australia/Adelaide"];
+const LIGHT_ZONES = [
+  "UTC",
+  "Europe/Berlin",
+  "America/New_York",
+  "Asia/Kolkata",
+  "Asia/Kathmandu",
+  "Australia/Adelaide",
+];
 const SAMPLES = 100;
 const TARGETS = { fireSeconds: 10, pointRatio: 0.5, lightP99Seconds: 1 };
 /** The sweep replays outbox rows older than this (src/scheduled.ts SYNC_GRACE_SECONDS), plus 1 s. */
@@ -92,7 +99,8 @@ const DAY = 86_400_000;
 const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 const nextMinute = (ms: number) => Math.ceil(ms / MINUTE) * MINUTE;
 const seconds = (ms: number) => ms / 1000;
-const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 /** Nearest-rank percentile of a list of numbers. */
 function percentile(values: number[], p: number): number {
@@ -105,13 +113,27 @@ interface Spread {
   p99: number;
   max: number;
 }
-const spread = (values: number[]): Spread => ({ n: values.length, p50: percentile(values, 0.5), p99: percentile(values, 0.99), max: Math.max(...values) });
-const spreadText = (s: Spread, unit = "s") => `p50 ${s.p50.toFixed(3)} ${unit}, p99 ${s.p99.toFixed(3)} ${unit}, max ${s.max.toFixed(3)} ${unit} (n = ${s.n})`;
+const spread = (values: number[]): Spread => ({
+  n: values.length,
+  p50: percentile(values, 0.5),
+  p99: percentile(values, 0.99),
+  max: Math.max(...values),
+});
+const spreadText = (s: Spread, unit = "s") =>
+  `p50 ${s.p50.toFixed(3)} ${unit}, p99 ${s.p99.toFixed(3)} ${unit}, max ${s.max.toFixed(3)} ${unit} (n = ${s.n})`;
 
 /** The local date and HH:MM of an instant in an IANA zone. */
 function localParts(ms: number, zone: string): { date: string; hour: string } {
   const parts = Object.fromEntries(
-    new Intl.DateTimeFormat("en-CA", { timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", hourCycle: "h23" })
+    new Intl.DateTimeFormat("en-CA", {
+      timeZone: zone,
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      hourCycle: "h23",
+    })
       .formatToParts(ms)
       .map((p) => [p.type, p.value]),
   );
@@ -168,7 +190,13 @@ class LoadGate {
       }
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
-    return { count, wallMs: Date.now() - started, busyMs, latencyMs: { p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99) }, failures };
+    return {
+      count,
+      wallMs: Date.now() - started,
+      busyMs,
+      latencyMs: { p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99) },
+      failures,
+    };
   }
 }
 
@@ -181,7 +209,10 @@ interface PoolResult {
 }
 
 function expectPool(what: string, result: PoolResult): void {
-  expect(result.failures.length === 0, `${what}: ${result.failures.length} of ${result.count} failed; first: ${result.failures.slice(0, 3).join(" | ")}`);
+  expect(
+    result.failures.length === 0,
+    `${what}: ${result.failures.length} of ${result.count} failed; first: ${result.failures.slice(0, 3).join(" | ")}`,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -205,7 +236,11 @@ function buildSeedStatements(today: number): string[] {
     rows.push(`(${id}, ${COMPANY}, 1, ${sqlText(`Sweep-queued item ${id}`)}, 'exp', '${expiry}', '${expiry}', 1, 1)`);
   }
   statements.push(
-    ...multiRowInserts("INSERT INTO items (id, company_id, dept_id, title, item_type, expiry_date, reminder_anchor, schedule_epoch, created_by) VALUES\n", rows),
+    ...multiRowInserts(
+      "INSERT INTO items (id, company_id, dept_id, title, item_type, expiry_date, " +
+        "reminder_anchor, schedule_epoch, created_by) VALUES\n",
+      rows,
+    ),
     // The default sequence (the companies trigger made it); setting seq_id does not touch the outbox rows the inserts wrote.
     `UPDATE items SET seq_id = (SELECT s.id FROM reminder_sequences s WHERE s.company_id = ${COMPANY} AND s.is_default = 1) WHERE company_id = ${COMPANY} AND id <= ${RAW_ITEMS}`,
   );
@@ -214,7 +249,9 @@ function buildSeedStatements(today: number): string[] {
   for (let i = 0; i < LIGHT_COMPANIES; i++) {
     const id = LIGHT_FIRST_ID + i;
     const zone = LIGHT_ZONES[i % LIGHT_ZONES.length]!;
-    companies.push(`(${id}, 1, ${sqlText(`Light ${id}`)}, 0, 1000, 1000, 1024, ${sqlText(JSON.stringify({ timezone: zone, date_format: "YYYY-MM-DD" }))})`);
+    companies.push(
+      `(${id}, 1, ${sqlText(`Light ${id}`)}, 0, 1000, 1000, 1024, ${sqlText(JSON.stringify({ timezone: zone, date_format: "YYYY-MM-DD" }))})`,
+    );
     departments.push(`(${id}, 'General', 'general', 1)`);
   }
   statements.push(
@@ -224,7 +261,10 @@ function buildSeedStatements(today: number): string[] {
   return statements;
 }
 
-const lightClient = (companyId: number) => ({ id: `bench-light-${companyId}`, secret: `bench-light-${companyId}-secret` });
+const lightClient = (companyId: number) => ({
+  id: `bench-light-${companyId}`,
+  secret: `bench-light-${companyId}-secret`,
+});
 
 async function lightClientStatements(): Promise<string[]> {
   const rows: string[] = [];
@@ -232,9 +272,13 @@ async function lightClientStatements(): Promise<string[]> {
     const companyId = LIGHT_FIRST_ID + i;
     const client = lightClient(companyId);
     const salt = `seed-${client.id}`;
-    rows.push(`(${sqlText(client.id)}, 'bench: light company', ${sqlText(await hashClientSecret(client.secret, salt))}, ${sqlText(salt)}, 1, ${companyId}, 1, '*', 1)`);
+    rows.push(
+      `(${sqlText(client.id)}, 'bench: light company', ${sqlText(await hashClientSecret(client.secret, salt))}, ${sqlText(salt)}, 1, ${companyId}, 1, '*', 1)`,
+    );
   }
-  return [`INSERT INTO api_clients (client_id, name, secret_hash, secret_salt, account_id, company_id, user_id, scopes, active) VALUES\n${rows.join(",\n")}`];
+  return [
+    `INSERT INTO api_clients (client_id, name, secret_hash, secret_salt, account_id, company_id, user_id, scopes, active) VALUES\n${rows.join(",\n")}`,
+  ];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -253,8 +297,15 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
   const started = Date.now();
   const base = `http://127.0.0.1:${options.port}`;
   const { getJson, postJson, fetchToken } = httpClient(base);
-  const log = (message: string) => console.log(`[bench:reminders +${seconds(Date.now() - started).toFixed(0)}s] ${message}`);
-  const { measure } = measurer({ base, connections: options.connections, duration: options.duration, warmup: options.warmup, log });
+  const log = (message: string) =>
+    console.log(`[bench:reminders +${seconds(Date.now() - started).toFixed(0)}s] ${message}`);
+  const { measure } = measurer({
+    base,
+    connections: options.connections,
+    duration: options.duration,
+    warmup: options.warmup,
+    log,
+  });
   const gate = new LoadGate();
   const scope = tempServerScope("expiry-bench-reminders-", log);
   const { persistTo } = scope;
@@ -264,13 +315,19 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
 
   /** Share of the machine other processes used since `from` (undefined off Linux). */
   const otherCpuSince = (from: CpuSample | undefined) => otherCpuShare(from, cpuSample(child?.pid));
-  const cpuNote = (share: number | undefined) => (share === undefined ? "" : `; other processes used ${pct(share)} of the machine${share > CONTENDED ? " (!)" : ""}`);
+  const cpuNote = (share: number | undefined) =>
+    share === undefined ? "" : `; other processes used ${pct(share)} of the machine${share > CONTENDED ? " (!)" : ""}`;
 
   try {
     const version = wranglerVersion();
     const loadBefore = loadavg()[0]!;
-    log(`wrangler ${version}, Node ${process.version}; persist dir ${persistTo}; 1-min load average ${loadBefore.toFixed(2)}`);
-    if (loadBefore > 0.5) log(`warning: load average ${loadBefore.toFixed(2)} before starting; other work on this machine skews the numbers`);
+    log(
+      `wrangler ${version}, Node ${process.version}; persist dir ${persistTo}; 1-min load average ${loadBefore.toFixed(2)}`,
+    );
+    if (loadBefore > 0.5)
+      log(
+        `warning: load average ${loadBefore.toFixed(2)} before starting; other work on this machine skews the numbers`,
+      );
 
     // ---- 1. data
     ensureDevVars();
@@ -292,9 +349,18 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
     );
     const steps = JSON.parse(seeded?.steps ?? "[]") as Step[];
     // Every step of the default sequence lies ahead for a date 60+ days out: all of them are queued.
-    expect(steps.length > 0 && steps.every((s) => s.unit === "day" && (s.type === 2 || s.period < 60)), `default sequence steps ${seeded?.steps}`);
+    expect(
+      steps.length > 0 && steps.every((s) => s.unit === "day" && (s.type === 2 || s.period < 60)),
+      `default sequence steps ${seeded?.steps}`,
+    );
     const expectedQueued = RAW_ITEMS * steps.length;
-    expect(seeded?.items === RAW_ITEMS && seeded.outbox === RAW_ITEMS && seeded.pending === RAW_ITEMS && seeded.with_seq === RAW_ITEMS, `seeded rows ${JSON.stringify(seeded)}`);
+    expect(
+      seeded?.items === RAW_ITEMS &&
+        seeded.outbox === RAW_ITEMS &&
+        seeded.pending === RAW_ITEMS &&
+        seeded.with_seq === RAW_ITEMS,
+      `seeded rows ${JSON.stringify(seeded)}`,
+    );
     log(
       `inserted ${fmt(RAW_ITEMS)} items for company ${COMPANY} with its default sequence (${steps.length} steps: ${fmt(expectedQueued)} reminders to queue), ` +
         `${fmt(seeded!.pending)} pending outbox rows, ${LIGHT_COMPANIES} light companies (${seconds(insertedAt - t).toFixed(1)} s)`,
@@ -304,7 +370,20 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
     t = Date.now();
     child = await startDev(
       // RATE_LIMITS=off: one client sends far more than its 1,200 units a minute (429s otherwise).
-      ["--port", String(options.port), "--persist-to", persistTo, "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(options.port + 1), "--var", "RATE_LIMITS:off"],
+      [
+        "--port",
+        String(options.port),
+        "--persist-to",
+        persistTo,
+        "--log-level",
+        "warn",
+        "--ip",
+        "127.0.0.1",
+        "--inspector-port",
+        String(options.port + 1),
+        "--var",
+        "RATE_LIMITS:off",
+      ],
       { port: options.port, env: { X_LOCAL_OBSERVABILITY: "false" } },
     );
     scope.setServer(child);
@@ -315,13 +394,17 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
     const authed = (path: string) => getJson(path, token);
     const itemReminders = async (itemId: number, tok = token) => {
       const res = await getJson(`/v1/items/${itemId}/reminders`, tok);
-      expect(res.status === 200, `GET /v1/items/${itemId}/reminders: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+      expect(
+        res.status === 200,
+        `GET /v1/items/${itemId}/reminders: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`,
+      );
       return res.body.data as { queued: ReminderView[]; sent: ReminderView[] };
     };
 
     // ---- 3. light run: one item per light company, one reminder at each of the next boundaries
     const boundaries = Array.from({ length: LIGHT_BOUNDARIES }, (_, k) => nextMinute(Date.now() + 30_000) + k * MINUTE);
-    for (const at of boundaries) gate.windows.push({ label: `light ${new Date(at).toISOString()}`, at, end: at + LIGHT_QUIET_AFTER_MS });
+    for (const at of boundaries)
+      gate.windows.push({ label: `light ${new Date(at).toISOString()}`, at, end: at + LIGHT_QUIET_AFTER_MS });
     const light: Array<{ companyId: number; zone: string; token: string; itemId: number }> = [];
     await Promise.all(
       Array.from({ length: LIGHT_COMPANIES }, async (_, i) => {
@@ -329,8 +412,15 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
         const zone = LIGHT_ZONES[i % LIGHT_ZONES.length]!;
         const client = lightClient(companyId);
         const tok = await fetchToken(client.id, client.secret);
-        const item = await postJson("/v1/items", tok, { title: `Light run ${companyId}`, expiry_date: isoDay(today + 200 * DAY), seqid: 0 });
-        expect(item.status === 201, `light company ${companyId}: POST /v1/items ${item.status} ${JSON.stringify(item.body).slice(0, 200)}`);
+        const item = await postJson("/v1/items", tok, {
+          title: `Light run ${companyId}`,
+          expiry_date: isoDay(today + 200 * DAY),
+          seqid: 0,
+        });
+        expect(
+          item.status === 201,
+          `light company ${companyId}: POST /v1/items ${item.status} ${JSON.stringify(item.body).slice(0, 200)}`,
+        );
         for (const at of boundaries) {
           const res = await postJson(`/v1/items/${item.body.data.item_id}/reminders`, tok, localParts(at, zone));
           expect(
@@ -379,15 +469,27 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
         sweepTimes.push(ms);
       }
       sweepCheck = await pendingRows();
-      log(`${sweepTimes.length} sweeps so far; D1: ${sweepCheck.pending} of ${fmt(RAW_ITEMS)} outbox rows pending, ${fmt(sweepCheck.synced)} synced`);
+      log(
+        `${sweepTimes.length} sweeps so far; D1: ${sweepCheck.pending} of ${fmt(RAW_ITEMS)} outbox rows pending, ${fmt(sweepCheck.synced)} synced`,
+      );
     }
     const sweepCpu = otherCpuSince(cpu);
-    expect(sweepCheck.pending === 0 && sweepCheck.synced === RAW_ITEMS, `after the sweeps: ${JSON.stringify(sweepCheck)}`);
+    expect(
+      sweepCheck.pending === 0 && sweepCheck.synced === RAW_ITEMS,
+      `after the sweeps: ${JSON.stringify(sweepCheck)}`,
+    );
     const sweepMs = sweepTimes.reduce((a, b) => a + b, 0);
     const sampleIds = Array.from({ length: SAMPLES }, (_, i) => 1 + Math.floor((i * RAW_ITEMS) / SAMPLES));
     const sampled = await Promise.all(sampleIds.map((id) => itemReminders(id)));
-    const wrong = sampleIds.filter((id, i) => sampled[i]!.queued.length !== steps.length || sampled[i]!.queued.some((r) => r.state !== "queued" || r.origin !== "sequence"));
-    expect(wrong.length === 0, `sampled items without ${steps.length} queued sequence reminders: ${wrong.slice(0, 10).join(", ")}`);
+    const wrong = sampleIds.filter(
+      (_id, i) =>
+        sampled[i]!.queued.length !== steps.length ||
+        sampled[i]!.queued.some((r) => r.state !== "queued" || r.origin !== "sequence"),
+    );
+    expect(
+      wrong.length === 0,
+      `sampled items without ${steps.length} queued sequence reminders: ${wrong.slice(0, 10).join(", ")}`,
+    );
     const queue = {
       items: RAW_ITEMS,
       reminders: expectedQueued,
@@ -408,9 +510,18 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
     // ---- 5. GET /v1/items/{id} on the company holding 100,000 queued reminders
     const pointId = RAW_ITEMS / 2;
     const point = await authed(`/v1/items/${pointId}`);
-    expect(point.status === 200 && point.body.data?.reminders?.queued?.length === steps.length, `GET /v1/items/${pointId}: ${point.status} ${JSON.stringify(point.body).slice(0, 300)}`);
+    expect(
+      point.status === 200 && point.body.data?.reminders?.queued?.length === steps.length,
+      `GET /v1/items/${pointId}: ${point.status} ${JSON.stringify(point.body).slice(0, 300)}`,
+    );
     const health: RouteSpec = { key: "health", label: "GET /health", path: "/health" };
-    const pointRoute: RouteSpec = { key: "item", label: `GET /v1/items/${pointId}`, path: `/v1/items/${pointId}`, token, target: TARGETS.pointRatio };
+    const pointRoute: RouteSpec = {
+      key: "item",
+      label: `GET /v1/items/${pointId}`,
+      path: `/v1/items/${pointId}`,
+      token,
+      target: TARGETS.pointRatio,
+    };
     const runSeconds = options.warmup + options.duration + 5;
     if (options.serverWarmup > 0) {
       await gate.clear((options.serverWarmup + 3) * 1000);
@@ -428,7 +539,9 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
       await gate.clear(runSeconds * 1000);
       const r = await measure(route, child!.pid, warmup);
       runs.push(r);
-      log(`  ${route.label}: ${r.requestsPerSecond.toFixed(0)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, non-2xx ${r.non2xx}, errors ${r.errors}${cpuNote(r.otherCpu)}`);
+      log(
+        `  ${route.label}: ${r.requestsPerSecond.toFixed(0)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, non-2xx ${r.non2xx}, errors ${r.errors}${cpuNote(r.otherCpu)}`,
+      );
       return r;
     };
     const healthRuns: RouteResult[] = [];
@@ -438,17 +551,26 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
       pointRuns.push(await measured(pointRoute, round === 0));
     }
     healthRuns.push(await measured(health, false));
-    const pointRatios = pointRuns.map((r, i) => r.requestsPerSecond / ((healthRuns[i]!.requestsPerSecond + healthRuns[i + 1]!.requestsPerSecond) / 2));
+    const pointRatios = pointRuns.map(
+      (r, i) => r.requestsPerSecond / ((healthRuns[i]!.requestsPerSecond + healthRuns[i + 1]!.requestsPerSecond) / 2),
+    );
     const pointRatio = median(pointRatios);
-    log(`GET /v1/items/${pointId}: ratio ${pointRatio.toFixed(2)} to /health${options.rounds > 1 ? ` (rounds: ${pointRatios.map((r) => r.toFixed(2)).join(", ")})` : ""}`);
+    log(
+      `GET /v1/items/${pointId}: ratio ${pointRatio.toFixed(2)} to /health${options.rounds > 1 ? ` (rounds: ${pointRatios.map((r) => r.toFixed(2)).join(", ")})` : ""}`,
+    );
 
     // ---- 6. 5,000 reminders due at T
     const contacts: number[] = [];
     expectPool(
       "POST /v1/contacts",
       await gate.pool(FIRE_CONTACTS, options.connections, async (i) => {
-        const res = await postJson("/v1/contacts", token, { first_name: "Fire", last_name: `Tester ${i}`, email: `fire.tester${i}@example.com` });
-        if (res.status !== 201) throw new Error(`POST /v1/contacts: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+        const res = await postJson("/v1/contacts", token, {
+          first_name: "Fire",
+          last_name: `Tester ${i}`,
+          email: `fire.tester${i}@example.com`,
+        });
+        if (res.status !== 201)
+          throw new Error(`POST /v1/contacts: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
         contacts[i] = res.body.data.contact_id;
       }),
     );
@@ -460,7 +582,8 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
         seqid: 0,
         ...(i < FIRE_CONTACTS ? { contact_id: contacts[i] } : {}),
       });
-      if (res.status !== 201) throw new Error(`POST /v1/items: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+      if (res.status !== 201)
+        throw new Error(`POST /v1/items: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
       fireItems[i] = res.body.data.item_id;
     });
     expectPool("POST /v1/items (fire items)", itemPool);
@@ -468,11 +591,15 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
     // allow for the creation at the item POST rate just measured, the light boundaries' pauses, and 25 s.
     const itemRate = Math.max(10, FIRE_ITEMS / seconds(Math.max(1, itemPool.busyMs)));
     const estimateMs = (FIRE_TOTAL / itemRate) * 1000;
-    const pausesMs = boundaries.filter((b) => b > Date.now() && b < Date.now() + estimateMs + MINUTE).length * (QUIET_LEAD_MS + LIGHT_QUIET_AFTER_MS + 2_000);
+    const pausesMs =
+      boundaries.filter((b) => b > Date.now() && b < Date.now() + estimateMs + MINUTE).length *
+      (QUIET_LEAD_MS + LIGHT_QUIET_AFTER_MS + 2_000);
     let fireAt = nextMinute(Date.now() + estimateMs + pausesMs + QUIET_LEAD_MS + 25_000);
     while (boundaries.includes(fireAt)) fireAt += MINUTE;
     const fireLocal = localParts(fireAt, "UTC");
-    log(`creating ${fmt(FIRE_TOTAL)} reminders (${FIRE_PER_ITEM} on each of ${FIRE_ITEMS} items, ${FIRE_CONTACTS} with a contact) due at ${new Date(fireAt).toISOString()} (company ${COMPANY}: UTC) ...`);
+    log(
+      `creating ${fmt(FIRE_TOTAL)} reminders (${FIRE_PER_ITEM} on each of ${FIRE_ITEMS} items, ${FIRE_CONTACTS} with a contact) due at ${new Date(fireAt).toISOString()} (company ${COMPANY}: UTC) ...`,
+    );
     const fireIds: number[] = [];
     const fireItemOf = new Map<number, number>();
     cpu = cpuSample(child.pid);
@@ -486,7 +613,10 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
       fireItemOf.set(res.body.data.reminder_id, itemId);
     });
     expectPool("POST /v1/items/{id}/reminders", createPool);
-    expect(Date.now() < fireAt - QUIET_LEAD_MS, `the creation ended ${seconds(Date.now() - fireAt).toFixed(1)} s after T - 5 s`);
+    expect(
+      Date.now() < fireAt - QUIET_LEAD_MS,
+      `the creation ended ${seconds(Date.now() - fireAt).toFixed(1)} s after T - 5 s`,
+    );
     const maxFireId = Math.max(...fireIds);
     const createRate = FIRE_TOTAL / seconds(createPool.busyMs);
     log(
@@ -514,10 +644,17 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
         }
         const seenAt = Date.now();
         // Deliveries go in claim order: the items holding the last ids are delivered last.
-        const probes = [...new Set([fireItemOf.get(maxFireId)!, fireItems[FIRE_ITEMS - 1]!, fireItems[FIRE_CONTACTS - 1]!])];
+        const probes = [
+          ...new Set([fireItemOf.get(maxFireId)!, fireItems[FIRE_ITEMS - 1]!, fireItems[FIRE_CONTACTS - 1]!]),
+        ];
         while (Date.now() < deadline) {
           const lists = await Promise.all(probes.map((id) => itemReminders(id)));
-          if (lists.every((l) => l.queued.length === 0 && l.sent.every((r) => r.deliveries.every((d) => d.state !== "pending")))) break;
+          if (
+            lists.every(
+              (l) => l.queued.length === 0 && l.sent.every((r) => r.deliveries.every((d) => d.state !== "pending")),
+            )
+          )
+            break;
           await sleep(500);
         }
         return { newest, polls, seenAt, deliveriesSeenAt: Date.now() };
@@ -529,17 +666,23 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
     // ---- 7. POST /v1/items x 10,000, between two runs of /health
     const healthRun = async () => {
       await gate.clear(8_000);
-      const r = await autocannon({ url: base + "/health", connections: options.connections, duration: 5, timeout: 30 });
+      const r = await autocannon({ url: `${base}/health`, connections: options.connections, duration: 5, timeout: 30 });
       expect(r.non2xx === 0 && r.errors === 0, `GET /health: ${r.non2xx} non-2xx, ${r.errors} errors`);
       return r.requests.total / r.duration;
     };
     const healthBefore = await healthRun();
-    log(`POST /v1/items x ${fmt(API_ITEMS)}, ${options.connections} at a time (GET /health before: ${healthBefore.toFixed(0)} req/s) ...`);
+    log(
+      `POST /v1/items x ${fmt(API_ITEMS)}, ${options.connections} at a time (GET /health before: ${healthBefore.toFixed(0)} req/s) ...`,
+    );
     const apiItems: number[] = [];
     cpu = cpuSample(child.pid);
     const postPool = await gate.pool(API_ITEMS, options.connections, async (i) => {
-      const res = await postJson("/v1/items", token, { title: `API-queued item ${i}`, expiry_date: isoDay(today + (60 + ((i * 7919) % 341)) * DAY) });
-      if (res.status !== 201) throw new Error(`POST /v1/items: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+      const res = await postJson("/v1/items", token, {
+        title: `API-queued item ${i}`,
+        expiry_date: isoDay(today + (60 + ((i * 7919) % 341)) * DAY),
+      });
+      if (res.status !== 201)
+        throw new Error(`POST /v1/items: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
       apiItems.push(res.body.data.item_id);
     });
     const postCpu = otherCpuSince(cpu);
@@ -549,8 +692,11 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
     const healthMean = (healthBefore + healthAfter) / 2;
     const apiSamples = Array.from({ length: SAMPLES }, (_, i) => apiItems[Math.floor((i * API_ITEMS) / SAMPLES)]!);
     const apiLists = await Promise.all(apiSamples.map((id) => itemReminders(id)));
-    const apiWrong = apiSamples.filter((id, i) => apiLists[i]!.queued.length !== steps.length);
-    expect(apiWrong.length === 0, `API items without ${steps.length} queued reminders: ${apiWrong.slice(0, 10).join(", ")}`);
+    const apiWrong = apiSamples.filter((_id, i) => apiLists[i]!.queued.length !== steps.length);
+    expect(
+      apiWrong.length === 0,
+      `API items without ${steps.length} queued reminders: ${apiWrong.slice(0, 10).join(", ")}`,
+    );
     const api = {
       items: API_ITEMS,
       busySeconds: seconds(postPool.busyMs),
@@ -570,13 +716,18 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
 
     // ---- 8. the 5,000 and the light run, read back
     const fired = await fire;
-    expect(fired.newest?.reminder_id === maxFireId, `${seconds(FIRE_WAIT_MS)} s after T the newest triggered entry is ${JSON.stringify(fired.newest)}, not reminder ${maxFireId}`);
+    expect(
+      fired.newest?.reminder_id === maxFireId,
+      `${seconds(FIRE_WAIT_MS)} s after T the newest triggered entry is ${JSON.stringify(fired.newest)}, not reminder ${maxFireId}`,
+    );
     const fireLists = await Promise.all(fireItems.map((id) => itemReminders(id)));
     const sent = fireLists.flatMap((l) => l.sent).filter((r) => r.origin === "manual");
     const unsent = fireLists.reduce((n, l) => n + l.queued.length, 0);
     expect(sent.length === FIRE_TOTAL && unsent === 0, `${sent.length} of ${FIRE_TOTAL} sent, ${unsent} still queued`);
     const fireLateness = spread(sent.map((r) => seconds(Date.parse(r.sent_at!) - Date.parse(r.due_at))));
-    const claims = [...new Set(sent.map((r) => r.sent_at!))].sort().map((at) => ({ at: seconds(Date.parse(at) - fireAt), reminders: sent.filter((r) => r.sent_at === at).length }));
+    const claims = [...new Set(sent.map((r) => r.sent_at!))]
+      .sort()
+      .map((at) => ({ at: seconds(Date.parse(at) - fireAt), reminders: sent.filter((r) => r.sent_at === at).length }));
     const deliveries = sent.flatMap((r) => r.deliveries);
     const deliveryStates: Record<string, number> = {};
     for (const d of deliveries) deliveryStates[d.state] = (deliveryStates[d.state] ?? 0) + 1;
@@ -592,7 +743,9 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
       lateness: fireLateness,
       claims,
       deliveryStates,
-      lastDeliveredSeconds: delivered.length ? seconds(Math.max(...delivered.map((d) => Date.parse(d))) - fireAt) : null,
+      lastDeliveredSeconds: delivered.length
+        ? seconds(Math.max(...delivered.map((d) => Date.parse(d))) - fireAt)
+        : null,
       feedPolls: fired.polls,
     };
     log(
@@ -606,18 +759,33 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
     const lightLists = await Promise.all(light.map((c) => itemReminders(c.itemId, c.token)));
     const lightSent = lightLists.flatMap((l) => l.sent);
     const lightQueued = lightLists.reduce((n, l) => n + l.queued.length, 0);
-    expect(lightSent.length === LIGHT_COMPANIES * LIGHT_BOUNDARIES && lightQueued === 0, `light run: ${lightSent.length} sent, ${lightQueued} still queued`);
+    expect(
+      lightSent.length === LIGHT_COMPANIES * LIGHT_BOUNDARIES && lightQueued === 0,
+      `light run: ${lightSent.length} sent, ${lightQueued} still queued`,
+    );
     const lightLateness = spread(lightSent.map((r) => seconds(Date.parse(r.sent_at!) - Date.parse(r.due_at))));
     const lightByBoundary = boundaries.map((at) => {
-      const late = lightSent.filter((r) => Date.parse(r.due_at) === at).map((r) => seconds(Date.parse(r.sent_at!) - at));
+      const late = lightSent
+        .filter((r) => Date.parse(r.due_at) === at)
+        .map((r) => seconds(Date.parse(r.sent_at!) - at));
       return { at: new Date(at).toISOString(), ...spread(late) };
     });
-    log(`light run: lateness ${spreadText(lightLateness)}; per boundary ${lightByBoundary.map((b) => `max ${b.max.toFixed(3)} s`).join(", ")}`);
+    log(
+      `light run: lateness ${spreadText(lightLateness)}; per boundary ${lightByBoundary.map((b) => `max ${b.max.toFixed(3)} s`).join(", ")}`,
+    );
 
     // Every POST queued its item inline: a failed sync or D1 bookkeeping is logged and left to the sweep.
-    const deferred = serverOutput.split("\n").filter((l) => l.includes("reminder sync deferred") || l.includes("reminder bookkeeping in D1 failed")).length;
-    const [outbox] = queryRows<{ pending: number }>(target, `SELECT count(*) AS pending FROM reminder_sync WHERE company_id = ${COMPANY} AND version > synced_version`);
-    expect(deferred === 0 && outbox?.pending === 0, `${deferred} deferred syncs or failed D1 bookkeeping in the server log, ${outbox?.pending} outbox rows pending`);
+    const deferred = serverOutput
+      .split("\n")
+      .filter((l) => l.includes("reminder sync deferred") || l.includes("reminder bookkeeping in D1 failed")).length;
+    const [outbox] = queryRows<{ pending: number }>(
+      target,
+      `SELECT count(*) AS pending FROM reminder_sync WHERE company_id = ${COMPANY} AND version > synced_version`,
+    );
+    expect(
+      deferred === 0 && outbox?.pending === 0,
+      `${deferred} deferred syncs or failed D1 bookkeeping in the server log, ${outbox?.pending} outbox rows pending`,
+    );
     const loadAfter = loadavg()[0]!;
     const runtime = seconds(Date.now() - started);
 
@@ -660,9 +828,13 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
     console.log("");
     printColumns(["measure", "result", "target"], rows, 3);
     console.log("");
-    const otherCpus = [queue.otherCpu, api.otherCpu, ...runs.map((r) => r.otherCpu)].filter((x): x is number => x !== undefined);
+    const otherCpus = [queue.otherCpu, api.otherCpu, ...runs.map((r) => r.otherCpu)].filter(
+      (x): x is number => x !== undefined,
+    );
     if (otherCpus.some((x) => x > CONTENDED)) {
-      console.log(`note: other processes used up to ${pct(Math.max(...otherCpus))} of the machine during a measurement: rates and ratios are uncertain by about that much.`);
+      console.log(
+        `note: other processes used up to ${pct(Math.max(...otherCpus))} of the machine during a measurement: rates and ratios are uncertain by about that much.`,
+      );
     }
 
     if (options.json) {
@@ -687,13 +859,18 @@ export async function runReminderBench(options: ReminderBenchOptions): Promise<n
         fire: fireResult,
         point: { path: pointRoute.path, ratio: pointRatio, ratios: pointRatios, runs: [...healthRuns, ...pointRuns] },
         light: { companies: LIGHT_COMPANIES, zones: LIGHT_ZONES, lateness: lightLateness, byBoundary: lightByBoundary },
-        targets: { fire: { target: TARGETS.fireSeconds, met: fireMet }, point: { target: TARGETS.pointRatio, met: pointMet }, light: { target: TARGETS.lightP99Seconds, met: lightMet } },
+        targets: {
+          fire: { target: TARGETS.fireSeconds, met: fireMet },
+          point: { target: TARGETS.pointRatio, met: pointMet },
+          light: { target: TARGETS.lightP99Seconds, met: lightMet },
+        },
       };
-      writeFileSync(options.json, JSON.stringify(report, null, 2) + "\n");
+      writeFileSync(options.json, `${JSON.stringify(report, null, 2)}\n`);
       log(`results written to ${options.json}`);
     }
     const failed = runs.filter((r) => r.non2xx + r.warmupNon2xx + r.errors + r.warmupErrors > 0 || r.requests === 0);
-    for (const r of failed) console.error(`ERROR ${r.label}: ${r.non2xx} non-2xx (${JSON.stringify(r.statusCodes)}), ${r.errors} errors`);
+    for (const r of failed)
+      console.error(`ERROR ${r.label}: ${r.non2xx} non-2xx (${JSON.stringify(r.statusCodes)}), ${r.errors} errors`);
     return failed.length > 0 ? 1 : 0;
   } catch (error) {
     if (serverOutput.trim()) console.error(`wrangler dev output:\n${serverOutput.slice(-4000)}`);

@@ -21,7 +21,16 @@
 import type { ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { addMonths, canonicalTimeZone, startOfDayAfter, todayIn } from "../src/lib/time.ts";
-import { expect, httpClient, multiRowInserts, prepareBenchState, sleep, sqlText, tempServerScope, type SuiteOptions } from "./kit.ts";
+import {
+  expect,
+  httpClient,
+  multiRowInserts,
+  prepareBenchState,
+  sleep,
+  sqlText,
+  tempServerScope,
+  type SuiteOptions,
+} from "./kit.ts";
 import { executeSql, queryRows, startDev } from "../scripts/lib/local.ts";
 
 const COMPANY = 1;
@@ -57,18 +66,24 @@ export async function runRenewalBench(options: SuiteOptions): Promise<number> {
     await prepareBenchState(scope.persistTo, log);
     const { zone, at, date } = nextMidnight(Date.now() + SETUP_MS);
     const renewedTo = addMonths(date, 1);
-    log(`company ${COMPANY} in ${zone}: ${ITEMS} items dated ${date} renew at ${new Date(at).toISOString()} (local midnight), in ${seconds(at - Date.now())} s, to ${renewedTo}`);
+    log(
+      `company ${COMPANY} in ${zone}: ${ITEMS} items dated ${date} renew at ${new Date(at).toISOString()} (local midnight), in ${seconds(at - Date.now())} s, to ${renewedTo}`,
+    );
 
     // ---- 1. data
     const rows: string[] = [];
     for (let id = 1; id <= ITEMS; id++) {
-      rows.push(`(${id}, ${COMPANY}, 1, ${sqlText(`Monthly check ${id}`)}, 'exp', '${date}', '${date}', 1, 1, 1, 'month', 'expired', '${date}')`);
+      rows.push(
+        `(${id}, ${COMPANY}, 1, ${sqlText(`Monthly check ${id}`)}, 'exp', '${date}', '${date}', 1, 1, 1, 'month', 'expired', '${date}')`,
+      );
     }
     executeSql(target, [
       `UPDATE accounts SET max_documents = 1000000 WHERE id = 1`,
       `UPDATE companies SET documents_limit = 1000000, settings = json_set(settings, '$.timezone', ${sqlText(zone)}) WHERE id = ${COMPANY}`,
       ...multiRowInserts(
-        "INSERT INTO items (id, company_id, dept_id, title, item_type, expiry_date, reminder_anchor, schedule_epoch, created_by, recur_every, recur_unit, recur_renew_on, recur_anchor) VALUES\n",
+        "INSERT INTO items (id, company_id, dept_id, title, item_type, expiry_date, " +
+          "reminder_anchor, schedule_epoch, created_by, recur_every, recur_unit, " +
+          "recur_renew_on, recur_anchor) VALUES\n",
         rows,
       ),
       `UPDATE items SET seq_id = (SELECT s.id FROM reminder_sequences s WHERE s.company_id = ${COMPANY} AND s.is_default = 1) WHERE company_id = ${COMPANY}`,
@@ -77,7 +92,20 @@ export async function runRenewalBench(options: SuiteOptions): Promise<number> {
 
     // ---- 2. server
     child = await startDev(
-      ["--port", String(options.port), "--persist-to", scope.persistTo, "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(options.port + 1), "--var", "RATE_LIMITS:off"],
+      [
+        "--port",
+        String(options.port),
+        "--persist-to",
+        scope.persistTo,
+        "--log-level",
+        "warn",
+        "--ip",
+        "127.0.0.1",
+        "--inspector-port",
+        String(options.port + 1),
+        "--var",
+        "RATE_LIMITS:off",
+      ],
       { port: options.port, env: { X_LOCAL_OBSERVABILITY: "false" } },
     );
     scope.setServer(child);
@@ -88,7 +116,12 @@ export async function runRenewalBench(options: SuiteOptions): Promise<number> {
 
     // ---- 3. the sweep hands every item to the clock
     const pending = () =>
-      Number(queryRows<{ n: number }>(target, `SELECT count(*) AS n FROM reminder_sync WHERE company_id = ${COMPANY} AND version > synced_version`)[0]?.n ?? -1);
+      Number(
+        queryRows<{ n: number }>(
+          target,
+          `SELECT count(*) AS n FROM reminder_sync WHERE company_id = ${COMPANY} AND version > synced_version`,
+        )[0]?.n ?? -1,
+      );
     await sleep(insertedAt + SYNC_GRACE_MS - Date.now());
     const sweepUrl = `/cdn-cgi/local/scheduled?cron=${encodeURIComponent("* * * * *")}&format=json`;
     for (let round = 0; round < 40; round++) {
@@ -125,13 +158,25 @@ export async function runRenewalBench(options: SuiteOptions): Promise<number> {
          (SELECT count(*) FROM items WHERE company_id = ${COMPANY} AND expiry_date = '${renewedTo}' AND status = 'pending') AS moved,
          (SELECT count(DISTINCT item_id) FROM item_renewals WHERE company_id = ${COMPANY}) AS renewed_items`,
     );
-    expect(counts?.renewals === ITEMS && counts.renewed_items === ITEMS && counts.moved === ITEMS, `after the instant: ${JSON.stringify(counts)}`);
+    expect(
+      counts?.renewals === ITEMS && counts.renewed_items === ITEMS && counts.moved === ITEMS,
+      `after the instant: ${JSON.stringify(counts)}`,
+    );
     for (let i = 0; i < SAMPLES; i++) {
       const id = 1 + Math.floor((i * ITEMS) / SAMPLES);
       const res = await getJson(`/v1/items/${id}`, token);
       const item = res.body.data;
-      expect(res.status === 200 && item.expiry_date === renewedTo && item.renewals.length === 1 && item.renewals[0].reason === "expired", `item ${id}: ${JSON.stringify(item).slice(0, 300)}`);
-      expect(item.reminders.queued.length > 0 && item.reminders.queued.every((r: { date: string }) => r.date > date), `item ${id} queued: ${JSON.stringify(item.reminders.queued)}`);
+      expect(
+        res.status === 200 &&
+          item.expiry_date === renewedTo &&
+          item.renewals.length === 1 &&
+          item.renewals[0].reason === "expired",
+        `item ${id}: ${JSON.stringify(item).slice(0, 300)}`,
+      );
+      expect(
+        item.reminders.queued.length > 0 && item.reminders.queued.every((r: { date: string }) => r.date > date),
+        `item ${id} queued: ${JSON.stringify(item.reminders.queued)}`,
+      );
     }
     expect(!/Error|deferred/.test(serverOutput), `server log: ${serverOutput.slice(0, 500)}`);
     const renewSeconds = (renewedAt! - at) / 1000;
@@ -141,7 +186,22 @@ export async function runRenewalBench(options: SuiteOptions): Promise<number> {
         `  ${ITEMS} items renewed (history written, date ${date} -> ${renewedTo}) within ${renewSeconds.toFixed(1)} s of the instant\n` +
         `  their reminder sequences queued in the clock within ${requeueSeconds.toFixed(1)} s (target ${TARGET_SECONDS} s: ${requeueSeconds <= TARGET_SECONDS ? "met" : "MISSED"})`,
     );
-    if (options.json) writeFileSync(options.json, JSON.stringify({ zone, instant: new Date(at).toISOString(), items: ITEMS, renewSeconds, requeueSeconds, targetSeconds: TARGET_SECONDS }, null, 2));
+    if (options.json)
+      writeFileSync(
+        options.json,
+        JSON.stringify(
+          {
+            zone,
+            instant: new Date(at).toISOString(),
+            items: ITEMS,
+            renewSeconds,
+            requeueSeconds,
+            targetSeconds: TARGET_SECONDS,
+          },
+          null,
+          2,
+        ),
+      );
     return 0;
   } catch (error) {
     console.error(`[bench:renewals] ${error instanceof Error ? error.message : String(error)}`);

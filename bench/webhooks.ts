@@ -13,7 +13,16 @@ import type { AddressInfo } from "node:net";
 import type { ChildProcess } from "node:child_process";
 import { loadavg } from "node:os";
 import { Webhook } from "standardwebhooks";
-import { cpuSample, httpClient, measurer, printColumns, prepareBenchState, tempServerScope, type RouteResult, type RouteSpec } from "./kit.ts";
+import {
+  cpuSample,
+  httpClient,
+  measurer,
+  printColumns,
+  prepareBenchState,
+  tempServerScope,
+  type RouteResult,
+  type RouteSpec,
+} from "./kit.ts";
 import { startDev } from "../scripts/lib/local.ts";
 
 export interface WebhookBenchOptions {
@@ -42,9 +51,16 @@ function readBody(req: IncomingMessage): Promise<string> {
 export async function runWebhookBench(options: WebhookBenchOptions): Promise<number> {
   const started = Date.now();
   const base = `http://127.0.0.1:${options.port}`;
-  const log = (message: string) => console.log(`[bench:webhooks +${((Date.now() - started) / 1000).toFixed(0)}s] ${message}`);
+  const log = (message: string) =>
+    console.log(`[bench:webhooks +${((Date.now() - started) / 1000).toFixed(0)}s] ${message}`);
   const { getJson, postJson, fetchToken } = httpClient(base);
-  const { measure } = measurer({ base, connections: options.connections, duration: options.duration, warmup: options.warmup, log });
+  const { measure } = measurer({
+    base,
+    connections: options.connections,
+    duration: options.duration,
+    warmup: options.warmup,
+    log,
+  });
   const scope = tempServerScope("expiry-bench-webhooks-", log);
   let child: ChildProcess | undefined;
   const received: Received[] = [];
@@ -76,7 +92,20 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<num
   try {
     const loadBefore = await prepareBenchState(scope.persistTo, log);
     child = await startDev(
-      ["--port", String(options.port), "--persist-to", scope.persistTo, "--log-level", "warn", "--ip", "127.0.0.1", "--inspector-port", String(options.port + 1), "--var", "RATE_LIMITS:off"],
+      [
+        "--port",
+        String(options.port),
+        "--persist-to",
+        scope.persistTo,
+        "--log-level",
+        "warn",
+        "--ip",
+        "127.0.0.1",
+        "--inspector-port",
+        String(options.port + 1),
+        "--var",
+        "RATE_LIMITS:off",
+      ],
       { port: options.port, env: { X_LOCAL_OBSERVABILITY: "false" } },
     );
     scope.setServer(child);
@@ -93,7 +122,8 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<num
     const results: RouteResult[] = [];
     const run = async (route: RouteSpec) => {
       const result = await measure(route, group, true);
-      if (result.non2xx > 0 || result.errors > 0) throw new Error(`${route.label}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+      if (result.non2xx > 0 || result.errors > 0)
+        throw new Error(`${route.label}: ${result.non2xx} non-2xx, ${result.errors} errors`);
       results.push(result);
       log(`${route.label}: ${result.requestsPerSecond.toFixed(0)} req/s`);
       return result;
@@ -101,7 +131,11 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<num
 
     await run(health);
     const plain = await run(post("plain", "POST /v1/items, no endpoint"));
-    const created = await postJson("/v1/webhooks", token, { url: receiverUrl, events: ["item.created"], description: "bench receiver" });
+    const created = await postJson("/v1/webhooks", token, {
+      url: receiverUrl,
+      events: ["item.created"],
+      description: "bench receiver",
+    });
     if (created.status !== 201) throw new Error(`webhook endpoint: ${created.status} ${JSON.stringify(created.body)}`);
     secret = created.body.data.secret;
     const before = (await getJson("/v1/items?limit=1", token)).body.meta.total as number;
@@ -122,15 +156,29 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<num
     const span = (received[received.length - 1]!.at - received[0]!.at) / 1000;
     const healthRate = (results[0]!.requestsPerSecond + results[results.length - 1]!.requestsPerSecond) / 2;
 
-    console.log(`\nWebhooks ${new Date(started).toISOString()}: ${options.connections} connections, ${options.duration} s runs; load ${loadBefore.toFixed(2)} before, ${loadavg()[0]!.toFixed(2)} after\n`);
+    console.log(
+      `\nWebhooks ${new Date(started).toISOString()}: ${options.connections} connections, ${options.duration} s runs; load ${loadBefore.toFixed(2)} before, ${loadavg()[0]!.toFixed(2)} after\n`,
+    );
     printColumns(
       ["measure", "result"],
       [
         ["GET /health (mean of the two runs)", `${healthRate.toFixed(0)} req/s`],
-        ["POST /v1/items, no endpoint", `${plain.requestsPerSecond.toFixed(1)} req/s, ratio ${(plain.requestsPerSecond / healthRate).toFixed(2)}`],
-        ["POST /v1/items, 1 endpoint subscribed", `${hooked.requestsPerSecond.toFixed(1)} req/s, ratio ${(hooked.requestsPerSecond / healthRate).toFixed(2)}`],
-        ["cost of recording the event", `with / without = ${(hooked.requestsPerSecond / plain.requestsPerSecond).toFixed(2)}`],
-        ["item.created delivered", `${expected} in ${span.toFixed(1)} s from first to last: ${(expected / Math.max(span, 0.001)).toFixed(0)} events/s (${verified} sampled, all verified)`],
+        [
+          "POST /v1/items, no endpoint",
+          `${plain.requestsPerSecond.toFixed(1)} req/s, ratio ${(plain.requestsPerSecond / healthRate).toFixed(2)}`,
+        ],
+        [
+          "POST /v1/items, 1 endpoint subscribed",
+          `${hooked.requestsPerSecond.toFixed(1)} req/s, ratio ${(hooked.requestsPerSecond / healthRate).toFixed(2)}`,
+        ],
+        [
+          "cost of recording the event",
+          `with / without = ${(hooked.requestsPerSecond / plain.requestsPerSecond).toFixed(2)}`,
+        ],
+        [
+          "item.created delivered",
+          `${expected} in ${span.toFixed(1)} s from first to last: ${(expected / Math.max(span, 0.001)).toFixed(0)} events/s (${verified} sampled, all verified)`,
+        ],
       ],
     );
     return 0;

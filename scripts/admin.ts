@@ -98,7 +98,13 @@ const COMMANDS: Record<string, Record<string, FlagSpec>> = {
       "--company-contacts-limit": "string",
       "--company-drive-space-mb": "string",
     },
-    move: { "--account": "string", "--to": "string", "--settle": "string", "--drain-timeout": "string", "--cleanup-after": "string" },
+    move: {
+      "--account": "string",
+      "--to": "string",
+      "--settle": "string",
+      "--drain-timeout": "string",
+      "--cleanup-after": "string",
+    },
   },
 };
 
@@ -143,14 +149,16 @@ function required(flags: Flags, name: string): string {
 
 /** A positive integer id or quota; anything else (including SQL) is refused. */
 function positiveInt(name: string, value: string): number {
-  if (!/^[1-9][0-9]{0,14}$/.test(value.trim())) throw new CliError(`${name} must be a positive integer, got ${JSON.stringify(value)}`);
+  if (!/^[1-9][0-9]{0,14}$/.test(value.trim()))
+    throw new CliError(`${name} must be a positive integer, got ${JSON.stringify(value)}`);
   return Number(value.trim());
 }
 
 /** A SQL string literal. wrangler's CLI cannot bind parameters, so every text value goes through this. */
 function sqlText(value: string): string {
   // SQLite string literals cannot carry NUL; refuse control characters other than tab altogether.
-  if (/[\u0000-\u0008\u000a-\u001f\u007f]/.test(value)) throw new CliError(`Control characters are not allowed: ${JSON.stringify(value)}`);
+  if (/[\u0000-\u0008\u000a-\u001f\u007f]/.test(value))
+    throw new CliError(`Control characters are not allowed: ${JSON.stringify(value)}`);
   return `'${value.replace(/'/g, "''")}'`;
 }
 
@@ -168,7 +176,8 @@ function shardFlag(flags: Flags): number | undefined {
   if (value === undefined) return undefined;
   const shard = /^\d{1,2}$/.test(value) ? Number(value) : -1;
   const names = shardBindingNames();
-  if (shard < 0 || shard >= names.length) throw new UsageError(`--shard must be 0 to ${names.length - 1} (wrangler.toml D1_SHARDS: ${names.join(" ")})`);
+  if (shard < 0 || shard >= names.length)
+    throw new UsageError(`--shard must be 0 to ${names.length - 1} (wrangler.toml D1_SHARDS: ${names.join(" ")})`);
   return shard;
 }
 
@@ -179,17 +188,28 @@ function onShard(target: Target, shard: number): Target {
 
 /** Where a company's rows are: its directory entry (its account moved), else the shard its id came from. */
 function shardOfCompany(target: Target, companyId: number): number {
-  const moved = queryRows<{ shard: number }>(onShard(target, 0), `SELECT shard FROM directory_companies WHERE company_id = ${companyId}`)[0];
+  const moved = queryRows<{ shard: number }>(
+    onShard(target, 0),
+    `SELECT shard FROM directory_companies WHERE company_id = ${companyId}`,
+  )[0];
   return moved?.shard ?? originShardOfCompany(companyId);
 }
 
 /** Where a client's rows are: its directory entry, else shard 0. */
 function shardOfClient(target: Target, clientId: string): number {
-  return queryRows<{ shard: number }>(onShard(target, 0), `SELECT shard FROM directory_clients WHERE client_id = ${sqlText(clientId)}`)[0]?.shard ?? 0;
+  return (
+    queryRows<{ shard: number }>(
+      onShard(target, 0),
+      `SELECT shard FROM directory_clients WHERE client_id = ${sqlText(clientId)}`,
+    )[0]?.shard ?? 0
+  );
 }
 
 function targetLabel(target: Target): string {
-  const shard = target.binding && target.binding !== "DB" ? `, shard ${shardBindingNames().indexOf(target.binding)} (${target.binding})` : "";
+  const shard =
+    target.binding && target.binding !== "DB"
+      ? `, shard ${shardBindingNames().indexOf(target.binding)} (${target.binding})`
+      : "";
   if (target.remote) return `remote D1${shard}`;
   return target.persistTo ? `local D1 (${target.persistTo})${shard}` : `local D1${shard}`;
 }
@@ -247,17 +267,18 @@ async function clientCreate(flags: Flags, home: Target): Promise<void> {
       throw new CliError(text.replaceAll(hash, "<hash>").replaceAll(salt, "<salt>"));
     }
   };
-  const rows = redacted(() => queryRows<{
-    company_id: number;
-    company_name: string;
-    account_id: number;
-    owner_user_id: number | null;
-    user_id: number | null;
-    user_account_id: number | null;
-    inserted: number;
-  }>(
-    target,
-    `INSERT INTO api_clients (client_id, name, secret_hash, secret_salt, account_id, company_id, user_id, scopes, active)
+  const rows = redacted(() =>
+    queryRows<{
+      company_id: number;
+      company_name: string;
+      account_id: number;
+      owner_user_id: number | null;
+      user_id: number | null;
+      user_account_id: number | null;
+      inserted: number;
+    }>(
+      target,
+      `INSERT INTO api_clients (client_id, name, secret_hash, secret_salt, account_id, company_id, user_id, scopes, active)
        SELECT ${sqlText(clientId)}, ${sqlText(name)}, ${sqlText(hash)}, ${sqlText(salt)}, c.account_id, c.id, u.id, ${sqlText(scopes)}, 1
        FROM companies c JOIN accounts a ON a.id = c.account_id
        JOIN users u ON u.id = ${user} AND u.account_id = c.account_id
@@ -268,12 +289,15 @@ async function clientCreate(flags: Flags, home: Target): Promise<void> {
        FROM companies c JOIN accounts a ON a.id = c.account_id
        LEFT JOIN users u ON u.id = ${user}
        WHERE c.id = ${companyId}`,
-  ));
+    ),
+  );
   const company = rows[0];
   if (!company) throw new CliError(`Company ${companyId} does not exist (${targetLabel(target)})`);
   if (company.user_id === null) {
     throw new CliError(
-      userId === undefined ? `Account ${company.account_id} has no owner user; pass --user <id>` : `User ${userId} does not exist`,
+      userId === undefined
+        ? `Account ${company.account_id} has no owner user; pass --user <id>`
+        : `User ${userId} does not exist`,
     );
   }
   if (company.user_account_id !== company.account_id) {
@@ -324,11 +348,15 @@ function clientRevoke(flags: Flags, home: Target): void {
   const client = updateClient(target, clientId, "active = 0, token_generation = token_generation + 1");
   if (!client) throw new CliError(`No API client with id ${clientId} in ${targetLabel(target)}; nothing to revoke`);
   if (client.active === 0) {
-    console.log(`Client ${clientId} (company ${client.company_id}) existed and was already revoked; its tokens stay invalid.`);
+    console.log(
+      `Client ${clientId} (company ${client.company_id}) existed and was already revoked; its tokens stay invalid.`,
+    );
   } else {
     console.log(`Client ${clientId} (company ${client.company_id}) existed and is now revoked.`);
     console.log("The token endpoint refuses it at once; tokens already issued are refused within");
-    console.log("CLIENT_STATUS_TTL_SECONDS (wrangler.toml) seconds, and stay refused if the client is activated again.");
+    console.log(
+      "CLIENT_STATUS_TTL_SECONDS (wrangler.toml) seconds, and stay refused if the " + "client is activated again.",
+    );
   }
 }
 
@@ -368,11 +396,19 @@ function clientList(flags: Flags, home: Target): void {
      ORDER BY company_id, created_at, client_id`,
   );
   if (flags["--json"] === true) {
-    console.log(JSON.stringify(rows.map((r) => ({ ...r, active: r.active === 1 })), null, 2));
+    console.log(
+      JSON.stringify(
+        rows.map((r) => ({ ...r, active: r.active === 1 })),
+        null,
+        2,
+      ),
+    );
     return;
   }
   if (rows.length === 0) {
-    console.log(`No API clients${companyId === undefined ? "" : ` for company ${companyId}`} in ${targetLabel(target)}.`);
+    console.log(
+      `No API clients${companyId === undefined ? "" : ` for company ${companyId}`} in ${targetLabel(target)}.`,
+    );
     return;
   }
   // GEN: the token generation, bumped by every revocation.
@@ -390,7 +426,12 @@ function clientList(flags: Flags, home: Target): void {
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
   for (const row of [header, ...table]) {
-    console.log(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  ").trimEnd());
+    console.log(
+      row
+        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!)))
+        .join("  ")
+        .trimEnd(),
+    );
   }
 }
 
@@ -413,7 +454,8 @@ function accountCreate(flags: Flags, home: Target): void {
   const ownerEmail = required(flags, "--owner-email").toLowerCase();
   const companyName = required(flags, "--company");
   const ownerName = str(flags, "--owner-name")?.trim() ?? "";
-  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(ownerEmail)) throw new CliError(`--owner-email is not an email address: ${ownerEmail}`);
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(ownerEmail))
+    throw new CliError(`--owner-email is not an email address: ${ownerEmail}`);
 
   const int = (flag: string, fallback: number) => {
     const value = str(flags, flag);
@@ -432,8 +474,10 @@ function accountCreate(flags: Flags, home: Target): void {
     driveSpaceMb: int("--company-drive-space-mb", limits.maxDriveSpaceMb),
   };
   const over = [
-    quotas.documents > limits.maxDocuments && `--company-documents-limit ${quotas.documents} > --max-documents ${limits.maxDocuments}`,
-    quotas.contacts > limits.maxContacts && `--company-contacts-limit ${quotas.contacts} > --max-contacts ${limits.maxContacts}`,
+    quotas.documents > limits.maxDocuments &&
+      `--company-documents-limit ${quotas.documents} > --max-documents ${limits.maxDocuments}`,
+    quotas.contacts > limits.maxContacts &&
+      `--company-contacts-limit ${quotas.contacts} > --max-contacts ${limits.maxContacts}`,
     quotas.driveSpaceMb > limits.maxDriveSpaceMb &&
       `--company-drive-space-mb ${quotas.driveSpaceMb} > --max-drive-space-mb ${limits.maxDriveSpaceMb}`,
   ].filter(Boolean);
@@ -443,9 +487,14 @@ function accountCreate(flags: Flags, home: Target): void {
   const settings = JSON.stringify({ timezone, date_format: "YYYY-MM-DD" });
 
   const email = sqlText(ownerEmail);
-  const existing = queryRows<{ id: number; account_id: number }>(target, `SELECT id, account_id FROM users WHERE email = ${email}`);
+  const existing = queryRows<{ id: number; account_id: number }>(
+    target,
+    `SELECT id, account_id FROM users WHERE email = ${email}`,
+  );
   if (existing[0]) {
-    throw new CliError(`A user with email ${ownerEmail} already exists (user ${existing[0].id}, account ${existing[0].account_id})`);
+    throw new CliError(
+      `A user with email ${ownerEmail} already exists (user ${existing[0].id}, account ${existing[0].account_id})`,
+    );
   }
 
   // One file = one transaction: either all five rows exist afterwards or none. The owner's
@@ -477,7 +526,10 @@ function accountCreate(flags: Flags, home: Target): void {
      WHERE u.email = ${email}`,
   )[0];
   if (!created) throw new CliError("The account was written but could not be read back; check the database");
-  if (shard !== 0) executeSql(onShard(home, 0), [`INSERT OR REPLACE INTO directory_accounts (account_id, shard) VALUES (${created.account_id}, ${shard})`]);
+  if (shard !== 0)
+    executeSql(onShard(home, 0), [
+      `INSERT OR REPLACE INTO directory_accounts (account_id, shard) VALUES (${created.account_id}, ${shard})`,
+    ]);
 
   console.log(`Created account in ${targetLabel(target)}`);
   console.log(`  account_id:    ${created.account_id} (${name})`);
@@ -488,7 +540,9 @@ function accountCreate(flags: Flags, home: Target): void {
     `  limits:        companies ${limits.maxCompanies}, documents ${limits.maxDocuments}, contacts ${limits.maxContacts}, ` +
       `drive ${limits.maxDriveSpaceMb} MB, document types ${limits.maxDocumentTypes}`,
   );
-  console.log(`  company quota: documents ${quotas.documents}, contacts ${quotas.contacts}, drive ${quotas.driveSpaceMb} MB; timezone ${timezone}`);
+  console.log(
+    `  company quota: documents ${quotas.documents}, contacts ${quotas.contacts}, drive ${quotas.driveSpaceMb} MB; timezone ${timezone}`,
+  );
   console.log("");
   console.log("Next, issue API credentials for the company (pick the scopes it needs; * grants all):");
   console.log(
@@ -535,16 +589,26 @@ function shardInit(flags: Flags, home: Target): void {
   const target = onShard(home, shard);
   applyMigrations(target, [target.binding!]);
   executeSql(target, idBaseStatements(shard));
-  const seq = queryRows<{ name: string; seq: number }>(target, "SELECT name, seq FROM sqlite_sequence WHERE name IN ('companies', 'items')");
-  console.log(`Shard ${shard} (${target.binding}) migrated; id blocks: ${seq.map((r) => `${r.name} from ${r.seq + 1}`).join(", ")} (${targetLabel(target)})`);
+  const seq = queryRows<{ name: string; seq: number }>(
+    target,
+    "SELECT name, seq FROM sqlite_sequence WHERE name IN ('companies', 'items')",
+  );
+  console.log(
+    `Shard ${shard} (${target.binding}) migrated; id blocks: ${seq.map((r) => `${r.name} from ${r.seq + 1}`).join(", ")} (${targetLabel(target)})`,
+  );
 }
 
 /** Each shard's binding and how many accounts and companies it holds. */
 function shardList(home: Target): void {
   for (const [shard, binding] of shardBindingNames().entries()) {
     const target = onShard(home, shard);
-    const row = queryRows<{ accounts: number; companies: number }>(target, "SELECT (SELECT count(*) FROM accounts) AS accounts, (SELECT count(*) FROM companies) AS companies")[0];
-    console.log(`shard ${shard}  ${binding.padEnd(8)}  accounts ${row?.accounts ?? 0}  companies ${row?.companies ?? 0}${shard === 0 ? "  (home: directory)" : ""}`);
+    const row = queryRows<{ accounts: number; companies: number }>(
+      target,
+      "SELECT (SELECT count(*) FROM accounts) AS accounts, (SELECT count(*) FROM " + "companies) AS companies",
+    )[0];
+    console.log(
+      `shard ${shard}  ${binding.padEnd(8)}  accounts ${row?.accounts ?? 0}  companies ${row?.companies ?? 0}${shard === 0 ? "  (home: directory)" : ""}`,
+    );
   }
 }
 
@@ -562,9 +626,11 @@ async function run(argv: string[]): Promise<number> {
   const [group, command, ...rest] = argv;
   const commands = Object.hasOwn(COMMANDS, group!) ? COMMANDS[group!] : undefined;
   if (!commands) throw new UsageError(`Unknown command group: ${group} (expected client, account or shard)`);
-  if (command === undefined) throw new UsageError(`Missing command after "${group}" (${Object.keys(commands).join(", ")})`);
+  if (command === undefined)
+    throw new UsageError(`Missing command after "${group}" (${Object.keys(commands).join(", ")})`);
   const spec = Object.hasOwn(commands, command) ? commands[command] : undefined;
-  if (!spec) throw new UsageError(`Unknown ${group} command: ${command} (expected ${Object.keys(commands).join(", ")})`);
+  if (!spec)
+    throw new UsageError(`Unknown ${group} command: ${command} (expected ${Object.keys(commands).join(", ")})`);
   const flags = parseFlags(rest, { ...spec, ...TARGET_FLAGS });
   const target = targetOf(flags);
 
@@ -591,7 +657,8 @@ function describeFailure(err: unknown): string {
   if (/no such (table|column)/i.test(text)) {
     return (
       `${text}\n\nThe database has no schema yet, or an older one than this version. Locally, run ` +
-      "`bash scripts/dev.sh start` once (it migrates and seeds) or `bash scripts/dev.sh wrangler d1 migrations apply DB --local` " +
+      "`bash scripts/dev.sh start` once (it migrates and seeds) or `bash " +
+      "scripts/dev.sh wrangler d1 migrations apply DB --local` " +
       "(add the same --persist-to); remotely, apply the migrations with --remote."
     );
   }

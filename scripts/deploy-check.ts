@@ -17,7 +17,9 @@ const USAGE = "usage: bash scripts/dev.sh deploy-check [--config wrangler.toml] 
 
 let options: { config?: string; remote?: boolean; help?: boolean };
 try {
-  options = parseArgs({ options: { config: { type: "string" }, remote: { type: "boolean" }, help: { type: "boolean", short: "h" } } }).values;
+  options = parseArgs({
+    options: { config: { type: "string" }, remote: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+  }).values;
 } catch (error) {
   console.error(`${(error as Error).message}\n${USAGE}`);
   process.exit(2);
@@ -45,7 +47,10 @@ function wranglerJson(args: string[]): { json?: unknown; error?: string } {
   });
   const output = `${result.stdout ?? ""}`;
   if (result.status !== 0) {
-    const why = `${result.stderr ?? ""}\n${output}`.split("\n").map((l) => l.trim()).filter((l) => l && !/^[⛅─-]/.test(l));
+    const why = `${result.stderr ?? ""}\n${output}`
+      .split("\n")
+      .map((l) => l.trim())
+      .filter((l) => l && !/^[⛅─-]/.test(l));
     return { error: why.find((l) => /ERROR|error/.test(l)) ?? why.at(-1) ?? `wrangler exited with ${result.status}` };
   }
   try {
@@ -70,7 +75,10 @@ if (options.remote) {
   for (const db of config.d1_databases ?? []) {
     const info = wranglerJson(["d1", "info", db.database_name ?? db.binding, "--json"]);
     const json = info.json as { uuid?: string; read_replication?: { mode?: string } } | undefined;
-    remote.databases[db.binding] = info.error !== undefined ? { error: info.error } : { uuid: json?.uuid, readReplication: json?.read_replication?.mode };
+    remote.databases[db.binding] =
+      info.error !== undefined
+        ? { error: info.error }
+        : { uuid: json?.uuid, readReplication: json?.read_replication?.mode };
   }
 }
 

@@ -30,7 +30,8 @@ export function unicode61Table(): Map<number, string | null> {
   for (let cp = 0x21; cp <= LAST_CODE_POINT; cp++) {
     if (cp >= 0xd800 && cp < 0xe000) continue;
     const found = terms.get(cp) ?? [];
-    const one = found.length === 1 && found[0]!.startsWith("q") && found[0]!.endsWith("q") ? found[0]!.slice(1, -1) : null;
+    const one =
+      found.length === 1 && found[0]!.startsWith("q") && found[0]!.endsWith("q") ? found[0]!.slice(1, -1) : null;
     table.set(cp, one);
   }
   return table;

@@ -16,12 +16,27 @@ export interface DemoClient {
 export const DEMO_CLIENTS: DemoClient[] = [
   { clientId: "demo-owner", secret: "demo-owner-secret", accountId: 1, companyId: 1, userId: 1, scopes: "*" },
   { clientId: "demo-member", secret: "demo-member-secret", accountId: 1, companyId: 1, userId: 2, scopes: "*" },
-  { clientId: "demo-readonly", secret: "demo-readonly-secret", accountId: 1, companyId: 1, userId: 2, scopes: "contacts:read items:read" },
+  {
+    clientId: "demo-readonly",
+    secret: "demo-readonly-secret",
+    accountId: 1,
+    companyId: 1,
+    userId: 2,
+    scopes: "contacts:read items:read",
+  },
   { clientId: "demo-other", secret: "demo-other-secret", accountId: 2, companyId: 2, userId: 3, scopes: "*" },
 ];
 
 /** The demo account on shard 1 (DB_1): its ids come from shard 1's blocks (src/db/shards.ts). */
-export const SHARD_ONE_DEMO = { clientId: "demo-shard1", secret: "demo-shard1-secret", accountId: 500_001, companyId: 500_001, userId: 500_001, departmentId: 2 ** 25 + 1, scopes: "*" };
+export const SHARD_ONE_DEMO = {
+  clientId: "demo-shard1",
+  secret: "demo-shard1-secret",
+  accountId: 500_001,
+  companyId: 500_001,
+  userId: 500_001,
+  departmentId: 2 ** 25 + 1,
+  scopes: "*",
+};
 
 const q = (value: string) => `'${value.replace(/'/g, "''")}'`;
 
@@ -65,11 +80,9 @@ export async function buildShardOneSeedStatements(): Promise<string[]> {
 async function clientStatement(client: DemoClient): Promise<string> {
   const salt = `seed-${client.clientId}`;
   const hash = await hashClientSecret(client.secret, salt);
-  return (
-      `INSERT INTO api_clients (client_id, name, secret_hash, secret_salt, account_id, company_id, user_id, scopes, active)
+  return `INSERT INTO api_clients (client_id, name, secret_hash, secret_salt, account_id, company_id, user_id, scopes, active)
         VALUES (${q(client.clientId)}, ${q(`${client.clientId} (local demo)`)}, ${q(hash)}, ${q(salt)}, ${client.accountId}, ${client.companyId}, ${client.userId}, ${q(client.scopes)}, 1)
         ON CONFLICT (client_id) DO UPDATE SET secret_hash = excluded.secret_hash, secret_salt = excluded.secret_salt,
           account_id = excluded.account_id, company_id = excluded.company_id, user_id = excluded.user_id,
-          scopes = excluded.scopes, active = 1`
-  );
+          scopes = excluded.scopes, active = 1`;
 }

@@ -15,14 +15,17 @@ try {
   }
   if (values.port !== undefined) {
     port = Number(values.port);
-    if (!/^\d+$/.test(values.port) || port < 1 || port > 65535) throw new Error(`--port must be a port number (1 to 65535), not "${values.port}"`);
+    if (!/^\d+$/.test(values.port) || port < 1 || port > 65535)
+      throw new Error(`--port must be a port number (1 to 65535), not "${values.port}"`);
   }
 } catch (error) {
   console.error(`${(error as Error).message}\n${USAGE}`);
   process.exit(2);
 }
 
-console.error(`Starting a fresh service (npm start on ${port === undefined ? "a free port" : `port ${port}`}, a new --persist-to directory)...`);
+console.error(
+  `Starting a fresh service (npm start on ${port === undefined ? "a free port" : `port ${port}`}, a new --persist-to directory)...`,
+);
 let result: Awaited<ReturnType<typeof runReadmeWalkthrough>>;
 try {
   result = await runReadmeWalkthrough({ print: (chunk) => process.stdout.write(chunk), port });
@@ -31,11 +34,18 @@ try {
   process.exit(1);
 }
 const curls = result.calls.length;
-console.error(`\nService started in ${result.seconds.start.toFixed(0)} s; the walk-through ran in ${result.seconds.blocks.toFixed(0)} s (${curls} curl calls).`);
+console.error(
+  `\nService started in ${result.seconds.start.toFixed(0)} s; the walk-through ran in ${result.seconds.blocks.toFixed(0)} s (${curls} curl calls).`,
+);
 if (result.ok) {
-  console.error("Walk-through OK: every command succeeded, every curl answered as its comment says, step 6's email is in the outbox, no stack trace.");
+  console.error(
+    "Walk-through OK: every command succeeded, every curl answered as its comment " +
+      "says, step 6's email is in the outbox, no stack trace.",
+  );
 } else {
-  console.error(`\nThe service's log, last 60 lines:\n${result.serviceLog.trimEnd().split("\n").slice(-60).join("\n")}\n`);
+  console.error(
+    `\nThe service's log, last 60 lines:\n${result.serviceLog.trimEnd().split("\n").slice(-60).join("\n")}\n`,
+  );
   console.error(`Walk-through FAILED:\n${result.failures.map((f) => `- ${f}`).join("\n")}`);
   process.exitCode = 1;
 }

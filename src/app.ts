@@ -83,13 +83,19 @@ let routeTable: Array<{ pattern: RegExp; method: string }> | undefined;
 // regex parameter (`:token{[A-Za-z0-9_-]+\.ics}`) by its regex, and no optional trailing slash, since Hono
 // routes strictly (`/v1/contacts/` is another path).
 function routePattern(path: string): RegExp {
-  const parts = path.split(/(:[^/]+)/).map((part) =>
-    part.startsWith(":") ? `(?:${/^:[^{]+\{(.+)\}$/.exec(part)?.[1] ?? "[^/]+"})` : part.replace(/[.*+?^$()|[\]{}\\]/g, "\\$&"),
-  );
+  const parts = path
+    .split(/(:[^/]+)/)
+    .map((part) =>
+      part.startsWith(":")
+        ? `(?:${/^:[^{]+\{(.+)\}$/.exec(part)?.[1] ?? "[^/]+"})`
+        : part.replace(/[.*+?^$()|[\]{}\\]/g, "\\$&"),
+    );
   return new RegExp(`^${parts.join("")}$`);
 }
 function methodsFor(path: string): string[] {
-  routeTable ??= app.routes.filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, pattern: routePattern(r.path) }));
+  routeTable ??= app.routes
+    .filter((r) => r.method !== "ALL")
+    .map((r) => ({ method: r.method, pattern: routePattern(r.path) }));
   const methods = new Set(routeTable.filter((r) => r.pattern.test(path)).map((r) => r.method));
   if (methods.has("GET")) methods.add("HEAD");
   return [...methods];
@@ -100,7 +106,11 @@ function methodsFor(path: string): string[] {
 let bearerTable: Array<{ pattern: RegExp; method: string }> | undefined;
 export function authenticatesBearer(method: string, path: string): boolean {
   bearerTable ??= app.routes
-    .filter((r) => r.handler === authenticate || (r.handler as unknown as Record<string, unknown>)[COMPOSED_HANDLER] === authenticate)
+    .filter(
+      (r) =>
+        r.handler === authenticate ||
+        (r.handler as unknown as Record<string, unknown>)[COMPOSED_HANDLER] === authenticate,
+    )
     .map((r) => ({ method: r.method, pattern: routePattern(r.path) }));
   const wanted = method === "HEAD" ? "GET" : method;
   return bearerTable.some((r) => r.method === wanted && r.pattern.test(path));
@@ -109,9 +119,13 @@ export function authenticatesBearer(method: string, path: string): boolean {
 app.notFound((c: Context<AppBindings>) => {
   const allowed = methodsFor(c.req.path);
   if (allowed.length > 0) {
-    throw apiError(405, `Method ${echo(c.req.method)} is not allowed on ${echo(c.req.path)}; allowed: ${allowed.join(", ")}`, {
-      Allow: allowed.join(", "),
-    });
+    throw apiError(
+      405,
+      `Method ${echo(c.req.method)} is not allowed on ${echo(c.req.path)}; allowed: ${allowed.join(", ")}`,
+      {
+        Allow: allowed.join(", "),
+      },
+    );
   }
   throw apiError(404, `No route for ${echo(c.req.method)} ${echo(c.req.path)}`);
 });

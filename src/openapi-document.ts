@@ -53,65 +53,123 @@ export const TAGS = [
   { name: "Authentication", description: "Client-credentials tokens and token inspection." },
   { name: "Contacts", description: "People that reminders go to; email is unique per company." },
   { name: "Contact groups", description: "Groups of contacts within a department; one default group per department." },
-  { name: "Companies", description: "The account's companies, their quotas, profile and settings; writes by the account owner only." },
+  {
+    name: "Companies",
+    description: "The account's companies, their quotas, profile and settings; writes by the " + "account owner only.",
+  },
   { name: "Departments", description: "Departments of a company, with usage counters; account owner only." },
-  { name: "Document types", description: "Kinds of tracked documents with custom field definitions; account owner only." },
-  { name: "Items", description: "Tracked dated records (expirations, due dates, appointments, events) and their state." },
-  { name: "Reminder sequences", description: "A company's named sets of reminder steps (period, unit, before/after, hour) queued for its items; exactly one default." },
+  {
+    name: "Document types",
+    description: "Kinds of tracked documents with custom field definitions; account owner only.",
+  },
+  {
+    name: "Items",
+    description: "Tracked dated records (expirations, due dates, appointments, events) and their " + "state.",
+  },
+  {
+    name: "Reminder sequences",
+    description:
+      "A company's named sets of reminder steps (period, unit, before/after, hour) " +
+      "queued for its items; exactly one default.",
+  },
   { name: "Folders", description: "A company's folder tree for items." },
   { name: "Tags", description: "Per-company tag names attached to items." },
   {
     name: "Reminders",
     description:
-      "Reminders of items, fired at their minute in the company's time zone by a per-company scheduler, and delivered by email (and SMS where configured). Scopes: items:read to read, items:write to change.",
+      "Reminders of items, fired at their minute in the company's time zone by a " +
+      "per-company scheduler, and delivered by email (and SMS where configured). " +
+      "Scopes: items:read to read, items:write to change.",
   },
-  { name: "Tasks", description: "To-dos of a company with a due time (UTC), status workflow, priority, owner and assignee (a user or a contact)." },
+  {
+    name: "Tasks",
+    description:
+      "To-dos of a company with a due time (UTC), status workflow, priority, owner and " +
+      "assignee (a user or a contact).",
+  },
   {
     name: "Drive",
-    description: "File uploads (a session, then the bytes with a single-use upload token), the company's files, and item attachments.",
+    description:
+      "File uploads (a session, then the bytes with a single-use upload token), the " +
+      "company's files, and item attachments.",
   },
   {
     name: "Webhooks",
     description:
-      "Signed event delivery (Standard Webhooks) to a company's HTTPS endpoints, managed by the account owner (scopes webhooks:read / webhooks:write): endpoints, secret rotation, test events, deliveries and retries. The event catalogue is the WebhookEventType schema (and GET /v1/webhook-event-types); each POSTed body is a WebhookPayload {type, timestamp, data}. See docs/webhooks.md.",
+      "Signed event delivery (Standard Webhooks) to a company's HTTPS endpoints, " +
+      "managed by the account owner (scopes webhooks:read / webhooks:write): " +
+      "endpoints, secret rotation, test events, deliveries and retries. The event " +
+      "catalogue is the WebhookEventType schema (and GET /v1/webhook-event-types); " +
+      "each POSTed body is a WebhookPayload {type, timestamp, data}. See " +
+      "docs/webhooks.md.",
   },
   {
     name: "Imports",
     description:
-      "Items and contacts from a CSV, JSON or NDJSON file, run as a job (202, then GET its status, counts, progress and row errors): dry runs, on_error=abort|skip, strict dates, updates by external_id (items) or email (contacts), quotas, reminders queued as for a POST. See docs/imports.md.",
+      "Items and contacts from a CSV, JSON or NDJSON file, run as a job (202, then GET " +
+      "its status, counts, progress and row errors): dry runs, on_error=abort|skip, " +
+      "strict dates, updates by external_id (items) or email (contacts), quotas, " +
+      "reminders queued as for a POST. See docs/imports.md.",
   },
   {
     name: "Calendar feeds",
     description:
-      "A company's items as iCalendar (RFC 5545) subscriptions: feeds with the item list's filters, managed with items:read; the feed itself is fetched without a token header, its URL being its credential.",
+      "A company's items as iCalendar (RFC 5545) subscriptions: feeds with the item " +
+      "list's filters, managed with items:read; the feed itself is fetched without a " +
+      "token header, its URL being its credential.",
   },
   {
     name: "Audit log",
     description:
-      "Who changed what: every change of the account's resources, with the API client, user, request id and operationId behind it and the fields before and after; read by the account owner (scope audit:read). See docs/audit-log.md.",
+      "Who changed what: every change of the account's resources, with the API client, " +
+      "user, request id and operationId behind it and the fields before and after; " +
+      "read by the account owner (scope audit:read). See docs/audit-log.md.",
   },
   { name: "System", description: "Liveness of the service; no authentication." },
 ];
 
-const header = (description: string, example?: string) => ({ description, schema: { type: "string" as const, ...(example && { example }) } });
+const header = (description: string, example?: string) => ({
+  description,
+  schema: { type: "string" as const, ...(example && { example }) },
+});
 
 /** Response headers of every response, and of some (registered as components, referenced from each response). */
 const HEADERS = {
-  XRequestId: header("The request's id: the client's own X-Request-Id when it sent a sane one (1 to 128 of A-Z a-z 0-9 . _ : @ + = / -), else a new UUID. Also in every error body as `request_id`."),
+  XRequestId: header(
+    "The request's id: the client's own X-Request-Id when it sent a sane one (1 to " +
+      "128 of A-Z a-z 0-9 . _ : @ + = / -), else a new UUID. Also in every error body " +
+      "as `request_id`.",
+  ),
   RateLimitPolicy: header(
-    "The quota policies the request was counted against (draft-ietf-httpapi-ratelimit-headers), e.g. `\"client\";q=1200;w=60, \"client-burst\";q=300;w=10, \"company\";q=3000;w=60`. Absent when rate limits are off.",
+    "The quota policies the request was counted against " +
+      '(draft-ietf-httpapi-ratelimit-headers), e.g. `"client";q=1200;w=60, ' +
+      '"client-burst";q=300;w=10, "company";q=3000;w=60`. Absent when rate limits are ' +
+      "off.",
   ),
-  RateLimit: header("The policy closest to its quota: remaining units `r` and seconds `t` until its window resets, e.g. `\"client\";r=1187;t=42`. Absent when rate limits are off."),
-  ETag: header("Strong entity tag of the representation: send it in If-None-Match (304) or in If-Match on PATCH and DELETE (412 when it changed)."),
+  RateLimit: header(
+    "The policy closest to its quota: remaining units `r` and seconds `t` until its " +
+      'window resets, e.g. `"client";r=1187;t=42`. Absent when rate limits are off.',
+  ),
+  ETag: header(
+    "Strong entity tag of the representation: send it in If-None-Match (304) or in " +
+      "If-Match on PATCH and DELETE (412 when it changed).",
+  ),
   XD1Bookmark: header(
-    "An opaque consistency token (D1 read replication, docs/scale.md): the state of the account's database this answer saw. Send it back in the `X-D1-Bookmark` request header to read at least that state (your own writes) on any replica.",
+    "An opaque consistency token (D1 read replication, docs/scale.md): the state of " +
+      "the account's database this answer saw. Send it back in the `X-D1-Bookmark` " +
+      "request header to read at least that state (your own writes) on any replica.",
   ),
-  IdempotentReplayed: header("`true` when this is the stored response of an earlier request with the same Idempotency-Key (no new effect)."),
+  IdempotentReplayed: header(
+    "`true` when this is the stored response of an earlier request with the same " + "Idempotency-Key (no new effect).",
+  ),
 };
 
 const ENTITY_TAG_GRAMMAR =
-  "RFC 9110: `*` alone, or a comma-separated list of entity tags, each `\"…\"` or `W/\"…\"` (printable characters other than `\"` inside the quotes); " +
-  "white space around the commas and empty list elements are allowed. Anything else (`*` in a list, an unquoted or unterminated tag, text after a tag) is 400 (Shape B) naming the header. " +
+  'RFC 9110: `*` alone, or a comma-separated list of entity tags, each `"…"` or ' +
+  '`W/"…"` (printable characters other than `"` inside the quotes); ' +
+  "white space around the commas and empty list elements are allowed. Anything " +
+  "else (`*` in a list, an unquoted or unterminated tag, text after a tag) is 400 " +
+  "(Shape B) naming the header. " +
   "A list holding no tag (`,`) matches nothing; an empty field value is as if the header were absent.";
 
 const PARAMETERS = {
@@ -120,9 +178,15 @@ const PARAMETERS = {
     in: "header" as const,
     required: false,
     description:
-      "The `X-D1-Bookmark` of an earlier answer, sent back unchanged: this request then reads at least the state that answer saw (read-your-writes across requests, whichever replica serves it). " +
-      "Without it a read may be served by a nearby replica a moment behind the primary; a write always starts on the primary. Opaque; anything this service did not issue is 400. " +
-      "A bookmark of another database (the account moved since) is ignored. See docs/scale.md. No example is given: a copied one would pin a read to a state that is not yours.",
+      "The `X-D1-Bookmark` of an earlier answer, sent back unchanged: this request " +
+      "then reads at least the state that answer saw (read-your-writes across " +
+      "requests, whichever replica serves it). " +
+      "Without it a read may be served by a nearby replica a moment behind the " +
+      "primary; a write always starts on the primary. Opaque; anything this service " +
+      "did not issue is 400. " +
+      "A bookmark of another database (the account moved since) is ignored. See " +
+      "docs/scale.md. No example is given: a copied one would pin a read to a state " +
+      "that is not yours.",
     schema: { type: "string" as const, maxLength: 200 },
   },
   IdempotencyKey: {
@@ -130,10 +194,14 @@ const PARAMETERS = {
     in: "header" as const,
     required: false,
     description:
-      "A unique key for this write (a UUID v4 is ideal; 1 to 255 printable ASCII characters, bare or as a quoted string). The first request with the key runs; " +
-      "for 24 h a repeat with the same method, path and body gets the stored status and body with `Idempotent-Replayed: true` and changes nothing; the same key " +
-      "on another request is 422; a repeat while the first still runs is 409. Keys are scoped to the API client. See docs/idempotency.md. " +
-      "No example is given: tools that fill in examples (the /docs page's Test Request) would send the same key with every write.",
+      "A unique key for this write (a UUID v4 is ideal; 1 to 255 printable ASCII " +
+      "characters, bare or as a quoted string). The first request with the key runs; " +
+      "for 24 h a repeat with the same method, path and body gets the stored status " +
+      "and body with `Idempotent-Replayed: true` and changes nothing; the same key " +
+      "on another request is 422; a repeat while the first still runs is 409. Keys are " +
+      "scoped to the API client. See docs/idempotency.md. " +
+      "No example is given: tools that fill in examples (the /docs page's Test " +
+      "Request) would send the same key with every write.",
     schema: { type: "string" as const, minLength: 1, maxLength: 255 },
   },
   IfMatch: {
@@ -141,7 +209,9 @@ const PARAMETERS = {
     in: "header" as const,
     required: false,
     description:
-      "Apply the change only if the record's current ETag is one of these (or `*`): otherwise 412 and nothing is written. Strong comparison: a weak tag (`W/\"…\"`) never matches. " +
+      "Apply the change only if the record's current ETag is one of these (or `*`): " +
+      'otherwise 412 and nothing is written. Strong comparison: a weak tag (`W/"…"`) ' +
+      "never matches. " +
       ENTITY_TAG_GRAMMAR,
     schema: { type: "string" as const, example: '"9b74c9897bac770ffc029102a200c5de"' },
   },
@@ -149,12 +219,18 @@ const PARAMETERS = {
     name: "If-None-Match",
     in: "header" as const,
     required: false,
-    description: "304 Not Modified (no body) when the current ETag is one of these (or `*`). Weak comparison: `W/\"x\"` matches `\"x\"`. " + ENTITY_TAG_GRAMMAR,
+    description:
+      "304 Not Modified (no body) when the current ETag is one of these (or `*`). Weak " +
+      'comparison: `W/"x"` matches `"x"`. ' +
+      ENTITY_TAG_GRAMMAR,
     schema: { type: "string" as const, example: '"9b74c9897bac770ffc029102a200c5de"' },
   },
 };
 
-type Operation = { parameters?: Array<{ $ref?: string }>; responses: Record<string, { headers?: Record<string, unknown> }> };
+type Operation = {
+  parameters?: Array<{ $ref?: string }>;
+  responses: Record<string, { headers?: Record<string, unknown> }>;
+};
 
 /** Adds the common headers to every response of the document (and the replay and ETag headers where they apply). */
 function addResponseHeaders(paths: Record<string, Record<string, Operation>>) {
@@ -181,7 +257,8 @@ function addResponseHeaders(paths: Record<string, Record<string, Operation>>) {
 
 /** Builds the OpenAPI 3.0.3 document once per isolate. */
 export function buildOpenApiDocument(app: OpenAPIHono<AppBindings>) {
-  for (const [name, value] of Object.entries(PARAMETERS)) app.openAPIRegistry.registerComponent("parameters", name, value);
+  for (const [name, value] of Object.entries(PARAMETERS))
+    app.openAPIRegistry.registerComponent("parameters", name, value);
   for (const [name, value] of Object.entries(HEADERS)) app.openAPIRegistry.registerComponent("headers", name, value);
   app.openAPIRegistry.registerComponent("securitySchemes", "oauth2", {
     type: "oauth2",
@@ -189,7 +266,10 @@ export function buildOpenApiDocument(app: OpenAPIHono<AppBindings>) {
     flows: {
       clientCredentials: {
         tokenUrl: "/v1/oauth/token",
-        scopes: Object.fromEntries([["*", "Every scope"], ...RESOURCE_SCOPES.map((s) => [s, `${s.replace(":", " ")} access`])]),
+        scopes: Object.fromEntries([
+          ["*", "Every scope"],
+          ...RESOURCE_SCOPES.map((s) => [s, `${s.replace(":", " ")} access`]),
+        ]),
       },
     },
   });

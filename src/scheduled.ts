@@ -28,7 +28,11 @@ export const AUDIT_PRUNE_PER_RUN = 5_000;
  * idempotency keys and audit entries past their retention are deleted and stranded imports restarted: about 8 statements in 5 round trips
  * per shard when idle (measured, docs/scale.md).
  */
-export async function handleScheduled(controller: ScheduledController, env: Env, _ctx: ExecutionContext): Promise<void> {
+export async function handleScheduled(
+  controller: ScheduledController,
+  env: Env,
+  _ctx: ExecutionContext,
+): Promise<void> {
   // Every shard, side by side; each on its primary (a replica could hide a change still to apply).
   const shards = shardBindings(env).map((_, shard) => shard);
   await Promise.allSettled(shards.map((shard) => sweepShard(controller, env, shard)));
@@ -86,22 +90,38 @@ async function releaseExpiredUploads(env: Env, db: Db): Promise<void> {
 async function sweepReminders(controller: ScheduledController, env: Env, d1: D1Database, shard: number): Promise<void> {
   const now = controller.scheduledTime;
   const [pending, overdue, events] = await d1.batch<{ company_id: number }>([
-    d1.prepare("SELECT DISTINCT company_id FROM reminder_sync WHERE version > synced_version AND changed_at <= ? LIMIT ?").bind(
-      Math.floor(now / 1000) - SYNC_GRACE_SECONDS,
-      SWEEP_LIMIT,
-    ),
-    d1.prepare("SELECT company_id FROM reminder_wakeups WHERE due_at <= ? ORDER BY due_at LIMIT ?").bind(now - WAKE_GRACE_MS, SWEEP_LIMIT),
+    d1
+      .prepare(
+        "SELECT DISTINCT company_id FROM reminder_sync WHERE version > synced_version " + "AND changed_at <= ? LIMIT ?",
+      )
+      .bind(Math.floor(now / 1000) - SYNC_GRACE_SECONDS, SWEEP_LIMIT),
+    d1
+      .prepare("SELECT company_id FROM reminder_wakeups WHERE due_at <= ? ORDER BY due_at LIMIT " + "?")
+      .bind(now - WAKE_GRACE_MS, SWEEP_LIMIT),
     // Webhook events of D1 changes whose Durable Object was not nudged (webhook_events_created_idx).
-    d1.prepare("SELECT DISTINCT company_id FROM webhook_events WHERE created_at <= ? LIMIT ?").bind(now - SYNC_GRACE_SECONDS * 1000, SWEEP_LIMIT),
+    d1
+      .prepare("SELECT DISTINCT company_id FROM webhook_events WHERE created_at <= ? LIMIT ?")
+      .bind(now - SYNC_GRACE_SECONDS * 1000, SWEEP_LIMIT),
   ]);
-  const companies = [...new Set([...pending!.results, ...overdue!.results, ...events!.results].map((r) => r.company_id))];
+  const companies = [
+    ...new Set([...pending!.results, ...overdue!.results, ...events!.results].map((r) => r.company_id)),
+  ];
   let failed = 0;
   for (let i = 0; i < companies.length; i += CONCURRENCY) {
-    const results = await Promise.allSettled(companies.slice(i, i + CONCURRENCY).map((id) => clockFor(env, id).wake(id)));
+    const results = await Promise.allSettled(
+      companies.slice(i, i + CONCURRENCY).map((id) => clockFor(env, id).wake(id)),
+    );
     for (const [j, result] of results.entries()) {
       if (result.status === "rejected") {
         failed++;
-        console.error(JSON.stringify({ level: "error", msg: "reminder sweep could not wake a company", companyId: companies[i + j], error: String(result.reason) }));
+        console.error(
+          JSON.stringify({
+            level: "error",
+            msg: "reminder sweep could not wake a company",
+            companyId: companies[i + j],
+            error: String(result.reason),
+          }),
+        );
       }
     }
   }

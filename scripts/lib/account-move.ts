@@ -57,7 +57,8 @@ export const COPIED_TABLES: ReadonlyArray<{ table: string; where: string }> = [
 
 /** Tables the copy leaves out, and why. A test checks that every table is in one of the two lists. */
 export const NOT_COPIED: Readonly<Record<string, string>> = {
-  item_reminder_views: "a cache the company's Durable Object rebuilds on the first read; the clean-up deletes it from the source",
+  item_reminder_views:
+    "a cache the company's Durable Object rebuilds on the first read; the clean-up " + "deletes it from the source",
   items_search: "search index: the target's triggers build it from the copied rows",
   contacts_search: "search index: built by the target's triggers",
   tasks_search: "search index: built by the target's triggers",
@@ -70,17 +71,25 @@ export const NOT_COPIED: Readonly<Record<string, string>> = {
   audit_context: "holds a row only inside a write batch (the actor the audit triggers read)",
 };
 /** Cleaned up on the source next to the copied tables. */
-const CLEANED_TOO: ReadonlyArray<{ table: string; where: string }> = [{ table: "item_reminder_views", where: COMPANIES }];
+const CLEANED_TOO: ReadonlyArray<{ table: string; where: string }> = [
+  { table: "item_reminder_views", where: COMPANIES },
+];
 
 /** What keeps an account from moving yet: work still in flight that writes its rows. */
 const DRAIN_CHECKS: ReadonlyArray<{ what: string; sql: string }> = [
-  { what: "import jobs queued or running", sql: `SELECT count(*) AS n FROM imports WHERE ${COMPANIES} AND status IN ('queued', 'validating', 'running')` },
+  {
+    what: "import jobs queued or running",
+    sql: `SELECT count(*) AS n FROM imports WHERE ${COMPANIES} AND status IN ('queued', 'validating', 'running')`,
+  },
   {
     what: "uploads open or in flight",
     sql: `SELECT count(*) AS n FROM upload_sessions WHERE ${COMPANIES} AND ((used_at IS NULL AND expires_at > unixepoch()) OR reserved_kb > 0)`,
   },
   { what: "webhook events not yet fanned out", sql: `SELECT count(*) AS n FROM webhook_events WHERE ${COMPANIES}` },
-  { what: "item changes the reminder engine has not applied", sql: `SELECT count(*) AS n FROM reminder_sync WHERE ${COMPANIES} AND synced_version < version` },
+  {
+    what: "item changes the reminder engine has not applied",
+    sql: `SELECT count(*) AS n FROM reminder_sync WHERE ${COMPANIES} AND synced_version < version`,
+  },
 ];
 
 /** src/db/directory.ts: how long an isolate may keep routing the account to its old shard. */
@@ -136,7 +145,8 @@ export function insertStatements(table: string, rows: Record<string, unknown>[])
   let bytes = head.length;
   for (const row of rows) {
     const tuple = `(${columns.map((c) => sqlLiteral(row[c])).join(", ")})`;
-    if (head.length + tuple.length > MAX_STATEMENT_BYTES) throw new MoveError(`A row of ${table} is too large to copy in one statement`);
+    if (head.length + tuple.length > MAX_STATEMENT_BYTES)
+      throw new MoveError(`A row of ${table} is too large to copy in one statement`);
     if (values.length > 0 && bytes + tuple.length + 2 > MAX_STATEMENT_BYTES) {
       statements.push(head + values.join(", "));
       values = [];
@@ -150,23 +160,38 @@ export function insertStatements(table: string, rows: Record<string, unknown>[])
 }
 
 function companiesOf(db: ShardAccess, shard: number, accountId: number): number[] {
-  return db.query<{ id: number }>(shard, `SELECT id FROM companies WHERE account_id = ${accountId} ORDER BY id`).map((r) => r.id);
+  return db
+    .query<{ id: number }>(shard, `SELECT id FROM companies WHERE account_id = ${accountId} ORDER BY id`)
+    .map((r) => r.id);
 }
 
 /** `statements` run with the account's companies listed in shard_moves, so the side-effect triggers skip their rows (migration 0021). */
 function quietly(accountId: number, companies: number[], statements: string[]): string[] {
   // Marked by id, not by a SELECT over companies: the statements may delete the companies.
-  const mark = companies.map((id) => `INSERT OR REPLACE INTO shard_moves (company_id, account_id, started_at) VALUES (${id}, ${accountId}, unixepoch())`);
-  return ["PRAGMA defer_foreign_keys = on", ...mark, ...statements, `DELETE FROM shard_moves WHERE account_id = ${accountId}`];
+  const mark = companies.map(
+    (id) =>
+      `INSERT OR REPLACE INTO shard_moves (company_id, account_id, started_at) VALUES (${id}, ${accountId}, unixepoch())`,
+  );
+  return [
+    "PRAGMA defer_foreign_keys = on",
+    ...mark,
+    ...statements,
+    `DELETE FROM shard_moves WHERE account_id = ${accountId}`,
+  ];
 }
 
 /** Deletes the account's rows on a shard, children first (deleting companies empties the COMPANIES subquery, so they go last but two). */
 function deletions(accountId: number): string[] {
-  return [...COPIED_TABLES, ...CLEANED_TOO].reverse().map((t) => `DELETE FROM "${t.table}" WHERE ${bind(t.where, accountId)}`);
+  return [...COPIED_TABLES, ...CLEANED_TOO]
+    .reverse()
+    .map((t) => `DELETE FROM "${t.table}" WHERE ${bind(t.where, accountId)}`);
 }
 
 function count(db: ShardAccess, shard: number, accountId: number): Map<string, number> {
-  const counts = db.queryEach<{ n: number }>(shard, COPIED_TABLES.map((t) => `SELECT count(*) AS n FROM "${t.table}" WHERE ${bind(t.where, accountId)}`));
+  const counts = db.queryEach<{ n: number }>(
+    shard,
+    COPIED_TABLES.map((t) => `SELECT count(*) AS n FROM "${t.table}" WHERE ${bind(t.where, accountId)}`),
+  );
   return new Map(COPIED_TABLES.map((t, i) => [t.table, counts[i]![0]!.n]));
 }
 
@@ -175,7 +200,10 @@ function readAll(db: ShardAccess, shard: number, accountId: number): Record<stri
   // rowid order is stable while the account is read-only; the two WITHOUT ROWID tables are not copied.
   const page = (t: { table: string; where: string }, offset: number) =>
     `SELECT * FROM "${t.table}" WHERE ${bind(t.where, accountId)} ORDER BY rowid LIMIT ${PAGE_ROWS} OFFSET ${offset}`;
-  const rows = db.queryEach(shard, COPIED_TABLES.map((t) => page(t, 0)));
+  const rows = db.queryEach(
+    shard,
+    COPIED_TABLES.map((t) => page(t, 0)),
+  );
   COPIED_TABLES.forEach((t, i) => {
     for (let offset = PAGE_ROWS, last = rows[i]!; last.length === PAGE_ROWS; offset += PAGE_ROWS) {
       last = db.query(shard, page(t, offset));
@@ -187,23 +215,29 @@ function readAll(db: ShardAccess, shard: number, accountId: number): Record<stri
 
 /** Where the account is now: its directory entry, else shard 0. */
 export function shardOfAccount(db: ShardAccess, accountId: number): number {
-  return db.query<{ shard: number }>(0, `SELECT shard FROM directory_accounts WHERE account_id = ${accountId}`)[0]?.shard ?? 0;
+  return (
+    db.query<{ shard: number }>(0, `SELECT shard FROM directory_accounts WHERE account_id = ${accountId}`)[0]?.shard ??
+    0
+  );
 }
 
 function accountState(db: ShardAccess, shard: number, accountId: number): string | undefined {
-  return db.query<{ shard_state: string }>(shard, `SELECT shard_state FROM accounts WHERE id = ${accountId}`)[0]?.shard_state;
+  return db.query<{ shard_state: string }>(shard, `SELECT shard_state FROM accounts WHERE id = ${accountId}`)[0]
+    ?.shard_state;
 }
 
 /** Moves an account to shard `to`; resumes a move that stopped half way. */
 export async function moveAccount(db: ShardAccess, shardCount: number, o: MoveOptions): Promise<void> {
   const { accountId, to, log } = o;
-  if (!Number.isInteger(to) || to < 1 || to >= shardCount) throw new MoveError(`--to must be a shard from 1 to ${shardCount - 1}`);
+  if (!Number.isInteger(to) || to < 1 || to >= shardCount)
+    throw new MoveError(`--to must be a shard from 1 to ${shardCount - 1}`);
   const from = shardOfAccount(db, accountId);
   const fromState = accountState(db, from, accountId);
 
   if (from === to) {
     // Flipped already: only the clean-up of the shard it left may be missing.
-    if (accountState(db, to, accountId) === undefined) throw new MoveError(`Account ${accountId} is not on shard ${to}`);
+    if (accountState(db, to, accountId) === undefined)
+      throw new MoveError(`Account ${accountId} is not on shard ${to}`);
     let cleaned = 0;
     for (let shard = 0; shard < to; shard++) {
       if (accountState(db, shard, accountId) === "moved") {
@@ -211,12 +245,23 @@ export async function moveAccount(db: ShardAccess, shardCount: number, o: MoveOp
         cleaned++;
       }
     }
-    log(cleaned ? "Finished the clean-up of a previous move." : `Account ${accountId} is already on shard ${to}; nothing to do.`);
+    log(
+      cleaned
+        ? "Finished the clean-up of a previous move."
+        : `Account ${accountId} is already on shard ${to}; nothing to do.`,
+    );
     return;
   }
-  if (fromState === undefined) throw new MoveError(`Account ${accountId} does not exist (the directory places it on shard ${from})`);
-  if (to < from) throw new MoveError(`Account ${accountId} is on shard ${from}: an account only moves up to a higher shard (ids stay below the target's blocks; docs/scale.md)`);
-  if (fromState === "moved") throw new MoveError(`Account ${accountId} is marked moved on shard ${from} but the directory still points there; check directory_accounts`);
+  if (fromState === undefined)
+    throw new MoveError(`Account ${accountId} does not exist (the directory places it on shard ${from})`);
+  if (to < from)
+    throw new MoveError(
+      `Account ${accountId} is on shard ${from}: an account only moves up to a higher shard (ids stay below the target's blocks; docs/scale.md)`,
+    );
+  if (fromState === "moved")
+    throw new MoveError(
+      `Account ${accountId} is marked moved on shard ${from} but the directory still points there; check directory_accounts`,
+    );
 
   // 1. Read-only.
   db.execute(from, [`UPDATE accounts SET shard_state = 'read_only' WHERE id = ${accountId}`]);
@@ -226,12 +271,19 @@ export async function moveAccount(db: ShardAccess, shardCount: number, o: MoveOp
   // 2. Drain.
   const deadline = Date.now() + o.drainTimeoutSeconds * 1000;
   for (;;) {
-    const counts = db.queryEach<{ n: number }>(from, DRAIN_CHECKS.map((c) => bind(c.sql, accountId)));
+    const counts = db.queryEach<{ n: number }>(
+      from,
+      DRAIN_CHECKS.map((c) => bind(c.sql, accountId)),
+    );
     const pending = DRAIN_CHECKS.map((c, i) => ({ what: c.what, n: counts[i]![0]?.n ?? 0 })).filter((p) => p.n > 0);
     if (pending.length === 0) break;
     if (Date.now() >= deadline) {
-      db.execute(from, [`UPDATE accounts SET shard_state = 'active' WHERE id = ${accountId} AND shard_state = 'read_only'`]);
-      throw new MoveError(`Still in flight after ${o.drainTimeoutSeconds} s: ${pending.map((p) => `${p.n} ${p.what}`).join(", ")}. The account is writable again; try later.`);
+      db.execute(from, [
+        `UPDATE accounts SET shard_state = 'active' WHERE id = ${accountId} AND shard_state = 'read_only'`,
+      ]);
+      throw new MoveError(
+        `Still in flight after ${o.drainTimeoutSeconds} s: ${pending.map((p) => `${p.n} ${p.what}`).join(", ")}. The account is writable again; try later.`,
+      );
     }
     log(`Waiting for ${pending.map((p) => `${p.n} ${p.what}`).join(", ")}`);
     await o.sleep(2000);
@@ -257,14 +309,24 @@ export async function moveAccount(db: ShardAccess, shardCount: number, o: MoveOp
         "the account stays read-only on its shard; run the move again",
     );
   }
-  log(`Copied ${rowsCopied} rows of ${companies.length} compan${companies.length === 1 ? "y" : "ies"} to shard ${to}; counts match.`);
+  log(
+    `Copied ${rowsCopied} rows of ${companies.length} compan${companies.length === 1 ? "y" : "ies"} to shard ${to}; counts match.`,
+  );
 
   // 4. Flip: the directory is the commit point.
-  const clients = db.query<{ client_id: string }>(from, `SELECT client_id FROM api_clients WHERE account_id = ${accountId}`).map((r) => r.client_id);
+  const clients = db
+    .query<{ client_id: string }>(from, `SELECT client_id FROM api_clients WHERE account_id = ${accountId}`)
+    .map((r) => r.client_id);
   const flip = [
     `INSERT OR REPLACE INTO directory_accounts (account_id, shard, moved_at) VALUES (${accountId}, ${to}, unixepoch())`,
-    ...clients.map((id) => `INSERT OR REPLACE INTO directory_clients (client_id, account_id, shard) VALUES (${sqlLiteral(id)}, ${accountId}, ${to})`),
-    ...companies.map((id) => `INSERT OR REPLACE INTO directory_companies (company_id, account_id, shard) VALUES (${id}, ${accountId}, ${to})`),
+    ...clients.map(
+      (id) =>
+        `INSERT OR REPLACE INTO directory_clients (client_id, account_id, shard) VALUES (${sqlLiteral(id)}, ${accountId}, ${to})`,
+    ),
+    ...companies.map(
+      (id) =>
+        `INSERT OR REPLACE INTO directory_companies (company_id, account_id, shard) VALUES (${id}, ${accountId}, ${to})`,
+    ),
   ];
   const moved = `UPDATE accounts SET shard_state = 'moved' WHERE id = ${accountId}`;
   if (from === 0) db.execute(0, [...flip, moved]);
@@ -272,11 +334,15 @@ export async function moveAccount(db: ShardAccess, shardCount: number, o: MoveOp
     db.execute(0, flip);
     db.execute(from, [moved]);
   }
-  log(`Directory flipped: account ${accountId}, ${clients.length} client(s) and ${companies.length} compan${companies.length === 1 ? "y" : "ies"} now on shard ${to}. The account is writable.`);
+  log(
+    `Directory flipped: account ${accountId}, ${clients.length} client(s) and ${companies.length} compan${companies.length === 1 ? "y" : "ies"} now on shard ${to}. The account is writable.`,
+  );
 
   // 5. Clean up once no isolate can still hold the old directory answer.
   if (o.cleanupAfterSeconds <= DEFAULT_DIRECTORY_TTL_SECONDS) {
-    log(`Warning: --cleanup-after ${o.cleanupAfterSeconds} s is not longer than the directory cache (DIRECTORY_TTL_SECONDS, ${DEFAULT_DIRECTORY_TTL_SECONDS} s by default); safe only if the service runs with a shorter one.`);
+    log(
+      `Warning: --cleanup-after ${o.cleanupAfterSeconds} s is not longer than the directory cache (DIRECTORY_TTL_SECONDS, ${DEFAULT_DIRECTORY_TTL_SECONDS} s by default); safe only if the service runs with a shorter one.`,
+    );
   }
   log(`Deleting the copy on shard ${from} in ${o.cleanupAfterSeconds} s.`);
   await o.sleep(o.cleanupAfterSeconds * 1000);
@@ -291,5 +357,6 @@ function cleanUp(db: ShardAccess, shard: number, accountId: number, log: (line: 
 /** Runs statements on a shard in as few transactions as the call size allows; the first keeps the PRAGMA. */
 function runInCalls(db: ShardAccess, shard: number, statements: string[]): void {
   const [pragma, ...rest] = statements;
-  for (let i = 0; i < rest.length; i += MAX_STATEMENTS_PER_CALL) db.execute(shard, [pragma!, ...rest.slice(i, i + MAX_STATEMENTS_PER_CALL)]);
+  for (let i = 0; i < rest.length; i += MAX_STATEMENTS_PER_CALL)
+    db.execute(shard, [pragma!, ...rest.slice(i, i + MAX_STATEMENTS_PER_CALL)]);
 }

@@ -24,12 +24,16 @@ export interface ClassRename {
 export async function classRenames(configPath: string): Promise<{ worker: string; renames: ClassRename[] }> {
   const { experimental_readRawConfig } = await import("wrangler");
   const { rawConfig } = experimental_readRawConfig({ config: configPath });
-  return { worker: rawConfig.name ?? "", renames: (rawConfig.migrations ?? []).flatMap((m: { renamed_classes?: ClassRename[] }) => m.renamed_classes ?? []) };
+  return {
+    worker: rawConfig.name ?? "",
+    renames: (rawConfig.migrations ?? []).flatMap((m: { renamed_classes?: ClassRename[] }) => m.renamed_classes ?? []),
+  };
 }
 
 /** The directory of a class's local objects: miniflare's unique key `<worker>-<Class>`. */
 export const classKey = (worker: string, className: string) => `${worker}-${className}`;
-export const classDir = (persistTo: string, worker: string, className: string) => join(persistTo, "v3", "do", classKey(worker, className));
+export const classDir = (persistTo: string, worker: string, className: string) =>
+  join(persistTo, "v3", "do", classKey(worker, className));
 
 /**
  * workerd's `idFromName` for a namespace (ActorIdFactoryImpl in workerd's server.c++): the key is
@@ -45,7 +49,8 @@ export function durableObjectId(uniqueKey: string, name: string): string {
 
 const isObjectFile = (name: string) => /^[0-9a-f]{64}\.sqlite$/.test(name);
 /** A SQLite database's files: the database, its write-ahead log and shared-memory index (when present). */
-const sqliteFiles = (dir: string, base: string) => ["", "-wal", "-shm"].map((suffix) => `${base}${suffix}`).filter((f) => existsSync(join(dir, f)));
+const sqliteFiles = (dir: string, base: string) =>
+  ["", "-wal", "-shm"].map((suffix) => `${base}${suffix}`).filter((f) => existsSync(join(dir, f)));
 
 function withDatabase<T>(file: string, options: { readOnly: boolean }, use: (db: Database) => T): T {
   const db = new DatabaseSync(file, options);
@@ -56,7 +61,8 @@ function withDatabase<T>(file: string, options: { readOnly: boolean }, use: (db:
   }
 }
 
-const hasTable = (db: Database, table: string) => db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) !== undefined;
+const hasTable = (db: Database, table: string) =>
+  db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) !== undefined;
 
 /**
  * The name an object was addressed by: what miniflare recorded with it (__miniflare_do_name), or,
@@ -108,7 +114,9 @@ export function carryRenamedClasses(persistTo: string, worker: string, renames: 
       // The name must give the object's id under the old key: then the new id is the one workerd will derive.
       if (durableObjectId(classKey(worker, rename.from), name) !== oldId) {
         rmSync(staging, { recursive: true, force: true });
-        throw new Error(`${join(from, file)}: its name ${JSON.stringify(name)} does not give its id; not carrying ${rename.from} to ${rename.to}`);
+        throw new Error(
+          `${join(from, file)}: its name ${JSON.stringify(name)} does not give its id; not carrying ${rename.from} to ${rename.to}`,
+        );
       }
       const newId = durableObjectId(classKey(worker, rename.to), name);
       newIds.set(oldId, newId);

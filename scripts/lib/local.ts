@@ -1,6 +1,15 @@
 // Helpers for the operator scripts: run wrangler, migrate and seed the local D1, start `wrangler dev`.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -35,7 +44,11 @@ const BUSY_RETRIES = 5;
  */
 export function wrangler(args: string[], options: { quiet?: boolean } = {}): string {
   let result = run(args);
-  for (let attempt = 1; attempt <= BUSY_RETRIES && result.status !== 0 && LOCAL_DB_BUSY.test(`${result.stdout}${result.stderr}`); attempt++) {
+  for (
+    let attempt = 1;
+    attempt <= BUSY_RETRIES && result.status !== 0 && LOCAL_DB_BUSY.test(`${result.stdout}${result.stderr}`);
+    attempt++
+  ) {
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 400 * attempt);
     result = run(args);
   }
@@ -64,7 +77,8 @@ export function shardBindingNames(): string[] {
 
 /** Applies the migrations to every shard (or to the one binding given). */
 export function applyMigrations(target: Target, bindings: string[] = shardBindingNames()): void {
-  for (const binding of bindings) wrangler(["d1", "migrations", "apply", binding, ...targetArgs(target)], { quiet: true });
+  for (const binding of bindings)
+    wrangler(["d1", "migrations", "apply", binding, ...targetArgs(target)], { quiet: true });
 }
 
 /** Executes SQL statements (one file, one transaction per wrangler call) on shard 0, or on `target.binding`. */
@@ -81,15 +95,22 @@ export function executeSql(target: Target, statements: string[]): void {
 
 /** Runs several queries in one wrangler call and returns each one's rows. */
 export function queryEach<T = Record<string, unknown>>(target: Target, sqls: string[]): T[][] {
-  const out = wrangler(["d1", "execute", target.binding ?? "DB", ...targetArgs(target), "--command", sqls.join(";\n"), "--json", "-y"], { quiet: true });
+  const out = wrangler(
+    ["d1", "execute", target.binding ?? "DB", ...targetArgs(target), "--command", sqls.join(";\n"), "--json", "-y"],
+    { quiet: true },
+  );
   const parsed = JSON.parse(out) as Array<{ results: T[] }>;
-  if (parsed.length !== sqls.length) throw new Error(`wrangler answered ${parsed.length} results for ${sqls.length} queries`);
+  if (parsed.length !== sqls.length)
+    throw new Error(`wrangler answered ${parsed.length} results for ${sqls.length} queries`);
   return parsed.map((r) => r.results ?? []);
 }
 
 /** Runs one query and returns its rows. */
 export function queryRows<T = Record<string, unknown>>(target: Target, sql: string): T[] {
-  const out = wrangler(["d1", "execute", target.binding ?? "DB", ...targetArgs(target), "--command", sql, "--json", "-y"], { quiet: true });
+  const out = wrangler(
+    ["d1", "execute", target.binding ?? "DB", ...targetArgs(target), "--command", sql, "--json", "-y"],
+    { quiet: true },
+  );
   const parsed = JSON.parse(out) as Array<{ results: T[] }>;
   return parsed.flatMap((r) => r.results ?? []);
 }
@@ -176,7 +197,13 @@ export function rejectUnknownOptions(argv: string[], known: readonly string[]): 
 }
 
 /** A numeric option (an integer when `integer`), at least `min`; `fallback` when absent; exits with status 2 otherwise. */
-export function numberOption(argv: string[], name: string, fallback: number, min: number, options: { integer?: boolean } = {}): number {
+export function numberOption(
+  argv: string[],
+  name: string,
+  fallback: number,
+  min: number,
+  options: { integer?: boolean } = {},
+): number {
   const raw = optionValue(argv, name);
   if (raw === undefined) return fallback;
   const value = Number(raw);
@@ -193,7 +220,12 @@ export function numberOption(argv: string[], name: string, fallback: number, min
  * Object state under the same --persist-to, and its .dev.vars; `edit` may change the config's
  * text further. Returns the config's path (for `wrangler dev --config`).
  */
-export function writeWorkerVariant(dir: string, entryName: string, entrySource: string, edit: (toml: string) => string = (toml) => toml): string {
+export function writeWorkerVariant(
+  dir: string,
+  entryName: string,
+  entrySource: string,
+  edit: (toml: string) => string = (toml) => toml,
+): string {
   mkdirSync(dir, { recursive: true });
   const entry = join(dir, entryName);
   writeFileSync(entry, entrySource);

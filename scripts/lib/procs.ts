@@ -31,7 +31,8 @@ export function groupPids(group: number): number[] {
 }
 
 export const processName = (pid: number) => readProcFile(`/proc/${pid}/comm`)?.trim() ?? "?";
-export const rssKb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readProcFile(`/proc/${pid}/status`) ?? "")?.[1] ?? 0);
+export const rssKb = (pid: number) =>
+  Number(/VmRSS:\s+(\d+)/.exec(readProcFile(`/proc/${pid}/status`) ?? "")?.[1] ?? 0);
 
 /** Samples the summed RSS of the workerd processes of `group` every 10 ms; `stop()` gives idle and peak (KiB). */
 export function rssSampler(group: number) {

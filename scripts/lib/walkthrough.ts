@@ -100,19 +100,30 @@ export async function runWalkthroughBlocks(
   try {
     const work = join(dir, "work");
     mkdirSync(work);
-    const files = { script: join(dir, "walkthrough.sh"), expect: join(dir, "expect"), calls: join(dir, "calls"), vars: join(dir, "vars.json") };
+    const files = {
+      script: join(dir, "walkthrough.sh"),
+      expect: join(dir, "expect"),
+      calls: join(dir, "calls"),
+      vars: join(dir, "vars.json"),
+    };
     const { script, expected } = walkthroughScript(readme, join(ROOT, "scripts", "lib", "walkthrough.sh"));
     writeFileSync(files.script, script);
     writeFileSync(files.expect, [...expected].map(([line, status]) => `${line} ${status}\n`).join(""));
     writeFileSync(files.calls, "");
-    const { code, transcript } = await runBash(files.script, work, {
-      ...process.env,
-      ...options.env,
-      BASE: base,
-      WALKTHROUGH_EXPECT: files.expect,
-      WALKTHROUGH_CALLS: files.calls,
-      WALKTHROUGH_VARS: files.vars,
-    }, options.print, timeoutMs);
+    const { code, transcript } = await runBash(
+      files.script,
+      work,
+      {
+        ...process.env,
+        ...options.env,
+        BASE: base,
+        WALKTHROUGH_EXPECT: files.expect,
+        WALKTHROUGH_CALLS: files.calls,
+        WALKTHROUGH_VARS: files.vars,
+      },
+      options.print,
+      timeoutMs,
+    );
     const calls = readFileSync(files.calls, "utf8")
       .split("\n")
       .filter(Boolean)
@@ -127,14 +138,25 @@ export async function runWalkthroughBlocks(
       // the run stopped before its end
     }
     const failures: string[] = [];
-    if (code !== 0) failures.push(code === null ? `the walk-through took longer than ${timeoutMs / 1000} s` : `the walk-through stopped (bash exit ${code}): ${lastLines(transcript, 3)}`);
+    if (code !== 0)
+      failures.push(
+        code === null
+          ? `the walk-through took longer than ${timeoutMs / 1000} s`
+          : `the walk-through stopped (bash exit ${code}): ${lastLines(transcript, 3)}`,
+      );
     for (const call of calls) {
       const want = expected.get(call.line);
-      const ok = call.exit === 0 && (want === undefined ? call.status >= 200 && call.status < 300 : call.status === want);
-      if (!ok) failures.push(`README.md:${call.line}: curl ${call.exit !== 0 ? `failed (exit ${call.exit})` : `answered ${call.status}, expected ${want ?? "2xx"}`}`);
+      const ok =
+        call.exit === 0 && (want === undefined ? call.status >= 200 && call.status < 300 : call.status === want);
+      if (!ok)
+        failures.push(
+          `README.md:${call.line}: curl ${call.exit !== 0 ? `failed (exit ${call.exit})` : `answered ${call.status}, expected ${want ?? "2xx"}`}`,
+        );
     }
     // Only a run that got to its end can tell a status comment that no curl met.
-    if (vars) for (const line of unmetExpectations(expected, calls)) failures.push(`README.md:${line}: its comment states a status, but no curl ran there`);
+    if (vars)
+      for (const line of unmetExpectations(expected, calls))
+        failures.push(`README.md:${line}: its comment states a status, but no curl ran there`);
     return { code, transcript, calls, vars, failures };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -155,8 +177,19 @@ function unmetExpectations(expected: Map<number, number>, calls: CurlCall[]): nu
 }
 
 /** bash -euo pipefail `script` in its own process group, which is ended when bash exits. */
-async function runBash(script: string, cwd: string, env: NodeJS.ProcessEnv, print: ((chunk: string) => void) | undefined, timeoutMs: number) {
-  const child = spawn("bash", ["-euo", "pipefail", script], { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+async function runBash(
+  script: string,
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  print: ((chunk: string) => void) | undefined,
+  timeoutMs: number,
+) {
+  const child = spawn("bash", ["-euo", "pipefail", script], {
+    cwd,
+    env,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let transcript = "";
   const take = (chunk: Buffer) => {
     const text = chunk.toString();
@@ -252,12 +285,17 @@ export async function checkReminderEmail(base: string, vars: Record<string, stri
   const delivered = (reminders.body?.data?.sent ?? []).some((r: any) =>
     (r.deliveries ?? []).some((d: any) => d.channel === "email" && d.state === "sent" && d.recipient === email),
   );
-  if (!delivered) problems.push(`no reminder of item ${item} has an email delivery sent to ${email}: ${JSON.stringify(reminders.body?.data?.sent).slice(0, 500)}`);
+  if (!delivered)
+    problems.push(
+      `no reminder of item ${item} has an email delivery sent to ${email}: ${JSON.stringify(reminders.body?.data?.sent).slice(0, 500)}`,
+    );
   const outbox = await getJson(base, "/cdn-cgi/explorer/api/local/email/sending?per_page=100");
   const title: string = detail.body.data.title;
   const emails: Array<{ to: string[]; subject: string }> = outbox.body?.result ?? [];
   if (!emails.some((m) => m.to.includes(email) && m.subject.includes(title))) {
-    problems.push(`the local outbox holds no email to ${email} about "${title}": ${JSON.stringify(outbox.body).slice(0, 500)}`);
+    problems.push(
+      `the local outbox holds no email to ${email} about "${title}": ${JSON.stringify(outbox.body).slice(0, 500)}`,
+    );
   }
   return problems;
 }
@@ -284,12 +322,18 @@ export async function runReadmeWalkthrough(
 ): Promise<WalkthroughResult> {
   const readme = readFileSync(join(ROOT, "README.md"), "utf8");
   const t0 = Date.now();
-  const service: Service = await startService("expiry-walkthrough-", [], { env: options.serviceEnv, port: options.port });
+  const service: Service = await startService("expiry-walkthrough-", [], {
+    env: options.serviceEnv,
+    port: options.port,
+  });
   const t1 = Date.now();
   let run: BlocksRun;
   const failures: string[] = [];
   try {
-    run = await runWalkthroughBlocks(readme, service.base, { env: { HOOK_PORT: String(await freePort()) }, print: options.print });
+    run = await runWalkthroughBlocks(readme, service.base, {
+      env: { HOOK_PORT: String(await freePort()) },
+      print: options.print,
+    });
     failures.push(...run.failures);
     if (run.vars) failures.push(...(await checkReminderEmail(service.base, run.vars)));
   } finally {
@@ -298,6 +342,15 @@ export async function runReadmeWalkthrough(
   const t2 = Date.now();
   const serviceLog = service.output();
   for (const trace of stackTraces(serviceLog)) failures.push(`a stack trace in the service's log:\n${trace}`);
-  for (const trace of stackTraces(run.transcript)) failures.push(`a stack trace in the walk-through's output:\n${trace}`);
-  return { ok: failures.length === 0, base: service.base, failures, transcript: run.transcript, serviceLog, calls: run.calls, seconds: { start: (t1 - t0) / 1000, blocks: (t2 - t1) / 1000 } };
+  for (const trace of stackTraces(run.transcript))
+    failures.push(`a stack trace in the walk-through's output:\n${trace}`);
+  return {
+    ok: failures.length === 0,
+    base: service.base,
+    failures,
+    transcript: run.transcript,
+    serviceLog,
+    calls: run.calls,
+    seconds: { start: (t1 - t0) / 1000, blocks: (t2 - t1) / 1000 },
+  };
 }

@@ -57,7 +57,13 @@ export const RESOURCES: readonly Resource[] = [
       f("settings", "settings", "json"),
     ],
   },
-  { table: "departments", type: "department", id: "{r}.id", company: "{r}.company_id", fields: [f("name"), f("is_default")] },
+  {
+    table: "departments",
+    type: "department",
+    id: "{r}.id",
+    company: "{r}.company_id",
+    fields: [f("name"), f("is_default")],
+  },
   {
     table: "contact_groups",
     type: "contact_group",
@@ -175,7 +181,14 @@ export const RESOURCES: readonly Resource[] = [
     id: "{r}.id",
     company: "{r}.company_id",
     // The signing secrets are never shown; a rotation shows as previous_secret_expires_at.
-    fields: [f("url"), f("description"), f("events", "events", "json"), f("enabled"), f("disabled_reason"), f("previous_secret_expires_at")],
+    fields: [
+      f("url"),
+      f("description"),
+      f("events", "events", "json"),
+      f("enabled"),
+      f("disabled_reason"),
+      f("previous_secret_expires_at"),
+    ],
   },
   {
     table: "calendar_feeds",
@@ -243,7 +256,9 @@ export const PARTS: readonly Part[] = [
     company: "{r}.company_id",
     key: "'fields.' || {r}.id",
     shown: "fields.<field id>",
-    value: "json_object('field_name', {r}.field_name, 'field_type', {r}.field_type, 'field_data', {r}.field_data, 'private', {r}.private, 'position', {r}.position)",
+    value:
+      "json_object('field_name', {r}.field_name, 'field_type', {r}.field_type, " +
+      "'field_data', {r}.field_data, 'private', {r}.private, 'position', {r}.position)",
     parent: "SELECT 1 FROM document_types WHERE id = {r}.type_id",
     changes: ["field_name", "field_type", "field_data", "private", "position"],
   },
@@ -279,10 +294,20 @@ const row = (expr: string, r: Row) => expr.replaceAll("{r}", r);
 /** A path json_remove finds nothing at: keeps the field. */
 const KEEP = "'$.\"\"'";
 
-function insertEntry(type: string, id: string, company: string, account: string | undefined, action: string, before: string, after: string): string {
+function insertEntry(
+  type: string,
+  id: string,
+  company: string,
+  account: string | undefined,
+  action: string,
+  before: string,
+  after: string,
+): string {
   const accountExpr = account ?? `(SELECT account_id FROM companies WHERE id = ${company})`;
   return (
-    "INSERT INTO `audit_log` (`account_id`, `company_id`, `at`, `client_id`, `user_id`, `actor_company_id`, `request_id`, `operation_id`, `contact_id`, `via`, `resource_type`, `resource_id`, `action`, `before`, `after`)\n" +
+    "INSERT INTO `audit_log` (`account_id`, `company_id`, `at`, `client_id`, " +
+    "`user_id`, `actor_company_id`, `request_id`, `operation_id`, `contact_id`, " +
+    "`via`, `resource_type`, `resource_id`, `action`, `before`, `after`)\n" +
     `SELECT coalesce(ctx.account_id, ${accountExpr}, 0), ${company}, coalesce(ctx.at, ${NOW_MS}), ctx.client_id, ctx.user_id, ctx.company_id, ctx.request_id, ctx.operation_id, ctx.contact_id, ctx.via,\n` +
     `  '${type}', ${id}, '${action}', ${before}, ${after}\n` +
     "FROM (SELECT 1) LEFT JOIN `audit_context` AS ctx"
@@ -290,7 +315,8 @@ function insertEntry(type: string, id: string, company: string, account: string 
 }
 
 const value = (field: Field, r: Row) => (field[2] === "json" ? `json(${r}.${field[1]})` : `${r}.${field[1]}`);
-const object = (fields: readonly Field[], r: Row) => `json_object(${fields.map((fl) => `'${fl[0]}', ${value(fl, r)}`).join(", ")})`;
+const object = (fields: readonly Field[], r: Row) =>
+  `json_object(${fields.map((fl) => `'${fl[0]}', ${value(fl, r)}`).join(", ")})`;
 /** The side's object without the fields that did not change. */
 const changed = (fields: readonly Field[], r: Row) =>
   `json_remove(${object(fields, r)}, ${fields.map((fl) => `CASE WHEN old.${fl[1]} IS new.${fl[1]} THEN '$."${fl[0]}"' ELSE ${KEEP} END`).join(", ")})`;
@@ -307,31 +333,70 @@ function resourceTriggers(t: Resource): Trigger[] {
   const account = (r: (e: string) => string) => (t.account ? r(t.account) : undefined);
   const shown = t.fields.map((fl) => fl[0]).join(", ");
   const triggers: Record<"insert" | "update" | "delete", Trigger> = {
-    insert: audit({ table: t.table, event: "INSERT", effect: `\`${t.type}\` \`created\` entry (${shown})`,
-      body: [insertEntry(t.type, n(t.id), n(t.company), account(n), "created", "NULL", object(t.fields, "new"))] }),
-    update: audit({ table: t.table, event: "UPDATE", when: t.fields.map((fl) => `old.${fl[1]} IS NOT new.${fl[1]}`).join(" OR "),
+    insert: audit({
+      table: t.table,
+      event: "INSERT",
+      effect: `\`${t.type}\` \`created\` entry (${shown})`,
+      body: [insertEntry(t.type, n(t.id), n(t.company), account(n), "created", "NULL", object(t.fields, "new"))],
+    }),
+    update: audit({
+      table: t.table,
+      event: "UPDATE",
+      when: t.fields.map((fl) => `old.${fl[1]} IS NOT new.${fl[1]}`).join(" OR "),
       effect: `\`${t.type}\` \`updated\` entry with the shown fields that changed; none when only other columns change`,
-      body: [insertEntry(t.type, n(t.id), n(t.company), account(n), "updated", changed(t.fields, "old"), changed(t.fields, "new"))] }),
-    delete: audit({ table: t.table, event: "DELETE", effect: `\`${t.type}\` \`deleted\` entry`,
-      body: [insertEntry(t.type, o(t.id), o(t.company), account(o), "deleted", object(t.fields, "old"), "NULL")] }),
+      body: [
+        insertEntry(
+          t.type,
+          n(t.id),
+          n(t.company),
+          account(n),
+          "updated",
+          changed(t.fields, "old"),
+          changed(t.fields, "new"),
+        ),
+      ],
+    }),
+    delete: audit({
+      table: t.table,
+      event: "DELETE",
+      effect: `\`${t.type}\` \`deleted\` entry`,
+      body: [insertEntry(t.type, o(t.id), o(t.company), account(o), "deleted", object(t.fields, "old"), "NULL")],
+    }),
   };
   return (t.events ?? ["insert", "update", "delete"]).map((event) => triggers[event]);
 }
 
 function partTriggers(p: Part): Trigger[] {
   const [n, o] = [(e: string) => row(e, "new"), (e: string) => row(e, "old")];
-  const side = (r: (e: string) => string, present: boolean) => `json_object(${r(p.key)}, ${present ? r(p.value) : "NULL"})`;
+  const side = (r: (e: string) => string, present: boolean) =>
+    `json_object(${r(p.key)}, ${present ? r(p.value) : "NULL"})`;
   const triggers = [
-    audit({ table: p.table, event: "INSERT", effect: `\`${p.type}\` \`updated\` entry: \`${p.shown}\` added`,
-      body: [insertEntry(p.type, n(p.id), n(p.company), undefined, "updated", side(n, false), side(n, true))] }),
-    audit({ table: p.table, event: "DELETE", when: `EXISTS (${o(p.parent)})`,
+    audit({
+      table: p.table,
+      event: "INSERT",
+      effect: `\`${p.type}\` \`updated\` entry: \`${p.shown}\` added`,
+      body: [insertEntry(p.type, n(p.id), n(p.company), undefined, "updated", side(n, false), side(n, true))],
+    }),
+    audit({
+      table: p.table,
+      event: "DELETE",
+      when: `EXISTS (${o(p.parent)})`,
       effect: `\`${p.type}\` \`updated\` entry: \`${p.shown}\` removed (nothing when the ${p.type} itself is deleted)`,
-      body: [insertEntry(p.type, o(p.id), o(p.company), undefined, "updated", side(o, true), side(o, false))] }),
+      body: [insertEntry(p.type, o(p.id), o(p.company), undefined, "updated", side(o, true), side(o, false))],
+    }),
   ];
   if (p.changes) {
-    triggers.splice(1, 0, audit({ table: p.table, event: "UPDATE", when: p.changes.map((c) => `old.${c} IS NOT new.${c}`).join(" OR "),
-      effect: `\`${p.type}\` \`updated\` entry: \`${p.shown}\` before and after`,
-      body: [insertEntry(p.type, n(p.id), n(p.company), undefined, "updated", side(o, true), side(n, true))] }));
+    triggers.splice(
+      1,
+      0,
+      audit({
+        table: p.table,
+        event: "UPDATE",
+        when: p.changes.map((c) => `old.${c} IS NOT new.${c}`).join(" OR "),
+        effect: `\`${p.type}\` \`updated\` entry: \`${p.shown}\` before and after`,
+        body: [insertEntry(p.type, n(p.id), n(p.company), undefined, "updated", side(o, true), side(n, true))],
+      }),
+    );
   }
   return triggers;
 }

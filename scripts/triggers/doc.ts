@@ -17,7 +17,10 @@ function event(t: Trigger): string {
 /** A table's triggers by event (before, then after), each event's in the order they fire: latest created first. */
 function firingOrder(triggers: readonly Trigger[]): Trigger[] {
   const key = (t: Trigger) => EVENTS.indexOf(t.event) * 2 + (t.timing === "BEFORE" ? 0 : 1);
-  return triggers.map((t, i) => ({ t, i })).sort((a, b) => key(a.t) - key(b.t) || b.i - a.i).map(({ t }) => t);
+  return triggers
+    .map((t, i) => ({ t, i }))
+    .sort((a, b) => key(a.t) - key(b.t) || b.i - a.i)
+    .map(({ t }) => t);
 }
 
 export function renderDoc(): string {
@@ -86,7 +89,13 @@ export function renderDoc(): string {
     "## By table",
   ];
   for (const table of tables) {
-    lines.push("", `### \`${table}\``, "", "| Event | Effect | Family | Skips during shard moves | Trigger |", "|---|---|---|---|---|");
+    lines.push(
+      "",
+      `### \`${table}\``,
+      "",
+      "| Event | Effect | Family | Skips during shard moves | Trigger |",
+      "|---|---|---|---|---|",
+    );
     for (const t of firingOrder(CATALOGUE.filter((x) => x.table === table))) {
       lines.push(`| ${event(t)} | ${cell(t.effect)} | ${t.family} | ${skips(t)} | \`${t.name}\` |`);
     }

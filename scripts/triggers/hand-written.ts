@@ -13,12 +13,35 @@ const family = (name: Family, triggers: Declaration[]): Trigger[] => triggers.ma
 const keyCheck = (table: string, column: string): Declaration[] => {
   const refuse = [`SELECT RAISE(ABORT, '${table}.${column} is required')`];
   return [
-    { name: `${table}_${column}_required`, table, timing: "BEFORE", event: "INSERT", when: `new.${column} IS NULL`, skipsShardMoves: false, effect: `refuses a row without \`${column}\``, body: refuse },
-    { name: `${table}_${column}_kept`, table, timing: "BEFORE", event: "UPDATE", columns: [column], when: `new.${column} IS NULL`, skipsShardMoves: false, effect: `refuses setting \`${column}\` to NULL`, body: refuse },
+    {
+      name: `${table}_${column}_required`,
+      table,
+      timing: "BEFORE",
+      event: "INSERT",
+      when: `new.${column} IS NULL`,
+      skipsShardMoves: false,
+      effect: `refuses a row without \`${column}\``,
+      body: refuse,
+    },
+    {
+      name: `${table}_${column}_kept`,
+      table,
+      timing: "BEFORE",
+      event: "UPDATE",
+      columns: [column],
+      when: `new.${column} IS NULL`,
+      skipsShardMoves: false,
+      effect: `refuses setting \`${column}\` to NULL`,
+      body: refuse,
+    },
   ];
 };
 
-const KEY_CHECKS = family("key check", [...keyCheck("contacts", "email_key"), ...keyCheck("contact_groups", "name_key"), ...keyCheck("departments", "name_key")]);
+const KEY_CHECKS = family("key check", [
+  ...keyCheck("contacts", "email_key"),
+  ...keyCheck("contact_groups", "name_key"),
+  ...keyCheck("departments", "name_key"),
+]);
 
 // --- versions -----------------------------------------------------------------------------------
 // Every UPDATE of the row bumps `version` once (If-Match: src/db/commit.ts). The trigger's own
@@ -37,7 +60,17 @@ const version = (table: string): Declaration => ({
 
 const VERSIONS = family(
   "version",
-  ["contacts", "contact_groups", "departments", "companies", "document_types", "folders", "items", "tasks", "webhook_endpoints"].map(version),
+  [
+    "contacts",
+    "contact_groups",
+    "departments",
+    "companies",
+    "document_types",
+    "folders",
+    "items",
+    "tasks",
+    "webhook_endpoints",
+  ].map(version),
 );
 
 // --- search -------------------------------------------------------------------------------------
@@ -68,14 +101,42 @@ function search(s: SearchIndex): Declaration[] {
   const newTerms = s.updateOf.length > 1 ? `${terms} AND new.search_words IS NOT old.search_words` : terms;
   const names = s.updateOf.map((c) => `\`${c}\``).join(", ");
   return [
-    { name: `${s.table}_search_after_insert`, table: s.table, event: "INSERT", skipsShardMoves: false, effect: `indexes the row's \`search_words\` in \`${s.index}\`; new long words into \`search_terms\``, body: [add, terms] },
-    { name: `${s.table}_search_after_update`, table: s.table, event: "UPDATE", columns: s.updateOf, skipsShardMoves: false, effect: `re-indexes the row in \`${s.index}\` when ${names} change`, body: [remove, add, newTerms] },
-    { name: `${s.table}_search_after_delete`, table: s.table, event: "DELETE", skipsShardMoves: false, effect: `removes the row from \`${s.index}\``, body: [remove] },
+    {
+      name: `${s.table}_search_after_insert`,
+      table: s.table,
+      event: "INSERT",
+      skipsShardMoves: false,
+      effect: `indexes the row's \`search_words\` in \`${s.index}\`; new long words into \`search_terms\``,
+      body: [add, terms],
+    },
+    {
+      name: `${s.table}_search_after_update`,
+      table: s.table,
+      event: "UPDATE",
+      columns: s.updateOf,
+      skipsShardMoves: false,
+      effect: `re-indexes the row in \`${s.index}\` when ${names} change`,
+      body: [remove, add, newTerms],
+    },
+    {
+      name: `${s.table}_search_after_delete`,
+      table: s.table,
+      event: "DELETE",
+      skipsShardMoves: false,
+      effect: `removes the row from \`${s.index}\``,
+      body: [remove],
+    },
   ];
 }
 
 const SEARCH = family("search", [
-  ...search({ table: "contacts", index: "contacts_search", rowid: (r) => `${r}.id`, mark: (r) => `char(${markCodes(r)})`, updateOf: ["search_words"] }),
+  ...search({
+    table: "contacts",
+    index: "contacts_search",
+    rowid: (r) => `${r}.id`,
+    mark: (r) => `char(${markCodes(r)})`,
+    updateOf: ["search_words"],
+  }),
   ...search({
     table: "items",
     index: "items_search",
@@ -106,9 +167,11 @@ const BUSINESS_RULES = family("business rule", [
     table: "companies",
     event: "INSERT",
     skipsShardMoves: true,
-    effect: "adds the company's default reminder sequence **Standard** (30, 14, 7, 1 days before and on the day, 09:00)",
+    effect:
+      "adds the company's default reminder sequence **Standard** (30, 14, 7, 1 days " + "before and on the day, 09:00)",
     body: [
-      "INSERT INTO `reminder_sequences` (`company_id`, `name`, `name_key`, `is_default`, `steps`) VALUES (new.id, 'Standard', 'standard', 1,\n" +
+      "INSERT INTO `reminder_sequences` (`company_id`, `name`, `name_key`, " +
+        "`is_default`, `steps`) VALUES (new.id, 'Standard', 'standard', 1,\n" +
         `  '${JSON.stringify(STANDARD_STEPS)}')`,
     ],
   },
@@ -122,18 +185,50 @@ const driveUsage = (r: Row, sign: "+" | "-") => [
   `UPDATE \`companies\` SET \`drive_space_used_kb\` = \`drive_space_used_kb\` ${sign} ${kb(r)} WHERE \`id\` = ${r}.company_id`,
   `UPDATE \`departments\` SET \`storage_used_kb\` = \`storage_used_kb\` ${sign} ${kb(r)} WHERE \`id\` = ${r}.dept_id`,
 ];
-const deptContacts = (r: Row, sign: "+" | "-") => `UPDATE \`departments\` SET \`contacts_used\` = \`contacts_used\` ${sign} 1 WHERE id = ${r}.dept_id`;
-const deptDocs = (r: Row, sign: "+" | "-") => `UPDATE \`departments\` SET \`docs_used\` = \`docs_used\` ${sign} 1 WHERE id = ${r}.dept_id`;
-const typeDocs = (r: Row, sign: "+" | "-") => `UPDATE \`document_types\` SET \`docs_count\` = \`docs_count\` ${sign} 1 WHERE id = ${r}.document_type_id`;
+const deptContacts = (r: Row, sign: "+" | "-") =>
+  `UPDATE \`departments\` SET \`contacts_used\` = \`contacts_used\` ${sign} 1 WHERE id = ${r}.dept_id`;
+const deptDocs = (r: Row, sign: "+" | "-") =>
+  `UPDATE \`departments\` SET \`docs_used\` = \`docs_used\` ${sign} 1 WHERE id = ${r}.dept_id`;
+const typeDocs = (r: Row, sign: "+" | "-") =>
+  `UPDATE \`document_types\` SET \`docs_count\` = \`docs_count\` ${sign} 1 WHERE id = ${r}.document_type_id`;
 const taskCount = (r: Row, sign: "+" | "-") =>
   `UPDATE \`task_counts\` SET \`total\` = \`total\` ${sign} 1 WHERE \`company_id\` = ${r}.company_id AND \`status\` = ${r}.status`;
-const taskCountRow = "INSERT OR IGNORE INTO `task_counts` (`company_id`, `status`, `total`) VALUES (new.company_id, new.status, 0)";
+const taskCountRow =
+  "INSERT OR IGNORE INTO `task_counts` (`company_id`, `status`, `total`) VALUES " + "(new.company_id, new.status, 0)";
 
 const COUNTERS = family("counter", [
-  { name: "contacts_used_after_delete", table: "contacts", event: "DELETE", skipsShardMoves: true, effect: "`companies.contacts_used` − 1", body: ["UPDATE `companies` SET `contacts_used` = `contacts_used` - 1 WHERE id = old.company_id"] },
-  { name: "contacts_used_after_insert", table: "contacts", event: "INSERT", skipsShardMoves: true, effect: "`companies.contacts_used` + 1", body: ["UPDATE `companies` SET `contacts_used` = `contacts_used` + 1 WHERE id = new.company_id"] },
-  { name: "departments_contacts_used_after_delete", table: "contacts", event: "DELETE", skipsShardMoves: true, effect: "the department's `contacts_used` − 1", body: [deptContacts("old", "-")] },
-  { name: "departments_contacts_used_after_insert", table: "contacts", event: "INSERT", skipsShardMoves: true, effect: "the department's `contacts_used` + 1", body: [deptContacts("new", "+")] },
+  {
+    name: "contacts_used_after_delete",
+    table: "contacts",
+    event: "DELETE",
+    skipsShardMoves: true,
+    effect: "`companies.contacts_used` − 1",
+    body: ["UPDATE `companies` SET `contacts_used` = `contacts_used` - 1 WHERE id = " + "old.company_id"],
+  },
+  {
+    name: "contacts_used_after_insert",
+    table: "contacts",
+    event: "INSERT",
+    skipsShardMoves: true,
+    effect: "`companies.contacts_used` + 1",
+    body: ["UPDATE `companies` SET `contacts_used` = `contacts_used` + 1 WHERE id = " + "new.company_id"],
+  },
+  {
+    name: "departments_contacts_used_after_delete",
+    table: "contacts",
+    event: "DELETE",
+    skipsShardMoves: true,
+    effect: "the department's `contacts_used` − 1",
+    body: [deptContacts("old", "-")],
+  },
+  {
+    name: "departments_contacts_used_after_insert",
+    table: "contacts",
+    event: "INSERT",
+    skipsShardMoves: true,
+    effect: "the department's `contacts_used` + 1",
+    body: [deptContacts("new", "+")],
+  },
   {
     name: "departments_contacts_used_after_move",
     table: "contacts",
@@ -152,20 +247,52 @@ const COUNTERS = family("counter", [
     effect: "deletes the company's `task_counts` rows",
     body: ["DELETE FROM `task_counts` WHERE `company_id` = old.id"],
   },
-  { name: "files_usage_after_delete", table: "files", event: "DELETE", skipsShardMoves: true, effect: "the file's KB (at least 1) off the company's `drive_space_used_kb` and the department's `storage_used_kb`", body: driveUsage("old", "-") },
-  { name: "files_usage_after_insert", table: "files", event: "INSERT", skipsShardMoves: true, effect: "the file's KB (at least 1) onto the company's `drive_space_used_kb` and the department's `storage_used_kb`", body: driveUsage("new", "+") },
+  {
+    name: "files_usage_after_delete",
+    table: "files",
+    event: "DELETE",
+    skipsShardMoves: true,
+    effect:
+      "the file's KB (at least 1) off the company's `drive_space_used_kb` and the " + "department's `storage_used_kb`",
+    body: driveUsage("old", "-"),
+  },
+  {
+    name: "files_usage_after_insert",
+    table: "files",
+    event: "INSERT",
+    skipsShardMoves: true,
+    effect:
+      "the file's KB (at least 1) onto the company's `drive_space_used_kb` and the " + "department's `storage_used_kb`",
+    body: driveUsage("new", "+"),
+  },
   {
     name: "files_usage_after_move",
     table: "files",
     event: "UPDATE",
     columns: ["company_id", "dept_id", "size_bytes"],
-    when: "new.company_id IS NOT old.company_id OR new.dept_id IS NOT old.dept_id OR new.size_bytes IS NOT old.size_bytes",
+    when:
+      "new.company_id IS NOT old.company_id OR new.dept_id IS NOT old.dept_id OR " +
+      "new.size_bytes IS NOT old.size_bytes",
     skipsShardMoves: true,
     effect: "moves the file's KB from the old company and department to the new ones",
     body: [...driveUsage("old", "-"), ...driveUsage("new", "+")],
   },
-  { name: "item_tags_count_after_delete", table: "item_tags", event: "DELETE", skipsShardMoves: true, effect: "the tag's `items_count` − 1 (also when the item's delete cascades)", body: ["UPDATE `tags` SET `items_count` = `items_count` - 1 WHERE id = old.tag_id"] },
-  { name: "item_tags_count_after_insert", table: "item_tags", event: "INSERT", skipsShardMoves: true, effect: "the tag's `items_count` + 1", body: ["UPDATE `tags` SET `items_count` = `items_count` + 1 WHERE id = new.tag_id"] },
+  {
+    name: "item_tags_count_after_delete",
+    table: "item_tags",
+    event: "DELETE",
+    skipsShardMoves: true,
+    effect: "the tag's `items_count` − 1 (also when the item's delete cascades)",
+    body: ["UPDATE `tags` SET `items_count` = `items_count` - 1 WHERE id = old.tag_id"],
+  },
+  {
+    name: "item_tags_count_after_insert",
+    table: "item_tags",
+    event: "INSERT",
+    skipsShardMoves: true,
+    effect: "the tag's `items_count` + 1",
+    body: ["UPDATE `tags` SET `items_count` = `items_count` + 1 WHERE id = new.tag_id"],
+  },
   {
     name: "items_counters_after_archive",
     table: "items",
@@ -174,16 +301,22 @@ const COUNTERS = family("counter", [
     when: "new.archived <> old.archived",
     skipsShardMoves: true,
     effect: "`companies.items_archived` ± 1",
-    body: ["UPDATE `companies` SET `items_archived` = `items_archived` + new.archived - old.archived WHERE id = new.company_id"],
+    body: [
+      "UPDATE `companies` SET `items_archived` = `items_archived` + new.archived - " +
+        "old.archived WHERE id = new.company_id",
+    ],
   },
   {
     name: "items_counters_after_delete",
     table: "items",
     event: "DELETE",
     skipsShardMoves: true,
-    effect: "`companies.documents_used` − 1 (and `items_archived` if archived), the department's `docs_used` − 1, the document type's `docs_count` − 1",
+    effect:
+      "`companies.documents_used` − 1 (and `items_archived` if archived), the " +
+      "department's `docs_used` − 1, the document type's `docs_count` − 1",
     body: [
-      "UPDATE `companies` SET `documents_used` = `documents_used` - 1, `items_archived` = `items_archived` - old.archived WHERE id = old.company_id",
+      "UPDATE `companies` SET `documents_used` = `documents_used` - 1, " +
+        "`items_archived` = `items_archived` - old.archived WHERE id = old.company_id",
       deptDocs("old", "-"),
       typeDocs("old", "-"),
     ],
@@ -203,9 +336,12 @@ const COUNTERS = family("counter", [
     table: "items",
     event: "INSERT",
     skipsShardMoves: true,
-    effect: "`companies.documents_used` + 1 (and `items_archived` if archived), the department's `docs_used` + 1, the document type's `docs_count` + 1",
+    effect:
+      "`companies.documents_used` + 1 (and `items_archived` if archived), the " +
+      "department's `docs_used` + 1, the document type's `docs_count` + 1",
     body: [
-      "UPDATE `companies` SET `documents_used` = `documents_used` + 1, `items_archived` = `items_archived` + new.archived WHERE id = new.company_id",
+      "UPDATE `companies` SET `documents_used` = `documents_used` + 1, " +
+        "`items_archived` = `items_archived` + new.archived WHERE id = new.company_id",
       deptDocs("new", "+"),
       typeDocs("new", "+"),
     ],
@@ -220,8 +356,22 @@ const COUNTERS = family("counter", [
     effect: "moves one from the old document type's `docs_count` to the new one's",
     body: [typeDocs("old", "-"), typeDocs("new", "+")],
   },
-  { name: "tasks_counts_after_delete", table: "tasks", event: "DELETE", skipsShardMoves: true, effect: "`task_counts` of the company and status − 1", body: [taskCount("old", "-")] },
-  { name: "tasks_counts_after_insert", table: "tasks", event: "INSERT", skipsShardMoves: true, effect: "`task_counts` of the company and status + 1", body: [taskCountRow, taskCount("new", "+")] },
+  {
+    name: "tasks_counts_after_delete",
+    table: "tasks",
+    event: "DELETE",
+    skipsShardMoves: true,
+    effect: "`task_counts` of the company and status − 1",
+    body: [taskCount("old", "-")],
+  },
+  {
+    name: "tasks_counts_after_insert",
+    table: "tasks",
+    event: "INSERT",
+    skipsShardMoves: true,
+    effect: "`task_counts` of the company and status + 1",
+    body: [taskCountRow, taskCount("new", "+")],
+  },
   {
     name: "tasks_counts_after_status",
     table: "tasks",
@@ -251,11 +401,26 @@ const REMINDER_SYNC = family("reminder sync", [
     columns: ["settings"],
     when: "json_extract(new.settings, '$.timezone') IS NOT json_extract(old.settings, '$.timezone')",
     skipsShardMoves: true,
-    effect: "a new time zone: `reminder_sync` of item 0 (the company's settings) bumped, so every queued reminder moves",
+    effect:
+      "a new time zone: `reminder_sync` of item 0 (the company's settings) bumped, so " + "every queued reminder moves",
     body: reminderSync("new.id", "0"),
   },
-  { name: "items_reminder_sync_after_delete", table: "items", event: "DELETE", skipsShardMoves: true, effect: "the item's `reminder_sync` bumped (its reminders go)", body: reminderSync("old.company_id", "old.id") },
-  { name: "items_reminder_sync_after_insert", table: "items", event: "INSERT", skipsShardMoves: true, effect: "the item's `reminder_sync` bumped (its reminders are queued)", body: reminderSync("new.company_id", "new.id") },
+  {
+    name: "items_reminder_sync_after_delete",
+    table: "items",
+    event: "DELETE",
+    skipsShardMoves: true,
+    effect: "the item's `reminder_sync` bumped (its reminders go)",
+    body: reminderSync("old.company_id", "old.id"),
+  },
+  {
+    name: "items_reminder_sync_after_insert",
+    table: "items",
+    event: "INSERT",
+    skipsShardMoves: true,
+    effect: "the item's `reminder_sync` bumped (its reminders are queued)",
+    body: reminderSync("new.company_id", "new.id"),
+  },
   {
     name: "items_reminder_sync_after_update",
     table: "items",
@@ -263,8 +428,22 @@ const REMINDER_SYNC = family("reminder sync", [
     // What the reminder engine reads of an item, the recurrence rule included (it renews renew_on=expired items).
     // An acknowledgement holds its occurrence's reminders, a snooze defers them (docs/reminders.md).
     columns: [
-      "title", "expiry_date", "reminder_anchor", "schedule_epoch", "status", "archived", "recur_every", "recur_unit", "recur_renew_on", "recur_until", "recur_count",
-      "recur_anchor", "ack_epoch", "snooze_epoch", "snoozed_until", "snooze_contact_id",
+      "title",
+      "expiry_date",
+      "reminder_anchor",
+      "schedule_epoch",
+      "status",
+      "archived",
+      "recur_every",
+      "recur_unit",
+      "recur_renew_on",
+      "recur_until",
+      "recur_count",
+      "recur_anchor",
+      "ack_epoch",
+      "snooze_epoch",
+      "snoozed_until",
+      "snooze_contact_id",
     ],
     skipsShardMoves: true,
     effect: "the item's `reminder_sync` bumped when what its reminders depend on changes",
@@ -278,12 +457,36 @@ const REMINDER_SYNC = family("reminder sync", [
 // the version trigger's bump (every UPDATE of these tables bumps version exactly once).
 
 const revision = (table: string): Declaration[] => {
-  const bump = (r: Row) => [`INSERT INTO \`company_revisions\` (\`company_id\`, \`records\`) VALUES (${r}.company_id, 1) ON CONFLICT (\`company_id\`) DO UPDATE SET \`records\` = \`records\` + 1`];
+  const bump = (r: Row) => [
+    `INSERT INTO \`company_revisions\` (\`company_id\`, \`records\`) VALUES (${r}.company_id, 1) ON CONFLICT (\`company_id\`) DO UPDATE SET \`records\` = \`records\` + 1`,
+  ];
   const effect = "the company's `company_revisions.records` + 1 (calendar feed ETags)";
   return [
-    { name: `revision_${table}_after_delete`, table, event: "DELETE", skipsShardMoves: true, effect, body: bump("old") },
-    { name: `revision_${table}_after_insert`, table, event: "INSERT", skipsShardMoves: true, effect, body: bump("new") },
-    { name: `revision_${table}_after_update`, table, event: "UPDATE", when: "new.version <> old.version", skipsShardMoves: true, effect: `${effect}, on the version bump`, body: bump("new") },
+    {
+      name: `revision_${table}_after_delete`,
+      table,
+      event: "DELETE",
+      skipsShardMoves: true,
+      effect,
+      body: bump("old"),
+    },
+    {
+      name: `revision_${table}_after_insert`,
+      table,
+      event: "INSERT",
+      skipsShardMoves: true,
+      effect,
+      body: bump("new"),
+    },
+    {
+      name: `revision_${table}_after_update`,
+      table,
+      event: "UPDATE",
+      when: "new.version <> old.version",
+      skipsShardMoves: true,
+      effect: `${effect}, on the version bump`,
+      body: bump("new"),
+    },
   ];
 };
 
@@ -323,12 +526,15 @@ const taskData = (r: Row) =>
 const ITEM_UPDATE_TYPE =
   "FROM (SELECT CASE\n" +
   "      WHEN new.schedule_epoch IS NOT old.schedule_epoch THEN 'item.renewed'\n" +
-  "      WHEN new.archived IS NOT old.archived THEN CASE WHEN new.archived = 1 THEN 'item.archived' ELSE 'item.restored' END\n" +
+  "      WHEN new.archived IS NOT old.archived THEN CASE WHEN new.archived = 1 " +
+  "THEN 'item.archived' ELSE 'item.restored' END\n" +
   "      WHEN new.status IS NOT old.status THEN 'item.status_changed'\n" +
   "      WHEN new.title IS NOT old.title OR new.notes IS NOT old.notes OR new.expiry_date IS NOT old.expiry_date\n" +
-  "        OR new.item_type IS NOT old.item_type OR new.folder_id IS NOT old.folder_id OR new.document_type_id IS NOT old.document_type_id\n" +
+  "        OR new.item_type IS NOT old.item_type OR new.folder_id IS NOT " +
+  "old.folder_id OR new.document_type_id IS NOT old.document_type_id\n" +
   "        OR new.contact_id IS NOT old.contact_id OR new.dept_id IS NOT old.dept_id\n" +
-  "        OR new.recur_every IS NOT old.recur_every OR new.recur_unit IS NOT old.recur_unit OR new.recur_renew_on IS NOT old.recur_renew_on\n" +
+  "        OR new.recur_every IS NOT old.recur_every OR new.recur_unit IS NOT " +
+  "old.recur_unit OR new.recur_renew_on IS NOT old.recur_renew_on\n" +
   "        OR new.recur_until IS NOT old.recur_until OR new.recur_count IS NOT old.recur_count THEN 'item.updated'\n" +
   "    END AS type) AS t";
 
@@ -336,7 +542,8 @@ const ITEM_UPDATE_TYPE =
 // no longer, snoozed or no longer. A renewal clears both in its own UPDATE, which is item.renewed.
 const ITEM_ACTION_TYPE =
   "FROM (SELECT CASE\n" +
-  "      WHEN new.ack_epoch IS NOT old.ack_epoch THEN CASE WHEN new.ack_epoch IS NULL THEN 'item.unacknowledged' ELSE 'item.acknowledged' END\n" +
+  "      WHEN new.ack_epoch IS NOT old.ack_epoch THEN CASE WHEN new.ack_epoch IS " +
+  "NULL THEN 'item.unacknowledged' ELSE 'item.acknowledged' END\n" +
   "      WHEN new.snooze_epoch IS NOT old.snooze_epoch OR new.snoozed_until IS NOT old.snoozed_until\n" +
   "        THEN CASE WHEN new.snoozed_until IS NULL THEN 'item.unsnoozed' ELSE 'item.snoozed' END\n" +
   "    END AS type) AS t";
@@ -346,8 +553,10 @@ const itemActionData = (r: Row) =>
   `${itemData(r).slice(0, -1)},\n` +
   `    'acknowledgement', CASE WHEN ${r}.ack_epoch IS ${r}.schedule_epoch THEN json(${r}.acknowledgement) END,\n` +
   `    'snoozed_until', CASE WHEN ${r}.snooze_epoch IS ${r}.schedule_epoch THEN ${r}.snoozed_until END,\n` +
-  "    'by', (SELECT json(CASE WHEN ctx.contact_id IS NOT NULL THEN json_object('type', 'contact', 'id', ctx.contact_id)\n" +
-  "      WHEN ctx.client_id IS NOT NULL THEN json_object('type', 'client', 'id', ctx.client_id) END) FROM `audit_context` AS ctx),\n" +
+  "    'by', (SELECT json(CASE WHEN ctx.contact_id IS NOT NULL THEN " +
+  "json_object('type', 'contact', 'id', ctx.contact_id)\n" +
+  "      WHEN ctx.client_id IS NOT NULL THEN json_object('type', 'client', 'id', " +
+  "ctx.client_id) END) FROM `audit_context` AS ctx),\n" +
   "    'via', (SELECT ctx.via FROM `audit_context` AS ctx))";
 
 const WEBHOOK_EVENTS = family("webhook event", [
@@ -357,16 +566,40 @@ const WEBHOOK_EVENTS = family("webhook event", [
     event: "INSERT",
     skipsShardMoves: true,
     effect: "`file.uploaded` into `webhook_events`",
-    body: [webhookEvent("new", "'file.uploaded'", "json_object('file_id', new.public_id, 'file_name', new.file_name, 'size_bytes', new.size_bytes, 'content_type', new.content_type)")],
+    body: [
+      webhookEvent(
+        "new",
+        "'file.uploaded'",
+        "json_object('file_id', new.public_id, 'file_name', new.file_name, 'size_bytes', " +
+          "new.size_bytes, 'content_type', new.content_type)",
+      ),
+    ],
   },
-  { name: "webhook_items_after_delete", table: "items", event: "DELETE", skipsShardMoves: true, effect: "`item.deleted` into `webhook_events`", body: [webhookEvent("old", "'item.deleted'", itemData("old"))] },
-  { name: "webhook_items_after_insert", table: "items", event: "INSERT", skipsShardMoves: true, effect: "`item.created` into `webhook_events`", body: [webhookEvent("new", "'item.created'", itemData("new"))] },
+  {
+    name: "webhook_items_after_delete",
+    table: "items",
+    event: "DELETE",
+    skipsShardMoves: true,
+    effect: "`item.deleted` into `webhook_events`",
+    body: [webhookEvent("old", "'item.deleted'", itemData("old"))],
+  },
+  {
+    name: "webhook_items_after_insert",
+    table: "items",
+    event: "INSERT",
+    skipsShardMoves: true,
+    effect: "`item.created` into `webhook_events`",
+    body: [webhookEvent("new", "'item.created'", itemData("new"))],
+  },
   {
     name: "webhook_items_after_update",
     table: "items",
     event: "UPDATE",
     skipsShardMoves: true,
-    effect: "the most specific of `item.renewed`, `item.archived` / `item.restored`, `item.status_changed`, `item.updated` into `webhook_events` (none for other columns, such as the version bump)",
+    effect:
+      "the most specific of `item.renewed`, `item.archived` / `item.restored`, " +
+      "`item.status_changed`, `item.updated` into `webhook_events` (none for other " +
+      "columns, such as the version bump)",
     body: [webhookEvent("new", "t.type", itemData("new"), ITEM_UPDATE_TYPE)],
   },
   {
@@ -377,11 +610,28 @@ const WEBHOOK_EVENTS = family("webhook event", [
     // A renewal's UPDATE clears them too: its event is item.renewed, above.
     when: "new.schedule_epoch IS old.schedule_epoch",
     skipsShardMoves: true,
-    effect: "`item.acknowledged` / `item.unacknowledged`, else `item.snoozed` / `item.unsnoozed` into `webhook_events`, with the acknowledgement, the snooze and who acted how (`by`, `via`: the batch's actor)",
+    effect:
+      "`item.acknowledged` / `item.unacknowledged`, else `item.snoozed` / " +
+      "`item.unsnoozed` into `webhook_events`, with the acknowledgement, the snooze " +
+      "and who acted how (`by`, `via`: the batch's actor)",
     body: [webhookEvent("new", "t.type", itemActionData("new"), ITEM_ACTION_TYPE)],
   },
-  { name: "webhook_tasks_after_delete", table: "tasks", event: "DELETE", skipsShardMoves: true, effect: "`task.deleted` into `webhook_events`", body: [webhookEvent("old", "'task.deleted'", taskData("old"))] },
-  { name: "webhook_tasks_after_insert", table: "tasks", event: "INSERT", skipsShardMoves: true, effect: "`task.created` into `webhook_events`", body: [webhookEvent("new", "'task.created'", taskData("new"))] },
+  {
+    name: "webhook_tasks_after_delete",
+    table: "tasks",
+    event: "DELETE",
+    skipsShardMoves: true,
+    effect: "`task.deleted` into `webhook_events`",
+    body: [webhookEvent("old", "'task.deleted'", taskData("old"))],
+  },
+  {
+    name: "webhook_tasks_after_insert",
+    table: "tasks",
+    event: "INSERT",
+    skipsShardMoves: true,
+    effect: "`task.created` into `webhook_events`",
+    body: [webhookEvent("new", "'task.created'", taskData("new"))],
+  },
   {
     name: "webhook_tasks_after_update",
     table: "tasks",

@@ -3,7 +3,17 @@
 // docs/triggers.md.
 
 /** The families, in the order the catalogue creates them (SQLite fires a table's triggers for one event latest-created first). */
-export const FAMILIES = ["key check", "version", "search", "business rule", "counter", "reminder sync", "revision", "webhook event", "audit"] as const;
+export const FAMILIES = [
+  "key check",
+  "version",
+  "search",
+  "business rule",
+  "counter",
+  "reminder sync",
+  "revision",
+  "webhook event",
+  "audit",
+] as const;
 export type Family = (typeof FAMILIES)[number];
 
 export type Row = "new" | "old";

@@ -6,7 +6,7 @@ export type SigningKeys = KeyRing;
 
 /** The configured keys, or a Shape A 500 `server_error` when the secret is missing or unusable. */
 export async function getSigningKeys(source: string | undefined): Promise<SigningKeys> {
-  if (!source || !source.trim()) {
+  if (!source?.trim()) {
     throw oauthError(500, "server_error", "Token signing key is not configured");
   }
   try {

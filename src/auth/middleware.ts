@@ -52,15 +52,19 @@ async function authenticateBearer(c: Context<AppBindings>): Promise<RequestSessi
   const claims = await verifyAccessToken(keys, token);
   const configuredTtl = Number(c.env.CLIENT_STATUS_TTL_SECONDS ?? 15);
   const ttl = Number.isFinite(configuredTtl) ? configuredTtl : 15;
-  if (!isShard(c.env, claims.shard)) throw invalidToken("The access token is invalid: it names a database this service does not have");
+  if (!isShard(c.env, claims.shard))
+    throw invalidToken("The access token is invalid: it names a database this service does not have");
   const refuses = (record: ClientRecord | null) =>
-    !record || !record.active || record.companyId !== claims.companyId || record.tokenGeneration !== claims.generation;
+    !record?.active || record.companyId !== claims.companyId || record.tokenGeneration !== claims.generation;
   const lookUp = async (session: RequestSession) => {
     let record = await findClientCached(session.d1, session.shard, claims.clientId, ttl);
     // A cached record read before this token was issued may be stale for it: the client may have
     // been activated again, or revoked and activated (a newer generation), since. Read it afresh
     // rather than refuse a new token; an old token's refusal costs this read at most once per entry.
-    if (refuses(record)) record = await findClientCached(session.d1, session.shard, claims.clientId, ttl, { fetchedSince: (claims.iat + 1) * 1000 });
+    if (refuses(record))
+      record = await findClientCached(session.d1, session.shard, claims.clientId, ttl, {
+        fetchedSince: (claims.iat + 1) * 1000,
+      });
     return record;
   };
   let session = requestSession(c, claims.shard);
@@ -86,9 +90,13 @@ async function authenticateBearer(c: Context<AppBindings>): Promise<RequestSessi
     throw invalidToken("The access token has been revoked");
   }
   if (client.shardState === "read_only" && !READS.has(c.req.method)) {
-    throw apiError(503, `The account is moving to another database and is read-only for a few minutes; retry after ${MOVE_RETRY_AFTER_SECONDS} s`, {
-      "Retry-After": String(MOVE_RETRY_AFTER_SECONDS),
-    });
+    throw apiError(
+      503,
+      `The account is moving to another database and is read-only for a few minutes; retry after ${MOVE_RETRY_AFTER_SECONDS} s`,
+      {
+        "Retry-After": String(MOVE_RETRY_AFTER_SECONDS),
+      },
+    );
   }
   c.set("session", session);
   // The request's one handle. A write request's commits name its actor for the audit log, in each
@@ -110,7 +118,10 @@ async function authenticateBearer(c: Context<AppBindings>): Promise<RequestSessi
     c.set("writes", context);
   }
   const shard = session.shard;
-  c.set("db", database(session.d1, context, () => primarySession(c.env, shard)));
+  c.set(
+    "db",
+    database(session.d1, context, () => primarySession(c.env, shard)),
+  );
   const scopes = effectiveScopes(parseScopes(claims.scope), parseScopes(client.scopes));
   c.set("auth", {
     clientId: claims.clientId,
@@ -130,7 +141,8 @@ async function authenticateBearer(c: Context<AppBindings>): Promise<RequestSessi
 /** 403 Shape A unless the token grants the scope (any one of a list; `required(c)`: the one the request names). */
 export function checkScope(required: string | readonly string[] | ((c: Context<AppBindings>) => string)) {
   return createMiddleware<AppBindings>(async (c, next) => {
-    const wanted = typeof required === "function" ? [required(c)] : typeof required === "string" ? [required] : required;
+    const wanted =
+      typeof required === "function" ? [required(c)] : typeof required === "string" ? [required] : required;
     if (!wanted.some((s) => grants(c.var.auth.scopes, s))) {
       throw oauthError(403, "insufficient_scope", `This call needs the ${wanted.join(" or ")} scope`, {
         requiredScope: wanted[0]!,
@@ -149,4 +161,9 @@ export const requireOwner = createMiddleware<AppBindings>(async (c, next) => {
 
 /** A revoked or deactivated client's token presented: an audit entry (best effort). */
 const logRefusal = (c: Context<AppBindings>, session: RequestSession, client: ClientRecord, reason: string) =>
-  logTokenRefusal(database(session.d1), { client, requestId: c.get("requestId") ?? null, operationId: c.get("operationId") ?? null, details: { reason } });
+  logTokenRefusal(database(session.d1), {
+    client,
+    requestId: c.get("requestId") ?? null,
+    operationId: c.get("operationId") ?? null,
+    details: { reason },
+  });

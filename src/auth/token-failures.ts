@@ -37,8 +37,14 @@ export function admitTokenAttemptStatement(db: D1Database, clientId: string, now
  * `admitted` is false for an unknown client_id too (`client` null); a known client not admitted is
  * over its limit until `lockedSeconds(client.tokenFailuresSince, now)`.
  */
-export async function admitTokenAttempt(db: Db, clientId: string, nowSeconds: number): Promise<{ client: ClientRecord | null; admitted: boolean }> {
-  const [admit, read] = await fromCredentialStore(() => db.commit([admitTokenAttemptStatement(db.d1, clientId, nowSeconds), clientStatement(db.d1, clientId)]));
+export async function admitTokenAttempt(
+  db: Db,
+  clientId: string,
+  nowSeconds: number,
+): Promise<{ client: ClientRecord | null; admitted: boolean }> {
+  const [admit, read] = await fromCredentialStore(() =>
+    db.commit([admitTokenAttemptStatement(db.d1, clientId, nowSeconds), clientStatement(db.d1, clientId)]),
+  );
   return { client: clientFromRow(read.results[0] as ClientRow | undefined), admitted: admit.results.length > 0 };
 }
 

@@ -35,7 +35,13 @@ export async function signAccessToken(
   keys: SigningKeys,
   claims: { clientId: string; companyId: number; userId: number; scope: string; generation: number; shard: number },
 ): Promise<string> {
-  return new SignJWT({ company_id: claims.companyId, userid: claims.userId, scope: claims.scope, gen: claims.generation, shd: claims.shard })
+  return new SignJWT({
+    company_id: claims.companyId,
+    userid: claims.userId,
+    scope: claims.scope,
+    gen: claims.generation,
+    shd: claims.shard,
+  })
     .setProtectedHeader({ alg: "HS256", kid: keys.current.kid, typ: "JWT" })
     .setIssuer(TOKEN_ISSUER)
     .setSubject(claims.clientId)

@@ -9,7 +9,8 @@ import type { AuditActor } from "../db/commit";
 
 /** A refusal the Durable Object returns (RPC keeps plain objects; thrown errors lose their status). */
 export type Failure = { error: { status: 400 | 404 | 409; msg: string } };
-export const isFailure = (value: unknown): value is Failure => typeof value === "object" && value !== null && "error" in value;
+export const isFailure = (value: unknown): value is Failure =>
+  typeof value === "object" && value !== null && "error" in value;
 
 /** The most events (items) a calendar feed holds, and the most item ids `feedAlarms` reads reminders for. */
 export const MAX_FEED_EVENTS = 5_000;
@@ -101,8 +102,20 @@ export interface CompanyClockRpc extends Rpc.DurableObjectBranded {
    */
   sync(companyId: number, itemIds: number[], given?: Snapshots): Promise<void>;
   /** The item's reminders; `fill`: its D1 view is written before answering (GET /v1/items/{id}). */
-  itemReminders(companyId: number, itemId: number, syncFirst: boolean, fill?: boolean): Promise<ItemReminders | Failure>;
-  addReminder(companyId: number, itemId: number, input: ReminderInput, syncFirst: boolean, requestKey?: string, actor?: AuditActor): Promise<ReminderView | Failure>;
+  itemReminders(
+    companyId: number,
+    itemId: number,
+    syncFirst: boolean,
+    fill?: boolean,
+  ): Promise<ItemReminders | Failure>;
+  addReminder(
+    companyId: number,
+    itemId: number,
+    input: ReminderInput,
+    syncFirst: boolean,
+    requestKey?: string,
+    actor?: AuditActor,
+  ): Promise<ReminderView | Failure>;
   updateReminder(
     companyId: number,
     itemId: number,
@@ -112,23 +125,49 @@ export interface CompanyClockRpc extends Rpc.DurableObjectBranded {
     requestKey?: string,
     actor?: AuditActor,
   ): Promise<ReminderView | Failure>;
-  deleteReminder(companyId: number, itemId: number, reminderId: number, syncFirst: boolean, requestKey?: string, actor?: AuditActor): Promise<{ deleted: true } | Failure>;
+  deleteReminder(
+    companyId: number,
+    itemId: number,
+    reminderId: number,
+    syncFirst: boolean,
+    requestKey?: string,
+    actor?: AuditActor,
+  ): Promise<{ deleted: true } | Failure>;
   /** The triggered feed, newest first. */
   triggered(companyId: number, limit: number): TriggeredView[];
   /** The revision of the company's queued reminders (a calendar feed's ETag carries it). */
   queuedRevision(companyId: number): number;
   /** The instants of the queued reminders of `itemIds`, by item, with the revision they were read at. */
-  feedAlarms(companyId: number, itemIds: number[], syncFirst: number[]): Promise<{ revision: number; alarms: Record<number, number[]> }>;
+  feedAlarms(
+    companyId: number,
+    itemIds: number[],
+    syncFirst: number[],
+  ): Promise<{ revision: number; alarms: Record<number, number[]> }>;
   /** From the cron sweep: replays unseen changes and makes sure an overdue company's alarm runs. */
   wake(companyId: number): Promise<void>;
   /** After a task or file write: takes the webhook events D1 recorded and arms the alarm to deliver them. */
   pullEvents(companyId: number): Promise<void>;
   /** A webhook.test event to one endpoint (subscribed or not), delivered by the alarm at once. */
-  testWebhook(companyId: number, endpointId: number, requestKey?: string, actor?: AuditActor): Promise<{ delivery_id: number; message_id: string } | Failure>;
+  testWebhook(
+    companyId: number,
+    endpointId: number,
+    requestKey?: string,
+    actor?: AuditActor,
+  ): Promise<{ delivery_id: number; message_id: string } | Failure>;
   /** The endpoint's deliveries, newest first. */
-  webhookDeliveries(companyId: number, endpointId: number, page: { limit: number; offset: number }): { rows: WebhookDeliveryView[]; total: number };
+  webhookDeliveries(
+    companyId: number,
+    endpointId: number,
+    page: { limit: number; offset: number },
+  ): { rows: WebhookDeliveryView[]; total: number };
   /** A failed or pending delivery is attempted again at once (same message id); 400 for a delivered one. */
-  retryWebhookDelivery(companyId: number, endpointId: number, deliveryId: number, requestKey?: string, actor?: AuditActor): Promise<WebhookDeliveryView | Failure>;
+  retryWebhookDelivery(
+    companyId: number,
+    endpointId: number,
+    deliveryId: number,
+    requestKey?: string,
+    actor?: AuditActor,
+  ): Promise<WebhookDeliveryView | Failure>;
   /** The company is deleted: everything goes, the alarm too. */
   forgetCompany(companyId: number): Promise<void>;
 }

@@ -27,7 +27,10 @@ export function recordAudit(sql: SqlStorage, actor: AuditActor | undefined, entr
 }
 
 /** The fields that differ between two records: [before, after] with only those. */
-export function changedFields(before: Record<string, unknown>, after: Record<string, unknown>): [Record<string, unknown>, Record<string, unknown>] {
+export function changedFields(
+  before: Record<string, unknown>,
+  after: Record<string, unknown>,
+): [Record<string, unknown>, Record<string, unknown>] {
   const [was, now]: [Record<string, unknown>, Record<string, unknown>] = [{}, {}];
   for (const key of Object.keys(after)) {
     if (JSON.stringify(before[key]) === JSON.stringify(after[key])) continue;
@@ -40,7 +43,10 @@ export function changedFields(before: Record<string, unknown>, after: Record<str
 /** Hands the waiting entries to D1, then forgets them. A failure leaves them for the next settle (logged, never thrown). */
 export async function handOffAudit(clock: { sql: SqlStorage; companyId: number; db(): Promise<Db> }): Promise<void> {
   const rows = clock.sql
-    .exec<{ seq: number; source_key: string; entry: string }>("SELECT seq, source_key, entry FROM audit_outbox ORDER BY seq LIMIT ?", ENTRIES_PER_HANDOFF)
+    .exec<{ seq: number; source_key: string; entry: string }>(
+      "SELECT seq, source_key, entry FROM audit_outbox ORDER BY seq LIMIT ?",
+      ENTRIES_PER_HANDOFF,
+    )
     .toArray();
   if (rows.length === 0) return;
   try {
@@ -48,7 +54,7 @@ export async function handOffAudit(clock: { sql: SqlStorage; companyId: number; 
     await db.commit([
       db.d1
         .prepare(
-        `INSERT OR IGNORE INTO audit_log (account_id, company_id, at, client_id, user_id, actor_company_id, request_id, operation_id,
+          `INSERT OR IGNORE INTO audit_log (account_id, company_id, at, client_id, user_id, actor_company_id, request_id, operation_id,
            contact_id, via, resource_type, resource_id, action, before, after, source_key)
          SELECT coalesce(e.value ->> '$.entry.actor.accountId', (SELECT account_id FROM companies WHERE id = ?1), 0), ?1,
            e.value ->> '$.entry.at', e.value ->> '$.entry.actor.clientId', e.value ->> '$.entry.actor.userId', e.value ->> '$.entry.actor.companyId',
@@ -57,11 +63,18 @@ export async function handOffAudit(clock: { sql: SqlStorage; companyId: number; 
            CAST(e.value ->> '$.entry.resourceId' AS TEXT), e.value ->> '$.entry.action', nullif(e.value -> '$.entry.before', 'null'), nullif(e.value -> '$.entry.after', 'null'),
            e.value ->> '$.key'
          FROM json_each(?2) AS e`,
-      )
+        )
         .bind(clock.companyId, JSON.stringify(rows.map((r) => ({ key: r.source_key, entry: JSON.parse(r.entry) })))),
     ]);
     clock.sql.exec("DELETE FROM audit_outbox WHERE seq <= ?", rows[rows.length - 1]!.seq);
   } catch (error) {
-    console.error(JSON.stringify({ level: "error", msg: "audit entries not handed to D1 (kept for the next settle)", companyId: clock.companyId, error: String(error) }));
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "audit entries not handed to D1 (kept for the next settle)",
+        companyId: clock.companyId,
+        error: String(error),
+      }),
+    );
   }
 }

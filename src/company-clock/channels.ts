@@ -19,16 +19,23 @@ export function defaultChannels(env: Env): Channel[] {
 
 /** The webhook channel is checked per company (src/records/reminders.ts `checkChannels`). */
 export const WEBHOOK_CHANNEL_PROBLEM =
-  "channel webhook is not available: the company has no enabled webhook endpoint subscribed to reminder.sent (POST /v1/webhooks)";
+  "channel webhook is not available: the company has no enabled webhook endpoint " +
+  "subscribed to reminder.sent (POST /v1/webhooks)";
 
 /** Why a channel cannot be used here, or null when it can. */
 export function channelProblem(env: Env, channel: Channel): string | null {
   if (availableChannels(env).includes(channel)) return null;
   switch (channel) {
     case "email":
-      return "channel email is not available: this deployment has no email sender configured (send_email binding and EMAIL_FROM)";
+      return (
+        "channel email is not available: this deployment has no email sender configured " +
+        "(send_email binding and EMAIL_FROM)"
+      );
     case "sms":
-      return "channel sms is not available: this deployment has no SMS provider configured (SMS_API_URL and the SMS_API_KEY secret)";
+      return (
+        "channel sms is not available: this deployment has no SMS provider configured " +
+        "(SMS_API_URL and the SMS_API_KEY secret)"
+      );
     case "webhook":
       return WEBHOOK_CHANNEL_PROBLEM;
   }

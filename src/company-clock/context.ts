@@ -41,7 +41,10 @@ export async function companyDb(env: Env, companyId: number, context?: WriteCont
  * After a change: arms the alarm for the earliest work and tells D1 what was applied (`applied`,
  * `views`) and when to wake the company. `inAlarm`: from the alarm handler.
  */
-export async function settle(clock: ClockContext, change: { applied?: Applied[]; views?: ViewRow[]; inAlarm?: boolean } = {}): Promise<void> {
+export async function settle(
+  clock: ClockContext,
+  change: { applied?: Applied[]; views?: ViewRow[]; inAlarm?: boolean } = {},
+): Promise<void> {
   const wake = await armAlarm(clock.storage, change.inAlarm);
   await clock.bookkeeping.note(clock.companyId, wake, change.applied, change.views);
   await handOffAudit(clock);

@@ -3,7 +3,16 @@
 // here (no D1 change announces it) under changeReminders' fence of the item's D1 view.
 
 import { isCalendarDate, localToInstant, type CalendarUnit } from "../lib/time";
-import { isFailure, MAX_FEED_EVENTS, type Failure, type ItemReminders, type ReminderInput, type ReminderTime, type ReminderView, type TriggeredView } from "./api";
+import {
+  isFailure,
+  MAX_FEED_EVENTS,
+  type Failure,
+  type ItemReminders,
+  type ReminderInput,
+  type ReminderTime,
+  type ReminderView,
+  type TriggeredView,
+} from "./api";
 import { defaultChannels } from "./channels";
 import type { AuditActor } from "../db/commit";
 import { changedFields, recordAudit } from "./audit-outbox";
@@ -12,7 +21,16 @@ import { SYNC_BATCH } from "./handoff/snapshots";
 import { changeReminders, reminderView, remindersOf, viewRows, writeViews } from "./reminder-views";
 import { sync } from "./reminders";
 import { DEFAULT_HOUR, stepDate } from "./sequence-steps";
-import { appliedResult, insertReminder, itemMirror, queuedRevision, recordApplied, reconcile, reminder, zoneOf } from "./store";
+import {
+  appliedResult,
+  insertReminder,
+  itemMirror,
+  queuedRevision,
+  recordApplied,
+  reconcile,
+  reminder,
+  zoneOf,
+} from "./store";
 
 /** Waiting (queued or held) reminders an item may have. */
 export const MAX_WAITING_PER_ITEM = 100;
@@ -25,7 +43,11 @@ interface ResolvedTime {
 }
 
 /** The item is known here (synced first when asked or when new: `synced`, its view then written), or 404. */
-async function ensureItem(clock: ClockContext, itemId: number, syncFirst: boolean): Promise<Failure | { synced: boolean }> {
+async function ensureItem(
+  clock: ClockContext,
+  itemId: number,
+  syncFirst: boolean,
+): Promise<Failure | { synced: boolean }> {
   const mirror = itemMirror(clock.sql, itemId);
   // A deleted item stays deleted (its tombstone): no D1 round trip for it.
   if (mirror?.gone) return { error: { status: 404, msg: "Item not found" } };
@@ -39,7 +61,12 @@ async function ensureItem(clock: ClockContext, itemId: number, syncFirst: boolea
  * The item's reminders. `fill` (GET /v1/items/{id}, whose D1 view could not be trusted): the view
  * is written to D1 before answering, unless the sync just wrote it.
  */
-export async function itemReminders(clock: ClockContext, itemId: number, syncFirst: boolean, fill: boolean): Promise<ItemReminders | Failure> {
+export async function itemReminders(
+  clock: ClockContext,
+  itemId: number,
+  syncFirst: boolean,
+  fill: boolean,
+): Promise<ItemReminders | Failure> {
   const ensured = await ensureItem(clock, itemId, syncFirst);
   if (isFailure(ensured)) return ensured;
   const current = remindersOf(clock.sql, itemId);
@@ -61,10 +88,12 @@ function resolveTime(sql: SqlStorage, anchor: string, time: ReminderTime, now: n
   } else {
     date = time.date!;
   }
-  if (!isCalendarDate(date)) return { error: { status: 400, msg: `The reminder date ${date} is out of range (years 1900 to 9999)` } };
+  if (!isCalendarDate(date))
+    return { error: { status: 400, msg: `The reminder date ${date} is out of range (years 1900 to 9999)` } };
   const zone = zoneOf(sql);
   const dueAt = localToInstant(date, hour, zone);
-  if (dueAt <= now) return { error: { status: 400, msg: `The reminder time ${date} ${hour} (${zone}) has already passed` } };
+  if (dueAt <= now)
+    return { error: { status: 400, msg: `The reminder time ${date} ${hour} (${zone}) has already passed` } };
   return { date, hour, dueAt, relative };
 }
 
@@ -74,7 +103,13 @@ function resolveTime(sql: SqlStorage, anchor: string, time: ReminderTime, now: n
  * changing anything. Otherwise the item must be known here, and `edit` runs under changeReminders'
  * fence of its D1 view.
  */
-async function editReminders<T>(clock: ClockContext, itemId: number, syncFirst: boolean, requestKey: string | undefined, edit: () => T | Failure): Promise<T | Failure> {
+async function editReminders<T>(
+  clock: ClockContext,
+  itemId: number,
+  syncFirst: boolean,
+  requestKey: string | undefined,
+  edit: () => T | Failure,
+): Promise<T | Failure> {
   const earlier = appliedResult<T>(clock.sql, requestKey);
   if (earlier) return earlier;
   const missing = await ensureItem(clock, itemId, syncFirst);
@@ -117,7 +152,13 @@ export async function addReminder(
     clock.storage.transactionSync(() => {
       created = appliedResult<ReminderView>(sql, requestKey);
       if (created) return;
-      const waiting = sql.exec<{ n: number }>("SELECT count(*) AS n FROM reminders WHERE item_id = ? AND state IN ('queued', 'held') AND origin <> 'expiry'", itemId).one().n;
+      const waiting = sql
+        .exec<{ n: number }>(
+          "SELECT count(*) AS n FROM reminders WHERE item_id = ? AND state IN ('queued', " +
+            "'held') AND origin <> 'expiry'",
+          itemId,
+        )
+        .one().n;
       if (waiting >= MAX_WAITING_PER_ITEM) {
         failure = { error: { status: 400, msg: `An item may have at most ${MAX_WAITING_PER_ITEM} queued reminders` } };
         return;
@@ -129,14 +170,30 @@ export async function addReminder(
         hour: time.hour,
         dueAt: time.dueAt,
         relative: time.relative,
-        to: { contactId: input.contactId ?? null, groupId: input.groupId ?? null, always: input.always === true, unlessAck: input.unlessAck === true },
+        to: {
+          contactId: input.contactId ?? null,
+          groupId: input.groupId ?? null,
+          always: input.always === true,
+          unlessAck: input.unlessAck === true,
+        },
         channels: input.channels ?? defaultChannels(clock.env),
         now,
       });
       // Held while the item is completed, archived, acknowledged (unless `always`) or snoozed past it.
       reconcile(sql, itemId, now);
       created = reminderView(reminder(sql, itemId, id)!, []);
-      recordAudit(sql, actor, { resourceType: "reminder", resourceId: id, action: "created", before: null, after: auditView(itemId, created) }, now);
+      recordAudit(
+        sql,
+        actor,
+        {
+          resourceType: "reminder",
+          resourceId: id,
+          action: "created",
+          before: null,
+          after: auditView(itemId, created),
+        },
+        now,
+      );
       recordApplied(sql, requestKey, created, now);
     });
     return failure ?? created!;
@@ -156,9 +213,15 @@ export async function updateReminder(
   return editReminders(clock, itemId, syncFirst, requestKey, (): ReminderView | Failure => {
     const current = reminder(sql, itemId, reminderId);
     if (!current) return { error: { status: 404, msg: "Reminder not found" } };
-    if (current.state === "sent") return { error: { status: 400, msg: `Reminder ${reminderId} was already sent and cannot be changed` } };
+    if (current.state === "sent")
+      return { error: { status: 400, msg: `Reminder ${reminderId} was already sent and cannot be changed` } };
     const mirror = itemMirror(sql, itemId)!;
-    const timeGiven = input.date !== undefined || input.period !== undefined || input.hour !== undefined || input.unit !== undefined || input.rtype !== undefined;
+    const timeGiven =
+      input.date !== undefined ||
+      input.period !== undefined ||
+      input.hour !== undefined ||
+      input.unit !== undefined ||
+      input.rtype !== undefined;
     let time: ResolvedTime | null = null;
     if (timeGiven) {
       // Fields not sent keep their values; a relative reminder stays relative unless a date is sent.
@@ -186,7 +249,8 @@ export async function updateReminder(
       if (updated) return;
       if (time) {
         sql.exec(
-          "UPDATE reminders SET date = ?, hour = ?, due_at = ?, period = ?, unit = ?, rtype = ? WHERE reminder_id = ? AND state <> 'sent'",
+          "UPDATE reminders SET date = ?, hour = ?, due_at = ?, period = ?, unit = ?, " +
+            "rtype = ? WHERE reminder_id = ? AND state <> 'sent'",
           time.date,
           time.hour,
           time.dueAt,
@@ -197,19 +261,45 @@ export async function updateReminder(
         );
       }
       // A new recipient replaces the other kind: a contact clears the group and the other way round.
-      if (input.contactId !== undefined) sql.exec("UPDATE reminders SET contact_id = ?, group_id = NULL WHERE reminder_id = ? AND state <> 'sent'", input.contactId, reminderId);
-      if (input.groupId !== undefined) sql.exec("UPDATE reminders SET group_id = ?, contact_id = NULL WHERE reminder_id = ? AND state <> 'sent'", input.groupId, reminderId);
+      if (input.contactId !== undefined)
+        sql.exec(
+          "UPDATE reminders SET contact_id = ?, group_id = NULL WHERE reminder_id = ? AND " + "state <> 'sent'",
+          input.contactId,
+          reminderId,
+        );
+      if (input.groupId !== undefined)
+        sql.exec(
+          "UPDATE reminders SET group_id = ?, contact_id = NULL WHERE reminder_id = ? AND " + "state <> 'sent'",
+          input.groupId,
+          reminderId,
+        );
       if (input.always !== undefined || input.unlessAck !== undefined) {
         // One rule at most: setting one clears the other.
         const always = input.always ?? (input.unlessAck ? false : current.always === 1);
         const unlessAck = input.unlessAck ?? (input.always ? false : current.unless_ack === 1);
-        sql.exec("UPDATE reminders SET always = ?, unless_ack = ? WHERE reminder_id = ? AND state <> 'sent'", always ? 1 : 0, unlessAck ? 1 : 0, reminderId);
+        sql.exec(
+          "UPDATE reminders SET always = ?, unless_ack = ? WHERE reminder_id = ? AND state " + "<> 'sent'",
+          always ? 1 : 0,
+          unlessAck ? 1 : 0,
+          reminderId,
+        );
       }
-      if (input.channels !== undefined) sql.exec("UPDATE reminders SET channels = ? WHERE reminder_id = ? AND state <> 'sent'", JSON.stringify(input.channels), reminderId);
+      if (input.channels !== undefined)
+        sql.exec(
+          "UPDATE reminders SET channels = ? WHERE reminder_id = ? AND state <> 'sent'",
+          JSON.stringify(input.channels),
+          reminderId,
+        );
       reconcile(sql, itemId, Date.now());
       updated = reminderView(reminder(sql, itemId, reminderId)!, []);
       const [before, after] = changedFields(auditView(itemId, reminderView(current, [])), auditView(itemId, updated));
-      if (Object.keys(after).length > 0) recordAudit(sql, actor, { resourceType: "reminder", resourceId: reminderId, action: "updated", before, after }, Date.now());
+      if (Object.keys(after).length > 0)
+        recordAudit(
+          sql,
+          actor,
+          { resourceType: "reminder", resourceId: reminderId, action: "updated", before, after },
+          Date.now(),
+        );
       recordApplied(sql, requestKey, updated, Date.now());
     });
     return updated!;
@@ -228,12 +318,27 @@ export async function deleteReminder(
   return editReminders(clock, itemId, syncFirst, requestKey, (): { deleted: true } | Failure => {
     const current = reminder(sql, itemId, reminderId);
     if (!current) return { error: { status: 404, msg: "Reminder not found" } };
-    if (current.state === "sent") return { error: { status: 400, msg: `Reminder ${reminderId} was already sent and stays in the history` } };
+    if (current.state === "sent")
+      return { error: { status: 400, msg: `Reminder ${reminderId} was already sent and stays in the history` } };
     clock.storage.transactionSync(() => {
       if (appliedResult(sql, requestKey)) return;
-      const deleted = sql.exec("DELETE FROM reminders WHERE reminder_id = ? AND state <> 'sent' AND origin <> 'expiry'", reminderId).rowsWritten;
+      const deleted = sql.exec(
+        "DELETE FROM reminders WHERE reminder_id = ? AND state <> 'sent' AND origin <> " + "'expiry'",
+        reminderId,
+      ).rowsWritten;
       if (deleted > 0) {
-        recordAudit(sql, actor, { resourceType: "reminder", resourceId: reminderId, action: "deleted", before: auditView(itemId, reminderView(current, [])), after: null }, Date.now());
+        recordAudit(
+          sql,
+          actor,
+          {
+            resourceType: "reminder",
+            resourceId: reminderId,
+            action: "deleted",
+            before: auditView(itemId, reminderView(current, [])),
+            after: null,
+          },
+          Date.now(),
+        );
       }
       recordApplied(sql, requestKey, { deleted: true }, Date.now());
     });
@@ -244,10 +349,15 @@ export async function deleteReminder(
 /** The triggered feed (GET /v1/reminders/triggered), newest first. */
 export function triggered(sql: SqlStorage, limit: number): TriggeredView[] {
   return sql
-    .exec<{ reminder_id: number; item_id: number; title: string; date: string; hour: string; due_at: number; sent_at: number }>(
-      "SELECT * FROM triggered ORDER BY sent_at DESC, reminder_id DESC LIMIT ?",
-      limit,
-    )
+    .exec<{
+      reminder_id: number;
+      item_id: number;
+      title: string;
+      date: string;
+      hour: string;
+      due_at: number;
+      sent_at: number;
+    }>("SELECT * FROM triggered ORDER BY sent_at DESC, reminder_id DESC LIMIT ?", limit)
     .toArray()
     .map((t) => ({ ...t, due_at: new Date(t.due_at).toISOString(), sent_at: new Date(t.sent_at).toISOString() }));
 }
@@ -257,7 +367,11 @@ export function triggered(sql: SqlStorage, limit: number): TriggeredView[] {
  * revision they were read at (in the same turn, so the two agree). `syncFirst`: items whose D1
  * changes the object has not applied yet (at most SYNC_BATCH), applied first.
  */
-export async function feedAlarms(clock: ClockContext, itemIds: number[], syncFirst: number[]): Promise<{ revision: number; alarms: Record<number, number[]> }> {
+export async function feedAlarms(
+  clock: ClockContext,
+  itemIds: number[],
+  syncFirst: number[],
+): Promise<{ revision: number; alarms: Record<number, number[]> }> {
   if (syncFirst.length > 0) await sync(clock, syncFirst.slice(0, SYNC_BATCH));
   const rows = clock.sql.exec<{ item_id: number; due_at: number }>(
     `SELECT item_id, due_at FROM reminders WHERE item_id IN (SELECT value FROM json_each(?)) AND state = 'queued' AND origin <> 'expiry'

@@ -22,7 +22,8 @@ import { deliverWebhooks, listDeliveries, pruneWebhooks, retryDelivery } from ".
 import { pump, testWebhook } from "./webhooks";
 import type { AuditActor } from "../db/commit";
 
-const logError = (msg: string, companyId: number, error: unknown) => console.error(JSON.stringify({ level: "error", msg, companyId, error: String(error) }));
+const logError = (msg: string, companyId: number, error: unknown) =>
+  console.error(JSON.stringify({ level: "error", msg, companyId, error: String(error) }));
 
 export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc {
   /** How deliveries leave; replaced only by tests that need a failing transport. */
@@ -45,7 +46,15 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
     const { storage } = this.ctx;
     claimCompany(storage.sql, companyId);
     const env = this.env;
-    return { storage, sql: storage.sql, env, companyId, db: (context) => companyDb(env, companyId, context), changing: this.changing, bookkeeping: this.bookkeeping };
+    return {
+      storage,
+      sql: storage.sql,
+      env,
+      companyId,
+      db: (context) => companyDb(env, companyId, context),
+      changing: this.changing,
+      bookkeeping: this.bookkeeping,
+    };
   }
 
   async status(companyId: number): Promise<{ companyId: number; queued: number; alarm: number | null }> {
@@ -75,15 +84,37 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
     return itemReminders(this.clock(companyId), itemId, syncFirst, fill);
   }
 
-  async addReminder(companyId: number, itemId: number, input: ReminderInput, syncFirst: boolean, requestKey?: string, actor?: AuditActor) {
+  async addReminder(
+    companyId: number,
+    itemId: number,
+    input: ReminderInput,
+    syncFirst: boolean,
+    requestKey?: string,
+    actor?: AuditActor,
+  ) {
     return addReminder(this.clock(companyId), itemId, input, syncFirst, requestKey, actor);
   }
 
-  async updateReminder(companyId: number, itemId: number, reminderId: number, input: ReminderInput, syncFirst: boolean, requestKey?: string, actor?: AuditActor) {
+  async updateReminder(
+    companyId: number,
+    itemId: number,
+    reminderId: number,
+    input: ReminderInput,
+    syncFirst: boolean,
+    requestKey?: string,
+    actor?: AuditActor,
+  ) {
     return updateReminder(this.clock(companyId), itemId, reminderId, input, syncFirst, requestKey, actor);
   }
 
-  async deleteReminder(companyId: number, itemId: number, reminderId: number, syncFirst: boolean, requestKey?: string, actor?: AuditActor) {
+  async deleteReminder(
+    companyId: number,
+    itemId: number,
+    reminderId: number,
+    syncFirst: boolean,
+    requestKey?: string,
+    actor?: AuditActor,
+  ) {
     return deleteReminder(this.clock(companyId), itemId, reminderId, syncFirst, requestKey, actor);
   }
 
@@ -117,7 +148,13 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
     return listDeliveries(this.clock(companyId).sql, endpointId, page.limit, page.offset);
   }
 
-  async retryWebhookDelivery(companyId: number, endpointId: number, deliveryId: number, requestKey?: string, actor?: AuditActor) {
+  async retryWebhookDelivery(
+    companyId: number,
+    endpointId: number,
+    deliveryId: number,
+    requestKey?: string,
+    actor?: AuditActor,
+  ) {
     return retryDelivery(this.clock(companyId), endpointId, deliveryId, requestKey, actor);
   }
 
@@ -166,7 +203,9 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
       logError("webhook events not taken", companyId, error);
     }
     more.push((await deliverDue(clock.storage, this.env, (await clock.db()).d1, companyId, this.transports)).more);
-    more.push((await deliverWebhooks(clock.storage, this.env, await clock.db(), companyId, this.webhookTransport)).more);
+    more.push(
+      (await deliverWebhooks(clock.storage, this.env, await clock.db(), companyId, this.webhookTransport)).more,
+    );
     pruneWebhooks(clock.storage);
     // Re-armed last: a setAlarm() before a throw would suppress the runtime's retries.
     if (more.includes(true)) await armSoonest(clock.storage);

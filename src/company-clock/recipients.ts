@@ -44,27 +44,55 @@ const GROUP_MEMBERS = `WITH t AS (SELECT value ->> 0 AS reminder_id, value ->> 1
   SELECT reminder_id, channel, contact_id FROM ranked WHERE n <= ?3 ORDER BY reminder_id, channel, contact_id`;
 
 /** The recipients of each target, by `reminderId:channel`. */
-export async function resolveRecipients(d1: D1Database, companyId: number, targets: Unresolved[]): Promise<Map<string, Resolution>> {
+export async function resolveRecipients(
+  d1: D1Database,
+  companyId: number,
+  targets: Unresolved[],
+): Promise<Map<string, Resolution>> {
   const json = JSON.stringify(targets.map((t) => [t.reminderId, t.channel, t.itemId, t.contactId, t.groupId]));
-  const [found, members] = await d1.batch([d1.prepare(TARGETS).bind(companyId, json), d1.prepare(GROUP_MEMBERS).bind(companyId, json, MAX_GROUP_RECIPIENTS)]);
+  const [found, members] = await d1.batch([
+    d1.prepare(TARGETS).bind(companyId, json),
+    d1.prepare(GROUP_MEMBERS).bind(companyId, json, MAX_GROUP_RECIPIENTS),
+  ]);
   const byGroupTarget = new Map<string, number[]>();
   for (const m of members!.results as Array<{ reminder_id: number; channel: string; contact_id: number }>) {
     const k = key(Number(m.reminder_id), m.channel);
     byGroupTarget.set(k, [...(byGroupTarget.get(k) ?? []), Number(m.contact_id)]);
   }
   const resolved = new Map<string, Resolution>();
-  for (const r of found!.results as Array<{ reminder_id: number; channel: string; present: number; group_id: number | null; group_present: number; contact_id: number | null; named_contact: number | null }>) {
+  for (const r of found!.results as Array<{
+    reminder_id: number;
+    channel: string;
+    present: number;
+    group_id: number | null;
+    group_present: number;
+    contact_id: number | null;
+    named_contact: number | null;
+  }>) {
     const k = key(Number(r.reminder_id), r.channel);
     const address = r.channel === "email" ? "an email address" : "a phone number";
-    if (r.present !== 1) resolved.set(k, { kind: "none", state: "skipped", error: "the item was deleted before delivery" });
+    if (r.present !== 1)
+      resolved.set(k, { kind: "none", state: "skipped", error: "the item was deleted before delivery" });
     else if (r.group_id !== null) {
       const ids = byGroupTarget.get(k) ?? [];
       if (ids.length > 0) resolved.set(k, { kind: "contacts", contactIds: ids });
-      else if (r.group_present !== 1) resolved.set(k, { kind: "none", state: "no_recipient", error: `contact group ${r.group_id} no longer exists` });
-      else resolved.set(k, { kind: "none", state: "no_recipient", error: `contact group ${r.group_id} has no contact with ${address}` });
+      else if (r.group_present !== 1)
+        resolved.set(k, { kind: "none", state: "no_recipient", error: `contact group ${r.group_id} no longer exists` });
+      else
+        resolved.set(k, {
+          kind: "none",
+          state: "no_recipient",
+          error: `contact group ${r.group_id} has no contact with ${address}`,
+        });
     } else if (r.contact_id !== null) resolved.set(k, { kind: "contacts", contactIds: [Number(r.contact_id)] });
-    else if (r.named_contact !== null) resolved.set(k, { kind: "none", state: "no_recipient", error: `contact ${r.named_contact} no longer exists` });
-    else resolved.set(k, { kind: "none", state: "no_recipient", error: "no recipient: the item has no contact and the reminder names none" });
+    else if (r.named_contact !== null)
+      resolved.set(k, { kind: "none", state: "no_recipient", error: `contact ${r.named_contact} no longer exists` });
+    else
+      resolved.set(k, {
+        kind: "none",
+        state: "no_recipient",
+        error: "no recipient: the item has no contact and the reminder names none",
+      });
   }
   return resolved;
 }

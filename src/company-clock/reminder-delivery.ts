@@ -71,13 +71,20 @@ type Outcome =
 /** Fired reminders whose recipients one run resolves (each becomes up to MAX_GROUP_RECIPIENTS deliveries per channel). */
 const RESOLVE_BATCH = 50;
 
-const deliveryKey = (d: { reminder_id: number; channel: string; contact_id: number }) => `${d.reminder_id}:${d.channel}:${d.contact_id}`;
+const deliveryKey = (d: { reminder_id: number; channel: string; contact_id: number }) =>
+  `${d.reminder_id}:${d.channel}:${d.contact_id}`;
 
 /**
  * One run of the outbox: the recipients of reminders that just fired are resolved (each becomes its
  * own delivery), then up to DELIVERY_BATCH ready deliveries are leased and sent. `more`: ready work is left.
  */
-export async function deliverDue(storage: DurableObjectStorage, env: Env, d1: D1Database, companyId: number, transports: Transports): Promise<{ more: boolean }> {
+export async function deliverDue(
+  storage: DurableObjectStorage,
+  env: Env,
+  d1: D1Database,
+  companyId: number,
+  transports: Transports,
+): Promise<{ more: boolean }> {
   await resolveFired(storage, d1, companyId, Date.now());
   const now = Date.now();
   let leased: Leased[] = [];
@@ -92,7 +99,8 @@ export async function deliverDue(storage: DurableObjectStorage, env: Env, d1: D1
       .toArray();
     for (const d of leased) {
       storage.sql.exec(
-        "UPDATE deliveries SET attempts = attempts + 1, next_at = ? WHERE reminder_id = ? AND channel = ? AND contact_id = ?",
+        "UPDATE deliveries SET attempts = attempts + 1, next_at = ? WHERE reminder_id = " +
+          "? AND channel = ? AND contact_id = ?",
         now + LEASE_MS,
         d.reminder_id,
         d.channel,
@@ -104,7 +112,9 @@ export async function deliverDue(storage: DurableObjectStorage, env: Env, d1: D1
     const outcomes = await send(leased, env, d1, companyId, transports);
     recordOutcomes(storage, leased, outcomes);
   }
-  const ready = storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM deliveries WHERE state = 'pending' AND next_at <= ?", Date.now()).one().n;
+  const ready = storage.sql
+    .exec<{ n: number }>("SELECT count(*) AS n FROM deliveries WHERE state = 'pending' AND next_at <= ?", Date.now())
+    .one().n;
   return { more: ready > 0 };
 }
 
@@ -113,9 +123,21 @@ export async function deliverDue(storage: DurableObjectStorage, env: Env, d1: D1
  * each becomes a delivery of its own (same attempts and schedule), or the placeholder says why
  * there is nobody. D1 away: the placeholder is retried like a failed attempt.
  */
-async function resolveFired(storage: DurableObjectStorage, d1: D1Database, companyId: number, now: number): Promise<void> {
+async function resolveFired(
+  storage: DurableObjectStorage,
+  d1: D1Database,
+  companyId: number,
+  now: number,
+): Promise<void> {
   const waiting = storage.sql
-    .exec<{ reminder_id: number; channel: string; attempts: number; item_id: number; contact_id: number | null; group_id: number | null }>(
+    .exec<{
+      reminder_id: number;
+      channel: string;
+      attempts: number;
+      item_id: number;
+      contact_id: number | null;
+      group_id: number | null;
+    }>(
       `SELECT d.reminder_id, d.channel, d.attempts, r.item_id, r.contact_id, r.group_id FROM deliveries d JOIN reminders r ON r.reminder_id = d.reminder_id
        WHERE d.state = 'pending' AND d.contact_id = 0 AND d.next_at <= ? ORDER BY d.next_at LIMIT ?`,
       now,
@@ -129,7 +151,13 @@ async function resolveFired(storage: DurableObjectStorage, d1: D1Database, compa
     resolved = await resolveRecipients(
       d1,
       companyId,
-      waiting.map((w) => ({ reminderId: w.reminder_id, channel: w.channel, itemId: w.item_id, contactId: w.contact_id, groupId: w.group_id })),
+      waiting.map((w) => ({
+        reminderId: w.reminder_id,
+        channel: w.channel,
+        itemId: w.item_id,
+        contactId: w.contact_id,
+        groupId: w.group_id,
+      })),
     );
   } catch (error) {
     failure = `recipients unavailable: ${String(error)}`;
@@ -144,7 +172,8 @@ async function resolveFired(storage: DurableObjectStorage, d1: D1Database, compa
         const attempt = w.attempts + 1;
         const failed = attempt >= MAX_DELIVERY_ATTEMPTS;
         sql.exec(
-          "UPDATE deliveries SET attempts = ?, state = ?, last_error = ?, next_at = ? WHERE reminder_id = ? AND channel = ? AND contact_id = 0 AND state = 'pending'",
+          "UPDATE deliveries SET attempts = ?, state = ?, last_error = ?, next_at = ? " +
+            "WHERE reminder_id = ? AND channel = ? AND contact_id = 0 AND state = 'pending'",
           attempt,
           failed ? "failed" : "pending",
           (failure || "recipients unavailable").slice(0, 300),
@@ -153,13 +182,17 @@ async function resolveFired(storage: DurableObjectStorage, d1: D1Database, compa
         );
       } else if (found.kind === "none") {
         sql.exec(
-          "UPDATE deliveries SET state = ?, last_error = ?, next_at = NULL WHERE reminder_id = ? AND channel = ? AND contact_id = 0 AND state = 'pending'",
+          "UPDATE deliveries SET state = ?, last_error = ?, next_at = NULL WHERE " +
+            "reminder_id = ? AND channel = ? AND contact_id = 0 AND state = 'pending'",
           found.state,
           found.error,
           ...where,
         );
       } else {
-        sql.exec("DELETE FROM deliveries WHERE reminder_id = ? AND channel = ? AND contact_id = 0 AND state = 'pending'", ...where);
+        sql.exec(
+          "DELETE FROM deliveries WHERE reminder_id = ? AND channel = ? AND contact_id = 0 " + "AND state = 'pending'",
+          ...where,
+        );
         sql.exec(
           `INSERT OR IGNORE INTO deliveries (reminder_id, channel, contact_id, state, attempts, next_at)
            SELECT ?, ?, value, 'pending', ?, ? FROM json_each(?)`,
@@ -174,10 +207,20 @@ async function resolveFired(storage: DurableObjectStorage, d1: D1Database, compa
 }
 
 /** Sends each leased delivery (CONCURRENCY at a time) with the D1 facts read for all of them at once. */
-async function send(leased: Leased[], env: Env, d1: D1Database, companyId: number, transports: Transports): Promise<Map<string, Outcome>> {
+async function send(
+  leased: Leased[],
+  env: Env,
+  d1: D1Database,
+  companyId: number,
+  transports: Transports,
+): Promise<Map<string, Outcome>> {
   const outcomes = new Map<string, Outcome>();
   try {
-    const targets: DeliveryTarget[] = leased.map((d) => ({ reminderId: d.reminder_id, itemId: d.item_id, contactId: d.contact_id }));
+    const targets: DeliveryTarget[] = leased.map((d) => ({
+      reminderId: d.reminder_id,
+      itemId: d.item_id,
+      contactId: d.contact_id,
+    }));
     const { company, details } = await deliveryDetails(d1, companyId, targets);
     const today = todayIn(company.timezone);
     const one = async (d: Leased) => {
@@ -186,13 +229,33 @@ async function send(leased: Leased[], env: Env, d1: D1Database, companyId: numbe
       // (src/lib/recipient-links.ts). Email only; the one place delivery makes them.
       const links =
         d.channel === "email" && facts?.present && facts.contactPresent
-          ? await recipientLinks(env, { companyId, itemId: d.item_id, contactId: d.contact_id, epoch: facts.epoch, itemDate: facts.expiryDate })
+          ? await recipientLinks(env, {
+              companyId,
+              itemId: d.item_id,
+              contactId: d.contact_id,
+              epoch: facts.epoch,
+              itemDate: facts.expiryDate,
+            })
           : null;
-      outcomes.set(deliveryKey(d), await deliverOne(d, facts, { companyName: company.name, today, dateFormat: company.dateFormat }, transports, links));
+      outcomes.set(
+        deliveryKey(d),
+        await deliverOne(
+          d,
+          facts,
+          { companyName: company.name, today, dateFormat: company.dateFormat },
+          transports,
+          links,
+        ),
+      );
     };
     for (let i = 0; i < leased.length; i += CONCURRENCY) await Promise.all(leased.slice(i, i + CONCURRENCY).map(one));
   } catch (error) {
-    for (const d of leased) outcomes.set(deliveryKey(d), { state: "retry", recipient: null, error: `delivery details unavailable: ${String(error)}` });
+    for (const d of leased)
+      outcomes.set(deliveryKey(d), {
+        state: "retry",
+        recipient: null,
+        error: `delivery details unavailable: ${String(error)}`,
+      });
   }
   return outcomes;
 }
@@ -206,7 +269,9 @@ function recordOutcomes(storage: DurableObjectStorage, leased: Leased[], outcome
       const attempt = d.attempts + 1;
       if (outcome.state === "sent") {
         storage.sql.exec(
-          "UPDATE deliveries SET state = 'sent', recipient = ?, message_id = ?, delivered_at = ?, last_error = NULL, next_at = NULL WHERE reminder_id = ? AND channel = ? AND contact_id = ?",
+          "UPDATE deliveries SET state = 'sent', recipient = ?, message_id = ?, " +
+            "delivered_at = ?, last_error = NULL, next_at = NULL WHERE reminder_id = ? AND " +
+            "channel = ? AND contact_id = ?",
           outcome.recipient,
           outcome.messageId,
           done,
@@ -215,7 +280,8 @@ function recordOutcomes(storage: DurableObjectStorage, leased: Leased[], outcome
       } else if (outcome.state === "retry") {
         const failed = attempt >= MAX_DELIVERY_ATTEMPTS;
         storage.sql.exec(
-          "UPDATE deliveries SET state = ?, recipient = ?, last_error = ?, next_at = ? WHERE reminder_id = ? AND channel = ? AND contact_id = ?",
+          "UPDATE deliveries SET state = ?, recipient = ?, last_error = ?, next_at = ? " +
+            "WHERE reminder_id = ? AND channel = ? AND contact_id = ?",
           failed ? "failed" : "pending",
           outcome.recipient,
           outcome.error.slice(0, 300),
@@ -223,7 +289,13 @@ function recordOutcomes(storage: DurableObjectStorage, leased: Leased[], outcome
           ...where,
         );
       } else {
-        storage.sql.exec("UPDATE deliveries SET state = ?, last_error = ?, next_at = NULL WHERE reminder_id = ? AND channel = ? AND contact_id = ?", outcome.state, outcome.error, ...where);
+        storage.sql.exec(
+          "UPDATE deliveries SET state = ?, last_error = ?, next_at = NULL WHERE " +
+            "reminder_id = ? AND channel = ? AND contact_id = ?",
+          outcome.state,
+          outcome.error,
+          ...where,
+        );
       }
     }
   });
@@ -237,7 +309,8 @@ async function deliverOne(
   links: Awaited<ReturnType<typeof recipientLinks>> = null,
 ): Promise<Outcome> {
   if (!facts?.present) return { state: "skipped", recipient: null, error: "the item was deleted before delivery" };
-  if (!facts.contactPresent) return { state: "no_recipient", recipient: null, error: `contact ${d.contact_id} no longer exists` };
+  if (!facts.contactPresent)
+    return { state: "no_recipient", recipient: null, error: `contact ${d.contact_id} no longer exists` };
   const message = reminderMessage({
     companyName: company.companyName,
     itemTitle: facts.title,
@@ -252,10 +325,19 @@ async function deliverOne(
     links,
   });
   const recipient = d.channel === "email" ? facts.email : d.channel === "sms" ? facts.phone : null;
-  if (d.channel !== "email" && d.channel !== "sms") return { state: "skipped", recipient: null, error: `channel ${d.channel} is not delivered by this deployment` };
-  if (!recipient) return { state: "no_recipient", recipient: null, error: `the contact has no ${d.channel === "email" ? "email address" : "phone number"}` };
+  if (d.channel !== "email" && d.channel !== "sms")
+    return { state: "skipped", recipient: null, error: `channel ${d.channel} is not delivered by this deployment` };
+  if (!recipient)
+    return {
+      state: "no_recipient",
+      recipient: null,
+      error: `the contact has no ${d.channel === "email" ? "email address" : "phone number"}`,
+    };
   try {
-    const messageId = d.channel === "email" ? await transports.email({ to: recipient, ...message }) : await transports.sms(recipient, `${message.subject}`);
+    const messageId =
+      d.channel === "email"
+        ? await transports.email({ to: recipient, ...message })
+        : await transports.sms(recipient, `${message.subject}`);
     return { state: "sent", recipient, messageId };
   } catch (error) {
     return { state: "retry", recipient, error: error instanceof Error ? error.message : String(error) };
@@ -293,10 +375,18 @@ interface CompanyDetails {
 }
 
 /** The current D1 facts for a batch of deliveries, by `reminderId:contactId`: item, recipient, company. */
-async function deliveryDetails(db: D1Database, companyId: number, targets: DeliveryTarget[]): Promise<{ company: CompanyDetails; details: Map<string, DeliveryDetails> }> {
+async function deliveryDetails(
+  db: D1Database,
+  companyId: number,
+  targets: DeliveryTarget[],
+): Promise<{ company: CompanyDetails; details: Map<string, DeliveryDetails> }> {
   const [companyResult, rows] = await db.batch([
     db
-      .prepare("SELECT name, json_extract(settings, '$.timezone') AS timezone, json_extract(settings, '$.date_format') AS date_format FROM companies WHERE id = ?")
+      .prepare(
+        "SELECT name, json_extract(settings, '$.timezone') AS timezone, " +
+          "json_extract(settings, '$.date_format') AS date_format FROM companies WHERE id " +
+          "= ?",
+      )
       .bind(companyId),
     db
       .prepare(
@@ -310,8 +400,12 @@ async function deliveryDetails(db: D1Database, companyId: number, targets: Deliv
       )
       .bind(companyId, JSON.stringify(targets.map((t) => [t.reminderId, t.itemId, t.contactId]))),
   ]);
-  const company = (companyResult!.results as Array<{ name: string; timezone: string | null; date_format: string | null }>)[0];
-  const dateFormat = (DATE_FORMATS as readonly string[]).includes(company?.date_format ?? "") ? (company!.date_format as DateFormat) : DEFAULT_DATE_FORMAT;
+  const company = (
+    companyResult!.results as Array<{ name: string; timezone: string | null; date_format: string | null }>
+  )[0];
+  const dateFormat = (DATE_FORMATS as readonly string[]).includes(company?.date_format ?? "")
+    ? (company!.date_format as DateFormat)
+    : DEFAULT_DATE_FORMAT;
   const details = new Map<string, DeliveryDetails>();
   for (const r of rows!.results as Array<Record<string, unknown>>) {
     details.set(`${Number(r.reminder_id)}:${Number(r.contact_id)}`, {
@@ -329,5 +423,8 @@ async function deliveryDetails(db: D1Database, companyId: number, targets: Deliv
       recipientName: (r.recipient_name as string | null) || null,
     });
   }
-  return { company: { name: company?.name ?? "", timezone: company?.timezone || DEFAULT_TIME_ZONE, dateFormat }, details };
+  return {
+    company: { name: company?.name ?? "", timezone: company?.timezone || DEFAULT_TIME_ZONE, dateFormat },
+    details,
+  };
 }

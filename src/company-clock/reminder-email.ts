@@ -92,7 +92,10 @@ export function singleLine(value: string): string {
 export function truncate(value: string, max: number): string {
   const points = Array.from(value);
   if (points.length <= max) return value;
-  return points.slice(0, Math.max(0, max - 1)).join("").trimEnd() + "…";
+  return `${points
+    .slice(0, Math.max(0, max - 1))
+    .join("")
+    .trimEnd()}…`;
 }
 
 /**
@@ -176,7 +179,9 @@ export function reminderMessage(input: ReminderMessageInput): ReminderMessage {
   const subject = truncate(`Reminder: ${label} "${subjectTitle}" ${verb} ${relative} (${date})`, SUBJECT_MAX);
   const headline = `${label} "${bodyTitle}" ${verb} ${relative} (${date}).`;
   const greeting = name ? `Hello ${name},` : "Hello,";
-  const footer = company ? `This reminder was sent for ${company}.` : "This reminder was sent by your reminder service.";
+  const footer = company
+    ? `This reminder was sent for ${company}.`
+    : "This reminder was sent by your reminder service.";
 
   const rows: [string, string][] = [
     ["Item", bodyTitle],
@@ -198,7 +203,15 @@ export function reminderMessage(input: ReminderMessageInput): ReminderMessage {
     "",
     wrap(`What to do: ${action}`),
     // URLs stay whole on their lines (a wrapped URL does not work).
-    ...(links.length > 0 ? ["", "Act on it:", ...links.map(([label, url]) => `  ${`${label}:`.padEnd(linkWidth)}${url}`), "", wrap(LINKS_NOTE)] : []),
+    ...(links.length > 0
+      ? [
+          "",
+          "Act on it:",
+          ...links.map(([label, url]) => `  ${`${label}:`.padEnd(linkWidth)}${url}`),
+          "",
+          wrap(LINKS_NOTE),
+        ]
+      : []),
     ...(notes ? ["", "Notes:", ...notes.split("\n").map((line) => wrap(line))] : []),
     "",
     wrap(footer),
@@ -215,12 +228,18 @@ export function reminderMessage(input: ReminderMessageInput): ReminderMessage {
     '<meta name="viewport" content="width=device-width, initial-scale=1">',
     `<title>${e(subject)}</title>`,
     "</head>",
-    '<body style="margin:0;padding:24px;background:#f4f5f7;font-family:Arial,Helvetica,sans-serif;font-size:14px;line-height:1.5;color:#1f2933;">',
-    '<div style="max-width:560px;margin:0 auto;padding:24px;background:#ffffff;border:1px solid #dde1e6;border-radius:6px;">',
+    "<body " +
+      'style="margin:0;padding:24px;background:#f4f5f7;font-family:Arial,Helvetica,sans-serif;font-size:14px;line-height:1.5;color:#1f2933;">',
+    '<div style="max-width:560px;margin:0 ' +
+      "auto;padding:24px;background:#ffffff;border:1px solid " +
+      '#dde1e6;border-radius:6px;">',
     `<p style="margin:0 0 16px;">${e(greeting)}</p>`,
     `<p style="margin:0 0 16px;font-size:16px;"><strong>${e(`${label} "${bodyTitle}"`)}</strong> ${e(`${verb} ${relative} (${date}).`)}</p>`,
     '<table role="presentation" style="border-collapse:collapse;margin:0 0 16px;">',
-    ...rows.map(([key, value]) => `<tr><th scope="row" style="${cell}color:#52606d;font-weight:normal;">${e(key)}</th><td style="${cell}">${e(value)}</td></tr>`),
+    ...rows.map(
+      ([key, value]) =>
+        `<tr><th scope="row" style="${cell}color:#52606d;font-weight:normal;">${e(key)}</th><td style="${cell}">${e(value)}</td></tr>`,
+    ),
     "</table>",
     `<p style="margin:0 0 16px;"><strong>What to do:</strong> ${e(action)}</p>`,
     ...(links.length > 0

@@ -47,7 +47,11 @@ function deliveriesOf(sql: SqlStorage, reminderIds: number[]): Map<number, Deliv
       last_error: string | null;
       delivered_at: number | null;
       next_at: number | null;
-    }>("SELECT * FROM deliveries WHERE reminder_id IN (SELECT value FROM json_each(?)) ORDER BY channel, contact_id", JSON.stringify(reminderIds))
+    }>(
+      "SELECT * FROM deliveries WHERE reminder_id IN (SELECT value FROM json_each(?)) " +
+        "ORDER BY channel, contact_id",
+      JSON.stringify(reminderIds),
+    )
     .toArray();
   for (const d of rows) {
     const list = byReminder.get(d.reminder_id) ?? [];
@@ -82,17 +86,23 @@ export function remindersOf(sql: SqlStorage, itemId: number): CurrentReminders {
       itemId,
     )
     .toArray();
-  const deliveries = deliveriesOf(sql, rows.filter((r) => r.state === "sent").map((r) => r.reminder_id));
+  const deliveries = deliveriesOf(
+    sql,
+    rows.filter((r) => r.state === "sent").map((r) => r.reminder_id),
+  );
   const views = rows.map((r) => reminderView(r, deliveries.get(r.reminder_id) ?? []));
   // What changes by itself: a queued reminder fires at its due_at, a pending delivery is attempted
   // at its next attempt. Held reminders change only with their item (a D1 change: its version).
   let staleAt: number | null = null;
   const earliest = (at: number) => (staleAt = staleAt === null ? at : Math.min(staleAt, at));
   for (const r of rows) if (r.state === "queued") earliest(r.due_at);
-  for (const list of deliveries.values()) for (const d of list) if (d.state === "pending") earliest(d.next_attempt_at ? Date.parse(d.next_attempt_at) : 0);
+  for (const list of deliveries.values())
+    for (const d of list) if (d.state === "pending") earliest(d.next_attempt_at ? Date.parse(d.next_attempt_at) : 0);
   return {
     reminders: {
-      queued: views.filter((v) => !v.sent).sort((a, b) => a.due_at.localeCompare(b.due_at) || a.reminder_id - b.reminder_id),
+      queued: views
+        .filter((v) => !v.sent)
+        .sort((a, b) => a.due_at.localeCompare(b.due_at) || a.reminder_id - b.reminder_id),
       sent: views.filter((v) => v.sent),
     },
     staleAt,
@@ -118,7 +128,14 @@ export function viewRows(clock: ClockContext, itemIds: number[], current?: Curre
     if (!mirror || mirror.gone || clock.changing.has(itemId)) continue;
     const { reminders, staleAt } = current ?? remindersOf(clock.sql, itemId);
     gen ||= nextGen(clock.sql);
-    rows.push({ itemId, reminders: JSON.stringify(reminders), version: mirror.version, zoneVersion: zone === null ? -1 : Number(zone), gen, staleAt });
+    rows.push({
+      itemId,
+      reminders: JSON.stringify(reminders),
+      version: mirror.version,
+      zoneVersion: zone === null ? -1 : Number(zone),
+      gen,
+      staleAt,
+    });
   }
   return rows;
 }
@@ -129,7 +146,14 @@ export async function writeViews(clock: ClockContext, views: ViewRow[]): Promise
     const db = await clock.db();
     await db.commit([writeViewsStatement(db.d1, clock.companyId, views)]);
   } catch (error) {
-    console.error(JSON.stringify({ level: "error", msg: "reminder view not written", companyId: clock.companyId, error: String(error) }));
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "reminder view not written",
+        companyId: clock.companyId,
+        error: String(error),
+      }),
+    );
   }
 }
 
@@ -165,9 +189,17 @@ export async function invalidateFired(clock: ClockContext, itemIds: number[]): P
   try {
     const statements: D1PreparedStatement[] = [];
     const db = await clock.db();
-    for (let i = 0; i < rows.length; i += INVALIDATE_BATCH) statements.push(writeViewsStatement(db.d1, clock.companyId, rows.slice(i, i + INVALIDATE_BATCH)));
+    for (let i = 0; i < rows.length; i += INVALIDATE_BATCH)
+      statements.push(writeViewsStatement(db.d1, clock.companyId, rows.slice(i, i + INVALIDATE_BATCH)));
     await db.commit(statements);
   } catch (error) {
-    console.error(JSON.stringify({ level: "error", msg: "views of fired items not invalidated (their stale_at has passed)", companyId: clock.companyId, error: String(error) }));
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "views of fired items not invalidated (their stale_at has passed)",
+        companyId: clock.companyId,
+        error: String(error),
+      }),
+    );
   }
 }

@@ -10,7 +10,21 @@ import type { Applied } from "./handoff/bookkeeping";
 import { pendingItems, readSnapshots, SYNC_BATCH, type PulledEvent, type Snapshots } from "./handoff/snapshots";
 import { VIEWS_PER_BATCH } from "./handoff/views";
 import { invalidateFired, reminderView, viewRows } from "./reminder-views";
-import { forgetItem, mirrorRenewal, getMeta, itemMirror, queueSequence, reanchor, reconcile, rezone, setExpiry, setMeta, setSnooze, zoneOf, type ReminderRow } from "./store";
+import {
+  forgetItem,
+  mirrorRenewal,
+  getMeta,
+  itemMirror,
+  queueSequence,
+  reanchor,
+  reconcile,
+  rezone,
+  setExpiry,
+  setMeta,
+  setSnooze,
+  zoneOf,
+  type ReminderRow,
+} from "./store";
 import { pump, recordEvent } from "./webhooks";
 
 /** Reminders claimed per transaction; an alarm run claims up to CLAIM_BATCHES_PER_RUN of them, more re-arm the alarm at once. */
@@ -36,10 +50,23 @@ export async function sync(clock: ClockContext, itemIds: number[], given?: Snaps
     const ids = [...new Set(itemIds.slice(i, i + SYNC_BATCH))];
     // A snapshot the Worker read with its write (same round trip) is as good as one read now: an
     // older one than the object applied is ignored below like any other.
-    const snapshot = i === 0 && given ? given : await readSnapshots((await clock.db()).d1, clock.companyId, ids.filter((id) => id !== 0));
+    const snapshot =
+      i === 0 && given
+        ? given
+        : await readSnapshots(
+            (await clock.db()).d1,
+            clock.companyId,
+            ids.filter((id) => id !== 0),
+          );
     pulled ??= snapshot.events;
     const applied = applySnapshot(clock, snapshot, ids, Date.now());
-    const views = viewRows(clock, applied.filter((a) => !a.gone && a.itemId !== 0).slice(0, VIEWS_PER_BATCH).map((a) => a.itemId));
+    const views = viewRows(
+      clock,
+      applied
+        .filter((a) => !a.gone && a.itemId !== 0)
+        .slice(0, VIEWS_PER_BATCH)
+        .map((a) => a.itemId),
+    );
     // Webhook events D1 triggers recorded with the change were read in the same round trip.
     if (i === 0) await pump(clock, pulled ?? []);
     await settle(clock, { applied, views });
@@ -57,7 +84,11 @@ function applySnapshot(clock: ClockContext, snapshot: Snapshots, ids: number[], 
         if (getMeta(sql, "timezone") !== null) {
           rezone(sql, snapshot.company.timezone);
           // A snooze's instant moved with its reminder: what it holds moves too.
-          for (const { item_id } of sql.exec<{ item_id: number }>("SELECT DISTINCT item_id FROM reminders WHERE origin = 'snooze' AND state IN ('queued', 'held')").toArray()) {
+          for (const { item_id } of sql
+            .exec<{ item_id: number }>(
+              "SELECT DISTINCT item_id FROM reminders WHERE origin = 'snooze' AND state IN " + "('queued', 'held')",
+            )
+            .toArray()) {
             reconcile(sql, item_id, now);
           }
         }
@@ -73,7 +104,8 @@ function applySnapshot(clock: ClockContext, snapshot: Snapshots, ids: number[], 
       if (mirror && item.version > 0 && item.version <= mirror.version) {
         // Already applied. The renewal row is still refreshed from the same state: a renewal D1
         // refused must not keep a row the object wrote before it knew better.
-        if (item.present && !mirror.gone && item.version === mirror.version) mirrorRenewal(sql, item.itemId, item.rule, zone);
+        if (item.present && !mirror.gone && item.version === mirror.version)
+          mirrorRenewal(sql, item.itemId, item.rule, zone);
         applied.push({ itemId: item.itemId, version: item.version, gone: !item.present });
         continue;
       }
@@ -86,7 +118,9 @@ function applySnapshot(clock: ClockContext, snapshot: Snapshots, ids: number[], 
       if (!item.present) {
         forgetItem(sql, item.itemId);
         sql.exec(
-          "INSERT INTO items (item_id, version, title, anchor, epoch, held, gone) VALUES (?, ?, '', '', 0, 0, 1) ON CONFLICT (item_id) DO UPDATE SET version = excluded.version, gone = 1",
+          "INSERT INTO items (item_id, version, title, anchor, epoch, held, gone) VALUES " +
+            "(?, ?, '', '', 0, 0, 1) ON CONFLICT (item_id) DO UPDATE SET version = " +
+            "excluded.version, gone = 1",
           item.itemId,
           item.version,
         );
@@ -97,7 +131,11 @@ function applySnapshot(clock: ClockContext, snapshot: Snapshots, ids: number[], 
       const renewed = mirror !== undefined && item.epoch > mirror.epoch;
       if (!mirror || renewed) {
         // New to the object, or renewed: the sequence is queued for the (new) date.
-        if (mirror) sql.exec("DELETE FROM reminders WHERE item_id = ? AND state IN ('queued', 'held') AND origin = 'sequence'", item.itemId);
+        if (mirror)
+          sql.exec(
+            "DELETE FROM reminders WHERE item_id = ? AND state IN ('queued', 'held') AND " + "origin = 'sequence'",
+            item.itemId,
+          );
         if (mirror && item.anchor !== mirror.anchor) reanchor(sql, item.itemId, item.anchor, zone, now);
         queueSequence(sql, item.itemId, item.anchor, item.steps, zone, channels, now);
       } else if (item.anchor !== mirror.anchor) {
@@ -107,8 +145,13 @@ function applySnapshot(clock: ClockContext, snapshot: Snapshots, ids: number[], 
       if (!mirror || mirror.expiry !== item.expiry || renewed) setExpiry(sql, item.itemId, item.expiry, zone, now);
       mirrorRenewal(sql, item.itemId, item.rule, zone);
       // The snooze's reminder is replaced only when the snooze changed: one already sent is not sent again.
-      const snoozeChanged = !mirror || renewed || mirror.snooze_until !== item.snoozedUntil || mirror.snooze_contact !== item.snoozeContactId;
-      if (snoozeChanged) setSnooze(sql, item.itemId, { until: item.snoozedUntil, contactId: item.snoozeContactId }, zone, channels, now);
+      const snoozeChanged =
+        !mirror ||
+        renewed ||
+        mirror.snooze_until !== item.snoozedUntil ||
+        mirror.snooze_contact !== item.snoozeContactId;
+      if (snoozeChanged)
+        setSnooze(sql, item.itemId, { until: item.snoozedUntil, contactId: item.snoozeContactId }, zone, channels, now);
       sql.exec(
         `INSERT INTO items (item_id, version, title, anchor, epoch, held, gone, expiry, acked, snooze_until, snooze_contact) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
          ON CONFLICT (item_id) DO UPDATE SET version = excluded.version, title = excluded.title, anchor = excluded.anchor,
@@ -182,13 +225,18 @@ function claimDue(clock: ClockContext, now: number, fired: Set<number>): number 
         recordEvent(sql, { type: "item.expired", data: null, itemId: r.item_id, now });
         continue;
       }
-      sql.exec("UPDATE reminders SET state = 'sent', sent_at = ? WHERE reminder_id = ? AND state = 'queued'", now, r.reminder_id);
+      sql.exec(
+        "UPDATE reminders SET state = 'sent', sent_at = ? WHERE reminder_id = ? AND " + "state = 'queued'",
+        now,
+        r.reminder_id,
+      );
       fired.add(r.item_id);
       // reminder.sent for every fired reminder; the item's entry is added from D1 at fan-out.
       const { deliveries: _none, ...sentView } = reminderView({ ...r, state: "sent", sent_at: now }, []);
       recordEvent(sql, { type: "reminder.sent", data: JSON.stringify(sentView), itemId: r.item_id, now });
       sql.exec(
-        "INSERT OR IGNORE INTO triggered (reminder_id, item_id, title, date, hour, due_at, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT OR IGNORE INTO triggered (reminder_id, item_id, title, date, hour, " +
+          "due_at, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
         r.reminder_id,
         r.item_id,
         r.title ?? "",
@@ -201,7 +249,13 @@ function claimDue(clock: ClockContext, now: number, fired: Set<number>): number 
         // The webhook channel is the reminder.sent event above; it has no delivery row of its own.
         if (channel === "webhook") continue;
         // contact_id 0: its recipients are resolved by the delivery run that follows (reminder-delivery.ts).
-        sql.exec("INSERT OR IGNORE INTO deliveries (reminder_id, channel, contact_id, state, attempts, next_at) VALUES (?, ?, 0, 'pending', 0, ?)", r.reminder_id, channel, now);
+        sql.exec(
+          "INSERT OR IGNORE INTO deliveries (reminder_id, channel, contact_id, state, " +
+            "attempts, next_at) VALUES (?, ?, 0, 'pending', 0, ?)",
+          r.reminder_id,
+          channel,
+          now,
+        );
       }
       // The snooze is over: what it held before its instant is dropped (its time has passed), the rest goes on.
       if (r.origin === "snooze") reconcile(sql, r.item_id, now);
@@ -209,7 +263,8 @@ function claimDue(clock: ClockContext, now: number, fired: Set<number>): number 
     claimed = due.length;
     if (claimed > 0) {
       sql.exec(
-        "DELETE FROM triggered WHERE reminder_id IN (SELECT reminder_id FROM triggered ORDER BY sent_at DESC, reminder_id DESC LIMIT -1 OFFSET ?)",
+        "DELETE FROM triggered WHERE reminder_id IN (SELECT reminder_id FROM triggered " +
+          "ORDER BY sent_at DESC, reminder_id DESC LIMIT -1 OFFSET ?)",
         TRIGGERED_KEEP,
       );
     }

@@ -17,7 +17,14 @@ import { dueRenewals, forgetRenewals, postponeRenewals, zoneOf } from "./store";
 import type { AuditActor } from "../db/commit";
 
 /** Renewals at expiry are the service's own change in the audit log: no client or user. */
-const RENEWAL_ACTOR: AuditActor = { accountId: null, companyId: null, clientId: null, userId: null, requestId: null, operationId: "automaticRenewal" };
+const RENEWAL_ACTOR: AuditActor = {
+  accountId: null,
+  companyId: null,
+  clientId: null,
+  userId: null,
+  requestId: null,
+  operationId: "automaticRenewal",
+};
 
 /** After a failed run (D1 away): every due renewal waits until `until`. */
 export const postponeDueRenewals = (sql: SqlStorage, until: number): void => postponeRenewals(sql, "due", until);
@@ -35,7 +42,11 @@ export const RENEWAL_RETRY_MS = 60_000;
  * jumped over: the first occurrence not yet expired in the company's today. A rule with no
  * occurrence left (past until, past year 9999) leaves the item as it is. True when more are due.
  */
-export async function renew(clock: ClockContext, apply: (itemIds: number[]) => Promise<void>, now = Date.now()): Promise<boolean> {
+export async function renew(
+  clock: ClockContext,
+  apply: (itemIds: number[]) => Promise<void>,
+  now = Date.now(),
+): Promise<boolean> {
   const due = dueRenewals(clock.sql, now, RENEWALS_PER_RUN + 1);
   if (due.length === 0) return false;
   const batch = due.slice(0, RENEWALS_PER_RUN);
@@ -54,7 +65,10 @@ export async function renew(clock: ClockContext, apply: (itemIds: number[]) => P
     const db = await clock.db({ committed: 0, actor: RENEWAL_ACTOR });
     const statements = [];
     for (let i = 0; i < renewals.length; i += RENEWALS_PER_STATEMENT) {
-      const { history, update } = renewalWrites(db, clock.companyId, renewals.slice(i, i + RENEWALS_PER_STATEMENT), { reason: "expired", userId: 0 });
+      const { history, update } = renewalWrites(db, clock.companyId, renewals.slice(i, i + RENEWALS_PER_STATEMENT), {
+        reason: "expired",
+        userId: 0,
+      });
       statements.push(history, update);
     }
     const results = (await db.commit(statements)) as unknown as Array<Array<{ id: number }>>;
@@ -65,6 +79,10 @@ export async function renew(clock: ClockContext, apply: (itemIds: number[]) => P
   // refused: the sync above brought the row up to D1's state; if it is still due, it waits.
   const endedSet = new Set(ended);
   forgetRenewals(clock.sql, ended);
-  postponeRenewals(clock.sql, batch.map((r) => r.item_id).filter((id) => !renewed.has(id) && !endedSet.has(id)), now + RENEWAL_RETRY_MS);
+  postponeRenewals(
+    clock.sql,
+    batch.map((r) => r.item_id).filter((id) => !renewed.has(id) && !endedSet.has(id)),
+    now + RENEWAL_RETRY_MS,
+  );
   return due.length > RENEWALS_PER_RUN;
 }

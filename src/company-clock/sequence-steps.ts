@@ -45,7 +45,10 @@ export const periodField = (field = "period") =>
     .int({ error: `${field} must be an integer` })
     .min(0, { error: `${field} must be between 0 and ${MAX_PERIOD}` })
     .max(MAX_PERIOD, { error: `${field} must be between 0 and ${MAX_PERIOD}` })
-    .openapi({ example: 14, description: `How many units before or after the item's date (0: on the day), 0 to ${MAX_PERIOD}` });
+    .openapi({
+      example: 14,
+      description: `How many units before or after the item's date (0: on the day), 0 to ${MAX_PERIOD}`,
+    });
 
 export const unitField = (field = "unit") =>
   z
@@ -59,18 +62,34 @@ export const unitField = (field = "unit") =>
       }
       return unit;
     })
-    .openapi({ type: "string", enum: [...UNITS, "days", "weeks", "months", "years"], example: "day", description: "day, week, month or year; plurals accepted, stored singular" });
+    .openapi({
+      type: "string",
+      enum: [...UNITS, "days", "weeks", "months", "years"],
+      example: "day",
+      description: "day, week, month or year; plurals accepted, stored singular",
+    });
 
 export const rtypeField = (field = "rtype") =>
   z
-    .union([z.literal(RTYPE_BEFORE), z.literal(RTYPE_AFTER)], { error: `${field} must be 1 (before the item's date) or 2 (after it)` })
-    .openapi({ type: "integer", enum: [RTYPE_BEFORE, RTYPE_AFTER], example: 1, description: "1: before the item's date; 2: after it" });
+    .union([z.literal(RTYPE_BEFORE), z.literal(RTYPE_AFTER)], {
+      error: `${field} must be 1 (before the item's date) or 2 (after it)`,
+    })
+    .openapi({
+      type: "integer",
+      enum: [RTYPE_BEFORE, RTYPE_AFTER],
+      example: 1,
+      description: "1: before the item's date; 2: after it",
+    });
 
 export const hourField = (field = "hour") =>
   z
     .string({ error: `${field} must be a time HH:MM (00:00 to 23:59)` })
     .refine((text) => isClockTime(text), { error: `${field} must be a time HH:MM (00:00 to 23:59)` })
-    .openapi({ example: "09:00", pattern: "^([01]\\d|2[0-3]):[0-5]\\d$", description: "Local time in the company's time zone, HH:MM" });
+    .openapi({
+      example: "09:00",
+      pattern: "^([01]\\d|2[0-3]):[0-5]\\d$",
+      description: "Local time in the company's time zone, HH:MM",
+    });
 
 const positiveId = (field: string) =>
   z
@@ -86,24 +105,50 @@ const flag = (field: string) => z.boolean({ error: `${field} must be a boolean` 
  * reminder added through the API share (docs/reminders.md, "Recipients and escalation").
  */
 export const recipientFields = {
-  contact_id: positiveId("contact_id").nullable().optional().openapi({
-    example: 42,
-    description: "A contact of the company: the reminder goes to them instead of the item's contact. Not with group_id.",
-  }),
-  group_id: positiveId("group_id").nullable().optional().openapi({
-    example: 7,
-    description: `A contact group of the company: the reminder goes to every contact of the group when it fires (de-duplicated by address, the first ${MAX_GROUP_RECIPIENTS} by contact id), each its own delivery. Not with contact_id.`,
-  }),
-  unless_acknowledged: flag("unless_acknowledged").optional().openapi({
-    description: "An escalation: fires only if nobody has acknowledged the item's current occurrence by then (what every reminder without `always` does; this names it). Not with always.",
-  }),
-  always: flag("always").optional().openapi({ description: "Sent even when the occurrence is acknowledged (e.g. on the day). Not with unless_acknowledged." }),
+  contact_id: positiveId("contact_id")
+    .nullable()
+    .optional()
+    .openapi({
+      example: 42,
+      description:
+        "A contact of the company: the reminder goes to them instead of the item's " + "contact. Not with group_id.",
+    }),
+  group_id: positiveId("group_id")
+    .nullable()
+    .optional()
+    .openapi({
+      example: 7,
+      description: `A contact group of the company: the reminder goes to every contact of the group when it fires (de-duplicated by address, the first ${MAX_GROUP_RECIPIENTS} by contact id), each its own delivery. Not with contact_id.`,
+    }),
+  unless_acknowledged: flag("unless_acknowledged")
+    .optional()
+    .openapi({
+      description:
+        "An escalation: fires only if nobody has acknowledged the item's current " +
+        "occurrence by then (what every reminder without `always` does; this names it). " +
+        "Not with always.",
+    }),
+  always: flag("always")
+    .optional()
+    .openapi({
+      description:
+        "Sent even when the occurrence is acknowledged (e.g. on the day). Not with " + "unless_acknowledged.",
+    }),
 };
 
 /** contact_id and group_id, always and unless_acknowledged: one of each pair at most (400 naming the field). */
-export function checkRecipients(v: { contact_id?: number | null; group_id?: number | null; always?: boolean; unless_acknowledged?: boolean }, ctx: z.RefinementCtx) {
-  if (v.contact_id && v.group_id) ctx.addIssue({ code: "custom", path: ["group_id"], message: "give contact_id or group_id, not both" });
-  if (v.always && v.unless_acknowledged) ctx.addIssue({ code: "custom", path: ["always"], message: "always and unless_acknowledged contradict each other: give one" });
+export function checkRecipients(
+  v: { contact_id?: number | null; group_id?: number | null; always?: boolean; unless_acknowledged?: boolean },
+  ctx: z.RefinementCtx,
+) {
+  if (v.contact_id && v.group_id)
+    ctx.addIssue({ code: "custom", path: ["group_id"], message: "give contact_id or group_id, not both" });
+  if (v.always && v.unless_acknowledged)
+    ctx.addIssue({
+      code: "custom",
+      path: ["always"],
+      message: "always and unless_acknowledged contradict each other: give one",
+    });
 }
 
 /** One step of a sequence, as sent: `{period, unit, type, hour}` and optionally its recipient and acknowledgement rule. */
@@ -124,9 +169,20 @@ export const StepOutput = z
     unit: z.enum(UNITS).openapi({ example: "day" }),
     type: z.number().int().openapi({ example: 1, description: "1: before the item's date; 2: after it" }),
     hour: z.string().openapi({ example: "09:00" }),
-    contact_id: z.number().int().nullable().openapi({ example: null, description: "The step's contact; null: the item's contact (or the group)" }),
-    group_id: z.number().int().nullable().openapi({ example: null, description: "The step's contact group; null: none" }),
-    unless_acknowledged: z.boolean().openapi({ example: false, description: "An escalation: fires only if nobody acknowledged the occurrence by then" }),
+    contact_id: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ example: null, description: "The step's contact; null: the item's contact (or the group)" }),
+    group_id: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ example: null, description: "The step's contact group; null: none" }),
+    unless_acknowledged: z.boolean().openapi({
+      example: false,
+      description: "An escalation: fires only if nobody acknowledged the occurrence by then",
+    }),
     always: z.boolean().openapi({ example: false, description: "Sent even when the occurrence is acknowledged" }),
   })
   .openapi("ReminderStepOutput");
@@ -143,7 +199,12 @@ export const stepOutput = (step: Step): z.infer<typeof StepOutput> => ({
   always: step.always === true,
 });
 
-export const DEFAULT_STEPS: Step[] = [30, 14, 7, 1, 0].map((period) => ({ period, unit: "day", type: RTYPE_BEFORE, hour: DEFAULT_HOUR }));
+export const DEFAULT_STEPS: Step[] = [30, 14, 7, 1, 0].map((period) => ({
+  period,
+  unit: "day",
+  type: RTYPE_BEFORE,
+  hour: DEFAULT_HOUR,
+}));
 
 /** Steps stored as JSON in reminder_sequences.steps; anything malformed is dropped, not thrown. */
 export function parseSteps(json: string | null | undefined): Step[] {
@@ -156,7 +217,8 @@ export function parseSteps(json: string | null | undefined): Step[] {
       const period = Number(s?.period);
       const type = Number(s?.type);
       const hour = typeof s?.hour === "string" && isClockTime(s.hour) ? s.hour : DEFAULT_HOUR;
-      if (!unit || !Number.isInteger(period) || period < 0 || period > MAX_PERIOD || (type !== 1 && type !== 2)) return [];
+      if (!unit || !Number.isInteger(period) || period < 0 || period > MAX_PERIOD || (type !== 1 && type !== 2))
+        return [];
       const step: Step = { period, unit, type: type as 1 | 2, hour };
       const id = (value: unknown) => (Number.isSafeInteger(value) && (value as number) > 0 ? (value as number) : null);
       if (id(s.group_id)) step.group_id = id(s.group_id);

@@ -124,14 +124,21 @@ export const APPLIED_REQUEST_TTL_MS = 25 * 3600 * 1000;
 /** The answer recorded for a request key, if its change was applied here. */
 export function appliedResult<T>(sql: SqlStorage, requestKey: string | undefined): T | undefined {
   if (!requestKey) return undefined;
-  const row = sql.exec<{ result: string }>("SELECT result FROM applied_requests WHERE request_key = ?", requestKey).toArray()[0];
+  const row = sql
+    .exec<{ result: string }>("SELECT result FROM applied_requests WHERE request_key = ?", requestKey)
+    .toArray()[0];
   return row ? (JSON.parse(row.result) as T) : undefined;
 }
 
 /** Records a request's answer, inside the transaction of its change; forgets those past the TTL. */
 export function recordApplied(sql: SqlStorage, requestKey: string | undefined, result: unknown, now: number): void {
   if (!requestKey) return;
-  sql.exec("INSERT INTO applied_requests (request_key, result, applied_at) VALUES (?, ?, ?)", requestKey, JSON.stringify(result), now);
+  sql.exec(
+    "INSERT INTO applied_requests (request_key, result, applied_at) VALUES (?, ?, ?)",
+    requestKey,
+    JSON.stringify(result),
+    now,
+  );
   sql.exec("DELETE FROM applied_requests WHERE applied_at < ?", now - APPLIED_REQUEST_TTL_MS);
 }
 
@@ -158,14 +165,19 @@ export function getMeta(sql: SqlStorage, key: string): string | null {
   return row?.value ?? null;
 }
 export function setMeta(sql: SqlStorage, key: string, value: string): void {
-  sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value);
+  sql.exec(
+    "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET " + "value = excluded.value",
+    key,
+    value,
+  );
 }
 
 /** The object serves one company: it records which on first use and refuses any other. */
 export function claimCompany(sql: SqlStorage, companyId: number): void {
   const known = getMeta(sql, "company_id");
   if (known === null) setMeta(sql, "company_id", String(companyId));
-  else if (Number(known) !== companyId) throw new Error(`company clock of company ${known} called for company ${companyId}`);
+  else if (Number(known) !== companyId)
+    throw new Error(`company clock of company ${known} called for company ${companyId}`);
 }
 
 /** The company the object serves; null before its first call. */
@@ -223,7 +235,13 @@ export function itemMirror(sql: SqlStorage, itemId: number): ItemMirror | undefi
 }
 
 export function reminder(sql: SqlStorage, itemId: number, reminderId: number): ReminderRow | undefined {
-  return sql.exec<ReminderRow>("SELECT * FROM reminders WHERE reminder_id = ? AND item_id = ? AND origin <> 'expiry'", reminderId, itemId).toArray()[0];
+  return sql
+    .exec<ReminderRow>(
+      "SELECT * FROM reminders WHERE reminder_id = ? AND item_id = ? AND origin <> " + "'expiry'",
+      reminderId,
+      itemId,
+    )
+    .toArray()[0];
 }
 
 /** Whom a reminder goes to (default: the item's contact when it fires) and what an acknowledgement does to it. */
@@ -275,7 +293,15 @@ export function insertReminder(sql: SqlStorage, r: NewReminder): number {
 }
 
 /** Queues the sequence's steps for an item dated `anchor`; steps whose instant has passed are skipped. Call `reconcile` after. */
-export function queueSequence(sql: SqlStorage, itemId: number, anchor: string, steps: Step[], zone: string, channels: Channel[], now: number): number {
+export function queueSequence(
+  sql: SqlStorage,
+  itemId: number,
+  anchor: string,
+  steps: Step[],
+  zone: string,
+  channels: Channel[],
+  now: number,
+): number {
   let queued = 0;
   for (const step of steps) {
     const date = stepDate(anchor, step);
@@ -289,7 +315,12 @@ export function queueSequence(sql: SqlStorage, itemId: number, anchor: string, s
       hour: step.hour,
       dueAt,
       relative: { period: step.period, unit: step.unit, rtype: step.type },
-      to: { contactId: step.contact_id ?? null, groupId: step.group_id ?? null, always: step.always === true, unlessAck: step.unless_acknowledged === true },
+      to: {
+        contactId: step.contact_id ?? null,
+        groupId: step.group_id ?? null,
+        always: step.always === true,
+        unlessAck: step.unless_acknowledged === true,
+      },
       channels,
       now,
     });
@@ -300,7 +331,12 @@ export function queueSequence(sql: SqlStorage, itemId: number, anchor: string, s
 
 /** Recomputes the item's waiting relative reminders for a new anchor; those now in the past are dropped. */
 export function reanchor(sql: SqlStorage, itemId: number, anchor: string, zone: string, now: number): void {
-  const rows = sql.exec<ReminderRow>("SELECT * FROM reminders WHERE item_id = ? AND state IN ('queued', 'held') AND period IS NOT NULL", itemId).toArray();
+  const rows = sql
+    .exec<ReminderRow>(
+      "SELECT * FROM reminders WHERE item_id = ? AND state IN ('queued', 'held') AND " + "period IS NOT NULL",
+      itemId,
+    )
+    .toArray();
   for (const row of rows) {
     const date = stepDate(anchor, { period: row.period!, unit: row.unit!, type: row.rtype! });
     const dueAt = isCalendarDate(date) ? localToInstant(date, row.hour, zone) : 0;
@@ -328,12 +364,29 @@ export function reconcile(sql: SqlStorage, itemId: number, now: number): void {
   const mirror = itemMirror(sql, itemId);
   if (!mirror || mirror.gone) return;
   const snoozeAt = sql
-    .exec<{ at: number | null }>("SELECT min(due_at) AS at FROM reminders WHERE item_id = ? AND origin = 'snooze' AND state IN ('queued', 'held')", itemId)
+    .exec<{ at: number | null }>(
+      "SELECT min(due_at) AS at FROM reminders WHERE item_id = ? AND origin = 'snooze' " +
+        "AND state IN ('queued', 'held')",
+      itemId,
+    )
     .one().at;
   const facts = [mirror.held ? 1 : 0, mirror.acked ? 1 : 0, snoozeAt] as const;
-  sql.exec(`UPDATE reminders SET state = 'held' WHERE item_id = ?4 AND state = 'queued' AND ${WANT_HELD}`, ...facts, itemId);
-  sql.exec(`DELETE FROM reminders WHERE item_id = ?4 AND state = 'held' AND NOT ${WANT_HELD} AND due_at <= ?5`, ...facts, itemId, now);
-  sql.exec(`UPDATE reminders SET state = 'queued' WHERE item_id = ?4 AND state = 'held' AND NOT ${WANT_HELD}`, ...facts, itemId);
+  sql.exec(
+    `UPDATE reminders SET state = 'held' WHERE item_id = ?4 AND state = 'queued' AND ${WANT_HELD}`,
+    ...facts,
+    itemId,
+  );
+  sql.exec(
+    `DELETE FROM reminders WHERE item_id = ?4 AND state = 'held' AND NOT ${WANT_HELD} AND due_at <= ?5`,
+    ...facts,
+    itemId,
+    now,
+  );
+  sql.exec(
+    `UPDATE reminders SET state = 'queued' WHERE item_id = ?4 AND state = 'held' AND NOT ${WANT_HELD}`,
+    ...facts,
+    itemId,
+  );
 }
 
 /**
@@ -341,7 +394,14 @@ export function reconcile(sql: SqlStorage, itemId: number, now: number): void {
  * snooze reminder is replaced when it changed (none when the snooze ended, or its instant has
  * passed); one already sent stays in the history. Call `reconcile` after.
  */
-export function setSnooze(sql: SqlStorage, itemId: number, snooze: { until: string | null; contactId: number | null }, zone: string, channels: Channel[], now: number): void {
+export function setSnooze(
+  sql: SqlStorage,
+  itemId: number,
+  snooze: { until: string | null; contactId: number | null },
+  zone: string,
+  channels: Channel[],
+  now: number,
+): void {
   sql.exec("DELETE FROM reminders WHERE item_id = ? AND origin = 'snooze' AND state IN ('queued', 'held')", itemId);
   if (snooze.until === null || !isCalendarDate(snooze.until)) return;
   const dueAt = localToInstant(snooze.until, DEFAULT_HOUR, zone);
@@ -374,7 +434,8 @@ export function forgetItem(sql: SqlStorage, itemId: number): void {
  */
 export function mirrorRenewal(sql: SqlStorage, itemId: number, state: string | null, zone: string): void {
   const parsed = state === null ? null : parseRuleState(state);
-  if (!parsed?.rule || parsed.rule.renewOn !== "expired" || renewalDate(parsed.rule, parsed.date) === null) {
+  const rule = parsed?.rule;
+  if (!parsed || !rule || rule.renewOn !== "expired" || renewalDate(rule, parsed.date) === null) {
     sql.exec("DELETE FROM renewals WHERE item_id = ?", itemId);
     return;
   }
@@ -393,25 +454,48 @@ export type DueRenewal = { item_id: number; date: string; state: string };
 
 /** The renewals due at `now` (archived items' wait), oldest instant first. */
 export const dueRenewals = (sql: SqlStorage, now: number, limit: number): DueRenewal[] =>
-  sql.exec<DueRenewal>("SELECT item_id, date, state FROM renewals WHERE held = 0 AND due_at <= ? ORDER BY due_at, item_id LIMIT ?", now, limit).toArray();
+  sql
+    .exec<DueRenewal>(
+      "SELECT item_id, date, state FROM renewals WHERE held = 0 AND due_at <= ? ORDER " + "BY due_at, item_id LIMIT ?",
+      now,
+      limit,
+    )
+    .toArray();
 
 /** Renewals D1 did not take (`"due"`: every one due now) wait until `until`; if still due then, they are tried again. */
 export function postponeRenewals(sql: SqlStorage, itemIds: number[] | "due", until: number): void {
   if (itemIds === "due") sql.exec("UPDATE renewals SET due_at = ? WHERE held = 0 AND due_at <= ?", until, Date.now());
-  else if (itemIds.length > 0) sql.exec("UPDATE renewals SET due_at = ? WHERE item_id IN (SELECT value FROM json_each(?)) AND due_at < ?", until, JSON.stringify(itemIds), until);
+  else if (itemIds.length > 0)
+    sql.exec(
+      "UPDATE renewals SET due_at = ? WHERE item_id IN (SELECT value FROM " + "json_each(?)) AND due_at < ?",
+      until,
+      JSON.stringify(itemIds),
+      until,
+    );
 }
 
 export function forgetRenewals(sql: SqlStorage, itemIds: number[]): void {
-  if (itemIds.length > 0) sql.exec("DELETE FROM renewals WHERE item_id IN (SELECT value FROM json_each(?))", JSON.stringify(itemIds));
+  if (itemIds.length > 0)
+    sql.exec("DELETE FROM renewals WHERE item_id IN (SELECT value FROM json_each(?))", JSON.stringify(itemIds));
 }
 
 /** A new company time zone: waiting reminders keep their local date and hour, so their instants move. */
 export function rezone(sql: SqlStorage, zone: string): void {
-  const rows = sql.exec<{ reminder_id: number; date: string; hour: string }>("SELECT reminder_id, date, hour FROM reminders WHERE state IN ('queued', 'held')").toArray();
-  for (const row of rows) sql.exec("UPDATE reminders SET due_at = ? WHERE reminder_id = ?", localToInstant(row.date, row.hour, zone), row.reminder_id);
+  const rows = sql
+    .exec<{ reminder_id: number; date: string; hour: string }>(
+      "SELECT reminder_id, date, hour FROM reminders WHERE state IN ('queued', 'held')",
+    )
+    .toArray();
+  for (const row of rows)
+    sql.exec(
+      "UPDATE reminders SET due_at = ? WHERE reminder_id = ?",
+      localToInstant(row.date, row.hour, zone),
+      row.reminder_id,
+    );
   // Renewals keep their date: the start of the day after it, in the new zone.
   const renewals = sql.exec<{ item_id: number; date: string }>("SELECT item_id, date FROM renewals").toArray();
-  for (const row of renewals) sql.exec("UPDATE renewals SET due_at = ? WHERE item_id = ?", startOfDayAfter(row.date, zone), row.item_id);
+  for (const row of renewals)
+    sql.exec("UPDATE renewals SET due_at = ? WHERE item_id = ?", startOfDayAfter(row.date, zone), row.item_id);
 }
 
 /**
@@ -423,6 +507,16 @@ export function setExpiry(sql: SqlStorage, itemId: number, date: string, zone: s
   if (!isCalendarDate(date)) return;
   const dueAt = localToInstant(date, EXPIRY_HOUR, zone);
   if (dueAt <= now) return;
-  insertReminder(sql, { itemId, origin: "expiry", date, hour: EXPIRY_HOUR, dueAt, relative: null, to: ITEM_CONTACT, channels: [], now });
+  insertReminder(sql, {
+    itemId,
+    origin: "expiry",
+    date,
+    hour: EXPIRY_HOUR,
+    dueAt,
+    relative: null,
+    to: ITEM_CONTACT,
+    channels: [],
+    now,
+  });
 }
 export const EXPIRY_HOUR = "00:00";

@@ -11,7 +11,14 @@ import {
   type AttemptOutcome,
   type WebhookTransport,
 } from "../webhooks/delivery";
-import { endpointsStatement, FAILING_DISABLE_MS, recordHealth, toEndpoints, type Endpoint, type EndpointHealth } from "../webhooks/outbox";
+import {
+  endpointsStatement,
+  FAILING_DISABLE_MS,
+  recordHealth,
+  toEndpoints,
+  type Endpoint,
+  type EndpointHealth,
+} from "../webhooks/outbox";
 import type { Failure, WebhookDeliveryState, WebhookDeliveryView } from "./api";
 import { settle, type ClockContext } from "./context";
 import { appliedResult, recordApplied } from "./store";
@@ -67,7 +74,13 @@ type Leased = DeliveryRow & { data: string; event_created_at: number };
  * first (attempt counted), so two runs never send it at once. A deleted endpoint's deliveries are
  * dropped, a disabled one's fail; an endpoint failing everything for FAILING_DISABLE_MS is disabled.
  */
-export async function deliverWebhooks(storage: DurableObjectStorage, env: Env, db: Db, companyId: number, transport: WebhookTransport): Promise<{ more: boolean }> {
+export async function deliverWebhooks(
+  storage: DurableObjectStorage,
+  env: Env,
+  db: Db,
+  companyId: number,
+  transport: WebhookTransport,
+): Promise<{ more: boolean }> {
   const sql = storage.sql;
   const now = Date.now();
   let leased: Leased[] = [];
@@ -80,7 +93,12 @@ export async function deliverWebhooks(storage: DurableObjectStorage, env: Env, d
         WEBHOOK_BATCH,
       )
       .toArray();
-    for (const d of leased) sql.exec("UPDATE webhook_deliveries SET attempts = attempts + 1, next_at = ? WHERE delivery_id = ?", now + LEASE_MS, d.delivery_id);
+    for (const d of leased)
+      sql.exec(
+        "UPDATE webhook_deliveries SET attempts = attempts + 1, next_at = ? WHERE " + "delivery_id = ?",
+        now + LEASE_MS,
+        d.delivery_id,
+      );
   });
   if (leased.length === 0) return { more: false };
 
@@ -90,9 +108,21 @@ export async function deliverWebhooks(storage: DurableObjectStorage, env: Env, d
     endpoints = new Map((await toEndpoints(results, env.WEBHOOK_SECRETS_KEY)).map((e) => [e.id, e]));
   } catch (error) {
     // Not an attempt: given back, tried again later.
-    console.error(JSON.stringify({ level: "error", msg: "webhook delivery deferred: D1 unavailable", companyId, error: String(error) }));
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "webhook delivery deferred: D1 unavailable",
+        companyId,
+        error: String(error),
+      }),
+    );
     storage.transactionSync(() => {
-      for (const d of leased) sql.exec("UPDATE webhook_deliveries SET attempts = attempts - 1, next_at = ? WHERE delivery_id = ?", now + D1_RETRY_MS, d.delivery_id);
+      for (const d of leased)
+        sql.exec(
+          "UPDATE webhook_deliveries SET attempts = attempts - 1, next_at = ? WHERE " + "delivery_id = ?",
+          now + D1_RETRY_MS,
+          d.delivery_id,
+        );
     });
     return { more: false };
   }
@@ -102,9 +132,13 @@ export async function deliverWebhooks(storage: DurableObjectStorage, env: Env, d
     const endpoint = endpoints.get(d.endpoint_id);
     if (!endpoint) return void outcomes.set(d.delivery_id, "dropped");
     if (!endpoint.enabled && d.type !== "webhook.test") return void outcomes.set(d.delivery_id, "disabled");
-    outcomes.set(d.delivery_id, await attemptDelivery(transport, endpoint, d.message_id, payloadBody(d.type, d.event_created_at, d.data)));
+    outcomes.set(
+      d.delivery_id,
+      await attemptDelivery(transport, endpoint, d.message_id, payloadBody(d.type, d.event_created_at, d.data)),
+    );
   };
-  for (let i = 0; i < leased.length; i += WEBHOOK_CONCURRENCY) await Promise.all(leased.slice(i, i + WEBHOOK_CONCURRENCY).map(send));
+  for (let i = 0; i < leased.length; i += WEBHOOK_CONCURRENCY)
+    await Promise.all(leased.slice(i, i + WEBHOOK_CONCURRENCY).map(send));
 
   const done = Date.now();
   const health: EndpointHealth = { succeeded: [], failed: [], disable: [] };
@@ -116,12 +150,14 @@ export async function deliverWebhooks(storage: DurableObjectStorage, env: Env, d
         sql.exec("DELETE FROM webhook_deliveries WHERE delivery_id = ?", d.delivery_id);
       } else if (outcome === "disabled") {
         sql.exec(
-          "UPDATE webhook_deliveries SET state = 'failed', attempts = attempts - 1, last_error = 'the endpoint is disabled', next_at = NULL WHERE delivery_id = ?",
+          "UPDATE webhook_deliveries SET state = 'failed', attempts = attempts - 1, " +
+            "last_error = 'the endpoint is disabled', next_at = NULL WHERE delivery_id = ?",
           d.delivery_id,
         );
       } else if (outcome.ok) {
         sql.exec(
-          "UPDATE webhook_deliveries SET state = 'delivered', last_status = ?, last_error = NULL, delivered_at = ?, next_at = NULL WHERE delivery_id = ?",
+          "UPDATE webhook_deliveries SET state = 'delivered', last_status = ?, last_error " +
+            "= NULL, delivered_at = ?, next_at = NULL WHERE delivery_id = ?",
           outcome.status,
           done,
           d.delivery_id,
@@ -139,7 +175,8 @@ export async function deliverWebhooks(storage: DurableObjectStorage, env: Env, d
         );
         const endpoint = endpoints.get(d.endpoint_id)!;
         health.failed.push(d.endpoint_id);
-        if (endpoint.failingSince !== null && endpoint.failingSince <= done - FAILING_DISABLE_MS) health.disable.push(d.endpoint_id);
+        if (endpoint.failingSince !== null && endpoint.failingSince <= done - FAILING_DISABLE_MS)
+          health.disable.push(d.endpoint_id);
       }
     }
     // A success clears an endpoint's failing mark even if another of its deliveries failed in the same run.
@@ -147,7 +184,9 @@ export async function deliverWebhooks(storage: DurableObjectStorage, env: Env, d
     health.disable = health.disable.filter((id) => !health.succeeded.includes(id));
     for (const id of new Set(health.disable)) {
       sql.exec(
-        "UPDATE webhook_deliveries SET state = 'failed', last_error = coalesce(last_error, 'the endpoint is disabled'), next_at = NULL WHERE endpoint_id = ? AND state = 'pending'",
+        "UPDATE webhook_deliveries SET state = 'failed', last_error = " +
+          "coalesce(last_error, 'the endpoint is disabled'), next_at = NULL WHERE " +
+          "endpoint_id = ? AND state = 'pending'",
         id,
       );
     }
@@ -155,10 +194,17 @@ export async function deliverWebhooks(storage: DurableObjectStorage, env: Env, d
   try {
     await recordHealth(db, companyId, health, done);
   } catch (error) {
-    console.error(JSON.stringify({ level: "error", msg: "webhook endpoint health not recorded", companyId, error: String(error) }));
+    console.error(
+      JSON.stringify({ level: "error", msg: "webhook endpoint health not recorded", companyId, error: String(error) }),
+    );
   }
   if (leased.length >= WEBHOOK_BATCH) return { more: true };
-  const ready = sql.exec<{ n: number }>("SELECT count(*) AS n FROM webhook_deliveries WHERE state = 'pending' AND next_at <= ?", Date.now()).one().n;
+  const ready = sql
+    .exec<{ n: number }>(
+      "SELECT count(*) AS n FROM webhook_deliveries WHERE state = 'pending' AND " + "next_at <= ?",
+      Date.now(),
+    )
+    .one().n;
   return { more: ready > 0 };
 }
 
@@ -166,7 +212,8 @@ export async function deliverWebhooks(storage: DurableObjectStorage, env: Env, d
 export function pruneWebhooks(storage: DurableObjectStorage, now = Date.now()): void {
   storage.transactionSync(() => {
     storage.sql.exec(
-      "DELETE FROM webhook_deliveries WHERE delivery_id IN (SELECT delivery_id FROM webhook_deliveries WHERE created_at < ? AND state <> 'pending' LIMIT 500)",
+      "DELETE FROM webhook_deliveries WHERE delivery_id IN (SELECT delivery_id FROM " +
+        "webhook_deliveries WHERE created_at < ? AND state <> 'pending' LIMIT 500)",
       now - DELIVERY_KEEP_MS,
     );
     storage.sql.exec(
@@ -177,34 +224,70 @@ export function pruneWebhooks(storage: DurableObjectStorage, now = Date.now()): 
   });
 }
 
-export function listDeliveries(sql: SqlStorage, endpointId: number, limit: number, offset: number): { rows: WebhookDeliveryView[]; total: number } {
-  const total = sql.exec<{ n: number }>("SELECT count(*) AS n FROM webhook_deliveries WHERE endpoint_id = ?", endpointId).one().n;
+export function listDeliveries(
+  sql: SqlStorage,
+  endpointId: number,
+  limit: number,
+  offset: number,
+): { rows: WebhookDeliveryView[]; total: number } {
+  const total = sql
+    .exec<{ n: number }>("SELECT count(*) AS n FROM webhook_deliveries WHERE endpoint_id = ?", endpointId)
+    .one().n;
   const rows = sql
-    .exec<DeliveryRow>("SELECT * FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY delivery_id DESC LIMIT ? OFFSET ?", endpointId, limit, offset)
+    .exec<DeliveryRow>(
+      "SELECT * FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY delivery_id " + "DESC LIMIT ? OFFSET ?",
+      endpointId,
+      limit,
+      offset,
+    )
     .toArray()
     .map(deliveryView);
   return { rows, total };
 }
 
 function deliveryOf(sql: SqlStorage, endpointId: number, deliveryId: number): DeliveryRow | undefined {
-  return sql.exec<DeliveryRow>("SELECT * FROM webhook_deliveries WHERE delivery_id = ? AND endpoint_id = ?", deliveryId, endpointId).toArray()[0];
+  return sql
+    .exec<DeliveryRow>(
+      "SELECT * FROM webhook_deliveries WHERE delivery_id = ? AND endpoint_id = ?",
+      deliveryId,
+      endpointId,
+    )
+    .toArray()[0];
 }
 
 /** A failed or pending delivery is attempted again at once (same message id); 400 for a delivered one. */
-export async function retryDelivery(clock: ClockContext, endpointId: number, deliveryId: number, requestKey?: string, actor?: AuditActor): Promise<WebhookDeliveryView | Failure> {
+export async function retryDelivery(
+  clock: ClockContext,
+  endpointId: number,
+  deliveryId: number,
+  requestKey?: string,
+  actor?: AuditActor,
+): Promise<WebhookDeliveryView | Failure> {
   const { sql } = clock;
   const earlier = appliedResult<WebhookDeliveryView>(sql, requestKey);
   if (earlier) return earlier;
   const current = deliveryOf(sql, endpointId, deliveryId);
   if (!current) return { error: { status: 404, msg: "Delivery not found" } };
-  if (current.state === "delivered") return { error: { status: 400, msg: `Delivery ${deliveryId} was already delivered` } };
+  if (current.state === "delivered")
+    return { error: { status: 400, msg: `Delivery ${deliveryId} was already delivered` } };
   const now = Date.now();
   let view: WebhookDeliveryView | undefined;
   clock.storage.transactionSync(() => {
     // A failed delivery gets one more attempt (failed again if it fails: it has had its 8); a pending one is attempted now.
     sql.exec("UPDATE webhook_deliveries SET state = 'pending', next_at = ? WHERE delivery_id = ?", now, deliveryId);
     view = deliveryView(deliveryOf(sql, endpointId, deliveryId)!);
-    recordAudit(sql, actor, { resourceType: "webhook", resourceId: endpointId, action: "retried", before: { delivery_state: current.state }, after: { delivery_id: deliveryId, delivery_state: "pending" } }, now);
+    recordAudit(
+      sql,
+      actor,
+      {
+        resourceType: "webhook",
+        resourceId: endpointId,
+        action: "retried",
+        before: { delivery_state: current.state },
+        after: { delivery_id: deliveryId, delivery_state: "pending" },
+      },
+      now,
+    );
     recordApplied(sql, requestKey, view, now);
   });
   await settle(clock);

@@ -94,7 +94,11 @@ const PRECONDITION_FAILED = "precondition_failed";
  * current ETag), 409 (or the key's stored answer) when the Idempotency-Key's fence did, and the
  * D1 error otherwise: nothing of the batch was written.
  */
-export async function commit<const T extends readonly Statement[]>(d1: D1Database, statements: T, context?: WriteContext): Promise<Committed<T>> {
+export async function commit<const T extends readonly Statement[]>(
+  d1: D1Database,
+  statements: T,
+  context?: WriteContext,
+): Promise<Committed<T>> {
   const key = context?.key;
   if (key?.refused !== undefined) throw key.refused;
   const own = statements.map(toD1);
@@ -103,7 +107,11 @@ export async function commit<const T extends readonly Statement[]>(d1: D1Databas
   if (!writes && claim.length === 0) return [] as unknown as Committed<T>;
   const condition = writes ? context?.condition : undefined;
   const actor = writes ? context?.actor : undefined;
-  const head = [...claim, ...(actor ? [auditContext(d1, actor)] : []), ...(condition ? [precondition(d1, condition)] : [])];
+  const head = [
+    ...claim,
+    ...(actor ? [auditContext(d1, actor)] : []),
+    ...(condition ? [precondition(d1, condition)] : []),
+  ];
   const tail = [...(writes && key ? [key.fence(d1)] : []), ...(actor ? [d1.prepare("DELETE FROM audit_context")] : [])];
   let results: D1Result[];
   try {
@@ -137,15 +145,29 @@ export async function commit<const T extends readonly Statement[]>(d1: D1Databas
 function auditContext(d1: D1Database, actor: AuditActor): D1PreparedStatement {
   return d1
     .prepare(
-      "INSERT OR REPLACE INTO audit_context (slot, account_id, company_id, at, client_id, user_id, request_id, operation_id, contact_id, via) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "INSERT OR REPLACE INTO audit_context (slot, account_id, company_id, at, " +
+        "client_id, user_id, request_id, operation_id, contact_id, via) VALUES (1, ?, ?, " +
+        "?, ?, ?, ?, ?, ?, ?)",
     )
-    .bind(actor.accountId, actor.companyId, Date.now(), actor.clientId, actor.userId, actor.requestId, actor.operationId, actor.contactId ?? null, actor.via ?? null);
+    .bind(
+      actor.accountId,
+      actor.companyId,
+      Date.now(),
+      actor.clientId,
+      actor.userId,
+      actor.requestId,
+      actor.operationId,
+      actor.contactId ?? null,
+      actor.via ?? null,
+    );
 }
 
 /** Fails the batch (CHECK of write_guards) unless the record still has the version the ETag was checked against. */
 function precondition(d1: D1Database, condition: WriteCondition): D1PreparedStatement {
   return d1
-    .prepare(`INSERT INTO write_guards (${PRECONDITION_FAILED}) SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM "${condition.table}" WHERE id = ? AND version = ?)`)
+    .prepare(
+      `INSERT INTO write_guards (${PRECONDITION_FAILED}) SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM "${condition.table}" WHERE id = ? AND version = ?)`,
+    )
     .bind(condition.id, condition.version);
 }
 
@@ -168,10 +190,14 @@ interface DrizzlePrepared {
 
 function toD1(statement: Statement): { statement: D1PreparedStatement; result(raw: D1Result): unknown } {
   const query = statement as { _prepare?: () => DrizzlePrepared };
-  if (typeof query._prepare !== "function") return { statement: statement as D1PreparedStatement, result: (raw) => raw };
+  if (typeof query._prepare !== "function")
+    return { statement: statement as D1PreparedStatement, result: (raw) => raw };
   const prepared = query._prepare();
   const { params } = prepared.getQuery();
-  return { statement: params.length > 0 ? prepared.stmt.bind(...params) : prepared.stmt, result: (raw) => prepared.mapResult(raw, true) };
+  return {
+    statement: params.length > 0 ? prepared.stmt.bind(...params) : prepared.stmt,
+    result: (raw) => prepared.mapResult(raw, true),
+  };
 }
 
 /** The message of an error and its causes (D1 puts the SQLite error in the cause). */

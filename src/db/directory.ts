@@ -30,14 +30,20 @@ async function cached(env: Env, key: string, read: () => Promise<number>): Promi
 /** The shard of a client's account (0 without an entry). Read when a token is issued, and for a token minted before its account moved. */
 export async function shardOfClient(env: Env, clientId: string, options: { fresh?: boolean } = {}): Promise<number> {
   const read = async () =>
-    (await homeDatabase(env).prepare("SELECT shard FROM directory_clients WHERE client_id = ?").bind(clientId).first<number>("shard")) ?? 0;
+    (await homeDatabase(env)
+      .prepare("SELECT shard FROM directory_clients WHERE client_id = ?")
+      .bind(clientId)
+      .first<number>("shard")) ?? 0;
   return options.fresh ? read() : cached(env, `client:${clientId}`, read);
 }
 
 /** The shard of a company's rows: its directory entry (its account moved), else the shard that allocated its id. */
 export function shardOfCompany(env: Env, companyId: number): Promise<number> {
   return cached(env, `company:${companyId}`, async () => {
-    const moved = await homeDatabase(env).prepare("SELECT shard FROM directory_companies WHERE company_id = ?").bind(companyId).first<number>("shard");
+    const moved = await homeDatabase(env)
+      .prepare("SELECT shard FROM directory_companies WHERE company_id = ?")
+      .bind(companyId)
+      .first<number>("shard");
     return moved ?? originShardOfCompany(companyId);
   });
 }

@@ -8,7 +8,8 @@ import type { Statement } from "./commit";
 export const MAX_ATTEMPTS = 3;
 
 /** The 409 of an operation that kept losing races: nothing was written. */
-export const lostRace = (what: string) => conflict(`The ${what} was changed by another request at the same time; retry the request`);
+export const lostRace = (what: string) =>
+  conflict(`The ${what} was changed by another request at the same time; retry the request`);
 
 /**
  * Commits `statements` (one D1 batch, one transaction). A UNIQUE violation naming `duplicate.marker`

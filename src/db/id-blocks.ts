@@ -33,7 +33,8 @@ export const originShardOfCompany = (companyId: number) => Math.floor(companyId 
  * lowers a counter). Run once on a new shard before it takes accounts: `npm run shard -- init`.
  */
 export function idBaseStatements(shard: number): string[] {
-  if (!Number.isSafeInteger(shard) || shard < 0 || shard >= MAX_SHARDS) throw new Error(`shard must be 0 to ${MAX_SHARDS - 1}`);
+  if (!Number.isSafeInteger(shard) || shard < 0 || shard >= MAX_SHARDS)
+    throw new Error(`shard must be 0 to ${MAX_SHARDS - 1}`);
   const base = `CASE WHEN m.name IN (${COMPANY_BLOCK_TABLES.map((t) => `'${t}'`).join(", ")}) THEN ${shard * COMPANY_ID_BLOCK} ELSE ${shard * ROW_ID_BLOCK} END`;
   const tables = "sqlite_master m WHERE m.type = 'table' AND m.sql LIKE '%AUTOINCREMENT%'";
   return [

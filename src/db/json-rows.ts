@@ -26,7 +26,8 @@ export function jsonRowsInsert<T extends SQLiteTable>(
     const expression = made[key as keyof ColumnsMade<T>];
     return expression === null ? [] : [{ name: column.name, expression }];
   });
-  const named = (entries: Record<string, string> = {}) => Object.entries(entries).map(([name, expression]) => `${expression} AS ${name}`);
+  const named = (entries: Record<string, string> = {}) =>
+    Object.entries(entries).map(([name, expression]) => `${expression} AS ${name}`);
   const inner = [...columns.map((c) => `${c.expression} AS ${c.name}`), ...named(options.more), "r.k AS k"];
   const source = ["j.key AS k", "j.value AS v", ...named(options.first)];
   return `INSERT INTO ${getTableName(table)} (${columns.map((c) => c.name).join(", ")})

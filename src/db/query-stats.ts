@@ -57,7 +57,9 @@ export function countedDatabase(d1: D1Database, stats: D1Stats): D1Database {
     ...d1,
     prepare: (sql: string) => wrap(sql, d1.prepare(sql)),
     batch: async <T>(statements: D1PreparedStatement[]) => {
-      const results = await d1.batch<T>(statements.map((s) => (s as unknown as { inner?: D1PreparedStatement }).inner ?? s));
+      const results = await d1.batch<T>(
+        statements.map((s) => (s as unknown as { inner?: D1PreparedStatement }).inner ?? s),
+      );
       for (const result of results) add(stats, result);
       return results;
     },

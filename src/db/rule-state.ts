@@ -10,5 +10,7 @@ import { sql, type SQL } from "drizzle-orm";
  * this, so a renewal repeated (a retried alarm, a second completion) finds nothing to do.
  */
 export const ruleStateOf = (table: string) =>
-  sql.raw(`json_array(${["expiry_date", "recur_every", "recur_unit", "recur_renew_on", "recur_until", "recur_count", "recur_anchor", "archived"].map((c) => `${table}.${c}`).join(", ")})`) as SQL<string>;
+  sql.raw(
+    `json_array(${["expiry_date", "recur_every", "recur_unit", "recur_renew_on", "recur_until", "recur_count", "recur_anchor", "archived"].map((c) => `${table}.${c}`).join(", ")})`,
+  ) as SQL<string>;
 export const ruleState = ruleStateOf(`"items"`);

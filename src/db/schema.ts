@@ -320,9 +320,17 @@ export const items = sqliteTable(
   (t) => [
     // The list's acknowledged=true|false: the company's items by whether their current occurrence is
     // acknowledged, in (expiry_date, id) order (the expression is itemFilter's, character for character).
-    index("items_company_ack_date_idx").on(t.companyId, t.archived, sql`(ack_epoch IS schedule_epoch)`, t.expiryDate, t.id),
+    index("items_company_ack_date_idx").on(
+      t.companyId,
+      t.archived,
+      sql`(ack_epoch IS schedule_epoch)`,
+      t.expiryDate,
+      t.id,
+    ),
     // The list's recurring=true: the company's recurring items in (expiry_date, id) order.
-    index("items_company_recurring_idx").on(t.companyId, t.archived, t.expiryDate, t.id).where(sql`recur_every IS NOT NULL`),
+    index("items_company_recurring_idx")
+      .on(t.companyId, t.archived, t.expiryDate, t.id)
+      .where(sql`recur_every IS NOT NULL`),
     uniqueIndex("items_company_external_id_uq").on(t.companyId, t.externalId).where(sql`external_id IS NOT NULL`),
     uniqueIndex("items_import_ref_uq").on(t.importRef).where(sql`import_ref IS NOT NULL`),
     index("items_company_date_idx").on(t.companyId, t.archived, t.expiryDate, t.id),
@@ -578,7 +586,11 @@ export const itemFiles = sqliteTable(
     companyId: companyId(),
     createdAt: createdAt(),
   },
-  (t) => [primaryKey({ columns: [t.itemId, t.fileId] }), index("item_files_file_idx").on(t.fileId), index("item_files_company_idx").on(t.companyId)],
+  (t) => [
+    primaryKey({ columns: [t.itemId, t.fileId] }),
+    index("item_files_file_idx").on(t.fileId),
+    index("item_files_company_idx").on(t.companyId),
+  ],
 );
 
 // ---- webhooks (docs/webhooks.md) ----
@@ -652,7 +664,10 @@ export const webhookEvents = sqliteTable(
     createdAt: integer("created_at").notNull(),
   },
   // created_at: the cron sweep finds companies whose events wait for more than 30 s (src/scheduled.ts).
-  (t) => [index("webhook_events_company_idx").on(t.companyId, t.id), index("webhook_events_created_idx").on(t.createdAt)],
+  (t) => [
+    index("webhook_events_company_idx").on(t.companyId, t.id),
+    index("webhook_events_created_idx").on(t.createdAt),
+  ],
 );
 
 export type ContactRow = typeof contacts.$inferSelect;
@@ -806,7 +821,10 @@ export const calendarFeeds = sqliteTable(
     filters: text("filters").notNull().default("{}"),
     createdAt: integer("created_at").notNull(),
   },
-  (t) => [uniqueIndex("calendar_feeds_token_hash_uq").on(t.tokenHash), index("calendar_feeds_company_idx").on(t.companyId, t.id)],
+  (t) => [
+    uniqueIndex("calendar_feeds_token_hash_uq").on(t.tokenHash),
+    index("calendar_feeds_company_idx").on(t.companyId, t.id),
+  ],
 );
 
 // The directory (src/db/directory.ts, docs/scale.md): used in the home database (shard 0) only;

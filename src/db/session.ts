@@ -27,7 +27,9 @@ export function bookmarkFor(header: string | undefined, shard: number): string |
   if (header === undefined) return null;
   const match = header.length <= MAX_BOOKMARK_CHARS ? BOOKMARK.exec(header.trim()) : null;
   if (!match) {
-    throw badRequest(`${BOOKMARK_HEADER} must be a bookmark from an earlier response's ${BOOKMARK_HEADER} header, sent back unchanged`);
+    throw badRequest(
+      `${BOOKMARK_HEADER} must be a bookmark from an earlier response's ${BOOKMARK_HEADER} header, sent back unchanged`,
+    );
   }
   return Number(match[1]) === shard ? match[2]! : null;
 }
@@ -63,7 +65,11 @@ const statsNote = (stats: D1Stats) => ({
 });
 
 /** The request's session on `shard`: from the client's bookmark, else replica-first for reads, primary-first for writes. */
-export function openRequestSession(env: Env, shard: number, options: { write: boolean; bookmark: string | null }): RequestSession {
+export function openRequestSession(
+  env: Env,
+  shard: number,
+  options: { write: boolean; bookmark: string | null },
+): RequestSession {
   const constraint = options.bookmark ?? (options.write ? "first-primary" : "first-unconstrained");
   const session = shardDatabase(env, shard).withSession(constraint);
   const d1 = asDatabase(session);
@@ -80,7 +86,8 @@ export function openRequestSession(env: Env, shard: number, options: { write: bo
 }
 
 /** A session on the shard's primary: for reads that decide what happens next (reminders firing, the sweep). */
-export const primarySession = (env: Env, shard: number): D1Database => asDatabase(shardDatabase(env, shard).withSession("first-primary"));
+export const primarySession = (env: Env, shard: number): D1Database =>
+  asDatabase(shardDatabase(env, shard).withSession("first-primary"));
 
 const newStats = (): D1Stats => ({ queries: 0, rowsRead: 0, rowsWritten: 0, ms: 0 });
 

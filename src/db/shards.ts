@@ -21,7 +21,8 @@ export function shardBindings(env: Pick<Env, "D1_SHARDS">): readonly string[] {
 
 export const shardCount = (env: Pick<Env, "D1_SHARDS">) => shardBindings(env).length;
 
-export const isShard = (env: Pick<Env, "D1_SHARDS">, shard: number) => Number.isSafeInteger(shard) && shard >= 0 && shard < shardCount(env);
+export const isShard = (env: Pick<Env, "D1_SHARDS">, shard: number) =>
+  Number.isSafeInteger(shard) && shard >= 0 && shard < shardCount(env);
 
 /**
  * The D1 binding of a shard. The one place that names the data bindings: every query reaches its

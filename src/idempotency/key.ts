@@ -23,7 +23,9 @@ export function parseIdempotencyKey(header: string): string {
 }
 
 const malformed = () =>
-  badRequest(`${IDEMPOTENCY_KEY_HEADER} must be 1 to ${MAX_KEY_CHARS} printable ASCII characters (e.g. a UUID), bare or as a quoted string`);
+  badRequest(
+    `${IDEMPOTENCY_KEY_HEADER} must be 1 to ${MAX_KEY_CHARS} printable ASCII characters (e.g. a UUID), bare or as a quoted string`,
+  );
 
 /** Hex SHA-256 of what identifies "the same request": method, path with query, and the body bytes. */
 export async function requestFingerprint(method: string, url: string, body: ArrayBuffer): Promise<string> {
@@ -44,19 +46,30 @@ export const keyHash = (clientId: string, key: string) => sha256Hex(`idempotency
  * token, a webhook signing secret), and only a client presenting the key can have it back.
  */
 async function sealingKey(clientId: string, key: string): Promise<CryptoKey> {
-  const material = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`idempotency-body\n${clientId}\n${key}`));
+  const material = await crypto.subtle.digest(
+    "SHA-256",
+    new TextEncoder().encode(`idempotency-body\n${clientId}\n${key}`),
+  );
   return crypto.subtle.importKey("raw", material, "AES-GCM", false, ["encrypt", "decrypt"]);
 }
 
 export async function sealBody(clientId: string, key: string, body: string): Promise<string> {
   const iv = crypto.getRandomValues(new Uint8Array(12));
-  const sealed = await crypto.subtle.encrypt({ name: "AES-GCM", iv }, await sealingKey(clientId, key), new TextEncoder().encode(body));
+  const sealed = await crypto.subtle.encrypt(
+    { name: "AES-GCM", iv },
+    await sealingKey(clientId, key),
+    new TextEncoder().encode(body),
+  );
   return `v1.${toBase64(iv)}.${toBase64(new Uint8Array(sealed))}`;
 }
 
 export async function openBody(clientId: string, key: string, stored: string): Promise<string> {
   const [version, iv, sealed] = stored.split(".");
   if (version !== "v1" || !iv || sealed === undefined) throw new Error("unreadable stored idempotent response");
-  const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: fromBase64(iv) }, await sealingKey(clientId, key), fromBase64(sealed));
+  const plain = await crypto.subtle.decrypt(
+    { name: "AES-GCM", iv: fromBase64(iv) },
+    await sealingKey(clientId, key),
+    fromBase64(sealed),
+  );
   return new TextDecoder().decode(plain);
 }

@@ -7,7 +7,17 @@ import { writeContext } from "../lib/context";
 import { ApiError, apiError, renderError } from "../lib/errors";
 import { noteOnLog } from "../lib/request-context";
 import { IDEMPOTENCY_KEY_HEADER, keyHash, openBody, parseIdempotencyKey, requestFingerprint, sealBody } from "./key";
-import { LEASE_LOST, claimStatement, claimedRow, fenceStatement, finishKey, readKey, releaseKey, type KeyRow, type KeyScope } from "./store";
+import {
+  LEASE_LOST,
+  claimStatement,
+  claimedRow,
+  fenceStatement,
+  finishKey,
+  readKey,
+  releaseKey,
+  type KeyRow,
+  type KeyScope,
+} from "./store";
 
 export const REPLAYED_HEADER = "Idempotent-Replayed";
 
@@ -20,7 +30,8 @@ const LOCAL_WAIT_MS = 5_000;
 const running = new Map<string, Promise<void>>();
 
 export const RESPONSE_LOST =
-  "This request was already applied with this Idempotency-Key, but the service stopped before its response was recorded, " +
+  "This request was already applied with this Idempotency-Key, but the service " +
+  "stopped before its response was recorded, " +
   "so it cannot be replayed; it will not be applied again. Read the affected records to see their state.";
 
 const IN_PROGRESS = `A request with this ${IDEMPOTENCY_KEY_HEADER} is still in progress; retry after a moment to get its response`;
@@ -127,19 +138,40 @@ export async function idempotencyKeyFor(c: Context<AppBindings>): Promise<string
  * change happened, the 500 would say otherwise); a failure that changed nothing frees the key, so
  * a retry runs afresh.
  */
-async function record(c: Context<AppBindings>, own: Db, id: number, lease: string, key: string, changedData: boolean): Promise<void> {
+async function record(
+  c: Context<AppBindings>,
+  own: Db,
+  id: number,
+  lease: string,
+  key: string,
+  changedData: boolean,
+): Promise<void> {
   const res = c.res;
   try {
     if (res.status >= 300 && !changedData) {
       await releaseKey(own, id, lease);
       return;
     }
-    const response = res.status >= 500 ? lostResponse(c.var.requestId) : { status: res.status, body: await res.clone().text(), headers: keptHeaders(res.headers) };
-    await finishKey(own, id, lease, { status: response.status, headers: JSON.stringify(response.headers), body: await sealBody(c.var.auth.clientId, key, response.body) });
+    const response =
+      res.status >= 500
+        ? lostResponse(c.var.requestId)
+        : { status: res.status, body: await res.clone().text(), headers: keptHeaders(res.headers) };
+    await finishKey(own, id, lease, {
+      status: response.status,
+      headers: JSON.stringify(response.headers),
+      body: await sealBody(c.var.auth.clientId, key, response.body),
+    });
   } catch (error) {
     // The response still goes out. The key stays running: once its lease runs out, a retry takes it
     // over when nothing was changed, and is told the response was lost otherwise.
-    console.error(JSON.stringify({ level: "error", msg: "idempotent response not recorded", request_id: c.var.requestId, error: String(error) }));
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "idempotent response not recorded",
+        request_id: c.var.requestId,
+        error: String(error),
+      }),
+    );
   }
 }
 
@@ -161,7 +193,13 @@ function lostResponse(requestId: string) {
 }
 
 /** A repeat: the stored response, or 422 (another request), or 409 (still running, or its response lost). */
-async function answerExisting(c: Context<AppBindings>, scope: KeyScope, first: KeyRow | null, fingerprint: string, key: string): Promise<Response> {
+async function answerExisting(
+  c: Context<AppBindings>,
+  scope: KeyScope,
+  first: KeyRow | null,
+  fingerprint: string,
+  key: string,
+): Promise<Response> {
   let row = first;
   const local = running.get(`${scope.clientId}:${scope.keyHash}`);
   if (row?.state === "running" && local && row.fingerprint === fingerprint) {
@@ -181,10 +219,21 @@ async function answerExisting(c: Context<AppBindings>, scope: KeyScope, first: K
   try {
     body = await openBody(c.var.auth.clientId, key, row.body ?? "");
   } catch (error) {
-    console.error(JSON.stringify({ level: "error", msg: "stored idempotent response unreadable", request_id: c.var.requestId, error: String(error) }));
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "stored idempotent response unreadable",
+        request_id: c.var.requestId,
+        error: String(error),
+      }),
+    );
     return replay(c, lostResponse(c.var.requestId));
   }
-  return replay(c, { status: row.status ?? 200, body, headers: JSON.parse(row.headers ?? "{}") as Record<string, string> });
+  return replay(c, {
+    status: row.status ?? 200,
+    body,
+    headers: JSON.parse(row.headers ?? "{}") as Record<string, string>,
+  });
 }
 
 function stillRunning(c: Context<AppBindings>): Response {
@@ -192,7 +241,13 @@ function stillRunning(c: Context<AppBindings>): Response {
   return renderError(apiError(409, IN_PROGRESS, { "Retry-After": "1" }), c);
 }
 
-function replay(c: Context<AppBindings>, response: { status: number; body: string; headers: Record<string, string> }): Response {
+function replay(
+  c: Context<AppBindings>,
+  response: { status: number; body: string; headers: Record<string, string> },
+): Response {
   noteOnLog(c, { idempotency: "replayed" });
-  return new Response(response.body, { status: response.status, headers: { ...response.headers, [REPLAYED_HEADER]: "true" } });
+  return new Response(response.body, {
+    status: response.status,
+    headers: { ...response.headers, [REPLAYED_HEADER]: "true" },
+  });
 }

@@ -29,7 +29,9 @@ export interface KeyScope {
   keyHash: string;
 }
 
-const COLUMNS = "id, fingerprint, operation_id, state, lease, lease_until, applied, status, headers, body, created_at, expires_at";
+const COLUMNS =
+  "id, fingerprint, operation_id, state, lease, lease_until, applied, status, " +
+  "headers, body, created_at, expires_at";
 
 /** What a request claims its key with. */
 export interface ClaimAttempt {
@@ -53,7 +55,8 @@ export function claimStatement(d1: D1Database, scope: KeyScope, attempt: ClaimAt
   const expired = "idempotency_keys.expires_at <= ?8";
   const takeOver = `(${expired} OR (idempotency_keys.state = 'running' AND idempotency_keys.applied = 0 AND idempotency_keys.lease_until <= ?8
     AND idempotency_keys.fingerprint = excluded.fingerprint))`;
-  const taken = (column: string, value: string) => `${column} = CASE WHEN ${takeOver} THEN ${value} ELSE idempotency_keys.${column} END`;
+  const taken = (column: string, value: string) =>
+    `${column} = CASE WHEN ${takeOver} THEN ${value} ELSE idempotency_keys.${column} END`;
   return d1
     .prepare(
       `INSERT INTO idempotency_keys (company_id, client_id, key_hash, fingerprint, operation_id, state, lease, lease_until, applied, created_at, expires_at)
@@ -74,7 +77,17 @@ export function claimStatement(d1: D1Database, scope: KeyScope, attempt: ClaimAt
          ].join(",\n         ")}
        RETURNING ${COLUMNS}`,
     )
-    .bind(scope.companyId, scope.clientId, scope.keyHash, attempt.fingerprint, attempt.operationId, attempt.lease, now + LEASE_MS, now, now + KEY_TTL_MS);
+    .bind(
+      scope.companyId,
+      scope.clientId,
+      scope.keyHash,
+      attempt.fingerprint,
+      attempt.operationId,
+      attempt.lease,
+      now + LEASE_MS,
+      now,
+      now + KEY_TTL_MS,
+    );
 }
 
 /** The CHECK the fence fails a batch with (idempotency_keys.fence). */
@@ -88,7 +101,9 @@ export const LEASE_LOST = "idempotency_lease_lost";
 export function fenceStatement(d1: D1Database, scope: KeyScope, lease: string): D1PreparedStatement {
   return d1
     .prepare(
-      "UPDATE idempotency_keys SET applied = applied + 1, lease_until = max(lease_until, ?), fence = (lease = ?) WHERE company_id = ? AND client_id = ? AND key_hash = ?",
+      "UPDATE idempotency_keys SET applied = applied + 1, lease_until = " +
+        "max(lease_until, ?), fence = (lease = ?) WHERE company_id = ? AND client_id = ? " +
+        "AND key_hash = ?",
     )
     .bind(Date.now() + LEASE_MS, lease, scope.companyId, scope.clientId, scope.keyHash);
 }
@@ -98,9 +113,7 @@ export const claimedRow = (result: D1Result) => result.results[0] as KeyRow;
 
 const readStatement = (db: D1Database, scope: KeyScope) =>
   db
-    .prepare(
-      `SELECT ${COLUMNS} FROM idempotency_keys WHERE company_id = ? AND client_id = ? AND key_hash = ?`,
-    )
+    .prepare(`SELECT ${COLUMNS} FROM idempotency_keys WHERE company_id = ? AND client_id = ? AND key_hash = ?`)
     .bind(scope.companyId, scope.clientId, scope.keyHash);
 
 export async function readKey(db: D1Database, scope: KeyScope): Promise<KeyRow | null> {
@@ -108,23 +121,40 @@ export async function readKey(db: D1Database, scope: KeyScope): Promise<KeyRow |
 }
 
 /** The answer of the request holding `lease`: kept until the key expires. `db`: a handle without the request's context (this is its bookkeeping). */
-export async function finishKey(db: Db, id: number, lease: string, response: { status: number; headers: string; body: string }): Promise<void> {
+export async function finishKey(
+  db: Db,
+  id: number,
+  lease: string,
+  response: { status: number; headers: string; body: string },
+): Promise<void> {
   await db.commit([
     db.d1
-      .prepare("UPDATE idempotency_keys SET state = 'done', status = ?, headers = ?, body = ? WHERE id = ? AND lease = ? AND state = 'running'")
+      .prepare(
+        "UPDATE idempotency_keys SET state = 'done', status = ?, headers = ?, body = ? " +
+          "WHERE id = ? AND lease = ? AND state = 'running'",
+      )
       .bind(response.status, response.headers, response.body, id, lease),
   ]);
 }
 
 /** Frees the key of a request that changed nothing and failed: a retry runs afresh. */
 export async function releaseKey(db: Db, id: number, lease: string): Promise<void> {
-  await db.commit([db.d1.prepare("DELETE FROM idempotency_keys WHERE id = ? AND lease = ? AND state = 'running' AND applied = 0").bind(id, lease)]);
+  await db.commit([
+    db.d1
+      .prepare("DELETE FROM idempotency_keys WHERE id = ? AND lease = ? AND state = 'running' " + "AND applied = 0")
+      .bind(id, lease),
+  ]);
 }
 
 /** The cron's clean-up: expired keys, a bounded number per run (idempotency_keys_expires_idx). */
 export async function pruneKeys(db: Db, now: number, limit = 5000): Promise<number> {
   const [result] = await db.commit([
-    db.d1.prepare("DELETE FROM idempotency_keys WHERE id IN (SELECT id FROM idempotency_keys WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)").bind(now, limit),
+    db.d1
+      .prepare(
+        "DELETE FROM idempotency_keys WHERE id IN (SELECT id FROM idempotency_keys WHERE " +
+          "expires_at <= ? ORDER BY expires_at LIMIT ?)",
+      )
+      .bind(now, limit),
   ]);
   return result.meta.changes ?? 0;
 }

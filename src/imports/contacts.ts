@@ -1,13 +1,20 @@
-// Contact rows of an import (docs/imports.md). A contact's key is its email (compared as the API
-// compares it: case-insensitively): a row whose email the company has updates that contact.
-import type { Env } from "../env";
 import { nameKey } from "../lib/text-key";
 import { CreateContactSchema } from "../schemas/contacts";
 import { contactWords, insertContacts, newContactRow } from "../records/contacts";
-import { RowErrors, cellText, chunkLead, fenceRefused, integerCell, lookup, type ImportResource, type RowError } from "./context";
+import {
+  RowErrors,
+  cellText,
+  chunkLead,
+  fenceRefused,
+  integerCell,
+  lookup,
+  type ImportResource,
+  type RowError,
+} from "./context";
 
 const FIELDS = ["first_name", "last_name", "email", "country_code", "iso", "mobile_code", "phone_number"] as const;
-const wordsOf = (v: Record<string, string>) => contactWords({ firstName: v.first_name!, lastName: v.last_name!, email: v.email!, phoneNumber: v.phone_number! });
+const wordsOf = (v: Record<string, string>) =>
+  contactWords({ firstName: v.first_name!, lastName: v.last_name!, email: v.email!, phoneNumber: v.phone_number! });
 const IGNORED = new Set(["contact_id", "add_date"]);
 
 export interface ContactRow {
@@ -18,12 +25,19 @@ export interface ContactRow {
   group?: number | null;
 }
 
-type Existing = Record<(typeof FIELDS)[number], string> & { id: number; email_key: string; dept_id: number; group_id: number | null };
+type Existing = Record<(typeof FIELDS)[number], string> & {
+  id: number;
+  email_key: string;
+  dept_id: number;
+  group_id: number | null;
+};
 
 async function placements(db: D1Database, companyId: number) {
   const [groups, depts] = await db.batch<{ id: number; name_key: string; dept_id: number; is_default: number }>([
     db.prepare("SELECT id, name_key, dept_id, is_default FROM contact_groups WHERE company_id = ?").bind(companyId),
-    db.prepare("SELECT id, 0 AS dept_id, '' AS name_key, is_default FROM departments WHERE company_id = ?").bind(companyId),
+    db
+      .prepare("SELECT id, 0 AS dept_id, '' AS name_key, is_default FROM departments WHERE " + "company_id = ?")
+      .bind(companyId),
   ]);
   return {
     groupsByKey: new Map(groups!.results.map((g) => [g.name_key, g])),
@@ -44,9 +58,16 @@ async function existingContacts(d1: D1Database, companyId: number, keys: string[
 }
 
 export const contactImport: ImportResource<ContactRow> = {
-  async validate(env, job, rows) {
+  async validate(_env, job, rows) {
     const place = await placements(job.db.d1, job.companyId);
-    const keys = [...new Set(rows.map((r) => r.cells.get("email")).filter((v): v is string => typeof v === "string").map((v) => nameKey(v.normalize("NFC").trim())))];
+    const keys = [
+      ...new Set(
+        rows
+          .map((r) => r.cells.get("email"))
+          .filter((v): v is string => typeof v === "string")
+          .map((v) => nameKey(v.normalize("NFC").trim())),
+      ),
+    ];
     const existing = await existingContacts(job.db.d1, job.companyId, keys);
     const errors: RowError[] = [];
     const valid: ContactRow[] = [];
@@ -56,7 +77,12 @@ export const contactImport: ImportResource<ContactRow> = {
       const e = new RowErrors(raw.row);
       if (raw.unreadable) e.add("", "", raw.unreadable);
       for (const column of raw.cells.keys()) {
-        if (!IGNORED.has(column) && !(FIELDS as readonly string[]).includes(column) && column !== "group_name" && column !== "deptid") {
+        if (
+          !IGNORED.has(column) &&
+          !(FIELDS as readonly string[]).includes(column) &&
+          column !== "group_name" &&
+          column !== "deptid"
+        ) {
           e.add(column, raw.cells.get(column), `"${column.slice(0, 100)}" is no contact column`);
         }
       }
@@ -75,22 +101,33 @@ export const contactImport: ImportResource<ContactRow> = {
       if (earlier !== undefined) e.add("email", given.email, `email repeats row ${earlier}`);
       seen.set(key, raw.row);
       const was = existing.get(key);
-      const merged = { ...(was ? Object.fromEntries(FIELDS.map((f) => [f, was[f]]).filter(([, v]) => v !== "")) : {}), ...given };
+      const merged = {
+        ...(was ? Object.fromEntries(FIELDS.map((f) => [f, was[f]]).filter(([, v]) => v !== "")) : {}),
+        ...given,
+      };
       const checked = CreateContactSchema.safeParse(merged);
       if (!checked.success) {
         for (const issue of checked.error.issues) {
           const column = String(issue.path[0] ?? "");
-          e.add(column, given[column] ?? "", column === "first_name" || column === "last_name" ? issue.message.replace(/ must not be empty$/, " is required for a new contact") : issue.message);
+          e.add(
+            column,
+            given[column] ?? "",
+            column === "first_name" || column === "last_name"
+              ? issue.message.replace(/ must not be empty$/, " is required for a new contact")
+              : issue.message,
+          );
         }
       }
       const out: ContactRow = { row: raw.row, key, values: {} as ContactRow["values"] };
       const groupName = cellText(e, "group_name", raw.cells.get("group_name"));
       const deptid = integerCell(e, "deptid", raw.cells.get("deptid"), 1);
-      if (deptid !== undefined && !place.departments.has(deptid)) e.add("deptid", deptid, `deptid ${deptid} is no department of the company`);
+      if (deptid !== undefined && !place.departments.has(deptid))
+        e.add("deptid", deptid, `deptid ${deptid} is no department of the company`);
       if (groupName !== undefined) {
         const group = place.groupsByKey.get(nameKey(groupName.normalize("NFC").trim()));
         if (!group) e.add("group_name", groupName, "group_name names no contact group of the company");
-        else if (deptid !== undefined && group.dept_id !== deptid) e.add("group_name", groupName, `The group is not in deptid ${deptid}`);
+        else if (deptid !== undefined && group.dept_id !== deptid)
+          e.add("group_name", groupName, `The group is not in deptid ${deptid}`);
         else [out.dept, out.group] = [group.dept_id, group.id];
       } else if (deptid !== undefined) [out.dept, out.group] = [deptid, place.defaultGroupOf.get(deptid) ?? null];
       else if (!was) {
@@ -101,16 +138,21 @@ export const contactImport: ImportResource<ContactRow> = {
         errors.push(...e.list);
         continue;
       }
-      for (const field of FIELDS) out.values[field] = String((checked.data as Partial<Record<string, unknown>>)[field] ?? "");
+      for (const field of FIELDS)
+        out.values[field] = String((checked.data as Partial<Record<string, unknown>>)[field] ?? "");
       if (!was) creates++;
       valid.push(out);
     }
     return { valid, errors, creates };
   },
 
-  async write(env, job, chunk, fence) {
+  async write(_env, job, chunk, fence) {
     const db = job.db.d1;
-    const current = await existingContacts(db, job.companyId, chunk.map((r) => r.key));
+    const current = await existingContacts(
+      db,
+      job.companyId,
+      chunk.map((r) => r.key),
+    );
     const creates: Array<{ row: number; nth: number; contact: Record<string, unknown> }> = [];
     const updates: Array<Record<string, unknown>> = [];
     let skips = 0;
@@ -140,14 +182,34 @@ export const contactImport: ImportResource<ContactRow> = {
         });
         continue;
       }
-      const changed = FIELDS.some((f) => r.values[f] !== was[f]) || (r.dept !== undefined && (r.dept !== was.dept_id || r.group !== was.group_id));
+      const changed =
+        FIELDS.some((f) => r.values[f] !== was[f]) ||
+        (r.dept !== undefined && (r.dept !== was.dept_id || r.group !== was.group_id));
       if (!changed) skips++;
-      else updates.push({ ...r.values, words: wordsOf(r.values), id: was.id, dept: r.dept ?? was.dept_id, group: r.dept !== undefined ? r.group : was.group_id });
+      else
+        updates.push({
+          ...r.values,
+          words: wordsOf(r.values),
+          id: was.id,
+          dept: r.dept ?? was.dept_id,
+          group: r.dept !== undefined ? r.group : was.group_id,
+        });
     }
     const col = (name: string) => `json_extract(j.value, '$.${name}')`;
     const statements = [
-      ...chunkLead(db, job, fence.index, { creates: creates.map((c) => ({ row: c.row, nth: c.nth })), updates: updates.length, skips }, fence.now),
-      insertContacts(db, creates.map((c) => c.contact), "room", false),
+      ...chunkLead(
+        db,
+        job,
+        fence.index,
+        { creates: creates.map((c) => ({ row: c.row, nth: c.nth })), updates: updates.length, skips },
+        fence.now,
+      ),
+      insertContacts(
+        db,
+        creates.map((c) => c.contact),
+        "room",
+        false,
+      ),
     ];
     if (updates.length > 0) {
       statements.push(

@@ -1,6 +1,6 @@
 // What an import job works with: the job's row, its company, row errors and the helpers both
 // resources (items, contacts) share (docs/imports.md).
-import { z } from "@hono/zod-openapi";
+import type { z } from "@hono/zod-openapi";
 import type { Db } from "../db/client";
 import type { Env } from "../env";
 import { ApiError } from "../lib/errors";
@@ -46,7 +46,7 @@ export const REF_BASE = 1_000_000;
 /** A value as an error entry repeats it: text, bounded. */
 export function errorValue(value: unknown): string {
   if (value === undefined || value === null) return "";
-  return echo(typeof value === "string" ? value : JSON.stringify(value) ?? "", 200);
+  return echo(typeof value === "string" ? value : (JSON.stringify(value) ?? ""), 200);
 }
 
 /** Collects the errors of one row. */
@@ -71,7 +71,12 @@ export function cellText(errors: RowErrors, column: string, value: unknown): str
 }
 
 /** Runs a zod schema on a cell; on failure records its first message under the column. */
-export function checkCell<S extends z.ZodType>(errors: RowErrors, column: string, schema: S, value: unknown): z.infer<S> | undefined {
+export function checkCell<S extends z.ZodType>(
+  errors: RowErrors,
+  column: string,
+  schema: S,
+  value: unknown,
+): z.infer<S> | undefined {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   errors.add(column, value, result.error.issues[0]?.message ?? `${column} is invalid`);
@@ -92,7 +97,12 @@ export function checkWith<T>(errors: RowErrors, column: string, value: unknown, 
 /** A whole number cell (JSON number or digits), or undefined with an error. */
 export function integerCell(errors: RowErrors, column: string, value: unknown, min: number): number | undefined {
   if (value === undefined) return undefined;
-  const n = typeof value === "number" ? value : typeof value === "string" && /^\s*\d{1,15}\s*$/.test(value) ? Number(value) : NaN;
+  const n =
+    typeof value === "number"
+      ? value
+      : typeof value === "string" && /^\s*\d{1,15}\s*$/.test(value)
+        ? Number(value)
+        : NaN;
   if (!Number.isSafeInteger(n) || n < min) {
     errors.add(column, value, `${column} must be ${min === 0 ? "0 or " : ""}a positive integer`);
     return undefined;
@@ -112,7 +122,12 @@ export function booleanCell(errors: RowErrors, column: string, value: unknown): 
 }
 
 /** Runs `query` over `values` in slices (one bound JSON parameter each) and gathers the rows. */
-export async function lookup<R>(db: D1Database, values: readonly unknown[], query: string, ...binds: unknown[]): Promise<R[]> {
+export async function lookup<R>(
+  db: D1Database,
+  values: readonly unknown[],
+  query: string,
+  ...binds: unknown[]
+): Promise<R[]> {
   const out: R[] = [];
   for (let i = 0; i < values.length; i += 2_000) {
     const { results } = await db
@@ -126,7 +141,8 @@ export async function lookup<R>(db: D1Database, values: readonly unknown[], quer
 
 /** SQL: how many more records of the job's resource its company may hold now (never negative). */
 export function roomLeft(job: ImportJob): string {
-  const [used, limit] = job.resource === "items" ? ["documents_used", "documents_limit"] : ["contacts_used", "contacts_limit"];
+  const [used, limit] =
+    job.resource === "items" ? ["documents_used", "documents_limit"] : ["contacts_used", "contacts_limit"];
   return `(SELECT max(0, ${limit} - ${used}) FROM companies WHERE id = ${Number(job.companyId)})`;
 }
 
@@ -136,7 +152,13 @@ export function roomLeft(job: ImportJob): string {
  * the chunk was written already, or the job was canceled), the counts, and a row error for each new
  * record past the company's limit. Those rows carry `nth`, their place among the chunk's creations.
  */
-export function chunkLead(db: D1Database, job: ImportJob, index: number, counts: { creates: unknown[]; updates: number; skips: number }, now: number) {
+export function chunkLead(
+  db: D1Database,
+  job: ImportJob,
+  index: number,
+  counts: { creates: unknown[]; updates: number; skips: number },
+  now: number,
+) {
   const room = roomLeft(job);
   const what = job.resource === "items" ? "documents_limit" : "contacts_limit";
   return [

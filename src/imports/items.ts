@@ -3,7 +3,6 @@
 // batch (new items inserted, changed ones updated by external_id, unchanged ones left alone).
 import { sql } from "drizzle-orm";
 import { sqlText } from "../db/client";
-import type { Env } from "../env";
 import { splitCsvList } from "../lib/csv";
 import { requiredText, optionalText } from "../lib/schemas";
 import { searchWords } from "../lib/search";
@@ -97,7 +96,11 @@ const RULE_OBJECT = "recurrence";
 async function companyRefs(db: D1Database, companyId: number) {
   const [types, fields, sequences, dept] = await db.batch<Record<string, unknown>>([
     db.prepare("SELECT id, name_key, dept_id FROM document_types WHERE company_id = ?").bind(companyId),
-    db.prepare("SELECT id, type_id, field_key, field_type, field_data FROM document_type_fields WHERE company_id = ?").bind(companyId),
+    db
+      .prepare(
+        "SELECT id, type_id, field_key, field_type, field_data FROM document_type_fields " + "WHERE company_id = ?",
+      )
+      .bind(companyId),
     db.prepare("SELECT id FROM reminder_sequences WHERE company_id = ?").bind(companyId),
     db.prepare("SELECT id FROM departments WHERE company_id = ? AND is_default = 1").bind(companyId),
   ]);
@@ -109,7 +112,13 @@ async function companyRefs(db: D1Database, companyId: number) {
     byKey.set(String(t.name_key), info);
   }
   for (const f of fields!.results) {
-    byId.get(Number(f.type_id))?.fields.set(String(f.field_key), { id: Number(f.id), type: String(f.field_type), options: String(f.field_data).split("\n").map((o) => o.trim()) });
+    byId.get(Number(f.type_id))?.fields.set(String(f.field_key), {
+      id: Number(f.id),
+      type: String(f.field_type),
+      options: String(f.field_data)
+        .split("\n")
+        .map((o) => o.trim()),
+    });
   }
   return {
     typesById: byId,
@@ -119,8 +128,19 @@ async function companyRefs(db: D1Database, companyId: number) {
   };
 }
 
-function checkField(errors: RowErrors, column: string, field: { type: string; options: string[] }, raw: unknown, job: ImportJob): string | undefined {
-  const text = checkCell(errors, column, fieldValue, typeof raw === "string" ? raw : typeof raw === "number" || typeof raw === "boolean" ? String(raw) : raw);
+function checkField(
+  errors: RowErrors,
+  column: string,
+  field: { type: string; options: string[] },
+  raw: unknown,
+  job: ImportJob,
+): string | undefined {
+  const text = checkCell(
+    errors,
+    column,
+    fieldValue,
+    typeof raw === "string" ? raw : typeof raw === "number" || typeof raw === "boolean" ? String(raw) : raw,
+  );
   if (text === undefined || text === "") return text;
   switch (field.type) {
     case "number":
@@ -136,7 +156,8 @@ function checkField(errors: RowErrors, column: string, field: { type: string; op
       return flag === undefined ? undefined : flag ? "1" : "0";
     }
     case "select":
-      if (!field.options.includes(text)) errors.add(column, raw, `${column} must be one of: ${field.options.join(", ").slice(0, 300)}`);
+      if (!field.options.includes(text))
+        errors.add(column, raw, `${column} must be one of: ${field.options.join(", ").slice(0, 300)}`);
       return text;
     default:
       return text;
@@ -144,7 +165,8 @@ function checkField(errors: RowErrors, column: string, field: { type: string; op
 }
 
 /** A whole-number cell: text of digits as its number (the check then names the range); anything else as it is, to be refused. */
-const wholeCell = (value: unknown) => (typeof value === "string" && /^\s*[+-]?\d{1,15}\s*$/.test(value) ? Number(value) : value);
+const wholeCell = (value: unknown) =>
+  typeof value === "string" && /^\s*[+-]?\d{1,15}\s*$/.test(value) ? Number(value) : value;
 const trimmed = (value: unknown) => (typeof value === "string" ? value.trim() : value);
 
 /**
@@ -153,11 +175,20 @@ const trimmed = (value: unknown) => (typeof value === "string" ? value.trim() : 
  * key), null when all its cells are empty or the JSON object is null (no rule). `date`: the item's date after the row (its
  * cell, else the stored one), to check until against; undefined when that is unknown (a bad cell).
  */
-function ruleOfRow(e: RowErrors, raw: RawRow, job: ImportJob, date: { value: string | undefined; given: boolean }): ImportedRule | null | undefined {
+function ruleOfRow(
+  e: RowErrors,
+  raw: RawRow,
+  job: ImportJob,
+  date: { value: string | undefined; given: boolean },
+): ImportedRule | null | undefined {
   const json = job.format !== "csv";
   const flat = RULE_COLUMNS.some((c) => raw.columns.has(c));
   if (!flat && !(json && raw.columns.has(RULE_OBJECT))) return undefined;
-  const cells = new Map<RuleKey, unknown>(RULE_KEYS.flatMap((key) => (raw.cells.has(ruleColumn(key)) ? [[key, raw.cells.get(ruleColumn(key))] as const] : [])));
+  const cells = new Map<RuleKey, unknown>(
+    RULE_KEYS.flatMap((key) =>
+      raw.cells.has(ruleColumn(key)) ? [[key, raw.cells.get(ruleColumn(key))] as const] : [],
+    ),
+  );
   const object = json ? raw.cells.get(RULE_OBJECT) : undefined;
   if (object !== undefined) {
     if (typeof object !== "object" || object === null || Array.isArray(object)) {
@@ -169,7 +200,12 @@ function ruleOfRow(e: RowErrors, raw: RawRow, job: ImportJob, date: { value: str
       return undefined;
     }
     for (const [key, value] of Object.entries(object)) {
-      if (!(RULE_KEYS as readonly string[]).includes(key)) e.add(RULE_OBJECT, object, `${RULE_OBJECT} has no key "${key.slice(0, 100)}"; its keys: ${RULE_KEYS.join(", ")}`);
+      if (!(RULE_KEYS as readonly string[]).includes(key))
+        e.add(
+          RULE_OBJECT,
+          object,
+          `${RULE_OBJECT} has no key "${key.slice(0, 100)}"; its keys: ${RULE_KEYS.join(", ")}`,
+        );
       else if (value !== null && value !== "") cells.set(key as RuleKey, value);
     }
   }
@@ -178,62 +214,126 @@ function ruleOfRow(e: RowErrors, raw: RawRow, job: ImportJob, date: { value: str
   const every = checkCell(e, ruleColumn("every"), ruleChecks.every, wholeCell(cells.get("every")));
   const unit = checkCell(e, ruleColumn("unit"), ruleChecks.unit, trimmed(cells.get("unit")));
   const renewOn = checkCell(e, ruleColumn("renew_on"), ruleChecks.renew_on, trimmed(cells.get("renew_on")));
-  const count = cells.has("count") ? checkCell(e, ruleColumn("count"), ruleChecks.count, wholeCell(cells.get("count"))) : null;
+  const count = cells.has("count")
+    ? checkCell(e, ruleColumn("count"), ruleChecks.count, wholeCell(cells.get("count")))
+    : null;
   let until: string | null = null;
   const untilText = cellText(e, ruleColumn("until"), cells.get("until"));
   if (untilText !== undefined) {
     until = parseDate(untilText, job.dateFormat);
-    if (!until) e.add(ruleColumn("until"), untilText, `${ruleColumn("until")} must be a real calendar date in the format ${job.dateFormat}`);
+    if (!until)
+      e.add(
+        ruleColumn("until"),
+        untilText,
+        `${ruleColumn("until")} must be a real calendar date in the format ${job.dateFormat}`,
+      );
     else if (date.value !== undefined && until < date.value) {
       const than = date.given ? "expiry_date" : `the item's expiry_date ${formatDate(date.value, job.dateFormat)}`;
       e.add(ruleColumn("until"), untilText, `${ruleColumn("until")} must not be earlier than ${than}`);
     }
   }
-  if (every === undefined || unit === undefined || renewOn === undefined || count === undefined || (untilText !== undefined && !until)) return undefined;
+  if (
+    every === undefined ||
+    unit === undefined ||
+    renewOn === undefined ||
+    count === undefined ||
+    (untilText !== undefined && !until)
+  )
+    return undefined;
   return { every, unit, renewOn, until, count };
 }
 
 /** An item's rule columns as a row sets them; none when the row leaves the rule alone. */
 function ruleSet(rule: ImportedRule | null | undefined): Record<string, unknown> {
   if (rule === undefined) return {};
-  return { recur_every: rule?.every ?? null, recur_unit: rule?.unit ?? null, recur_renew_on: rule?.renewOn ?? null, recur_until: rule?.until ?? null, recur_count: rule?.count ?? null };
+  return {
+    recur_every: rule?.every ?? null,
+    recur_unit: rule?.unit ?? null,
+    recur_renew_on: rule?.renewOn ?? null,
+    recur_until: rule?.until ?? null,
+    recur_count: rule?.count ?? null,
+  };
 }
 
 // An update row of a chunk is `{id, row, set}` (json_each's j.value), `set` holding the columns it changes.
 const given = (column: string) => `json_type(j.value, '$.set.${column}') IS NOT NULL`;
 /** A column's value after an update row: the row's, else the item's. */
-const valueAfter = (column: string) => `CASE WHEN ${given(column)} THEN json_extract(j.value, '$.set.${column}') ELSE items.${column} END`;
+const valueAfter = (column: string) =>
+  `CASE WHEN ${given(column)} THEN json_extract(j.value, '$.set.${column}') ELSE items.${column} END`;
 const RULE_SET_COLUMNS = Object.keys(ruleSet(null));
 /** recur_anchor after an update row: the API's rule (ruleAnchor) over the rule and date the row leaves the item with. */
 const ANCHOR_AFTER = sqlText(
-  ruleAnchor({ every: sql.raw(valueAfter("recur_every")), unit: sql.raw(valueAfter("recur_unit")), date: sql.raw(valueAfter("expiry_date")), dateChanged: sql.raw(given("expiry_date")) }),
+  ruleAnchor({
+    every: sql.raw(valueAfter("recur_every")),
+    unit: sql.raw(valueAfter("recur_unit")),
+    date: sql.raw(valueAfter("expiry_date")),
+    dateChanged: sql.raw(given("expiry_date")),
+  }),
 );
 
 export const itemImport: ImportResource<ItemRow> = {
-  async validate(env, job, rows) {
+  async validate(_env, job, rows) {
     const db = job.db.d1;
     const refs = await companyRefs(db, job.companyId);
     const errors: RowError[] = [];
     const cellOf = (r: RawRow, name: string) => r.cells.get(name);
     // Look-ups for the whole file, a slice of 2,000 values per query.
-    const exts = [...new Set(rows.map((r) => cellOf(r, "external_id")).filter((v): v is string => typeof v === "string").map((v) => v.normalize("NFC").trim()))];
-    const existing = new Map(
-      (await lookup<{ id: number; external_id: string; document_type_id: number | null; dept_id: number; expiry_date: string }>(
-        db,
-        exts,
-        "SELECT id, external_id, document_type_id, dept_id, expiry_date FROM items WHERE company_id = ?2 AND external_id IN (SELECT value FROM json_each(?1))",
-        job.companyId,
-      )).map((r) => [r.external_id, r]),
-    );
-    const emails = [...new Set(rows.map((r) => cellOf(r, "contact_email")).filter((v): v is string => typeof v === "string").map((v) => nameKey(v)))];
-    const contactsByEmail = new Map(
-      (await lookup<{ id: number; email_key: string }>(db, emails, "SELECT id, email_key FROM contacts WHERE company_id = ?2 AND email_key IN (SELECT value FROM json_each(?1))", job.companyId)).map(
-        (r) => [r.email_key, r.id],
+    const exts = [
+      ...new Set(
+        rows
+          .map((r) => cellOf(r, "external_id"))
+          .filter((v): v is string => typeof v === "string")
+          .map((v) => v.normalize("NFC").trim()),
       ),
+    ];
+    const existing = new Map(
+      (
+        await lookup<{
+          id: number;
+          external_id: string;
+          document_type_id: number | null;
+          dept_id: number;
+          expiry_date: string;
+        }>(
+          db,
+          exts,
+          "SELECT id, external_id, document_type_id, dept_id, expiry_date FROM items WHERE " +
+            "company_id = ?2 AND external_id IN (SELECT value FROM json_each(?1))",
+          job.companyId,
+        )
+      ).map((r) => [r.external_id, r]),
     );
-    const contactIds = [...new Set(rows.map((r) => Number(cellOf(r, "contact_id"))).filter((n) => Number.isSafeInteger(n) && n > 0))];
+    const emails = [
+      ...new Set(
+        rows
+          .map((r) => cellOf(r, "contact_email"))
+          .filter((v): v is string => typeof v === "string")
+          .map((v) => nameKey(v)),
+      ),
+    ];
+    const contactsByEmail = new Map(
+      (
+        await lookup<{ id: number; email_key: string }>(
+          db,
+          emails,
+          "SELECT id, email_key FROM contacts WHERE company_id = ?2 AND email_key IN " +
+            "(SELECT value FROM json_each(?1))",
+          job.companyId,
+        )
+      ).map((r) => [r.email_key, r.id]),
+    );
+    const contactIds = [
+      ...new Set(rows.map((r) => Number(cellOf(r, "contact_id"))).filter((n) => Number.isSafeInteger(n) && n > 0)),
+    ];
     const knownContacts = new Set(
-      (await lookup<{ id: number }>(db, contactIds, "SELECT id FROM contacts WHERE company_id = ?2 AND id IN (SELECT value FROM json_each(?1))", job.companyId)).map((r) => r.id),
+      (
+        await lookup<{ id: number }>(
+          db,
+          contactIds,
+          "SELECT id FROM contacts WHERE company_id = ?2 AND id IN (SELECT value FROM " + "json_each(?1))",
+          job.companyId,
+        )
+      ).map((r) => r.id),
     );
 
     const valid: ItemRow[] = [];
@@ -247,7 +347,9 @@ export const itemImport: ImportResource<ItemRow> = {
         continue;
       }
       const out: ItemRow = { row: raw.row, ext: null, dept: 0 };
-      const ext = raw.cells.has("external_id") ? checkCell(e, "external_id", externalId, cellText(e, "external_id", cellOf(raw, "external_id"))) : undefined;
+      const ext = raw.cells.has("external_id")
+        ? checkCell(e, "external_id", externalId, cellText(e, "external_id", cellOf(raw, "external_id")))
+        : undefined;
       if (ext !== undefined) {
         const earlier = seenExt.get(ext);
         if (earlier !== undefined) e.add("external_id", ext, `external_id repeats row ${earlier}`);
@@ -261,9 +363,13 @@ export const itemImport: ImportResource<ItemRow> = {
       const date = cellText(e, "expiry_date", cellOf(raw, "expiry_date"));
       if (date !== undefined) {
         out.expiry = parseDate(date, job.dateFormat) ?? undefined;
-        if (!out.expiry) e.add("expiry_date", date, `expiry_date must be a real calendar date in the format ${job.dateFormat}`);
+        if (!out.expiry)
+          e.add("expiry_date", date, `expiry_date must be a real calendar date in the format ${job.dateFormat}`);
       } else if (isNew) e.add("expiry_date", "", "expiry_date is required for a new item");
-      const rule = ruleOfRow(e, raw, job, { value: date !== undefined ? out.expiry : current?.expiry_date, given: date !== undefined });
+      const rule = ruleOfRow(e, raw, job, {
+        value: date !== undefined ? out.expiry : current?.expiry_date,
+        given: date !== undefined,
+      });
       if (rule !== undefined) out.rule = rule;
       const type = cellText(e, "item_type", cellOf(raw, "item_type"));
       if (type !== undefined) {
@@ -282,12 +388,18 @@ export const itemImport: ImportResource<ItemRow> = {
       if (typeName !== undefined) {
         typeInfo = refs.typesByKey.get(nameKey(typeName.normalize("NFC").trim()));
         if (typeInfo) out.docType = typeInfo.id;
-        else e.add("document_type", typeName, "document_type names no document type of the company (create it through /v1/document-types)");
+        else
+          e.add(
+            "document_type",
+            typeName,
+            "document_type names no document type of the company (create it through " + "/v1/document-types)",
+          );
       }
       out.dept = current?.dept_id ?? typeInfo?.deptId ?? refs.defaultDept ?? 0;
       if (!out.dept) e.add("", "", "The company has no default department");
       const path = cellText(e, "folder_path", cellOf(raw, "folder_path"));
-      if (path !== undefined && checkWith(e, "folder_path", path, () => folderPathSegments(path))) out.folderPath = path;
+      if (path !== undefined && checkWith(e, "folder_path", path, () => folderPathSegments(path)))
+        out.folderPath = path;
       const email = cellText(e, "contact_email", cellOf(raw, "contact_email"));
       if (email !== undefined) {
         out.contact = contactsByEmail.get(nameKey(email));
@@ -295,21 +407,31 @@ export const itemImport: ImportResource<ItemRow> = {
       }
       const contactId = integerCell(e, "contact_id", cellOf(raw, "contact_id"), 1);
       if (contactId !== undefined) {
-        if (!knownContacts.has(contactId)) e.add("contact_id", contactId, `contact_id ${contactId} is no contact of the company`);
-        else if (out.contact !== undefined && out.contact !== contactId) e.add("contact_id", contactId, "contact_id and contact_email name different contacts");
+        if (!knownContacts.has(contactId))
+          e.add("contact_id", contactId, `contact_id ${contactId} is no contact of the company`);
+        else if (out.contact !== undefined && out.contact !== contactId)
+          e.add("contact_id", contactId, "contact_id and contact_email name different contacts");
         else out.contact = contactId;
       }
       const seq = integerCell(e, "seqid", cellOf(raw, "seqid"), 0);
       if (seq !== undefined) {
-        if (seq !== 0 && !refs.sequences.has(seq)) e.add("seqid", seq, `seqid ${seq} is not a reminder sequence of the company`);
+        if (seq !== 0 && !refs.sequences.has(seq))
+          e.add("seqid", seq, `seqid ${seq} is not a reminder sequence of the company`);
         else out.seq = seq;
       }
       if (raw.cells.has("notes")) out.notes = checkCell(e, "notes", notes, cellText(e, "notes", cellOf(raw, "notes")));
       const tagCell = cellOf(raw, "tags");
       if (tagCell !== undefined) {
-        const names = Array.isArray(tagCell) ? tagCell : typeof tagCell === "string" ? splitCsvList(tagCell) : [tagCell];
-        const checked = names.filter((n) => !(typeof n === "string" && n.trim() === "")).map((n) => checkCell(e, "tags", tagName, n));
-        if (checked.length > MAX_TAGS_PER_ITEM) e.add("tags", tagCell, `tags may name at most ${MAX_TAGS_PER_ITEM} tags`);
+        const names = Array.isArray(tagCell)
+          ? tagCell
+          : typeof tagCell === "string"
+            ? splitCsvList(tagCell)
+            : [tagCell];
+        const checked = names
+          .filter((n) => !(typeof n === "string" && n.trim() === ""))
+          .map((n) => checkCell(e, "tags", tagName, n));
+        if (checked.length > MAX_TAGS_PER_ITEM)
+          e.add("tags", tagCell, `tags may name at most ${MAX_TAGS_PER_ITEM} tags`);
         if (checked.every((n) => n !== undefined)) out.tags = distinctTagNames(checked as string[]);
       }
       for (const [column, value] of raw.cells) {
@@ -319,7 +441,13 @@ export const itemImport: ImportResource<ItemRow> = {
         const name = explicit ? column.slice(6) : column;
         const field = typeInfo?.fields.get(nameKey(name.normalize("NFC").trim()));
         if (!field) {
-          e.add(column, value, typeInfo ? `The item's document type has no field "${name.slice(0, 100)}"` : `"${column.slice(0, 100)}" is no item column, and the item has no document type whose field it could be`);
+          e.add(
+            column,
+            value,
+            typeInfo
+              ? `The item's document type has no field "${name.slice(0, 100)}"`
+              : `"${column.slice(0, 100)}" is no item column, and the item has no document type whose field it could be`,
+          );
           continue;
         }
         const text = checkField(e, column, field, value, job);
@@ -346,16 +474,18 @@ export const itemImport: ImportResource<ItemRow> = {
     }
     const exts = chunk.filter((r) => r.ext !== null).map((r) => r.ext);
     const current = new Map(
-      (await lookup<Record<string, unknown>>(
-        db,
-        exts,
-        `SELECT i.id, i.external_id, i.title, i.notes, i.item_type, i.expiry_date, i.document_type_id, i.folder_id, i.contact_id, i.seq_id, i.status, i.archived,
+      (
+        await lookup<Record<string, unknown>>(
+          db,
+          exts,
+          `SELECT i.id, i.external_id, i.title, i.notes, i.item_type, i.expiry_date, i.document_type_id, i.folder_id, i.contact_id, i.seq_id, i.status, i.archived,
            i.recur_every, i.recur_unit, i.recur_renew_on, i.recur_until, i.recur_count,
            (SELECT json_group_array(t.name_key) FROM (SELECT tg.name_key FROM item_tags AS it JOIN tags AS tg ON tg.id = it.tag_id WHERE it.item_id = i.id ORDER BY it.position) AS t) AS tag_keys,
            (SELECT json_group_object(v.field_id, v.value) FROM item_field_values AS v WHERE v.item_id = i.id) AS field_values
          FROM items AS i WHERE i.company_id = ?2 AND i.external_id IN (SELECT value FROM json_each(?1))`,
-        job.companyId,
-      )).map((r) => [String(r.external_id), r]),
+          job.companyId,
+        )
+      ).map((r) => [String(r.external_id), r]),
     );
     const creates: Array<{ row: number; nth: number; item: NewItem }> = [];
     const updates: Array<Record<string, unknown>> = [];
@@ -378,13 +508,17 @@ export const itemImport: ImportResource<ItemRow> = {
         archived: r.archived,
         ...ruleSet(r.rule),
       };
-      const tagsChange = r.tags !== undefined && (!was || JSON.stringify(r.tags.map((t) => t.key)) !== String(was.tag_keys));
+      const tagsChange =
+        r.tags !== undefined && (!was || JSON.stringify(r.tags.map((t) => t.key)) !== String(was.tag_keys));
       const oldFields = was ? (JSON.parse(String(was.field_values ?? "{}")) as Record<string, string>) : {};
       const fieldsChange = (r.fields ?? []).filter((f) => !was || oldFields[f.id] !== f.value);
       if (tagsChange) tagRows.push({ row: r.row, tags: r.tags!.map((t, position) => ({ ...t, position })) });
       for (const f of fieldsChange) fieldRows.push({ row: r.row, ...f });
       if (r.title !== undefined || r.notes !== undefined) {
-        const words = searchWords(r.title ?? (was?.title as string | undefined), r.notes ?? (was?.notes as string | undefined));
+        const words = searchWords(
+          r.title ?? (was?.title as string | undefined),
+          r.notes ?? (was?.notes as string | undefined),
+        );
         if (!was || words !== searchWords(String(was.title), String(was.notes))) wanted.search_words = words;
       }
       if (!was) {
@@ -424,9 +558,19 @@ export const itemImport: ImportResource<ItemRow> = {
     const ref = job.id * REF_BASE;
     const setCol = (column: string) => `${column} = ${valueAfter(column)}`;
     const statements = [
-      ...chunkLead(db, job, fence.index, { creates: creates.map((c) => ({ row: c.row, nth: c.nth })), updates: updates.length, skips }, fence.now),
+      ...chunkLead(
+        db,
+        job,
+        fence.index,
+        { creates: creates.map((c) => ({ row: c.row, nth: c.nth })), updates: updates.length, skips },
+        fence.now,
+      ),
       // A row creates only while the company has room for it (its nth place among the chunk's creations).
-      insertItems(db, creates.map((c) => newItemRow(c.item)), { guard: "room", returning: false }),
+      insertItems(
+        db,
+        creates.map((c) => newItemRow(c.item)),
+        { guard: "room", returning: false },
+      ),
     ];
     if (updates.length > 0) {
       statements.push(
@@ -447,7 +591,11 @@ export const itemImport: ImportResource<ItemRow> = {
     if (tagRows.length > 0) {
       const tagsJson = JSON.stringify(tagRows);
       statements.push(
-        db.prepare(`DELETE FROM item_tags WHERE item_id IN (SELECT ${target} FROM json_each(?3) AS j) AND company_id = ?1`).bind(job.companyId, ref, tagsJson),
+        db
+          .prepare(
+            `DELETE FROM item_tags WHERE item_id IN (SELECT ${target} FROM json_each(?3) AS j) AND company_id = ?1`,
+          )
+          .bind(job.companyId, ref, tagsJson),
         db
           .prepare(
             `INSERT INTO tags (company_id, name, name_key, items_count, created_at)

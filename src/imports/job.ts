@@ -41,19 +41,45 @@ async function loadJob(env: Env, shard: number, importId: number): Promise<{ row
   const d1 = primarySession(env, shard);
   const row = await d1.prepare("SELECT * FROM imports WHERE id = ?").bind(importId).first<JobRow>();
   if (!row) return null;
-  const dateFormat = (DATE_FORMATS as readonly string[]).includes(row.date_format) ? (row.date_format as DateFormat) : "YYYY-MM-DD";
+  const dateFormat = (DATE_FORMATS as readonly string[]).includes(row.date_format)
+    ? (row.date_format as DateFormat)
+    : "YYYY-MM-DD";
   // The rows the job writes are logged as the work of the client that created it (docs/audit-log.md):
   // its commits carry that actor, and nothing else (no request of its own).
   const db = database(d1, {
     committed: 0,
-    actor: { accountId: null, companyId: row.company_id, clientId: row.client_id, userId: row.user_id, requestId: row.request_id, operationId: "createImport" },
+    actor: {
+      accountId: null,
+      companyId: row.company_id,
+      clientId: row.client_id,
+      userId: row.user_id,
+      requestId: row.request_id,
+      operationId: "createImport",
+    },
   });
-  return { row, job: { id: row.id, db, companyId: row.company_id, userId: row.user_id, resource: row.resource, dateFormat, format: row.format } };
+  return {
+    row,
+    job: {
+      id: row.id,
+      db,
+      companyId: row.company_id,
+      userId: row.user_id,
+      resource: row.resource,
+      dateFormat,
+      format: row.format,
+    },
+  };
 }
 
-export const chunkKey = (row: { company_id: number; id: number }, index: number) => `imports/${row.company_id}/${row.id}/chunk-${index}.json`;
+export const chunkKey = (row: { company_id: number; id: number }, index: number) =>
+  `imports/${row.company_id}/${row.id}/chunk-${index}.json`;
 
-async function fail(db: Db, importId: number, message: string, counts: { rows?: number; valid?: number; failed?: number } = {}): Promise<{ chunks: number }> {
+async function fail(
+  db: Db,
+  importId: number,
+  message: string,
+  counts: { rows?: number; valid?: number; failed?: number } = {},
+): Promise<{ chunks: number }> {
   await db.commit([
     db.d1
       .prepare(
@@ -92,7 +118,11 @@ export async function checkRows(env: Env, shard: number, importId: number): Prom
   const { row, job } = loaded;
   if (row.status === "running") return { chunks: row.chunks };
   if (row.status !== "queued" && row.status !== "validating") return { chunks: 0 };
-  await job.db.commit([job.db.d1.prepare("UPDATE imports SET status = 'validating', updated_at = ? WHERE id = ? AND status = 'queued'").bind(Date.now(), importId)]);
+  await job.db.commit([
+    job.db.d1
+      .prepare("UPDATE imports SET status = 'validating', updated_at = ? WHERE id = ? AND " + "status = 'queued'")
+      .bind(Date.now(), importId),
+  ]);
 
   const body = await env.FILES.get(row.body_key);
   if (!body) return fail(job.db, importId, "The uploaded file is gone");
@@ -102,7 +132,7 @@ export async function checkRows(env: Env, shard: number, importId: number): Prom
   } catch {
     return fail(job.db, importId, "The file is not UTF-8 text");
   }
-  let rows;
+  let rows: ReturnType<typeof parseRows>;
   try {
     rows = parseRows(text, job.format);
   } catch (err) {
@@ -115,12 +145,22 @@ export async function checkRows(env: Env, shard: number, importId: number): Prom
   const failedRows = new Set(errors.map((e) => e.row)).size;
   const counts = { rows: rows.length, valid: valid.length, failed: failedRows };
   if (row.on_error === "abort" && failedRows > 0 && row.dry_run === 0) {
-    return fail(job.db, importId, `${failedRows} of ${rows.length} rows are invalid, so nothing was written (on_error=abort); see the errors`, counts);
+    return fail(
+      job.db,
+      importId,
+      `${failedRows} of ${rows.length} rows are invalid, so nothing was written (on_error=abort); see the errors`,
+      counts,
+    );
   }
   const room = (await job.db.d1.prepare(`SELECT ${roomLeft(job)} AS room`).first<number>("room")) ?? 0;
   const limitName = job.resource === "items" ? "documents_limit" : "contacts_limit";
   if (row.on_error === "abort" && row.dry_run === 0 && creates > room) {
-    return fail(job.db, importId, `The file would create ${creates} ${job.resource}; the company has room for ${room} more (${limitName}), so nothing was written`, counts);
+    return fail(
+      job.db,
+      importId,
+      `The file would create ${creates} ${job.resource}; the company has room for ${room} more (${limitName}), so nothing was written`,
+      counts,
+    );
   }
   if (row.dry_run === 1) {
     const over = creates > room ? `; the company has room for only ${room} more (${limitName})` : "";
@@ -130,12 +170,20 @@ export async function checkRows(env: Env, shard: number, importId: number): Prom
           `UPDATE imports SET status = 'completed', rows = ?2, valid = ?3, failed = ?4, message = ?5, updated_at = ?6, finished_at = ?6
            WHERE id = ?1 AND status = 'validating'`,
         )
-        .bind(importId, rows.length, valid.length, failedRows, `Dry run: nothing was written. ${creates} rows would create ${job.resource}, ${valid.length - creates} would update or leave existing ones${over}`, Date.now()),
+        .bind(
+          importId,
+          rows.length,
+          valid.length,
+          failedRows,
+          `Dry run: nothing was written. ${creates} rows would create ${job.resource}, ${valid.length - creates} would update or leave existing ones${over}`,
+          Date.now(),
+        ),
     ]);
     return { chunks: 0 };
   }
   const chunks = Math.ceil(valid.length / CHUNK_ROWS);
-  for (let k = 0; k < chunks; k++) await env.FILES.put(chunkKey(row, k), JSON.stringify(valid.slice(k * CHUNK_ROWS, (k + 1) * CHUNK_ROWS)));
+  for (let k = 0; k < chunks; k++)
+    await env.FILES.put(chunkKey(row, k), JSON.stringify(valid.slice(k * CHUNK_ROWS, (k + 1) * CHUNK_ROWS)));
   await job.db.commit([
     job.db.d1
       .prepare(
@@ -150,7 +198,7 @@ export async function checkRows(env: Env, shard: number, importId: number): Prom
 /** Step 2, once per chunk: writes it in one batch, unless the fence finds it written (or the job canceled). */
 export async function writeChunk(env: Env, shard: number, importId: number, index: number): Promise<void> {
   const loaded = await loadJob(env, shard, importId);
-  if (!loaded || loaded.row.status !== "running") return;
+  if (loaded?.row.status !== "running") return;
   const object = await env.FILES.get(chunkKey(loaded.row, index));
   if (!object) return;
   const chunk = (await object.json()) as Array<{ row: number }>;

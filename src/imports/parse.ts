@@ -6,7 +6,11 @@ export const MAX_IMPORT_ROWS = 100_000;
 export const MAX_IMPORT_BYTES = 20 * 1024 * 1024;
 export const MAX_COLUMNS = 200;
 
-export const IMPORT_FORMATS = { "text/csv": "csv", "application/json": "json", "application/x-ndjson": "ndjson" } as const;
+export const IMPORT_FORMATS = {
+  "text/csv": "csv",
+  "application/json": "json",
+  "application/x-ndjson": "ndjson",
+} as const;
 export type ImportFormat = (typeof IMPORT_FORMATS)[keyof typeof IMPORT_FORMATS];
 
 /** One data row: its number and its cells by column name (CSV: strings; JSON: any JSON value). */
@@ -77,7 +81,13 @@ function fieldEnd(text: string, from: number): number {
   let i = from;
   while (i < text.length) {
     const c = text.charCodeAt(i);
-    if (c === 44 /* , */ || c === 10 || (c === 13 && text.charCodeAt(i + 1) === 10) || (c === 13 && i + 1 === text.length)) break;
+    if (
+      c === 44 /* , */ ||
+      c === 10 ||
+      (c === 13 && text.charCodeAt(i + 1) === 10) ||
+      (c === 13 && i + 1 === text.length)
+    )
+      break;
     i++;
   }
   return i;
@@ -92,7 +102,8 @@ function countNewlines(text: string): number {
 /** The rows of an import body. Throws UnreadableFile when it is not a file of `format`, or holds too many rows. */
 export function parseRows(text: string, format: ImportFormat): RawRow[] {
   const rows = format === "csv" ? csvRows(text) : format === "json" ? jsonRows(text) : ndjsonRows(text);
-  if (rows.length > MAX_IMPORT_ROWS) throw new UnreadableFile(`The file holds ${rows.length} rows; an import takes at most ${MAX_IMPORT_ROWS}`);
+  if (rows.length > MAX_IMPORT_ROWS)
+    throw new UnreadableFile(`The file holds ${rows.length} rows; an import takes at most ${MAX_IMPORT_ROWS}`);
   if (rows.length === 0) throw new UnreadableFile("The file holds no data rows");
   return rows;
 }
@@ -106,7 +117,8 @@ function csvRows(text: string): RawRow[] {
   const seen = new Set<string>();
   for (const name of header) {
     if (name === "") throw new UnreadableFile("CSV: every column of the header row needs a name");
-    if (seen.has(name.toLowerCase())) throw new UnreadableFile(`CSV: the header names column "${name.slice(0, 100)}" twice`);
+    if (seen.has(name.toLowerCase()))
+      throw new UnreadableFile(`CSV: the header names column "${name.slice(0, 100)}" twice`);
     seen.add(name.toLowerCase());
   }
   const columns: ReadonlySet<string> = new Set(header);
@@ -122,21 +134,28 @@ function csvRows(text: string): RawRow[] {
       const value = record[k];
       if (value !== undefined && value !== "") cells.set(name, restoreCsvFormula(value));
     });
-    rows.push(record.length > header.length ? { row, cells, columns, unreadable: `the row has ${record.length} fields; the header has ${header.length}` } : { row, cells, columns });
+    rows.push(
+      record.length > header.length
+        ? { row, cells, columns, unreadable: `the row has ${record.length} fields; the header has ${header.length}` }
+        : { row, cells, columns },
+    );
   }
   return rows;
 }
 
 function objectRow(row: number, value: unknown): RawRow {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return { row, cells: new Map(), columns: new Set(), unreadable: "the row must be a JSON object" };
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return { row, cells: new Map(), columns: new Set(), unreadable: "the row must be a JSON object" };
   const cells = new Map<string, unknown>();
   for (const [key, cell] of Object.entries(value)) {
     if (cell === null || cell === "") continue;
     if (key === "fields" && typeof cell === "object" && !Array.isArray(cell)) {
-      for (const [name, v] of Object.entries(cell as Record<string, unknown>)) if (v !== null && v !== "") cells.set(`field:${name}`, v);
+      for (const [name, v] of Object.entries(cell as Record<string, unknown>))
+        if (v !== null && v !== "") cells.set(`field:${name}`, v);
     } else cells.set(key, cell);
   }
-  if (cells.size > MAX_COLUMNS) return { row, cells: new Map(), columns: new Set(), unreadable: `a row may have at most ${MAX_COLUMNS} keys` };
+  if (cells.size > MAX_COLUMNS)
+    return { row, cells: new Map(), columns: new Set(), unreadable: `a row may have at most ${MAX_COLUMNS} keys` };
   return { row, cells, columns: new Set(Object.keys(value)) };
 }
 
@@ -145,10 +164,13 @@ function jsonRows(text: string): RawRow[] {
   try {
     parsed = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
   } catch (err) {
-    throw new UnreadableFile(`JSON: the body is not valid JSON (${err instanceof Error ? err.message.slice(0, 200) : "parse error"})`);
+    throw new UnreadableFile(
+      `JSON: the body is not valid JSON (${err instanceof Error ? err.message.slice(0, 200) : "parse error"})`,
+    );
   }
   if (!Array.isArray(parsed)) throw new UnreadableFile("JSON: the body must be an array of objects, one per row");
-  if (parsed.length > MAX_IMPORT_ROWS) throw new UnreadableFile(`The file holds ${parsed.length} rows; an import takes at most ${MAX_IMPORT_ROWS}`);
+  if (parsed.length > MAX_IMPORT_ROWS)
+    throw new UnreadableFile(`The file holds ${parsed.length} rows; an import takes at most ${MAX_IMPORT_ROWS}`);
   return parsed.map((value, k) => objectRow(k + 1, value));
 }
 

@@ -16,11 +16,14 @@ export async function startImport(env: Env, shard: number, importId: number): Pr
 /** Jobs still `queued` a minute after they were accepted (their request died before starting them): started again. Bounded per run. */
 export async function startStrandedImports(env: Env, shard: number, now: number): Promise<void> {
   const db = database(primarySession(env, shard));
-  const { results } = await db.d1.prepare("SELECT id FROM imports WHERE status = 'queued' AND updated_at < ? ORDER BY updated_at LIMIT 20")
+  const { results } = await db.d1
+    .prepare("SELECT id FROM imports WHERE status = 'queued' AND updated_at < ? ORDER BY " + "updated_at LIMIT 20")
     .bind(now - 60_000)
     .all<{ id: number }>();
   for (const { id } of results) {
     await startImport(env, shard, id);
-    await db.commit([db.d1.prepare("UPDATE imports SET updated_at = ? WHERE id = ? AND status = 'queued'").bind(now, id)]);
+    await db.commit([
+      db.d1.prepare("UPDATE imports SET updated_at = ? WHERE id = ? AND status = 'queued'").bind(now, id),
+    ]);
   }
 }

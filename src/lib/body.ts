@@ -56,14 +56,22 @@ export const BODY_RULES: readonly BodyRule[] = [
   { method: "POST", path: "/r/:token/:action", limit: 8 * KiB },
 ];
 
-const DEFAULT_RULE: Required<BodyRule> = { method: "*", path: "*", limit: DEFAULT_BODY_LIMIT, mode: "buffer", shape: "api" };
+const DEFAULT_RULE: Required<BodyRule> = {
+  method: "*",
+  path: "*",
+  limit: DEFAULT_BODY_LIMIT,
+  mode: "buffer",
+  shape: "api",
+};
 
 function pathMatches(pattern: string, path: string): boolean {
   if (pattern === path) return true;
   if (!pattern.includes(":")) return false;
   const want = pattern.split("/");
   const have = path.split("/");
-  return want.length === have.length && want.every((part, i) => (part.startsWith(":") ? have[i] !== "" : part === have[i]));
+  return (
+    want.length === have.length && want.every((part, i) => (part.startsWith(":") ? have[i] !== "" : part === have[i]))
+  );
 }
 
 /** The body rule of a request (with defaults filled in). */
@@ -183,7 +191,11 @@ export function requestGuard(rules: readonly BodyRule[] = BODY_RULES): Middlewar
     const raw = c.req.raw;
     if (raw.body === null) return next();
 
-    const tooLarge = () => fail(413, `Request body exceeds the limit of ${describeBytes(rule.limit)} for ${c.req.method} ${echo(c.req.path)}`);
+    const tooLarge = () =>
+      fail(
+        413,
+        `Request body exceeds the limit of ${describeBytes(rule.limit)} for ${c.req.method} ${echo(c.req.path)}`,
+      );
     const declared = raw.headers.get("Content-Length");
     if (declared !== null && /^\d+$/.test(declared.trim()) && Number(declared) > rule.limit) throw tooLarge();
 
@@ -213,7 +225,10 @@ export function requestGuard(rules: readonly BodyRule[] = BODY_RULES): Middlewar
     }
 
     const bytes = await readLimited(raw.body, rule.limit, tooLarge);
-    const buffer: ArrayBuffer = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? (bytes.buffer as ArrayBuffer) : bytes.slice().buffer;
+    const buffer: ArrayBuffer =
+      bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
+        ? (bytes.buffer as ArrayBuffer)
+        : bytes.slice().buffer;
     // The route reads the body through c.req (cached below) or c.req.raw (a fresh copy).
     c.req.raw = new Request(raw, { body: buffer });
     const cache = c.req.bodyCache as Record<string, Promise<unknown>>; // Hono keeps promises there

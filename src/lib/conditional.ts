@@ -65,7 +65,10 @@ export function parseEntityTags(value: string, header: ConditionalHeader): Entit
 }
 
 const malformed = (header: ConditionalHeader) =>
-  apiError(400, `${header} must be * alone or a comma-separated list of entity tags, each "…" or W/"…" (RFC 9110 §13.1): send the ETag exactly as received`);
+  apiError(
+    400,
+    `${header} must be * alone or a comma-separated list of entity tags, each "…" or W/"…" (RFC 9110 §13.1): send the ETag exactly as received`,
+  );
 
 /** The request's If-Match / If-None-Match, parsed (400 when malformed); undefined without the header. */
 export function requestTags(c: Context, header: ConditionalHeader): EntityTags | undefined {
@@ -139,14 +142,19 @@ export function checkIfMatch<P extends z.ZodType>(record: ConditionalRecord<P>):
     const current = await record.load(c, params.data);
     const etag = await etagOf(JSON.stringify({ success: true, data: current.data }));
     if (!ifMatchHolds(header, etag)) {
-      throw apiError(412, `${record.what} has changed since the ETag sent in If-Match (its ETag is now ${etag}): read it again and retry`, { ETag: etag });
+      throw apiError(
+        412,
+        `${record.what} has changed since the ETag sent in If-Match (its ETag is now ${etag}): read it again and retry`,
+        { ETag: etag },
+      );
     }
     writeContext(c).condition = {
       table: record.table,
       id: current.id,
       version: current.version,
       what: record.what,
-      currentEtag: async () => etagOf(JSON.stringify({ success: true, data: (await record.load(c, params.data)).data })),
+      currentEtag: async () =>
+        etagOf(JSON.stringify({ success: true, data: (await record.load(c, params.data)).data })),
     };
     await next();
   };
@@ -154,5 +162,7 @@ export function checkIfMatch<P extends z.ZodType>(record: ConditionalRecord<P>):
 
 /** The row's version, read before its representation (so a change in between makes the guarded write fail: 412). */
 export async function rowVersion(c: Context<AppBindings>, table: string, id: number): Promise<number> {
-  return (await c.var.db.d1.prepare(`SELECT version FROM "${table}" WHERE id = ?`).bind(id).first<number>("version")) ?? 0;
+  return (
+    (await c.var.db.d1.prepare(`SELECT version FROM "${table}" WHERE id = ?`).bind(id).first<number>("version")) ?? 0
+  );
 }

@@ -16,7 +16,8 @@ export const provideTenant = createMiddleware<AppBindings>(async (c, next) => {
  */
 export function writeContext(c: Context<AppBindings>): WriteContext {
   const context = c.get("writes");
-  if (!context) throw new Error("writeContext: the request has no write context (a read method, or before authentication)");
+  if (!context)
+    throw new Error("writeContext: the request has no write context (a read method, or before " + "authentication)");
   return context;
 }
 

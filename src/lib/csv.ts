@@ -18,7 +18,8 @@
 // ---- writing ----
 
 /** A character a spreadsheet reads as the start of a formula: `= + - @` and the forms it folds to them. */
-const FORMULA_CHAR = /[=+\-@\uFF1D\uFF0B\uFF0D\uFF20\uFE66\uFE62\uFE63\uFE6B\u207C\u208C\u207A\u208A\u207B\u208B\u2212]/u;
+const FORMULA_CHAR =
+  /[=+\-@\uFF1D\uFF0B\uFF0D\uFF20\uFE66\uFE62\uFE63\uFE6B\u207C\u208C\u207A\u208A\u207B\u208B\u2212]/u;
 /** A character that may stand before it unseen, or be dropped or skipped by a reader (and `'`, see above); not CR or LF. */
 const SKIPPED_CHAR = /['\s\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}]/u;
 /** OWASP's other two: a cell starting with tab or CR (after any quotes). */
@@ -33,7 +34,8 @@ function lineReadsAsFormula(text: string, at: number): boolean {
     const code = text.codePointAt(i)!;
     if (code === 0x0a || code === 0x0d) return false;
     // Letters, digits and most punctuation of ASCII decide at once, without a regex.
-    if (code > 0x20 && code < 0x7f && code !== 0x27) return code === 0x3d || code === 0x2b || code === 0x2d || code === 0x40;
+    if (code > 0x20 && code < 0x7f && code !== 0x27)
+      return code === 0x3d || code === 0x2b || code === 0x2d || code === 0x40;
     const ch = String.fromCodePoint(code);
     if (FORMULA_CHAR.test(ch)) return true;
     if (!SKIPPED_CHAR.test(ch)) return false;
@@ -79,7 +81,7 @@ export function csvCell(value: string): string {
 
 /** One record: the cells, joined with commas and ended with CRLF. */
 export function csvRecord(values: readonly string[]): string {
-  return values.map(csvCell).join(",") + "\r\n";
+  return `${values.map(csvCell).join(",")}\r\n`;
 }
 
 /** Several values in one cell, joined with `|`; `\` and `|` inside a value are escaped with `\`. */

@@ -63,7 +63,6 @@ export function invalidToken(description: string): ApiError {
   });
 }
 
-
 /**
  * The longest message any error body carries. Messages quote client input through `echo()`; this
  * is the backstop for a message that lists many such quotes.
@@ -72,7 +71,9 @@ export const MAX_MESSAGE_CHARS = 1000;
 
 function bounded<T extends OAuthErrorBody | ApiErrorBody>(body: T): T {
   if ("error" in body) {
-    return body.error_description.length > MAX_MESSAGE_CHARS ? { ...body, error_description: echo(body.error_description, MAX_MESSAGE_CHARS) } : body;
+    return body.error_description.length > MAX_MESSAGE_CHARS
+      ? { ...body, error_description: echo(body.error_description, MAX_MESSAGE_CHARS) }
+      : body;
   }
   return body.msg.length > MAX_MESSAGE_CHARS ? { ...body, msg: echo(body.msg, MAX_MESSAGE_CHARS) } : body;
 }
@@ -91,6 +92,14 @@ export function renderError(thrown: Error, c: Context): Response {
     const msg = status === 415 ? "Content-Type must be application/json" : err.message || "Bad request";
     return c.json({ ...bounded({ success: false, msg } satisfies ApiErrorBody), request_id: requestId }, status);
   }
-  console.error(JSON.stringify({ level: "error", request_id: requestId, path: echo(redactSecrets(c.req.path)), method: c.req.method, error: String(err?.stack ?? err) }));
+  console.error(
+    JSON.stringify({
+      level: "error",
+      request_id: requestId,
+      path: echo(redactSecrets(c.req.path)),
+      method: c.req.method,
+      error: String(err?.stack ?? err),
+    }),
+  );
   return c.json({ success: false, msg: "Internal server error", request_id: requestId } satisfies ApiErrorBody, 500);
 }

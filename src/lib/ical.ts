@@ -36,13 +36,17 @@ export function foldLine(line: string): string {
 }
 
 /** An iCalendar object's text from its content lines (`NAME;PARAMS:value`): each folded, each (the last too) ending in CRLF. */
-export const icalText = (lines: string[]) => lines.map(foldLine).join("\r\n") + "\r\n";
+export const icalText = (lines: string[]) => `${lines.map(foldLine).join("\r\n")}\r\n`;
 
 /** DATE value: `2027-01-31` → `20270131`. */
 export const icalDate = (date: string) => date.replaceAll("-", "");
 
 /** UTC DATE-TIME value of an instant (ms): `20270131T090000Z`. */
-export const icalUtc = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}/, "").replace(/[-:]/g, "");
+export const icalUtc = (ms: number) =>
+  new Date(ms)
+    .toISOString()
+    .replace(/\.\d{3}/, "")
+    .replace(/[-:]/g, "");
 
 /** UTC DATE-TIME value of a record timestamp `YYYY-MM-DD HH:MM:SS` (UTC): `20270131T090000Z`. */
 export const icalTimestamp = (timestamp: string) => `${timestamp.replace(/[-:]/g, "").replace(" ", "T")}Z`;

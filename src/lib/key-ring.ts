@@ -24,14 +24,22 @@ function parseKeyList(source: string): Array<{ kid: string; secret: string }> {
 async function importKeys(source: string, variable: string): Promise<KeyRing> {
   const entries = parseKeyList(source);
   if (entries.length === 0 || entries.some((e) => !e.kid || e.secret.length < MIN_SECRET_LENGTH)) {
-    throw new Error(`${variable} must hold space-separated kid:secret pairs with secrets of at least ${MIN_SECRET_LENGTH} characters`);
+    throw new Error(
+      `${variable} must hold space-separated kid:secret pairs with secrets of at least ${MIN_SECRET_LENGTH} characters`,
+    );
   }
   if (new Set(entries.map((e) => e.kid)).size !== entries.length) {
     throw new Error(`${variable} lists the same kid twice`);
   }
   const byKid = new Map<string, CryptoKey>();
   for (const { kid, secret } of entries) {
-    const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
+    const key = await crypto.subtle.importKey(
+      "raw",
+      new TextEncoder().encode(secret),
+      { name: "HMAC", hash: "SHA-256" },
+      false,
+      ["sign", "verify"],
+    );
     byKid.set(kid, key);
   }
   const first = entries[0]!;

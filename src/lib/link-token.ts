@@ -47,7 +47,8 @@ const dayNumber = (date: string) => Math.round(Date.parse(`${date}T00:00:00Z`) /
 const dayText = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
 
 function writeVarint(out: number[], value: number): void {
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`recipient link: ${value} is not a non-negative safe integer`);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new Error(`recipient link: ${value} is not a non-negative safe integer`);
   let rest = value;
   while (rest >= 0x80) {
     out.push((rest % 0x80) | 0x80);
@@ -58,7 +59,8 @@ function writeVarint(out: number[], value: number): void {
 
 function encodeClaims(claims: LinkClaims): Uint8Array {
   const day = dayNumber(claims.expiresOn);
-  if (!/^\d{4}-\d\d-\d\d$/.test(claims.expiresOn) || !Number.isSafeInteger(day)) throw new Error(`recipient link: ${claims.expiresOn} is not a date`);
+  if (!/^\d{4}-\d\d-\d\d$/.test(claims.expiresOn) || !Number.isSafeInteger(day))
+    throw new Error(`recipient link: ${claims.expiresOn} is not a date`);
   const out = [VERSION];
   for (const value of [claims.companyId, claims.itemId, claims.contactId, claims.epoch, day]) writeVarint(out, value);
   return Uint8Array.from(out);

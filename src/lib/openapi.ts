@@ -42,7 +42,7 @@ const headerText = (description: string) => ({ description, schema: { type: "str
 
 /** Response headers the service sets, for the OpenAPI `headers` of a response. */
 export const responseHeaders = {
-  wwwAuthenticate: { "WWW-Authenticate": headerText("RFC 6750 challenge, e.g. `Bearer error=\"invalid_token\"`") },
+  wwwAuthenticate: { "WWW-Authenticate": headerText('RFC 6750 challenge, e.g. `Bearer error="invalid_token"`') },
   allow: { Allow: headerText("Methods the path supports, comma separated") },
   retryAfter: { "Retry-After": headerText("Seconds to wait before retrying") },
   noStore: {
@@ -52,7 +52,10 @@ export const responseHeaders = {
 };
 
 /** A required JSON request body. */
-export const jsonBody = <T extends z.ZodType>(schema: T) => ({ required: true, content: { "application/json": { schema } } });
+export const jsonBody = <T extends z.ZodType>(schema: T) => ({
+  required: true,
+  content: { "application/json": { schema } },
+});
 
 /**
  * A zod schema as an inline OpenAPI 3.0 schema object, for a place the generator does not convert (an
@@ -62,7 +65,9 @@ export const jsonBody = <T extends z.ZodType>(schema: T) => ({ required: true, c
 export function inlineSchema(schema: z.ZodType, name: string) {
   const scratch = new OpenAPIHono();
   scratch.openAPIRegistry.register(name, schema);
-  return scratch.getOpenAPIDocument({ openapi: "3.0.3", info: { title: name, version: "1" } }).components!.schemas![name]!;
+  return scratch.getOpenAPIDocument({ openapi: "3.0.3", info: { title: name, version: "1" } }).components!.schemas![
+    name
+  ]!;
 }
 
 /** A JSON response. */
@@ -75,7 +80,10 @@ const json = jsonResponse;
 export const errorResponses = {
   badRequest: json(ApiErrorSchema, "Validation failure (Shape B): the message names the field"),
   unauthorized: {
-    ...json(OAuthErrorSchema, "Missing, invalid, expired or revoked token, or inactive client (Shape A: invalid_token)"),
+    ...json(
+      OAuthErrorSchema,
+      "Missing, invalid, expired or revoked token, or inactive client (Shape A: " + "invalid_token)",
+    ),
     headers: responseHeaders.wwwAuthenticate,
   },
   forbiddenScope: {
@@ -85,13 +93,17 @@ export const errorResponses = {
   forbiddenScopeOrOwner: {
     ...json(
       z.union([OAuthErrorSchema, ApiErrorSchema]),
-      "Shape A insufficient_scope when the token lacks the scope (checked first); Shape B when the caller is not the account owner",
+      "Shape A insufficient_scope when the token lacks the scope (checked first); " +
+        "Shape B when the caller is not the account owner",
     ),
     headers: responseHeaders.wwwAuthenticate,
   },
   notFound: json(ApiErrorSchema, "Record not found in the caller's company (Shape B)"),
   conflict: json(ApiErrorSchema, "Duplicate, or lost a race with a concurrent change (Shape B)"),
-  payloadTooLarge: json(ApiErrorSchema, "Request body over the documented limit, 64 KiB unless the operation says otherwise (Shape B)"),
+  payloadTooLarge: json(
+    ApiErrorSchema,
+    "Request body over the documented limit, 64 KiB unless the operation says " + "otherwise (Shape B)",
+  ),
   uriTooLong: json(ApiErrorSchema, "URL (path and query) over 8,192 characters (Shape B)"),
   unsupportedMediaType: json(ApiErrorSchema, "Body is not application/json in UTF-8 (Shape B)"),
   serverError: json(
@@ -99,22 +111,36 @@ export const errorResponses = {
     "Shape A server_error when the token signing key is not configured; Shape B for an unexpected failure",
   ),
   unavailable: {
-    ...json(OAuthErrorSchema, "Shape A service_unavailable: the credential store could not be reached; retry after Retry-After seconds"),
+    ...json(
+      OAuthErrorSchema,
+      "Shape A service_unavailable: the credential store could not be reached; retry " + "after Retry-After seconds",
+    ),
     headers: responseHeaders.retryAfter,
   },
   tooManyRequests: {
     ...json(
       ApiErrorSchema,
-      "Rate limit exceeded (Shape B): the message names the policy; RateLimit and RateLimit-Policy describe it (docs/rate-limits.md)",
+      "Rate limit exceeded (Shape B): the message names the policy; RateLimit and " +
+        "RateLimit-Policy describe it (docs/rate-limits.md)",
     ),
     headers: responseHeaders.retryAfter,
   },
-  idempotencyKeyReused: json(ApiErrorSchema, "The Idempotency-Key was already used for a different request: another method, path or body (Shape B)"),
+  idempotencyKeyReused: json(
+    ApiErrorSchema,
+    "The Idempotency-Key was already used for a different request: another method, " + "path or body (Shape B)",
+  ),
   preconditionFailed: {
-    ...json(ApiErrorSchema, "If-Match names no current ETag of the record: it has changed since it was read (Shape B); nothing was written"),
+    ...json(
+      ApiErrorSchema,
+      "If-Match names no current ETag of the record: it has changed since it was read " +
+        "(Shape B); nothing was written",
+    ),
     headers: { ETag: headerText("The record's current ETag") },
   },
-  notModified: { description: "If-None-Match names the current ETag: the representation has not changed (no body)", headers: { ETag: headerText("The current ETag") } },
+  notModified: {
+    description: "If-None-Match names the current ETag: the representation has not changed (no " + "body)",
+    headers: { ETag: headerText("The current ETag") },
+  },
 };
 
 /** `{success: true, data}`: a read. */
@@ -133,7 +159,10 @@ export const MessageEnvelope = z
 
 /** A positive integer path id (`/v1/contacts/{contact_id}`) with a readable error. */
 export function idParam<N extends string>(name: N) {
-  const id = integerString(`${name} must be a positive integer`, 1).openapi({ param: { name, in: "path" }, example: 1 });
+  const id = integerString(`${name} must be a positive integer`, 1).openapi({
+    param: { name, in: "path" },
+    example: 1,
+  });
   return z.object({ [name]: id } as Record<N, typeof id>);
 }
 
@@ -161,13 +190,17 @@ export const sharedParameters = {
 };
 
 const IDEMPOTENCY_409 =
-  "With an Idempotency-Key: a request with the same key is still in progress (retry after Retry-After), or it was applied but its response could not be recorded (it is not applied again).";
+  "With an Idempotency-Key: a request with the same key is still in progress " +
+  "(retry after Retry-After), or it was applied but its response could not be " +
+  "recorded (it is not applied again).";
 
 /** Names the operation for the request's log line. */
-export const named = (operationId: string): MiddlewareHandler<AppBindings> => async (c, next) => {
-  c.set("operationId", operationId);
-  await next();
-};
+export const named =
+  (operationId: string): MiddlewareHandler<AppBindings> =>
+  async (c, next) => {
+    c.set("operationId", operationId);
+    await next();
+  };
 
 /**
  * Declares an authenticated operation. The scope both guards the handler and is published as the
@@ -225,7 +258,8 @@ export function scopedRoute<R extends ScopedRoute>({ scope, scopeOf, owner, etag
     responses,
     security: scopes.map((s) => ({ oauth2: [s] })),
     middleware: middleware as [typeof provideTenant],
-    description: `${config.description ?? ""}\n\nRequired scope: ${scopes.map((s) => `\`${s}\``).join(" or ")} (or \`*\`).${who}`.trim(),
+    description:
+      `${config.description ?? ""}\n\nRequired scope: ${scopes.map((s) => `\`${s}\``).join(" or ")} (or \`*\`).${who}`.trim(),
   } as Omit<R, "scope" | "scopeOf" | "owner" | "etag" | "precondition"> & {
     security: RouteConfig["security"];
     middleware: [typeof provideTenant];

@@ -14,9 +14,11 @@ export const PERIODS = [
 ] as const;
 
 export const PERIOD_DESCRIPTION =
-  "`expired`: date before today, still pending; `today`; `next_7_days`, `next_30_days`, `next_60_days`, `next_90_days`: " +
-  "from today through today + N days; `this_month`, `next_month`, `this_year`: the calendar month or year; or a custom range " +
-  "`YYYY-MM-DD..YYYY-MM-DD` (inclusive). \"Today\" is the company's today in its time zone (settings.timezone).";
+  "`expired`: date before today, still pending; `today`; `next_7_days`, " +
+  "`next_30_days`, `next_60_days`, `next_90_days`: " +
+  "from today through today + N days; `this_month`, `next_month`, `this_year`: the " +
+  "calendar month or year; or a custom range " +
+  '`YYYY-MM-DD..YYYY-MM-DD` (inclusive). "Today" is the company\'s today in its time zone (settings.timezone).';
 
 /** Inclusive date bounds of a period; `pendingOnly` for `expired`. */
 export interface PeriodRange {

@@ -25,8 +25,20 @@ export const RESERVATIONS_PER_WINDOW = 20;
 export const POLICIES: Record<PolicyName, Policy> = {
   client: { name: "client", quota: 1200, window: 60, binding: "RATE_LIMIT_CLIENT", partition: "API client" },
   "client-burst": { name: "client-burst", quota: 300, window: 10, binding: null, partition: "API client" },
-  company: { name: "company", quota: 3000, window: 60, binding: "RATE_LIMIT_COMPANY", partition: "company (all its clients)" },
-  anonymous: { name: "anonymous", quota: 300, window: 60, binding: "RATE_LIMIT_ANONYMOUS", partition: "IP address (requests without a valid bearer token)" },
+  company: {
+    name: "company",
+    quota: 3000,
+    window: 60,
+    binding: "RATE_LIMIT_COMPANY",
+    partition: "company (all its clients)",
+  },
+  anonymous: {
+    name: "anonymous",
+    quota: 300,
+    window: 60,
+    binding: "RATE_LIMIT_ANONYMOUS",
+    partition: "IP address (requests without a valid bearer token)",
+  },
 };
 
 /** Request units a request costs: a search (a GET with `q`) 5, a write 2, any other read 1. */
@@ -38,7 +50,8 @@ export function requestCost(c: Context): number {
 }
 
 /** On unless RATE_LIMITS is "off" (no environment at all: the OpenAPI document built in Node, say). */
-export const rateLimitsOn = (env: Pick<Env, "RATE_LIMITS"> | undefined) => env !== undefined && env.RATE_LIMITS?.trim().toLowerCase() !== "off";
+export const rateLimitsOn = (env: Pick<Env, "RATE_LIMITS"> | undefined) =>
+  env !== undefined && env.RATE_LIMITS?.trim().toLowerCase() !== "off";
 
 // ---- per-isolate counting ----
 
@@ -86,7 +99,9 @@ async function reserve(env: Env, charge: Charge, cost: number): Promise<boolean>
       }
     } catch (error) {
       // The limiter itself failing must not take the API down: this isolate's count still applies.
-      console.error(JSON.stringify({ level: "error", msg: "rate limit binding failed", policy: policy.name, error: String(error) }));
+      console.error(
+        JSON.stringify({ level: "error", msg: "rate limit binding failed", policy: policy.name, error: String(error) }),
+      );
       return true;
     }
   }
@@ -142,7 +157,8 @@ export async function enforce(c: Context<AppBindings>, limits: Array<[Policy, st
       `(a read costs ${COSTS.read}, a search ${COSTS.search}, a write ${COSTS.write}); retry after ${over.reset} s`;
     const headers = { "Retry-After": String(over.reset), ...rateLimitHeaders(states) };
     // The token endpoint answers every error in Shape A.
-    if (bodyRuleFor(c.req.method, c.req.path).shape === "oauth") throw oauthError(429, "too_many_requests", msg, { headers });
+    if (bodyRuleFor(c.req.method, c.req.path).shape === "oauth")
+      throw oauthError(429, "too_many_requests", msg, { headers });
     throw apiError(429, msg, headers);
   }
 }
@@ -150,7 +166,9 @@ export async function enforce(c: Context<AppBindings>, limits: Array<[Policy, st
 /** The two headers for the policies a request was counted against; RateLimit names the one closest to its quota. */
 export function rateLimitHeaders(states: PolicyState[]): Record<string, string> {
   if (states.length === 0) return {};
-  const tightest = states.reduce((a, b) => (b.remaining / b.policy.quota < a.remaining / a.policy.quota || (!b.allowed && a.allowed) ? b : a));
+  const tightest = states.reduce((a, b) =>
+    b.remaining / b.policy.quota < a.remaining / a.policy.quota || (!b.allowed && a.allowed) ? b : a,
+  );
   const reset = tightest.allowed ? tightest.reset : Math.max(...states.filter((s) => !s.allowed).map((s) => s.reset));
   return {
     "RateLimit-Policy": policyHeader(states.map((s) => s.policy)),

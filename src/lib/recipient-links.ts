@@ -23,7 +23,8 @@ export const LINK_LIFETIME_DAYS = 60;
 
 export const RECIPIENT_ACTIONS = ["acknowledge", "complete", "renew", "snooze"] as const;
 export type RecipientAction = (typeof RECIPIENT_ACTIONS)[number];
-export const isRecipientAction = (value: string): value is RecipientAction => (RECIPIENT_ACTIONS as readonly string[]).includes(value);
+export const isRecipientAction = (value: string): value is RecipientAction =>
+  (RECIPIENT_ACTIONS as readonly string[]).includes(value);
 
 /** Absolute URLs on PUBLIC_BASE_URL: the page, and each action's confirmation. */
 export type RecipientLinks = { page: string } & Record<RecipientAction, string>;
@@ -106,5 +107,11 @@ export async function recipientLinks(
     return null;
   }
   const page = `${base}${RECIPIENT_PREFIX}${token}`;
-  return { page, ...(Object.fromEntries(RECIPIENT_ACTIONS.map((action) => [action, `${page}/${action}`])) as Record<RecipientAction, string>) };
+  return {
+    page,
+    ...(Object.fromEntries(RECIPIENT_ACTIONS.map((action) => [action, `${page}/${action}`])) as Record<
+      RecipientAction,
+      string
+    >),
+  };
 }

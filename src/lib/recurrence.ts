@@ -53,7 +53,8 @@ export function renewalDate(rule: RecurrenceRule, current: string, notBefore?: s
 }
 
 /** The next `n` dates renewals will move an item dated `current` to (fewer when the rule ends). */
-export const upcomingDates = (rule: RecurrenceRule, current: string, n = UPCOMING): string[] => occurrencesAfter(rule, current, n);
+export const upcomingDates = (rule: RecurrenceRule, current: string, n = UPCOMING): string[] =>
+  occurrencesAfter(rule, current, n);
 
 /** What an item's rule state (src/records/items/recurrence.ts ruleState, a JSON array) says. */
 export interface RuleState {
@@ -73,6 +74,9 @@ export function parseRuleState(text: string): RuleState {
     string | null,
     number,
   ];
-  const rule = every !== null && unit !== null && renewOn !== null ? { every, unit, renewOn, until, count, anchor: anchor ?? date } : null;
+  const rule =
+    every !== null && unit !== null && renewOn !== null
+      ? { every, unit, renewOn, until, count, anchor: anchor ?? date }
+      : null;
   return { date, rule, archived: archived === 1 };
 }

@@ -5,7 +5,7 @@ import { echo } from "./echo";
 import { redactSecrets } from "./secret-paths";
 
 /** A client's own `X-Request-Id` is kept when it is 1–128 characters of these (UUIDs, hex, `req_…`, `1-5f…`). */
-export const SANE_REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9._:@+=\/-]{0,127}$/;
+export const SANE_REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9._:@+=/-]{0,127}$/;
 
 export const REQUEST_ID_HEADER = "X-Request-Id";
 

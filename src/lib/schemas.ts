@@ -27,7 +27,10 @@ export function cleanText(field: string, options: TextOptions = {}) {
   const control = options.multiline ? CONTROL_MULTILINE : CONTROL;
   return z
     .string()
-    .refine((s) => s.isWellFormed(), { error: `${field} must be well-formed Unicode text (no lone surrogates)`, abort: true })
+    .refine((s) => s.isWellFormed(), {
+      error: `${field} must be well-formed Unicode text (no lone surrogates)`,
+      abort: true,
+    })
     .refine((s) => !control.test(s), { error: `${field} must not contain control characters`, abort: true })
     .overwrite((s) => s.normalize("NFC").trim());
 }
@@ -78,7 +81,9 @@ export function idQuery(field: string) {
 
 /** `0` or `1` flags in requests (`isdefault`), published as an integer enum. */
 export function flagField(field: string) {
-  return z.union([z.literal(0), z.literal(1)], { error: `${field} must be 0 or 1` }).openapi({ type: "integer", enum: [0, 1] });
+  return z
+    .union([z.literal(0), z.literal(1)], { error: `${field} must be 0 or 1` })
+    .openapi({ type: "integer", enum: [0, 1] });
 }
 
 /** `0` or `1` flags in responses. */
@@ -110,10 +115,15 @@ export const searchQuery = cleanText("q")
  * compile (`z.enum([..., null])`).
  */
 export function nullableEnum<const T extends readonly [string, ...string[]]>(values: T) {
-  return z.enum(values).nullable().openapi({ enum: [...values] });
+  return z
+    .enum(values)
+    .nullable()
+    .openapi({ enum: [...values] });
 }
 
-export const Timestamp = z.string().openapi({ example: "2026-11-20 09:30:00", description: "UTC, YYYY-MM-DD HH:MM:SS" });
+export const Timestamp = z
+  .string()
+  .openapi({ example: "2026-11-20 09:30:00", description: "UTC, YYYY-MM-DD HH:MM:SS" });
 
 export const PageMeta = z
   .object({ total: z.number().int(), limit: z.number().int(), offset: z.number().int() })
@@ -131,7 +141,9 @@ export function searchPageEnvelope<T extends z.ZodType>(item: T, name: string) {
       success: z.literal(true),
       data: z.array(item),
       meta: PageMeta.extend({
-        total_exact: z.boolean().openapi({ description: "false when a search (q) has more than 1,000 matches: total is then that lower bound" }),
+        total_exact: z.boolean().openapi({
+          description: "false when a search (q) has more than 1,000 matches: total is then that lower " + "bound",
+        }),
       }),
     })
     .openapi(name);

@@ -26,7 +26,8 @@ export const MAX_SEARCH_COMPANY = MARKS * MARKS - 1;
 
 /** The company's mark: two private-use characters that start every token of its records. */
 export function companyMark(companyId: number): string {
-  if (!Number.isSafeInteger(companyId) || companyId < 0 || companyId > MAX_SEARCH_COMPANY) throw new Error(`company id ${companyId} has no search mark`);
+  if (!Number.isSafeInteger(companyId) || companyId < 0 || companyId > MAX_SEARCH_COMPANY)
+    throw new Error(`company id ${companyId} has no search mark`);
   return String.fromCharCode(PRIVATE_USE + Math.floor(companyId / MARKS), PRIVATE_USE + (companyId % MARKS));
 }
 
@@ -107,7 +108,7 @@ function termExpression(mark: string, state: string, term: string): SQL {
   // search_terms holds `mark + word`; the token of that word in this state is `mark + state + word`.
   return sql`(SELECT CASE WHEN count(*) = 0 THEN ${NOTHING} WHEN count(*) > ${MAX_EXPANSION} THEN ${`"${prefix}${term}"*`}
       ELSE '(' || group_concat('"' || ${prefix} || substr(term, ${[...mark].length + 1}) || '"', ' OR ') || ')' END
-      FROM (SELECT term FROM search_terms WHERE term >= ${from} AND term < ${from + "\u{10ffff}"} ORDER BY term LIMIT ${MAX_EXPANSION + 1}))`;
+      FROM (SELECT term FROM search_terms WHERE term >= ${from} AND term < ${`${from}\u{10ffff}`} ORDER BY term LIMIT ${MAX_EXPANSION + 1}))`;
 }
 
 /** The state character of a live (not archived) item's tokens: private-use, so no word starts with it. */

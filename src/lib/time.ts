@@ -161,7 +161,8 @@ function wallClock(zone: string, instant: number): number {
     if (offsetFormats.size < 1000) offsetFormats.set(zone, format);
   }
   const p: Record<string, number> = {};
-  for (const part of format.formatToParts(new Date(instant))) if (part.type !== "literal") p[part.type] = Number(part.value);
+  for (const part of format.formatToParts(new Date(instant)))
+    if (part.type !== "literal") p[part.type] = Number(part.value);
   return Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!);
 }
 
@@ -229,12 +230,24 @@ export function occurrence(anchor: string, every: number, unit: CalendarUnit, k:
 }
 
 /** The first occurrence (k >= 1) strictly after `after`, and its k. */
-export function occurrenceAfter(anchor: string, every: number, unit: CalendarUnit, after: string): { date: string; k: number } {
+export function occurrenceAfter(
+  anchor: string,
+  every: number,
+  unit: CalendarUnit,
+  after: string,
+): { date: string; k: number } {
   const days = daysBetween(anchor, after);
   const [ya, ma] = parts(anchor);
   const [yb, mb] = parts(after);
   const months = (yb - ya) * 12 + (mb - ma);
-  const span = unit === "day" ? days / every : unit === "week" ? days / (7 * every) : unit === "month" ? months / every : months / (12 * every);
+  const span =
+    unit === "day"
+      ? days / every
+      : unit === "week"
+        ? days / (7 * every)
+        : unit === "month"
+          ? months / every
+          : months / (12 * every);
   let k = Math.max(1, Math.floor(span));
   // Compared as days, not strings: an occurrence past year 9999 has a five-digit year.
   const notAfter = (date: string) => daysBetween(date, after) >= 0;
@@ -269,7 +282,10 @@ const DATE_PARTS: Record<DateFormat, RegExp> = {
 export function parseDate(text: string, format: DateFormat): string | null {
   const groups = DATE_PARTS[format].exec(text.trim())?.groups;
   if (!groups) return null;
-  const month = groups.mon === undefined ? Number(groups.m) : MONTHS.findIndex((m) => m.toLowerCase() === groups.mon!.toLowerCase()) + 1;
+  const month =
+    groups.mon === undefined
+      ? Number(groups.m)
+      : MONTHS.findIndex((m) => m.toLowerCase() === groups.mon!.toLowerCase()) + 1;
   if (month < 1) return null;
   const date = `${groups.y}-${String(month).padStart(2, "0")}-${groups.d!.padStart(2, "0")}`;
   return isCalendarDate(date) ? date : null;

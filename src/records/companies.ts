@@ -2,9 +2,22 @@ import { and, asc, eq, ne, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { MAX_ATTEMPTS, lostRace } from "../db/guarded";
 import { DEFAULT_DEPARTMENT_NAME, DEFAULT_GROUP_NAME } from "../db/departments";
-import { accounts, apiClients, calendarFeeds, companies, companyRevisions, contactGroups, departments, imports, reminderSequences, webhookEndpoints, webhookEvents, type CompanyRow } from "../db/schema";
+import {
+  accounts,
+  apiClients,
+  calendarFeeds,
+  companies,
+  companyRevisions,
+  contactGroups,
+  departments,
+  imports,
+  reminderSequences,
+  webhookEndpoints,
+  webhookEvents,
+  type CompanyRow,
+} from "../db/schema";
 import { nameKey } from "../lib/text-key";
-import { badRequest, conflict, notFound } from "../lib/errors";
+import { badRequest, notFound } from "../lib/errors";
 import { toFlag } from "../lib/schemas";
 import { DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, DATE_FORMATS, type DateFormat } from "../lib/time";
 import type {
@@ -61,11 +74,23 @@ export async function companySettings(db: Db, companyId: number): Promise<Compan
 
 export function settingsOf(row: CompanyRow): CompanySettings {
   const stored = parseObject(row.settings);
-  const format = DATE_FORMATS.includes(stored.date_format as DateFormat) ? (stored.date_format as DateFormat) : DEFAULT_DATE_FORMAT;
+  const format = DATE_FORMATS.includes(stored.date_format as DateFormat)
+    ? (stored.date_format as DateFormat)
+    : DEFAULT_DATE_FORMAT;
   return { timezone: typeof stored.timezone === "string" ? stored.timezone : DEFAULT_TIME_ZONE, date_format: format };
 }
 
-const INFO_TEXT = ["business_name", "address1", "address2", "city", "state", "zipcode", "phone", "email", "website"] as const;
+const INFO_TEXT = [
+  "business_name",
+  "address1",
+  "address2",
+  "city",
+  "state",
+  "zipcode",
+  "phone",
+  "email",
+  "website",
+] as const;
 const INFO_CODES = ["id_country", "id_industry", "id_size"] as const;
 
 export function infoOf(row: CompanyRow): CompanyInfo {
@@ -76,14 +101,21 @@ export function infoOf(row: CompanyRow): CompanyInfo {
   return info;
 }
 
-export const detailOutput = (row: CompanyRow): CompanyDetail => ({ company: companyOutput(row), info: infoOf(row), settings: settingsOf(row) });
+export const detailOutput = (row: CompanyRow): CompanyDetail => ({
+  company: companyOutput(row),
+  info: infoOf(row),
+  settings: settingsOf(row),
+});
 
 /** The companies a caller may see: the account's for its owner, its own company for anyone else. */
 function visible(caller: Caller): SQL {
-  return caller.isOwner ? eq(companies.accountId, caller.accountId) : and(eq(companies.accountId, caller.accountId), eq(companies.id, caller.companyId))!;
+  return caller.isOwner
+    ? eq(companies.accountId, caller.accountId)
+    : and(eq(companies.accountId, caller.accountId), eq(companies.id, caller.companyId))!;
 }
 
-const inAccount = (caller: Caller, companyId: number) => and(eq(companies.id, companyId), eq(companies.accountId, caller.accountId));
+const inAccount = (caller: Caller, companyId: number) =>
+  and(eq(companies.id, companyId), eq(companies.accountId, caller.accountId));
 
 /** Sums over the account's companies, optionally leaving one out (the one being updated). */
 function allocated(accountId: number, except = 0) {
@@ -159,7 +191,12 @@ interface Allocation {
  * Explains why an allocation did not fit: the first ceiling it passes, naming what remains, or
  * the first usage it would fall below. Null when it fits now (a concurrent change freed room).
  */
-async function allocationProblem(db: Db, accountId: number, want: Allocation, current?: CompanyRow): Promise<string | null> {
+async function allocationProblem(
+  db: Db,
+  accountId: number,
+  want: Allocation,
+  current?: CompanyRow,
+): Promise<string | null> {
   const account = await accountAllocation(db, accountId, current?.id ?? 0).get();
   if (!account) return "The account no longer exists";
   if (!current && account.companies >= account.maxCompanies) {
@@ -170,14 +207,18 @@ async function allocationProblem(db: Db, accountId: number, want: Allocation, cu
     contacts: Math.max(0, account.maxContacts - account.contacts),
     driveMb: Math.max(0, account.maxDriveSpaceMb - account.driveMb),
   };
-  if (want.documents > remaining.documents) return `Only ${remaining.documents} documents remain to allocate (documents_limit ${want.documents} requested)`;
-  if (want.contacts > remaining.contacts) return `Only ${remaining.contacts} contacts remain to allocate (contacts_limit ${want.contacts} requested)`;
+  if (want.documents > remaining.documents)
+    return `Only ${remaining.documents} documents remain to allocate (documents_limit ${want.documents} requested)`;
+  if (want.contacts > remaining.contacts)
+    return `Only ${remaining.contacts} contacts remain to allocate (contacts_limit ${want.contacts} requested)`;
   if (want.driveMb > remaining.driveMb) {
     return `Only ${gb(remaining.driveMb)} GB (${remaining.driveMb} MB) of drive space remain to allocate (drive_space ${gb(want.driveMb)} GB requested)`;
   }
   if (current) {
-    if (want.documents < current.documentsUsed) return `documents_limit cannot be below the ${current.documentsUsed} documents the company holds`;
-    if (want.contacts < current.contactsUsed) return `contacts_limit cannot be below the ${current.contactsUsed} contacts the company holds`;
+    if (want.documents < current.documentsUsed)
+      return `documents_limit cannot be below the ${current.documentsUsed} documents the company holds`;
+    if (want.contacts < current.contactsUsed)
+      return `contacts_limit cannot be below the ${current.contactsUsed} contacts the company holds`;
     if (want.driveMb * 1024 < current.driveSpaceUsedKb) {
       return `drive_space cannot be below the ${Math.ceil(current.driveSpaceUsedKb / 1024)} MB of files the company holds`;
     }
@@ -197,7 +238,10 @@ const lostCompanyRace = () => lostRace("account's companies");
 
 export async function createCompany(db: Db, caller: Caller, input: CreateCompanyInput): Promise<CompanyRow> {
   const want = { documents: input.documents_limit, contacts: input.contacts_limit, driveMb: mbOf(input.drive_space) };
-  const settings = JSON.stringify({ timezone: input.timezone ?? DEFAULT_TIME_ZONE, date_format: input.date_format ?? DEFAULT_DATE_FORMAT });
+  const settings = JSON.stringify({
+    timezone: input.timezone ?? DEFAULT_TIME_ZONE,
+    date_format: input.date_format ?? DEFAULT_DATE_FORMAT,
+  });
   const used = allocated(caller.accountId);
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     // One batch: the company (only while every ceiling holds, checked inside the INSERT), then
@@ -206,61 +250,70 @@ export async function createCompany(db: Db, caller: Caller, input: CreateCompany
     const [inserted] = await db.commit([
       db
         .insert(companies)
-        .select((qb) =>
+        .select(
+          (qb) =>
+            qb
+              .select({
+                id: sql`NULL`,
+                accountId: sql`${caller.accountId}`,
+                name: sql`${input.company_name}`,
+                isDefault: sql`0`,
+                documentsLimit: sql`${want.documents}`,
+                documentsUsed: sql`0`,
+                contactsLimit: sql`${want.contacts}`,
+                contactsUsed: sql`0`,
+                driveSpaceMb: sql`${want.driveMb}`,
+                driveSpaceUsedKb: sql`0`,
+                itemsArchived: sql`0`,
+                info: sql`'{}'`,
+                settings: sql`${settings}`,
+                createdAt: sql`CURRENT_TIMESTAMP`,
+                version: sql`1`,
+              })
+              .from(accounts)
+              // drizzle types insert-select fields as columns; these are bound values in column order.
+              .where(
+                and(
+                  eq(accounts.id, caller.accountId),
+                  sql`${used.companies} < ${accounts.maxCompanies}`,
+                  fitsCeilings(caller.accountId, want),
+                ),
+              ) as never,
+        )
+        .returning(),
+      db.insert(departments).select(
+        (qb) =>
           qb
             .select({
               id: sql`NULL`,
-              accountId: sql`${caller.accountId}`,
-              name: sql`${input.company_name}`,
-              isDefault: sql`0`,
-              documentsLimit: sql`${want.documents}`,
-              documentsUsed: sql`0`,
-              contactsLimit: sql`${want.contacts}`,
+              companyId: sql`last_insert_rowid()`,
+              name: sql`${DEFAULT_DEPARTMENT_NAME}`,
+              nameKey: sql`${nameKey(DEFAULT_DEPARTMENT_NAME)}`,
+              isDefault: sql`1`,
               contactsUsed: sql`0`,
-              driveSpaceMb: sql`${want.driveMb}`,
-              driveSpaceUsedKb: sql`0`,
-              itemsArchived: sql`0`,
-              info: sql`'{}'`,
-              settings: sql`${settings}`,
+              docsUsed: sql`0`,
+              storageUsedKb: sql`0`,
               createdAt: sql`CURRENT_TIMESTAMP`,
               version: sql`1`,
             })
             .from(accounts)
-            // drizzle types insert-select fields as columns; these are bound values in column order.
-            .where(and(eq(accounts.id, caller.accountId), sql`${used.companies} < ${accounts.maxCompanies}`, fitsCeilings(caller.accountId, want))) as never,
-        )
-        .returning(),
-      db.insert(departments).select((qb) =>
-        qb
-          .select({
-            id: sql`NULL`,
-            companyId: sql`last_insert_rowid()`,
-            name: sql`${DEFAULT_DEPARTMENT_NAME}`,
-            nameKey: sql`${nameKey(DEFAULT_DEPARTMENT_NAME)}`,
-            isDefault: sql`1`,
-            contactsUsed: sql`0`,
-            docsUsed: sql`0`,
-            storageUsedKb: sql`0`,
-            createdAt: sql`CURRENT_TIMESTAMP`,
-            version: sql`1`,
-          })
-          .from(accounts)
-          .where(and(eq(accounts.id, caller.accountId), sql`changes() = 1`)) as never,
+            .where(and(eq(accounts.id, caller.accountId), sql`changes() = 1`)) as never,
       ),
-      db.insert(contactGroups).select((qb) =>
-        qb
-          .select({
-            id: sql`NULL`,
-            companyId: departments.companyId,
-            deptId: departments.id,
-            name: sql`${DEFAULT_GROUP_NAME}`,
-            nameKey: sql`${nameKey(DEFAULT_GROUP_NAME)}`,
-            isDefault: sql`1`,
-            createdAt: sql`CURRENT_TIMESTAMP`,
-            version: sql`1`,
-          })
-          .from(departments)
-          .where(sql`${departments.id} = last_insert_rowid() AND changes() = 1`) as never,
+      db.insert(contactGroups).select(
+        (qb) =>
+          qb
+            .select({
+              id: sql`NULL`,
+              companyId: departments.companyId,
+              deptId: departments.id,
+              name: sql`${DEFAULT_GROUP_NAME}`,
+              nameKey: sql`${nameKey(DEFAULT_GROUP_NAME)}`,
+              isDefault: sql`1`,
+              createdAt: sql`CURRENT_TIMESTAMP`,
+              version: sql`1`,
+            })
+            .from(departments)
+            .where(sql`${departments.id} = last_insert_rowid() AND changes() = 1`) as never,
       ),
     ]);
     const row = (inserted as CompanyRow[])[0];
@@ -271,7 +324,12 @@ export async function createCompany(db: Db, caller: Caller, input: CreateCompany
   throw lostCompanyRace();
 }
 
-export async function updateCompany(db: Db, caller: Caller, companyId: number, input: UpdateCompanyInput): Promise<CompanyRow> {
+export async function updateCompany(
+  db: Db,
+  caller: Caller,
+  companyId: number,
+  input: UpdateCompanyInput,
+): Promise<CompanyRow> {
   const want = { documents: input.documents_limit, contacts: input.contacts_limit, driveMb: mbOf(input.drive_space) };
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     // Limits may not fall below what the company holds, nor pass the ceilings next to the
@@ -279,7 +337,12 @@ export async function updateCompany(db: Db, caller: Caller, companyId: number, i
     const [[row]] = await db.commit([
       db
         .update(companies)
-        .set({ name: input.company_name, documentsLimit: want.documents, contactsLimit: want.contacts, driveSpaceMb: want.driveMb })
+        .set({
+          name: input.company_name,
+          documentsLimit: want.documents,
+          contactsLimit: want.contacts,
+          driveSpaceMb: want.driveMb,
+        })
         .where(
           and(
             inAccount(caller, companyId),
@@ -299,7 +362,12 @@ export async function updateCompany(db: Db, caller: Caller, companyId: number, i
 }
 
 /** Profile fields are merged into the stored object by the UPDATE itself (json_patch), so concurrent patches of different fields both land. */
-export async function updateCompanyInfo(db: Db, caller: Caller, companyId: number, input: UpdateCompanyInfoInput): Promise<CompanyRow> {
+export async function updateCompanyInfo(
+  db: Db,
+  caller: Caller,
+  companyId: number,
+  input: UpdateCompanyInfoInput,
+): Promise<CompanyRow> {
   const patch = JSON.stringify(Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)));
   const [[row]] = await db.commit([
     db
@@ -312,7 +380,12 @@ export async function updateCompanyInfo(db: Db, caller: Caller, companyId: numbe
   return row;
 }
 
-export async function updateCompanySettings(db: Db, caller: Caller, companyId: number, input: UpdateCompanySettingsInput): Promise<CompanyRow> {
+export async function updateCompanySettings(
+  db: Db,
+  caller: Caller,
+  companyId: number,
+  input: UpdateCompanySettingsInput,
+): Promise<CompanyRow> {
   const patch = JSON.stringify(Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)));
   const [[row]] = await db.commit([
     db
@@ -331,7 +404,9 @@ export async function makeDefaultCompany(db: Db, caller: Caller, companyId: numb
     db
       .update(companies)
       .set({ isDefault: 0 })
-      .where(and(eq(companies.accountId, caller.accountId), eq(companies.isDefault, 1), ne(companies.id, companyId), exists)),
+      .where(
+        and(eq(companies.accountId, caller.accountId), eq(companies.isDefault, 1), ne(companies.id, companyId), exists),
+      ),
     db.update(companies).set({ isDefault: 1 }).where(inAccount(caller, companyId)).returning(),
   ]);
   if (!row) throw notFound("Company");
@@ -357,7 +432,16 @@ function holdsNothingMore(companyId: number): SQL {
 
 /** A readable list of what a company still holds, for the refusal message. */
 async function holdings(db: Db, companyId: number): Promise<string> {
-  const counts = await db.get<{ contacts: number; departments: number; groups: number; types: number; folders: number; tasks: number; documents: number; files: number }>(sql`SELECT
+  const counts = await db.get<{
+    contacts: number;
+    departments: number;
+    groups: number;
+    types: number;
+    folders: number;
+    tasks: number;
+    documents: number;
+    files: number;
+  }>(sql`SELECT
       (SELECT count(*) FROM contacts WHERE company_id = ${companyId}) AS contacts,
       (SELECT count(*) FROM departments WHERE company_id = ${companyId} AND is_default = 0) AS departments,
       (SELECT count(*) FROM contact_groups AS g WHERE g.company_id = ${companyId}
@@ -384,7 +468,8 @@ async function holdings(db: Db, companyId: number): Promise<string> {
 
 export async function deleteCompany(db: Db, caller: Caller, companyId: number): Promise<void> {
   const company = await getCompany(db, caller, companyId);
-  if (company.isDefault === 1) throw badRequest("The default company cannot be deleted: make another company the default first");
+  if (company.isDefault === 1)
+    throw badRequest("The default company cannot be deleted: make another company the default first");
   // Every statement re-checks that the company is still deletable (not the default, holding
   // nothing more), so a record created meanwhile leaves everything in place.
   const deletable = sql`EXISTS (SELECT 1 FROM companies AS c WHERE c.id = ${companyId} AND c.account_id = ${caller.accountId} AND c.is_default = 0)
@@ -403,12 +488,16 @@ export async function deleteCompany(db: Db, caller: Caller, companyId: number): 
     db.delete(calendarFeeds).where(and(eq(calendarFeeds.companyId, companyId), deletable)),
     db.delete(imports).where(and(eq(imports.companyId, companyId), deletable)),
     db.delete(companyRevisions).where(and(eq(companyRevisions.companyId, companyId), deletable)),
-    db.delete(companies).where(and(inAccount(caller, companyId), eq(companies.isDefault, 0), deletable)).returning({ id: companies.id }),
+    db
+      .delete(companies)
+      .where(and(inAccount(caller, companyId), eq(companies.isDefault, 0), deletable))
+      .returning({ id: companies.id }),
   ];
   const results = await db.commit(statements);
   if ((results[results.length - 1] as Array<{ id: number }>).length > 0) return;
   const now = await getCompany(db, caller, companyId);
-  if (now.isDefault === 1) throw badRequest("The default company cannot be deleted: make another company the default first");
+  if (now.isDefault === 1)
+    throw badRequest("The default company cannot be deleted: make another company the default first");
   const what = await holdings(db, companyId);
   if (what) throw badRequest(`Company ${companyId} still holds ${what}: delete or move them first`);
   throw lostCompanyRace();

@@ -10,7 +10,12 @@ import { toFlag } from "../lib/schemas";
 import { cappedListPage, countMatches } from "../db/pages";
 import { MAX_EXACT_SEARCH_TOTAL } from "../lib/search";
 import { nameKey } from "../lib/text-key";
-import type { ContactGroupOutput, CreateGroupInput, ListGroupsInput, UpdateGroupInput } from "../schemas/contact-groups";
+import type {
+  ContactGroupOutput,
+  CreateGroupInput,
+  ListGroupsInput,
+  UpdateGroupInput,
+} from "../schemas/contact-groups";
 
 const groupColumns = {
   id: contactGroups.id,
@@ -24,7 +29,14 @@ const groupColumns = {
   contactsCount: sql<number>`(SELECT count(*) FROM "contacts" WHERE "contacts"."company_id" = "contact_groups"."company_id" AND "contacts"."group_id" = "contact_groups"."id")`,
 };
 
-type GroupRow = { id: number; name: string; deptId: number; isDefault: number; createdAt: string; contactsCount: number };
+type GroupRow = {
+  id: number;
+  name: string;
+  deptId: number;
+  isDefault: number;
+  createdAt: string;
+  contactsCount: number;
+};
 
 export function groupOutput(row: GroupRow): ContactGroupOutput {
   return {
@@ -37,7 +49,8 @@ export function groupOutput(row: GroupRow): ContactGroupOutput {
   };
 }
 
-const inCompany = (companyId: number, groupId: number) => and(eq(contactGroups.id, groupId), eq(contactGroups.companyId, companyId));
+const inCompany = (companyId: number, groupId: number) =>
+  and(eq(contactGroups.id, groupId), eq(contactGroups.companyId, companyId));
 
 /**
  * The guard of every write below: group `groupId` is (still) in department `deptId` of the company.
@@ -52,7 +65,10 @@ function duplicateName(name: string) {
 
 /** One batch: a duplicate name is 409; a second default or a department gone meanwhile is a lost race. */
 const writeGroup = (db: Db, name: string | undefined, statements: BatchItem<"sqlite">[]) =>
-  writeBatch(db, statements, "contact group", { marker: "contact_groups.name_key", error: () => duplicateName(name ?? "") });
+  writeBatch(db, statements, "contact group", {
+    marker: "contact_groups.name_key",
+    error: () => duplicateName(name ?? ""),
+  });
 const lostGroupRace = () => lostRace("contact group");
 
 /** The page and total of a list request, unexecuted (tests read their query plans). */
@@ -65,7 +81,13 @@ export function groupListQueries(db: Db, companyId: number, query: ListGroupsInp
   // With `q` the total stops counting after the cap + 1 matches.
   const cap = query.q ? MAX_EXACT_SEARCH_TOTAL : Number.POSITIVE_INFINITY;
   return {
-    page: db.select(groupColumns).from(contactGroups).where(where).orderBy(asc(contactGroups.id)).limit(query.limit).offset(query.offset),
+    page: db
+      .select(groupColumns)
+      .from(contactGroups)
+      .where(where)
+      .orderBy(asc(contactGroups.id))
+      .limit(query.limit)
+      .offset(query.offset),
     total: countMatches(db, contactGroups, where, cap),
     cap,
   };
@@ -83,7 +105,10 @@ export async function getGroup(db: Db, companyId: number, groupId: number): Prom
 
 async function departmentInCompany(db: Db, companyId: number, deptId: number | undefined): Promise<number> {
   const dept = await selectDepartment(db, companyId, deptId).get();
-  if (!dept) throw badRequest(deptId !== undefined ? `deptid ${deptId} does not exist` : "The company has no default department; send deptid");
+  if (!dept)
+    throw badRequest(
+      deptId !== undefined ? `deptid ${deptId} does not exist` : "The company has no default department; send deptid",
+    );
   return dept.id;
 }
 
@@ -129,16 +154,24 @@ export async function createGroup(db: Db, companyId: number, input: CreateGroupI
   const unsetDefault = db
     .update(contactGroups)
     .set({ isDefault: 0 })
-    .where(and(eq(contactGroups.companyId, companyId), eq(contactGroups.deptId, deptId), eq(contactGroups.isDefault, 1)));
+    .where(
+      and(eq(contactGroups.companyId, companyId), eq(contactGroups.deptId, deptId), eq(contactGroups.isDefault, 1)),
+    );
   const results = await writeGroup(db, input.group_name, isDefault === 1 ? [unsetDefault, insert] : [insert]);
   const [created] = results[results.length - 1] as Array<{ id: number }>;
   return getGroup(db, companyId, created!.id);
 }
 
-export async function updateGroup(db: Db, companyId: number, groupId: number, input: UpdateGroupInput): Promise<GroupRow> {
+export async function updateGroup(
+  db: Db,
+  companyId: number,
+  groupId: number,
+  input: UpdateGroupInput,
+): Promise<GroupRow> {
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const current = await getGroup(db, companyId, groupId);
-    const targetDept = input.deptid !== undefined ? await departmentInCompany(db, companyId, input.deptid) : current.deptId;
+    const targetDept =
+      input.deptid !== undefined ? await departmentInCompany(db, companyId, input.deptid) : current.deptId;
     const moving = targetDept !== current.deptId;
     if (current.isDefault === 1 && input.isdefault === 0) {
       throw badRequest("A department keeps exactly one default group: make another group the default instead");
@@ -167,7 +200,13 @@ export async function updateGroup(db: Db, companyId: number, groupId: number, in
         db
           .update(contactGroups)
           .set(changes)
-          .where(and(inCompany(companyId, groupId), eq(contactGroups.deptId, current.deptId), moving ? eq(contactGroups.isDefault, 0) : undefined))
+          .where(
+            and(
+              inCompany(companyId, groupId),
+              eq(contactGroups.deptId, current.deptId),
+              moving ? eq(contactGroups.isDefault, 0) : undefined,
+            ),
+          )
           .returning({ id: contactGroups.id }),
       );
     }
@@ -177,7 +216,13 @@ export async function updateGroup(db: Db, companyId: number, groupId: number, in
         db
           .update(contacts)
           .set({ deptId: targetDept, updatedAt: sql`CURRENT_TIMESTAMP` })
-          .where(and(eq(contacts.companyId, companyId), eq(contacts.groupId, groupId), groupIsIn(companyId, groupId, targetDept))),
+          .where(
+            and(
+              eq(contacts.companyId, companyId),
+              eq(contacts.groupId, groupId),
+              groupIsIn(companyId, groupId, targetDept),
+            ),
+          ),
       );
     }
     if (input.isdefault === 1) {
@@ -202,7 +247,13 @@ export async function deleteGroup(db: Db, companyId: number, groupId: number): P
     const defaultGroup = db
       .select({ id: contactGroups.id })
       .from(contactGroups)
-      .where(and(eq(contactGroups.companyId, companyId), eq(contactGroups.deptId, group.deptId), eq(contactGroups.isDefault, 1)));
+      .where(
+        and(
+          eq(contactGroups.companyId, companyId),
+          eq(contactGroups.deptId, group.deptId),
+          eq(contactGroups.isDefault, 1),
+        ),
+      );
     const [, deleted] = await writeGroup(db, undefined, [
       // Its contacts are kept: they move to the department's default group, or to no group.
       db

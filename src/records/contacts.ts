@@ -84,7 +84,11 @@ export function contactSearchQueries(db: Db, companyId: number, query: ListConta
   const onContact = sql`${contacts.id} = contacts_search.rowid`;
   const firstMatches =
     rest.length > 1
-      ? db.select({ one: sql`1` }).from(sql`contacts_search`).innerJoin(contacts, onContact).where(and(matching, ...rest))
+      ? db
+          .select({ one: sql`1` })
+          .from(sql`contacts_search`)
+          .innerJoin(contacts, onContact)
+          .where(and(matching, ...rest))
       : db.select({ one: sql`1` }).from(sql`contacts_search`).where(matching);
   // Without other filters the page's ids come from the postings alone: an offset skips postings, not rows.
   const ids =
@@ -97,7 +101,13 @@ export function contactSearchQueries(db: Db, companyId: number, query: ListConta
           .orderBy(sql`contacts_search.rowid`)
           .limit(query.limit)
           .offset(query.offset)
-      : db.select({ id: sql<number>`contacts_search.rowid` }).from(sql`contacts_search`).where(matching).orderBy(sql`contacts_search.rowid`).limit(query.limit).offset(query.offset);
+      : db
+          .select({ id: sql<number>`contacts_search.rowid` })
+          .from(sql`contacts_search`)
+          .where(matching)
+          .orderBy(sql`contacts_search.rowid`)
+          .limit(query.limit)
+          .offset(query.offset);
   return {
     ids,
     page: db
@@ -136,7 +146,13 @@ async function placeNewContact(db: Db, companyId: number, input: CreateContactIn
     : db
         .select({ id: contactGroups.id, deptId: contactGroups.deptId })
         .from(contactGroups)
-        .where(and(eq(contactGroups.companyId, companyId), eq(contactGroups.isDefault, 1), sql`${contactGroups.deptId} = (${deptQuery})`));
+        .where(
+          and(
+            eq(contactGroups.companyId, companyId),
+            eq(contactGroups.isDefault, 1),
+            sql`${contactGroups.deptId} = (${deptQuery})`,
+          ),
+        );
   const [[dept], [group]] = await db.batch([deptQuery, groupQuery]);
 
   if (input.deptid !== undefined && !dept) throw badRequest(`deptid ${input.deptid} does not exist`);
@@ -231,10 +247,23 @@ const CONTACT_GUARDS = {
 const contactTexts = new Map<string, string>();
 
 /** The statement that inserts `rows` (from `newContactRow`) as `guard` allows; `returning`: answer them (`rowOf`). */
-export function insertContacts(d1: D1Database, rows: Array<Record<string, unknown>>, guard: keyof typeof CONTACT_GUARDS, returning: boolean): D1PreparedStatement {
+export function insertContacts(
+  d1: D1Database,
+  rows: Array<Record<string, unknown>>,
+  guard: keyof typeof CONTACT_GUARDS,
+  returning: boolean,
+): D1PreparedStatement {
   const key = `${guard}:${returning}`;
   let text = contactTexts.get(key);
-  if (!text) contactTexts.set(key, (text = jsonRowsInsert(contacts, NEW_CONTACT, { guard: CONTACT_GUARDS[guard], returning, more: { nth: jsonField("nth") } })));
+  if (!text)
+    contactTexts.set(
+      key,
+      (text = jsonRowsInsert(contacts, NEW_CONTACT, {
+        guard: CONTACT_GUARDS[guard],
+        returning,
+        more: { nth: jsonField("nth") },
+      })),
+    );
   return d1.prepare(text).bind(JSON.stringify(rows));
 }
 
@@ -243,7 +272,12 @@ export function insertContacts(d1: D1Database, rows: Array<Record<string, unknow
  * placement read a moment ago still holds. Returns undefined when either check failed (or the
  * group or department vanished in between: a foreign-key failure).
  */
-async function insertContact(db: Db, companyId: number, input: CreateContactInput, placement: { deptId: number; groupId: number | null }) {
+async function insertContact(
+  db: Db,
+  companyId: number,
+  input: CreateContactInput,
+  placement: { deptId: number; groupId: number | null },
+) {
   const row = newContactRow({
     companyId,
     deptId: placement.deptId,
@@ -282,7 +316,8 @@ export async function createContact(db: Db, companyId: number, input: CreateCont
     }
     // The group moved or vanished after it was read: place the contact again (the next read
     // reports a vanished group as a 400), and give up with a 409 when it keeps changing.
-    if (attempt === 2) throw conflict("The contact's group changed while the contact was being saved; retry the request");
+    if (attempt === 2)
+      throw conflict("The contact's group changed while the contact was being saved; retry the request");
   }
 }
 
@@ -290,9 +325,15 @@ export async function createContact(db: Db, companyId: number, input: CreateCont
 const SEARCHED = ["firstName", "lastName", "email", "phoneNumber"] as const;
 
 /** `search_words` of a contact: the words of its names, email and phone number. */
-export const contactWords = (c: Pick<ContactRow, (typeof SEARCHED)[number]>) => searchWords(c.firstName, c.lastName, c.email, c.phoneNumber);
+export const contactWords = (c: Pick<ContactRow, (typeof SEARCHED)[number]>) =>
+  searchWords(c.firstName, c.lastName, c.email, c.phoneNumber);
 
-export async function updateContact(db: Db, companyId: number, contactId: number, input: UpdateContactInput): Promise<ContactRow> {
+export async function updateContact(
+  db: Db,
+  companyId: number,
+  contactId: number,
+  input: UpdateContactInput,
+): Promise<ContactRow> {
   const changes: Partial<typeof contacts.$inferInsert> = {};
   if (input.first_name !== undefined) changes.firstName = input.first_name;
   if (input.last_name !== undefined) changes.lastName = input.last_name;
@@ -334,7 +375,14 @@ export async function updateContact(db: Db, companyId: number, contactId: number
         db
           .update(contacts)
           .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
-          .where(and(eq(contacts.id, contactId), eq(contacts.companyId, companyId), ...wordsHold, placementHolds(companyId, placement)))
+          .where(
+            and(
+              eq(contacts.id, contactId),
+              eq(contacts.companyId, companyId),
+              ...wordsHold,
+              placementHolds(companyId, placement),
+            ),
+          )
           .returning(),
       ]);
     } catch (err) {
@@ -343,7 +391,8 @@ export async function updateContact(db: Db, companyId: number, contactId: number
     }
     if (updated) return updated;
     await getContact(db, companyId, contactId); // 404 when the contact itself is gone
-    if (attempt === 2) throw conflict("The contact's group changed while the contact was being saved; retry the request");
+    if (attempt === 2)
+      throw conflict("The contact's group changed while the contact was being saved; retry the request");
   }
 }
 
@@ -356,7 +405,14 @@ export function unassignTasksOf(db: Db, companyId: number, contactId: number) {
   return db
     .update(tasks)
     .set({ assigneeType: null, assigneeId: null, updatedAt: sql`CURRENT_TIMESTAMP` })
-    .where(and(eq(tasks.companyId, companyId), eq(tasks.assigneeId, contactId), eq(tasks.assigneeType, "contact"), sql`NOT EXISTS (SELECT 1 FROM ${contacts} WHERE ${contacts.id} = ${contactId})`));
+    .where(
+      and(
+        eq(tasks.companyId, companyId),
+        eq(tasks.assigneeId, contactId),
+        eq(tasks.assigneeType, "contact"),
+        sql`NOT EXISTS (SELECT 1 FROM ${contacts} WHERE ${contacts.id} = ${contactId})`,
+      ),
+    );
 }
 
 export async function deleteContact(db: Db, companyId: number, contactId: number): Promise<void> {

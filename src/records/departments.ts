@@ -9,7 +9,12 @@ import { DEFAULT_GROUP_NAME } from "../db/departments";
 import { badRequest, conflict, notFound } from "../lib/errors";
 import { toFlag } from "../lib/schemas";
 import { nameKey } from "../lib/text-key";
-import type { CreateDepartmentInput, DepartmentOutput, ListDepartmentsInput, UpdateDepartmentInput } from "../schemas/departments";
+import type {
+  CreateDepartmentInput,
+  DepartmentOutput,
+  ListDepartmentsInput,
+  UpdateDepartmentInput,
+} from "../schemas/departments";
 
 type DepartmentRow = typeof departments.$inferSelect;
 
@@ -26,8 +31,8 @@ export function departmentOutput(row: DepartmentRow): DepartmentOutput {
   };
 }
 
-
-const inCompany = (companyId: number, deptId: number) => and(eq(departments.id, deptId), eq(departments.companyId, companyId));
+const inCompany = (companyId: number, deptId: number) =>
+  and(eq(departments.id, deptId), eq(departments.companyId, companyId));
 
 /** Department `deptId` is (still) a department of the company. Aliased: it runs inside statements on departments. */
 const departmentExists = (companyId: number, deptId: number) =>
@@ -75,7 +80,8 @@ export const DEPARTMENT_HOLDINGS: readonly DepartmentHolding[] = [
   {
     // Every folder in the department, at any depth (folders_dept_idx).
     key: "folders",
-    count: (companyId, deptId) => sql<number>`(SELECT count(*) FROM folders AS f WHERE f.company_id = ${companyId} AND f.dept_id = ${deptId})`,
+    count: (companyId, deptId) =>
+      sql<number>`(SELECT count(*) FROM folders AS f WHERE f.company_id = ${companyId} AND f.dept_id = ${deptId})`,
     describe: (n) => plural(n, "folder", "folders"),
   },
   // Items and files: counters kept by the items and drive work.
@@ -123,7 +129,8 @@ export async function listDepartments(db: Db, companyId: number, query: ListDepa
   );
 }
 
-const selectOne = (db: Db, companyId: number, deptId: number) => db.select().from(departments).where(inCompany(companyId, deptId));
+const selectOne = (db: Db, companyId: number, deptId: number) =>
+  db.select().from(departments).where(inCompany(companyId, deptId));
 
 export async function getDepartment(db: Db, companyId: number, deptId: number): Promise<DepartmentRow> {
   const row = await selectOne(db, companyId, deptId).get();
@@ -157,15 +164,26 @@ function makeDefaultStatements(db: Db, companyId: number, deptId: number) {
  * One batch: (unset the current default,) insert the department, and give it an empty default
  * contact group "General", so contacts placed in the department without a group land in a group.
  */
-export async function createDepartment(db: Db, companyId: number, input: CreateDepartmentInput): Promise<DepartmentRow> {
+export async function createDepartment(
+  db: Db,
+  companyId: number,
+  input: CreateDepartmentInput,
+): Promise<DepartmentRow> {
   const key = nameKey(input.dept_name);
   const isDefault = input.isdefault ?? 0;
   const statements: BatchItem<"sqlite">[] = [];
   if (isDefault === 1) {
-    statements.push(db.update(departments).set({ isDefault: 0 }).where(and(eq(departments.companyId, companyId), eq(departments.isDefault, 1))));
+    statements.push(
+      db
+        .update(departments)
+        .set({ isDefault: 0 })
+        .where(and(eq(departments.companyId, companyId), eq(departments.isDefault, 1))),
+    );
   }
   const insertAt = statements.length;
-  statements.push(db.insert(departments).values({ companyId, name: input.dept_name, nameKey: key, isDefault }).returning());
+  statements.push(
+    db.insert(departments).values({ companyId, name: input.dept_name, nameKey: key, isDefault }).returning(),
+  );
   statements.push(
     db.insert(contactGroups).values({
       companyId,
@@ -181,7 +199,12 @@ export async function createDepartment(db: Db, companyId: number, input: CreateD
   return row!;
 }
 
-export async function updateDepartment(db: Db, companyId: number, deptId: number, input: UpdateDepartmentInput): Promise<DepartmentRow> {
+export async function updateDepartment(
+  db: Db,
+  companyId: number,
+  deptId: number,
+  input: UpdateDepartmentInput,
+): Promise<DepartmentRow> {
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const current = await getDepartment(db, companyId, deptId);
     if (current.isDefault === 1 && input.isdefault === 0) {
@@ -217,8 +240,14 @@ export async function updateDepartment(db: Db, companyId: number, deptId: number
 
 /** The department with what it holds, in one read; 404 when it is not in the company. */
 async function readForDelete(db: Db, companyId: number, deptId: number) {
-  const holdings = Object.fromEntries(DEPARTMENT_HOLDINGS.map((h) => [h.key, sql<number>`coalesce(${h.count(companyId, deptId)}, 0)`]));
-  const row = await db.select({ isDefault: departments.isDefault, holdings }).from(departments).where(inCompany(companyId, deptId)).get();
+  const holdings = Object.fromEntries(
+    DEPARTMENT_HOLDINGS.map((h) => [h.key, sql<number>`coalesce(${h.count(companyId, deptId)}, 0)`]),
+  );
+  const row = await db
+    .select({ isDefault: departments.isDefault, holdings })
+    .from(departments)
+    .where(inCompany(companyId, deptId))
+    .get();
   if (!row) throw notFound("Department");
   return row as { isDefault: number; holdings: Record<string, number> };
 }
@@ -247,8 +276,18 @@ export async function deleteDepartment(db: Db, companyId: number, deptId: number
       const [, deleted] = await db.commit([
         db
           .delete(contactGroups)
-          .where(and(eq(contactGroups.companyId, companyId), eq(contactGroups.deptId, deptId), eq(contactGroups.isDefault, 1), deletable)),
-        db.delete(departments).where(and(inCompany(companyId, deptId), deletable)).returning({ id: departments.id }),
+          .where(
+            and(
+              eq(contactGroups.companyId, companyId),
+              eq(contactGroups.deptId, deptId),
+              eq(contactGroups.isDefault, 1),
+              deletable,
+            ),
+          ),
+        db
+          .delete(departments)
+          .where(and(inCompany(companyId, deptId), deletable))
+          .returning({ id: departments.id }),
       ]);
       if ((deleted as unknown[]).length > 0) return;
     } catch (err) {
@@ -257,6 +296,7 @@ export async function deleteDepartment(db: Db, companyId: number, deptId: number
       blockedByReference = true;
     }
   }
-  if (blockedByReference) throw badRequest(`Department ${deptId} still holds records that refer to it: move or delete them first`);
+  if (blockedByReference)
+    throw badRequest(`Department ${deptId} still holds records that refer to it: move or delete them first`);
   throw lostDepartmentRace();
 }

@@ -45,8 +45,23 @@ const fieldColumns = {
   private: documentTypeFields.private,
 };
 
-type TypeRow = { id: number; name: string; deptId: number; isDefault: number; createdAt: string; createdBy: number; docsCount: number };
-type FieldRow = { id: number; typeId: number; fieldName: string; fieldType: string; fieldData: string; private: number };
+type TypeRow = {
+  id: number;
+  name: string;
+  deptId: number;
+  isDefault: number;
+  createdAt: string;
+  createdBy: number;
+  docsCount: number;
+};
+type FieldRow = {
+  id: number;
+  typeId: number;
+  fieldName: string;
+  fieldType: string;
+  fieldData: string;
+  private: number;
+};
 export type DocumentTypeRecord = TypeRow & { fields: FieldRow[] };
 
 function fieldOutput(row: FieldRow): DocumentTypeFieldOutput {
@@ -86,16 +101,21 @@ function withFields(types: TypeRow[], fields: FieldRow[]): DocumentTypeRecord[] 
   return types.map((type) => ({ ...type, fields: byType.get(type.id) ?? [] }));
 }
 
-const inCompany = (companyId: number, typeId: number) => and(eq(documentTypes.id, typeId), eq(documentTypes.companyId, companyId));
+const inCompany = (companyId: number, typeId: number) =>
+  and(eq(documentTypes.id, typeId), eq(documentTypes.companyId, companyId));
 
-const duplicateName = (name: string) => conflict(`A document type named "${echo(name)}" already exists in this company`);
+const duplicateName = (name: string) =>
+  conflict(`A document type named "${echo(name)}" already exists in this company`);
 
 /**
  * One batch: a duplicate name is 409; "one default per company", a field name taken meanwhile, or
  * a department or type deleted in between means another request won (the batch wrote nothing).
  */
 const writeType = (db: Db, name: string | undefined, statements: BatchItem<"sqlite">[]) =>
-  writeBatch(db, statements, "document type", { marker: "document_types.name_key", error: () => duplicateName(name ?? "") });
+  writeBatch(db, statements, "document type", {
+    marker: "document_types.name_key",
+    error: () => duplicateName(name ?? ""),
+  });
 const lostTypeRace = () => lostRace("document type");
 
 // ---- reads ----
@@ -106,10 +126,22 @@ export async function listDocumentTypes(db: Db, caller: Caller, query: ListDocum
   // instr() on the folded key: case-insensitive for every script, and no LIKE pattern limit.
   if (query.q) conditions.push(sql`instr(${documentTypes.nameKey}, ${nameKey(query.q)}) > 0`);
   const where = and(...conditions);
-  const pageIds = db.select({ id: documentTypes.id }).from(documentTypes).where(where).orderBy(asc(documentTypes.id)).limit(query.limit).offset(query.offset);
+  const pageIds = db
+    .select({ id: documentTypes.id })
+    .from(documentTypes)
+    .where(where)
+    .orderBy(asc(documentTypes.id))
+    .limit(query.limit)
+    .offset(query.offset);
   // One round trip, one snapshot: the page, its total, the ceiling, and the fields of the page's types.
   const [types, totals, account, fields] = await db.batch([
-    db.select(typeColumns).from(documentTypes).where(where).orderBy(asc(documentTypes.id)).limit(query.limit).offset(query.offset),
+    db
+      .select(typeColumns)
+      .from(documentTypes)
+      .where(where)
+      .orderBy(asc(documentTypes.id))
+      .limit(query.limit)
+      .offset(query.offset),
     db.select({ n: count() }).from(documentTypes).where(where),
     db.select({ max: accounts.maxDocumentTypes }).from(accounts).where(eq(accounts.id, caller.accountId)),
     db
@@ -204,7 +236,10 @@ function insertFields(db: Db, companyId: number, typeId: SQL, fields: StoredFiel
 
 async function departmentInCompany(db: Db, companyId: number, deptId: number | undefined): Promise<number> {
   const dept = await selectDepartment(db, companyId, deptId).get();
-  if (!dept) throw badRequest(deptId !== undefined ? `deptid ${deptId} does not exist` : "The company has no default department; send deptid");
+  if (!dept)
+    throw badRequest(
+      deptId !== undefined ? `deptid ${deptId} does not exist` : "The company has no default department; send deptid",
+    );
   return dept.id;
 }
 
@@ -224,7 +259,9 @@ async function ceilingOf(db: Db, accountId: number) {
 }
 
 const ceilingReached = (max: number) =>
-  badRequest(`Document type limit reached: the account may have at most ${max} document types (across all its companies)`);
+  badRequest(
+    `Document type limit reached: the account may have at most ${max} document types (across all its companies)`,
+  );
 
 /**
  * Creates a type and its fields in one batch. Every statement carries the same guard, "the account
@@ -232,7 +269,11 @@ const ceilingReached = (max: number) =>
  * before the type is inserted; the fields are inserted only when the type was (`changes() = 1`
  * right after its INSERT), into the row the type's unique (company_id, name_key) names.
  */
-export async function createDocumentType(db: Db, caller: Caller, input: CreateDocumentTypeInput): Promise<DocumentTypeRecord> {
+export async function createDocumentType(
+  db: Db,
+  caller: Caller,
+  input: CreateDocumentTypeInput,
+): Promise<DocumentTypeRecord> {
   const { companyId, accountId, userId } = caller;
   const name = input.doctype_name;
   const key = nameKey(name);
@@ -298,7 +339,12 @@ export async function createDocumentType(db: Db, caller: Caller, input: CreateDo
  * of the batch changes those facts, so the batch either applies whole or not at all; the type's
  * own UPDATE (always present, RETURNING) tells which.
  */
-export async function updateDocumentType(db: Db, companyId: number, typeId: number, input: UpdateDocumentTypeInput): Promise<DocumentTypeRecord> {
+export async function updateDocumentType(
+  db: Db,
+  companyId: number,
+  typeId: number,
+  input: UpdateDocumentTypeInput,
+): Promise<DocumentTypeRecord> {
   const fields = input.fields !== undefined ? storedFields(input.fields) : undefined;
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const current = await getDocumentType(db, companyId, typeId);
@@ -307,11 +353,14 @@ export async function updateDocumentType(db: Db, companyId: number, typeId: numb
     if (fields) {
       const existing = new Set(current.fields.map((f) => f.id));
       const index = fields.findIndex((f) => f.id !== undefined && !existing.has(f.id));
-      if (index >= 0) throw badRequest(`fields.${index}.autonum ${fields[index]!.id} is not a field of document type ${typeId}`);
+      if (index >= 0)
+        throw badRequest(`fields.${index}.autonum ${fields[index]!.id} is not a field of document type ${typeId}`);
     }
 
     const keptJson = JSON.stringify(kept);
-    const guards: SQL[] = [sql`EXISTS (SELECT 1 FROM document_types AS t WHERE t.id = ${typeId} AND t.company_id = ${companyId})`];
+    const guards: SQL[] = [
+      sql`EXISTS (SELECT 1 FROM document_types AS t WHERE t.id = ${typeId} AND t.company_id = ${companyId})`,
+    ];
     if (kept.length > 0) {
       guards.push(
         sql`(SELECT count(*) FROM document_type_fields AS f WHERE f.type_id = ${typeId} AND f.id IN (SELECT value FROM json_each(${keptJson}))) = ${kept.length}`,
@@ -334,7 +383,14 @@ export async function updateDocumentType(db: Db, companyId: number, typeId: numb
         db
           .update(documentTypes)
           .set({ isDefault: 0 })
-          .where(and(eq(documentTypes.companyId, companyId), eq(documentTypes.isDefault, 1), ne(documentTypes.id, typeId), guard)),
+          .where(
+            and(
+              eq(documentTypes.companyId, companyId),
+              eq(documentTypes.isDefault, 1),
+              ne(documentTypes.id, typeId),
+              guard,
+            ),
+          ),
       );
     }
     const check = statements.length;
@@ -350,7 +406,9 @@ export async function updateDocumentType(db: Db, companyId: number, typeId: numb
       const keptIds = sql`(SELECT value FROM json_each(${keptJson}))`;
       // Removed fields go first, so a new or renamed field may take a removed field's name.
       statements.push(
-        db.delete(documentTypeFields).where(and(eq(documentTypeFields.typeId, typeId), sql`${documentTypeFields.id} NOT IN ${keptIds}`, guard)),
+        db
+          .delete(documentTypeFields)
+          .where(and(eq(documentTypeFields.typeId, typeId), sql`${documentTypeFields.id} NOT IN ${keptIds}`, guard)),
       );
       const updates = fields.filter((f) => f.id !== undefined);
       if (updates.length > 0) {

@@ -1,9 +1,18 @@
 import { and, asc, eq, gt, inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { companies, contactGroups, contacts, documentTypeFields, documentTypes, itemFieldValues, items, itemTags, tags } from "../db/schema";
+import {
+  contactGroups,
+  contacts,
+  documentTypeFields,
+  documentTypes,
+  itemFieldValues,
+  items,
+  itemTags,
+  tags,
+} from "../db/schema";
 import { joinCsvList } from "../lib/csv";
 import { nameKey } from "../lib/text-key";
-import { DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, formatDate, todayIn, type DateFormat } from "../lib/time";
+import { formatDate, todayIn, type DateFormat } from "../lib/time";
 import { companySettings } from "./companies";
 import { contactFilter } from "./contacts";
 import { itemFilter, itemsAfter } from "./items/queries";
@@ -11,7 +20,16 @@ import { parseRuleState } from "../lib/recurrence";
 import { ruleState } from "../db/rule-state";
 import { ruleView } from "./items/recurrence";
 import { RULE_KEYS } from "../lib/recurrence";
-import { CONTACT_COLUMNS, FIELD_PREFIX, ITEM_COLUMNS, ITEM_LAST_COLUMN, type ContactExportRecord, type ExportContactsInput, type ExportItemsInput, type ItemExportRecord } from "../schemas/exports";
+import {
+  CONTACT_COLUMNS,
+  FIELD_PREFIX,
+  ITEM_COLUMNS,
+  ITEM_LAST_COLUMN,
+  type ContactExportRecord,
+  type ExportContactsInput,
+  type ExportItemsInput,
+  type ItemExportRecord,
+} from "../schemas/exports";
 
 // Exports read a company's rows page by page in the list's order, with keyset pagination (each
 // page starts after the last row of the previous one), one D1 statement per page: the page's rows
@@ -89,41 +107,49 @@ export function exportedFields(db: Db, companyId: number, where: SQL) {
  * The ids come from the filter's index in order (as the list's page does); tags and custom field
  * values are aggregated per row as JSON (sorted in the Worker: no reliance on aggregate order).
  */
-export function itemExportPage(db: Db, companyId: number, where: SQL, after: { date: string; id: number } | undefined, limit = ITEM_PAGE_ROWS) {
+export function itemExportPage(
+  db: Db,
+  companyId: number,
+  where: SQL,
+  after: { date: string; id: number } | undefined,
+  limit = ITEM_PAGE_ROWS,
+) {
   const ids = db
     .select({ id: items.id })
     .from(items)
     .where(after ? and(where, itemsAfter(after)) : where)
     .orderBy(asc(items.expiryDate), asc(items.id))
     .limit(limit);
-  return db
-    .select({
-      id: items.id,
-      externalId: items.externalId,
-      title: items.title,
-      itemType: items.itemType,
-      expiryDate: items.expiryDate,
-      status: items.status,
-      archived: items.archived,
-      documentType: documentTypes.name,
-      folderId: items.folderId,
-      contactEmail: contacts.email,
-      notes: items.notes,
-      createdAt: items.createdAt,
-      ruleState,
-      tags: sql<string>`(SELECT json_group_array(json_array(${itemTags.position}, ${itemTags.tagId}, ${tags.name})) FROM ${itemTags}
+  return (
+    db
+      .select({
+        id: items.id,
+        externalId: items.externalId,
+        title: items.title,
+        itemType: items.itemType,
+        expiryDate: items.expiryDate,
+        status: items.status,
+        archived: items.archived,
+        documentType: documentTypes.name,
+        folderId: items.folderId,
+        contactEmail: contacts.email,
+        notes: items.notes,
+        createdAt: items.createdAt,
+        ruleState,
+        tags: sql<string>`(SELECT json_group_array(json_array(${itemTags.position}, ${itemTags.tagId}, ${tags.name})) FROM ${itemTags}
         JOIN ${tags} ON ${tags.id} = ${itemTags.tagId} WHERE ${itemTags.itemId} = ${items.id} AND ${itemTags.companyId} = ${companyId})`,
-      fields: sql<string>`(SELECT json_group_array(json_array(${itemFieldValues.fieldId}, ${itemFieldValues.value})) FROM ${itemFieldValues}
+        fields: sql<string>`(SELECT json_group_array(json_array(${itemFieldValues.fieldId}, ${itemFieldValues.value})) FROM ${itemFieldValues}
         JOIN ${documentTypeFields} ON ${documentTypeFields.id} = ${itemFieldValues.fieldId}
         WHERE ${itemFieldValues.itemId} = ${items.id} AND ${itemFieldValues.companyId} = ${companyId} AND ${documentTypeFields.typeId} = ${items.documentTypeId})`,
-    })
-    .from(items)
-    .leftJoin(documentTypes, and(eq(documentTypes.id, items.documentTypeId), eq(documentTypes.companyId, companyId)))
-    .leftJoin(contacts, and(eq(contacts.id, items.contactId), eq(contacts.companyId, companyId)))
-    // The ids carry the company (and every filter); a second company condition here would make
-    // SQLite walk the company's rows instead of looking the page's ids up.
-    .where(inArray(items.id, ids))
-    .orderBy(asc(items.expiryDate), asc(items.id));
+      })
+      .from(items)
+      .leftJoin(documentTypes, and(eq(documentTypes.id, items.documentTypeId), eq(documentTypes.companyId, companyId)))
+      .leftJoin(contacts, and(eq(contacts.id, items.contactId), eq(contacts.companyId, companyId)))
+      // The ids carry the company (and every filter); a second company condition here would make
+      // SQLite walk the company's rows instead of looking the page's ids up.
+      .where(inArray(items.id, ids))
+      .orderBy(asc(items.expiryDate), asc(items.id))
+  );
 }
 
 /** Every folder of the company with its full path `A/B/C` (folder names cannot contain `/`), walked down from the top. */
@@ -138,7 +164,11 @@ async function folderPaths(db: Db, companyId: number): Promise<Array<{ id: numbe
 
 const byPosition = (a: [number, number, string], b: [number, number, string]) => a[0] - b[0] || a[1] - b[1];
 
-export async function itemExport(db: Db, companyId: number, query: ExportItemsInput): Promise<ExportSource<ItemRecord>> {
+export async function itemExport(
+  db: Db,
+  companyId: number,
+  query: ExportItemsInput,
+): Promise<ExportSource<ItemRecord>> {
   const settings = await companySettings(db, companyId);
   const today = todayIn(settings.timezone);
   const dateFormat: DateFormat = query.date_format ?? settings.date_format;
@@ -216,7 +246,21 @@ export async function itemExport(db: Db, companyId: number, query: ExportItemsIn
       for (const [id, value] of r.fields) custom[fieldColumn.get(id)!.column] = value;
       const archived = r.archived ? "true" : "false";
       const rule = RULE_KEYS.map((key) => String(r.recurrence?.[key] ?? ""));
-      const standard = [String(r.id), r.externalId ?? "", r.title, r.itemType, r.expiryDate, r.status, archived, r.documentType, r.folderPath, r.contactEmail, r.notes, joinCsvList(r.tags), ...rule];
+      const standard = [
+        String(r.id),
+        r.externalId ?? "",
+        r.title,
+        r.itemType,
+        r.expiryDate,
+        r.status,
+        archived,
+        r.documentType,
+        r.folderPath,
+        r.contactEmail,
+        r.notes,
+        joinCsvList(r.tags),
+        ...rule,
+      ];
       return [...standard, ...custom, r.addDate];
     },
     json(r): ItemExportRecord {
@@ -244,7 +288,13 @@ export async function itemExport(db: Db, companyId: number, query: ExportItemsIn
 // ---- contacts ----
 
 /** One page of the contact export: up to `limit` contacts after contact `after`, in contact_id order, with their group's name. */
-export function contactExportPage(db: Db, companyId: number, conditions: SQL[], after: number, limit = CONTACT_PAGE_ROWS) {
+export function contactExportPage(
+  db: Db,
+  companyId: number,
+  conditions: SQL[],
+  after: number,
+  limit = CONTACT_PAGE_ROWS,
+) {
   return db
     .select({
       id: contacts.id,
@@ -265,7 +315,11 @@ export function contactExportPage(db: Db, companyId: number, conditions: SQL[], 
     .limit(limit);
 }
 
-export async function contactExport(db: Db, companyId: number, query: ExportContactsInput): Promise<ExportSource<ContactExportRecord>> {
+export async function contactExport(
+  db: Db,
+  companyId: number,
+  query: ExportContactsInput,
+): Promise<ExportSource<ContactExportRecord>> {
   const settings = await companySettings(db, companyId);
   const conditions = contactFilter(companyId, query);
   let after = 0;

@@ -10,7 +10,13 @@ import { echo } from "../lib/echo";
 import { badRequest, conflict, notFound } from "../lib/errors";
 import { hasVisibleText } from "../lib/schemas";
 import { nameKey } from "../lib/text-key";
-import { MAX_FOLDER_NAME, type CreateFolderInput, type FolderOutput, type ListFoldersInput, type UpdateFolderInput } from "../schemas/folders";
+import {
+  MAX_FOLDER_NAME,
+  type CreateFolderInput,
+  type FolderOutput,
+  type ListFoldersInput,
+  type UpdateFolderInput,
+} from "../schemas/folders";
 
 type FolderRow = typeof folders.$inferSelect;
 
@@ -40,7 +46,8 @@ export function folderOutput(row: FolderRow): FolderOutput {
   };
 }
 
-const inCompany = (companyId: number, folderId: number) => and(eq(folders.id, folderId), eq(folders.companyId, companyId));
+const inCompany = (companyId: number, folderId: number) =>
+  and(eq(folders.id, folderId), eq(folders.companyId, companyId));
 
 /**
  * Selects the id of folder `folderId` when it is a folder of the company: for the items work, to
@@ -80,7 +87,8 @@ const folderIsEmpty = (companyId: number, folderId: number) =>
     AND NOT EXISTS (SELECT 1 FROM items AS i WHERE i.company_id = ${companyId} AND i.folder_id = ${folderId})`;
 
 const where = (parentId: number) => (parentId === 0 ? "at the top level" : `in folder ${parentId}`);
-const duplicateName = (name: string, parentId: number) => conflict(`A folder named "${echo(name)}" already exists ${where(parentId)}`);
+const duplicateName = (name: string, parentId: number) =>
+  conflict(`A folder named "${echo(name)}" already exists ${where(parentId)}`);
 const invalidParent = (parentId: number) => badRequest(`parent_id ${parentId} is not a folder of this company`);
 const lostFolderRace = () => lostRace("folder");
 
@@ -117,7 +125,10 @@ export async function getFolder(db: Db, companyId: number, folderId: number): Pr
 
 async function departmentInCompany(db: Db, companyId: number, deptId: number | undefined): Promise<number> {
   const dept = await selectDepartment(db, companyId, deptId).get();
-  if (!dept) throw badRequest(deptId !== undefined ? `deptid ${deptId} does not exist` : "The company has no default department; send deptid");
+  if (!dept)
+    throw badRequest(
+      deptId !== undefined ? `deptid ${deptId} does not exist` : "The company has no default department; send deptid",
+    );
   return dept.id;
 }
 
@@ -132,7 +143,11 @@ export async function createFolder(db: Db, companyId: number, input: CreateFolde
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     let parentDept: number | undefined;
     if (parentId !== 0) {
-      const parent = await db.select({ deptId: folders.deptId }).from(folders).where(inCompany(companyId, parentId)).get();
+      const parent = await db
+        .select({ deptId: folders.deptId })
+        .from(folders)
+        .where(inCompany(companyId, parentId))
+        .get();
       if (!parent) throw invalidParent(parentId);
       parentDept = parent.deptId;
     }
@@ -146,7 +161,11 @@ export async function createFolder(db: Db, companyId: number, input: CreateFolde
             .select(folderValues(companyId, deptId, sql`${parentId}`, name, input.description ?? ""))
             .from(departments)
             .where(
-              and(eq(departments.id, deptId), eq(departments.companyId, companyId), parentId !== 0 ? folderExists(companyId, parentId) : undefined),
+              and(
+                eq(departments.id, deptId),
+                eq(departments.companyId, companyId),
+                parentId !== 0 ? folderExists(companyId, parentId) : undefined,
+              ),
             ) as never,
       )
       .returning();
@@ -165,7 +184,12 @@ export async function createFolder(db: Db, companyId: number, input: CreateFolde
  * so two concurrent moves can never close a loop. A statement that changed nothing is read again:
  * 404 when the folder is gone, 400 when the move is no longer allowed, else retried.
  */
-export async function updateFolder(db: Db, companyId: number, folderId: number, input: UpdateFolderInput): Promise<FolderRow> {
+export async function updateFolder(
+  db: Db,
+  companyId: number,
+  folderId: number,
+  input: UpdateFolderInput,
+): Promise<FolderRow> {
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const target = input.parent_id;
     const check = target !== undefined && target !== 0 && target !== folderId;
@@ -183,7 +207,8 @@ export async function updateFolder(db: Db, companyId: number, folderId: number, 
     if (moving) {
       if (target === folderId) throw badRequest(`Folder ${folderId} cannot be moved into itself`);
       if (current.targetExists !== 1) throw invalidParent(target);
-      if (current.loop === 1) throw badRequest(`Folder ${folderId} cannot be moved into folder ${target}, which is inside it`);
+      if (current.loop === 1)
+        throw badRequest(`Folder ${folderId} cannot be moved into folder ${target}, which is inside it`);
     }
 
     const changes: Partial<typeof folders.$inferInsert> = {};
@@ -196,9 +221,20 @@ export async function updateFolder(db: Db, companyId: number, folderId: number, 
     if (Object.keys(changes).length === 0) return current.row;
 
     const guard =
-      moving && target !== 0 ? and(folderExists(companyId, target), sql`NOT ${isSelfOrAncestorOf(companyId, folderId, target)}`) : undefined;
-    const update = db.update(folders).set(changes).where(and(inCompany(companyId, folderId), guard)).returning();
-    const [rows] = await writeFolder(db, input.folder_name ?? current.row.name, moving ? target : current.row.parentId, [update]);
+      moving && target !== 0
+        ? and(folderExists(companyId, target), sql`NOT ${isSelfOrAncestorOf(companyId, folderId, target)}`)
+        : undefined;
+    const update = db
+      .update(folders)
+      .set(changes)
+      .where(and(inCompany(companyId, folderId), guard))
+      .returning();
+    const [rows] = await writeFolder(
+      db,
+      input.folder_name ?? current.row.name,
+      moving ? target : current.row.parentId,
+      [update],
+    );
     const [row] = rows as FolderRow[];
     if (row) return row;
   }
@@ -225,7 +261,8 @@ export async function deleteFolder(db: Db, companyId: number, folderId: number):
       folder.subfolders > 0 ? plural(folder.subfolders, "sub-folder", "sub-folders") : "",
       folder.items > 0 ? plural(folder.items, "item", "items") : "",
     ].filter(Boolean);
-    if (held.length > 0) throw conflict(`Folder ${folderId} is not empty: it holds ${held.join(" and ")}; move or delete them first`);
+    if (held.length > 0)
+      throw conflict(`Folder ${folderId} is not empty: it holds ${held.join(" and ")}; move or delete them first`);
     try {
       const [deleted] = await db.commit([
         db
@@ -240,7 +277,8 @@ export async function deleteFolder(db: Db, companyId: number, folderId: number):
       blockedByReference = true;
     }
   }
-  if (blockedByReference) throw conflict(`Folder ${folderId} is not empty: records still refer to it; move or delete them first`);
+  if (blockedByReference)
+    throw conflict(`Folder ${folderId} is not empty: records still refer to it; move or delete them first`);
   throw lostFolderRace();
 }
 
@@ -270,11 +308,15 @@ export function folderPathSegments(path: string): string[] {
     .filter(hasVisibleText);
   if (segments.length === 0) throw badRequest('folder_path must name at least one folder, e.g. "Permits/City"');
   if (segments.length > MAX_PATH_SEGMENTS) {
-    throw badRequest(`folder_path may name at most ${MAX_PATH_SEGMENTS} folders, one inside the other; it names ${segments.length}`);
+    throw badRequest(
+      `folder_path may name at most ${MAX_PATH_SEGMENTS} folders, one inside the other; it names ${segments.length}`,
+    );
   }
   for (const segment of segments) {
     if (segment.length > MAX_FOLDER_NAME) {
-      throw badRequest(`folder_path: each folder name must be at most ${MAX_FOLDER_NAME} characters; "${echo(segment)}" is longer`);
+      throw badRequest(
+        `folder_path: each folder name must be at most ${MAX_FOLDER_NAME} characters; "${echo(segment)}" is longer`,
+      );
     }
   }
   return segments;
@@ -313,7 +355,12 @@ const folderAtDepth = (companyId: number, keys: string, depth: number): SQL =>
  */
 export async function ensureFolderPath(db: Db, companyId: number, deptId: number, path: string): Promise<number> {
   const { statements, lastFolder } = folderPathWrites(db, companyId, deptId, path);
-  statements.push(db.select({ id: folders.id }).from(folders).where(and(eq(folders.companyId, companyId), sql`${folders.id} = ${lastFolder}`)));
+  statements.push(
+    db
+      .select({ id: folders.id })
+      .from(folders)
+      .where(and(eq(folders.companyId, companyId), sql`${folders.id} = ${lastFolder}`)),
+  );
   const results = await writeBatch(db, statements, "folder");
   const [found] = results[results.length - 1] as Array<{ id: number }>;
   if (found) return found.id;
@@ -327,7 +374,12 @@ export async function ensureFolderPath(db: Db, companyId: number, deptId: number
  * head of its own batch (an item created with `folder_path`: folders and item in one transaction),
  * and `lastFolder`, the last folder's id as a scalar subquery (NULL when it could not be created).
  */
-export function folderPathWrites(db: Db, companyId: number, deptId: number, path: string): { statements: BatchItem<"sqlite">[]; lastFolder: SQL } {
+export function folderPathWrites(
+  db: Db,
+  companyId: number,
+  deptId: number,
+  path: string,
+): { statements: BatchItem<"sqlite">[]; lastFolder: SQL } {
   const segments = folderPathSegments(path);
   const keys = JSON.stringify(segments.map(nameKey));
   const statements: BatchItem<"sqlite">[] = segments.map((name, depth) => {
@@ -340,7 +392,9 @@ export function folderPathWrites(db: Db, companyId: number, deptId: number, path
             .select(folderValues(companyId, deptId, parent, name, ""))
             .from(departments)
             // The parent is NULL only when an earlier insert was refused (department not in the company).
-            .where(and(eq(departments.id, deptId), eq(departments.companyId, companyId), sql`${parent} IS NOT NULL`)) as never,
+            .where(
+              and(eq(departments.id, deptId), eq(departments.companyId, companyId), sql`${parent} IS NOT NULL`),
+            ) as never,
       )
       .onConflictDoNothing();
   });

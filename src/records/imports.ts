@@ -21,7 +21,14 @@ export function importOutput(row: ImportRow): ImportOutput {
     dry_run: row.dryRun === 1,
     on_error: row.onError as ImportOutput["on_error"],
     date_format: row.dateFormat as DateFormat,
-    counts: { rows: row.rows, valid: row.valid, created: row.created, updated: row.updated, skipped: row.skipped, failed: row.failed },
+    counts: {
+      rows: row.rows,
+      valid: row.valid,
+      created: row.created,
+      updated: row.updated,
+      skipped: row.skipped,
+      failed: row.failed,
+    },
     progress: finished ? 1 : row.rows === 0 ? 0 : Math.min(1, Math.round((done / row.rows) * 1000) / 1000),
     message: row.message,
     bytes: row.bodyBytes,
@@ -50,38 +57,41 @@ export async function createImport(db: Db, job: NewImport): Promise<ImportRow> {
   const [[row]] = await db.commit([
     db
       .insert(imports)
-      .select((qb) =>
-        qb
-          .select({
-            id: sql`NULL`,
-            companyId: sql`${job.companyId}`,
-            clientId: sql`${job.clientId}`,
-            userId: sql`${job.userId}`,
-            resource: sql`${job.resource}`,
-            format: sql`${job.format}`,
-            status: sql`'queued'`,
-            dryRun: sql`${job.dryRun ? 1 : 0}`,
-            onError: sql`${job.onError}`,
-            dateFormat: sql`${job.dateFormat}`,
-            bodyKey: sql`${job.bodyKey}`,
-            bodyBytes: sql`${job.bodyBytes}`,
-            rows: sql`0`,
-            valid: sql`0`,
-            created: sql`0`,
-            updated: sql`0`,
-            skipped: sql`0`,
-            failed: sql`0`,
-            chunks: sql`0`,
-            nextRow: sql`0`,
-            message: sql`''`,
-            createdAt: sql`${now}`,
-            updatedAt: sql`${now}`,
-            finishedAt: sql`NULL`,
-            fence: sql`1`,
-            requestId: sql`${job.requestId}`,
-          })
-          .from(sql`(SELECT 1)`)
-          .where(sql`(SELECT count(*) FROM imports WHERE company_id = ${job.companyId} AND status IN ('queued', 'validating', 'running')) < ${MAX_OPEN_IMPORTS}`) as never,
+      .select(
+        (qb) =>
+          qb
+            .select({
+              id: sql`NULL`,
+              companyId: sql`${job.companyId}`,
+              clientId: sql`${job.clientId}`,
+              userId: sql`${job.userId}`,
+              resource: sql`${job.resource}`,
+              format: sql`${job.format}`,
+              status: sql`'queued'`,
+              dryRun: sql`${job.dryRun ? 1 : 0}`,
+              onError: sql`${job.onError}`,
+              dateFormat: sql`${job.dateFormat}`,
+              bodyKey: sql`${job.bodyKey}`,
+              bodyBytes: sql`${job.bodyBytes}`,
+              rows: sql`0`,
+              valid: sql`0`,
+              created: sql`0`,
+              updated: sql`0`,
+              skipped: sql`0`,
+              failed: sql`0`,
+              chunks: sql`0`,
+              nextRow: sql`0`,
+              message: sql`''`,
+              createdAt: sql`${now}`,
+              updatedAt: sql`${now}`,
+              finishedAt: sql`NULL`,
+              fence: sql`1`,
+              requestId: sql`${job.requestId}`,
+            })
+            .from(sql`(SELECT 1)`)
+            .where(
+              sql`(SELECT count(*) FROM imports WHERE company_id = ${job.companyId} AND status IN ('queued', 'validating', 'running')) < ${MAX_OPEN_IMPORTS}`,
+            ) as never,
       )
       .returning(),
   ]);
@@ -89,10 +99,17 @@ export async function createImport(db: Db, job: NewImport): Promise<ImportRow> {
   return row;
 }
 
-const apiTooMany = () => badRequest(`The company has ${MAX_OPEN_IMPORTS} imports running; wait for one to finish (GET /v1/imports) or cancel one`);
+const apiTooMany = () =>
+  badRequest(
+    `The company has ${MAX_OPEN_IMPORTS} imports running; wait for one to finish (GET /v1/imports) or cancel one`,
+  );
 
 export async function getImport(db: Db, companyId: number, importId: number): Promise<ImportRow> {
-  const row = await db.select().from(imports).where(and(eq(imports.id, importId), eq(imports.companyId, companyId))).get();
+  const row = await db
+    .select()
+    .from(imports)
+    .where(and(eq(imports.id, importId), eq(imports.companyId, companyId)))
+    .get();
   if (!row) throw notFound("Import");
   return row;
 }
@@ -101,18 +118,38 @@ export function listImports(db: Db, companyId: number, window: { limit: number; 
   return listPage(
     db,
     window,
-    db.select().from(imports).where(eq(imports.companyId, companyId)).orderBy(desc(imports.id)).limit(window.limit).offset(window.offset),
+    db
+      .select()
+      .from(imports)
+      .where(eq(imports.companyId, companyId))
+      .orderBy(desc(imports.id))
+      .limit(window.limit)
+      .offset(window.offset),
     db.select({ n: count() }).from(imports).where(eq(imports.companyId, companyId)),
   );
 }
 
-export async function listImportErrors(db: Db, companyId: number, importId: number, query: { limit: number; offset: number; row?: number }) {
+export async function listImportErrors(
+  db: Db,
+  companyId: number,
+  importId: number,
+  query: { limit: number; offset: number; row?: number },
+) {
   await getImport(db, companyId, importId);
-  const where = and(eq(importErrors.importId, importId), query.row === undefined ? undefined : eq(importErrors.rowNumber, query.row));
+  const where = and(
+    eq(importErrors.importId, importId),
+    query.row === undefined ? undefined : eq(importErrors.rowNumber, query.row),
+  );
   return listPage(
     db,
     query,
-    db.select().from(importErrors).where(where).orderBy(asc(importErrors.rowNumber), asc(importErrors.column)).limit(query.limit).offset(query.offset),
+    db
+      .select()
+      .from(importErrors)
+      .where(where)
+      .orderBy(asc(importErrors.rowNumber), asc(importErrors.column))
+      .limit(query.limit)
+      .offset(query.offset),
     db.select({ n: count() }).from(importErrors).where(where),
   );
 }
@@ -123,11 +160,18 @@ export async function cancelImport(db: Db, companyId: number, importId: number):
   const [[row]] = await db.commit([
     db
       .update(imports)
-      .set({ status: "canceled", message: "Canceled: rows written before the cancel stay", updatedAt: now, finishedAt: now })
+      .set({
+        status: "canceled",
+        message: "Canceled: rows written before the cancel stay",
+        updatedAt: now,
+        finishedAt: now,
+      })
       .where(and(eq(imports.id, importId), eq(imports.companyId, companyId), inArray(imports.status, OPEN)))
       .returning(),
   ]);
   if (row) return row;
   const current = await getImport(db, companyId, importId);
-  throw badRequest(`Import ${importId} has finished (${current.status}): only a queued or running import can be canceled`);
+  throw badRequest(
+    `Import ${importId} has finished (${current.status}): only a queued or running import can be canceled`,
+  );
 }

@@ -8,7 +8,12 @@ import { badRequest, conflict, notFound } from "../lib/errors";
 import { toFlag } from "../lib/schemas";
 import { nameKey } from "../lib/text-key";
 import { parseSteps, stepOutput, type Step } from "../company-clock/sequence-steps";
-import { MAX_SEQUENCES, type CreateSequenceInput, type ReminderSequenceOutput, type UpdateSequenceInput } from "../schemas/reminder-sequences";
+import {
+  MAX_SEQUENCES,
+  type CreateSequenceInput,
+  type ReminderSequenceOutput,
+  type UpdateSequenceInput,
+} from "../schemas/reminder-sequences";
 
 const sequenceColumns = {
   id: reminderSequences.id,
@@ -20,7 +25,12 @@ const sequenceColumns = {
 export type SequenceRow = { id: number; name: string; isDefault: number; steps: string };
 
 export function sequenceOutput(row: SequenceRow): ReminderSequenceOutput {
-  return { seqid: row.id, name: row.name, isdefault: toFlag(row.isDefault), reminders: parseSteps(row.steps).map(stepOutput) };
+  return {
+    seqid: row.id,
+    name: row.name,
+    isdefault: toFlag(row.isDefault),
+    reminders: parseSteps(row.steps).map(stepOutput),
+  };
 }
 
 /**
@@ -46,7 +56,11 @@ export const stepsJson = (steps: Step[]) =>
  */
 async function checkStepRecipients(db: Db, companyId: number, steps: Step[]): Promise<void> {
   const refs = steps.flatMap((step, i) =>
-    step.group_id ? [{ i, kind: "group_id", id: step.group_id }] : step.contact_id ? [{ i, kind: "contact_id", id: step.contact_id }] : [],
+    step.group_id
+      ? [{ i, kind: "group_id", id: step.group_id }]
+      : step.contact_id
+        ? [{ i, kind: "contact_id", id: step.contact_id }]
+        : [],
   );
   if (refs.length === 0) return;
   const missing = await db.all<{ i: number; kind: string; id: number }>(sql`
@@ -57,7 +71,9 @@ async function checkStepRecipients(db: Db, companyId: number, steps: Step[]): Pr
     ORDER BY r.key LIMIT 1`);
   const first = missing[0];
   if (first) {
-    throw badRequest(`reminders.${first.i}.${first.kind}: ${first.kind === "group_id" ? `contact group ${first.id} is not a contact group` : `contact ${first.id} is not a contact`} of the company`);
+    throw badRequest(
+      `reminders.${first.i}.${first.kind}: ${first.kind === "group_id" ? `contact group ${first.id} is not a contact group` : `contact ${first.id} is not a contact`} of the company`,
+    );
   }
 }
 
@@ -76,13 +92,18 @@ export const sequenceInCompany = (companyId: number | SQL, seqId: number | SQL):
 
 // ---- this module ----
 
-const inCompany = (companyId: number, seqId: number) => and(eq(reminderSequences.id, seqId), eq(reminderSequences.companyId, companyId));
+const inCompany = (companyId: number, seqId: number) =>
+  and(eq(reminderSequences.id, seqId), eq(reminderSequences.companyId, companyId));
 
-const duplicateName = (name: string) => conflict(`A reminder sequence named "${echo(name)}" already exists in this company`);
+const duplicateName = (name: string) =>
+  conflict(`A reminder sequence named "${echo(name)}" already exists in this company`);
 
 /** One batch: a duplicate name is 409; a second default or a company gone meanwhile is a lost race. */
 const writeSequence = (db: Db, name: string | undefined, statements: BatchItem<"sqlite">[]) =>
-  writeBatch(db, statements, "reminder sequence", { marker: "reminder_sequences.name_key", error: () => duplicateName(name ?? "") });
+  writeBatch(db, statements, "reminder sequence", {
+    marker: "reminder_sequences.name_key",
+    error: () => duplicateName(name ?? ""),
+  });
 const lostSequenceRace = () => lostRace("reminder sequence");
 
 const limitReached = () =>
@@ -117,7 +138,9 @@ export async function createSequence(db: Db, companyId: number, input: CreateSeq
   const steps = stepsJson(input.reminders);
   const underLimit = sql`(SELECT count(*) FROM reminder_sequences AS q WHERE q.company_id = ${companyId}) < ${MAX_SEQUENCES}`;
   const isDefault =
-    input.isdefault === 1 ? sql`1` : sql`NOT EXISTS (SELECT 1 FROM reminder_sequences AS d WHERE d.company_id = ${companyId} AND d.is_default = 1)`;
+    input.isdefault === 1
+      ? sql`1`
+      : sql`NOT EXISTS (SELECT 1 FROM reminder_sequences AS d WHERE d.company_id = ${companyId} AND d.is_default = 1)`;
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const statements: BatchItem<"sqlite">[] = [];
     if (input.isdefault === 1) {
@@ -153,7 +176,11 @@ export async function createSequence(db: Db, companyId: number, input: CreateSeq
     const results = await writeSequence(db, name, statements);
     const [inserted] = results[insertAt] as Array<{ id: number }>;
     if (inserted) return getSequence(db, companyId, inserted.id);
-    const used = await db.select({ n: count() }).from(reminderSequences).where(eq(reminderSequences.companyId, companyId)).get();
+    const used = await db
+      .select({ n: count() })
+      .from(reminderSequences)
+      .where(eq(reminderSequences.companyId, companyId))
+      .get();
     if ((used?.n ?? 0) >= MAX_SEQUENCES) throw limitReached();
     // Under the limit again (a sequence was deleted meanwhile): try once more.
   }
@@ -166,12 +193,19 @@ export async function createSequence(db: Db, companyId: number, input: CreateSeq
  * concurrent default switch makes this request read again (and answer from the new state) instead
  * of writing over it. Making it the default unsets the previous default first, in the same batch.
  */
-export async function updateSequence(db: Db, companyId: number, seqId: number, input: UpdateSequenceInput): Promise<SequenceRow> {
+export async function updateSequence(
+  db: Db,
+  companyId: number,
+  seqId: number,
+  input: UpdateSequenceInput,
+): Promise<SequenceRow> {
   if (input.reminders !== undefined) await checkStepRecipients(db, companyId, input.reminders);
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const current = await getSequence(db, companyId, seqId);
     if (current.isDefault === 1 && input.isdefault === 0) {
-      throw badRequest("A company keeps exactly one default reminder sequence: make another sequence the default instead");
+      throw badRequest(
+        "A company keeps exactly one default reminder sequence: make another sequence " + "the default instead",
+      );
     }
     const changes: Partial<typeof reminderSequences.$inferInsert> = {};
     if (input.name !== undefined) {
@@ -191,7 +225,14 @@ export async function updateSequence(db: Db, companyId: number, seqId: number, i
         db
           .update(reminderSequences)
           .set({ isDefault: 0, updatedAt: sql`CURRENT_TIMESTAMP` })
-          .where(and(eq(reminderSequences.companyId, companyId), eq(reminderSequences.isDefault, 1), ne(reminderSequences.id, seqId), asRead)),
+          .where(
+            and(
+              eq(reminderSequences.companyId, companyId),
+              eq(reminderSequences.isDefault, 1),
+              ne(reminderSequences.id, seqId),
+              asRead,
+            ),
+          ),
       );
     }
     const check = statements.length;

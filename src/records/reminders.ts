@@ -20,15 +20,28 @@ export function unwrap<R>(result: R): Exclude<R, { error: unknown }> {
  * The item as D1 has it, before the Durable Object is asked: 404 when it is not in the company,
  * and whether the object has still to apply a change (then the call syncs it first).
  */
-export async function itemForReminders(db: Db, companyId: number, itemId: number, refs: { contactId?: number | null; groupId?: number | null } = {}): Promise<{ syncFirst: boolean }> {
+export async function itemForReminders(
+  db: Db,
+  companyId: number,
+  itemId: number,
+  refs: { contactId?: number | null; groupId?: number | null } = {},
+): Promise<{ syncFirst: boolean }> {
   const [[item], [contact], [group]] = await db.batch([
     db
-      .select({ pending: sql<number>`(${reminderSync.version} IS NULL OR ${reminderSync.version} > ${reminderSync.syncedVersion})` })
+      .select({
+        pending: sql<number>`(${reminderSync.version} IS NULL OR ${reminderSync.version} > ${reminderSync.syncedVersion})`,
+      })
       .from(items)
       .leftJoin(reminderSync, and(eq(reminderSync.companyId, items.companyId), eq(reminderSync.itemId, items.id)))
       .where(and(eq(items.id, itemId), eq(items.companyId, companyId))),
-    db.select({ id: contacts.id }).from(contacts).where(and(eq(contacts.id, refs.contactId ?? 0), eq(contacts.companyId, companyId))),
-    db.select({ id: contactGroups.id }).from(contactGroups).where(and(eq(contactGroups.id, refs.groupId ?? 0), eq(contactGroups.companyId, companyId))),
+    db
+      .select({ id: contacts.id })
+      .from(contacts)
+      .where(and(eq(contacts.id, refs.contactId ?? 0), eq(contacts.companyId, companyId))),
+    db
+      .select({ id: contactGroups.id })
+      .from(contactGroups)
+      .where(and(eq(contactGroups.id, refs.groupId ?? 0), eq(contactGroups.companyId, companyId))),
   ]);
   if (!item) throw notFound("Item");
   if (refs.contactId && !contact) throw badRequest(`contact_id ${refs.contactId} does not exist`);
@@ -40,7 +53,12 @@ export async function itemForReminders(db: Db, companyId: number, itemId: number
  * 400 for a channel this deployment cannot deliver; `webhook` needs an enabled endpoint of the
  * company subscribed to reminder.sent (one D1 query, only when the webhook channel is asked for).
  */
-export async function checkChannels(env: Env, db: Db, companyId: number, channels: Channel[] | undefined): Promise<void> {
+export async function checkChannels(
+  env: Env,
+  db: Db,
+  companyId: number,
+  channels: Channel[] | undefined,
+): Promise<void> {
   for (const channel of channels ?? []) {
     if (channel === "webhook") {
       if (!(await hasSubscriber(db.d1, companyId, "reminder.sent"))) throw badRequest(WEBHOOK_CHANNEL_PROBLEM);

@@ -39,7 +39,12 @@ export function tagsOfItems(db: Db, companyId: number, itemIds: number[]) {
     .select({ itemId: itemTags.itemId, name: tags.name })
     .from(itemTags)
     .innerJoin(tags, eq(tags.id, itemTags.tagId))
-    .where(and(eq(itemTags.companyId, companyId), sql`${itemTags.itemId} IN (SELECT value FROM json_each(${jsonList(itemIds)}))`))
+    .where(
+      and(
+        eq(itemTags.companyId, companyId),
+        sql`${itemTags.itemId} IN (SELECT value FROM json_each(${jsonList(itemIds)}))`,
+      ),
+    )
     .orderBy(asc(itemTags.itemId), asc(itemTags.position), asc(itemTags.tagId));
 }
 
@@ -82,7 +87,9 @@ export function deleteItemTags(db: Db, companyId: number, itemId: number) {
   return [
     db
       .delete(itemTags)
-      .where(and(eq(itemTags.itemId, itemId), eq(itemTags.companyId, companyId), sql`NOT ${itemExists(companyId, itemId)}`)),
+      .where(
+        and(eq(itemTags.itemId, itemId), eq(itemTags.companyId, companyId), sql`NOT ${itemExists(companyId, itemId)}`),
+      ),
     deleteUnusedTags(db, companyId),
   ] as const;
 }
@@ -121,7 +128,12 @@ const fromJson = (field: "name" | "key" | "position") => sql.raw(`json_extract(j
  * written and the answer is 404. Two concurrent PUTs on one item are two transactions: the item
  * ends with exactly one of the two lists.
  */
-export async function setItemTags(db: Db, companyId: number, itemId: number, names: readonly string[]): Promise<string[]> {
+export async function setItemTags(
+  db: Db,
+  companyId: number,
+  itemId: number,
+  names: readonly string[],
+): Promise<string[]> {
   const wanted = distinctTagNames(names).map((t, position) => ({ ...t, position }));
   const guard = itemExists(companyId, itemId);
   const entries = jsonList(wanted);
@@ -190,7 +202,10 @@ export async function setItemTags(db: Db, companyId: number, itemId: number, nam
   const readAt = statements.length;
   statements.push(
     deleteUnusedTags(db, companyId),
-    db.select({ id: items.id }).from(items).where(and(eq(items.id, itemId), eq(items.companyId, companyId))),
+    db
+      .select({ id: items.id })
+      .from(items)
+      .where(and(eq(items.id, itemId), eq(items.companyId, companyId))),
     tagsOfItems(db, companyId, [itemId]),
   );
   const results = await writeBatch(db, statements, "item's tag list");

@@ -6,7 +6,15 @@ import { cappedListPage, countMatches, countUpTo } from "../db/pages";
 import { companies, contacts, items, taskCounts, tasks, users, type TaskRow } from "../db/schema";
 import { badRequest, notFound } from "../lib/errors";
 import { MAX_EXACT_SEARCH_TOTAL, matchExpression, searchWords } from "../lib/search";
-import { allowedNext, type CreateTaskInput, type ListTasksInput, type TaskOutput, type TaskRef, type TaskStatus, type UpdateTaskInput } from "../schemas/tasks";
+import {
+  allowedNext,
+  type CreateTaskInput,
+  type ListTasksInput,
+  type TaskOutput,
+  type TaskRef,
+  type TaskStatus,
+  type UpdateTaskInput,
+} from "../schemas/tasks";
 
 /** Totals of lists filtered by assignee or item are counted up to this many matches (`q`: MAX_EXACT_SEARCH_TOTAL); beyond it `meta.total_exact` is false. */
 export const MAX_EXACT_TOTAL = 10_000;
@@ -39,7 +47,9 @@ export function taskOutput(row: TaskRow): TaskOutput {
 /** `tsk_` and 20 URL-safe characters from 15 random bytes. */
 export function newPublicId(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(15));
-  return `tsk_${btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_")}`;
+  return `tsk_${btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")}`;
 }
 
 const byRef = (ref: TaskRef) => ("id" in ref ? eq(tasks.id, ref.id) : eq(tasks.publicId, ref.publicId));
@@ -71,7 +81,13 @@ export function taskListQueries(db: Db, companyId: number, query: ListTasksInput
   }
   if (query.q) return taskSearchQueries(db, companyId, query, conditions);
   const where = and(...conditions);
-  const ids = db.select({ id: tasks.id }).from(tasks).where(where).orderBy(asc(tasks.dueAt), asc(tasks.id)).limit(query.limit).offset(query.offset);
+  const ids = db
+    .select({ id: tasks.id })
+    .from(tasks)
+    .where(where)
+    .orderBy(asc(tasks.dueAt), asc(tasks.id))
+    .limit(query.limit)
+    .offset(query.offset);
   return {
     ids,
     page: db.select().from(tasks).where(inArray(tasks.id, ids)).orderBy(asc(tasks.dueAt), asc(tasks.id)),
@@ -82,7 +98,12 @@ export function taskListQueries(db: Db, companyId: number, query: ListTasksInput
       : db
           .select({ n: sql<number>`coalesce(sum(${taskCounts.total}), 0)` })
           .from(taskCounts)
-          .where(and(eq(taskCounts.companyId, companyId), query.status !== undefined ? eq(taskCounts.status, query.status) : undefined)),
+          .where(
+            and(
+              eq(taskCounts.companyId, companyId),
+              query.status !== undefined ? eq(taskCounts.status, query.status) : undefined,
+            ),
+          ),
     cap: counted ? MAX_EXACT_TOTAL : Number.POSITIVE_INFINITY,
   };
 }
@@ -119,7 +140,11 @@ function taskSearchQueries(db: Db, companyId: number, query: ListTasksInput, res
     .limit(query.limit)
     .offset(query.offset);
   const firstMatches = filtered
-    ? db.select({ one: sql`1` }).from(sql`tasks_search`).innerJoin(tasks, onTask).where(and(matching, ...rest))
+    ? db
+        .select({ one: sql`1` })
+        .from(sql`tasks_search`)
+        .innerJoin(tasks, onTask)
+        .where(and(matching, ...rest))
     : db.select({ one: sql`1` }).from(sql`tasks_search`).where(matching);
   return {
     ids,
@@ -165,7 +190,9 @@ function refsHold(caller: Caller, refs: Refs): SQL {
   if (refs.ownerId) checks.push(userOfAccount(caller.accountId, refs.ownerId));
   if (refs.assignee) {
     checks.push(
-      refs.assignee.type === "user" ? userOfAccount(caller.accountId, refs.assignee.id) : ofCompany(contacts, caller.companyId, refs.assignee.id),
+      refs.assignee.type === "user"
+        ? userOfAccount(caller.accountId, refs.assignee.id)
+        : ofCompany(contacts, caller.companyId, refs.assignee.id),
     );
   }
   if (refs.itemId) checks.push(ofCompany(items, caller.companyId, refs.itemId));
@@ -180,9 +207,13 @@ async function resolveRefs(db: Db, caller: Caller, refs: Refs): Promise<void> {
       .select({ id: users.id })
       .from(users)
       .where(and(eq(users.id, id), eq(users.accountId, caller.accountId)));
-  if (refs.ownerId) checks.push({ query: userQuery(refs.ownerId), error: `ownerid ${refs.ownerId} is not a user of the account` });
+  if (refs.ownerId)
+    checks.push({ query: userQuery(refs.ownerId), error: `ownerid ${refs.ownerId} is not a user of the account` });
   if (refs.assignee?.type === "user") {
-    checks.push({ query: userQuery(refs.assignee.id), error: `assignee_id ${refs.assignee.id} is not a user of the account` });
+    checks.push({
+      query: userQuery(refs.assignee.id),
+      error: `assignee_id ${refs.assignee.id} is not a user of the account`,
+    });
   } else if (refs.assignee?.type === "contact") {
     checks.push({
       query: db
@@ -202,7 +233,9 @@ async function resolveRefs(db: Db, caller: Caller, refs: Refs): Promise<void> {
     });
   }
   if (checks.length === 0) return;
-  const results = (await db.batch(checks.map((c) => c.query) as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]])) as unknown[][];
+  const results = (await db.batch(
+    checks.map((c) => c.query) as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]],
+  )) as unknown[][];
   const missing = checks.findIndex((_, i) => results[i]!.length === 0);
   if (missing >= 0) throw badRequest(checks[missing]!.error);
 }
@@ -217,37 +250,42 @@ function assigneeOf(input: { assignee_type?: string; assignee_id?: number }): As
 // ---- writes ----
 
 export async function createTask(db: Db, caller: Caller, input: CreateTaskInput): Promise<TaskRow> {
-  const refs: Refs = { ownerId: input.ownerid ?? caller.userId, assignee: assigneeOf(input) ?? null, itemId: input.item_id || null };
+  const refs: Refs = {
+    ownerId: input.ownerid ?? caller.userId,
+    assignee: assigneeOf(input) ?? null,
+    itemId: input.item_id || null,
+  };
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     await resolveRefs(db, caller, refs);
     try {
       const [[row]] = await db.commit([
         db
           .insert(tasks)
-          .select((qb) =>
-            qb
-              .select({
-                id: sql`NULL`,
-                publicId: sql`${newPublicId()}`,
-                companyId: sql`${caller.companyId}`,
-                itemId: sql`${refs.itemId ?? null}`,
-                title: sql`${input.title}`,
-                description: sql`${input.description ?? ""}`,
-                status: sql`${input.status ?? "open"}`,
-                priority: sql`${input.priority ?? "normal"}`,
-                dueAt: sql`${input.due_at}`,
-                ownerId: sql`${refs.ownerId}`,
-                assigneeType: sql`${refs.assignee?.type ?? null}`,
-                assigneeId: sql`${refs.assignee?.id ?? null}`,
-                createdBy: sql`${caller.userId}`,
-                createdAt: sql`CURRENT_TIMESTAMP`,
-                updatedAt: sql`CURRENT_TIMESTAMP`,
-                version: sql`1`,
-                searchWords: sql`${searchWords(input.title, input.description)}`,
-              })
-              .from(companies)
-              // Every reference, checked by the INSERT itself: one deleted since it was read writes nothing.
-              .where(and(eq(companies.id, caller.companyId), refsHold(caller, refs))) as never,
+          .select(
+            (qb) =>
+              qb
+                .select({
+                  id: sql`NULL`,
+                  publicId: sql`${newPublicId()}`,
+                  companyId: sql`${caller.companyId}`,
+                  itemId: sql`${refs.itemId ?? null}`,
+                  title: sql`${input.title}`,
+                  description: sql`${input.description ?? ""}`,
+                  status: sql`${input.status ?? "open"}`,
+                  priority: sql`${input.priority ?? "normal"}`,
+                  dueAt: sql`${input.due_at}`,
+                  ownerId: sql`${refs.ownerId}`,
+                  assigneeType: sql`${refs.assignee?.type ?? null}`,
+                  assigneeId: sql`${refs.assignee?.id ?? null}`,
+                  createdBy: sql`${caller.userId}`,
+                  createdAt: sql`CURRENT_TIMESTAMP`,
+                  updatedAt: sql`CURRENT_TIMESTAMP`,
+                  version: sql`1`,
+                  searchWords: sql`${searchWords(input.title, input.description)}`,
+                })
+                .from(companies)
+                // Every reference, checked by the INSERT itself: one deleted since it was read writes nothing.
+                .where(and(eq(companies.id, caller.companyId), refsHold(caller, refs))) as never,
           )
           .returning(),
       ]);
@@ -303,7 +341,9 @@ export async function updateTask(db: Db, caller: Caller, ref: TaskRef, input: Up
         .update(tasks)
         .set({
           ...changes,
-          ...(words ? { searchWords: searchWords(input.title ?? current.title, input.description ?? current.description) } : {}),
+          ...(words
+            ? { searchWords: searchWords(input.title ?? current.title, input.description ?? current.description) }
+            : {}),
           updatedAt: sql`CURRENT_TIMESTAMP`,
         })
         .where(

@@ -79,13 +79,19 @@ export function checkUrl(url: string, allowPrivate: boolean): string {
   return result.url.href;
 }
 
-const inCompany = (companyId: number, endpointId: number) => and(eq(webhookEndpoints.id, endpointId), eq(webhookEndpoints.companyId, companyId));
+const inCompany = (companyId: number, endpointId: number) =>
+  and(eq(webhookEndpoints.id, endpointId), eq(webhookEndpoints.companyId, companyId));
 
-const limitReached = () => badRequest(`Webhook endpoint limit reached: a company may have at most ${MAX_ENDPOINTS} webhook endpoints`);
+const limitReached = () =>
+  badRequest(`Webhook endpoint limit reached: a company may have at most ${MAX_ENDPOINTS} webhook endpoints`);
 
 /** All the company's endpoints (at most MAX_ENDPOINTS), by webhook_id. */
 export async function listEndpoints(db: Db, companyId: number) {
-  const rows = await db.select(endpointColumns).from(webhookEndpoints).where(eq(webhookEndpoints.companyId, companyId)).orderBy(asc(webhookEndpoints.id));
+  const rows = await db
+    .select(endpointColumns)
+    .from(webhookEndpoints)
+    .where(eq(webhookEndpoints.companyId, companyId))
+    .orderBy(asc(webhookEndpoints.id));
   return { rows, meta: { total: rows.length, max_allowed: MAX_ENDPOINTS } };
 }
 
@@ -140,7 +146,11 @@ export async function createEndpoint(
         .returning(endpointColumns),
     ]);
     if (inserted) return { row: inserted, secret };
-    const used = await db.select({ n: count() }).from(webhookEndpoints).where(eq(webhookEndpoints.companyId, companyId)).get();
+    const used = await db
+      .select({ n: count() })
+      .from(webhookEndpoints)
+      .where(eq(webhookEndpoints.companyId, companyId))
+      .get();
     if ((used?.n ?? 0) >= MAX_ENDPOINTS) throw limitReached();
     // Under the limit again (an endpoint was deleted meanwhile), or the company is gone: try again.
   }
@@ -153,7 +163,12 @@ export async function createEndpoint(
  * DISABLED_BY_OWNER (a disabled endpoint keeps its reason); a new url clears failing_since (the
  * failures were the old URL's).
  */
-export async function updateEndpoint(db: Db, companyId: number, endpointId: number, input: UpdateWebhookInput): Promise<EndpointRow> {
+export async function updateEndpoint(
+  db: Db,
+  companyId: number,
+  endpointId: number,
+  input: UpdateWebhookInput,
+): Promise<EndpointRow> {
   const changes: Partial<Record<keyof typeof webhookEndpoints.$inferInsert, unknown>> = {};
   if (input.url !== undefined) {
     changes.url = input.url;
@@ -182,7 +197,9 @@ export async function updateEndpoint(db: Db, companyId: number, endpointId: numb
 }
 
 export async function deleteEndpoint(db: Db, companyId: number, endpointId: number): Promise<void> {
-  const [deleted] = await db.commit([db.delete(webhookEndpoints).where(inCompany(companyId, endpointId)).returning({ id: webhookEndpoints.id })]);
+  const [deleted] = await db.commit([
+    db.delete(webhookEndpoints).where(inCompany(companyId, endpointId)).returning({ id: webhookEndpoints.id }),
+  ]);
   if (deleted.length === 0) throw notFound("Webhook endpoint");
 }
 
@@ -193,7 +210,13 @@ export async function deleteEndpoint(db: Db, companyId: number, endpointId: numb
  * last to commit wins, its previous being the other's new secret. Rotating again within 24 h makes
  * the secret just replaced the previous one (the older one stops signing at once).
  */
-export async function rotateSecret(db: Db, companyId: number, endpointId: number, key: string, now = Date.now()): Promise<{ row: EndpointRow; secret: string }> {
+export async function rotateSecret(
+  db: Db,
+  companyId: number,
+  endpointId: number,
+  key: string,
+  now = Date.now(),
+): Promise<{ row: EndpointRow; secret: string }> {
   const secret = generateSecret();
   const ciphertext = await encryptSecret(secret, key);
   const [[row]] = await db.commit([

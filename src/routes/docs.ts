@@ -38,7 +38,9 @@ const CONFIGURATION = {
         type: "http",
         scheme: "bearer",
         bearerFormat: "JWT",
-        description: "Paste an access token from POST /v1/oauth/token (the oauth2 form gets one from a client ID and secret).",
+        description:
+          "Paste an access token from POST /v1/oauth/token (the oauth2 form gets one from " +
+          "a client ID and secret).",
       },
     },
   },

@@ -1,6 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { AppBindings, Env } from "../env";
+import type { Env } from "../env";
 import { shardOfClient } from "../db/directory";
 import { database } from "../db/client";
 import { bookmarkOnAnswer, openRequestSession } from "../db/session";
@@ -11,12 +11,28 @@ import { MAX_AUTHORIZATION_HEADER_CHARS, authenticate } from "../auth/middleware
 import { isScopeAllowed, parseScopes } from "../auth/scopes";
 import { hashClientSecret } from "../auth/secret-hash";
 import { clientEventStatement, logTokenRefusal } from "../records/audit-log/client-events";
-import { TOKEN_FAILURE_LIMIT, TOKEN_FAILURE_WINDOW_SECONDS, admitTokenAttempt, lockedSeconds, releaseTokenAttemptStatement } from "../auth/token-failures";
+import {
+  TOKEN_FAILURE_LIMIT,
+  TOKEN_FAILURE_WINDOW_SECONDS,
+  admitTokenAttempt,
+  lockedSeconds,
+  releaseTokenAttemptStatement,
+} from "../auth/token-failures";
 import { CLOCK_SKEW_LEEWAY_SECONDS, TOKEN_LIFETIME_SECONDS, signAccessToken } from "../auth/tokens";
 import { echo } from "../lib/echo";
 import { limitAuthenticated } from "../lib/rate-limit";
 import { oauthError } from "../lib/errors";
-import { ApiErrorSchema, OAuthErrorSchema, createRouter, errorResponses, jsonResponse, named, responseHeaders, sharedParameters, z } from "../lib/openapi";
+import {
+  ApiErrorSchema,
+  OAuthErrorSchema,
+  createRouter,
+  errorResponses,
+  jsonResponse,
+  named,
+  responseHeaders,
+  sharedParameters,
+  z,
+} from "../lib/openapi";
 
 /**
  * Longest accepted value of each token-endpoint parameter, in characters. Longer is a 400
@@ -53,12 +69,18 @@ export const TokenRequestSchema = z
       .string()
       .max(TOKEN_PARAM_MAX_CHARS.client_id)
       .optional()
-      .openapi({ example: "demo-owner", description: `Omit when HTTP Basic client authentication is used. ${limit("client_id")}` }),
+      .openapi({
+        example: "demo-owner",
+        description: `Omit when HTTP Basic client authentication is used. ${limit("client_id")}`,
+      }),
     client_secret: z
       .string()
       .max(TOKEN_PARAM_MAX_CHARS.client_secret)
       .optional()
-      .openapi({ example: "demo-owner-secret", description: `Omit when HTTP Basic client authentication is used. ${limit("client_secret")}` }),
+      .openapi({
+        example: "demo-owner-secret",
+        description: `Omit when HTTP Basic client authentication is used. ${limit("client_secret")}`,
+      }),
     scope: z
       .string()
       .max(TOKEN_PARAM_MAX_CHARS.scope)
@@ -88,14 +110,19 @@ const MeResponseSchema = z
     userid: z.number().int().openapi({ example: 1 }),
     scope: z.string().openapi({
       example: "*",
-      description: "The effective scope: the token's scope intersected with the scopes the client is allowed now. May be empty.",
+      description:
+        "The effective scope: the token's scope intersected with the scopes the client " +
+        "is allowed now. May be empty.",
     }),
     exp: z.number().int().openapi({ example: 1795000000 }),
     iat: z.number().int().openapi({ example: 1794913600 }),
   })
   .openapi("TokenInfo");
 
-const oauthErrorResponse = (description: string, headers?: Record<string, { description: string; schema: { type: "string" } }>) => ({
+const oauthErrorResponse = (
+  description: string,
+  headers?: Record<string, { description: string; schema: { type: "string" } }>,
+) => ({
   description,
   content: { "application/json": { schema: OAuthErrorSchema } },
   ...(headers ? { headers } : {}),
@@ -108,7 +135,8 @@ export const tokenRoute = createRoute({
   tags: ["Authentication"],
   summary: "Issue an access token (client credentials)",
   description: [
-    "RFC 6749 client-credentials grant. Credentials may come in the body (JSON or `application/x-www-form-urlencoded`) " +
+    "RFC 6749 client-credentials grant. Credentials may come in the body (JSON or " +
+      "`application/x-www-form-urlencoded`) " +
       "or as HTTP Basic client authentication in the optional `Authorization` header (Basic wins; a body `client_id` " +
       "that contradicts it is 400 `invalid_request`; any other scheme is ignored). All errors use Shape A.",
     `Limits, checked before the credential store is consulted (longer is 400 \`invalid_request\` naming the field): ` +
@@ -116,12 +144,15 @@ export const tokenRoute = createRoute({
       `client_secret ${TOKEN_PARAM_MAX_CHARS.client_secret}, scope ${TOKEN_PARAM_MAX_CHARS.scope} characters; an HTTP Basic ` +
       `\`Authorization\` header at most ${MAX_BASIC_AUTHORIZATION_CHARS} characters, its client_id and client_secret as above.`,
     "Errors: missing `grant_type`, a non-string or too long parameter, a malformed body → 400 `invalid_request`; " +
-      "another grant type → 400 `unsupported_grant_type`; a requested scope that is unknown or not allowed for the client → " +
+      "another grant type → 400 `unsupported_grant_type`; a requested scope that is " +
+      "unknown or not allowed for the client → " +
       `400 \`invalid_scope\` (naming at most ${MAX_REFUSED_SCOPES_LISTED} refused scopes, each shortened); unknown client, ` +
       "wrong secret, missing credentials or inactive client → 401 `invalid_client`.",
     `The token is an HS256 JWT valid for ${TOKEN_LIFETIME_SECONDS} seconds. It carries the client's token generation: ` +
-      "revoking the client bumps the generation, so tokens issued before a revocation stay invalid even after the client " +
-      "is activated again. Its scope is re-checked on every request against the scopes the client is allowed at that time.",
+      "revoking the client bumps the generation, so tokens issued before a revocation " +
+      "stay invalid even after the client " +
+      "is activated again. Its scope is re-checked on every request against the scopes " +
+      "the client is allowed at that time.",
   ].join("\n\n"),
   security: [],
   request: {
@@ -141,7 +172,10 @@ export const tokenRoute = createRoute({
     },
     400: oauthErrorResponse("invalid_request, unsupported_grant_type or invalid_scope"),
     401: oauthErrorResponse(
-      'invalid_client: unknown client, wrong secret, missing credentials or inactive client. Every such 401 carries the challenge `Basic realm="oauth"` (RFC 9110 wants one on every 401; HTTP Basic is the other way to send the credentials), whichever way they came.',
+      "invalid_client: unknown client, wrong secret, missing credentials or inactive " +
+        'client. Every such 401 carries the challenge `Basic realm="oauth"` (RFC 9110 ' +
+        "wants one on every 401; HTTP Basic is the other way to send the credentials), " +
+        "whichever way they came.",
       responseHeaders.wwwAuthenticate,
     ),
     413: oauthErrorResponse("invalid_request: body over 8 KiB"),
@@ -164,7 +198,8 @@ const meRoute = createRoute({
   summary: "Inspect the current access token",
   description: [
     "Any valid token may call this; no scope is needed.",
-    "`scope` is the effective scope of the token: its granted scope intersected with the scopes the client is allowed " +
+    "`scope` is the effective scope of the token: its granted scope intersected with " +
+      "the scopes the client is allowed " +
       "now (`*` on either side stands for every scope), so narrowing a client narrows its existing tokens. It may be " +
       "empty; such a token still authenticates but every scoped operation answers 403 `insufficient_scope`.",
     `401 \`invalid_token\`: a missing or malformed \`Authorization\` header (longer than ${MAX_AUTHORIZATION_HEADER_CHARS} ` +
@@ -243,7 +278,9 @@ function checkTokenParams(raw: Record<string, unknown>): TokenParams {
 function readClientCredentials(c: Context, params: TokenParams) {
   const header = c.req.header("Authorization");
   if (header && /^Basic\s/i.test(header) && header.length > MAX_BASIC_AUTHORIZATION_CHARS) {
-    throw invalidRequest(`The HTTP Basic Authorization header must be at most ${MAX_BASIC_AUTHORIZATION_CHARS} characters`);
+    throw invalidRequest(
+      `The HTTP Basic Authorization header must be at most ${MAX_BASIC_AUTHORIZATION_CHARS} characters`,
+    );
   }
   const basic = header && /^Basic\s+(\S+)$/i.exec(header)?.[1];
   if (basic) {
@@ -264,10 +301,14 @@ function readClientCredentials(c: Context, params: TokenParams) {
       throw clientFailure("Malformed HTTP Basic credentials");
     }
     if (id.length > TOKEN_PARAM_MAX_CHARS.client_id) {
-      throw invalidRequest(`client_id in the HTTP Basic credentials must be at most ${TOKEN_PARAM_MAX_CHARS.client_id} characters`);
+      throw invalidRequest(
+        `client_id in the HTTP Basic credentials must be at most ${TOKEN_PARAM_MAX_CHARS.client_id} characters`,
+      );
     }
     if (secret.length > TOKEN_PARAM_MAX_CHARS.client_secret) {
-      throw invalidRequest(`client_secret in the HTTP Basic credentials must be at most ${TOKEN_PARAM_MAX_CHARS.client_secret} characters`);
+      throw invalidRequest(
+        `client_secret in the HTTP Basic credentials must be at most ${TOKEN_PARAM_MAX_CHARS.client_secret} characters`,
+      );
     }
     if (params.client_id !== undefined && params.client_id !== id) {
       throw invalidRequest("client_id in the body does not match the Authorization header");
@@ -308,7 +349,9 @@ async function clientShard(env: Env, clientId: string): Promise<number> {
     shard = -1;
   }
   if (!isShard(env, shard)) {
-    throw oauthError(503, "service_unavailable", "The credential store is unavailable; try again shortly", { headers: { "Retry-After": "5" } });
+    throw oauthError(503, "service_unavailable", "The credential store is unavailable; try again shortly", {
+      headers: { "Retry-After": "5" },
+    });
   }
   return shard;
 }
@@ -372,10 +415,19 @@ oauthRouter.post(tokenRoute.path, named("issueToken"), async (c) => {
   }
   // The issue is logged before the token exists: no token without its entry (a refused write is a 503).
   try {
-    await db.commit([clientEventStatement(session.d1, { ...event, action: "token_issued", details: { scope, expires_in: TOKEN_LIFETIME_SECONDS } }), release]);
+    await db.commit([
+      clientEventStatement(session.d1, {
+        ...event,
+        action: "token_issued",
+        details: { scope, expires_in: TOKEN_LIFETIME_SECONDS },
+      }),
+      release,
+    ]);
   } catch (error) {
     console.error(JSON.stringify({ level: "error", msg: "token issue not logged", error: String(error) }));
-    throw oauthError(503, "service_unavailable", "The credential store is unavailable; try again shortly", { headers: { "Retry-After": "5" } });
+    throw oauthError(503, "service_unavailable", "The credential store is unavailable; try again shortly", {
+      headers: { "Retry-After": "5" },
+    });
   }
   const accessToken = await signAccessToken(keys, {
     clientId: client.clientId,
@@ -388,7 +440,16 @@ oauthRouter.post(tokenRoute.path, named("issueToken"), async (c) => {
   bookmarkOnAnswer(c, session);
   c.header("Cache-Control", "no-store");
   c.header("Pragma", "no-cache");
-  return c.json({ success: true as const, token_type: "Bearer" as const, access_token: accessToken, expires_in: TOKEN_LIFETIME_SECONDS, scope }, 200);
+  return c.json(
+    {
+      success: true as const,
+      token_type: "Bearer" as const,
+      access_token: accessToken,
+      expires_in: TOKEN_LIFETIME_SECONDS,
+      scope,
+    },
+    200,
+  );
 });
 
 // `authenticate` already answers 500 server_error when no signing key is configured.

@@ -13,9 +13,17 @@ const ServiceIndexSchema = z
   .object({
     success: z.literal(true),
     name: z.string().openapi({ example: "Expiry-tracking and reminder API" }),
-    docs: z.url().openapi({ example: `https://api.example.com${DOCS_PATH}`, description: "The interactive API reference (an HTML page for browsers)." }),
-    openapi: z.url().openapi({ example: `https://api.example.com${OPENAPI_PATH}`, description: "The OpenAPI 3.0.3 document." }),
-    token_endpoint: z.url().openapi({ example: "https://api.example.com/v1/oauth/token", description: "Where clients get access tokens (client credentials)." }),
+    docs: z.url().openapi({
+      example: `https://api.example.com${DOCS_PATH}`,
+      description: "The interactive API reference (an HTML page for browsers).",
+    }),
+    openapi: z
+      .url()
+      .openapi({ example: `https://api.example.com${OPENAPI_PATH}`, description: "The OpenAPI 3.0.3 document." }),
+    token_endpoint: z.url().openapi({
+      example: "https://api.example.com/v1/oauth/token",
+      description: "Where clients get access tokens (client credentials).",
+    }),
     health: z.url().openapi({ example: `https://api.example.com${HEALTH_PATH}`, description: "The liveness check." }),
   })
   .openapi("ServiceIndex");
@@ -49,7 +57,9 @@ pre code { padding: 0; background: none; overflow-wrap: normal; }
 let indexStyleHash: Promise<string> | undefined;
 /** The style's CSP source, computed once per isolate. */
 const styleSource = () =>
-  (indexStyleHash ??= crypto.subtle.digest("SHA-256", new TextEncoder().encode(INDEX_STYLE)).then((d) => `'sha256-${toBase64(new Uint8Array(d))}'`));
+  (indexStyleHash ??= crypto.subtle
+    .digest("SHA-256", new TextEncoder().encode(INDEX_STYLE))
+    .then((d) => `'sha256-${toBase64(new Uint8Array(d))}'`));
 
 /** The Content-Security-Policy of GET /'s page: nothing but its own inline style (and a blank data: icon). */
 export function indexContentSecurityPolicy(styleSrc: string): string {
@@ -111,11 +121,15 @@ systemRouter.openapi(
     tags: ["System"],
     summary: "Where the documentation is (no authentication)",
     description: [
-      "Links to the interactive API reference (`/docs`), the OpenAPI document, the token endpoint and the liveness check, " +
+      "Links to the interactive API reference (`/docs`), the OpenAPI document, the " +
+        "token endpoint and the liveness check, " +
         "as absolute URLs on the origin the request was sent to.",
-      "Two representations, chosen by the `Accept` header (`Vary: Accept`): a browser, whose `Accept` rates `text/html` above " +
-        "`application/json` (directly, or through `application/*` or `*/*`), gets a small HTML page with the same links and how to get a " +
-        "token; no `Accept`, `*/*`, `application/json`, a tie or anything else gets the JSON object. Never 406. The page runs no script, " +
+      "Two representations, chosen by the `Accept` header (`Vary: Accept`): a browser, " +
+        "whose `Accept` rates `text/html` above " +
+        "`application/json` (directly, or through `application/*` or `*/*`), gets a " +
+        "small HTML page with the same links and how to get a " +
+        "token; no `Accept`, `*/*`, `application/json`, a tie or anything else gets the " +
+        "JSON object. Never 406. The page runs no script, " +
         "loads nothing and has a Content-Security-Policy that allows only its own inline style.",
     ].join("\n\n"),
     responses: {
@@ -124,7 +138,12 @@ systemRouter.openapi(
         headers: { Vary: { description: "`Accept`", schema: { type: "string" as const } } },
         content: {
           "application/json": { schema: ServiceIndexSchema },
-          "text/html": { schema: z.string().openapi({ example: "<!doctype html>\n<html lang=\"en\">…</html>\n", description: "The same links as a page for people" }) },
+          "text/html": {
+            schema: z.string().openapi({
+              example: '<!doctype html>\n<html lang="en">…</html>\n',
+              description: "The same links as a page for people",
+            }),
+          },
         },
       },
       414: errorResponses.uriTooLong,
@@ -163,10 +182,15 @@ systemRouter.openapi(
     tags: ["System"],
     summary: "Liveness check (no authentication)",
     description:
-      "Answers 200 `{success: true, status: \"ok\"}` while the Worker runs. It reads no database, Durable Object or bucket, so it says " +
-      "nothing about them: use it for liveness, not readiness. Counted against the anonymous rate limit of the caller's address.",
+      'Answers 200 `{success: true, status: "ok"}` while the Worker runs. It reads no ' +
+      "database, Durable Object or bucket, so it says " +
+      "nothing about them: use it for liveness, not readiness. Counted against the " +
+      "anonymous rate limit of the caller's address.",
     responses: {
-      200: jsonResponse(z.object({ success: z.literal(true), status: z.literal("ok") }).openapi("Health"), "The Worker is up"),
+      200: jsonResponse(
+        z.object({ success: z.literal(true), status: z.literal("ok") }).openapi("Health"),
+        "The Worker is up",
+      ),
       414: errorResponses.uriTooLong,
       429: errorResponses.tooManyRequests,
     },

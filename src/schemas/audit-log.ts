@@ -27,9 +27,18 @@ export const AUDIT_RESOURCE_TYPES = [
   "webhook",
 ] as const;
 
-export const AUDIT_ACTIONS = ["created", "updated", "deleted", "token_issued", "token_refused", "tested", "retried"] as const;
+export const AUDIT_ACTIONS = [
+  "created",
+  "updated",
+  "deleted",
+  "token_issued",
+  "token_refused",
+  "tested",
+  "retried",
+] as const;
 
-const INSTANT = /^(\d{4})-(\d{2})-(\d{2})(T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,3})?)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d))?$/;
+const INSTANT =
+  /^(\d{4})-(\d{2})-(\d{2})(T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,3})?)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d))?$/;
 
 /** A real calendar date (no February 30th), alone or with a time and offset. */
 function isInstant(value: string): boolean {
@@ -56,7 +65,11 @@ export const ListAuditQuery = z.object({
   resource_id: cleanText("resource_id")
     .max(64, { error: "resource_id must be at most 64 characters" })
     .optional()
-    .openapi({ param: { name: "resource_id", in: "query" }, description: "Only entries of this resource (needs resource_type): an item id, a task's public id, a client_id, ..." }),
+    .openapi({
+      param: { name: "resource_id", in: "query" },
+      description:
+        "Only entries of this resource (needs resource_type): an item id, a task's " + "public id, a client_id, ...",
+    }),
   client_id: cleanText("client_id")
     .max(128, { error: "client_id must be at most 128 characters" })
     .optional()
@@ -67,9 +80,20 @@ export const ListAuditQuery = z.object({
     .openapi({ param: { name: "action", in: "query" } }),
   company_id: integerString("company_id must be a positive integer", 1)
     .optional()
-    .openapi({ param: { name: "company_id", in: "query" }, description: "Only entries of this company of the account (default: every company)" }),
-  since: instant("since").openapi({ param: { name: "since", in: "query" }, description: "Entries at or after this instant", example: "2026-11-01T00:00:00Z" }),
-  until: instant("until").openapi({ param: { name: "until", in: "query" }, description: "Entries before this instant", example: "2026-12-01T00:00:00Z" }),
+    .openapi({
+      param: { name: "company_id", in: "query" },
+      description: "Only entries of this company of the account (default: every company)",
+    }),
+  since: instant("since").openapi({
+    param: { name: "since", in: "query" },
+    description: "Entries at or after this instant",
+    example: "2026-11-01T00:00:00Z",
+  }),
+  until: instant("until").openapi({
+    param: { name: "until", in: "query" },
+    description: "Entries before this instant",
+    example: "2026-12-01T00:00:00Z",
+  }),
   limit: integerString(`limit must be an integer from 1 to ${MAX_PAGE}`, 1, MAX_PAGE)
     .default(50)
     .openapi({ param: { name: "limit", in: "query" }, example: 50, default: 50 }),
@@ -85,30 +109,56 @@ const Changes = z
   .record(z.string(), z.unknown())
   .openapi({ additionalProperties: true })
   .nullable()
-  .openapi({ description: "The fields that changed, by their API names (null: the resource did not exist on this side)" });
+  .openapi({
+    description: "The fields that changed, by their API names (null: the resource did not exist " + "on this side)",
+  });
 
 export const AuditEntrySchema = z
   .object({
     audit_id: z.number().int().openapi({ example: 981 }),
-    at: z.string().openapi({ example: "2026-11-24T09:30:12.345Z", description: "When the change was committed (UTC, RFC 3339, milliseconds)" }),
+    at: z.string().openapi({
+      example: "2026-11-24T09:30:12.345Z",
+      description: "When the change was committed (UTC, RFC 3339, milliseconds)",
+    }),
     actor: z
       .object({
-        client_id: z.string().nullable().openapi({ example: "demo-owner", description: "null: the service itself (an automatic renewal, the operator's CLI)" }),
-        user_id: z.number().int().nullable().openapi({ example: 1 }),
-        company_id: z.number().int().nullable().openapi({ example: 1, description: "The company of the actor's token" }),
-        contact_id: z.number().int().nullable().openapi({
-          example: null,
-          description: "The contact who acted as a reminder's recipient, from the page its email links to (`via: link`; no client then); null otherwise",
+        client_id: z.string().nullable().openapi({
+          example: "demo-owner",
+          description: "null: the service itself (an automatic renewal, the operator's CLI)",
         }),
+        user_id: z.number().int().nullable().openapi({ example: 1 }),
+        company_id: z
+          .number()
+          .int()
+          .nullable()
+          .openapi({ example: 1, description: "The company of the actor's token" }),
+        contact_id: z
+          .number()
+          .int()
+          .nullable()
+          .openapi({
+            example: null,
+            description:
+              "The contact who acted as a reminder's recipient, from the page its email links " +
+              "to (`via: link`; no client then); null otherwise",
+          }),
         via: nullableEnum(VIAS).openapi({
           example: "api",
-          description: "How the actor acted: `api` (a request with a bearer token, or the token endpoint), `link` (a recipient's page); null: the service itself",
+          description:
+            "How the actor acted: `api` (a request with a bearer token, or the token " +
+            "endpoint), `link` (a recipient's page); null: the service itself",
         }),
       })
       .openapi("AuditActor"),
     company_id: z.number().int().openapi({ example: 1, description: "The company the resource belongs to" }),
-    request_id: z.string().nullable().openapi({ example: "3f2b8c1e-6a0d-4d52-9a8e-2b7f0c5d1e4a", description: "The request's X-Request-Id" }),
-    operation_id: z.string().nullable().openapi({ example: "updateItem", description: "The operationId of the request" }),
+    request_id: z
+      .string()
+      .nullable()
+      .openapi({ example: "3f2b8c1e-6a0d-4d52-9a8e-2b7f0c5d1e4a", description: "The request's X-Request-Id" }),
+    operation_id: z
+      .string()
+      .nullable()
+      .openapi({ example: "updateItem", description: "The operationId of the request" }),
     resource_type: z.enum(AUDIT_RESOURCE_TYPES).openapi({ example: "item" }),
     resource_id: z.string().openapi({ example: "42" }),
     action: z.enum(AUDIT_ACTIONS).openapi({ example: "updated" }),
@@ -123,7 +173,10 @@ export const AuditPageEnvelope = z
     data: z.array(AuditEntrySchema),
     meta: z.object({
       limit: z.number().int(),
-      next_cursor: z.string().nullable().openapi({ description: "Pass as `cursor` for the next (older) page; null on the last page" }),
+      next_cursor: z
+        .string()
+        .nullable()
+        .openapi({ description: "Pass as `cursor` for the next (older) page; null on the last page" }),
     }),
   })
   .openapi("AuditLogPage");

@@ -13,17 +13,28 @@ const StatusFilter = z
   .openapi({ example: "any", description: "pending, completed, or any (default)" });
 const FolderFilter = z
   .union([z.literal(0), idField("folder_id")], { error: "folder_id must be 0 (items in no folder) or a folder id" })
-  .openapi({ type: "integer", minimum: 0, example: 12, description: "A folder of the company (its items only, not those of its sub-folders), or 0 for items in no folder" });
+  .openapi({
+    type: "integer",
+    minimum: 0,
+    example: 12,
+    description:
+      "A folder of the company (its items only, not those of its sub-folders), or 0 " + "for items in no folder",
+  });
 
 /** The filters of a new feed: the item list's filters (GET /v1/items), as a JSON body. */
 export const CreateFeedSchema = z
   .strictObject({
     folder_id: FolderFilter.optional(),
     deptid: idField("deptid").optional().openapi({ description: "A department of the company" }),
-    contact_id: idField("contact_id").optional().openapi({ description: "A contact of the company: the items it is the contact of" }),
+    contact_id: idField("contact_id")
+      .optional()
+      .openapi({ description: "A contact of the company: the items it is the contact of" }),
     item_type: ItemTypeFilter.optional(),
     status: StatusFilter.optional(),
-    include_archived: z.boolean({ error: "include_archived must be a boolean" }).optional().openapi({ description: "Default false: archived items are left out" }),
+    include_archived: z
+      .boolean({ error: "include_archived must be a boolean" })
+      .optional()
+      .openapi({ description: "Default false: archived items are left out" }),
   })
   .openapi("CreateCalendarFeed");
 
@@ -50,7 +61,9 @@ export const CreatedCalendarFeedSchema = z
     feed_id: feedId,
     url: z.string().openapi({
       example: "https://api.example.com/v1/calendar/q3oX0r2mJ5Qk1Zb7nWf8cV4dE6gH9iL0pAsTuYxKzR.ics",
-      description: "The feed's address (the origin the request was sent to). It is the only credential of the feed: shown only here, stored only as a SHA-256 hash",
+      description:
+        "The feed's address (the origin the request was sent to). It is the only " +
+        "credential of the feed: shown only here, stored only as a SHA-256 hash",
     }),
     filters: FeedFiltersSchema,
     created_at: Timestamp,

@@ -6,14 +6,22 @@ export const CompanySchema = z
   .object({
     companyid: z.number().int().openapi({ example: 1 }),
     name: z.string().openapi({ example: "Demo Company" }),
-    isdefault: Flag.openapi({ example: 1, description: "1 for the account's default company (exactly one per account)" }),
+    isdefault: Flag.openapi({
+      example: 1,
+      description: "1 for the account's default company (exactly one per account)",
+    }),
     documents_limit: z.number().int().openapi({ example: 10000 }),
     documents_used: z.number().int().openapi({ example: 120, description: "Items the company holds now" }),
     contacts_limit: z.number().int().openapi({ example: 10000 }),
     contacts_used: z.number().int().openapi({ example: 348, description: "Contacts the company holds now" }),
     drive_space_mb: z.number().int().openapi({ example: 10240, description: "Allocated drive space in MB" }),
-    drive_space_gb: z.number().openapi({ example: 10, description: "The same allocation in GB (MB / 1024, 3 decimals)" }),
-    drive_space_used_kb: z.number().int().openapi({ example: 5120, description: "Bytes of stored files, in KB (rounded up per file)" }),
+    drive_space_gb: z
+      .number()
+      .openapi({ example: 10, description: "The same allocation in GB (MB / 1024, 3 decimals)" }),
+    drive_space_used_kb: z
+      .number()
+      .int()
+      .openapi({ example: 5120, description: "Bytes of stored files, in KB (rounded up per file)" }),
     add_date: Timestamp,
   })
   .openapi("Company");
@@ -28,9 +36,18 @@ export const CompanyInfoSchema = z
     city: z.string().optional().openapi({ example: "Berlin" }),
     state: z.string().optional().openapi({ example: "BE" }),
     zipcode: z.string().optional().openapi({ example: "10115" }),
-    id_country: countryCode.optional().openapi({ example: 276, description: "ISO 3166-1 numeric country code (276 = Germany); 0 = not set" }),
-    id_industry: z.number().int().optional().openapi({ example: 7, description: "Industry code, see the Company profile codes in docs/api-notes.md; 0 = not set" }),
-    id_size: z.number().int().optional().openapi({ example: 2, description: "Company size band (1: 1-10 … 7: 5001+ employees); 0 = not set" }),
+    id_country: countryCode
+      .optional()
+      .openapi({ example: 276, description: "ISO 3166-1 numeric country code (276 = Germany); 0 = not set" }),
+    id_industry: z.number().int().optional().openapi({
+      example: 7,
+      description: "Industry code, see the Company profile codes in docs/api-notes.md; 0 = not set",
+    }),
+    id_size: z
+      .number()
+      .int()
+      .optional()
+      .openapi({ example: 2, description: "Company size band (1: 1-10 … 7: 5001+ employees); 0 = not set" }),
     phone: z.string().optional().openapi({ example: "+49 30 1234567" }),
     email: z.string().optional().openapi({ example: "office@demo.example" }),
     website: z.string().optional().openapi({ example: "https://demo.example" }),
@@ -92,10 +109,17 @@ const timezone = cleanText("timezone")
   .transform((value, ctx) => {
     const zone = canonicalTimeZone(value);
     if (zone) return zone;
-    ctx.addIssue({ code: "custom", message: `timezone must be an IANA time zone name such as Europe/Berlin (got an unknown zone)` });
+    ctx.addIssue({
+      code: "custom",
+      message: `timezone must be an IANA time zone name such as Europe/Berlin (got an unknown zone)`,
+    });
     return z.NEVER;
   })
-  .openapi({ type: "string", example: "Europe/Berlin", description: "An IANA time zone the runtime knows (e.g. America/New_York, UTC); UTC offsets are refused" });
+  .openapi({
+    type: "string",
+    example: "Europe/Berlin",
+    description: "An IANA time zone the runtime knows (e.g. America/New_York, UTC); UTC offsets " + "are refused",
+  });
 
 const dateFormat = z.enum(DATE_FORMATS, { error: `date_format must be one of: ${DATE_FORMATS.join(", ")}` });
 
@@ -114,7 +138,9 @@ export const CreateCompanySchema = z
   .strictObject({
     ...companyFields,
     timezone: timezone.optional().openapi({ description: "Extension: the company's time zone (default UTC)" }),
-    date_format: dateFormat.optional().openapi({ description: "Extension: the company's date format (default YYYY-MM-DD)" }),
+    date_format: dateFormat
+      .optional()
+      .openapi({ description: "Extension: the company's date format (default YYYY-MM-DD)" }),
   })
   .openapi("CreateCompany");
 
@@ -139,12 +165,22 @@ export const UpdateCompanyInfoSchema = z
     city: profileText("city", 100),
     state: profileText("state", 100),
     zipcode: profileText("zipcode", 20),
-    id_country: code("id_country", 999).optional().openapi({ description: "ISO 3166-1 numeric country code; 0 = not set" }),
-    id_industry: code("id_industry", INDUSTRY_CODES).optional().openapi({ description: "Industry code 1-20 (docs/api-notes.md); 0 = not set" }),
-    id_size: code("id_size", SIZE_BANDS).optional().openapi({ description: "Size band 1-7 (docs/api-notes.md); 0 = not set" }),
+    id_country: code("id_country", 999)
+      .optional()
+      .openapi({ description: "ISO 3166-1 numeric country code; 0 = not set" }),
+    id_industry: code("id_industry", INDUSTRY_CODES)
+      .optional()
+      .openapi({ description: "Industry code 1-20 (docs/api-notes.md); 0 = not set" }),
+    id_size: code("id_size", SIZE_BANDS)
+      .optional()
+      .openapi({ description: "Size band 1-7 (docs/api-notes.md); 0 = not set" }),
     phone: profileText("phone", 40),
-    email: profileText("email", 254).refine((v) => !v || /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(v), { error: "email must be a valid email address" }),
-    website: profileText("website", 255).refine((v) => !v || /^https?:\/\/[^\s]+$/i.test(v), { error: "website must be an http(s) URL" }),
+    email: profileText("email", 254).refine((v) => !v || /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(v), {
+      error: "email must be a valid email address",
+    }),
+    website: profileText("website", 255).refine((v) => !v || /^https?:\/\/[^\s]+$/i.test(v), {
+      error: "website must be an http(s) URL",
+    }),
   })
   .refine((v) => Object.values(v).some((x) => x !== undefined), { error: "No updatable fields provided" })
   .openapi("UpdateCompanyInfo");

@@ -1,5 +1,15 @@
 import { z } from "@hono/zod-openapi";
-import { Flag, Timestamp, flagField, idField, idQuery, searchPageEnvelope, paginationQuery, requiredText, searchQuery } from "../lib/schemas";
+import {
+  Flag,
+  Timestamp,
+  flagField,
+  idField,
+  idQuery,
+  searchPageEnvelope,
+  paginationQuery,
+  requiredText,
+  searchQuery,
+} from "../lib/schemas";
 
 export const ContactGroupSchema = z
   .object({
@@ -18,14 +28,18 @@ export const CreateGroupSchema = z
   .strictObject({
     group_name: groupName,
     deptid: idField("deptid").optional().openapi({ description: "Defaults to the company's default department." }),
-    isdefault: flagField("isdefault").optional().openapi({ description: "1 makes it the department's default group (the previous default is unset)." }),
+    isdefault: flagField("isdefault")
+      .optional()
+      .openapi({ description: "1 makes it the department's default group (the previous default is unset)." }),
   })
   .openapi("CreateContactGroup");
 
 export const UpdateGroupSchema = z
   .strictObject({
     group_name: groupName.optional(),
-    deptid: idField("deptid").optional().openapi({ description: "Moves the group, and its contacts, to another department." }),
+    deptid: idField("deptid")
+      .optional()
+      .openapi({ description: "Moves the group, and its contacts, to another department." }),
     isdefault: flagField("isdefault").optional(),
   })
   .refine((v) => Object.values(v).some((x) => x !== undefined), { error: "No updatable fields provided" })
@@ -34,7 +48,9 @@ export const UpdateGroupSchema = z
 export const ListGroupsQuery = z.object({
   ...paginationQuery(200, 200),
   deptid: idQuery("deptid"),
-  q: searchQuery.openapi({ description: "Substring of group_name, compared case-insensitively (Unicode case folding)." }),
+  q: searchQuery.openapi({
+    description: "Substring of group_name, compared case-insensitively (Unicode case folding).",
+  }),
 });
 
 export const GroupListEnvelope = searchPageEnvelope(ContactGroupSchema, "ContactGroupList");

@@ -1,6 +1,17 @@
 import { z } from "@hono/zod-openapi";
 import { isSupportedCountry } from "libphonenumber-js/min";
-import { Timestamp, cleanText, idField, idQuery, integerString, optionalText, paginationQuery, requiredText, searchPageEnvelope, searchQuery } from "../lib/schemas";
+import {
+  Timestamp,
+  cleanText,
+  idField,
+  idQuery,
+  integerString,
+  optionalText,
+  paginationQuery,
+  requiredText,
+  searchPageEnvelope,
+  searchQuery,
+} from "../lib/schemas";
 
 export const ContactSchema = z
   .object({
@@ -58,7 +69,9 @@ export const CreateContactSchema = z
     first_name: requiredText("first_name", 100).openapi({ example: "Ada" }),
     last_name: requiredText("last_name", 100).openapi({ example: "Lovelace" }),
     email,
-    deptid: idField("deptid").optional().openapi({ description: "Defaults to the group's department, else the company's default department." }),
+    deptid: idField("deptid")
+      .optional()
+      .openapi({ description: "Defaults to the group's department, else the company's default department." }),
     groupid: groupId.optional().openapi({ description: "Defaults to the department's default group; 0 for no group." }),
     country_code: countryCode,
     iso,
@@ -73,13 +86,21 @@ export const UpdateContactSchema = z
     first_name: requiredText("first_name", 100).optional(),
     last_name: requiredText("last_name", 100).optional(),
     email: email.optional(),
-    groupid: groupId.optional().openapi({ description: "Moves the contact to this group and its department; 0 removes it from its group." }),
+    groupid: groupId
+      .optional()
+      .openapi({ description: "Moves the contact to this group and its department; 0 removes it from its group." }),
     countryid: z
       .string()
       .trim()
-      .refine((v) => isSupportedCountry(v.toUpperCase()), { error: "countryid must be an ISO 3166-1 alpha-2 country code, e.g. US" })
+      .refine((v) => isSupportedCountry(v.toUpperCase()), {
+        error: "countryid must be an ISO 3166-1 alpha-2 country code, e.g. US",
+      })
       .optional()
-      .openapi({ example: "GB", description: "ISO 3166-1 alpha-2 code; sets iso to it and country_code to its dialling code (e.g. GB gives +44)." }),
+      .openapi({
+        example: "GB",
+        description:
+          "ISO 3166-1 alpha-2 code; sets iso to it and country_code to its dialling code " + "(e.g. GB gives +44).",
+      }),
     country_code: countryCode,
     iso,
     mobile_code: optionalText("mobile_code", 8),
@@ -91,7 +112,11 @@ export const UpdateContactSchema = z
       return;
     }
     if (value.countryid !== undefined && (value.country_code !== undefined || value.iso !== undefined)) {
-      ctx.addIssue({ code: "custom", path: ["countryid"], message: "countryid cannot be combined with country_code or iso" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["countryid"],
+        message: "countryid cannot be combined with country_code or iso",
+      });
       return;
     }
     bothOrNeither(value, ctx);
@@ -105,7 +130,9 @@ export const ListContactsQuery = z.object({
     .openapi({ param: { name: "groupid", in: "query" }, description: "A group id, or 0 for contacts in no group." }),
   deptid: idQuery("deptid"),
   q: searchQuery.openapi({
-    description: "Word-prefix search over first name, last name, email and phone number; every word must match (case- and accent-insensitive).",
+    description:
+      "Word-prefix search over first name, last name, email and phone number; every " +
+      "word must match (case- and accent-insensitive).",
   }),
 });
 

@@ -1,6 +1,16 @@
 import { z } from "@hono/zod-openapi";
 import { echo } from "../lib/echo";
-import { Flag, Timestamp, flagField, idField, idQuery, optionalText, paginationQuery, requiredText, searchQuery } from "../lib/schemas";
+import {
+  Flag,
+  Timestamp,
+  flagField,
+  idField,
+  idQuery,
+  optionalText,
+  paginationQuery,
+  requiredText,
+  searchQuery,
+} from "../lib/schemas";
 import { nameKey } from "../lib/text-key";
 
 /** The allowed values of `field_type`. */
@@ -27,12 +37,16 @@ export function selectOptions(fieldData: string | undefined): string[] {
 
 export const DocumentTypeFieldSchema = z
   .object({
-    autonum: z.number().int().openapi({ example: 17, description: "The field's id, assigned by the service; stable across updates" }),
+    autonum: z
+      .number()
+      .int()
+      .openapi({ example: 17, description: "The field's id, assigned by the service; stable across updates" }),
     field_name: z.string().openapi({ example: "Policy number" }),
     field_type: z.enum(FIELD_TYPES).openapi({ example: "text" }),
     field_data: z.string().openapi({
       example: "",
-      description: "select: the options, one per line. Other types: an optional default value or hint (\"\" when none).",
+      description:
+        "select: the options, one per line. Other types: an optional default value or " + 'hint ("" when none).',
     }),
     private: Flag.openapi({ example: 0, description: "1: the field's values are private" }),
   })
@@ -97,7 +111,11 @@ function checkField(field: { field_type: FieldType; field_data?: string }, ctx: 
   for (const option of options) {
     const key = nameKey(option);
     if (seen.has(key)) {
-      ctx.addIssue({ code: "custom", path: ["field_data"], message: `option "${echo(option)}" is listed more than once` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["field_data"],
+        message: `option "${echo(option)}" is listed more than once`,
+      });
       return;
     }
     seen.add(key);
@@ -115,14 +133,15 @@ export const CreateFieldSchema = z
 
 export const UpdateFieldSchema = z
   .strictObject({
-    autonum: idField("autonum")
-      .optional()
-      .openapi({ example: 17, description: "An existing field of this document type to update; leave out to add a new field" }),
+    autonum: idField("autonum").optional().openapi({
+      example: 17,
+      description: "An existing field of this document type to update; leave out to add a new field",
+    }),
     ...fieldProperties,
   })
   .superRefine(checkField)
   .openapi("UpdateDocumentTypeField", {
-    description: "A complete field definition: field_data and private left out become \"\" and 0.",
+    description: 'A complete field definition: field_data and private left out become "" and 0.',
     example: { autonum: 17, field_name: "Policy number", field_type: "text", field_data: "", private: 1 },
   });
 
@@ -142,7 +161,11 @@ function uniqueFields(fields: Array<{ field_name: string; autonum?: number }>, c
     names.set(key, i);
     if (field.autonum !== undefined) {
       if (autonums.has(field.autonum)) {
-        ctx.addIssue({ code: "custom", path: [i, "autonum"], message: `autonum ${field.autonum} is listed more than once` });
+        ctx.addIssue({
+          code: "custom",
+          path: [i, "autonum"],
+          message: `autonum ${field.autonum} is listed more than once`,
+        });
       }
       autonums.add(field.autonum);
     }
@@ -163,12 +186,16 @@ const doctypeName = requiredText("doctype_name", 100).openapi({
 export const CreateDocumentTypeSchema = z
   .strictObject({
     doctype_name: doctypeName,
-    deptid: idField("deptid").optional().openapi({ example: 1, description: "Defaults to the company's default department" }),
+    deptid: idField("deptid")
+      .optional()
+      .openapi({ example: 1, description: "Defaults to the company's default department" }),
     isdefault: flagField("isdefault").optional().openapi({
       example: 0,
       description: "1 makes it the company's default document type (the previous default is unset); default 0",
     }),
-    fields: fieldsArray(CreateFieldSchema).optional().openapi({ description: `Custom field definitions. ${FIELDS_DESCRIPTION}` }),
+    fields: fieldsArray(CreateFieldSchema)
+      .optional()
+      .openapi({ description: `Custom field definitions. ${FIELDS_DESCRIPTION}` }),
   })
   .openapi("CreateDocumentType", {
     example: {
@@ -187,10 +214,14 @@ export const UpdateDocumentTypeSchema = z
     deptid: idField("deptid")
       .optional()
       .openapi({ example: 2, description: "Extension: moves the document type to another department of the company" }),
-    isdefault: flagField("isdefault").optional().openapi({
-      example: 1,
-      description: "1 makes it the company's default (the previous default is unset); 0 unsets it (the company then has no default type)",
-    }),
+    isdefault: flagField("isdefault")
+      .optional()
+      .openapi({
+        example: 1,
+        description:
+          "1 makes it the company's default (the previous default is unset); 0 unsets it " +
+          "(the company then has no default type)",
+      }),
     fields: fieldsArray(UpdateFieldSchema)
       .optional()
       .openapi({
@@ -217,7 +248,10 @@ export const ListDocumentTypesQuery = z.object({
 export const DocumentTypeListMeta = z
   .object({
     total: z.number().int().openapi({ example: 1, description: "Document types matching the filters" }),
-    max_allowed: z.number().int().openapi({ example: 50, description: "The account's ceiling: document types across all its companies" }),
+    max_allowed: z
+      .number()
+      .int()
+      .openapi({ example: 50, description: "The account's ceiling: document types across all its companies" }),
     limit: z.number().int().openapi({ example: 200 }),
     offset: z.number().int().openapi({ example: 0 }),
   })

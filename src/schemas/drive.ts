@@ -1,6 +1,15 @@
 import { z } from "@hono/zod-openapi";
 import { MAX_UPLOAD_BYTES } from "../lib/body";
-import { Timestamp, cleanText, idField, idQuery, integerString, pageEnvelope, paginationQuery, requiredText } from "../lib/schemas";
+import {
+  Timestamp,
+  cleanText,
+  idField,
+  idQuery,
+  integerString,
+  pageEnvelope,
+  paginationQuery,
+  requiredText,
+} from "../lib/schemas";
 
 /** Seconds an upload token stays valid. */
 export const UPLOAD_TOKEN_TTL_SECONDS = 900;
@@ -24,7 +33,9 @@ const BIDI_CONTROL = /[\u202A-\u202E\u2066-\u2069]/;
 const fileName = requiredText("filename", MAX_FILE_NAME)
   .refine((s) => !/[/\\]/.test(s), { error: "filename must be a file name without a path: no / or \\", abort: true })
   .refine((s) => !/^\.+$/.test(s), { error: "filename must not be . or .. (or only dots)", abort: true })
-  .refine((s) => !BIDI_CONTROL.test(s), { error: "filename must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)" })
+  .refine((s) => !BIDI_CONTROL.test(s), {
+    error: "filename must not contain bidirectional control characters (U+202A-U+202E, " + "U+2066-U+2069)",
+  })
   .openapi({ example: "Fire certificate 2026.pdf" });
 
 // RFC 9110 media type: type "/" subtype *( ";" parameter ), tokens of tchar.
@@ -34,7 +45,9 @@ const MEDIA_TYPE = new RegExp(MEDIA_TYPE_PATTERN);
 
 const contentType = cleanText("content_type")
   .max(MAX_CONTENT_TYPE, { error: `content_type must be at most ${MAX_CONTENT_TYPE} characters` })
-  .regex(MEDIA_TYPE, { error: "content_type must be a media type such as application/pdf or text/plain; charset=utf-8" })
+  .regex(MEDIA_TYPE, {
+    error: "content_type must be a media type such as application/pdf or text/plain; " + "charset=utf-8",
+  })
   .overwrite((s) => {
     const semicolon = s.indexOf(";");
     return semicolon < 0 ? s.toLowerCase() : `${s.slice(0, semicolon).trim().toLowerCase()}${s.slice(semicolon)}`;
@@ -48,21 +61,40 @@ export const CreateUploadSchema = z
     filename: fileName,
     content_type: contentType.optional().openapi({
       description:
-        "Stored with the file and sent back as its Content-Type on download. Default: from the filename's extension for common types, else application/octet-stream.",
+        "Stored with the file and sent back as its Content-Type on download. Default: " +
+        "from the filename's extension for common types, else application/octet-stream.",
     }),
-    deptid: idField("deptid").optional().openapi({ description: "The department the file counts against; default: the company's default department" }),
-    folder_id: idField("folder_id").optional().openapi({ description: "A folder of the company to file it in; default: none" }),
+    deptid: idField("deptid")
+      .optional()
+      .openapi({
+        description: "The department the file counts against; default: the company's default " + "department",
+      }),
+    folder_id: idField("folder_id")
+      .optional()
+      .openapi({ description: "A folder of the company to file it in; default: none" }),
   })
   .openapi("CreateUpload");
 
 export const UploadSessionSchema = z
   .object({
-    upload_url: z.string().openapi({ example: "https://api.example.com/v1/uploads", description: "Absolute URL of PUT /v1/uploads on the host that was called" }),
-    upload_token: z.string().openapi({ example: "upt_3q2-7wEXAMPLEtokenEXAMPLEtokenEXAMPLEtoken12", description: "Send it in the X-Upload-Token header; single use" }),
+    upload_url: z.string().openapi({
+      example: "https://api.example.com/v1/uploads",
+      description: "Absolute URL of PUT /v1/uploads on the host that was called",
+    }),
+    upload_token: z.string().openapi({
+      example: "upt_3q2-7wEXAMPLEtokenEXAMPLEtokenEXAMPLEtoken12",
+      description: "Send it in the X-Upload-Token header; single use",
+    }),
     method: z.literal("PUT"),
     token_header: z.literal(UPLOAD_TOKEN_HEADER),
-    expires_in: z.number().int().openapi({ example: UPLOAD_TOKEN_TTL_SECONDS, description: "Seconds until the token expires" }),
-    max_bytes: z.number().int().openapi({ example: MAX_UPLOAD_BYTES, description: "Extension: the largest file the PUT accepts, in bytes" }),
+    expires_in: z
+      .number()
+      .int()
+      .openapi({ example: UPLOAD_TOKEN_TTL_SECONDS, description: "Seconds until the token expires" }),
+    max_bytes: z
+      .number()
+      .int()
+      .openapi({ example: MAX_UPLOAD_BYTES, description: "Extension: the largest file the PUT accepts, in bytes" }),
   })
   .openapi("UploadSession");
 
@@ -73,13 +105,18 @@ export const UploadedFileSchema = z
     size: z.string().openapi({ example: "12.4 KB", description: "Human-readable size (see size_bytes)" }),
     size_bytes: z.number().int().openapi({ example: 12697 }),
     content_type: z.string().openapi({ example: "application/pdf" }),
-    sha256: z.string().openapi({ example: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", description: "Hex SHA-256 of the bytes" }),
+    sha256: z.string().openapi({
+      example: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+      description: "Hex SHA-256 of the bytes",
+    }),
   })
   .openapi("UploadedFile");
 
 const sizeText = z.string().openapi({
   example: "12.4 KB",
-  description: "Human-readable: under 1024 bytes `512 B`; else KB, MB or GB (1024-based) with one decimal, e.g. `12.4 KB`, `3.0 MB`",
+  description:
+    "Human-readable: under 1024 bytes `512 B`; else KB, MB or GB (1024-based) with " +
+    "one decimal, e.g. `12.4 KB`, `3.0 MB`",
 });
 
 export const DriveFileSchema = z

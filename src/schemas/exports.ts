@@ -47,7 +47,11 @@ const exportParams = {
   format: z
     .enum(EXPORT_FORMATS, { error: `format must be one of: ${EXPORT_FORMATS.join(", ")}` })
     .default("csv")
-    .openapi({ param: { name: "format", in: "query" }, default: "csv", description: "`csv` (RFC 4180, a header row) or `ndjson` (one JSON object per line)" }),
+    .openapi({
+      param: { name: "format", in: "query" },
+      default: "csv",
+      description: "`csv` (RFC 4180, a header row) or `ndjson` (one JSON object per line)",
+    }),
 };
 
 export const ExportItemsQuery = ListItemsQuery.omit({ limit: true, offset: true, cursor: true }).extend({
@@ -55,7 +59,10 @@ export const ExportItemsQuery = ListItemsQuery.omit({ limit: true, offset: true,
   date_format: z
     .enum(DATE_FORMATS, { error: `date_format must be one of: ${DATE_FORMATS.join(", ")}` })
     .optional()
-    .openapi({ param: { name: "date_format", in: "query" }, description: "How expiry_date and recurrence_until are written; default: the company's settings.date_format" }),
+    .openapi({
+      param: { name: "date_format", in: "query" },
+      description: "How expiry_date and recurrence_until are written; default: the company's " + "settings.date_format",
+    }),
 });
 
 export const ExportContactsQuery = ListContactsQuery.omit({ limit: true, offset: true }).extend(exportParams);
@@ -66,22 +73,37 @@ const text = z.string();
 export const ItemExportRecordSchema = z
   .object({
     item_id: z.number().int().openapi({ example: 120 }),
-    external_id: text.openapi({ example: "ERP-4711", description: "\"\" when the item has none" }),
+    external_id: text.openapi({ example: "ERP-4711", description: '"" when the item has none' }),
     title: text.openapi({ example: "Fire safety certificate" }),
     item_type: text.openapi({ example: "exp" }),
     expiry_date: text.openapi({ example: "31.03.2027", description: "In date_format" }),
     status: text.openapi({ example: "pending" }),
     archived: z.boolean(),
-    document_type: text.openapi({ example: "Certificate", description: "The document type's name; \"\" for none" }),
-    folder_path: text.openapi({ example: "Permits/City", description: "The folder's full path from the top; \"\" for none" }),
-    contact_email: text.openapi({ example: "ada@example.com", description: "\"\" when the item has no contact" }),
+    document_type: text.openapi({ example: "Certificate", description: 'The document type\'s name; "" for none' }),
+    folder_path: text.openapi({
+      example: "Permits/City",
+      description: 'The folder\'s full path from the top; "" for none',
+    }),
+    contact_email: text.openapi({ example: "ada@example.com", description: '"" when the item has no contact' }),
     notes: text,
     tags: z.array(text).openapi({ example: ["fire", "building A"] }),
     recurrence: z
-      .object({ ...RecurrenceSchema.shape, until: text.nullable().openapi({ example: null, description: "The last date an occurrence may fall on, in date_format; null: none" }) })
+      .object({
+        ...RecurrenceSchema.shape,
+        until: text.nullable().openapi({
+          example: null,
+          description: "The last date an occurrence may fall on, in date_format; null: none",
+        }),
+      })
       .nullable()
-      .openapi({ description: "The item's recurrence rule as GET /v1/items/{item_id} shows it (until in date_format); null when it does not recur" }),
-    fields: z.record(z.string(), text).openapi({ example: { Inspector: "Ada" }, description: "The item's custom field values by field name" }),
+      .openapi({
+        description:
+          "The item's recurrence rule as GET /v1/items/{item_id} shows it (until in " +
+          "date_format); null when it does not recur",
+      }),
+    fields: z
+      .record(z.string(), text)
+      .openapi({ example: { Inspector: "Ada" }, description: "The item's custom field values by field name" }),
     add_date: text.openapi({ example: "2026-11-20 09:30:00", description: "UTC" }),
   })
   .openapi("ItemExportRecord", { description: "One line of `GET /v1/items/export?format=ndjson`" });
@@ -96,7 +118,7 @@ export const ContactExportRecordSchema = z
     iso: text.openapi({ example: "GB" }),
     mobile_code: text.openapi({ example: "+44" }),
     phone_number: text.openapi({ example: "7700900123" }),
-    group_name: text.openapi({ example: "Suppliers", description: "\"\" when the contact is in no group" }),
+    group_name: text.openapi({ example: "Suppliers", description: '"" when the contact is in no group' }),
     add_date: text.openapi({ example: "2026-11-20 09:30:00", description: "UTC" }),
   })
   .openapi("ContactExportRecord", { description: "One line of `GET /v1/contacts/export?format=ndjson`" });

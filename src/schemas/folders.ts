@@ -1,5 +1,15 @@
 import { z } from "@hono/zod-openapi";
-import { Timestamp, idField, idQuery, integerString, optionalText, searchPageEnvelope, paginationQuery, requiredText, searchQuery } from "../lib/schemas";
+import {
+  Timestamp,
+  idField,
+  idQuery,
+  integerString,
+  optionalText,
+  searchPageEnvelope,
+  paginationQuery,
+  requiredText,
+  searchQuery,
+} from "../lib/schemas";
 
 /** Longest folder name, and longest segment of an item's folder_path. */
 export const MAX_FOLDER_NAME = 100;
@@ -12,13 +22,17 @@ export const FolderSchema = z
     parentid: z.number().int().openapi({ example: 0, description: "The parent folder's folderid; 0 is the top level" }),
     folder_name: z.string().openapi({ example: "Permits" }),
     deptid: z.number().int().openapi({ example: 1 }),
-    description: z.string().openapi({ example: "Building and operating permits", description: 'Free text; "" when none was given' }),
+    description: z
+      .string()
+      .openapi({ example: "Building and operating permits", description: 'Free text; "" when none was given' }),
     add_date: Timestamp,
   })
   .openapi("Folder");
 
 const folderName = requiredText("folder_name", MAX_FOLDER_NAME)
-  .refine((s) => !s.includes("/"), { error: 'folder_name must not contain "/" (it separates the folders of a folder_path)' })
+  .refine((s) => !s.includes("/"), {
+    error: 'folder_name must not contain "/" (it separates the folders of a folder_path)',
+  })
   .openapi({
     example: "Permits",
     description: `Unique among the folders of the same parent, case-insensitively (Unicode case folding); at most ${MAX_FOLDER_NAME} characters; no "/".`,
@@ -42,10 +56,18 @@ export const CreateFolderSchema = z
     description,
     deptid: idField("deptid")
       .optional()
-      .openapi({ example: 1, description: "A department of the company (400 otherwise). Defaults to the parent folder's department, or for a top-level folder to the company's default department." }),
-    parent_id: parentId
-      .optional()
-      .openapi({ example: 0, description: "The folder to create it in: a folder of the company (400 otherwise), or 0 (the default) for the top level." }),
+      .openapi({
+        example: 1,
+        description:
+          "A department of the company (400 otherwise). Defaults to the parent folder's " +
+          "department, or for a top-level folder to the company's default department.",
+      }),
+    parent_id: parentId.optional().openapi({
+      example: 0,
+      description:
+        "The folder to create it in: a folder of the company (400 otherwise), or 0 (the " +
+        "default) for the top level.",
+    }),
   })
   .openapi("CreateFolder");
 
@@ -56,7 +78,9 @@ export const UpdateFolderSchema = z
     parent_id: parentId.optional().openapi({
       example: 0,
       description:
-        "Extension: moves the folder, with its sub-folders and items, under another folder of the company (400 otherwise) or to the top level (0). Moving a folder under itself or under one of its own sub-folders is 400.",
+        "Extension: moves the folder, with its sub-folders and items, under another " +
+        "folder of the company (400 otherwise) or to the top level (0). Moving a folder " +
+        "under itself or under one of its own sub-folders is 400.",
     }),
   })
   .refine((v) => Object.values(v).some((x) => x !== undefined), { error: "No updatable fields provided" })
@@ -67,8 +91,14 @@ export const ListFoldersQuery = z.object({
   deptid: idQuery("deptid"),
   parent_id: integerString("parent_id must be an integer of at least 0", 0)
     .optional()
-    .openapi({ param: { name: "parent_id", in: "query" }, example: 0, description: "Only the folders directly in this folder; 0 selects the top-level folders." }),
-  q: searchQuery.openapi({ description: "Substring of folder_name, compared case-insensitively (Unicode case folding)." }),
+    .openapi({
+      param: { name: "parent_id", in: "query" },
+      example: 0,
+      description: "Only the folders directly in this folder; 0 selects the top-level folders.",
+    }),
+  q: searchQuery.openapi({
+    description: "Substring of folder_name, compared case-insensitively (Unicode case folding).",
+  }),
 });
 
 export const FolderListEnvelope = searchPageEnvelope(FolderSchema, "FolderList");

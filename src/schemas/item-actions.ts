@@ -20,12 +20,19 @@ export const ItemActionStateSchema = z
     item_type: z.enum(ITEM_TYPES).openapi({ example: "exp" }),
     status: z.enum(ITEM_STATUSES).openapi({ example: "pending" }),
     active: z.boolean().openapi({ example: true, description: "false when the item is archived" }),
-    acknowledgement: AcknowledgementSchema.nullable().openapi({ description: "null: the current occurrence is not acknowledged" }),
-    snoozed_until: z.string().nullable().openapi({
-      format: "date",
-      example: "2027-03-10",
-      description: "The current occurrence's reminders wait until this date (company time zone); null: not snoozed, or the date has passed",
+    acknowledgement: AcknowledgementSchema.nullable().openapi({
+      description: "null: the current occurrence is not acknowledged",
     }),
+    snoozed_until: z
+      .string()
+      .nullable()
+      .openapi({
+        format: "date",
+        example: "2027-03-10",
+        description:
+          "The current occurrence's reminders wait until this date (company time zone); " +
+          "null: not snoozed, or the date has passed",
+      }),
   })
   .openapi("ItemActionState");
 
@@ -33,7 +40,10 @@ export const AcknowledgeItemSchema = z
   .strictObject({
     note: optionalText("note", NOTE_MAX, { multiline: true })
       .nullable()
-      .openapi({ example: "Booked the inspector for March 3", description: `What to tell the others, at most ${NOTE_MAX} characters` }),
+      .openapi({
+        example: "Booked the inspector for March 3",
+        description: `What to tell the others, at most ${NOTE_MAX} characters`,
+      }),
   })
   .openapi("AcknowledgeItem");
 

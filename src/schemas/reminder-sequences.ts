@@ -16,9 +16,36 @@ export const ReminderSequenceSchema = z
     reminders: z.array(StepOutput).openapi({
       description: "The steps, in the order they were sent; unit always singular",
       example: [
-        { period: 7, unit: "day", type: 1, hour: "09:00", contact_id: null, group_id: null, unless_acknowledged: false, always: false },
-        { period: 3, unit: "day", type: 1, hour: "09:00", contact_id: null, group_id: 2, unless_acknowledged: true, always: false },
-        { period: 0, unit: "day", type: 1, hour: "09:00", contact_id: null, group_id: null, unless_acknowledged: false, always: true },
+        {
+          period: 7,
+          unit: "day",
+          type: 1,
+          hour: "09:00",
+          contact_id: null,
+          group_id: null,
+          unless_acknowledged: false,
+          always: false,
+        },
+        {
+          period: 3,
+          unit: "day",
+          type: 1,
+          hour: "09:00",
+          contact_id: null,
+          group_id: 2,
+          unless_acknowledged: true,
+          always: false,
+        },
+        {
+          period: 0,
+          unit: "day",
+          type: 1,
+          hour: "09:00",
+          contact_id: null,
+          group_id: null,
+          unless_acknowledged: false,
+          always: true,
+        },
       ],
     }),
   })
@@ -54,7 +81,11 @@ function uniqueSteps(steps: Step[], ctx: z.RefinementCtx) {
     const key = stepKey(step);
     const first = seen.get(key);
     if (first !== undefined) {
-      ctx.addIssue({ code: "custom", path: [i], message: `reminders.${i} repeats reminders.${first} (the same period, unit, type, hour and recipient)` });
+      ctx.addIssue({
+        code: "custom",
+        path: [i],
+        message: `reminders.${i} repeats reminders.${first} (the same period, unit, type, hour and recipient)`,
+      });
     } else seen.set(key, i);
   });
 }
@@ -90,10 +121,14 @@ export const CreateSequenceSchema = z
   .strictObject({
     name: sequenceName,
     reminders,
-    isdefault: flagField("isdefault").optional().openapi({
-      example: 0,
-      description: "1 makes it the company's default sequence (the previous default is unset in the same transaction); default 0",
-    }),
+    isdefault: flagField("isdefault")
+      .optional()
+      .openapi({
+        example: 0,
+        description:
+          "1 makes it the company's default sequence (the previous default is unset in the " +
+          "same transaction); default 0",
+      }),
   })
   .openapi("CreateReminderSequence");
 
@@ -101,10 +136,15 @@ export const UpdateSequenceSchema = z
   .strictObject({
     name: sequenceName.optional(),
     reminders: reminders.optional().openapi({ description: `Replaces all the steps. ${STEP_RULES}` }),
-    isdefault: flagField("isdefault").optional().openapi({
-      example: 1,
-      description: "1 makes it the company's default (the previous default is unset in the same transaction). 0 on the default sequence is 400: make another sequence the default instead",
-    }),
+    isdefault: flagField("isdefault")
+      .optional()
+      .openapi({
+        example: 1,
+        description:
+          "1 makes it the company's default (the previous default is unset in the same " +
+          "transaction). 0 on the default sequence is 400: make another sequence the " +
+          "default instead",
+      }),
   })
   .refine((v) => Object.values(v).some((x) => x !== undefined), { error: "No updatable fields provided" })
   .openapi("UpdateReminderSequence");

@@ -3,20 +3,36 @@ import { idField, integerString, nullableEnum } from "../lib/schemas";
 import { isCalendarDate } from "../lib/time";
 import { CHANNELS } from "../company-clock/channels";
 import { DELIVERY_STATES } from "../company-clock/store";
-import { UNITS, checkRecipients, hourField, periodField, recipientFields, rtypeField, unitField } from "../company-clock/sequence-steps";
+import {
+  UNITS,
+  checkRecipients,
+  hourField,
+  periodField,
+  recipientFields,
+  rtypeField,
+  unitField,
+} from "../company-clock/sequence-steps";
 
 const Iso = z.string().openapi({ example: "2027-02-22T08:00:00.000Z", description: "UTC instant, ISO 8601" });
 
 const DeliveryEntry = z
   .object({
     channel: z.string().openapi({ example: "email" }),
-    contact_id: z.number().int().nullable().openapi({
-      example: 42,
-      description: "The recipient of this delivery: each contact a reminder goes to (the item's, the reminder's, or each of its group's) is its own delivery. null while the recipients are being resolved, or when there was nobody to send to",
-    }),
+    contact_id: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({
+        example: 42,
+        description:
+          "The recipient of this delivery: each contact a reminder goes to (the item's, " +
+          "the reminder's, or each of its group's) is its own delivery. null while the " +
+          "recipients are being resolved, or when there was nobody to send to",
+      }),
     state: z.enum(DELIVERY_STATES).openapi({
       description:
-        "pending: waiting for its (next) attempt; sent: handed to the provider; failed: every attempt failed; no_recipient: nobody to send to " +
+        "pending: waiting for its (next) attempt; sent: handed to the provider; failed: " +
+        "every attempt failed; no_recipient: nobody to send to " +
         "(no contact, or the contact has no address for the channel); skipped: the item was deleted before delivery",
     }),
     attempts: z.number().int(),
@@ -35,22 +51,43 @@ export const ReminderEntry = z
     sent: z.boolean(),
     state: z.enum(["queued", "held", "sent"]).openapi({
       description:
-        "Extension. held: waiting, but not to be sent while the item is completed or archived, its occurrence is acknowledged (unless `always`), or it is snoozed past this reminder",
+        "Extension. held: waiting, but not to be sent while the item is completed or " +
+        "archived, its occurrence is acknowledged (unless `always`), or it is snoozed " +
+        "past this reminder",
     }),
     origin: z.enum(["sequence", "manual", "snooze"]).openapi({
-      description: "Extension: from the item's reminder sequence, added through the API, or the one reminder a snooze sends on its date",
+      description:
+        "Extension: from the item's reminder sequence, added through the API, or the one " +
+        "reminder a snooze sends on its date",
     }),
     due_at: Iso.openapi({ description: "Extension: the UTC instant the date and hour resolve to" }),
     period: z.number().int().nullable().openapi({ description: "Extension: set when relative to the item's date" }),
     unit: nullableEnum(UNITS),
     rtype: z.number().int().nullable().openapi({ description: "1: before the item's date; 2: after" }),
-    contact_id: z.number().int().openapi({ description: "Extension: the recipient; 0 means the item's contact when it fires (or the group's contacts)" }),
-    group_id: z.number().int().nullable().openapi({ description: "Extension: the contact group it goes to (every contact of it, resolved when it fires); null: none" }),
+    contact_id: z
+      .number()
+      .int()
+      .openapi({
+        description:
+          "Extension: the recipient; 0 means the item's contact when it fires (or the " + "group's contacts)",
+      }),
+    group_id: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({
+        description:
+          "Extension: the contact group it goes to (every contact of it, resolved when it " + "fires); null: none",
+      }),
     always: z.boolean().openapi({ description: "Extension: sent even when the item's occurrence is acknowledged" }),
-    unless_acknowledged: z.boolean().openapi({ description: "Extension: an escalation, fired only if nobody acknowledged the occurrence by then" }),
+    unless_acknowledged: z.boolean().openapi({
+      description: "Extension: an escalation, fired only if nobody acknowledged the occurrence by " + "then",
+    }),
     channels: z.array(z.string()).openapi({ example: ["email"] }),
     sent_at: Iso.nullable().openapi({ description: "Extension: when it was sent (null while queued)" }),
-    deliveries: z.array(DeliveryEntry).openapi({ description: "Extension: delivery state per channel and recipient (sent reminders)" }),
+    deliveries: z
+      .array(DeliveryEntry)
+      .openapi({ description: "Extension: delivery state per channel and recipient (sent reminders)" }),
   })
   .openapi("ReminderEntry");
 
@@ -68,14 +105,27 @@ const date = z
   .openapi({ example: "2027-02-22", description: "Local date in the company's time zone" });
 
 const channels = z
-  .array(z.enum(CHANNELS, { error: `channels must be a list of: ${CHANNELS.join(", ")}` }), { error: "channels must be an array of strings" })
+  .array(z.enum(CHANNELS, { error: `channels must be a list of: ${CHANNELS.join(", ")}` }), {
+    error: "channels must be an array of strings",
+  })
   .max(CHANNELS.length, { error: `channels may list at most ${CHANNELS.length} channels` })
   .transform((list) => [...new Set(list)])
-  .openapi({ example: ["email"], description: "Default: email (when this deployment can send email). A channel this deployment cannot deliver is 400." });
+  .openapi({
+    example: ["email"],
+    description:
+      "Default: email (when this deployment can send email). A channel this deployment " + "cannot deliver is 400.",
+  });
 
 const contactId = z
-  .union([z.literal(0), idField("contact_id")], { error: "contact_id must be a positive integer, or 0 for the item's contact" })
-  .openapi({ type: "integer", minimum: 0, example: 42, description: "Recipient; default (and 0): the item's contact at sending time. Not with group_id." });
+  .union([z.literal(0), idField("contact_id")], {
+    error: "contact_id must be a positive integer, or 0 for the item's contact",
+  })
+  .openapi({
+    type: "integer",
+    minimum: 0,
+    example: 42,
+    description: "Recipient; default (and 0): the item's contact at sending time. Not with group_id.",
+  });
 
 const timeFields = {
   date: date.optional(),
@@ -85,10 +135,18 @@ const timeFields = {
   rtype: rtypeField().optional(),
 };
 
-function checkTime(v: { date?: string; period?: number; unit?: string; rtype?: number }, ctx: z.RefinementCtx, required: boolean) {
+function checkTime(
+  v: { date?: string; period?: number; unit?: string; rtype?: number },
+  ctx: z.RefinementCtx,
+  required: boolean,
+) {
   const relative = v.period !== undefined || v.unit !== undefined || v.rtype !== undefined;
   if (v.date !== undefined && relative) {
-    ctx.addIssue({ code: "custom", path: ["date"], message: "Give either date (with hour) or period, unit and rtype, not both" });
+    ctx.addIssue({
+      code: "custom",
+      path: ["date"],
+      message: "Give either date (with hour) or period, unit and rtype, not both",
+    });
   } else if (required && v.date === undefined && !relative) {
     ctx.addIssue({ code: "custom", path: ["date"], message: "Give either date (with hour) or period, unit and rtype" });
   } else if (required && relative && (v.period === undefined || v.unit === undefined || v.rtype === undefined)) {
@@ -96,7 +154,12 @@ function checkTime(v: { date?: string; period?: number; unit?: string; rtype?: n
   }
 }
 
-const recipients = { contact_id: contactId.optional(), group_id: recipientFields.group_id, unless_acknowledged: recipientFields.unless_acknowledged, always: recipientFields.always };
+const recipients = {
+  contact_id: contactId.optional(),
+  group_id: recipientFields.group_id,
+  unless_acknowledged: recipientFields.unless_acknowledged,
+  always: recipientFields.always,
+};
 
 export const CreateReminderSchema = z
   .strictObject({ ...timeFields, ...recipients, channels: channels.optional() })
@@ -106,7 +169,9 @@ export const CreateReminderSchema = z
   })
   .openapi("CreateReminder", {
     description:
-      "Either an absolute `date` + `hour`, or `period` + `unit` + `rtype` relative to the item's date; `hour` defaults to 09:00, local time in the company's time zone.",
+      "Either an absolute `date` + `hour`, or `period` + `unit` + `rtype` relative to " +
+      "the item's date; `hour` defaults to 09:00, local time in the company's time " +
+      "zone.",
   });
 
 export const UpdateReminderSchema = z
@@ -121,8 +186,14 @@ export const UpdateReminderSchema = z
 export type CreateReminderInput = z.infer<typeof CreateReminderSchema>;
 
 export const ReminderParams = z.object({
-  item_id: integerString("item_id must be a positive integer", 1).openapi({ param: { name: "item_id", in: "path" }, example: 7 }),
-  reminder_id: integerString("reminder_id must be a positive integer", 1).openapi({ param: { name: "reminder_id", in: "path" }, example: 17 }),
+  item_id: integerString("item_id must be a positive integer", 1).openapi({
+    param: { name: "item_id", in: "path" },
+    example: 7,
+  }),
+  reminder_id: integerString("reminder_id must be a positive integer", 1).openapi({
+    param: { name: "reminder_id", in: "path" },
+    example: 17,
+  }),
 });
 
 export const TriggeredEntry = z

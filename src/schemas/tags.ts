@@ -9,8 +9,14 @@ export const MAX_TAG_LENGTH = 50;
 export const TagSchema = z
   .object({
     tag_id: z.number().int().openapi({ example: 4 }),
-    name: z.string().openapi({ example: "Insurance", description: "As first spelled in the company (see PUT /v1/items/{item_id}/tags)." }),
-    items_count: z.number().int().openapi({ example: 3, description: "Items carrying the tag; always at least 1 in the list (unused tags are removed)." }),
+    name: z.string().openapi({
+      example: "Insurance",
+      description: "As first spelled in the company (see PUT /v1/items/{item_id}/tags).",
+    }),
+    items_count: z.number().int().openapi({
+      example: 3,
+      description: "Items carrying the tag; always at least 1 in the list (unused tags are removed).",
+    }),
   })
   .openapi("Tag");
 
@@ -20,7 +26,9 @@ export const SetItemTagsSchema = z
   .strictObject({
     tags: z
       .array(tagName)
-      .max(MAX_TAGS_PER_ITEM, { error: `tags must hold at most ${MAX_TAGS_PER_ITEM} entries (an item has at most ${MAX_TAGS_PER_ITEM} tags)` })
+      .max(MAX_TAGS_PER_ITEM, {
+        error: `tags must hold at most ${MAX_TAGS_PER_ITEM} entries (an item has at most ${MAX_TAGS_PER_ITEM} tags)`,
+      })
       .openapi({
         example: ["Insurance", "Car"],
         description: `The item's complete new list of tags, in order; [] removes them all. At most ${MAX_TAGS_PER_ITEM} entries, each 1 to ${MAX_TAG_LENGTH} characters once trimmed and NFC-normalised, no control characters. Entries equal case-insensitively (Unicode case folding: "Straße" = "STRASSE") collapse to the first.`,
@@ -36,7 +44,9 @@ export const ItemTagNames = z.array(z.string()).openapi({
 export const ListTagsQuery = z.object({
   ...paginationQuery(200, 200),
   q: searchQuery.openapi({
-    description: "Substring of the tag name, compared case-insensitively (Unicode case folding); % and _ are plain characters.",
+    description:
+      "Substring of the tag name, compared case-insensitively (Unicode case folding); " +
+      "% and _ are plain characters.",
   }),
 });
 

@@ -1,5 +1,14 @@
 import { z } from "@hono/zod-openapi";
-import { Timestamp, idField, idQuery, integerString, optionalText, paginationQuery, requiredText, searchQuery } from "../lib/schemas";
+import {
+  Timestamp,
+  idField,
+  idQuery,
+  integerString,
+  optionalText,
+  paginationQuery,
+  requiredText,
+  searchQuery,
+} from "../lib/schemas";
 import { isCalendarDate } from "../lib/time";
 
 export const TASK_STATUSES = ["open", "todo", "in_progress", "review", "completed", "canceled"] as const;
@@ -50,23 +59,32 @@ const choiceError = (field: string, values: readonly string[]) => (issue: { inpu
   issue.input === undefined ? `${field} is required` : `${field} must be one of: ${values.join(", ")}`;
 
 const status = z.enum(TASK_STATUSES, { error: choiceError("status", TASK_STATUSES) }).openapi({ example: "open" });
-const priority = z.enum(TASK_PRIORITIES, { error: choiceError("priority", TASK_PRIORITIES) }).openapi({ example: "normal" });
+const priority = z
+  .enum(TASK_PRIORITIES, { error: choiceError("priority", TASK_PRIORITIES) })
+  .openapi({ example: "normal" });
 
 export const TaskSchema = z
   .object({
     task_id: z.number().int().openapi({ example: 17 }),
-    public_id: z.string().openapi({ example: "tsk_3kTMd9Qx0bW2yV7pLr5A", description: "Opaque, random and stable; usable in the path instead of task_id" }),
+    public_id: z.string().openapi({
+      example: "tsk_3kTMd9Qx0bW2yV7pLr5A",
+      description: "Opaque, random and stable; usable in the path instead of task_id",
+    }),
     title: z.string().openapi({ example: "Book the fire inspection" }),
-    description: z.string().openapi({ example: "Call the city office before March", description: "\"\" when none" }),
+    description: z.string().openapi({ example: "Call the city office before March", description: '"" when none' }),
     status: z.enum(TASK_STATUSES).openapi({ example: "open" }),
     priority: z.enum(TASK_PRIORITIES).openapi({ example: "normal" }),
     due_at: Timestamp.openapi({ example: "2027-03-31 09:00:00", description: "UTC, YYYY-MM-DD HH:MM:SS" }),
     ownerid: z.number().int().openapi({ example: 1, description: "A user of the account" }),
-    assignee_type: z
-      .enum(["user", "contact", ""])
-      .openapi({ example: "contact", description: "`user` (a user of the account), `contact` (a contact of the company), or \"\" when unassigned" }),
+    assignee_type: z.enum(["user", "contact", ""]).openapi({
+      example: "contact",
+      description: '`user` (a user of the account), `contact` (a contact of the company), or "" ' + "when unassigned",
+    }),
     assignee_id: z.number().int().openapi({ example: 42, description: "The user or contact id; 0 when unassigned" }),
-    item_id: z.number().int().openapi({ example: 0, description: "Extension: the item the task belongs to; 0 for none" }),
+    item_id: z
+      .number()
+      .int()
+      .openapi({ example: 0, description: "Extension: the item the task belongs to; 0 for none" }),
     add_date: Timestamp,
     updated_at: Timestamp,
   })
@@ -81,12 +99,19 @@ const optionalRef = (field: string) =>
     .max(Number.MAX_SAFE_INTEGER, { error: `${field} is too large` });
 
 const assigneeType = z
-  .enum(["user", "contact", ""], { error: 'assignee_type must be one of: user, contact (or "" with assignee_id 0 to unassign)' })
-  .openapi({ example: "contact", description: "`user` or `contact`, together with assignee_id; \"\" only to unassign" });
-const assigneeId = optionalRef("assignee_id").openapi({ example: 42, description: "Together with assignee_type; 0 unassigns" });
+  .enum(["user", "contact", ""], {
+    error: 'assignee_type must be one of: user, contact (or "" with assignee_id 0 to ' + "unassign)",
+  })
+  .openapi({ example: "contact", description: '`user` or `contact`, together with assignee_id; "" only to unassign' });
+const assigneeId = optionalRef("assignee_id").openapi({
+  example: 42,
+  description: "Together with assignee_type; 0 unassigns",
+});
 
 const title = requiredText("title", 200).openapi({ example: "Book the fire inspection" });
-const description = optionalText("description", 5000, { multiline: true }).openapi({ example: "Call the city office before March" });
+const description = optionalText("description", 5000, { multiline: true }).openapi({
+  example: "Call the city office before March",
+});
 
 /**
  * `assignee_type` and `assignee_id` go together: a user or contact needs both; unassigning is
@@ -102,7 +127,11 @@ function assigneePair(value: { assignee_type?: string; assignee_id?: number }, c
       message: `assignee_id is required with assignee_type ${type} (send both, or assignee_id 0 to unassign)`,
     });
   } else if (id && !type) {
-    ctx.addIssue({ code: "custom", path: ["assignee_type"], message: "assignee_type (user or contact) is required with assignee_id" });
+    ctx.addIssue({
+      code: "custom",
+      path: ["assignee_type"],
+      message: "assignee_type (user or contact) is required with assignee_id",
+    });
   }
 }
 
@@ -113,10 +142,14 @@ export const CreateTaskSchema = z
     description,
     status: status.optional().openapi({ description: "Default open" }),
     priority: priority.optional().openapi({ description: "Default normal" }),
-    ownerid: idField("ownerid").optional().openapi({ example: 1, description: "A user of the caller's account; default: the caller's user" }),
+    ownerid: idField("ownerid")
+      .optional()
+      .openapi({ example: 1, description: "A user of the caller's account; default: the caller's user" }),
     assignee_type: assigneeType.optional(),
     assignee_id: assigneeId.optional(),
-    item_id: optionalRef("item_id").optional().openapi({ example: 120, description: "Extension: an item of the company; 0 or absent for none" }),
+    item_id: optionalRef("item_id")
+      .optional()
+      .openapi({ example: 120, description: "Extension: an item of the company; 0 or absent for none" }),
   })
   .superRefine(assigneePair)
   .openapi("CreateTask");
@@ -131,7 +164,9 @@ export const UpdateTaskSchema = z
     ownerid: idField("ownerid").optional().openapi({ example: 1, description: "A user of the caller's account" }),
     assignee_type: assigneeType.optional(),
     assignee_id: assigneeId.optional(),
-    item_id: optionalRef("item_id").optional().openapi({ example: 120, description: "Extension: an item of the company; 0 unlinks" }),
+    item_id: optionalRef("item_id")
+      .optional()
+      .openapi({ example: 120, description: "Extension: an item of the company; 0 unlinks" }),
   })
   .superRefine((value, ctx) => {
     if (Object.values(value).every((v) => v === undefined)) {
@@ -151,7 +186,8 @@ export const TaskParams = z.object({
   task_id: z
     .string()
     .transform((value, ctx): TaskRef => {
-      if (TASK_ID_PATTERN.test(value) && Number(value) >= 1 && Number(value) <= Number.MAX_SAFE_INTEGER) return { id: Number(value) };
+      if (TASK_ID_PATTERN.test(value) && Number(value) >= 1 && Number(value) <= Number.MAX_SAFE_INTEGER)
+        return { id: Number(value) };
       if (PUBLIC_ID_PATTERN.test(value)) return { publicId: value };
       ctx.addIssue({ code: "custom", message: TASK_REF_ERROR });
       return z.NEVER;
@@ -180,7 +216,10 @@ export const ListTasksQuery = z.object({
   assignee_type: z
     .enum(ASSIGNEE_TYPES, { error: "assignee_type must be one of: user, contact" })
     .optional()
-    .openapi({ param: { name: "assignee_type", in: "query" }, description: "Extension: narrows assignee_id (required with it) to users or contacts" }),
+    .openapi({
+      param: { name: "assignee_type", in: "query" },
+      description: "Extension: narrows assignee_id (required with it) to users or contacts",
+    }),
   item_id: idQuery("item_id").openapi({ description: "Extension: the tasks of this item" }),
   q: searchQuery.openapi({
     description: "Word-prefix search over title and description; every word must match (case- and accent-insensitive).",
@@ -196,7 +235,9 @@ export const TaskListEnvelope = z
       limit: z.number().int(),
       offset: z.number().int(),
       total_exact: z.boolean().openapi({
-        description: "false when a list filtered by assignee_id, item_id or q has more than 10,000 matches (1,000 with q): total is then that lower bound",
+        description:
+          "false when a list filtered by assignee_id, item_id or q has more than 10,000 " +
+          "matches (1,000 with q): total is then that lower bound",
       }),
     }),
   })

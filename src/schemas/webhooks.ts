@@ -24,9 +24,11 @@ export const WebhookEndpointSchema = z
     webhook_id: z.number().int().openapi({ example: 3 }),
     url: z.string().openapi({
       example: "https://hooks.example.com/expiry",
-      description: "The URL as the WHATWG URL parser normalises it (lowercase scheme and host, no default port, dot segments resolved, percent-encoded): the one deliveries go to",
+      description:
+        "The URL as the WHATWG URL parser normalises it (lowercase scheme and host, no " +
+        "default port, dot segments resolved, percent-encoded): the one deliveries go to",
     }),
-    description: z.string().openapi({ example: "Ops dashboard", description: "\"\" when none" }),
+    description: z.string().openapi({ example: "Ops dashboard", description: '"" when none' }),
     events: z.array(z.string()).openapi({
       example: ["item.created", "reminder.sent"],
       description: 'The subscribed event types (see WebhookEventType), or ["*"] for every type',
@@ -35,13 +37,24 @@ export const WebhookEndpointSchema = z
     status: z.enum(ENDPOINT_STATUSES).openapi({
       example: "active",
       description:
-        "active: enabled, and its last delivery did not fail; failing: enabled, and every delivery has failed since failing_since; disabled: enabled is false (by a PATCH, or automatically after failing for 5 days: see disabled_reason)",
+        "active: enabled, and its last delivery did not fail; failing: enabled, and " +
+        "every delivery has failed since failing_since; disabled: enabled is false (by a " +
+        "PATCH, or automatically after failing for 5 days: see disabled_reason)",
     }),
-    disabled_reason: z.string().nullable().openapi({
+    disabled_reason: z
+      .string()
+      .nullable()
+      .openapi({
+        example: null,
+        description:
+          '"failing for 5 days" when the service disabled it, "disabled by the account ' +
+          'owner" after a PATCH enabled=false; null while enabled',
+      }),
+    failing_since: Iso.nullable().openapi({
       example: null,
-      description: '"failing for 5 days" when the service disabled it, "disabled by the account owner" after a PATCH enabled=false; null while enabled',
+      description:
+        "Since when every delivery to it has failed; null when its last delivery " + "succeeded (or none was made)",
     }),
-    failing_since: Iso.nullable().openapi({ example: null, description: "Since when every delivery to it has failed; null when its last delivery succeeded (or none was made)" }),
     created_at: Timestamp,
     updated_at: Timestamp,
   })
@@ -51,7 +64,8 @@ export const WebhookEndpointWithSecretSchema = WebhookEndpointSchema.extend({
   secret: z.string().openapi({
     example: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
     description:
-      "The signing secret (Standard Webhooks: `whsec_` + base64 of 32 bytes). Shown only here, at creation and rotation: store it, it cannot be read again.",
+      "The signing secret (Standard Webhooks: `whsec_` + base64 of 32 bytes). Shown " +
+      "only here, at creation and rotation: store it, it cannot be read again.",
   }),
 }).openapi("WebhookEndpointWithSecret");
 
@@ -68,8 +82,13 @@ export const WebhookListEnvelope = z
 
 export const WebhookTestResultSchema = z
   .object({
-    delivery_id: z.number().int().openapi({ example: 57, description: "The delivery, as listed by GET /v1/webhooks/{webhook_id}/deliveries" }),
-    message_id: z.string().openapi({ example: "msg_2Xb1tQ9oQqGm6pJc0Zr8Vw", description: "The `webhook-id` header of the test event" }),
+    delivery_id: z
+      .number()
+      .int()
+      .openapi({ example: 57, description: "The delivery, as listed by GET /v1/webhooks/{webhook_id}/deliveries" }),
+    message_id: z
+      .string()
+      .openapi({ example: "msg_2Xb1tQ9oQqGm6pJc0Zr8Vw", description: "The `webhook-id` header of the test event" }),
   })
   .openapi("WebhookTestResult");
 
@@ -94,7 +113,9 @@ export const CreateWebhookSchema = z
     url: urlField,
     events: EventsInput,
     description: descriptionField,
-    enabled: enabledField.optional().openapi({ example: true, description: "Default true; a disabled endpoint receives nothing" }),
+    enabled: enabledField
+      .optional()
+      .openapi({ example: true, description: "Default true; a disabled endpoint receives nothing" }),
   })
   .openapi("CreateWebhook");
 
@@ -105,7 +126,9 @@ export const UpdateWebhookSchema = z
     description: descriptionField,
     enabled: enabledField.optional().openapi({
       example: true,
-      description: "true on a disabled endpoint enables it again and clears disabled_reason and failing_since; false disables it",
+      description:
+        "true on a disabled endpoint enables it again and clears disabled_reason and " +
+        "failing_since; false disables it",
     }),
   })
   .refine((v) => Object.values(v).some((x) => x !== undefined), { error: "No updatable fields provided" })
@@ -118,11 +141,20 @@ export type UpdateWebhookInput = z.infer<typeof UpdateWebhookSchema>;
 // ---- event payloads (published as components; OpenAPI 3.0.3 has no `webhooks` section) ----
 
 /** A person's or a program's action on an item's current occurrence (src/records/items/actions.ts). */
-export const ITEM_ACTION_EVENT_TYPES = ["item.acknowledged", "item.unacknowledged", "item.snoozed", "item.unsnoozed"] as const satisfies readonly EventType[];
-const ITEM_EVENT_TYPES = EVENT_TYPES.filter((t) => t.startsWith("item.") && !(ITEM_ACTION_EVENT_TYPES as readonly string[]).includes(t)) as EventType[];
+export const ITEM_ACTION_EVENT_TYPES = [
+  "item.acknowledged",
+  "item.unacknowledged",
+  "item.snoozed",
+  "item.unsnoozed",
+] as const satisfies readonly EventType[];
+const ITEM_EVENT_TYPES = EVENT_TYPES.filter(
+  (t) => t.startsWith("item.") && !(ITEM_ACTION_EVENT_TYPES as readonly string[]).includes(t),
+) as EventType[];
 const TASK_EVENT_TYPES = EVENT_TYPES.filter((t) => t.startsWith("task.")) as EventType[];
 
-const eventTimestamp = Iso.openapi({ description: "When the event happened (UTC, ISO 8601); the webhook-timestamp header is the time of the attempt" });
+const eventTimestamp = Iso.openapi({
+  description: "When the event happened (UTC, ISO 8601); the webhook-timestamp header is the " + "time of the attempt",
+});
 
 const ItemExample = {
   item_id: 120,
@@ -148,7 +180,10 @@ export const WebhookItemEventSchema = z
     data: ItemListEntrySchema,
   })
   .openapi("WebhookItemEvent", {
-    description: "item.created, item.updated, item.renewed, item.status_changed, item.archived, item.restored, item.deleted (the entry as it was) and item.expired: data is the item entry of GET /v1/items",
+    description:
+      "item.created, item.updated, item.renewed, item.status_changed, item.archived, " +
+      "item.restored, item.deleted (the entry as it was) and item.expired: data is the " +
+      "item entry of GET /v1/items",
   });
 
 export const WebhookReminderSentEventSchema = z
@@ -158,10 +193,15 @@ export const WebhookReminderSentEventSchema = z
     data: z.object({
       reminder: WebhookReminderSchema,
       // Inline (a nullable $ref is not valid OpenAPI 3.0): the ItemListEntry fields, or null.
-      item: z.object(ItemListEntrySchema.shape).nullable().openapi({ description: "The item entry when the event was sent; null if the item was deleted meanwhile" }),
+      item: z
+        .object(ItemListEntrySchema.shape)
+        .nullable()
+        .openapi({ description: "The item entry when the event was sent; null if the item was deleted meanwhile" }),
     }),
   })
-  .openapi("WebhookReminderSentEvent", { description: "A reminder fired, whatever its channels (channels [\"webhook\"]: only this event, no email)" });
+  .openapi("WebhookReminderSentEvent", {
+    description: 'A reminder fired, whatever its channels (channels ["webhook"]: only this event, ' + "no email)",
+  });
 
 export const WebhookTaskEventSchema = z
   .object({
@@ -169,7 +209,10 @@ export const WebhookTaskEventSchema = z
     timestamp: eventTimestamp,
     data: TaskSchema,
   })
-  .openapi("WebhookTaskEvent", { description: "task.created, task.updated, task.deleted (the task as it was): data is the task of GET /v1/tasks/{task_id}" });
+  .openapi("WebhookTaskEvent", {
+    description:
+      "task.created, task.updated, task.deleted (the task as it was): data is the task " + "of GET /v1/tasks/{task_id}",
+  });
 
 export const WebhookFileUploadedEventSchema = z
   .object({
@@ -200,15 +243,29 @@ export const WebhookItemActionEventSchema = z
     type: z.enum(ITEM_ACTION_EVENT_TYPES).openapi({ example: "item.acknowledged" }),
     timestamp: eventTimestamp,
     data: ItemListEntrySchema.extend({
-      acknowledgement: AcknowledgementSchema.nullable().openapi({ description: "The acknowledgement of the current occurrence after the action; null: none" }),
-      snoozed_until: z.string().nullable().openapi({ format: "date", example: null, description: "The current occurrence's snooze after the action; null: none" }),
+      acknowledgement: AcknowledgementSchema.nullable().openapi({
+        description: "The acknowledgement of the current occurrence after the action; null: none",
+      }),
+      snoozed_until: z.string().nullable().openapi({
+        format: "date",
+        example: null,
+        description: "The current occurrence's snooze after the action; null: none",
+      }),
       // Inline, not a $ref: a nullable reference is published as allOf without a type.
-      by: z.object(ActionBySchema.shape).nullable().openapi({ description: "Who acted: a contact (from a reminder's page) or an API client; null: the service itself" }),
+      by: z
+        .object(ActionBySchema.shape)
+        .nullable()
+        .openapi({
+          description: "Who acted: a contact (from a reminder's page) or an API client; null: the " + "service itself",
+        }),
       via: nullableEnum(VIAS).openapi({ example: "link", description: "How: link (a reminder's page) or api" }),
     }).openapi("WebhookItemActionData"),
   })
   .openapi("WebhookItemActionEvent", {
-    description: "item.acknowledged, item.unacknowledged, item.snoozed, item.unsnoozed: the item entry with the occurrence's acknowledgement and snooze after the action, and who acted how",
+    description:
+      "item.acknowledged, item.unacknowledged, item.snoozed, item.unsnoozed: the item " +
+      "entry with the occurrence's acknowledgement and snooze after the action, and " +
+      "who acted how",
   });
 
 export const WebhookPayloadSchema = z
@@ -222,7 +279,9 @@ export const WebhookPayloadSchema = z
   ])
   .openapi("WebhookPayload", {
     description:
-      "The JSON body POSTed to an endpoint: {type, timestamp, data} (Standard Webhooks), signed in the webhook-id, webhook-timestamp and webhook-signature headers. `data` has the shape of the API's own output for the record.",
+      "The JSON body POSTed to an endpoint: {type, timestamp, data} (Standard " +
+      "Webhooks), signed in the webhook-id, webhook-timestamp and webhook-signature " +
+      "headers. `data` has the shape of the API's own output for the record.",
   });
 
 export const WebhookEventTypeInfoSchema = z
@@ -274,22 +333,43 @@ const ReminderExample = {
   sent_at: "2027-03-01T08:00:00.412Z",
 };
 
-const AcknowledgementExample = { at: "2027-03-02T07:41:09.220Z", by: { type: "contact", id: 42 }, via: "link", note: "Booked the inspector for March 3" };
+const AcknowledgementExample = {
+  at: "2027-03-02T07:41:09.220Z",
+  by: { type: "contact", id: 42 },
+  via: "link",
+  note: "Booked the inspector for March 3",
+};
 
 export type WebhookPayload = z.infer<typeof WebhookPayloadSchema>;
 
 /** A sample `data` for each type. */
 function exampleData(type: EventType): unknown {
   if (type === "reminder.sent") return { reminder: ReminderExample, item: ItemExample };
-  if (type === "file.uploaded") return { file_id: "fil_Xb3kq9ZrT0aW5mLpQe1uYg", file_name: "Fire certificate 2026.pdf", size_bytes: 12697, content_type: "application/pdf" };
-  if (type === "webhook.test") return { webhook_id: 3, message: "A test event sent by POST /v1/webhooks/{webhook_id}/test" };
+  if (type === "file.uploaded")
+    return {
+      file_id: "fil_Xb3kq9ZrT0aW5mLpQe1uYg",
+      file_name: "Fire certificate 2026.pdf",
+      size_bytes: 12697,
+      content_type: "application/pdf",
+    };
+  if (type === "webhook.test")
+    return { webhook_id: 3, message: "A test event sent by POST /v1/webhooks/{webhook_id}/test" };
   if (type.startsWith("task.")) return TaskExample;
   if (type === "item.archived") return { ...ItemExample, active: false };
   if (type === "item.status_changed") return { ...ItemExample, status: "completed" };
   const by = { type: "contact", id: 42 };
-  if (type === "item.acknowledged") return { ...ItemExample, acknowledgement: AcknowledgementExample, snoozed_until: null, by, via: "link" };
-  if (type === "item.unacknowledged") return { ...ItemExample, acknowledgement: null, snoozed_until: null, by: { type: "client", id: "ck_erp_sync" }, via: "api" };
-  if (type === "item.snoozed") return { ...ItemExample, acknowledgement: null, snoozed_until: "2027-03-10", by, via: "link" };
+  if (type === "item.acknowledged")
+    return { ...ItemExample, acknowledgement: AcknowledgementExample, snoozed_until: null, by, via: "link" };
+  if (type === "item.unacknowledged")
+    return {
+      ...ItemExample,
+      acknowledgement: null,
+      snoozed_until: null,
+      by: { type: "client", id: "ck_erp_sync" },
+      via: "api",
+    };
+  if (type === "item.snoozed")
+    return { ...ItemExample, acknowledgement: null, snoozed_until: "2027-03-10", by, via: "link" };
   if (type === "item.unsnoozed") return { ...ItemExample, acknowledgement: null, snoozed_until: null, by, via: "link" };
   return ItemExample;
 }

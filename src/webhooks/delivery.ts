@@ -53,7 +53,8 @@ export async function attemptDelivery(
   body: string,
   now = Date.now(),
 ): Promise<AttemptOutcome> {
-  if (endpoint.secrets.length === 0) return { ok: false, status: null, error: "the endpoint's signing secret could not be read" };
+  if (endpoint.secrets.length === 0)
+    return { ok: false, status: null, error: "the endpoint's signing secret could not be read" };
   try {
     const headers = await webhookHeaders(endpoint.secrets, messageId, Math.floor(now / 1000), body);
     const { status } = await transport({ url: endpoint.url, headers, body });
@@ -61,13 +62,21 @@ export async function attemptDelivery(
     return { ok: false, status, error: `the endpoint answered HTTP ${status}` };
   } catch (error) {
     const name = error instanceof Error ? error.name : "";
-    if (name === "TimeoutError" || name === "AbortError") return { ok: false, status: null, error: `no response within ${ATTEMPT_TIMEOUT_MS / 1000} s` };
-    return { ok: false, status: null, error: `request failed: ${error instanceof Error ? error.message : String(error)}`.slice(0, 300) };
+    if (name === "TimeoutError" || name === "AbortError")
+      return { ok: false, status: null, error: `no response within ${ATTEMPT_TIMEOUT_MS / 1000} s` };
+    return {
+      ok: false,
+      status: null,
+      error: `request failed: ${error instanceof Error ? error.message : String(error)}`.slice(0, 300),
+    };
   }
 }
 
 /** A new message id (`webhook-id`): `msg_` and 22 base64url characters; stored with the delivery, so retries repeat it. */
 export function newMessageId(): string {
   const raw = crypto.getRandomValues(new Uint8Array(16));
-  return `msg_${btoa(String.fromCharCode(...raw)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
+  return `msg_${btoa(String.fromCharCode(...raw))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "")}`;
 }

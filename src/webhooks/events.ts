@@ -31,24 +31,43 @@ export type EventType = (typeof EVENT_TYPES)[number];
 /** What each type means, for the catalogue (GET /v1/webhook-event-types, docs/webhooks.md). */
 export const EVENT_DESCRIPTIONS: Record<EventType, string> = {
   "reminder.sent": "A reminder fired (whatever its channels); data: {reminder, item}.",
-  "item.expired": "The item's date began (00:00 in the company's time zone) while it was pending and not archived; data: the item entry.",
+  "item.expired":
+    "The item's date began (00:00 in the company's time zone) while it was pending " +
+    "and not archived; data: the item entry.",
   "item.created": "An item was created; data: the item entry.",
-  "item.updated": "What an item says changed (title, notes, date, type, folder, document type, contact, department); data: the item entry after the change.",
-  "item.renewed": "An item was renewed, by POST /v1/items/{item_id}/renew or by its recurrence rule (on completion or at expiry; docs/recurrence.md): its date moved on, its reminders requeued; data: the item entry after the renewal.",
+  "item.updated":
+    "What an item says changed (title, notes, date, type, folder, document type, " +
+    "contact, department); data: the item entry after the change.",
+  "item.renewed":
+    "An item was renewed, by POST /v1/items/{item_id}/renew or by its recurrence " +
+    "rule (on completion or at expiry; docs/recurrence.md): its date moved on, its " +
+    "reminders requeued; data: the item entry after the renewal.",
   "item.status_changed": "An item's status changed (pending / completed); data: the item entry after the change.",
   "item.archived": "An item was archived; data: the item entry.",
   "item.restored": "An archived item was restored; data: the item entry.",
   "item.deleted": "An item was deleted; data: the item entry as it was.",
   "item.acknowledged":
-    "The item's current occurrence was acknowledged (\"I'm on it\": a recipient's page, or POST /v1/items/{item_id}/acknowledge): its reminders are held except `always` steps; data: the item entry with acknowledgement, snoozed_until, by and via.",
-  "item.unacknowledged": "The acknowledgement was taken back (DELETE /v1/items/{item_id}/acknowledge): held reminders still ahead are queued again; data: as item.acknowledged (acknowledgement null).",
-  "item.snoozed": "The current occurrence's reminders were snoozed until a date (a recipient's page, or POST /v1/items/{item_id}/snooze); data: as item.acknowledged, with snoozed_until.",
-  "item.unsnoozed": "A snooze was ended (DELETE /v1/items/{item_id}/snooze); data: as item.acknowledged (snoozed_until null).",
+    "The item's current occurrence was acknowledged (\"I'm on it\": a recipient's " +
+    "page, or POST /v1/items/{item_id}/acknowledge): its reminders are held except " +
+    "`always` steps; data: the item entry with acknowledgement, snoozed_until, by " +
+    "and via.",
+  "item.unacknowledged":
+    "The acknowledgement was taken back (DELETE /v1/items/{item_id}/acknowledge): " +
+    "held reminders still ahead are queued again; data: as item.acknowledged " +
+    "(acknowledgement null).",
+  "item.snoozed":
+    "The current occurrence's reminders were snoozed until a date (a recipient's " +
+    "page, or POST /v1/items/{item_id}/snooze); data: as item.acknowledged, with " +
+    "snoozed_until.",
+  "item.unsnoozed":
+    "A snooze was ended (DELETE /v1/items/{item_id}/snooze); data: as " + "item.acknowledged (snoozed_until null).",
   "task.created": "A task was created; data: the task.",
   "task.updated": "A task changed (including its status); data: the task after the change.",
   "task.deleted": "A task was deleted; data: the task as it was.",
   "file.uploaded": "A file upload completed; data: {file_id, file_name, size_bytes, content_type}.",
-  "webhook.test": "Sent by POST /v1/webhooks/{webhook_id}/test to that endpoint only, whatever it subscribes to; data: {webhook_id, message}.",
+  "webhook.test":
+    "Sent by POST /v1/webhooks/{webhook_id}/test to that endpoint only, whatever it " +
+    "subscribes to; data: {webhook_id, message}.",
 };
 
 /** The subscription to every type (stored and shown as `["*"]`). */
@@ -67,7 +86,9 @@ export function subscribes(events: readonly string[], type: string): boolean {
 
 export const EventTypeSchema = z.enum(EVENT_TYPES).openapi("WebhookEventType", {
   description:
-    "A webhook event type. `webhook.test` is sent only by POST /v1/webhooks/{webhook_id}/test, to that endpoint, whatever it subscribes to; listing it is accepted and changes nothing.",
+    "A webhook event type. `webhook.test` is sent only by POST " +
+    "/v1/webhooks/{webhook_id}/test, to that endpoint, whatever it subscribes to; " +
+    "listing it is accepted and changes nothing.",
   example: "item.created",
 });
 
@@ -80,7 +101,8 @@ const EVENTS_RULE = `A non-empty list of event types from the catalogue (${EVENT
  */
 export const EventsInput = z
   .union([z.literal(ALL_EVENTS), z.array(z.string().max(100)).max(50)], {
-    error: (issue) => (issue.input === undefined ? "events is required" : 'events must be a list of event types, or "*"'),
+    error: (issue) =>
+      issue.input === undefined ? "events is required" : 'events must be a list of event types, or "*"',
   })
   .transform((value) => (value === ALL_EVENTS ? [ALL_EVENTS] : value))
   .superRefine((list, ctx) => {

@@ -41,7 +41,8 @@ interface EndpointRow {
   failing_since: number | null;
 }
 
-export const subscribes = (endpoint: Endpoint, type: string) => endpoint.events.includes("*") || endpoint.events.includes(type);
+export const subscribes = (endpoint: Endpoint, type: string) =>
+  endpoint.events.includes("*") || endpoint.events.includes(type);
 
 const plain = new Map<string, Promise<string>>();
 function decrypt(ciphertext: string, key: string | undefined): Promise<string> {
@@ -68,7 +69,9 @@ const ENDPOINT_COLUMNS =
   "id, url, events, enabled, secret_ciphertext, previous_secret_ciphertext, previous_secret_expires_at, failing_since";
 
 export function endpointsStatement(db: D1Database, companyId: number): D1PreparedStatement {
-  return db.prepare(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE company_id = ? ORDER BY id`).bind(companyId);
+  return db
+    .prepare(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE company_id = ? ORDER BY id`)
+    .bind(companyId);
 }
 
 /** Rows of endpointsStatement as endpoints, secrets decrypted (an unreadable secret leaves the endpoint without secrets). */
@@ -78,11 +81,26 @@ export async function toEndpoints(rows: unknown[], key: string | undefined, now 
       const secrets: string[] = [];
       try {
         secrets.push(await decrypt(r.secret_ciphertext, key));
-        if (r.previous_secret_ciphertext && (r.previous_secret_expires_at ?? 0) > now) secrets.push(await decrypt(r.previous_secret_ciphertext, key));
+        if (r.previous_secret_ciphertext && (r.previous_secret_expires_at ?? 0) > now)
+          secrets.push(await decrypt(r.previous_secret_ciphertext, key));
       } catch (error) {
-        console.error(JSON.stringify({ level: "error", msg: "webhook secret could not be decrypted", endpointId: r.id, error: String(error) }));
+        console.error(
+          JSON.stringify({
+            level: "error",
+            msg: "webhook secret could not be decrypted",
+            endpointId: r.id,
+            error: String(error),
+          }),
+        );
       }
-      return { id: r.id, url: r.url, events: parseEvents(r.events), enabled: r.enabled === 1, secrets, failingSince: r.failing_since };
+      return {
+        id: r.id,
+        url: r.url,
+        events: parseEvents(r.events),
+        enabled: r.enabled === 1,
+        secrets,
+        failingSince: r.failing_since,
+      };
     }),
   );
 }
@@ -106,7 +124,11 @@ export function itemEntriesStatement(db: D1Database, companyId: number, itemIds:
 }
 
 /** The events D1 triggers recorded for the company, oldest first (the object takes them, then `deleteTaken`). */
-export async function pullEvents(db: D1Database, companyId: number, limit = 200): Promise<Array<{ id: number; type: string; data: string; created_at: number }>> {
+export async function pullEvents(
+  db: D1Database,
+  companyId: number,
+  limit = 200,
+): Promise<Array<{ id: number; type: string; data: string; created_at: number }>> {
   const { results } = await db
     .prepare("SELECT id, type, data, created_at FROM webhook_events WHERE company_id = ? ORDER BY id LIMIT ?")
     .bind(companyId, limit)
@@ -117,7 +139,11 @@ export async function pullEvents(db: D1Database, companyId: number, limit = 200)
 /** Deletes the D1 events the object has stored (after its transaction committed: at-least-once, a repeat is ignored by source_id). */
 export async function deleteTaken(db: Db, companyId: number, ids: number[]): Promise<void> {
   if (ids.length === 0) return;
-  await db.commit([db.d1.prepare("DELETE FROM webhook_events WHERE company_id = ? AND id IN (SELECT value FROM json_each(?))").bind(companyId, JSON.stringify(ids))]);
+  await db.commit([
+    db.d1
+      .prepare("DELETE FROM webhook_events WHERE company_id = ? AND id IN (SELECT value FROM " + "json_each(?))")
+      .bind(companyId, JSON.stringify(ids)),
+  ]);
 }
 
 export interface EndpointHealth {
@@ -137,14 +163,20 @@ export async function recordHealth(handle: Db, companyId: number, health: Endpoi
   if (health.succeeded.length > 0) {
     statements.push(
       db
-        .prepare("UPDATE webhook_endpoints SET failing_since = NULL WHERE company_id = ? AND failing_since IS NOT NULL AND id IN (SELECT value FROM json_each(?))")
+        .prepare(
+          "UPDATE webhook_endpoints SET failing_since = NULL WHERE company_id = ? AND " +
+            "failing_since IS NOT NULL AND id IN (SELECT value FROM json_each(?))",
+        )
         .bind(companyId, ids(health.succeeded)),
     );
   }
   if (health.failed.length > 0) {
     statements.push(
       db
-        .prepare("UPDATE webhook_endpoints SET failing_since = ? WHERE company_id = ? AND failing_since IS NULL AND id IN (SELECT value FROM json_each(?))")
+        .prepare(
+          "UPDATE webhook_endpoints SET failing_since = ? WHERE company_id = ? AND " +
+            "failing_since IS NULL AND id IN (SELECT value FROM json_each(?))",
+        )
         .bind(now, companyId, ids(health.failed)),
     );
   }
@@ -174,7 +206,14 @@ export async function hasSubscriber(db: D1Database, companyId: number, type: str
 }
 
 /** Whether `endpointId` is an endpoint of the company (the deliveries routes answer 404 otherwise). */
-export async function endpointOfCompany(db: D1Database, companyId: number, endpointId: number): Promise<{ enabled: boolean } | null> {
-  const row = await db.prepare("SELECT enabled FROM webhook_endpoints WHERE id = ? AND company_id = ?").bind(endpointId, companyId).first<{ enabled: number }>();
+export async function endpointOfCompany(
+  db: D1Database,
+  companyId: number,
+  endpointId: number,
+): Promise<{ enabled: boolean } | null> {
+  const row = await db
+    .prepare("SELECT enabled FROM webhook_endpoints WHERE id = ? AND company_id = ?")
+    .bind(endpointId, companyId)
+    .first<{ enabled: number }>();
   return row ? { enabled: row.enabled === 1 } : null;
 }

@@ -18,7 +18,8 @@ export function secretBytes(secret: string): Uint8Array {
 const keys = new Map<string, Promise<CryptoKey>>();
 
 function encryptionKey(material: string | undefined): Promise<CryptoKey> {
-  if (!material || material.length < 32) throw new Error("WEBHOOK_SECRETS_KEY is not configured (at least 32 characters)");
+  if (!material || material.length < 32)
+    throw new Error("WEBHOOK_SECRETS_KEY is not configured (at least 32 characters)");
   let key = keys.get(material);
   if (!key) {
     key = crypto.subtle
@@ -32,14 +33,22 @@ function encryptionKey(material: string | undefined): Promise<CryptoKey> {
 /** `v1.<iv>.<ciphertext>` (base64), for the database. */
 export async function encryptSecret(secret: string, material: string | undefined): Promise<string> {
   const iv = crypto.getRandomValues(new Uint8Array(12));
-  const sealed = await crypto.subtle.encrypt({ name: "AES-GCM", iv }, await encryptionKey(material), new TextEncoder().encode(secret));
+  const sealed = await crypto.subtle.encrypt(
+    { name: "AES-GCM", iv },
+    await encryptionKey(material),
+    new TextEncoder().encode(secret),
+  );
   return `v1.${toBase64(iv)}.${toBase64(new Uint8Array(sealed))}`;
 }
 
 export async function decryptSecret(stored: string, material: string | undefined): Promise<string> {
   const [version, iv, sealed] = stored.split(".");
   if (version !== "v1" || !iv || !sealed) throw new Error("unreadable stored webhook secret");
-  const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: fromBase64(iv) }, await encryptionKey(material), fromBase64(sealed));
+  const plain = await crypto.subtle.decrypt(
+    { name: "AES-GCM", iv: fromBase64(iv) },
+    await encryptionKey(material),
+    fromBase64(sealed),
+  );
   return new TextDecoder().decode(plain);
 }
 

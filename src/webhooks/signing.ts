@@ -18,12 +18,21 @@ function hmacKey(secret: string): Promise<CryptoKey> {
 
 /** `v1,<base64>` for one secret. */
 export async function signature(secret: string, id: string, timestamp: number, body: string): Promise<string> {
-  const mac = await crypto.subtle.sign("HMAC", await hmacKey(secret), new TextEncoder().encode(`${id}.${timestamp}.${body}`));
+  const mac = await crypto.subtle.sign(
+    "HMAC",
+    await hmacKey(secret),
+    new TextEncoder().encode(`${id}.${timestamp}.${body}`),
+  );
   return `v1,${toBase64(new Uint8Array(mac))}`;
 }
 
 /** The three Standard Webhooks headers for a delivery signed with every given secret. */
-export async function webhookHeaders(secrets: string[], id: string, timestamp: number, body: string): Promise<Record<string, string>> {
+export async function webhookHeaders(
+  secrets: string[],
+  id: string,
+  timestamp: number,
+  body: string,
+): Promise<Record<string, string>> {
   const signatures = await Promise.all(secrets.map((s) => signature(s, id, timestamp, body)));
   return {
     "webhook-id": id,

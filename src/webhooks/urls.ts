@@ -18,7 +18,8 @@ export const MAX_URL_CHARS = 2048;
 export type UrlCheck = { ok: true; url: URL } | { ok: false; msg: string };
 
 /** Whether the deployment allows local/private webhook URLs (the WEBHOOKS_ALLOW_PRIVATE_URLS variable). */
-export const allowsPrivateUrls = (env: { WEBHOOKS_ALLOW_PRIVATE_URLS?: string }) => env.WEBHOOKS_ALLOW_PRIVATE_URLS?.trim().toLowerCase() === "true";
+export const allowsPrivateUrls = (env: { WEBHOOKS_ALLOW_PRIVATE_URLS?: string }) =>
+  env.WEBHOOKS_ALLOW_PRIVATE_URLS?.trim().toLowerCase() === "true";
 
 const refuse = (msg: string): UrlCheck => ({ ok: false, msg });
 
@@ -36,23 +37,29 @@ export function checkWebhookUrl(raw: string, allowPrivate: boolean): UrlCheck {
   }
   const scheme = url.protocol.slice(0, -1);
   if (allowPrivate) {
-    if (scheme !== "https" && scheme !== "http") return refuse(`url must use https (or http in local development), not ${echo(scheme)}`);
+    if (scheme !== "https" && scheme !== "http")
+      return refuse(`url must use https (or http in local development), not ${echo(scheme)}`);
   } else if (scheme !== "https") {
     return refuse(scheme === "http" ? "url must use https" : `url must use https, not ${echo(scheme)}`);
   }
   // The WHATWG parser reads a backslash there as a slash (https://a.example\@127.0.0.1/ is host
   // a.example), other parsers as part of the authority (host 127.0.0.1): refused, so that no reader
   // of the URL can see another host than the one checked.
-  if (SCHEME_AND_AUTHORITY.exec(raw.replace(/[\t\n\r]/g, ""))?.[0].includes("\\")) return refuse("url must not contain a backslash (\\) before its path");
+  if (SCHEME_AND_AUTHORITY.exec(raw.replace(/[\t\n\r]/g, ""))?.[0].includes("\\"))
+    return refuse("url must not contain a backslash (\\) before its path");
   if (url.username !== "" || url.password !== "") return refuse("url must not contain credentials (user:password@)");
   if (url.hostname === "") return refuse("url must have a host");
   if (url.port === "0") return refuse("url must not use port 0");
   // The WHATWG parser drops a default port (443 for https, 80 for http), so any port left is another one.
   if (!allowPrivate && url.port !== "") return refuse(`url must use the default https port (443), not ${url.port}`);
   const hostProblem = publicHostProblem(url.hostname, allowPrivate);
-  if (hostProblem) return refuse(allowPrivate ? `${hostProblem} (local development allows only loopback hosts)` : hostProblem);
+  if (hostProblem)
+    return refuse(allowPrivate ? `${hostProblem} (local development allows only loopback hosts)` : hostProblem);
   // Percent-encoding can make the normalised form several times longer than what was sent.
-  if (url.href.length > MAX_URL_CHARS) return refuse(`url must be at most ${MAX_URL_CHARS} characters once normalised (percent-encoded), not ${url.href.length}`);
+  if (url.href.length > MAX_URL_CHARS)
+    return refuse(
+      `url must be at most ${MAX_URL_CHARS} characters once normalised (percent-encoded), not ${url.href.length}`,
+    );
   return { ok: true, url };
 }
 
@@ -63,14 +70,16 @@ const V4_LOOPBACK = "loopback (127.0.0.0/8)";
 const V6_LOOPBACK = "loopback (::1/128)";
 /** The ranges local development allows: plain loopback addresses, not the IPv6 forms that embed 127.0.0.0/8. */
 const LOOPBACK_RANGES = new Set([V4_LOOPBACK, V6_LOOPBACK]);
-const nonPublic = (host: string, range: string) => `url must not point to a private or reserved address: ${echo(host)} is ${range}`;
+const nonPublic = (host: string, range: string) =>
+  `url must not point to a private or reserved address: ${echo(host)} is ${range}`;
 
 /**
  * Why `hostname` (as the URL parser normalised it) is not a public host; null when it is.
  * `allowLoopback`: loopback addresses and localhost pass (local development).
  */
 function publicHostProblem(hostname: string, allowLoopback: boolean): string | null {
-  const refused = (range: string | null) => (range === null || (allowLoopback && LOOPBACK_RANGES.has(range)) ? null : nonPublic(hostname, range));
+  const refused = (range: string | null) =>
+    range === null || (allowLoopback && LOOPBACK_RANGES.has(range)) ? null : nonPublic(hostname, range);
   if (hostname.startsWith("[")) {
     const address = parseIpv6(hostname.slice(1, -1));
     if (address === null) return "url must have a valid host";
@@ -82,14 +91,21 @@ function publicHostProblem(hostname: string, allowLoopback: boolean): string | n
   const name = hostname.replace(/\.$/, "").toLowerCase();
   if (name.split(".").includes("")) return `url must have a valid host name: ${echo(hostname)} has an empty label`;
   if (METADATA_HOSTS.has(name)) return `url must not point to a cloud metadata host (${echo(name)})`;
-  if (name === "localhost" || name.endsWith(".localhost")) return allowLoopback ? null : "url must not point to localhost";
+  if (name === "localhost" || name.endsWith(".localhost"))
+    return allowLoopback ? null : "url must not point to localhost";
   const local = LOCAL_SUFFIXES.find((suffix) => name.endsWith(suffix));
   if (local) return `url must not point to a local-network name (*${local})`;
   if (!name.includes(".")) return `url must have a public domain name, not the single-label host ${echo(name)}`;
   return null;
 }
 
-const METADATA_HOSTS = new Set(["metadata.google.internal", "metadata.goog", "metadata", "instance-data", "instance-data.ec2.internal"]);
+const METADATA_HOSTS = new Set([
+  "metadata.google.internal",
+  "metadata.goog",
+  "metadata",
+  "instance-data",
+  "instance-data.ec2.internal",
+]);
 const LOCAL_SUFFIXES = [".local", ".internal", ".intranet", ".lan", ".home.arpa", ".localdomain"];
 
 // ---- IPv4 ----
@@ -131,7 +147,7 @@ const IPV4_RANGES: Array<[number, number, string]> = [
 function ipv4Range(address: number): string | null {
   for (const [network, bits, what] of IPV4_RANGES) {
     const mask = bits === 0 ? 0 : (~0 << (32 - bits)) >>> 0;
-    if (((address & mask) >>> 0) === network) return what;
+    if ((address & mask) >>> 0 === network) return what;
   }
   return null;
 }
@@ -150,7 +166,8 @@ function parseIpv6(text: string): bigint | null {
   }
   const halves = body.split("::");
   if (halves.length > 2) return null;
-  const parse = (part: string) => (part === "" ? [] : part.split(":").map((g) => (/^[0-9a-f]{1,4}$/i.test(g) ? parseInt(g, 16) : NaN)));
+  const parse = (part: string) =>
+    part === "" ? [] : part.split(":").map((g) => (/^[0-9a-f]{1,4}$/i.test(g) ? parseInt(g, 16) : NaN));
   const head = parse(halves[0]!);
   const rest = halves.length === 2 ? parse(halves[1]!) : [];
   if ([...head, ...rest].some(Number.isNaN)) return null;

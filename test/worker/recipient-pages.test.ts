@@ -165,6 +165,19 @@ describe("acting through the forms", () => {
     expect(outcomeOf(again)).toEqual(["unchanged", "It was already acknowledged"]);
   });
 
+  it("names who acknowledged to every recipient: another recipient's page and its repeat show the first one's name", async () => {
+    const s = await setup();
+    const bob = await createContact(s.token, { first_name: "Bob", last_name: "Builder" });
+    const claims = { companyId: s.companyId, itemId: s.item.item_id, contactId: bob.contact_id, epoch: 1, expiresOn: futureDate(60) };
+    const bobsPage = `https://api.test/r/${await mintLinkToken(env.LINK_SIGNING_KEYS, claims)}`;
+    expect(outcomeOf(await postForm(s.links.page, { action: "acknowledge" }))).toEqual(["applied", "Thank you: you are on it"]);
+    const bobs = await postForm(bobsPage, { action: "acknowledge" });
+    expect(outcomeOf(bobs)).toEqual(["unchanged", "It was already acknowledged"]);
+    expect(bobs.html).toMatch(/<dt>Acknowledged<\/dt><dd>by Ada Lovelace, /);
+    const audit = await call("GET", `/v1/audit-log?resource_type=item&resource_id=${s.item.item_id}&limit=100`, { token: s.token });
+    expect(audit.body.data.filter((e: Json) => e.operation_id === "actOnRecipientPage").map((e: Json) => e.actor.contact_id)).toEqual([s.contact.contact_id]);
+  });
+
   it("completes a plain item once: the first POST completes, a repeat or a concurrent one changes nothing", async () => {
     const s = await setup();
     const before = await stateOf(s);

@@ -47,7 +47,10 @@ export async function recordSync(
     if (gone.length > 0) {
       statements.push(
         db
-          .prepare("DELETE FROM reminder_sync WHERE company_id = ?1 AND item_id IN (SELECT value FROM json_each(?2)) AND version <= synced_version")
+          .prepare(
+            "DELETE FROM reminder_sync WHERE company_id = ?1 AND item_id IN (SELECT value " +
+              "FROM json_each(?2)) AND version <= synced_version",
+          )
           .bind(companyId, JSON.stringify(gone)),
         deleteViewsStatement(db, companyId, gone),
       );
@@ -61,7 +64,10 @@ function wakeupStatement(db: D1Database, companyId: number, wakeup: number | nul
   return wakeup === null
     ? db.prepare("DELETE FROM reminder_wakeups WHERE company_id = ?").bind(companyId)
     : db
-        .prepare("INSERT INTO reminder_wakeups (company_id, due_at) VALUES (?, ?) ON CONFLICT (company_id) DO UPDATE SET due_at = excluded.due_at")
+        .prepare(
+          "INSERT INTO reminder_wakeups (company_id, due_at) VALUES (?, ?) ON CONFLICT " +
+            "(company_id) DO UPDATE SET due_at = excluded.due_at",
+        )
         .bind(companyId, wakeup);
 }
 
@@ -80,7 +86,10 @@ interface PendingRecord {
 function newRecord(): PendingRecord {
   let resolve!: () => void;
   let reject!: (error: unknown) => void;
-  const done = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
+  const done = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
   done.catch(() => {}); // a caller that has not awaited yet must not make it unhandled
   return { applied: [], views: [], wakeup: undefined, done, resolve, reject };
 }
@@ -119,7 +128,9 @@ export class Bookkeeping {
     try {
       await this.record(companyId, applied, changed ? wake : undefined, views);
     } catch (error) {
-      console.error(JSON.stringify({ level: "error", msg: "reminder bookkeeping in D1 failed", companyId, error: String(error) }));
+      console.error(
+        JSON.stringify({ level: "error", msg: "reminder bookkeeping in D1 failed", companyId, error: String(error) }),
+      );
     }
   }
 
@@ -128,7 +139,12 @@ export class Bookkeeping {
    * (under a burst of item writes the object sends one bookkeeping batch per round trip, not per
    * call). Resolves once the caller's part is written.
    */
-  private record(companyId: number, applied: Applied[], wakeup: number | null | undefined, views: ViewRow[]): Promise<void> {
+  private record(
+    companyId: number,
+    applied: Applied[],
+    wakeup: number | null | undefined,
+    views: ViewRow[],
+  ): Promise<void> {
     const next = (this.nextRecord ??= newRecord());
     next.applied.push(...applied);
     next.views.push(...views.slice(0, Math.max(0, VIEWS_PER_RECORD - next.views.length)));

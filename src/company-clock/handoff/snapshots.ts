@@ -50,14 +50,27 @@ export interface Snapshots {
  * batch's previous statement inserted, nothing if it inserted no row). Absent ids read as not present.
  * Fixed texts (every item write sends them): `?1` the company, `?2` the ids.
  */
-export function snapshotSql(companyId: number, itemIds: number[] | "inserted"): Array<{ sql: string; params: unknown[] }> {
-  const items = itemIds === "inserted" ? { sql: SNAPSHOT_INSERTED, params: [companyId] } : { sql: SNAPSHOT_ITEMS, params: [companyId, JSON.stringify(itemIds)] };
-  return [{ sql: SNAPSHOT_COMPANY, params: [companyId] }, items, { sql: SNAPSHOT_EVENTS, params: [companyId, PULL_BATCH] }];
+export function snapshotSql(
+  companyId: number,
+  itemIds: number[] | "inserted",
+): Array<{ sql: string; params: unknown[] }> {
+  const items =
+    itemIds === "inserted"
+      ? { sql: SNAPSHOT_INSERTED, params: [companyId] }
+      : { sql: SNAPSHOT_ITEMS, params: [companyId, JSON.stringify(itemIds)] };
+  return [
+    { sql: SNAPSHOT_COMPANY, params: [companyId] },
+    items,
+    { sql: SNAPSHOT_EVENTS, params: [companyId, PULL_BATCH] },
+  ];
 }
 
 /** `snapshotSql` as statements of `d1`. */
-export const snapshotQueries = (d1: D1Database, companyId: number, itemIds: number[] | "inserted"): D1PreparedStatement[] =>
-  snapshotSql(companyId, itemIds).map((q) => d1.prepare(q.sql).bind(...q.params));
+export const snapshotQueries = (
+  d1: D1Database,
+  companyId: number,
+  itemIds: number[] | "inserted",
+): D1PreparedStatement[] => snapshotSql(companyId, itemIds).map((q) => d1.prepare(q.sql).bind(...q.params));
 
 const SNAPSHOT_COMPANY = `SELECT json_extract(settings, '$.timezone') AS timezone,
   coalesce((SELECT version FROM reminder_sync WHERE company_id = ?1 AND item_id = 0), 0) AS version
@@ -75,7 +88,8 @@ const snapshotItems = (source: string) => `SELECT j.value AS id, i.id IS NOT NUL
   LEFT JOIN reminder_sync rs ON rs.company_id = ?1 AND rs.item_id = j.value`;
 const SNAPSHOT_ITEMS = snapshotItems("json_each(?2)");
 const SNAPSHOT_INSERTED = snapshotItems("(SELECT last_insert_rowid() AS value WHERE changes() = 1)");
-const SNAPSHOT_EVENTS = "SELECT id, type, data, created_at FROM webhook_events WHERE company_id = ?1 ORDER BY id LIMIT ?2";
+const SNAPSHOT_EVENTS =
+  "SELECT id, type, data, created_at FROM webhook_events WHERE company_id = ?1 " + "ORDER BY id LIMIT ?2";
 
 interface CompanyRow {
   timezone: string | null;

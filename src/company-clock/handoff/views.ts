@@ -30,18 +30,28 @@ export const WRITE_VIEWS_SQL = `INSERT INTO item_reminder_views (company_id, ite
   ON CONFLICT (company_id, item_id) DO UPDATE SET reminders = excluded.reminders, version = excluded.version,
     zone_version = excluded.zone_version, gen = excluded.gen, stale_at = excluded.stale_at
   WHERE excluded.gen > item_reminder_views.gen`;
-export const DELETE_VIEWS_SQL = "DELETE FROM item_reminder_views WHERE company_id = ?1 AND item_id IN (SELECT value FROM json_each(?2))";
+export const DELETE_VIEWS_SQL =
+  "DELETE FROM item_reminder_views WHERE company_id = ?1 AND item_id IN (SELECT " + "value FROM json_each(?2))";
 export const DELETE_COMPANY_VIEWS_SQL = "DELETE FROM item_reminder_views WHERE company_id = ?";
 
 export function writeViewsStatement(db: D1Database, companyId: number, rows: ViewRow[]): D1PreparedStatement {
-  return db.prepare(WRITE_VIEWS_SQL).bind(companyId, JSON.stringify(rows.map((r) => [r.itemId, r.reminders, r.version, r.zoneVersion, r.gen, r.staleAt])));
+  return db
+    .prepare(WRITE_VIEWS_SQL)
+    .bind(
+      companyId,
+      JSON.stringify(rows.map((r) => [r.itemId, r.reminders, r.version, r.zoneVersion, r.gen, r.staleAt])),
+    );
 }
 
 /** Invalidation: a row no reader trusts, at generation `gen` (so an older write cannot land over it). */
 export const invalidRows = (itemIds: number[], gen: number): ViewRow[] =>
   itemIds.map((itemId) => ({ itemId, reminders: null, version: -1, zoneVersion: -1, gen, staleAt: 0 }));
 
-export function deleteViewsStatement(db: D1Database, companyId: number, itemIds: number[] | "all"): D1PreparedStatement {
+export function deleteViewsStatement(
+  db: D1Database,
+  companyId: number,
+  itemIds: number[] | "all",
+): D1PreparedStatement {
   return itemIds === "all"
     ? db.prepare(DELETE_COMPANY_VIEWS_SQL).bind(companyId)
     : db.prepare(DELETE_VIEWS_SQL).bind(companyId, JSON.stringify(itemIds));

@@ -39,11 +39,24 @@ export function clockFor(env: Env, companyId: number): DurableObjectStub<Company
  * change). `snapshot`: that state as the write's own batch read it (src/company-clock/handoff/snapshots.ts
  * `snapshotQueries`), which spares the object reading it again.
  */
-export async function syncReminders(env: Env, companyId: number, itemIds: number[], snapshot?: Snapshots | null): Promise<void> {
+export async function syncReminders(
+  env: Env,
+  companyId: number,
+  itemIds: number[],
+  snapshot?: Snapshots | null,
+): Promise<void> {
   try {
     await clockFor(env, companyId).sync(companyId, itemIds, snapshot ?? undefined);
   } catch (error) {
-    console.error(JSON.stringify({ level: "error", msg: "reminder sync deferred to the sweep", companyId, itemIds: itemIds.slice(0, 20), error: String(error) }));
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "reminder sync deferred to the sweep",
+        companyId,
+        itemIds: itemIds.slice(0, 20),
+        error: String(error),
+      }),
+    );
   }
 }
 
@@ -56,7 +69,9 @@ export async function nudgeWebhooks(env: Env, companyId: number): Promise<void> 
   try {
     await clockFor(env, companyId).pullEvents(companyId);
   } catch (error) {
-    console.error(JSON.stringify({ level: "error", msg: "webhook events left to the sweep", companyId, error: String(error) }));
+    console.error(
+      JSON.stringify({ level: "error", msg: "webhook events left to the sweep", companyId, error: String(error) }),
+    );
   }
 }
 
@@ -65,6 +80,13 @@ export async function forgetReminders(env: Env, companyId: number): Promise<void
   try {
     await clockFor(env, companyId).forgetCompany(companyId);
   } catch (error) {
-    console.error(JSON.stringify({ level: "error", msg: "could not clear a deleted company's reminders", companyId, error: String(error) }));
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "could not clear a deleted company's reminders",
+        companyId,
+        error: String(error),
+      }),
+    );
   }
 }

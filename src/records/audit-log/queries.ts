@@ -15,13 +15,20 @@ function auditCursorKey(cursor: string): { at: number; id: number } {
 /** `since` / `until`: a date is its UTC midnight. */
 const instantMs = (value: string) => Date.parse(/^\d{4}-\d{2}-\d{2}$/.test(value) ? `${value}T00:00:00Z` : value);
 
-const parse = (json: string | null): Record<string, unknown> | null => (json === null ? null : (JSON.parse(json) as Record<string, unknown>));
+const parse = (json: string | null): Record<string, unknown> | null =>
+  json === null ? null : (JSON.parse(json) as Record<string, unknown>);
 
 export function auditEntry(row: AuditRow): AuditEntry {
   return {
     audit_id: row.id,
     at: new Date(row.at).toISOString(),
-    actor: { client_id: row.clientId, user_id: row.userId, company_id: row.actorCompanyId, contact_id: row.contactId, via: row.via as AuditEntry["actor"]["via"] },
+    actor: {
+      client_id: row.clientId,
+      user_id: row.userId,
+      company_id: row.actorCompanyId,
+      contact_id: row.contactId,
+      via: row.via as AuditEntry["actor"]["via"],
+    },
     company_id: row.companyId,
     request_id: row.requestId,
     operation_id: row.operationId,
@@ -59,12 +66,20 @@ export async function listAuditLog(db: Db, accountId: number, query: ListAuditIn
   const more = rows.length > query.limit;
   const page = rows.slice(0, query.limit);
   const last = page[page.length - 1];
-  return { rows: page.map(auditEntry), meta: { limit: query.limit, next_cursor: more && last ? encodeCursor(last.at, last.id) : null } };
+  return {
+    rows: page.map(auditEntry),
+    meta: { limit: query.limit, next_cursor: more && last ? encodeCursor(last.at, last.id) : null },
+  };
 }
 
 /** Deletes entries older than `cutoffMs`, at most `max` per call (the cron job; docs/audit-log.md). */
 export async function pruneAuditLog(db: Db, cutoffMs: number, max: number): Promise<number> {
-  const oldest = db.select({ id: auditLog.id }).from(auditLog).where(lt(auditLog.at, cutoffMs)).orderBy(asc(auditLog.at)).limit(max);
+  const oldest = db
+    .select({ id: auditLog.id })
+    .from(auditLog)
+    .where(lt(auditLog.at, cutoffMs))
+    .orderBy(asc(auditLog.at))
+    .limit(max);
   const [result] = await db.commit([db.delete(auditLog).where(inArray(auditLog.id, oldest))]);
   return result.meta.changes ?? 0;
 }

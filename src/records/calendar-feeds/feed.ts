@@ -72,7 +72,9 @@ async function feedOf(d1: D1Database, tokenHash: string): Promise<Feed | null> {
 
 /** The feed's row, still there, and its company's name (the calendar's name). */
 const stillThere = (d1: D1Database, tokenHash: string) =>
-  d1.prepare("SELECT c.name FROM calendar_feeds f JOIN companies c ON c.id = f.company_id WHERE f.token_hash = ?").bind(tokenHash);
+  d1
+    .prepare("SELECT c.name FROM calendar_feeds f JOIN companies c ON c.id = f.company_id " + "WHERE f.token_hash = ?")
+    .bind(tokenHash);
 
 /**
  * The feed's items: `WHERE` over `items i` with numbered parameters (?1 the company, ?2 the bound),
@@ -153,12 +155,20 @@ export type FeedAnswer = { status: 304; etag: string } | { status: 200; etag: st
  * the reminder engine has still to apply; the Durable Object applies those (at most SYNC_BATCH) and
  * answers the items' queued reminders with the revision, in one turn.
  */
-export async function serveFeed(env: Env, d1: D1Database, token: string, ifNoneMatch: EntityTags | undefined): Promise<FeedAnswer | null> {
+export async function serveFeed(
+  env: Env,
+  d1: D1Database,
+  token: string,
+  ifNoneMatch: EntityTags | undefined,
+): Promise<FeedAnswer | null> {
   const tokenHash = await sha256Hex(token);
   const feed = await feedOf(d1, tokenHash);
   if (!feed) return null;
   const clock = clockFor(env, feed.companyId);
-  const gone = () => (feeds.delete(tokenHash), null);
+  const gone = () => {
+    feeds.delete(tokenHash);
+    return null;
+  };
   if (ifNoneMatch !== undefined) {
     const [[row, fingerprint], revision] = await Promise.all([
       d1.batch<unknown>([stillThere(d1, tokenHash), fingerprintStatement(d1, feed)]),
@@ -173,29 +183,44 @@ export async function serveFeed(env: Env, d1: D1Database, token: string, ifNoneM
   const [row, fingerprint, items, folders, pending] = await d1.batch<unknown>([
     stillThere(d1, tokenHash),
     fingerprintStatement(d1, feed),
-    d1.prepare(
-      `SELECT i.id, i.title, i.notes, i.item_type, i.expiry_date, i.status, i.archived, i.folder_id, d.name AS document_type, i.created_at, i.updated_at
+    d1
+      .prepare(
+        `SELECT i.id, i.title, i.notes, i.item_type, i.expiry_date, i.status, i.archived, i.folder_id, d.name AS document_type, i.created_at, i.updated_at
        FROM items i LEFT JOIN document_types d ON d.id = i.document_type_id WHERE ${where} ${ORDER}`,
-    ).bind(...params),
-    d1.prepare(
-      `WITH RECURSIVE fi AS MATERIALIZED (SELECT i.folder_id FROM items i WHERE ${where} ${ORDER}), ${FOLDER_PATHS}
+      )
+      .bind(...params),
+    d1
+      .prepare(
+        `WITH RECURSIVE fi AS MATERIALIZED (SELECT i.folder_id FROM items i WHERE ${where} ${ORDER}), ${FOLDER_PATHS}
        SELECT id, parent_id, name FROM folders WHERE id IN (SELECT id FROM path)`,
-    ).bind(...params),
+      )
+      .bind(...params),
     // 0 stands for the company's settings (a time zone change moves the reminders).
-    d1.prepare(
-      `SELECT item_id FROM reminder_sync WHERE company_id = ?1 AND version > synced_version
+    d1
+      .prepare(
+        `SELECT item_id FROM reminder_sync WHERE company_id = ?1 AND version > synced_version
          AND (item_id = 0 OR item_id IN (SELECT i.id FROM items i WHERE ${where} ${ORDER})) LIMIT ${SYNC_BATCH}`,
-    ).bind(...params),
+      )
+      .bind(...params),
   ]);
   const company = row!.results[0] as { name: string } | undefined;
   if (!company) return gone();
   const rows = items!.results as FeedItem[];
   const syncFirst = (pending!.results as Array<{ item_id: number }>).map((r) => r.item_id);
-  const { revision, alarms } = await clock.feedAlarms(feed.companyId, rows.map((r) => r.id), syncFirst);
+  const { revision, alarms } = await clock.feedAlarms(
+    feed.companyId,
+    rows.map((r) => r.id),
+    syncFirst,
+  );
   return {
     status: 200,
     etag: await etagFor(feed, company.name, fingerprint!.results[0] as Fingerprint | undefined, revision),
-    body: renderFeed({ companyId: feed.companyId, companyName: company.name }, rows, folders!.results as FeedFolder[], alarms),
+    body: renderFeed(
+      { companyId: feed.companyId, companyName: company.name },
+      rows,
+      folders!.results as FeedFolder[],
+      alarms,
+    ),
   };
 }
 
@@ -216,7 +241,12 @@ export function eventDescription(item: FeedItem, folderPath: string): string {
 }
 
 /** The iCalendar object (pure: the same rows give the same bytes). */
-export function renderFeed(feed: { companyId: number; companyName: string }, items: FeedItem[], folders: FeedFolder[], alarms: Record<number, number[]>): string {
+export function renderFeed(
+  feed: { companyId: number; companyName: string },
+  items: FeedItem[],
+  folders: FeedFolder[],
+  alarms: Record<number, number[]>,
+): string {
   const byId = new Map(folders.map((f) => [f.id, f]));
   const pathOf = (folderId: number | null) => {
     const names: string[] = [];
@@ -252,7 +282,13 @@ export function renderFeed(feed: { companyId: number; companyName: string }, ite
       `LAST-MODIFIED:${modified}`,
     );
     for (const dueAt of alarms[item.id] ?? []) {
-      lines.push("BEGIN:VALARM", "ACTION:DISPLAY", `DESCRIPTION:${escapeText(item.title)}`, `TRIGGER;VALUE=DATE-TIME:${icalUtc(dueAt)}`, "END:VALARM");
+      lines.push(
+        "BEGIN:VALARM",
+        "ACTION:DISPLAY",
+        `DESCRIPTION:${escapeText(item.title)}`,
+        `TRIGGER;VALUE=DATE-TIME:${icalUtc(dueAt)}`,
+        "END:VALARM",
+      );
     }
     lines.push("END:VEVENT");
   }

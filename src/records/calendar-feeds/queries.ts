@@ -6,7 +6,12 @@ import { calendarFeeds, companies, contacts, departments, folders } from "../../
 import { sha256Hex, toBase64Url } from "../../lib/bytes";
 import { badRequest, notFound } from "../../lib/errors";
 import { refExists } from "../items/queries";
-import { MAX_FEEDS, type CalendarFeedOutput, type CreateFeedInput, type FeedFilters } from "../../schemas/calendar-feeds";
+import {
+  MAX_FEEDS,
+  type CalendarFeedOutput,
+  type CreateFeedInput,
+  type FeedFilters,
+} from "../../schemas/calendar-feeds";
 
 /** The filters as stored: defaults filled in, ids only when given (key order fixed, so equal filters are equal JSON). */
 export function normalizeFilters(input: CreateFeedInput): FeedFilters {
@@ -36,7 +41,8 @@ function references(companyId: number, filters: FeedFilters): Array<[field: stri
   const refs: Array<[string, number, SQL]> = [];
   if (filters.folder_id) refs.push(["folder_id", filters.folder_id, refExists(folders, companyId, filters.folder_id)]);
   if (filters.deptid) refs.push(["deptid", filters.deptid, refExists(departments, companyId, filters.deptid)]);
-  if (filters.contact_id) refs.push(["contact_id", filters.contact_id, refExists(contacts, companyId, filters.contact_id)]);
+  if (filters.contact_id)
+    refs.push(["contact_id", filters.contact_id, refExists(contacts, companyId, filters.contact_id)]);
   return refs;
 }
 
@@ -46,7 +52,12 @@ function references(companyId: number, filters: FeedFilters): Array<[field: stri
  * fewer than MAX_FEEDS feeds and that every id of the filters is in the company; when it inserts
  * nothing, a read names the reason (400), or, the state having changed in between, it tries again.
  */
-export async function createFeed(db: Db, companyId: number, clientId: string, filters: FeedFilters): Promise<{ row: CalendarFeedOutput; token: string }> {
+export async function createFeed(
+  db: Db,
+  companyId: number,
+  clientId: string,
+  filters: FeedFilters,
+): Promise<{ row: CalendarFeedOutput; token: string }> {
   // The company's id (base 36) first: the feed has no bearer token, and the company says which shard holds it.
   const token = `c${companyId.toString(36)}_${toBase64Url(crypto.getRandomValues(new Uint8Array(32)))}`;
   const tokenHash = await sha256Hex(token);
@@ -80,7 +91,8 @@ export async function createFeed(db: Db, companyId: number, clientId: string, fi
     );
     const missing = refs.find(([field]) => !state?.[field]);
     if (missing) throw badRequest(`${missing[0]} ${missing[1]} does not exist`);
-    if ((state?.feeds ?? 0) >= MAX_FEEDS) throw badRequest(`Calendar feed limit reached: a company may have at most ${MAX_FEEDS} calendar feeds`);
+    if ((state?.feeds ?? 0) >= MAX_FEEDS)
+      throw badRequest(`Calendar feed limit reached: a company may have at most ${MAX_FEEDS} calendar feeds`);
     // A feed was deleted meanwhile: try again.
   }
   throw lostRace("calendar feed");
@@ -91,7 +103,13 @@ export async function listFeeds(db: Db, companyId: number, window: { limit: numb
   const result = await listPage(
     db,
     window,
-    db.select(feedColumns).from(calendarFeeds).where(where).orderBy(asc(calendarFeeds.id)).limit(window.limit).offset(window.offset),
+    db
+      .select(feedColumns)
+      .from(calendarFeeds)
+      .where(where)
+      .orderBy(asc(calendarFeeds.id))
+      .limit(window.limit)
+      .offset(window.offset),
     db.select({ n: count() }).from(calendarFeeds).where(where),
   );
   return { rows: result.rows.map(feedOutput), meta: result.meta };

@@ -26,7 +26,10 @@ export function humanSize(bytes: number): string {
 /** `bytes` random bytes as base64url without padding. */
 export function randomBase64url(bytes: number): string {
   const raw = crypto.getRandomValues(new Uint8Array(bytes));
-  return btoa(String.fromCharCode(...raw)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return btoa(String.fromCharCode(...raw))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
 }
 
 // Upload tokens are stored only as their hex SHA-256.

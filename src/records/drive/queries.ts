@@ -5,7 +5,7 @@ import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
 import { listPage } from "../../db/pages";
 import { companies, departments, files, folders, itemFiles, items, uploadSessions } from "../../db/schema";
 import { badRequest, conflict, notFound } from "../../lib/errors";
-import { contentTypeFor, humanSize, kbOf, newUploadToken, objectKey, sha256Hex } from "./format";
+import { contentTypeFor, humanSize, newUploadToken, objectKey, sha256Hex } from "./format";
 import {
   MAX_ATTACHMENTS_PER_ITEM,
   UPLOAD_TOKEN_TTL_SECONDS,
@@ -24,7 +24,8 @@ export type UploadSessionRow = typeof uploadSessions.$inferSelect;
  */
 export const SESSION_RETENTION_SECONDS = 24 * 3600;
 
-const fileInCompany = (companyId: number, publicId: string) => and(eq(files.publicId, publicId), eq(files.companyId, companyId));
+const fileInCompany = (companyId: number, publicId: string) =>
+  and(eq(files.publicId, publicId), eq(files.companyId, companyId));
 const itemInCompany = (companyId: number, itemId: number) => and(eq(items.id, itemId), eq(items.companyId, companyId));
 /** How many items file row `files.id` is attached to (item_files_file_idx). */
 const attachmentCount = sql<number>`(SELECT count(*) FROM item_files AS a WHERE a.file_id = ${files.id})`;
@@ -56,8 +57,14 @@ async function placeUpload(db: Db, companyId: number, input: CreateUploadInput) 
     .from(folders)
     .where(and(eq(folders.id, input.folder_id ?? 0), eq(folders.companyId, companyId)));
   const [[dept], [folder]] = await db.batch([deptQuery, folderQuery]);
-  if (!dept) throw badRequest(input.deptid !== undefined ? `deptid ${input.deptid} is not a department of this company` : "The company has no default department; send deptid");
-  if (input.folder_id !== undefined && !folder) throw badRequest(`folder_id ${input.folder_id} is not a folder of this company`);
+  if (!dept)
+    throw badRequest(
+      input.deptid !== undefined
+        ? `deptid ${input.deptid} is not a department of this company`
+        : "The company has no default department; send deptid",
+    );
+  if (input.folder_id !== undefined && !folder)
+    throw badRequest(`folder_id ${input.folder_id} is not a folder of this company`);
   return { deptId: dept.id, folderId: input.folder_id ?? null };
 }
 
@@ -67,14 +74,23 @@ async function placeUpload(db: Db, companyId: number, input: CreateUploadInput) 
  * guarded INSERT ... SELECT: it writes only while the department and folder read a moment ago are
  * still in the company.
  */
-export async function createUploadSession(db: Db, shard: number, companyId: number, actor: { userId: number; clientId: string }, input: CreateUploadInput) {
+export async function createUploadSession(
+  db: Db,
+  shard: number,
+  companyId: number,
+  actor: { userId: number; clientId: string },
+  input: CreateUploadInput,
+) {
   const { userId } = actor;
   const token = newUploadToken(shard);
   const tokenHash = await sha256Hex(token);
   const contentType = input.content_type ?? contentTypeFor(input.filename);
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const place = await placeUpload(db, companyId, input);
-    const folderHolds = place.folderId === null ? undefined : sql`EXISTS (SELECT 1 FROM folders AS f WHERE f.id = ${place.folderId} AND f.company_id = ${companyId})`;
+    const folderHolds =
+      place.folderId === null
+        ? undefined
+        : sql`EXISTS (SELECT 1 FROM folders AS f WHERE f.id = ${place.folderId} AND f.company_id = ${companyId})`;
     try {
       const [[row]] = await db.commit([
         db
@@ -99,7 +115,9 @@ export async function createUploadSession(db: Db, shard: number, companyId: numb
                   clientId: sql`${actor.clientId}`,
                 })
                 .from(departments)
-                .where(and(eq(departments.id, place.deptId), eq(departments.companyId, companyId), folderHolds)) as never,
+                .where(
+                  and(eq(departments.id, place.deptId), eq(departments.companyId, companyId), folderHolds),
+                ) as never,
           )
           .returning({ id: uploadSessions.id }),
       ]);
@@ -130,9 +148,13 @@ const driveSpaceOfCompany = {
   usedKb: companies.driveSpaceUsedKb,
   reservedKb: sql<number>`(SELECT coalesce(sum(s.reserved_kb), 0) FROM upload_sessions AS s WHERE s.company_id = ${companies.id} AND s.reserved_kb > 0)`,
 };
-const freeKb = (row: { allocationKb: number; usedKb: number; reservedKb: number }) => Math.max(0, row.allocationKb - row.usedKb - row.reservedKb);
+const freeKb = (row: { allocationKb: number; usedKb: number; reservedKb: number }) =>
+  Math.max(0, row.allocationKb - row.usedKb - row.reservedKb);
 
-export type ClaimedUpload = Pick<UploadSessionRow, "id" | "companyId" | "userId" | "clientId" | "deptId" | "fileName" | "contentType" | "usedAt" | "reservedKb">;
+export type ClaimedUpload = Pick<
+  UploadSessionRow,
+  "id" | "companyId" | "userId" | "clientId" | "deptId" | "fileName" | "contentType" | "usedAt" | "reservedKb"
+>;
 
 /**
  * Claims an upload token and reserves the file's space, in one UPDATE: it succeeds only for a
@@ -233,7 +255,13 @@ export async function completeUpload(
       db
         .update(uploadSessions)
         .set({ reservedKb: 0 })
-        .where(and(claimed, inArray(uploadSessions.reservedKb, [kb, -kb]), sql`EXISTS (SELECT 1 FROM files AS f WHERE f.public_id = ${file.publicId})`)),
+        .where(
+          and(
+            claimed,
+            inArray(uploadSessions.reservedKb, [kb, -kb]),
+            sql`EXISTS (SELECT 1 FROM files AS f WHERE f.public_id = ${file.publicId})`,
+          ),
+        ),
     ]);
     return (inserted as FileRow[])[0];
   } catch (err) {
@@ -282,7 +310,12 @@ export async function releaseUpload(db: Db, upload: ClaimedUpload): Promise<void
  * For one company (run when it opens an upload session) or for all (the cron sweep, every minute).
  * Bounded per call; returns the number of reservations released.
  */
-export async function releaseAbandonedUploads(db: Db, bucket: R2Bucket, companyId?: number, limit = 100): Promise<number> {
+export async function releaseAbandonedUploads(
+  db: Db,
+  bucket: R2Bucket,
+  companyId?: number,
+  limit = 100,
+): Promise<number> {
   const scope = companyId === undefined ? undefined : eq(uploadSessions.companyId, companyId);
   const expiredReservations = db
     .select({ id: uploadSessions.id })
@@ -293,7 +326,13 @@ export async function releaseAbandonedUploads(db: Db, bucket: R2Bucket, companyI
   const pastRetention = db
     .select({ id: uploadSessions.id })
     .from(uploadSessions)
-    .where(and(scope, lt(uploadSessions.expiresAt, sql`unixepoch() - ${SESSION_RETENTION_SECONDS}`), sql`${uploadSessions.reservedKb} <= 0`))
+    .where(
+      and(
+        scope,
+        lt(uploadSessions.expiresAt, sql`unixepoch() - ${SESSION_RETENTION_SECONDS}`),
+        sql`${uploadSessions.reservedKb} <= 0`,
+      ),
+    )
     .limit(limit * 10);
   const [released, pruned] = await db.commit([
     db
@@ -312,7 +351,14 @@ export async function releaseAbandonedUploads(db: Db, bucket: R2Bucket, companyI
       await bucket.delete(keys);
     } catch (err) {
       // The sessions are gone; the objects are orphaned but count against nothing.
-      console.error(JSON.stringify({ level: "error", msg: "R2 delete of abandoned uploads failed", keys: keys.length, error: String(err) }));
+      console.error(
+        JSON.stringify({
+          level: "error",
+          msg: "R2 delete of abandoned uploads failed",
+          keys: keys.length,
+          error: String(err),
+        }),
+      );
     }
   }
   return released.length;
@@ -335,12 +381,19 @@ export async function getFile(db: Db, companyId: number, publicId: string): Prom
 export async function listFiles(db: Db, companyId: number, query: ListFilesInput) {
   const conditions: SQL[] = [eq(files.companyId, companyId)];
   if (query.deptid !== undefined) conditions.push(eq(files.deptId, query.deptid));
-  if (query.folder_id !== undefined) conditions.push(query.folder_id === 0 ? isNull(files.folderId) : eq(files.folderId, query.folder_id));
+  if (query.folder_id !== undefined)
+    conditions.push(query.folder_id === 0 ? isNull(files.folderId) : eq(files.folderId, query.folder_id));
   const where = and(...conditions);
   const result = await listPage(
     db,
     query,
-    db.select({ file: files, attachments: attachmentCount }).from(files).where(where).orderBy(asc(files.id)).limit(query.limit).offset(query.offset),
+    db
+      .select({ file: files, attachments: attachmentCount })
+      .from(files)
+      .where(where)
+      .orderBy(asc(files.id))
+      .limit(query.limit)
+      .offset(query.offset),
     db.select({ n: count() }).from(files).where(where),
   );
   return { rows: result.rows.map((r) => fileOutput({ ...r.file, attachments: r.attachments })), meta: result.meta };
@@ -355,13 +408,20 @@ export async function deleteFile(db: Db, companyId: number, publicId: string): P
   const [[deleted]] = await db.commit([
     db
       .delete(files)
-      .where(and(fileInCompany(companyId, publicId), sql`NOT EXISTS (SELECT 1 FROM item_files AS a WHERE a.file_id = ${files.id})`))
+      .where(
+        and(
+          fileInCompany(companyId, publicId),
+          sql`NOT EXISTS (SELECT 1 FROM item_files AS a WHERE a.file_id = ${files.id})`,
+        ),
+      )
       .returning({ r2Key: files.r2Key }),
   ]);
   if (deleted) return deleted.r2Key;
   const file = await getFile(db, companyId, publicId); // 404 when it is not there
   const n = file.attachments;
-  throw conflict(`File ${publicId} is attached to ${n} item${n === 1 ? "" : "s"}: detach it first (DELETE /v1/items/{item_id}/attachments/${publicId})`);
+  throw conflict(
+    `File ${publicId} is attached to ${n} item${n === 1 ? "" : "s"}: detach it first (DELETE /v1/items/{item_id}/attachments/${publicId})`,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -411,7 +471,12 @@ export async function listAttachments(db: Db, companyId: number, itemId: number)
  * as it is (`created: false`). Errors: item not in the company 404; file not in the company 400;
  * MAX_ATTACHMENTS_PER_ITEM reached 400.
  */
-export async function attachFile(db: Db, companyId: number, itemId: number, publicId: string): Promise<{ created: boolean; attachment: AttachmentOutput }> {
+export async function attachFile(
+  db: Db,
+  companyId: number,
+  itemId: number,
+  publicId: string,
+): Promise<{ created: boolean; attachment: AttachmentOutput }> {
   let created = false;
   try {
     const [rows] = await db.commit([
@@ -421,7 +486,12 @@ export async function attachFile(db: Db, companyId: number, itemId: number, publ
           (qb) =>
             qb
               // Bound values in the table's column order (src/db/schema.ts).
-              .select({ itemId: items.id, fileId: files.id, companyId: sql`${companyId}`, createdAt: sql`CURRENT_TIMESTAMP` })
+              .select({
+                itemId: items.id,
+                fileId: files.id,
+                companyId: sql`${companyId}`,
+                createdAt: sql`CURRENT_TIMESTAMP`,
+              })
               .from(items)
               .innerJoin(files, fileInCompany(companyId, publicId))
               .where(
@@ -444,7 +514,8 @@ export async function attachFile(db: Db, companyId: number, itemId: number, publ
   const file = await db.select({ id: files.id }).from(files).where(fileInCompany(companyId, publicId)).get();
   if (!file) throw badRequest(`file_id ${publicId} is not a file of this company`);
   const [{ n } = { n: 0 }] = await db.select({ n: count() }).from(itemFiles).where(eq(itemFiles.itemId, itemId));
-  if (n >= MAX_ATTACHMENTS_PER_ITEM) throw badRequest(`The item already has ${MAX_ATTACHMENTS_PER_ITEM} attachments, the most an item may have`);
+  if (n >= MAX_ATTACHMENTS_PER_ITEM)
+    throw badRequest(`The item already has ${MAX_ATTACHMENTS_PER_ITEM} attachments, the most an item may have`);
   throw lostRace("attachment");
 }
 

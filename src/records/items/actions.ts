@@ -17,11 +17,29 @@ import { ruleState } from "../../db/rule-state";
 import { items } from "../../db/schema";
 import type { ActionBy, Via } from "../../lib/actors";
 import { badRequest, notFound } from "../../lib/errors";
-import { addDays, DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, DATE_FORMATS, isCalendarDate, todayIn, type DateFormat } from "../../lib/time";
-import { snapshotQueries, toSnapshots, type SnapshotResults, type Snapshots } from "../../company-clock/handoff/snapshots";
+import {
+  addDays,
+  DEFAULT_DATE_FORMAT,
+  DEFAULT_TIME_ZONE,
+  DATE_FORMATS,
+  isCalendarDate,
+  todayIn,
+  type DateFormat,
+} from "../../lib/time";
+import {
+  snapshotQueries,
+  toSnapshots,
+  type SnapshotResults,
+  type Snapshots,
+} from "../../company-clock/handoff/snapshots";
 import { syncReminders } from "../../company-clock/handoff/worker";
 import type { Env } from "../../env";
-import { MAX_SNOOZE_DAYS, NOTE_MAX, type Acknowledgement, type ItemActionStateOutput } from "../../schemas/item-actions";
+import {
+  MAX_SNOOZE_DAYS,
+  NOTE_MAX,
+  type Acknowledgement,
+  type ItemActionStateOutput,
+} from "../../schemas/item-actions";
 import type { ItemDetail } from "../../schemas/items";
 import { recurrenceView } from "./recurrence";
 
@@ -83,8 +101,13 @@ const stateColumns = {
   snoozeEpoch: items.snoozeEpoch,
   snoozedUntil: items.snoozedUntil,
   ruleState: sql<string>`${ruleState}`.as("rule_state"),
-  documentType: sql<string | null>`(SELECT d.name FROM document_types AS d WHERE d.id = ${items.documentTypeId})`.as("document_type"),
-  company: sql<string>`(SELECT json_array(c.name, json_extract(c.settings, '$.timezone'), json_extract(c.settings, '$.date_format')) FROM companies AS c WHERE c.id = ${items.companyId})`.as("company"),
+  documentType: sql<string | null>`(SELECT d.name FROM document_types AS d WHERE d.id = ${items.documentTypeId})`.as(
+    "document_type",
+  ),
+  company:
+    sql<string>`(SELECT json_array(c.name, json_extract(c.settings, '$.timezone'), json_extract(c.settings, '$.date_format')) FROM companies AS c WHERE c.id = ${items.companyId})`.as(
+      "company",
+    ),
 };
 interface StateRow {
   itemId: number;
@@ -119,10 +142,20 @@ export interface OccurrenceColumns {
  * current occurrence only, and a snooze only until its date has passed in the company's time zone
  * (`zone`: read only when the row is snoozed).
  */
-export function occurrenceState(row: OccurrenceColumns, zone: () => string): Pick<ItemActionState, "acknowledgement" | "snoozed_until"> {
+export function occurrenceState(
+  row: OccurrenceColumns,
+  zone: () => string,
+): Pick<ItemActionState, "acknowledgement" | "snoozed_until"> {
   const current = (epoch: number | null) => epoch !== null && epoch === row.epoch;
-  const snoozed = current(row.snoozeEpoch) && row.snoozedUntil !== null && row.snoozedUntil >= todayIn(zone()) ? row.snoozedUntil : null;
-  return { acknowledgement: current(row.ackEpoch) && row.acknowledgement ? (JSON.parse(row.acknowledgement) as Acknowledgement) : null, snoozed_until: snoozed };
+  const snoozed =
+    current(row.snoozeEpoch) && row.snoozedUntil !== null && row.snoozedUntil >= todayIn(zone())
+      ? row.snoozedUntil
+      : null;
+  return {
+    acknowledgement:
+      current(row.ackEpoch) && row.acknowledgement ? (JSON.parse(row.acknowledgement) as Acknowledgement) : null,
+    snoozed_until: snoozed,
+  };
 }
 
 function stateOf(row: StateRow): ItemActionState {
@@ -141,7 +174,13 @@ function stateOf(row: StateRow): ItemActionState {
     notes: row.notes,
     document_type: row.documentType,
     contact_id: row.contactId,
-    company: { name, timezone, date_format: (DATE_FORMATS as readonly string[]).includes(format ?? "") ? (format as DateFormat) : DEFAULT_DATE_FORMAT },
+    company: {
+      name,
+      timezone,
+      date_format: (DATE_FORMATS as readonly string[]).includes(format ?? "")
+        ? (format as DateFormat)
+        : DEFAULT_DATE_FORMAT,
+    },
   };
 }
 
@@ -189,7 +228,12 @@ async function act(
   companyId: number,
   itemId: number,
   action: ItemAction,
-  how: { open: boolean; changes: Partial<typeof items.$inferInsert>; applies: SQL; done: (item: ItemActionState) => boolean },
+  how: {
+    open: boolean;
+    changes: Partial<typeof items.$inferInsert>;
+    applies: SQL;
+    done: (item: ItemActionState) => boolean;
+  },
 ): Promise<ActionResult> {
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const guards = [inCompany(companyId, itemId), how.applies];
@@ -204,7 +248,8 @@ async function act(
       ...snapshotQueries(db.d1, companyId, [itemId]),
     ]);
     const row = (written as StateRow[])[0];
-    if (row) return { outcome: "applied", item: stateOf(row), snapshot: toSnapshots(snapshot as unknown as SnapshotResults) };
+    if (row)
+      return { outcome: "applied", item: stateOf(row), snapshot: toSnapshots(snapshot as unknown as SnapshotResults) };
     const item = await itemActionState(db, companyId, itemId);
     const reason = movedOn(item, action, how.open);
     if (reason) return { outcome: "moved_on", item, reason };
@@ -222,20 +267,34 @@ const nowIso = () => new Date().toISOString();
  * steps marked `always` (docs/reminders.md). Idempotent: an occurrence already acknowledged keeps
  * its acknowledgement (unchanged). Only a pending, live item: completed or archived is moved_on.
  */
-export async function acknowledgeItem(db: Db, companyId: number, itemId: number, action: ItemAction & { note?: string | null }): Promise<ActionResult> {
+export async function acknowledgeItem(
+  db: Db,
+  companyId: number,
+  itemId: number,
+  action: ItemAction & { note?: string | null },
+): Promise<ActionResult> {
   const note = action.note ? action.note : null;
-  if (note !== null && Array.from(note).length > NOTE_MAX) throw badRequest(`note must be at most ${NOTE_MAX} characters`);
+  if (note !== null && Array.from(note).length > NOTE_MAX)
+    throw badRequest(`note must be at most ${NOTE_MAX} characters`);
   const acknowledgement: Acknowledgement = { at: nowIso(), by: action.by, via: action.via, note };
   return act(db, companyId, itemId, action, {
     open: true,
-    changes: { ackEpoch: sql`${items.scheduleEpoch}` as unknown as number, acknowledgement: JSON.stringify(acknowledgement) },
+    changes: {
+      ackEpoch: sql`${items.scheduleEpoch}` as unknown as number,
+      acknowledgement: JSON.stringify(acknowledgement),
+    },
     applies: sql`${items.ackEpoch} IS NOT ${items.scheduleEpoch}`,
     done: (item) => item.acknowledgement !== null,
   });
 }
 
 /** Takes the acknowledgement of the current occurrence back: its held reminders still ahead are queued again. */
-export async function unacknowledgeItem(db: Db, companyId: number, itemId: number, action: ItemAction): Promise<ActionResult> {
+export async function unacknowledgeItem(
+  db: Db,
+  companyId: number,
+  itemId: number,
+  action: ItemAction,
+): Promise<ActionResult> {
   return act(db, companyId, itemId, action, {
     open: false,
     changes: { ackEpoch: null, acknowledgement: null },
@@ -250,12 +309,20 @@ export async function unacknowledgeItem(db: Db, companyId: number, itemId: numbe
  * reminder at the default hour that day (to the contact who snoozed from their page, else to the
  * item's contact), then the steps still ahead. The same date again is unchanged; another replaces it.
  */
-export async function snoozeItem(db: Db, companyId: number, itemId: number, action: ItemAction & { until: string }): Promise<ActionResult> {
+export async function snoozeItem(
+  db: Db,
+  companyId: number,
+  itemId: number,
+  action: ItemAction & { until: string },
+): Promise<ActionResult> {
   const { until } = action;
   if (!isCalendarDate(until)) throw badRequest("until must be a real calendar date YYYY-MM-DD");
   const current = await itemActionState(db, companyId, itemId);
   const today = todayIn(current.company.timezone);
-  if (until <= today) throw badRequest(`until must be a date after today (${today} in the company's time zone ${current.company.timezone})`);
+  if (until <= today)
+    throw badRequest(
+      `until must be a date after today (${today} in the company's time zone ${current.company.timezone})`,
+    );
   const latest = addDays(today, MAX_SNOOZE_DAYS);
   if (until > latest) throw badRequest(`until must be at most ${MAX_SNOOZE_DAYS} days ahead (${latest})`);
   return act(db, companyId, itemId, action, {
@@ -271,7 +338,12 @@ export async function snoozeItem(db: Db, companyId: number, itemId: number, acti
 }
 
 /** Ends the current occurrence's snooze: its held reminders still ahead are queued again. */
-export async function unsnoozeItem(db: Db, companyId: number, itemId: number, action: ItemAction): Promise<ActionResult> {
+export async function unsnoozeItem(
+  db: Db,
+  companyId: number,
+  itemId: number,
+  action: ItemAction,
+): Promise<ActionResult> {
   return act(db, companyId, itemId, action, {
     open: false,
     changes: { snoozeEpoch: null, snoozedUntil: null, snoozeContactId: null },

@@ -4,13 +4,31 @@ import { selectDepartment } from "../../db/departments";
 import { MAX_ATTEMPTS, lostRace } from "../../db/guarded";
 import { cappedMeta, countMatches, countUpTo, listPage } from "../../db/pages";
 import { alias } from "drizzle-orm/sqlite-core";
-import { companies, contacts, departments, documentTypeFields, documentTypes, folders, itemFieldValues, itemRenewals, itemReminderViews, items, reminderSync, type ItemRow } from "../../db/schema";
+import {
+  companies,
+  contacts,
+  departments,
+  documentTypeFields,
+  documentTypes,
+  folders,
+  itemFieldValues,
+  itemRenewals,
+  itemReminderViews,
+  items,
+  reminderSync,
+  type ItemRow,
+} from "../../db/schema";
 import { echo } from "../../lib/echo";
 import { badRequest, conflict, notFound } from "../../lib/errors";
 import { MAX_EXACT_SEARCH_TOTAL, itemStates, matchExpression, searchWords } from "../../lib/search";
 import { nameKey } from "../../lib/text-key";
 import { DEFAULT_TIME_ZONE, addYears, isCalendarDate, todayIn } from "../../lib/time";
-import { snapshotQueries, toSnapshots, type SnapshotResults, type Snapshots } from "../../company-clock/handoff/snapshots";
+import {
+  snapshotQueries,
+  toSnapshots,
+  type SnapshotResults,
+  type Snapshots,
+} from "../../company-clock/handoff/snapshots";
 import { COMPANY_SETTINGS } from "../../company-clock/handoff/worker";
 import { trustedReminders } from "../../company-clock/handoff/views";
 import { folderPathWrites } from "../folders";
@@ -104,7 +122,11 @@ export type ItemFilterInput = Omit<ListItemsInput, "limit" | "offset" | "cursor"
  * counter). `today` is the company's today, needed only for `period`. Null when `q` has no
  * searchable word (nothing matches).
  */
-export function itemFilter(companyId: number, query: ItemFilterInput, today: string): { where: SQL; filtered: boolean } | null {
+export function itemFilter(
+  companyId: number,
+  query: ItemFilterInput,
+  today: string,
+): { where: SQL; filtered: boolean } | null {
   const conditions: SQL[] = [eq(items.companyId, companyId)];
   let filtered = false;
   const filter = (condition: SQL | undefined) => {
@@ -117,11 +139,14 @@ export function itemFilter(companyId: number, query: ItemFilterInput, today: str
   if (query.deptid !== undefined) filter(eq(items.deptId, query.deptid));
   if (query.document_type_id !== undefined) filter(eq(items.documentTypeId, query.document_type_id));
   if (query.contact_id !== undefined) filter(eq(items.contactId, query.contact_id));
-  if (query.folder_id !== undefined) filter(query.folder_id === 0 ? isNull(items.folderId) : eq(items.folderId, query.folder_id));
+  if (query.folder_id !== undefined)
+    filter(query.folder_id === 0 ? isNull(items.folderId) : eq(items.folderId, query.folder_id));
   if (query.external_id !== undefined) filter(eq(items.externalId, query.external_id));
-  if (query.recurring !== undefined) filter(query.recurring === "true" ? isNotNull(items.recurEvery) : isNull(items.recurEvery));
+  if (query.recurring !== undefined)
+    filter(query.recurring === "true" ? isNotNull(items.recurEvery) : isNull(items.recurEvery));
   // items_company_ack_date_idx's expression, as written there.
-  if (query.acknowledged !== undefined) filter(sql`(ack_epoch IS schedule_epoch) = ${query.acknowledged === "true" ? 1 : 0}`);
+  if (query.acknowledged !== undefined)
+    filter(sql`(ack_epoch IS schedule_epoch) = ${query.acknowledged === "true" ? 1 : 0}`);
   if (query.period) {
     const range = periodRange(query.period, today);
     filter(range.from ? gte(items.expiryDate, range.from) : undefined);
@@ -138,7 +163,8 @@ export function itemFilter(companyId: number, query: ItemFilterInput, today: str
 }
 
 /** Rows after `after` in the list's order (expiry_date, item_id): the keyset of cursors and export pages. */
-export const itemsAfter = (after: { date: string; id: number }) => sql`(${items.expiryDate}, ${items.id}) > (${after.date}, ${after.id})`;
+export const itemsAfter = (after: { date: string; id: number }) =>
+  sql`(${items.expiryDate}, ${items.id}) > (${after.date}, ${after.id})`;
 
 /** The low 32 bits of an items_search rowid: the item id (docs/search.md). */
 const SEARCH_ID_MASK = sql.raw("4294967295");
@@ -167,7 +193,13 @@ export function itemListQueries(db: Db, companyId: number, query: ListItemsInput
         : companies.documentsUsed;
   // The page's ids come from the index alone (ordered, skipping `offset` entries without
   // touching rows); only those rows are read and joined.
-  const ids = db.select({ id: items.id }).from(items).where(pageWhere).orderBy(asc(items.expiryDate), asc(items.id)).limit(query.limit).offset(query.offset);
+  const ids = db
+    .select({ id: items.id })
+    .from(items)
+    .where(pageWhere)
+    .orderBy(asc(items.expiryDate), asc(items.id))
+    .limit(query.limit)
+    .offset(query.offset);
   return {
     ids,
     page: selectEntries(db).where(inArray(items.id, ids)).orderBy(asc(items.expiryDate), asc(items.id)),
@@ -175,7 +207,10 @@ export function itemListQueries(db: Db, companyId: number, query: ListItemsInput
     // index count that stops after the cap + 1 matches.
     total: filtered
       ? countMatches(db, items, where, MAX_EXACT_TOTAL)
-      : db.select({ n: sql<number>`${unfilteredTotal}` }).from(companies).where(eq(companies.id, companyId)),
+      : db
+          .select({ n: sql<number>`${unfilteredTotal}` })
+          .from(companies)
+          .where(eq(companies.id, companyId)),
     cap: filtered ? MAX_EXACT_TOTAL : Number.POSITIVE_INFINITY,
   };
 }
@@ -235,7 +270,11 @@ function itemSearchQueries(db: Db, companyId: number, query: ListItemsInput, tod
 export async function listItems(db: Db, companyId: number, query: ListItemsInput) {
   const today = query.period ? todayIn(await companyTimeZone(db, companyId)) : "";
   const queries = itemListQueries(db, companyId, query, today);
-  if (!queries) return { rows: [], meta: { total: 0, limit: query.limit, offset: query.offset, total_exact: true, next_cursor: null } };
+  if (!queries)
+    return {
+      rows: [],
+      meta: { total: 0, limit: query.limit, offset: query.offset, total_exact: true, next_cursor: null },
+    };
   const result = await listPage(db, query, queries.page, queries.total);
   const last = result.rows[result.rows.length - 1];
   return {
@@ -273,7 +312,9 @@ export function itemDetailQuery(db: Db, companyId: number, itemId: number) {
       snoozedUntil: items.snoozedUntil,
       // The company's time zone, only for a snoozed item (whether its snooze date has passed).
       snoozeZone: sql<string | null>`CASE WHEN ${items.snoozeEpoch} = ${items.scheduleEpoch}
-        THEN (SELECT json_extract(c.settings, '$.timezone') FROM companies AS c WHERE c.id = ${items.companyId}) END`.as("snooze_zone"),
+        THEN (SELECT json_extract(c.settings, '$.timezone') FROM companies AS c WHERE c.id = ${items.companyId}) END`.as(
+        "snooze_zone",
+      ),
       // Aliased: a batch maps its rows by column name, and three of these tables have a `version`.
       syncVersion: sql<number | null>`${reminderSync.version}`.as("sync_version"),
       syncedVersion: sql<number | null>`${reminderSync.syncedVersion}`.as("sync_synced_version"),
@@ -288,11 +329,19 @@ export function itemDetailQuery(db: Db, companyId: number, itemId: number) {
     .leftJoin(documentTypes, eq(documentTypes.id, items.documentTypeId))
     .leftJoin(reminderSync, and(eq(reminderSync.companyId, companyId), eq(reminderSync.itemId, items.id)))
     .leftJoin(zoneSync, and(eq(zoneSync.companyId, companyId), eq(zoneSync.itemId, COMPANY_SETTINGS)))
-    .leftJoin(itemReminderViews, and(eq(itemReminderViews.companyId, companyId), eq(itemReminderViews.itemId, items.id)))
+    .leftJoin(
+      itemReminderViews,
+      and(eq(itemReminderViews.companyId, companyId), eq(itemReminderViews.itemId, items.id)),
+    )
     .where(inCompany(companyId, itemId));
 }
 
-export async function getItem(db: Db, companyId: number, itemId: number, loadReminders: RemindersLoader): Promise<ItemDetail> {
+export async function getItem(
+  db: Db,
+  companyId: number,
+  itemId: number,
+  loadReminders: RemindersLoader,
+): Promise<ItemDetail> {
   const [[row], tagRows, renewals, fieldValues] = await db.batch([
     itemDetailQuery(db, companyId, itemId),
     tagsOfItems(db, companyId, [itemId]),
@@ -307,7 +356,11 @@ export async function getItem(db: Db, companyId: number, itemId: number, loadRem
       .where(and(eq(itemRenewals.itemId, itemId), eq(itemRenewals.companyId, companyId)))
       .orderBy(asc(itemRenewals.id)),
     db
-      .select({ autonum: documentTypeFields.id, field_name: documentTypeFields.fieldName, value: itemFieldValues.value })
+      .select({
+        autonum: documentTypeFields.id,
+        field_name: documentTypeFields.fieldName,
+        value: itemFieldValues.value,
+      })
       .from(itemFieldValues)
       .innerJoin(documentTypeFields, eq(documentTypeFields.id, itemFieldValues.fieldId))
       .where(and(eq(itemFieldValues.itemId, itemId), eq(itemFieldValues.companyId, companyId)))
@@ -337,7 +390,6 @@ export async function getItem(db: Db, companyId: number, itemId: number, loadRem
 
 // ---- references: ids of the company, checked when read and again inside the write ----
 
-
 interface Refs {
   deptId?: number;
   documentTypeId?: number | null;
@@ -346,8 +398,11 @@ interface Refs {
 }
 
 /** `EXISTS` a row `id` of `table` in the company (also the calendar feeds' filter check). */
-export const refExists = (table: typeof departments | typeof documentTypes | typeof folders | typeof contacts, companyId: number, id: number) =>
-  sql`EXISTS (SELECT 1 FROM ${table} WHERE ${table.id} = ${id} AND ${table.companyId} = ${companyId})`;
+export const refExists = (
+  table: typeof departments | typeof documentTypes | typeof folders | typeof contacts,
+  companyId: number,
+  id: number,
+) => sql`EXISTS (SELECT 1 FROM ${table} WHERE ${table.id} = ${id} AND ${table.companyId} = ${companyId})`;
 
 /** Every reference the write sets still exists in the company (re-checked by the statement itself). */
 function refsHold(companyId: number, refs: Refs): SQL {
@@ -363,7 +418,13 @@ function refsHold(companyId: number, refs: Refs): SQL {
 async function resolveRefs(
   db: Db,
   companyId: number,
-  given: { deptid?: number; document_type_id?: number; document_type?: string; folder_id?: number; contact_id?: number },
+  given: {
+    deptid?: number;
+    document_type_id?: number;
+    document_type?: string;
+    folder_id?: number;
+    contact_id?: number;
+  },
 ) {
   const none = db.select({ id: sql<number>`0`, deptId: sql<number>`0` }).from(companies).where(sql`0`);
   const [[dept], [type], [folder], [contact]] = await db.batch([
@@ -375,15 +436,28 @@ async function resolveRefs(
           .where(
             and(
               eq(documentTypes.companyId, companyId),
-              given.document_type_id !== undefined ? eq(documentTypes.id, given.document_type_id) : eq(documentTypes.nameKey, nameKey(given.document_type!)),
+              given.document_type_id !== undefined
+                ? eq(documentTypes.id, given.document_type_id)
+                : eq(documentTypes.nameKey, nameKey(given.document_type!)),
             ),
           )
       : none,
-    given.folder_id ? db.select({ id: folders.id, deptId: folders.deptId }).from(folders).where(and(eq(folders.id, given.folder_id), eq(folders.companyId, companyId))) : none,
-    given.contact_id ? db.select({ id: contacts.id, deptId: contacts.deptId }).from(contacts).where(and(eq(contacts.id, given.contact_id), eq(contacts.companyId, companyId))) : none,
+    given.folder_id
+      ? db
+          .select({ id: folders.id, deptId: folders.deptId })
+          .from(folders)
+          .where(and(eq(folders.id, given.folder_id), eq(folders.companyId, companyId)))
+      : none,
+    given.contact_id
+      ? db
+          .select({ id: contacts.id, deptId: contacts.deptId })
+          .from(contacts)
+          .where(and(eq(contacts.id, given.contact_id), eq(contacts.companyId, companyId)))
+      : none,
   ]);
   if (given.deptid !== undefined && !dept) throw badRequest(`deptid ${given.deptid} does not exist`);
-  if (given.document_type_id !== undefined && !type) throw badRequest(`document_type_id ${given.document_type_id} does not exist`);
+  if (given.document_type_id !== undefined && !type)
+    throw badRequest(`document_type_id ${given.document_type_id} does not exist`);
   if (given.document_type !== undefined && given.document_type_id === undefined && !type) {
     throw badRequest(`document_type "${echo(given.document_type)}" is not a document type of the company`);
   }
@@ -393,7 +467,8 @@ async function resolveRefs(
       .from(documentTypes)
       .where(and(eq(documentTypes.companyId, companyId), eq(documentTypes.nameKey, nameKey(given.document_type))))
       .get();
-    if (named?.id !== given.document_type_id) throw badRequest("document_type and document_type_id name different document types");
+    if (named?.id !== given.document_type_id)
+      throw badRequest("document_type and document_type_id name different document types");
   }
   if (given.folder_id && !folder) throw badRequest(`folder_id ${given.folder_id} does not exist`);
   if (given.contact_id && !contact) throw badRequest(`contact_id ${given.contact_id} does not exist`);
@@ -407,7 +482,8 @@ async function externalIdUnique<T>(externalId: string | null | undefined, write:
   try {
     return await write();
   } catch (err) {
-    if (externalId && isUniqueViolation(err, "items.external_id")) throw conflict(`external_id "${echo(externalId)}" belongs to another item of the company`);
+    if (externalId && isUniqueViolation(err, "items.external_id"))
+      throw conflict(`external_id "${echo(externalId)}" belongs to another item of the company`);
     throw err;
   }
 }
@@ -446,7 +522,12 @@ async function withSnapshot<R>(
  * statement finds them itself: the type by id or name, the department given, the type's, or the
  * company's default.
  */
-function newItemOf(companyId: number, userId: number, input: CreateItemInput, resolved?: { deptId: number; documentTypeId: number | null }): NewItem {
+function newItemOf(
+  companyId: number,
+  userId: number,
+  input: CreateItemInput,
+  resolved?: { deptId: number; documentTypeId: number | null },
+): NewItem {
   const rule = input.recurrence;
   return {
     companyId,
@@ -462,7 +543,15 @@ function newItemOf(companyId: number, userId: number, input: CreateItemInput, re
     contactId: input.contact_id ?? null,
     seqId: input.seqid === undefined ? undefined : input.seqid || null,
     externalId: input.external_id ?? null,
-    rule: rule ? { every: rule.every, unit: rule.unit, renewOn: rule.renew_on, until: rule.until ?? null, count: rule.count ?? null } : null,
+    rule: rule
+      ? {
+          every: rule.every,
+          unit: rule.unit,
+          renewOn: rule.renew_on,
+          until: rule.until ?? null,
+          count: rule.count ?? null,
+        }
+      : null,
   };
 }
 
@@ -478,15 +567,23 @@ const insertedRow = (result: unknown) => {
  * folders first; document_type with document_type_id must agree).
  */
 export function createItemQuery(companyId: number, userId: number, input: CreateItemInput) {
-  if (input.folder_path !== undefined || (input.document_type !== undefined && input.document_type_id !== undefined)) return null;
+  if (input.folder_path !== undefined || (input.document_type !== undefined && input.document_type_id !== undefined))
+    return null;
   return insertItemsQuery([newItemRow(newItemOf(companyId, userId, input))], { guard: "references", returning: true });
 }
 
-export async function createItem(db: Db, companyId: number, userId: number, input: CreateItemInput): Promise<Written<ItemRow>> {
+export async function createItem(
+  db: Db,
+  companyId: number,
+  userId: number,
+  input: CreateItemInput,
+): Promise<Written<ItemRow>> {
   const inline = createItemQuery(companyId, userId, input);
   if (inline) {
     const insert = db.d1.prepare(inline.sql).bind(...inline.params);
-    const { row, snapshot } = await externalIdUnique(input.external_id, () => withSnapshot(db, companyId, "inserted", insert, [], insertedRow));
+    const { row, snapshot } = await externalIdUnique(input.external_id, () =>
+      withSnapshot(db, companyId, "inserted", insert, [], insertedRow),
+    );
     if (row) return { row, snapshot };
     // Refused: the lookups below find which reference (or the limit) it was, or try again.
   }
@@ -498,12 +595,24 @@ export async function createItem(db: Db, companyId: number, userId: number, inpu
     // leaves both or neither (a key's retry then never finds folders without their item).
     const path = input.folder_path !== undefined ? folderPathWrites(db, companyId, deptId, input.folder_path) : null;
     const item = newItemOf(companyId, userId, input, { deptId, documentTypeId: type?.id ?? null });
-    const insert = insertItems(db.d1, [newItemRow({ ...item, folderRequired: path !== null })], { guard: "references", returning: true, folder: path?.lastFolder });
-    const { row, snapshot } = await externalIdUnique(input.external_id, () => withSnapshot(db, companyId, "inserted", insert, path?.statements, insertedRow));
+    const insert = insertItems(db.d1, [newItemRow({ ...item, folderRequired: path !== null })], {
+      guard: "references",
+      returning: true,
+      folder: path?.lastFolder,
+    });
+    const { row, snapshot } = await externalIdUnique(input.external_id, () =>
+      withSnapshot(db, companyId, "inserted", insert, path?.statements, insertedRow),
+    );
     if (row) return { row, snapshot };
-    const company = await db.select({ used: companies.documentsUsed, limit: companies.documentsLimit }).from(companies).where(eq(companies.id, companyId)).get();
+    const company = await db
+      .select({ used: companies.documentsUsed, limit: companies.documentsLimit })
+      .from(companies)
+      .where(eq(companies.id, companyId))
+      .get();
     if (!company || company.used >= company.limit) {
-      throw badRequest(`Document limit reached: the company may hold at most ${company?.limit ?? 0} documents (documents_limit)`);
+      throw badRequest(
+        `Document limit reached: the company may hold at most ${company?.limit ?? 0} documents (documents_limit)`,
+      );
     }
     if (input.seqid && !(await db.get(sql`SELECT 1 AS found WHERE ${sequenceInCompany(companyId, input.seqid)}`))) {
       throw badRequest(`seqid ${input.seqid} is not a reminder sequence of the company`);
@@ -513,12 +622,22 @@ export async function createItem(db: Db, companyId: number, userId: number, inpu
   throw lostRace("item");
 }
 
-export async function updateItem(db: Db, companyId: number, itemId: number, input: UpdateItemInput): Promise<Written<ItemRow> & { previousDate: string }> {
+export async function updateItem(
+  db: Db,
+  companyId: number,
+  itemId: number,
+  input: UpdateItemInput,
+): Promise<Written<ItemRow> & { previousDate: string }> {
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    const current = await db.select({ expiryDate: items.expiryDate, title: items.title, notes: items.notes }).from(items).where(inCompany(companyId, itemId)).get();
+    const current = await db
+      .select({ expiryDate: items.expiryDate, title: items.title, notes: items.notes })
+      .from(items)
+      .where(inCompany(companyId, itemId))
+      .get();
     if (!current) throw notFound("Item");
     const date = input.expiry_date ?? current.expiryDate;
-    if (input.recurrence?.until && input.recurrence.until < date) throw badRequest(`recurrence.until must not be earlier than the item's expiry_date ${date}`);
+    if (input.recurrence?.until && input.recurrence.until < date)
+      throw badRequest(`recurrence.until must not be earlier than the item's expiry_date ${date}`);
     await resolveRefs(db, companyId, {
       document_type_id: input.document_type_id || undefined,
       folder_id: input.folder_id || undefined,
@@ -529,7 +648,8 @@ export async function updateItem(db: Db, companyId: number, itemId: number, inpu
     if (input.notes !== undefined) changes.notes = input.notes;
     if (input.expiry_date !== undefined) changes.expiryDate = input.expiry_date;
     // Relative reminders follow the date only when asked to (reschedule_reminders).
-    if (input.expiry_date !== undefined && input.reschedule_reminders === true) changes.reminderAnchor = input.expiry_date;
+    if (input.expiry_date !== undefined && input.reschedule_reminders === true)
+      changes.reminderAnchor = input.expiry_date;
     if (input.item_type !== undefined) changes.itemType = input.item_type;
     if (input.folder_id !== undefined) changes.folderId = input.folder_id || null;
     if (input.document_type_id !== undefined) changes.documentTypeId = input.document_type_id || null;
@@ -545,22 +665,51 @@ export async function updateItem(db: Db, companyId: number, itemId: number, inpu
       if (input.title === undefined) wordsHold.push(eq(items.title, current.title));
       if (input.notes === undefined) wordsHold.push(eq(items.notes, current.notes));
     }
-    const { row, snapshot } = await externalIdUnique(input.external_id, () => withSnapshot<ItemRow>(db, companyId, [itemId], db
-      .update(items)
-      .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
-      .where(and(inCompany(companyId, itemId), ...wordsHold, input.recurrence !== undefined ? eq(items.expiryDate, current.expiryDate) : undefined, refsHold(companyId, { documentTypeId: changes.documentTypeId, folderId: changes.folderId, contactId: changes.contactId })))
-      .returning()));
+    const { row, snapshot } = await externalIdUnique(input.external_id, () =>
+      withSnapshot<ItemRow>(
+        db,
+        companyId,
+        [itemId],
+        db
+          .update(items)
+          .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
+          .where(
+            and(
+              inCompany(companyId, itemId),
+              ...wordsHold,
+              input.recurrence !== undefined ? eq(items.expiryDate, current.expiryDate) : undefined,
+              refsHold(companyId, {
+                documentTypeId: changes.documentTypeId,
+                folderId: changes.folderId,
+                contactId: changes.contactId,
+              }),
+            ),
+          )
+          .returning(),
+      ),
+    );
     if (row) return { row, snapshot, previousDate: current.expiryDate };
   }
   throw lostRace("item");
 }
 
-async function setColumns(db: Db, companyId: number, itemId: number, changes: Partial<typeof items.$inferInsert>, guard?: SQL): Promise<Written<ItemRow | undefined>> {
-  return withSnapshot<ItemRow>(db, companyId, [itemId], db
-    .update(items)
-    .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
-    .where(and(inCompany(companyId, itemId), guard))
-    .returning());
+async function setColumns(
+  db: Db,
+  companyId: number,
+  itemId: number,
+  changes: Partial<typeof items.$inferInsert>,
+  guard?: SQL,
+): Promise<Written<ItemRow | undefined>> {
+  return withSnapshot<ItemRow>(
+    db,
+    companyId,
+    [itemId],
+    db
+      .update(items)
+      .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
+      .where(and(inCompany(companyId, itemId), guard))
+      .returning(),
+  );
 }
 
 /** The item's date as D1 has it now (after the company clock may have renewed it). */
@@ -593,14 +742,20 @@ interface Occurrence {
 
 /** The item's rule state and the renewal on completion that led to its date, if recent (one read). */
 async function occurrenceOf(db: Db, companyId: number, itemId: number): Promise<Occurrence> {
-  const recent = sql<string | null>`(SELECT json_array(r.previous_date, CAST(strftime('%s', 'now') - strftime('%s', r.created_at) AS INTEGER))
+  const recent = sql<
+    string | null
+  >`(SELECT json_array(r.previous_date, CAST(strftime('%s', 'now') - strftime('%s', r.created_at) AS INTEGER))
     FROM item_renewals AS r WHERE r.item_id = "items"."id" AND r.company_id = ${companyId} AND r.reason = 'completed'
       AND r.new_date = "items"."expiry_date" AND r.created_at > datetime('now', ${`-${RENEWAL_SETTLE_SECONDS} seconds`})
     ORDER BY r.id DESC LIMIT 1)`;
   const row = await db.select({ state: ruleState, recent }).from(items).where(inCompany(companyId, itemId)).get();
   if (!row) throw notFound("Item");
   const renewed = row.recent ? (JSON.parse(row.recent) as [string, number]) : null;
-  return { state: row.state, date: parseRuleState(row.state).date, renewed: renewed && { from: renewed[0], secondsAgo: Math.max(0, renewed[1]) } };
+  return {
+    state: row.state,
+    date: parseRuleState(row.state).date,
+    renewed: renewed && { from: renewed[0], secondsAgo: Math.max(0, renewed[1]) },
+  };
 }
 
 /** The 409 of a status change whose occurrence is not the item's current one; nothing was written. */
@@ -612,8 +767,11 @@ function occurrenceConflict(itemId: number, now: Occurrence, named?: string) {
         `and this request does not name the occurrence it is for; nothing was changed. ${how}`,
     );
   }
-  if (named !== undefined && named !== now.date) return conflict(`Item ${itemId} is dated ${now.date}, not ${named}; nothing was changed. ${how}`);
-  return conflict(`The item changed while its status was being changed (its rule or archived state); nothing was changed. Read it again and retry.`);
+  if (named !== undefined && named !== now.date)
+    return conflict(`Item ${itemId} is dated ${now.date}, not ${named}; nothing was changed. ${how}`);
+  return conflict(
+    `The item changed while its status was being changed (its rule or archived state); nothing was changed. Read it again and retry.`,
+  );
 }
 
 /**
@@ -642,19 +800,29 @@ export async function setItemStatus(
   // Archived, the rule is paused: the item is only marked completed.
   const next = status === "completed" && rule?.renewOn === "completed" && !archived ? renewalDate(rule, date) : null;
   if (next) {
-    const { history, update } = renewalWrites(db, companyId, [{ itemId, from: date, to: next, state: seen.state }], { reason: "completed", userId });
+    const { history, update } = renewalWrites(db, companyId, [{ itemId, from: date, to: next, state: seen.state }], {
+      reason: "completed",
+      userId,
+    });
     const { row, snapshot } = await withSnapshot<ItemRow>(db, companyId, [itemId], update, [history]);
     if (!row) throw await lost();
     return { row, snapshot, renewedTo: next };
   }
   // onlyFromOther: the write needs the other status too, so that of two sent together only one changes it.
-  const guard = options.onlyFromOther ? and(sql`${ruleState} = ${seen.state}`, ne(items.status, status)) : sql`${ruleState} = ${seen.state}`;
+  const guard = options.onlyFromOther
+    ? and(sql`${ruleState} = ${seen.state}`, ne(items.status, status))
+    : sql`${ruleState} = ${seen.state}`;
   const { row, snapshot } = await setColumns(db, companyId, itemId, { status }, guard);
   if (!row) throw await lost();
   return { row, snapshot, renewedTo: null };
 }
 
-export async function setItemArchived(db: Db, companyId: number, itemId: number, archived: boolean): Promise<Written<ItemRow>> {
+export async function setItemArchived(
+  db: Db,
+  companyId: number,
+  itemId: number,
+  archived: boolean,
+): Promise<Written<ItemRow>> {
   const { row, snapshot } = await setColumns(db, companyId, itemId, { archived: archived ? 1 : 0 });
   if (!row) throw notFound("Item");
   return { row, snapshot };
@@ -667,18 +835,36 @@ export async function setItemArchived(db: Db, companyId: number, itemId: number,
  * moment ago, so two concurrent renewals never both apply to it. `seenDate`: the date the caller
  * showed (a recipient's page); an item dated otherwise by then is 409, nothing written.
  */
-export async function renewItem(db: Db, companyId: number, userId: number, itemId: number, requested?: string, seenDate?: string) {
+export async function renewItem(
+  db: Db,
+  companyId: number,
+  userId: number,
+  itemId: number,
+  requested?: string,
+  seenDate?: string,
+) {
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    const current = await db.select({ expiryDate: items.expiryDate }).from(items).where(inCompany(companyId, itemId)).get();
+    const current = await db
+      .select({ expiryDate: items.expiryDate })
+      .from(items)
+      .where(inCompany(companyId, itemId))
+      .get();
     if (!current) throw notFound("Item");
     if (seenDate !== undefined && current.expiryDate !== seenDate) {
-      throw conflict(`Item ${itemId} is dated ${current.expiryDate}, not ${seenDate}: it was renewed or changed meanwhile; nothing was changed`);
+      throw conflict(
+        `Item ${itemId} is dated ${current.expiryDate}, not ${seenDate}: it was renewed or changed meanwhile; nothing was changed`,
+      );
     }
     const next = requested ?? addYears(current.expiryDate, 1);
     if (next <= current.expiryDate) {
       throw badRequest(`expiry_date must be later than the item's current expiry date ${current.expiryDate}`);
     }
-    const { history, update } = renewalWrites(db, companyId, [{ itemId, from: current.expiryDate, to: next, state: null }], { reason: "manual", userId });
+    const { history, update } = renewalWrites(
+      db,
+      companyId,
+      [{ itemId, from: current.expiryDate, to: next, state: null }],
+      { reason: "manual", userId },
+    );
     const { row, snapshot } = await withSnapshot<ItemRow>(db, companyId, [itemId], update, [history]);
     if (row) return { row, snapshot, previousDate: current.expiryDate };
   }

@@ -10,7 +10,7 @@ import { parseRuleState, renewalDate, type RecurrenceRule } from "../../lib/recu
 import { DATE_FORMATS, DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, type DateFormat } from "../../lib/time";
 import type { Snapshots } from "../../company-clock/handoff/snapshots";
 import type { Acknowledgement } from "../../schemas/item-actions";
-import { acknowledgeItem, occurrenceState, snoozeItem, type ItemAction } from "./actions";
+import { acknowledgeItem, occurrenceState, snoozeItem, type ActionResult, type ItemAction } from "./actions";
 import { renewItem, setItemStatus } from "./queries";
 
 export type ItemType = "exp" | "due" | "apt" | "evt";
@@ -98,7 +98,13 @@ export async function readRecipientView(d1: D1Database, claims: LinkClaims): Pro
   const status = row.status === "completed" ? "completed" : "pending";
   const timeZone = row.timezone || DEFAULT_TIME_ZONE;
   const { acknowledgement, snoozed_until: snoozedUntil } = occurrenceState(
-    { epoch: row.epoch, ackEpoch: row.ack_epoch, acknowledgement: row.acknowledgement, snoozeEpoch: row.snooze_epoch, snoozedUntil: row.snoozed_until },
+    {
+      epoch: row.epoch,
+      ackEpoch: row.ack_epoch,
+      acknowledgement: row.acknowledgement,
+      snoozeEpoch: row.snooze_epoch,
+      snoozedUntil: row.snoozed_until,
+    },
     () => timeZone,
   );
   return {
@@ -106,7 +112,9 @@ export async function readRecipientView(d1: D1Database, claims: LinkClaims): Pro
     accountId: row.account_id,
     companyName: row.company_name,
     timeZone,
-    dateFormat: (DATE_FORMATS as readonly string[]).includes(row.date_format ?? "") ? (row.date_format as DateFormat) : DEFAULT_DATE_FORMAT,
+    dateFormat: (DATE_FORMATS as readonly string[]).includes(row.date_format ?? "")
+      ? (row.date_format as DateFormat)
+      : DEFAULT_DATE_FORMAT,
     readOnly: row.shard_state !== "active",
     contactId: claims.contactId,
     contactName: row.contact_name,
@@ -121,7 +129,8 @@ export async function readRecipientView(d1: D1Database, claims: LinkClaims): Pro
       archived,
       epoch: row.epoch,
       rule,
-      completionRenewsTo: status === "pending" && !archived && rule?.renewOn === "completed" ? renewalDate(rule, row.expiry_date) : null,
+      completionRenewsTo:
+        status === "pending" && !archived && rule?.renewOn === "completed" ? renewalDate(rule, row.expiry_date) : null,
     },
     acknowledgement: acknowledgement && { ...acknowledgement, byName: row.ack_name || null },
     snoozedUntil,
@@ -146,6 +155,36 @@ export interface LinkOutcome {
   /** The date a completion renewed the item to, or a renewal moved it to. */
   renewedTo?: string | null;
   snapshot?: Snapshots | null;
+  /** The page's data after the action, when the action's own answer tells all of it; else the page is read again. */
+  view?: RecipientView;
+}
+
+/**
+ * The view after an acknowledgement or a snooze, from the state the action's write returned: no
+ * second read. Undefined when it cannot tell (moved on, or acknowledged by another contact whose
+ * name it does not have).
+ */
+function viewAfter(view: RecipientView, claims: LinkClaims, result: ActionResult): RecipientView | undefined {
+  if (result.outcome === "moved_on") return undefined;
+  const { item } = result;
+  const ack = item.acknowledgement;
+  let byName: string | null = null;
+  if (ack?.by.type === "contact") {
+    if (ack.by.id === claims.contactId) byName = view.contactName;
+    else if (view.acknowledgement?.at === ack.at) byName = view.acknowledgement.byName;
+    else return undefined;
+  }
+  return {
+    ...view,
+    item: {
+      ...view.item,
+      status: item.status === "completed" ? "completed" : "pending",
+      archived: item.archived,
+      epoch: item.epoch,
+    },
+    acknowledgement: ack && { ...ack, byName },
+    snoozedUntil: item.snoozed_until,
+  };
 }
 
 const conflictOf = (error: unknown) => error instanceof ApiError && error.status === 409;
@@ -156,23 +195,36 @@ const conflictOf = (error: unknown) => error instanceof ApiError && error.status
  * other finds the item changed (unchanged or moved on), whatever their order. A request that is
  * not valid for the item (a renewal date not after its date) throws a 400 naming the field.
  */
-export async function actFromLink(db: Db, view: RecipientView, claims: LinkClaims, request: LinkRequest): Promise<LinkOutcome> {
+export async function actFromLink(
+  db: Db,
+  view: RecipientView,
+  claims: LinkClaims,
+  request: LinkRequest,
+): Promise<LinkOutcome> {
   const { item } = view;
   if (item.epoch !== claims.epoch || item.archived) return { outcome: "moved_on" };
   const action: ItemAction = { by: { type: "contact", id: claims.contactId }, via: "link", occurrence: claims.epoch };
   switch (request.action) {
     case "acknowledge": {
       const done = await acknowledgeItem(db, view.companyId, item.id, { ...action, note: request.note });
-      return { outcome: done.outcome, snapshot: done.snapshot };
+      return { outcome: done.outcome, snapshot: done.snapshot, view: viewAfter(view, claims, done) };
     }
     case "snooze": {
       const done = await snoozeItem(db, view.companyId, item.id, { ...action, until: request.until });
-      return { outcome: done.outcome, snapshot: done.snapshot };
+      return { outcome: done.outcome, snapshot: done.snapshot, view: viewAfter(view, claims, done) };
     }
     case "complete": {
       if (item.status === "completed") return { outcome: "unchanged" };
       try {
-        const done = await setItemStatus(db, view.companyId, 0, item.id, "completed", { date: item.expiryDate }, { onlyFromOther: true });
+        const done = await setItemStatus(
+          db,
+          view.companyId,
+          0,
+          item.id,
+          "completed",
+          { date: item.expiryDate },
+          { onlyFromOther: true },
+        );
         return { outcome: "applied", renewedTo: done.renewedTo, snapshot: done.snapshot };
       } catch (error) {
         if (!conflictOf(error)) throw error;
@@ -182,7 +234,8 @@ export async function actFromLink(db: Db, view: RecipientView, claims: LinkClaim
       }
     }
     case "renew": {
-      if (request.date <= item.expiryDate) throw badRequest(`date must be later than the item's date ${item.expiryDate}`);
+      if (request.date <= item.expiryDate)
+        throw badRequest(`date must be later than the item's date ${item.expiryDate}`);
       try {
         const renewed = await renewItem(db, view.companyId, 0, item.id, request.date, item.expiryDate);
         return { outcome: "applied", renewedTo: renewed.row.expiryDate, snapshot: renewed.snapshot };

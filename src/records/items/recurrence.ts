@@ -2,13 +2,12 @@
 // and the guarded statements of a renewal, shared by POST /renew, a completion that renews and the
 // company clock's renewal at expiry.
 
-import { and, eq, sql, type SQL } from "drizzle-orm";
+import { and, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { ruleState } from "../../db/rule-state";
 import { itemRenewals, items } from "../../db/schema";
 import { parseRuleState, upcomingDates, type RecurrenceRule } from "../../lib/recurrence";
 import type { ItemDetail, RecurrenceInput } from "../../schemas/items";
-
 
 /** A rule as the API shows it (`recurrence` of the detail; exports too). */
 export const ruleView = (rule: RecurrenceRule): NonNullable<ItemDetail["recurrence"]> => ({
@@ -35,7 +34,12 @@ export function recurrenceView(state: string): Pick<ItemDetail, "recurrence" | "
  * stay the item's; otherwise the date. The one statement of that rule, for POST/PATCH
  * (ruleColumns, reanchorOnNewDate) and imports (src/imports/items.ts, per row in SQL).
  */
-export function ruleAnchor(after: { every: number | SQL; unit: string | SQL; date: string | SQL; dateChanged: boolean | SQL }): SQL {
+export function ruleAnchor(after: {
+  every: number | SQL;
+  unit: string | SQL;
+  date: string | SQL;
+  dateChanged: boolean | SQL;
+}): SQL {
   const changed = typeof after.dateChanged === "boolean" ? sql.raw(after.dateChanged ? "1" : "0") : after.dateChanged;
   return sql`CASE WHEN ${after.every} IS NULL THEN NULL WHEN ${changed} THEN ${after.date}
     WHEN ${items.recurEvery} = ${after.every} AND ${items.recurUnit} = ${after.unit} THEN ${items.recurAnchor} ELSE ${after.date} END`;
@@ -46,8 +50,20 @@ export function ruleAnchor(after: { every: number | SQL; unit: string | SQL; dat
  * its anchor when only its end (until, count) or renew_on changes and the date stays; otherwise
  * occurrences count from `date` (the item's date after the write).
  */
-export function ruleColumns(input: RecurrenceInput | null, date: string | SQL, dateChanged: boolean): Partial<typeof items.$inferInsert> {
-  if (input === null) return { recurEvery: null, recurUnit: null, recurRenewOn: null, recurUntil: null, recurCount: null, recurAnchor: null };
+export function ruleColumns(
+  input: RecurrenceInput | null,
+  date: string | SQL,
+  dateChanged: boolean,
+): Partial<typeof items.$inferInsert> {
+  if (input === null)
+    return {
+      recurEvery: null,
+      recurUnit: null,
+      recurRenewOn: null,
+      recurUntil: null,
+      recurCount: null,
+      recurAnchor: null,
+    };
   return {
     recurEvery: input.every,
     recurUnit: input.unit,
@@ -60,7 +76,12 @@ export function ruleColumns(input: RecurrenceInput | null, date: string | SQL, d
 
 /** A new date set by hand (PATCH expiry_date): a rule then counts its occurrences from it. */
 export const reanchorOnNewDate = (date: string) =>
-  ruleAnchor({ every: sql`${items.recurEvery}`, unit: sql`${items.recurUnit}`, date, dateChanged: true }) as unknown as string;
+  ruleAnchor({
+    every: sql`${items.recurEvery}`,
+    unit: sql`${items.recurUnit}`,
+    date,
+    dateChanged: true,
+  }) as unknown as string;
 
 export type RenewalReason = "manual" | "completed" | "expired";
 
@@ -82,7 +103,12 @@ export const RENEWALS_PER_STATEMENT = 500;
  * status goes back to pending; an automatic renewal uses up one of `count` and keeps the rule's
  * anchor, one by hand restarts the rule from the new date. The update returns the renewed rows.
  */
-export function renewalWrites(db: Db, companyId: number, renewals: Renewal[], how: { reason: RenewalReason; userId: number }) {
+export function renewalWrites(
+  db: Db,
+  companyId: number,
+  renewals: Renewal[],
+  how: { reason: RenewalReason; userId: number },
+) {
   const json = JSON.stringify(renewals.map((r) => ({ id: r.itemId, from: r.from, to: r.to, state: r.state })));
   const source = () =>
     sql`(SELECT j.value ->> '$.id' AS id, j.value ->> '$.from' AS from_date, j.value ->> '$.to' AS to_date, j.value ->> '$.state' AS state FROM json_each(${json}) AS j) AS r`;
@@ -97,20 +123,21 @@ export function renewalWrites(db: Db, companyId: number, renewals: Renewal[], ho
     // tries again once the move is over, on the account's new shard.
     sql`EXISTS (SELECT 1 FROM companies c JOIN accounts a ON a.id = c.account_id WHERE c.id = ${companyId} AND a.shard_state = 'active')`,
   );
-  const history = db.insert(itemRenewals).select((qb) =>
-    qb
-      .select({
-        id: sql`NULL`,
-        itemId: items.id,
-        companyId: items.companyId,
-        previousDate: items.expiryDate,
-        newDate: sql`r.to_date`,
-        renewedBy: sql`${how.userId}`,
-        renewedAt: sql`CURRENT_TIMESTAMP`,
-        reason: sql`${how.reason}`,
-      })
-      .from(source())
-      .innerJoin(items, applies!) as never,
+  const history = db.insert(itemRenewals).select(
+    (qb) =>
+      qb
+        .select({
+          id: sql`NULL`,
+          itemId: items.id,
+          companyId: items.companyId,
+          previousDate: items.expiryDate,
+          newDate: sql`r.to_date`,
+          renewedBy: sql`${how.userId}`,
+          renewedAt: sql`CURRENT_TIMESTAMP`,
+          reason: sql`${how.reason}`,
+        })
+        .from(source())
+        .innerJoin(items, applies!) as never,
   );
   const automatic = how.reason !== "manual";
   const update = db
@@ -128,7 +155,9 @@ export function renewalWrites(db: Db, companyId: number, renewals: Renewal[], ho
       snoozedUntil: null,
       snoozeContactId: null,
       updatedAt: sql`CURRENT_TIMESTAMP`,
-      ...(automatic ? { recurCount: sql`${items.recurCount} - 1` } : { recurAnchor: sql`CASE WHEN ${items.recurEvery} IS NULL THEN NULL ELSE r.to_date END` }),
+      ...(automatic
+        ? { recurCount: sql`${items.recurCount} - 1` }
+        : { recurAnchor: sql`CASE WHEN ${items.recurEvery} IS NULL THEN NULL ELSE r.to_date END` }),
     })
     .from(source())
     .where(applies)

@@ -170,19 +170,29 @@ const dialect = new SQLiteAsyncDialect();
  * row's (POST with folder_path: the last folder of the path its batch creates, which must then
  * exist: `folderRequired`). As text and parameters, for a D1 statement (`insertItems`) or a query plan.
  */
-export function insertItemsQuery(rows: Array<Record<string, unknown>>, options: { guard: NewItemGuard; returning: boolean; folder?: SQL }): { sql: string; params: unknown[] } {
+export function insertItemsQuery(
+  rows: Array<Record<string, unknown>>,
+  options: { guard: NewItemGuard; returning: boolean; folder?: SQL },
+): { sql: string; params: unknown[] } {
   const json = JSON.stringify(rows);
   const key = `${options.guard}:${options.returning}`;
   let text = texts.get(key);
   if (!text) {
-    const template = jsonRowsInsert(items, NEW_ITEM, { guard: GUARDS[options.guard], returning: options.returning, first: FIRST, more: MORE });
+    const template = jsonRowsInsert(items, NEW_ITEM, {
+      guard: GUARDS[options.guard],
+      returning: options.returning,
+      first: FIRST,
+      more: MORE,
+    });
     texts.set(key, (text = { template, plain: template.replace(FOLDER, field("folder_id")) }));
   }
   if (!options.folder) return { sql: text.plain, params: [json] };
   // The folder's expression binds its own parameters, before the rows' in the text.
   const [before, after] = text.template.split(FOLDER) as [string, string];
   const [middle, end] = after.split("json_each(?)") as [string, string];
-  return dialect.sqlToQuery(sql`${sql.raw(before)}(${options.folder})${sql.raw(middle)}json_each(${json})${sql.raw(end)}`);
+  return dialect.sqlToQuery(
+    sql`${sql.raw(before)}(${options.folder})${sql.raw(middle)}json_each(${json})${sql.raw(end)}`,
+  );
 }
 
 /** `insertItemsQuery` as a statement of `d1`, for a commit. */

@@ -21,7 +21,13 @@ import { MAX_FEED_EVENTS } from "../../company-clock/api";
 import { feedShard, serveFeed } from "../../records/calendar-feeds/feed";
 import { bookmarkOnAnswer, requestSession } from "../../db/session";
 import { createFeed, deleteFeed, listFeeds, normalizeFilters } from "../../records/calendar-feeds/queries";
-import { CalendarFeedListEnvelope, CreateFeedSchema, CreatedCalendarFeedSchema, ListFeedsQuery, MAX_FEEDS } from "../../schemas/calendar-feeds";
+import {
+  CalendarFeedListEnvelope,
+  CreateFeedSchema,
+  CreatedCalendarFeedSchema,
+  ListFeedsQuery,
+  MAX_FEEDS,
+} from "../../schemas/calendar-feeds";
 
 const tags = ["Calendar feeds"];
 const FeedParams = idParam("feed_id");
@@ -31,7 +37,8 @@ const CACHE_CONTROL = "private, no-cache";
 const ICS_TYPE = "text/calendar; charset=utf-8";
 
 const SCOPE_NOTE =
-  "Creating and revoking a feed needs only `items:read`: a feed reads items and nothing more, and whoever may create one may revoke it.";
+  "Creating and revoking a feed needs only `items:read`: a feed reads items and " +
+  "nothing more, and whoever may create one may revoke it.";
 
 export const calendarFeedsRouter = createRouter();
 
@@ -44,19 +51,30 @@ calendarFeedsRouter.openapi(
     tags,
     summary: "Create a calendar feed",
     description:
-      "Extension. A subscribable iCalendar feed (RFC 5545) of the company's items, with the item list's filters: `folder_id` (0: items in no folder), " +
-      "`deptid`, `contact_id`, `item_type`, `status`, `include_archived` (default false); the body is optional (no filter). Ids not in the company are 400 naming the field. " +
-      "`url` is absolute (the origin the request was sent to) and ends in a token of 32 random bytes (base64url): it is shown only in this answer and stored only " +
+      "Extension. A subscribable iCalendar feed (RFC 5545) of the company's items, " +
+      "with the item list's filters: `folder_id` (0: items in no folder), " +
+      "`deptid`, `contact_id`, `item_type`, `status`, `include_archived` (default " +
+      "false); the body is optional (no filter). Ids not in the company are 400 naming " +
+      "the field. " +
+      "`url` is absolute (the origin the request was sent to) and ends in a token of " +
+      "32 random bytes (base64url): it is shown only in this answer and stored only " +
       `as its SHA-256, so it cannot be read again; the URL needs no Authorization header. A company has at most ${MAX_FEEDS} feeds: one more is 400 (checked ` +
       `inside the insert, so concurrent creates cannot overshoot). ${SCOPE_NOTE}`,
     request: { body: { required: false, content: { "application/json": { schema: CreateFeedSchema } } } },
-    responses: { 201: jsonResponse(resultEnvelope(CreatedCalendarFeedSchema, "CalendarFeedCreated"), "Feed created, with its URL") },
+    responses: {
+      201: jsonResponse(resultEnvelope(CreatedCalendarFeedSchema, "CalendarFeedCreated"), "Feed created, with its URL"),
+    },
   }),
   async (c) => {
     const filters = normalizeFilters(c.req.valid("json") ?? {});
     const { row, token } = await createFeed(c.var.db, c.var.companyId, c.var.auth.clientId, filters);
     const url = new URL(`/v1/calendar/${token}.ics`, c.req.url).toString();
-    return created(c, "Calendar feed created", { feed_id: row.feed_id, url, filters: row.filters, created_at: row.created_at });
+    return created(c, "Calendar feed created", {
+      feed_id: row.feed_id,
+      url,
+      filters: row.filters,
+      created_at: row.created_at,
+    });
   },
 );
 
@@ -68,7 +86,8 @@ calendarFeedsRouter.openapi(
     scope: "items:read",
     tags,
     summary: "List calendar feeds",
-    description: "Extension. The company's feeds (every client's), by feed_id, without their URLs (shown only at creation).",
+    description:
+      "Extension. The company's feeds (every client's), by feed_id, without their URLs " + "(shown only at creation).",
     request: { query: ListFeedsQuery },
     responses: { 200: jsonResponse(CalendarFeedListEnvelope, "A page of calendar feeds") },
   }),
@@ -105,13 +124,20 @@ calendarFeedsRouter.openAPIRegistry.registerPath({
   tags,
   summary: "A calendar feed (iCalendar; no authentication)",
   description: [
-    "The feed's items as an iCalendar object (RFC 5545), `text/calendar; charset=utf-8`, for calendar applications to subscribe to. " +
-      "No Authorization header: the token in the URL is the credential. An unknown or revoked token is 404. Counted against the anonymous rate limit of the caller's address.",
+    "The feed's items as an iCalendar object (RFC 5545), `text/calendar; " +
+      "charset=utf-8`, for calendar applications to subscribe to. " +
+      "No Authorization header: the token in the URL is the credential. An unknown or " +
+      "revoked token is 404. Counted against the anonymous rate limit of the caller's " +
+      "address.",
     `One all-day VEVENT per item, on its expiry date, ordered by expiry date then item id, at most ${MAX_FEED_EVENTS.toLocaleString("en-US")} (the earliest). ` +
-      "UID `item-<item_id>-<company_id>@expiry-reminder` (stable); SUMMARY the title; DESCRIPTION `Type: …`, `Folder: …`, `Document type: …`, " +
-      "`Status: completed`, `Archived: yes` (each when it applies), then a blank line and the notes; STATUS CONFIRMED, or CANCELLED for a completed item; " +
-      "DTSTAMP and LAST-MODIFIED the item's last change. One VALARM (DISPLAY) per queued reminder, at its instant (TRIGGER;VALUE=DATE-TIME, UTC).",
-    "Strong ETag: If-None-Match answers 304 after reading only version numbers. `Cache-Control: private, no-cache`; the calendar suggests a refresh every hour " +
+      "UID `item-<item_id>-<company_id>@expiry-reminder` (stable); SUMMARY the title; " +
+      "DESCRIPTION `Type: …`, `Folder: …`, `Document type: …`, " +
+      "`Status: completed`, `Archived: yes` (each when it applies), then a blank line " +
+      "and the notes; STATUS CONFIRMED, or CANCELLED for a completed item; " +
+      "DTSTAMP and LAST-MODIFIED the item's last change. One VALARM (DISPLAY) per " +
+      "queued reminder, at its instant (TRIGGER;VALUE=DATE-TIME, UTC).",
+    "Strong ETag: If-None-Match answers 304 after reading only version numbers. " +
+      "`Cache-Control: private, no-cache`; the calendar suggests a refresh every hour " +
       "(REFRESH-INTERVAL, X-PUBLISHED-TTL).",
   ].join("\n\n"),
   request: {
@@ -128,7 +154,11 @@ calendarFeedsRouter.openAPIRegistry.registerPath({
     200: {
       description: "The calendar",
       headers: { "Cache-Control": { description: `\`${CACHE_CONTROL}\``, schema: { type: "string" } } },
-      content: { "text/calendar": { schema: z.string().openapi({ example: "BEGIN:VCALENDAR\r\nVERSION:2.0\r\n…\r\nEND:VCALENDAR\r\n" }) } },
+      content: {
+        "text/calendar": {
+          schema: z.string().openapi({ example: "BEGIN:VCALENDAR\r\nVERSION:2.0\r\n…\r\nEND:VCALENDAR\r\n" }),
+        },
+      },
     },
     304: errorResponses.notModified,
     400: jsonResponse(ApiErrorSchema, "A malformed If-None-Match or X-D1-Bookmark (Shape B, naming the header)"),

@@ -1,8 +1,32 @@
 import { conditionalRecord, rowVersion } from "../../lib/conditional";
 import { created, done, ok, page, updated } from "../../lib/respond";
-import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
-import { createGroup, deleteGroup, getGroup, groupOutput, listGroups, makeDefaultGroup, updateGroup } from "../../records/contact-groups";
-import { ContactGroupSchema, CreateGroupSchema, GroupListEnvelope, ListGroupsQuery, UpdateGroupSchema } from "../../schemas/contact-groups";
+import {
+  MessageEnvelope,
+  createRouter,
+  dataEnvelope,
+  errorResponses,
+  idParam,
+  jsonBody,
+  jsonResponse,
+  resultEnvelope,
+  scopedRoute,
+} from "../../lib/openapi";
+import {
+  createGroup,
+  deleteGroup,
+  getGroup,
+  groupOutput,
+  listGroups,
+  makeDefaultGroup,
+  updateGroup,
+} from "../../records/contact-groups";
+import {
+  ContactGroupSchema,
+  CreateGroupSchema,
+  GroupListEnvelope,
+  ListGroupsQuery,
+  UpdateGroupSchema,
+} from "../../schemas/contact-groups";
 
 const tags = ["Contact groups"];
 const GroupParams = idParam("group_id");
@@ -12,7 +36,10 @@ const groupRecord = conditionalRecord({
   what: "Contact group",
   table: "contact_groups",
   params: GroupParams,
-  load: async (c, { group_id }) => { const version = await rowVersion(c, "contact_groups", group_id); return { id: group_id, version, data: groupOutput(await getGroup(c.var.db, c.var.companyId, group_id)) }; },
+  load: async (c, { group_id }) => {
+    const version = await rowVersion(c, "contact_groups", group_id);
+    return { id: group_id, version, data: groupOutput(await getGroup(c.var.db, c.var.companyId, group_id)) };
+  },
 });
 const GroupEnvelope = dataEnvelope(ContactGroupSchema, "ContactGroupEnvelope");
 const GroupResult = resultEnvelope(ContactGroupSchema, "ContactGroupResult");
@@ -83,7 +110,9 @@ contactGroupsRouter.openapi(
     tags,
     summary: "Update a contact group",
     description:
-      "isdefault=1 makes it its department's default (the previous default is unset); isdefault=0 on the default group is 400, as is moving the default group to another department. Moving a group moves its contacts to the new department.",
+      "isdefault=1 makes it its department's default (the previous default is unset); " +
+      "isdefault=0 on the default group is 400, as is moving the default group to " +
+      "another department. Moving a group moves its contacts to the new department.",
     request: { params: GroupParams, body: jsonBody(UpdateGroupSchema) },
     responses: { 200: jsonResponse(GroupResult, "Group updated"), 409: errorResponses.conflict },
   }),
@@ -103,7 +132,9 @@ contactGroupsRouter.openapi(
     tags,
     summary: "Delete a contact group",
     description:
-      "The default group cannot be deleted (400). The group's contacts are kept and move to their department's default group (or to no group, groupid 0, when the department has none).",
+      "The default group cannot be deleted (400). The group's contacts are kept and " +
+      "move to their department's default group (or to no group, groupid 0, when the " +
+      "department has none).",
     request: { params: GroupParams },
     responses: { 200: jsonResponse(MessageEnvelope, "Group deleted"), 409: errorResponses.conflict },
   }),
@@ -122,7 +153,10 @@ contactGroupsRouter.openapi(
     scope: "contacts:write",
     tags,
     summary: "Make a group its department's default",
-    description: "No body. The department's previous default group is unset in the same transaction. 400 when the group's department is not a valid department of the company.",
+    description:
+      "No body. The department's previous default group is unset in the same " +
+      "transaction. 400 when the group's department is not a valid department of the " +
+      "company.",
     request: { params: GroupParams },
     responses: { 200: jsonResponse(GroupResult, "Group is now the default"), 409: errorResponses.conflict },
   }),

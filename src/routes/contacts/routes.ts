@@ -1,8 +1,31 @@
 import { conditionalRecord } from "../../lib/conditional";
 import { created, done, ok, page, updated } from "../../lib/respond";
-import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
-import { contactOutput, createContact, deleteContact, getContact, listContacts, updateContact } from "../../records/contacts";
-import { ContactListEnvelope, ContactSchema, CreateContactSchema, ListContactsQuery, UpdateContactSchema } from "../../schemas/contacts";
+import {
+  MessageEnvelope,
+  createRouter,
+  dataEnvelope,
+  errorResponses,
+  idParam,
+  jsonBody,
+  jsonResponse,
+  resultEnvelope,
+  scopedRoute,
+} from "../../lib/openapi";
+import {
+  contactOutput,
+  createContact,
+  deleteContact,
+  getContact,
+  listContacts,
+  updateContact,
+} from "../../records/contacts";
+import {
+  ContactListEnvelope,
+  ContactSchema,
+  CreateContactSchema,
+  ListContactsQuery,
+  UpdateContactSchema,
+} from "../../schemas/contacts";
 
 const tags = ["Contacts"];
 const ContactParams = idParam("contact_id");
@@ -12,7 +35,10 @@ const contactRecord = conditionalRecord({
   what: "Contact",
   table: "contacts",
   params: ContactParams,
-  load: async (c, { contact_id }) => { const row = await getContact(c.var.db, c.var.companyId, contact_id); return { id: row.id, version: row.version, data: contactOutput(row) }; },
+  load: async (c, { contact_id }) => {
+    const row = await getContact(c.var.db, c.var.companyId, contact_id);
+    return { id: row.id, version: row.version, data: contactOutput(row) };
+  },
 });
 
 export const contactsRouter = createRouter();
@@ -44,7 +70,10 @@ contactsRouter.openapi(
     tags,
     summary: "Create a contact",
     description:
-      "Without groupid the contact joins the default group of its department (if there is one); without deptid it goes to the group's department, else the company's default department. Email is unique per company, case-insensitively. Refused with 400 when the company's contacts_limit is reached.",
+      "Without groupid the contact joins the default group of its department (if there " +
+      "is one); without deptid it goes to the group's department, else the company's " +
+      "default department. Email is unique per company, case-insensitively. Refused " +
+      "with 400 when the company's contacts_limit is reached.",
     request: { body: jsonBody(CreateContactSchema) },
     responses: {
       201: jsonResponse(resultEnvelope(ContactSchema, "ContactCreated"), "Contact created"),
@@ -85,7 +114,10 @@ contactsRouter.openapi(
     tags,
     summary: "Update a contact",
     description:
-      "At least one field. `countryid` takes an ISO 3166-1 alpha-2 code and sets both iso and country_code (its dialling code); country_code and iso may also be sent, together. A new groupid moves the contact into that group's department; 0 takes it out of its group.",
+      "At least one field. `countryid` takes an ISO 3166-1 alpha-2 code and sets both " +
+      "iso and country_code (its dialling code); country_code and iso may also be " +
+      "sent, together. A new groupid moves the contact into that group's department; 0 " +
+      "takes it out of its group.",
     request: { params: ContactParams, body: jsonBody(UpdateContactSchema) },
     responses: {
       200: jsonResponse(resultEnvelope(ContactSchema, "ContactUpdated"), "Contact updated"),

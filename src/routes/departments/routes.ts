@@ -1,8 +1,31 @@
 import { conditionalRecord, rowVersion } from "../../lib/conditional";
 import { created, done, ok, page, updated } from "../../lib/respond";
-import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
-import { createDepartment, deleteDepartment, departmentOutput, getDepartment, listDepartments, updateDepartment } from "../../records/departments";
-import { CreateDepartmentSchema, DepartmentListEnvelope, DepartmentSchema, ListDepartmentsQuery, UpdateDepartmentSchema } from "../../schemas/departments";
+import {
+  MessageEnvelope,
+  createRouter,
+  dataEnvelope,
+  errorResponses,
+  idParam,
+  jsonBody,
+  jsonResponse,
+  resultEnvelope,
+  scopedRoute,
+} from "../../lib/openapi";
+import {
+  createDepartment,
+  deleteDepartment,
+  departmentOutput,
+  getDepartment,
+  listDepartments,
+  updateDepartment,
+} from "../../records/departments";
+import {
+  CreateDepartmentSchema,
+  DepartmentListEnvelope,
+  DepartmentSchema,
+  ListDepartmentsQuery,
+  UpdateDepartmentSchema,
+} from "../../schemas/departments";
 
 const tags = ["Departments"];
 const DepartmentParams = idParam("dept_id");
@@ -12,13 +35,18 @@ const departmentRecord = conditionalRecord({
   what: "Department",
   table: "departments",
   params: DepartmentParams,
-  load: async (c, { dept_id }) => { const version = await rowVersion(c, "departments", dept_id); return { id: dept_id, version, data: departmentOutput(await getDepartment(c.var.db, c.var.companyId, dept_id)) }; },
+  load: async (c, { dept_id }) => {
+    const version = await rowVersion(c, "departments", dept_id);
+    return { id: dept_id, version, data: departmentOutput(await getDepartment(c.var.db, c.var.companyId, dept_id)) };
+  },
 });
 const DepartmentEnvelope = dataEnvelope(DepartmentSchema, "DepartmentEnvelope");
 const DepartmentResult = resultEnvelope(DepartmentSchema, "DepartmentResult");
 
 const COUNTERS =
-  "docs_used, contacts_used and storage_used_kb are maintained counters (contacts_used follows every contact insert, delete and move, including moves of a contact group to another department).";
+  "docs_used, contacts_used and storage_used_kb are maintained counters " +
+  "(contacts_used follows every contact insert, delete and move, including moves " +
+  "of a contact group to another department).";
 
 export const departmentsRouter = createRouter();
 
@@ -51,7 +79,11 @@ departmentsRouter.openapi(
     tags,
     summary: "Create a department",
     description:
-      'dept_name is unique in the company, case-insensitively in every script: a duplicate is 409. isdefault=1 makes it the company\'s default department and unsets the previous one in the same transaction. The new department gets an empty default contact group named "General" in the same transaction, so contacts placed in the department without a group land in a group.',
+      "dept_name is unique in the company, case-insensitively in every script: a " +
+      "duplicate is 409. isdefault=1 makes it the company's default department and " +
+      "unsets the previous one in the same transaction. The new department gets an " +
+      'empty default contact group named "General" in the same transaction, so ' +
+      "contacts placed in the department without a group land in a group.",
     request: { body: jsonBody(CreateDepartmentSchema) },
     responses: { 201: jsonResponse(DepartmentResult, "Department created"), 409: errorResponses.conflict },
   }),
@@ -92,7 +124,11 @@ departmentsRouter.openapi(
     tags,
     summary: "Update a department",
     description:
-      "An empty body is 400 (No updatable fields provided). A new dept_name must be unique in the company, case-insensitively (409); a case-only rename of the department itself is fine. isdefault=1 makes it the company's default and unsets the previous one in the same transaction; isdefault=0 on the current default is 400, since a company keeps exactly one default department.",
+      "An empty body is 400 (No updatable fields provided). A new dept_name must be " +
+      "unique in the company, case-insensitively (409); a case-only rename of the " +
+      "department itself is fine. isdefault=1 makes it the company's default and " +
+      "unsets the previous one in the same transaction; isdefault=0 on the current " +
+      "default is 400, since a company keeps exactly one default department.",
     request: { params: DepartmentParams, body: jsonBody(UpdateDepartmentSchema) },
     responses: { 200: jsonResponse(DepartmentResult, "Department updated"), 409: errorResponses.conflict },
   }),
@@ -113,7 +149,12 @@ departmentsRouter.openapi(
     tags,
     summary: "Delete a department",
     description:
-      "The default department cannot be deleted (400). A department that still holds records is 400 with a message naming them (contacts, contact groups other than an empty default group, document types, folders, items, files): move or delete them first. An empty department is deleted together with its empty default contact group, in one transaction that re-checks both conditions, so a record added concurrently makes the delete a 400 and nothing is deleted.",
+      "The default department cannot be deleted (400). A department that still holds " +
+      "records is 400 with a message naming them (contacts, contact groups other than " +
+      "an empty default group, document types, folders, items, files): move or delete " +
+      "them first. An empty department is deleted together with its empty default " +
+      "contact group, in one transaction that re-checks both conditions, so a record " +
+      "added concurrently makes the delete a 400 and nothing is deleted.",
     request: { params: DepartmentParams },
     responses: { 200: jsonResponse(MessageEnvelope, "Department deleted"), 409: errorResponses.conflict },
   }),

@@ -9,14 +9,34 @@ import type { AppBindings } from "../../env";
 import { MAX_UPLOAD_BYTES, describeBytes } from "../../lib/body";
 import { noneMatch, type EntityTags } from "../../lib/conditional";
 import { ApiError, apiError, badRequest, conflict, notFound, oauthError } from "../../lib/errors";
-import { contentDisposition, kbOf, newFileId, objectKey, parseRange, sha256Hex, toHex, UPLOAD_TOKEN_PATTERN, uploadTokenShard } from "../../records/drive/format";
-import { claimUpload, completeUpload, explainRefusedClaim, explainRefusedCompletion, releaseUpload, type ClaimedUpload, type FileRow } from "../../records/drive/queries";
+import {
+  contentDisposition,
+  kbOf,
+  newFileId,
+  objectKey,
+  parseRange,
+  sha256Hex,
+  toHex,
+  UPLOAD_TOKEN_PATTERN,
+  uploadTokenShard,
+} from "../../records/drive/format";
+import {
+  claimUpload,
+  completeUpload,
+  explainRefusedClaim,
+  explainRefusedCompletion,
+  releaseUpload,
+  type ClaimedUpload,
+  type FileRow,
+} from "../../records/drive/queries";
 import { UPLOAD_TOKEN_HEADER } from "../../schemas/drive";
 
 /** 401 Shape A `invalid_token` for the upload token, with its challenge (the token is not a Bearer token). */
 export function invalidUploadToken(description: string): ApiError {
   return oauthError(401, "invalid_token", description, {
-    headers: { "WWW-Authenticate": `UploadToken realm="uploads", header="${UPLOAD_TOKEN_HEADER}", error="invalid_token", error_description="${description}"` },
+    headers: {
+      "WWW-Authenticate": `UploadToken realm="uploads", header="${UPLOAD_TOKEN_HEADER}", error="invalid_token", error_description="${description}"`,
+    },
   });
 }
 
@@ -40,7 +60,14 @@ const CHUNK_MIN_BYTES = 256 * 1024;
  * holds: memory does not grow with the file. A JavaScript TransformStream over the body's own small
  * chunks made uploads about 45% slower than a bare R2 put (docs/performance.md, "Drive and tasks").
  */
-async function streamToR2(bucket: R2Bucket, key: string, body: ReadableStream<Uint8Array> | null, size: number, contentType: string, fileId: string) {
+async function streamToR2(
+  bucket: R2Bucket,
+  key: string,
+  body: ReadableStream<Uint8Array> | null,
+  size: number,
+  contentType: string,
+  fileId: string,
+) {
   const options: R2PutOptions = { httpMetadata: { contentType }, customMetadata: { file_id: fileId } };
   if (size === 0) {
     await bucket.put(key, new Uint8Array(0), options);
@@ -59,7 +86,8 @@ async function streamToR2(bucket: R2Bucket, key: string, body: ReadableStream<Ui
     await bucket.put(key, fixed.readable, options);
     await pumping;
   } catch (err) {
-    if (bodyFailed || BODY_STREAM_ERROR.test(String((err as Error)?.message ?? err))) throw new BodyStreamError(String(err));
+    if (bodyFailed || BODY_STREAM_ERROR.test(String((err as Error)?.message ?? err)))
+      throw new BodyStreamError(String(err));
     throw err;
   }
   return toHex(await digest.digest);
@@ -72,10 +100,17 @@ async function streamToR2(bucket: R2Bucket, key: string, body: ReadableStream<Ui
  * it and R2's side has read it), so an upload leaves no garbage buffers for the collector, however
  * large the file.
  */
-async function pump(body: ReadableStream<Uint8Array>, hash: WritableStreamDefaultWriter<ArrayBufferView>, out: WritableStreamDefaultWriter<ArrayBufferView>) {
+async function pump(
+  body: ReadableStream<Uint8Array>,
+  hash: WritableStreamDefaultWriter<ArrayBufferView>,
+  out: WritableStreamDefaultWriter<ArrayBufferView>,
+) {
   const reader = body.getReader({ mode: "byob" });
   const read = (reuse?: ArrayBuffer) =>
-    reader.readAtLeast(CHUNK_MIN_BYTES, new Uint8Array(reuse && reuse.byteLength === CHUNK_BYTES ? reuse : new ArrayBuffer(CHUNK_BYTES)));
+    reader.readAtLeast(
+      CHUNK_MIN_BYTES,
+      new Uint8Array(reuse && reuse.byteLength === CHUNK_BYTES ? reuse : new ArrayBuffer(CHUNK_BYTES)),
+    );
   let spare: ArrayBuffer | undefined;
   let next: ReturnType<typeof read> | undefined = read();
   try {
@@ -111,7 +146,8 @@ async function pump(body: ReadableStream<Uint8Array>, hash: WritableStreamDefaul
  */
 export async function receiveUpload(c: Context<AppBindings>) {
   const token = c.req.header(UPLOAD_TOKEN_HEADER);
-  if (token === undefined || token === "") throw invalidUploadToken(`Missing upload token in the ${UPLOAD_TOKEN_HEADER} header`);
+  if (token === undefined || token === "")
+    throw invalidUploadToken(`Missing upload token in the ${UPLOAD_TOKEN_HEADER} header`);
   if (!UPLOAD_TOKEN_PATTERN.test(token)) throw invalidUploadToken("The upload token is malformed");
   const declared = c.req.header("Content-Length");
   if (declared === undefined) {
@@ -119,7 +155,8 @@ export async function receiveUpload(c: Context<AppBindings>) {
   }
   if (!/^\d{1,16}$/.test(declared.trim())) throw badRequest("Content-Length must be a whole number of bytes");
   const size = Number(declared.trim());
-  if (size > MAX_UPLOAD_BYTES) throw apiError(413, `The file exceeds the upload limit of ${describeBytes(MAX_UPLOAD_BYTES)}`);
+  if (size > MAX_UPLOAD_BYTES)
+    throw apiError(413, `The file exceeds the upload limit of ${describeBytes(MAX_UPLOAD_BYTES)}`);
 
   // No bearer token: the upload token names the shard of its session.
   const shard = uploadTokenShard(token);
@@ -132,7 +169,8 @@ export async function receiveUpload(c: Context<AppBindings>) {
   if (!upload) {
     const why = await explainRefusedClaim(db, tokenHash);
     if (why.reason === "unknown") throw invalidUploadToken("The upload token is not valid");
-    if (why.reason === "used") throw invalidUploadToken("The upload token has already been used: open a new upload session");
+    if (why.reason === "used")
+      throw invalidUploadToken("The upload token has already been used: open a new upload session");
     if (why.reason === "expired") throw invalidUploadToken("The upload token has expired: open a new upload session");
     throw badRequest(
       `Drive space exceeded: the file needs ${kbOf(size)} KB, but only ${why.freeKb} KB of the company's ${why.allocationKb / 1024} MB drive space are free`,
@@ -161,7 +199,9 @@ export async function receiveUpload(c: Context<AppBindings>) {
     await discard(c.env.FILES, key, db, upload);
     if (err instanceof ApiError) throw err;
     if (err instanceof BodyStreamError) {
-      throw badRequest(`The request body did not match its Content-Length of ${size} bytes (or the connection broke); nothing was stored: open a new upload session`);
+      throw badRequest(
+        `The request body did not match its Content-Length of ${size} bytes (or the connection broke); nothing was stored: open a new upload session`,
+      );
     }
     throw err;
   }
@@ -172,7 +212,11 @@ export async function receiveUpload(c: Context<AppBindings>) {
 async function refusedCompletion(db: ReturnType<typeof database>, upload: ClaimedUpload): Promise<ApiError> {
   const why = await explainRefusedCompletion(db, upload);
   if (why.reason === "gone") {
-    return conflict("The upload was cancelled while its bytes were stored (its department was deleted, or it ran for more than a day after its token expired); nothing was kept");
+    return conflict(
+      "The upload was cancelled while its bytes were stored (its department was " +
+        "deleted, or it ran for more than a day after its token expired); nothing was " +
+        "kept",
+    );
   }
   return conflict(
     `The upload finished after its token expired, and the ${upload.reservedKb} KB it had reserved were given back meanwhile: ` +
@@ -185,7 +229,14 @@ async function discard(bucket: R2Bucket, key: string, db: ReturnType<typeof data
   const results = await Promise.allSettled([bucket.delete(key), releaseUpload(db, upload)]);
   for (const result of results) {
     if (result.status === "rejected") {
-      console.error(JSON.stringify({ level: "error", msg: "upload clean-up failed; the sweep retries it", key, error: String(result.reason) }));
+      console.error(
+        JSON.stringify({
+          level: "error",
+          msg: "upload clean-up failed; the sweep retries it",
+          key,
+          error: String(result.reason),
+        }),
+      );
     }
   }
 }
@@ -195,7 +246,11 @@ async function discard(bucket: R2Bucket, key: string, db: ReturnType<typeof data
  * Content-Disposition: attachment, and single byte ranges. If-None-Match answers 304 without
  * touching R2; If-Range with another ETag (or a date) drops the Range. HEAD reads nothing from R2.
  */
-export async function serveFile(c: Context<AppBindings>, file: FileRow, ifNoneMatch: EntityTags | undefined): Promise<Response> {
+export async function serveFile(
+  c: Context<AppBindings>,
+  file: FileRow,
+  ifNoneMatch: EntityTags | undefined,
+): Promise<Response> {
   const etag = `"${file.sha256}"`;
   const headers = new Headers({
     ETag: etag,
@@ -212,9 +267,14 @@ export async function serveFile(c: Context<AppBindings>, file: FileRow, ifNoneMa
     return new Response(null, { status: 304, headers });
   }
   const ifRange = c.req.header("If-Range");
-  const range = ifRange !== undefined && ifRange.trim() !== etag ? ({ kind: "all" } as const) : parseRange(c.req.header("Range"), file.sizeBytes);
+  const range =
+    ifRange !== undefined && ifRange.trim() !== etag
+      ? ({ kind: "all" } as const)
+      : parseRange(c.req.header("Range"), file.sizeBytes);
   if (range.kind === "unsatisfiable") {
-    throw apiError(416, `The requested range is not satisfiable: the file has ${file.sizeBytes} bytes`, { "Content-Range": `bytes */${file.sizeBytes}` });
+    throw apiError(416, `The requested range is not satisfiable: the file has ${file.sizeBytes} bytes`, {
+      "Content-Range": `bytes */${file.sizeBytes}`,
+    });
   }
   const partial = range.kind === "range";
   const start = partial ? range.start : 0;
@@ -227,9 +287,10 @@ export async function serveFile(c: Context<AppBindings>, file: FileRow, ifNoneMa
   const object = await c.env.FILES.get(file.r2Key, partial ? { range: { offset: start, length } } : undefined);
   if (!object || !("body" in object)) {
     // Deleted between the row read and here (or R2 lost it: logged).
-    console.error(JSON.stringify({ level: "warn", msg: "file row without R2 object", fileId: file.publicId, key: file.r2Key }));
+    console.error(
+      JSON.stringify({ level: "warn", msg: "file row without R2 object", fileId: file.publicId, key: file.r2Key }),
+    );
     throw notFound("File");
   }
   return new Response(object.body, { status, headers });
 }
-

@@ -16,7 +16,12 @@ const CONTENT_TYPES: Record<ExportFormat, string> = {
  * which ends the transfer without its terminating chunk, so the client sees a truncated body rather
  * than a complete-looking file; the error is logged with the request id. HEAD reads no page.
  */
-export function exportResponse<R>(c: Context<AppBindings>, name: string, format: ExportFormat, source: ExportSource<R>): Response {
+export function exportResponse<R>(
+  c: Context<AppBindings>,
+  name: string,
+  format: ExportFormat,
+  source: ExportSource<R>,
+): Response {
   const headers = {
     "Content-Type": CONTENT_TYPES[format],
     "Content-Disposition": `attachment; filename="${name}-${source.today.replace(/-/g, "")}.${format}"`,

@@ -1,8 +1,24 @@
 import { conditionalRecord } from "../../lib/conditional";
 import { created, done, ok, page, updated } from "../../lib/respond";
-import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
+import {
+  MessageEnvelope,
+  createRouter,
+  dataEnvelope,
+  errorResponses,
+  idParam,
+  jsonBody,
+  jsonResponse,
+  resultEnvelope,
+  scopedRoute,
+} from "../../lib/openapi";
 import { createFolder, deleteFolder, folderOutput, getFolder, listFolders, updateFolder } from "../../records/folders";
-import { CreateFolderSchema, FolderListEnvelope, FolderSchema, ListFoldersQuery, UpdateFolderSchema } from "../../schemas/folders";
+import {
+  CreateFolderSchema,
+  FolderListEnvelope,
+  FolderSchema,
+  ListFoldersQuery,
+  UpdateFolderSchema,
+} from "../../schemas/folders";
 
 const tags = ["Folders"];
 const FolderParams = idParam("folder_id");
@@ -12,13 +28,19 @@ const folderRecord = conditionalRecord({
   what: "Folder",
   table: "folders",
   params: FolderParams,
-  load: async (c, { folder_id }) => { const row = await getFolder(c.var.db, c.var.companyId, folder_id); return { id: row.id, version: row.version, data: folderOutput(row) }; },
+  load: async (c, { folder_id }) => {
+    const row = await getFolder(c.var.db, c.var.companyId, folder_id);
+    return { id: row.id, version: row.version, data: folderOutput(row) };
+  },
 });
 const FolderEnvelope = dataEnvelope(FolderSchema, "FolderEnvelope");
 const FolderResult = resultEnvelope(FolderSchema, "FolderResult");
 
 const NAMES =
-  'folder_name is unique among the folders of the same parent (the same folder, or the top level), case-insensitively in every script (Unicode case folding: "Straße" and "STRASSE" clash): a duplicate is 409. It may not contain "/", which separates the folders of an item\'s folder_path.';
+  "folder_name is unique among the folders of the same parent (the same folder, or " +
+  "the top level), case-insensitively in every script (Unicode case folding: " +
+  '"Straße" and "STRASSE" clash): a duplicate is 409. It may not contain "/", ' +
+  "which separates the folders of an item's folder_path.";
 
 export const foldersRouter = createRouter();
 
@@ -31,7 +53,11 @@ foldersRouter.openapi(
     tags,
     summary: "List folders",
     description:
-      "The caller's company's folders, ordered by folderid; the filters combine with AND. parent_id=0 lists the top-level folders, parent_id=N the folders directly in folder N (not deeper). q is a case-insensitive substring of folder_name. Pagination is optional: limit defaults to 200 (the maximum); meta carries total (every match), limit and offset.",
+      "The caller's company's folders, ordered by folderid; the filters combine with " +
+      "AND. parent_id=0 lists the top-level folders, parent_id=N the folders directly " +
+      "in folder N (not deeper). q is a case-insensitive substring of folder_name. " +
+      "Pagination is optional: limit defaults to 200 (the maximum); meta carries total " +
+      "(every match), limit and offset.",
     request: { query: ListFoldersQuery },
     responses: { 200: jsonResponse(FolderListEnvelope, "Folders") },
   }),
@@ -107,7 +133,11 @@ foldersRouter.openapi(
     tags,
     summary: "Delete an empty folder",
     description:
-      "Only an empty folder is deleted. A folder that holds sub-folders or items (archived items included) is 409 with a message naming what it holds: move or delete them first. The delete re-checks emptiness in the same statement, so a sub-folder or item added concurrently makes it a 409 and nothing is deleted: no sub-folder or item is ever left in a deleted folder.",
+      "Only an empty folder is deleted. A folder that holds sub-folders or items " +
+      "(archived items included) is 409 with a message naming what it holds: move or " +
+      "delete them first. The delete re-checks emptiness in the same statement, so a " +
+      "sub-folder or item added concurrently makes it a 409 and nothing is deleted: no " +
+      "sub-folder or item is ever left in a deleted folder.",
     request: { params: FolderParams },
     responses: { 200: jsonResponse(MessageEnvelope, "Folder deleted"), 409: errorResponses.conflict },
   }),

@@ -7,8 +7,23 @@ import { IMPORT_FORMATS, MAX_COLUMNS, MAX_IMPORT_BYTES, MAX_IMPORT_ROWS } from "
 import { TAG_SEPARATOR } from "../../imports/items";
 import { startImport } from "../../imports/start";
 import { companySettings } from "../../records/companies";
-import { cancelImport, createImport, getImport, importOutput, listImportErrors, listImports } from "../../records/imports";
-import { CreateImportQuery, ImportErrorListEnvelope, ImportListEnvelope, ImportSchema, ListImportErrorsQuery, ListImportsQuery, MAX_OPEN_IMPORTS } from "../../schemas/imports";
+import {
+  cancelImport,
+  createImport,
+  getImport,
+  importOutput,
+  listImportErrors,
+  listImports,
+} from "../../records/imports";
+import {
+  CreateImportQuery,
+  ImportErrorListEnvelope,
+  ImportListEnvelope,
+  ImportSchema,
+  ListImportErrorsQuery,
+  ListImportsQuery,
+  MAX_OPEN_IMPORTS,
+} from "../../schemas/imports";
 
 const tags = ["Imports"];
 const ImportParams = idParam("import_id");
@@ -21,17 +36,35 @@ const READ_SCOPES = ["items:read", "contacts:read"];
  */
 const fileBody = {
   required: true,
-  description: "The file, in the format its Content-Type names. A file that cannot be read (not valid JSON, no header row, too many rows) still answers 202: the job then fails with a message.",
+  description:
+    "The file, in the format its Content-Type names. A file that cannot be read (not " +
+    "valid JSON, no header row, too many rows) still answers 202: the job then fails " +
+    "with a message.",
   content: {
     "application/json": {
       schema: {
         type: "array" as const,
         description: `An array of objects, one per row (at most ${MAX_IMPORT_ROWS.toLocaleString("en-US")}), keyed by column name; a value may be a string, number, boolean or null (null and "" are no value). Items may give \`tags\` as an array, custom fields as a \`fields\` object and the rule as a \`recurrence\` object. An element that is not an object is a row error.`,
-        items: { type: "object" as const, additionalProperties: true, description: `One row: at most ${MAX_COLUMNS} keys` },
+        items: {
+          type: "object" as const,
+          additionalProperties: true,
+          description: `One row: at most ${MAX_COLUMNS} keys`,
+        },
       },
       example: [
-        { external_id: "C-1", title: "Fire door check", expiry_date: "2027-04-30", folder_path: "Permits/City", tags: ["doors", "fire"] },
-        { external_id: "C-2", title: "Lift inspection", expiry_date: "2027-02-28", recurrence: { every: 1, unit: "year", renew_on: "completed" } },
+        {
+          external_id: "C-1",
+          title: "Fire door check",
+          expiry_date: "2027-04-30",
+          folder_path: "Permits/City",
+          tags: ["doors", "fire"],
+        },
+        {
+          external_id: "C-2",
+          title: "Lift inspection",
+          expiry_date: "2027-02-28",
+          recurrence: { every: 1, unit: "year", renew_on: "completed" },
+        },
       ],
     },
     "text/csv": {
@@ -39,14 +72,21 @@ const fileBody = {
         type: "string" as const,
         description: `RFC 4180, UTF-8 with or without a byte-order mark: a header row naming the columns (at most ${MAX_COLUMNS}), then one record per row; CRLF or LF line ends.`,
       },
-      example: "external_id,title,expiry_date,folder_path,tags\r\nC-1,Fire door check,2027-04-30,Permits/City,doors|fire\r\nC-2,Lift inspection,2027-02-28,,\r\n",
+      example:
+        "external_id,title,expiry_date,folder_path,tags\r\nC-1,Fire door " +
+        "check,2027-04-30,Permits/City,doors|fire\r\nC-2,Lift inspection,2027-02-28,,\r\n",
     },
     "application/x-ndjson": {
       schema: {
         type: "string" as const,
-        description: "Newline-delimited JSON: one JSON object per line, keyed as a JSON row; blank lines are skipped; a line that is not a JSON object is a row error.",
+        description:
+          "Newline-delimited JSON: one JSON object per line, keyed as a JSON row; blank " +
+          "lines are skipped; a line that is not a JSON object is a row error.",
       },
-      example: '{"external_id":"C-1","title":"Fire door check","expiry_date":"2027-04-30","tags":["doors","fire"]}\n{"external_id":"C-2","title":"Lift inspection","expiry_date":"2027-02-28"}\n',
+      example:
+        '{"external_id":"C-1","title":"Fire door ' +
+        'check","expiry_date":"2027-04-30","tags":["doors","fire"]}\n{"external_id":"C-2","title":"Lift ' +
+        'inspection","expiry_date":"2027-02-28"}\n',
     },
   },
 };
@@ -66,21 +106,35 @@ importsRouter.openapi(
       `The body is the file: \`text/csv\` (RFC 4180, UTF-8 with or without a BOM, a header row naming the columns), \`application/json\` (an array of ` +
       `objects) or \`application/x-ndjson\` (one object per line); at most ${MAX_IMPORT_ROWS.toLocaleString("en-US")} rows and 20 MiB. Answers 202 at once; ` +
       "the job runs on its own (GET /v1/imports/{import_id}). Rows are numbered from 1, the first data row.\n\n" +
-      "**Items** (scope items:write): columns `external_id, title, expiry_date, item_type, document_type, folder_path, contact_email, contact_id, seqid, " +
+      "**Items** (scope items:write): columns `external_id, title, expiry_date, " +
+      "item_type, document_type, folder_path, contact_email, contact_id, seqid, " +
       `notes, tags, status, archived, ${RULE_COLUMNS.join(", ")}\`; \`tags\` separated by \`${TAG_SEPARATOR}\` in CSV (an array in JSON); any other column is a custom field of the row's ` +
-      "document type by its name (`field:<name>` always is; in JSON also a `fields` object). `item_id` and `add_date` (export columns) are ignored. A " +
-      "row whose `external_id` the company has updates that item (only the columns the row fills; a new date moves its reminders); the same file " +
-      "imported twice changes nothing the second time. New items get their reminders queued as POST /v1/items does, and webhook subscribers get " +
+      "document type by its name (`field:<name>` always is; in JSON also a `fields` " +
+      "object). `item_id` and `add_date` (export columns) are ignored. A " +
+      "row whose `external_id` the company has updates that item (only the columns the " +
+      "row fills; a new date moves its reminders); the same file " +
+      "imported twice changes nothing the second time. New items get their reminders " +
+      "queued as POST /v1/items does, and webhook subscribers get " +
       "one item.created or item.updated event per item.\n\n" +
-      "**Recurrence** (items): the `recurrence_*` columns set the rule as POST/PATCH /v1/items set `recurrence` (every 1-1000; unit day, week, month " +
-      "or year; renew_on completed or expired; until a date in `date_format`, not before the item's expiry_date; count 0-10000), checked with the " +
-      "API's messages naming the column. Without any of them in the file (JSON: in the row's object) an item's rule is left as it is; with " +
-      "them, a row whose recurrence cells are all empty has no rule (an existing one is removed). A JSON row may give the rule as a `recurrence` object (null: no rule), as " +
-      "exports write it. A rule keeps counting its occurrences from where it did when every, unit and the date stay; otherwise (a new " +
+      "**Recurrence** (items): the `recurrence_*` columns set the rule as POST/PATCH " +
+      "/v1/items set `recurrence` (every 1-1000; unit day, week, month " +
+      "or year; renew_on completed or expired; until a date in `date_format`, not " +
+      "before the item's expiry_date; count 0-10000), checked with the " +
+      "API's messages naming the column. Without any of them in the file (JSON: in the " +
+      "row's object) an item's rule is left as it is; with " +
+      "them, a row whose recurrence cells are all empty has no rule (an existing one " +
+      "is removed). A JSON row may give the rule as a `recurrence` object (null: no " +
+      "rule), as " +
+      "exports write it. A rule keeps counting its occurrences from where it did when " +
+      "every, unit and the date stay; otherwise (a new " +
       "expiry_date too, with or without these columns) it counts from the item's date, as PATCH does.\n\n" +
-      "**Contacts** (scope contacts:write): the fields of POST /v1/contacts plus `group_name`; the key is the email: a known email updates that contact.\n\n" +
-      "An empty cell is no value (a new record's default, an existing one's value kept; the recurrence columns excepted, above). Dates are read strictly in `date_format`; an impossible " +
-      "or differently written date is a row error, never guessed. A cell that starts with ' followed by = + - @ (an export's formula guard) loses " +
+      "**Contacts** (scope contacts:write): the fields of POST /v1/contacts plus " +
+      "`group_name`; the key is the email: a known email updates that contact.\n\n" +
+      "An empty cell is no value (a new record's default, an existing one's value " +
+      "kept; the recurrence columns excepted, above). Dates are read strictly in " +
+      "`date_format`; an impossible " +
+      "or differently written date is a row error, never guessed. A cell that starts " +
+      "with ' followed by = + - @ (an export's formula guard) loses " +
       `the quote. At most ${MAX_OPEN_IMPORTS} unfinished imports per company (400 beyond).`,
     request: {
       query: CreateImportQuery,
@@ -99,7 +153,7 @@ importsRouter.openapi(
     const dateFormat = query.date_format ?? (await companySettings(c.var.db, c.var.companyId)).date_format;
     const bodyKey = `imports/${c.var.companyId}/upload-${crypto.randomUUID()}`;
     await c.env.FILES.put(bodyKey, bytes);
-    let row;
+    let row: Awaited<ReturnType<typeof createImport>>;
     try {
       row = await createImport(c.var.db, {
         companyId: c.var.companyId,
@@ -120,7 +174,11 @@ importsRouter.openapi(
       throw err;
     }
     // Should this fail, the job stays queued and the cron sweep starts it.
-    await startImport(c.env, c.var.auth.shard, row.id).catch((error) => console.error(JSON.stringify({ level: "error", msg: "import left to the sweep", importId: row.id, error: String(error) })));
+    await startImport(c.env, c.var.auth.shard, row.id).catch((error) =>
+      console.error(
+        JSON.stringify({ level: "error", msg: "import left to the sweep", importId: row.id, error: String(error) }),
+      ),
+    );
     return c.json({ success: true as const, msg: "Import queued", data: importOutput(row) }, 202);
   },
 );
@@ -165,13 +223,22 @@ importsRouter.openapi(
     scope: READ_SCOPES,
     tags,
     summary: "An import job's row errors",
-    description: "By row, then column. The first 10,000 errors of a job are kept (counts.failed counts every failed row).",
+    description:
+      "By row, then column. The first 10,000 errors of a job are kept (counts.failed " + "counts every failed row).",
     request: { params: ImportParams, query: ListImportErrorsQuery },
     responses: { 200: jsonResponse(ImportErrorListEnvelope, "A page of row errors") },
   }),
   async (c) => {
-    const result = await listImportErrors(c.var.db, c.var.companyId, c.req.valid("param").import_id, c.req.valid("query"));
-    return page(c, { rows: result.rows.map((e) => ({ row: e.rowNumber, column: e.column, value: e.value, message: e.message })), meta: result.meta });
+    const result = await listImportErrors(
+      c.var.db,
+      c.var.companyId,
+      c.req.valid("param").import_id,
+      c.req.valid("query"),
+    );
+    return page(c, {
+      rows: result.rows.map((e) => ({ row: e.rowNumber, column: e.column, value: e.value, message: e.message })),
+      meta: result.meta,
+    });
   },
 );
 
@@ -184,7 +251,8 @@ importsRouter.openapi(
     tags,
     summary: "Cancel an unfinished import",
     description:
-      "Stops a queued, validating or running job: no chunk is written after the cancel commits (each chunk's batch checks the job's status). " +
+      "Stops a queued, validating or running job: no chunk is written after the cancel " +
+      "commits (each chunk's batch checks the job's status). " +
       "Chunks written before it stay. A finished job is 400.",
     request: { params: ImportParams },
     responses: { 200: jsonResponse(resultEnvelope(ImportSchema, "ImportCanceled"), "Canceled") },
@@ -192,7 +260,10 @@ importsRouter.openapi(
   async (c) => {
     const row = await cancelImport(c.var.db, c.var.companyId, c.req.valid("param").import_id);
     c.executionCtx.waitUntil(
-      Promise.allSettled([c.env.IMPORTS.get(`import-${row.id}`).then((instance) => instance.terminate()), removeFiles(c.env, { company_id: row.companyId, id: row.id, body_key: row.bodyKey })]),
+      Promise.allSettled([
+        c.env.IMPORTS.get(`import-${row.id}`).then((instance) => instance.terminate()),
+        removeFiles(c.env, { company_id: row.companyId, id: row.id, body_key: row.bodyKey }),
+      ]),
     );
     return updated(c, "Import canceled", importOutput(row));
   },

@@ -44,7 +44,9 @@ a { color: var(--accent); }
 let styleHash: Promise<string> | undefined;
 /** The style's CSP source (`'sha256-…'`), computed once per isolate. */
 const styleSource = () =>
-  (styleHash ??= crypto.subtle.digest("SHA-256", new TextEncoder().encode(STYLE)).then((d) => `'sha256-${toBase64(new Uint8Array(d))}'`));
+  (styleHash ??= crypto.subtle
+    .digest("SHA-256", new TextEncoder().encode(STYLE))
+    .then((d) => `'sha256-${toBase64(new Uint8Array(d))}'`));
 
 /**
  * The headers of every recipient page: a strict Content-Security-Policy (nothing but the page's own
@@ -173,7 +175,10 @@ function stateRows(input: PageInput): Array<[string, string]> {
   if (view.snoozedUntil) rows.push(["Snoozed until", formatDate(view.snoozedUntil, view.dateFormat)]);
   if (item.rule) {
     const unit = item.rule.every === 1 ? item.rule.unit : `${item.rule.every} ${item.rule.unit}s`;
-    rows.push(["Recurs", `every ${unit}, renewed ${item.rule.renewOn === "completed" ? "when completed" : "when it expires"}`]);
+    rows.push([
+      "Recurs",
+      `every ${unit}, renewed ${item.rule.renewOn === "completed" ? "when completed" : "when it expires"}`,
+    ]);
   }
   rows.push(["Company", view.companyName], ["Reference", `Item #${item.id}`]);
   return rows;
@@ -184,7 +189,11 @@ function outcomeText(input: PageInput): { tone: string; title: string; detail: s
   const { view } = input;
   const date = (d: string) => formatDate(d, view.dateFormat);
   if (notice?.readOnly) {
-    return { tone: "error", title: "Nothing was changed", detail: "This account is being moved and is read-only for a few minutes. Try again shortly." };
+    return {
+      tone: "error",
+      title: "Nothing was changed",
+      detail: "This account is being moved and is read-only for a few minutes. Try again " + "shortly.",
+    };
   }
   if (notice?.problem) return { tone: "error", title: "Nothing was changed", detail: notice.problem.message };
   if (!input.current && (!notice?.outcome || notice.outcome === "moved_on")) {
@@ -196,33 +205,65 @@ function outcomeText(input: PageInput): { tone: string; title: string; detail: s
     };
   }
   if (!notice?.outcome || !notice.action) {
-    return view.item.archived ? { tone: "moved_on", title: "This item is archived", detail: "Nothing is expected of you for it." } : null;
+    return view.item.archived
+      ? { tone: "moved_on", title: "This item is archived", detail: "Nothing is expected of you for it." }
+      : null;
   }
   const { action, outcome } = notice;
   if (outcome === "moved_on" && input.current) {
     return view.item.archived
       ? { tone: "moved_on", title: "Nothing was changed", detail: "The item was archived meanwhile." }
-      : { tone: "moved_on", title: "Nothing was changed", detail: "The item changed while you acted on it (completed, renewed or rescheduled by someone else). Here it is as it is now." };
+      : {
+          tone: "moved_on",
+          title: "Nothing was changed",
+          detail:
+            "The item changed while you acted on it (completed, renewed or rescheduled by " +
+            "someone else). Here it is as it is now.",
+        };
   }
   const applied = outcome === "applied";
   switch (action) {
     case "acknowledge":
       return applied
-        ? { tone: "applied", title: "Thank you: you are on it", detail: "Everyone can now see that you took it on; the remaining reminders for this date are held." }
+        ? {
+            tone: "applied",
+            title: "Thank you: you are on it",
+            detail: "Everyone can now see that you took it on; the remaining reminders for this date " + "are held.",
+          }
         : { tone: "unchanged", title: "It was already acknowledged", detail: "Nothing was changed." };
     case "complete":
       if (!applied) return { tone: "unchanged", title: "It was already completed", detail: "Nothing was changed." };
       return notice.renewedTo
-        ? { tone: "applied", title: "Marked completed and renewed", detail: `Its next date is ${date(notice.renewedTo)}; the next reminder emails, with new links, come for that date.` }
+        ? {
+            tone: "applied",
+            title: "Marked completed and renewed",
+            detail: `Its next date is ${date(notice.renewedTo)}; the next reminder emails, with new links, come for that date.`,
+          }
         : { tone: "applied", title: "Marked completed", detail: "No more reminders will be sent for it." };
     case "renew":
       return applied
-        ? { tone: "applied", title: `Renewed until ${date(notice.renewedTo ?? view.item.expiryDate)}`, detail: "The next reminder emails, with new links, come for the new date." }
-        : { tone: "unchanged", title: `It was already renewed until ${date(view.item.expiryDate)}`, detail: "Nothing was changed." };
+        ? {
+            tone: "applied",
+            title: `Renewed until ${date(notice.renewedTo ?? view.item.expiryDate)}`,
+            detail: "The next reminder emails, with new links, come for the new date.",
+          }
+        : {
+            tone: "unchanged",
+            title: `It was already renewed until ${date(view.item.expiryDate)}`,
+            detail: "Nothing was changed.",
+          };
     case "snooze":
       return applied
-        ? { tone: "applied", title: `Snoozed until ${date(view.snoozedUntil ?? input.today)}`, detail: "No reminder will be sent before then; on that day one comes, then the usual ones." }
-        : { tone: "unchanged", title: `It was already snoozed until ${date(view.snoozedUntil ?? input.today)}`, detail: "Nothing was changed." };
+        ? {
+            tone: "applied",
+            title: `Snoozed until ${date(view.snoozedUntil ?? input.today)}`,
+            detail: "No reminder will be sent before then; on that day one comes, then the usual " + "ones.",
+          }
+        : {
+            tone: "unchanged",
+            title: `It was already snoozed until ${date(view.snoozedUntil ?? input.today)}`,
+            detail: "Nothing was changed.",
+          };
   }
 }
 
@@ -307,15 +348,24 @@ export const INVALID_LINK_PAGE = document(
 export function errorPage(status: number, retryAfter?: string): string {
   const [title, detail] =
     status === 429
-      ? ["Too many requests", `Too many requests came from your address. Wait ${retryAfter ? `${retryAfter} seconds` : "a minute"} and try again.`]
+      ? [
+          "Too many requests",
+          `Too many requests came from your address. Wait ${retryAfter ? `${retryAfter} seconds` : "a minute"} and try again.`,
+        ]
       : status === 503
-        ? ["Not available just now", `The service is busy with this account. Try again${retryAfter ? ` in ${retryAfter} seconds` : " shortly"}.`]
+        ? [
+            "Not available just now",
+            `The service is busy with this account. Try again${retryAfter ? ` in ${retryAfter} seconds` : " shortly"}.`,
+          ]
         : status >= 500
           ? ["Something went wrong", "Nothing was changed. Try again in a moment."]
           : status === 404
             ? ["This link does not work", "Check that the whole link was copied."]
             : ["This request could not be handled", "Nothing was changed. Go back to the page and use its buttons."];
-  return document(title, `<h1>${e(title)}</h1>\n<div class="outcome error" role="status"><strong>Nothing was changed.</strong>${e(detail)}</div>`);
+  return document(
+    title,
+    `<h1>${e(title)}</h1>\n<div class="outcome error" role="status"><strong>Nothing was changed.</strong>${e(detail)}</div>`,
+  );
 }
 
 /** The path every form of a token's pages posts to. */

@@ -20,10 +20,29 @@ import { isShard } from "../../db/shards";
 import { noteOnLog } from "../../lib/request-context";
 import { ApiError } from "../../lib/errors";
 import { createRouter, named } from "../../lib/openapi";
-import { isRecipientAction, RECIPIENT_PREFIX, verifyLinkToken, type LinkClaims, type RecipientAction } from "../../lib/recipient-links";
+import {
+  isRecipientAction,
+  RECIPIENT_PREFIX,
+  verifyLinkToken,
+  type LinkClaims,
+  type RecipientAction,
+} from "../../lib/recipient-links";
 import { isCalendarDate, parseDate, todayIn } from "../../lib/time";
-import { actFromLink, readRecipientView, type LinkRequest, type RecipientView } from "../../records/items/recipient-page";
-import { errorPage, INVALID_LINK_PAGE, itemPage, pageHeaders, tokenPath, type FormProblem, type PageNotice } from "./html";
+import {
+  actFromLink,
+  readRecipientView,
+  type LinkRequest,
+  type RecipientView,
+} from "../../records/items/recipient-page";
+import {
+  errorPage,
+  INVALID_LINK_PAGE,
+  itemPage,
+  pageHeaders,
+  tokenPath,
+  type FormProblem,
+  type PageNotice,
+} from "./html";
 
 export const RECIPIENT_OPERATION = { page: "getRecipientPage", act: "actOnRecipientPage" } as const;
 /** Longest note an acknowledgement keeps from the page's form. */
@@ -49,7 +68,11 @@ interface Opened {
  */
 async function open(c: Context<AppBindings>, write: boolean): Promise<Opened | null> {
   const token = c.req.param("token") ?? "";
-  const { state, claims } = await verifyLinkToken(c.env.LINK_SIGNING_KEYS, token, new Date().toISOString().slice(0, 10));
+  const { state, claims } = await verifyLinkToken(
+    c.env.LINK_SIGNING_KEYS,
+    token,
+    new Date().toISOString().slice(0, 10),
+  );
   const shard = await shardOfCompany(c.env, claims.companyId);
   const session = openRequestSession(c.env, isShard(c.env, shard) ? shard : 0, { write, bookmark: null });
   // Every page reads the primary: a recipient who just acted sees what was done (no X-D1-Bookmark for browsers).
@@ -59,13 +82,18 @@ async function open(c: Context<AppBindings>, write: boolean): Promise<Opened | n
   return { token, claims, view, session };
 }
 
-async function send(c: Context<AppBindings>, status: 200 | 400 | 404 | 409 | 422 | 503, html: string, extra: Record<string, string> = {}) {
+async function send(
+  c: Context<AppBindings>,
+  status: 200 | 400 | 404 | 409 | 422 | 503,
+  html: string,
+  extra: Record<string, string> = {},
+) {
   return c.html(html, status, { ...(await pageHeaders()), ...extra });
 }
 
 const invalid = (c: Context<AppBindings>) => send(c, 404, INVALID_LINK_PAGE);
 
-function render(c: Context<AppBindings>, opened: Opened, options: { only?: RecipientAction; notice?: PageNotice } = {}): string {
+function render(opened: Opened, options: { only?: RecipientAction; notice?: PageNotice } = {}): string {
   const { view, claims, token } = opened;
   return itemPage({
     view,
@@ -89,7 +117,7 @@ async function showPage(c: Context<AppBindings>) {
   if (only === null) return invalid(c);
   const opened = await open(c, false);
   if (!opened) return invalid(c);
-  return send(c, 200, render(c, opened, { only }));
+  return send(c, 200, render(opened, { only }));
 }
 
 recipientPagesRouter.get(`${RECIPIENT_PREFIX}:token`, named(RECIPIENT_OPERATION.page), showPage);
@@ -105,12 +133,23 @@ function formDate(text: string, view: RecipientView): string | null {
 }
 
 /** The request a form asks for, or the problem to show on the page (422). */
-function readForm(form: Record<string, unknown>, action: RecipientAction, view: RecipientView, today: string): LinkRequest | FormProblem {
+function readForm(
+  form: Record<string, unknown>,
+  action: RecipientAction,
+  view: RecipientView,
+  today: string,
+): LinkRequest | FormProblem {
   const text = (name: string) => (typeof form[name] === "string" ? (form[name] as string) : "");
   switch (action) {
     case "acknowledge": {
       const note = text("note").trim();
-      if (Array.from(note).length > NOTE_MAX) return { action, field: "note", value: note.slice(0, NOTE_MAX * 2), message: `The note must be at most ${NOTE_MAX} characters.` };
+      if (Array.from(note).length > NOTE_MAX)
+        return {
+          action,
+          field: "note",
+          value: note.slice(0, NOTE_MAX * 2),
+          message: `The note must be at most ${NOTE_MAX} characters.`,
+        };
       return { action, note: note || null };
     }
     case "complete":
@@ -118,14 +157,27 @@ function readForm(form: Record<string, unknown>, action: RecipientAction, view: 
     case "renew": {
       const raw = text("date");
       const date = formDate(raw, view);
-      if (!date) return { action, field: "date", value: raw.slice(0, 40), message: "Give the new date as a calendar date (YYYY-MM-DD)." };
-      if (date <= view.item.expiryDate) return { action, field: "date", value: date, message: "The new date must be later than the item's date." };
+      if (!date)
+        return {
+          action,
+          field: "date",
+          value: raw.slice(0, 40),
+          message: "Give the new date as a calendar date (YYYY-MM-DD).",
+        };
+      if (date <= view.item.expiryDate)
+        return { action, field: "date", value: date, message: "The new date must be later than the item's date." };
       return { action, date };
     }
     case "snooze": {
       const raw = text("until");
       const until = formDate(raw, view);
-      if (!until) return { action, field: "until", value: raw.slice(0, 40), message: "Give the day to snooze until as a calendar date (YYYY-MM-DD)." };
+      if (!until)
+        return {
+          action,
+          field: "until",
+          value: raw.slice(0, 40),
+          message: "Give the day to snooze until as a calendar date (YYYY-MM-DD).",
+        };
       if (until <= today) return { action, field: "until", value: until, message: "Choose a day after today." };
       return { action, until };
     }
@@ -144,21 +196,36 @@ async function act(c: Context<AppBindings>) {
     form = {};
   }
   const field = typeof form.action === "string" ? form.action : undefined;
-  const action = field === undefined ? fromPath : isRecipientAction(field) && (fromPath === undefined || fromPath === field) ? field : null;
+  const action =
+    field === undefined
+      ? fromPath
+      : isRecipientAction(field) && (fromPath === undefined || fromPath === field)
+        ? field
+        : null;
   if (!action) return send(c, 400, errorPage(400));
   noteOnLog(c, { page_action: action });
   const { view, claims } = opened;
-  if (view.readOnly) return send(c, 503, render(c, opened, { notice: { readOnly: true } }), { "Retry-After": "60" });
+  if (view.readOnly) return send(c, 503, render(opened, { notice: { readOnly: true } }), { "Retry-After": "60" });
   if (view.item.epoch !== claims.epoch || view.item.archived) {
     // The link's occurrence is over (renewed since, or archived): nothing to validate or do. A
     // renewal repeated with the date the item now has was this one, or one just like it.
-    const repeat = action === "renew" && typeof form.date === "string" && formDate(form.date, view) === view.item.expiryDate && !view.item.archived;
+    const repeat =
+      action === "renew" &&
+      typeof form.date === "string" &&
+      formDate(form.date, view) === view.item.expiryDate &&
+      !view.item.archived;
     noteOnLog(c, { page_outcome: repeat ? "unchanged" : "moved_on" });
-    return send(c, repeat ? 200 : 409, render(c, opened, { notice: { action, outcome: repeat ? "unchanged" : "moved_on", renewedTo: view.item.expiryDate } }));
+    return send(
+      c,
+      repeat ? 200 : 409,
+      render(opened, {
+        notice: { action, outcome: repeat ? "unchanged" : "moved_on", renewedTo: view.item.expiryDate },
+      }),
+    );
   }
   const today = todayIn(view.timeZone);
   const request = readForm(form, action, view, today);
-  if ("field" in request) return send(c, 422, render(c, opened, { notice: { problem: request } }));
+  if ("field" in request) return send(c, 422, render(opened, { notice: { problem: request } }));
 
   // The recipient is the actor of every write (docs/audit-log.md): the contact, by link.
   const actor = {
@@ -173,24 +240,29 @@ async function act(c: Context<AppBindings>) {
   } as AuditActor;
   const { session } = opened;
   const db = database(session.d1, { actor, committed: 0 }, () => primarySession(c.env, session.shard));
-  let outcome;
+  let outcome: Awaited<ReturnType<typeof actFromLink>>;
   try {
     outcome = await actFromLink(db, view, claims, request);
   } catch (error) {
     if (error instanceof ApiError && error.status === 400) {
       const message = "msg" in error.body ? error.body.msg : error.message;
-      const problem: FormProblem = { action, field: action === "renew" ? "date" : action === "snooze" ? "until" : "action", value: "", message };
-      return send(c, 422, render(c, opened, { notice: { problem } }));
+      const problem: FormProblem = {
+        action,
+        field: action === "renew" ? "date" : action === "snooze" ? "until" : "action",
+        value: "",
+        message,
+      };
+      return send(c, 422, render(opened, { notice: { problem } }));
     }
     throw error;
   }
   noteOnLog(c, { page_outcome: outcome.outcome });
   if (outcome.outcome === "applied") await syncReminders(c.env, view.companyId, [view.item.id], outcome.snapshot);
   // The page as it is now, with what this request did.
-  const now = (await readRecipientView(session.d1, claims)) ?? view;
+  const now = outcome.view ?? (await readRecipientView(session.d1, claims)) ?? view;
   const after: Opened = { ...opened, view: now };
   const notice: PageNotice = { action, outcome: outcome.outcome, renewedTo: outcome.renewedTo };
-  return send(c, outcome.outcome === "moved_on" ? 409 : 200, render(c, after, { notice }));
+  return send(c, outcome.outcome === "moved_on" ? 409 : 200, render(after, { notice }));
 }
 
 recipientPagesRouter.post(`${RECIPIENT_PREFIX}:token`, named(RECIPIENT_OPERATION.act), act);
@@ -200,7 +272,15 @@ recipientPagesRouter.post(`${RECIPIENT_PREFIX}:token/:action`, named(RECIPIENT_O
 export async function recipientErrorPage(err: Error, c: Context<AppBindings>): Promise<Response> {
   const known = err instanceof ApiError ? err : err.cause instanceof ApiError ? err.cause : null;
   if (!known) {
-    console.error(JSON.stringify({ level: "error", request_id: c.get("requestId") ?? "", path: "/r/[token]", method: c.req.method, error: String(err?.stack ?? err) }));
+    console.error(
+      JSON.stringify({
+        level: "error",
+        request_id: c.get("requestId") ?? "",
+        path: "/r/[token]",
+        method: c.req.method,
+        error: String(err?.stack ?? err),
+      }),
+    );
   }
   const status = known?.status ?? 500;
   const headers = { ...(known?.headers ?? {}), ...(await pageHeaders()) };

@@ -1,7 +1,31 @@
-import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
+import {
+  MessageEnvelope,
+  createRouter,
+  dataEnvelope,
+  errorResponses,
+  idParam,
+  jsonBody,
+  jsonResponse,
+  resultEnvelope,
+  scopedRoute,
+} from "../../lib/openapi";
 import { created, done, ok, page, updated } from "../../lib/respond";
-import { createSequence, deleteSequence, getSequence, listSequences, sequenceOutput, updateSequence } from "../../records/reminder-sequences";
-import { CreateSequenceSchema, MAX_SEQUENCES, MAX_STEPS, ReminderSequenceListEnvelope, ReminderSequenceSchema, UpdateSequenceSchema } from "../../schemas/reminder-sequences";
+import {
+  createSequence,
+  deleteSequence,
+  getSequence,
+  listSequences,
+  sequenceOutput,
+  updateSequence,
+} from "../../records/reminder-sequences";
+import {
+  CreateSequenceSchema,
+  MAX_SEQUENCES,
+  MAX_STEPS,
+  ReminderSequenceListEnvelope,
+  ReminderSequenceSchema,
+  UpdateSequenceSchema,
+} from "../../schemas/reminder-sequences";
 
 const tags = ["Reminder sequences"];
 const SequenceParams = idParam("seqid");
@@ -9,7 +33,8 @@ const SequenceEnvelope = dataEnvelope(ReminderSequenceSchema, "ReminderSequenceE
 const SequenceResult = resultEnvelope(ReminderSequenceSchema, "ReminderSequenceResult");
 
 const LATER_ONLY =
-  "A change applies to reminders queued from then on (new items, renewals, rescheduling); reminders already queued stay as they are.";
+  "A change applies to reminders queued from then on (new items, renewals, " +
+  "rescheduling); reminders already queued stay as they are.";
 
 export const reminderSequencesRouter = createRouter();
 
@@ -93,13 +118,19 @@ reminderSequencesRouter.openapi(
     tags,
     summary: "Delete a reminder sequence",
     description:
-      "Extension. The default sequence cannot be deleted (400). Items that use the sequence move to the company's default sequence in the same transaction (the message says how many); reminders already queued for them stay as they are, later ones (renewals, rescheduling) follow the default sequence.",
+      "Extension. The default sequence cannot be deleted (400). Items that use the " +
+      "sequence move to the company's default sequence in the same transaction (the " +
+      "message says how many); reminders already queued for them stay as they are, " +
+      "later ones (renewals, rescheduling) follow the default sequence.",
     request: { params: SequenceParams },
     responses: { 200: jsonResponse(MessageEnvelope, "Sequence deleted"), 409: errorResponses.conflict },
   }),
   async (c) => {
     const moved = await deleteSequence(c.var.db, c.var.companyId, c.req.valid("param").seqid);
-    const msg = moved === 0 ? "Reminder sequence deleted" : `Reminder sequence deleted; ${moved} ${moved === 1 ? "item now uses" : "items now use"} the default sequence`;
+    const msg =
+      moved === 0
+        ? "Reminder sequence deleted"
+        : `Reminder sequence deleted; ${moved} ${moved === 1 ? "item now uses" : "items now use"} the default sequence`;
     return done(c, msg);
   },
 );

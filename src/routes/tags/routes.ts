@@ -1,7 +1,14 @@
 import { page, updated } from "../../lib/respond";
 import { createRouter, idParam, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
 import { listTags, setItemTags, tagOutput } from "../../records/tags";
-import { ItemTagNames, ListTagsQuery, MAX_TAG_LENGTH, MAX_TAGS_PER_ITEM, SetItemTagsSchema, TagListEnvelope } from "../../schemas/tags";
+import {
+  ItemTagNames,
+  ListTagsQuery,
+  MAX_TAG_LENGTH,
+  MAX_TAGS_PER_ITEM,
+  SetItemTagsSchema,
+  TagListEnvelope,
+} from "../../schemas/tags";
 
 const ItemTagsResult = resultEnvelope(ItemTagNames, "ItemTagsResult");
 
@@ -25,7 +32,12 @@ tagsRouter.openapi(
       params: idParam("item_id"),
       body: jsonBody(SetItemTagsSchema),
     },
-    responses: { 200: jsonResponse(ItemTagsResult, "The item's tag names now, in the given order and in the company's stored spelling") },
+    responses: {
+      200: jsonResponse(
+        ItemTagsResult,
+        "The item's tag names now, in the given order and in the company's stored " + "spelling",
+      ),
+    },
   }),
   async (c) => {
     const names = await setItemTags(c.var.db, c.var.companyId, c.req.valid("param").item_id, c.req.valid("json").tags);
@@ -42,7 +54,10 @@ tagsRouter.openapi(
     tags: ["Tags"],
     summary: "List tags",
     description:
-      "The tags of the caller's company that at least one item carries (an unused tag is deleted), with items_count, the number of items carrying it. Ordered by name case-insensitively, then tag_id. Pagination is optional: limit defaults to 200 (the maximum). q is a case-insensitive substring of the name.",
+      "The tags of the caller's company that at least one item carries (an unused tag " +
+      "is deleted), with items_count, the number of items carrying it. Ordered by name " +
+      "case-insensitively, then tag_id. Pagination is optional: limit defaults to 200 " +
+      "(the maximum). q is a case-insensitive substring of the name.",
     request: { query: ListTagsQuery },
     responses: { 200: jsonResponse(TagListEnvelope, "Tags with their items_count") },
   }),

@@ -1,17 +1,46 @@
 import { conditionalRecord } from "../../lib/conditional";
-import { MessageEnvelope, createRouter, dataEnvelope, errorResponses, jsonBody, jsonResponse, resultEnvelope, scopedRoute } from "../../lib/openapi";
+import {
+  MessageEnvelope,
+  createRouter,
+  dataEnvelope,
+  errorResponses,
+  jsonBody,
+  jsonResponse,
+  resultEnvelope,
+  scopedRoute,
+} from "../../lib/openapi";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { MAX_EXACT_SEARCH_TOTAL } from "../../lib/search";
-import { MAX_EXACT_TOTAL, createTask, deleteTask, getTask, listTasks, taskOutput, updateTask, type Caller } from "../../records/tasks";
+import {
+  MAX_EXACT_TOTAL,
+  createTask,
+  deleteTask,
+  getTask,
+  listTasks,
+  taskOutput,
+  updateTask,
+  type Caller,
+} from "../../records/tasks";
 import { nudgeWebhooks } from "../../company-clock/handoff/worker";
-import { CreateTaskSchema, ListTasksQuery, TRANSITIONS_DESCRIPTION, TaskListEnvelope, TaskParams, TaskSchema, UpdateTaskSchema } from "../../schemas/tasks";
+import {
+  CreateTaskSchema,
+  ListTasksQuery,
+  TRANSITIONS_DESCRIPTION,
+  TaskListEnvelope,
+  TaskParams,
+  TaskSchema,
+  UpdateTaskSchema,
+} from "../../schemas/tasks";
 
 /** What If-Match on its PATCH and DELETE compares: the ETag of its GET (src/lib/conditional.ts). */
 const taskRecord = conditionalRecord({
   what: "Task",
   table: "tasks",
   params: TaskParams,
-  load: async (c, { task_id }) => { const row = await getTask(c.var.db, c.var.companyId, task_id); return { id: row.id, version: row.version, data: taskOutput(row) }; },
+  load: async (c, { task_id }) => {
+    const row = await getTask(c.var.db, c.var.companyId, task_id);
+    return { id: row.id, version: row.version, data: taskOutput(row) };
+  },
 });
 
 const tags = ["Tasks"];
@@ -25,9 +54,12 @@ const callerOf = (c: { var: { companyId: number; auth: { accountId: number; user
 });
 
 const REFERENCES =
-  "`ownerid` (default: the caller's user) and an assignee of type `user` must be users of the caller's account; an assignee of type `contact` a " +
-  "contact of the company, and `item_id` (extension) an item of the company: otherwise 400 naming the field. `assignee_type` and `assignee_id` " +
-  "go together (one without the other is 400); `assignee_id: 0` unassigns. The references are checked again inside the write, so one deleted " +
+  "`ownerid` (default: the caller's user) and an assignee of type `user` must be " +
+  "users of the caller's account; an assignee of type `contact` a " +
+  "contact of the company, and `item_id` (extension) an item of the company: " +
+  "otherwise 400 naming the field. `assignee_type` and `assignee_id` " +
+  "go together (one without the other is 400); `assignee_id: 0` unassigns. The " +
+  "references are checked again inside the write, so one deleted " +
   "meanwhile never leaves a dangling task. `due_at` is UTC, `YYYY-MM-DD HH:MM:SS`, a real date and time.";
 
 tasksRouter.openapi(
@@ -39,7 +71,8 @@ tasksRouter.openapi(
     tags,
     summary: "List tasks",
     description:
-      "Ordered by due_at, then task_id (stable across pages). Filters combine with AND. `meta.total` counts every match: unfiltered and by " +
+      "Ordered by due_at, then task_id (stable across pages). Filters combine with " +
+      "AND. `meta.total` counts every match: unfiltered and by " +
       `status exactly; filtered by assignee_id, item_id or q up to ${MAX_EXACT_TOTAL} (${MAX_EXACT_SEARCH_TOTAL} with \`q\`), beyond which ` +
       "`meta.total_exact` is false and total is that bound (a lower bound).",
     request: { query: ListTasksQuery },
@@ -82,7 +115,9 @@ tasksRouter.openapi(
     scope: "tasks:read",
     tags,
     summary: "Get a task",
-    description: "The path takes the task's integer task_id or its public_id. A task of another company is 404, like one that does not exist.",
+    description:
+      "The path takes the task's integer task_id or its public_id. A task of another " +
+      "company is 404, like one that does not exist.",
     request: { params: TaskParams },
     responses: { 200: jsonResponse(dataEnvelope(TaskSchema, "TaskEnvelope"), "The task") },
   }),

@@ -16,21 +16,40 @@ import { unwrap } from "../../records/reminders";
 const tags = ["Webhooks"];
 
 const EndpointParams = z.object({
-  webhook_id: integerString("webhook_id must be a positive integer", 1).openapi({ param: { name: "webhook_id", in: "path" }, example: 1 }),
+  webhook_id: integerString("webhook_id must be a positive integer", 1).openapi({
+    param: { name: "webhook_id", in: "path" },
+    example: 1,
+  }),
 });
 const DeliveryParams = EndpointParams.extend({
-  delivery_id: integerString("delivery_id must be a positive integer", 1).openapi({ param: { name: "delivery_id", in: "path" }, example: 1 }),
+  delivery_id: integerString("delivery_id must be a positive integer", 1).openapi({
+    param: { name: "delivery_id", in: "path" },
+    example: 1,
+  }),
 });
 const DeliveriesQuery = z.object(paginationQuery(100, 20));
 
 export const WebhookDeliverySchema = z
   .object({
     delivery_id: z.number().int().openapi({ example: 42 }),
-    message_id: z.string().openapi({ example: "msg_2Xb1tQ9oQqGm6pJc0Zr8Vw", description: "The `webhook-id` header: the same on every attempt of this delivery" }),
+    message_id: z.string().openapi({
+      example: "msg_2Xb1tQ9oQqGm6pJc0Zr8Vw",
+      description: "The `webhook-id` header: the same on every attempt of this delivery",
+    }),
     event_type: z.string().openapi({ example: "item.created" }),
-    attempts: z.number().int().openapi({ example: 1, description: "Attempts made so far (at most 8, plus manual retries)" }),
-    last_status: z.number().int().nullable().openapi({ example: 200, description: "HTTP status of the last attempt (null: none yet, or no response)" }),
-    last_error: z.string().nullable().openapi({ example: null, description: "Why the last attempt failed (null after a success)" }),
+    attempts: z
+      .number()
+      .int()
+      .openapi({ example: 1, description: "Attempts made so far (at most 8, plus manual retries)" }),
+    last_status: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ example: 200, description: "HTTP status of the last attempt (null: none yet, or no response)" }),
+    last_error: z
+      .string()
+      .nullable()
+      .openapi({ example: null, description: "Why the last attempt failed (null after a success)" }),
     next_attempt_at: z.string().nullable().openapi({ example: null, description: "ISO 8601 UTC; set while pending" }),
     state: z.enum(["pending", "delivered", "failed"]).openapi({ example: "delivered" }),
     delivered_at: z.string().nullable().openapi({ example: "2026-03-01T09:00:01.123Z" }),
@@ -61,8 +80,10 @@ webhookDeliveriesRouter.openapi(
     tags,
     summary: "List an endpoint's deliveries",
     description:
-      "Extension. Newest first, `limit` 1 to 100 (default 20) and `offset`. One delivery per event sent to this endpoint, with its attempts: " +
-      "`pending` (waiting for its next attempt, `next_attempt_at`), `delivered` (a 2xx answer) or `failed` (8 attempts over about 31 hours " +
+      "Extension. Newest first, `limit` 1 to 100 (default 20) and `offset`. One " +
+      "delivery per event sent to this endpoint, with its attempts: " +
+      "`pending` (waiting for its next attempt, `next_attempt_at`), `delivered` (a 2xx " +
+      "answer) or `failed` (8 attempts over about 31 hours " +
       "failed, or the endpoint was disabled). Kept for 30 days. An endpoint of another company is 404.",
     request: { params: EndpointParams, query: DeliveriesQuery },
     responses: { 200: jsonResponse(DeliveryListEnvelope, "A page of deliveries") },
@@ -71,7 +92,10 @@ webhookDeliveriesRouter.openapi(
     const endpointId = c.req.valid("param").webhook_id;
     const { limit, offset } = c.req.valid("query");
     await ownEndpoint(c.var.db, c.var.companyId, endpointId);
-    const result = await clockFor(c.env, c.var.companyId).webhookDeliveries(c.var.companyId, endpointId, { limit, offset });
+    const result = await clockFor(c.env, c.var.companyId).webhookDeliveries(c.var.companyId, endpointId, {
+      limit,
+      offset,
+    });
     return page(c, { rows: result.rows, meta: { total: result.total, limit, offset } });
   },
 );
@@ -86,8 +110,10 @@ webhookDeliveriesRouter.openapi(
     tags,
     summary: "Retry a delivery now",
     description:
-      "Extension. Queues a `failed` or `pending` delivery for an immediate attempt, with the same `webhook-id` (a failed delivery gets one " +
-      "more attempt). 202: the attempt happens right after the response; read the delivery again for its outcome. A delivered delivery " +
+      "Extension. Queues a `failed` or `pending` delivery for an immediate attempt, " +
+      "with the same `webhook-id` (a failed delivery gets one " +
+      "more attempt). 202: the attempt happens right after the response; read the " +
+      "delivery again for its outcome. A delivered delivery " +
       "is 400; a disabled endpoint is 400 (enable it first); a delivery or endpoint of another company is 404.",
     request: { params: DeliveryParams },
     responses: { 202: jsonResponse(RetryEnvelope, "Delivery queued for an attempt") },
@@ -95,8 +121,22 @@ webhookDeliveriesRouter.openapi(
   async (c) => {
     const { webhook_id: endpointId, delivery_id: deliveryId } = c.req.valid("param");
     const endpoint = await ownEndpoint(c.var.db, c.var.companyId, endpointId);
-    if (!endpoint.enabled) unwrap({ error: { status: 400 as const, msg: `Webhook endpoint ${endpointId} is disabled: enable it (PATCH enabled: true) before retrying` } });
-    const view = unwrap(await clockFor(c.env, c.var.companyId).retryWebhookDelivery(c.var.companyId, endpointId, deliveryId, await idempotencyKeyFor(c), auditActor(c)));
+    if (!endpoint.enabled)
+      unwrap({
+        error: {
+          status: 400 as const,
+          msg: `Webhook endpoint ${endpointId} is disabled: enable it (PATCH enabled: true) before retrying`,
+        },
+      });
+    const view = unwrap(
+      await clockFor(c.env, c.var.companyId).retryWebhookDelivery(
+        c.var.companyId,
+        endpointId,
+        deliveryId,
+        await idempotencyKeyFor(c),
+        auditActor(c),
+      ),
+    );
     return c.json({ success: true as const, msg: "Delivery queued", data: view }, 202);
   },
 );

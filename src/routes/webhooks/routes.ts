@@ -25,7 +25,17 @@ import { clockFor } from "../../company-clock/handoff/worker";
 import { EVENT_DESCRIPTIONS, EVENT_TYPES } from "../../webhooks/events";
 import { allowsPrivateUrls } from "../../webhooks/urls";
 import { unwrap } from "../../records/reminders";
-import { checkUrl, createEndpoint, deleteEndpoint, endpointOutput, getEndpoint, listEndpoints, rotateSecret, secretsKey, updateEndpoint } from "../../records/webhooks";
+import {
+  checkUrl,
+  createEndpoint,
+  deleteEndpoint,
+  endpointOutput,
+  getEndpoint,
+  listEndpoints,
+  rotateSecret,
+  secretsKey,
+  updateEndpoint,
+} from "../../records/webhooks";
 import {
   CreateWebhookSchema,
   MAX_ENDPOINTS,
@@ -46,7 +56,10 @@ const webhookRecord = conditionalRecord({
   what: "Webhook endpoint",
   table: "webhook_endpoints",
   params: WebhookParams,
-  load: async (c, { webhook_id }) => { const version = await rowVersion(c, "webhook_endpoints", webhook_id); return { id: webhook_id, version, data: endpointOutput(await getEndpoint(c.var.db, c.var.companyId, webhook_id)) }; },
+  load: async (c, { webhook_id }) => {
+    const version = await rowVersion(c, "webhook_endpoints", webhook_id);
+    return { id: webhook_id, version, data: endpointOutput(await getEndpoint(c.var.db, c.var.companyId, webhook_id)) };
+  },
 });
 const WebhookEnvelope = dataEnvelope(WebhookEndpointSchema, "WebhookEndpointEnvelope");
 const WebhookResult = resultEnvelope(WebhookEndpointSchema, "WebhookEndpointResult");
@@ -57,13 +70,17 @@ const WebhookTestEnvelope = resultEnvelope(WebhookTestResultSchema, "WebhookTest
 const notConfigured = {
   ...jsonResponse(
     z.union([OAuthErrorSchema, ApiErrorSchema]),
-    'Shape B "webhooks are not configured on this deployment" when WEBHOOK_SECRETS_KEY is not set; Shape A service_unavailable when the credential store could not be reached (retry after Retry-After seconds)',
+    'Shape B "webhooks are not configured on this deployment" when ' +
+      "WEBHOOK_SECRETS_KEY is not set; Shape A service_unavailable when the credential " +
+      "store could not be reached (retry after Retry-After seconds)",
   ),
   headers: responseHeaders.retryAfter,
 };
 
 const SIGNING =
-  "Deliveries are signed per Standard Webhooks: headers webhook-id, webhook-timestamp and webhook-signature (`v1,<base64 HMAC-SHA256 of id.timestamp.body>` with the secret's bytes after `whsec_`).";
+  "Deliveries are signed per Standard Webhooks: headers webhook-id, " +
+  "webhook-timestamp and webhook-signature (`v1,<base64 HMAC-SHA256 of " +
+  "id.timestamp.body>` with the secret's bytes after `whsec_`).";
 
 export const webhooksRouter = createRouter();
 
@@ -76,7 +93,9 @@ webhooksRouter.openapi(
     tags,
     summary: "List webhook event types",
     description:
-      "Extension. The event catalogue: every type an endpoint can subscribe to, what it means, and an example payload (the body POSTed to the endpoint, WebhookPayload). Any user with the scope may read it.",
+      "Extension. The event catalogue: every type an endpoint can subscribe to, what " +
+      "it means, and an example payload (the body POSTed to the endpoint, " +
+      "WebhookPayload). Any user with the scope may read it.",
     responses: { 200: jsonResponse(WebhookEventTypeListEnvelope, "The event catalogue") },
   }),
   (c) =>
@@ -158,7 +177,12 @@ webhooksRouter.openapi(
     tags,
     summary: "Update a webhook endpoint",
     description:
-      "Extension. url, events (replaces the list), description, enabled. enabled=true on a disabled endpoint (by a PATCH, or by the service after failing for 5 days) enables it again and clears disabled_reason and failing_since; enabled=false stops deliveries (no new events are recorded for it; those pending fail). A new url clears failing_since. An empty body is 400. Another company's endpoint is 404.",
+      "Extension. url, events (replaces the list), description, enabled. enabled=true " +
+      "on a disabled endpoint (by a PATCH, or by the service after failing for 5 days) " +
+      "enables it again and clears disabled_reason and failing_since; enabled=false " +
+      "stops deliveries (no new events are recorded for it; those pending fail). A new " +
+      "url clears failing_since. An empty body is 400. Another company's endpoint is " +
+      "404.",
     request: { params: WebhookParams, body: jsonBody(UpdateWebhookSchema) },
     responses: { 200: jsonResponse(WebhookResult, "Endpoint updated") },
   }),
@@ -180,7 +204,9 @@ webhooksRouter.openapi(
     owner: true,
     tags,
     summary: "Delete a webhook endpoint",
-    description: "Extension. The endpoint receives nothing more: its pending deliveries are dropped. Another company's endpoint is 404.",
+    description:
+      "Extension. The endpoint receives nothing more: its pending deliveries are " +
+      "dropped. Another company's endpoint is 404.",
     request: { params: WebhookParams },
     responses: { 200: jsonResponse(MessageEnvelope, "Endpoint deleted") },
   }),
@@ -200,14 +226,26 @@ webhooksRouter.openapi(
     tags,
     summary: "Rotate a webhook endpoint's secret",
     description:
-      "Extension. Returns a new secret, which signs every delivery from now on. The secret it replaces keeps signing alongside for 24 hours (each delivery then carries two `v1,` signatures in webhook-signature, as Standard Webhooks allows), so a receiver can switch to the new secret at its own pace. Rotating again within those 24 hours makes the secret just replaced the previous one: the older one stops signing at once. No body. 503 when the deployment has no WEBHOOK_SECRETS_KEY.",
+      "Extension. Returns a new secret, which signs every delivery from now on. The " +
+      "secret it replaces keeps signing alongside for 24 hours (each delivery then " +
+      "carries two `v1,` signatures in webhook-signature, as Standard Webhooks " +
+      "allows), so a receiver can switch to the new secret at its own pace. Rotating " +
+      "again within those 24 hours makes the secret just replaced the previous one: " +
+      "the older one stops signing at once. No body. 503 when the deployment has no " +
+      "WEBHOOK_SECRETS_KEY.",
     request: { params: WebhookParams },
-    responses: { 200: jsonResponse(WebhookSecretResult, "Secret rotated: the endpoint with its new secret"), 503: notConfigured },
+    responses: {
+      200: jsonResponse(WebhookSecretResult, "Secret rotated: the endpoint with its new secret"),
+      503: notConfigured,
+    },
   }),
   async (c) => {
     const key = secretsKey(c.env);
     const { row, secret } = await rotateSecret(c.var.db, c.var.companyId, c.req.valid("param").webhook_id, key);
-    return updated(c, "Webhook secret rotated; the previous secret keeps signing for 24 hours", { ...endpointOutput(row), secret });
+    return updated(c, "Webhook secret rotated; the previous secret keeps signing for 24 hours", {
+      ...endpointOutput(row),
+      secret,
+    });
   },
 );
 
@@ -221,7 +259,12 @@ webhooksRouter.openapi(
     tags,
     summary: "Send a test event",
     description:
-      "Extension. Queues a `webhook.test` event (data: {webhook_id, message}) to this endpoint only, whatever it subscribes to; it is attempted right after the response and retried like any delivery. 202 with the delivery (see GET /v1/webhooks/{webhook_id}/deliveries) and its webhook-id. A disabled endpoint is 400 (enable it first); another company's endpoint is 404; 503 when the deployment has no WEBHOOK_SECRETS_KEY.",
+      "Extension. Queues a `webhook.test` event (data: {webhook_id, message}) to this " +
+      "endpoint only, whatever it subscribes to; it is attempted right after the " +
+      "response and retried like any delivery. 202 with the delivery (see GET " +
+      "/v1/webhooks/{webhook_id}/deliveries) and its webhook-id. A disabled endpoint " +
+      "is 400 (enable it first); another company's endpoint is 404; 503 when the " +
+      "deployment has no WEBHOOK_SECRETS_KEY.",
     request: { params: WebhookParams },
     responses: { 202: jsonResponse(WebhookTestEnvelope, "Test event queued"), 503: notConfigured },
   }),
@@ -229,8 +272,23 @@ webhooksRouter.openapi(
     const endpointId = c.req.valid("param").webhook_id;
     secretsKey(c.env);
     const endpoint = await getEndpoint(c.var.db, c.var.companyId, endpointId);
-    if (endpoint.enabled !== 1) throw badRequest(`Webhook endpoint ${endpointId} is disabled: enable it (PATCH enabled: true) before testing it`);
-    const result = unwrap(await clockFor(c.env, c.var.companyId).testWebhook(c.var.companyId, endpointId, await idempotencyKeyFor(c), auditActor(c)));
-    return c.json({ success: true as const, msg: "Test event queued", data: { delivery_id: result.delivery_id, message_id: result.message_id } }, 202);
+    if (endpoint.enabled !== 1)
+      throw badRequest(`Webhook endpoint ${endpointId} is disabled: enable it (PATCH enabled: true) before testing it`);
+    const result = unwrap(
+      await clockFor(c.env, c.var.companyId).testWebhook(
+        c.var.companyId,
+        endpointId,
+        await idempotencyKeyFor(c),
+        auditActor(c),
+      ),
+    );
+    return c.json(
+      {
+        success: true as const,
+        msg: "Test event queued",
+        data: { delivery_id: result.delivery_id, message_id: result.message_id },
+      },
+      202,
+    );
   },
 );
