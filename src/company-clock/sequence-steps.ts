@@ -179,8 +179,11 @@ export const StepOutput = z
       .int()
       .nullable()
       .openapi({ example: null, description: "The step's contact group; null: none" }),
-    unless_acknowledged: z.boolean().openapi({ example: false }),
-    always: z.boolean().openapi({ example: false }),
+    unless_acknowledged: z.boolean().openapi({
+      example: false,
+      description: "An escalation: fires only if nobody acknowledged the occurrence by then",
+    }),
+    always: z.boolean().openapi({ example: false, description: "Sent even when the occurrence is acknowledged" }),
   })
   .openapi("ReminderStepOutput");
 

@@ -124,7 +124,7 @@ const contactId = z
     type: "integer",
     minimum: 0,
     example: 42,
-    description: "Recipient; default (and 0): the item's contact at sending time",
+    description: "Recipient; default (and 0): the item's contact at sending time. Not with group_id.",
   });
 
 const timeFields = {

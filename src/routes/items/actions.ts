@@ -119,7 +119,8 @@ itemActionsRouter.openapi(
     description:
       "The current occurrence is no longer acknowledged: its held reminders still " +
       "ahead are queued again (those whose time passed meanwhile " +
-      "are not sent late). Not acknowledged: 200, nothing changed. Emits `item.unacknowledged`.",
+      "are not sent late). Not acknowledged: 200, nothing changed. Also on a completed or archived " +
+      "item (its reminders stay held while it is). Emits `item.unacknowledged`.",
     request: { params: ItemParams },
     responses: { 200: jsonResponse(ActionResultEnvelope, "Acknowledgement taken back (or there was none)") },
   }),
@@ -175,7 +176,8 @@ itemActionsRouter.openapi(
     description:
       "The current occurrence's snooze ends: its held reminders still ahead are queued " +
       "again, and the reminder planned for the snooze's date " +
-      "is dropped. Not snoozed: 200, nothing changed. Emits `item.unsnoozed`.",
+      "is dropped. Not snoozed: 200, nothing changed. Also on a completed or archived item. " +
+      "Emits `item.unsnoozed`.",
     request: { params: ItemParams },
     responses: { 200: jsonResponse(ActionResultEnvelope, "Snooze ended (or there was none)") },
   }),
