@@ -5,7 +5,7 @@
 // per-recipient deliveries.
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { database } from "../../src/db/client";
+import { recipientDb } from "./support/recipient";
 import { clockFor } from "../../src/company-clock/handoff/worker";
 import type { CompanyClock } from "../../src/company-clock/object";
 import { migrate, SCHEMA_VERSION } from "../../src/company-clock/store";
@@ -186,19 +186,7 @@ describe("an acknowledged occurrence", () => {
     const contact = await createContact(account.ownerToken);
     const item = await createItem(account.ownerToken, { expiry_date: futureDate(10), contact_id: contact.contact_id });
     // The records' action alone: the write committed, the Worker died before telling the clock.
-    const db = database(env.DB, {
-      committed: 0,
-      actor: {
-        accountId: null,
-        companyId: null,
-        clientId: null,
-        userId: null,
-        requestId: null,
-        operationId: "recipientAction",
-        contactId: contact.contact_id,
-        via: "link",
-      },
-    });
+    const db = recipientDb(contact.contact_id);
     const result = await acknowledgeItem(db, account.companyId, item.item_id, {
       by: { type: "contact", id: contact.contact_id },
       via: "link",
@@ -263,19 +251,7 @@ describe("a snoozed occurrence", () => {
     const other = await createContact(account.ownerToken);
     const item = await createItem(account.ownerToken, { expiry_date: futureDate(40), contact_id: owner.contact_id });
     const { snoozeItem, syncAction } = await import("../../src/records/items/actions");
-    const db = database(env.DB, {
-      committed: 0,
-      actor: {
-        accountId: null,
-        companyId: null,
-        clientId: null,
-        userId: null,
-        requestId: null,
-        operationId: "recipientAction",
-        contactId: other.contact_id,
-        via: "link",
-      },
-    });
+    const db = recipientDb(other.contact_id);
     const result = await snoozeItem(db, account.companyId, item.item_id, {
       by: { type: "contact", id: other.contact_id },
       via: "link",

@@ -3,7 +3,7 @@
 // API's routes over them, their guards under concurrent calls, the audit entry naming the contact
 // and `via`, the detail and the list filter.
 import { beforeAll, describe, expect, it } from "vitest";
-import { database } from "../../src/db/client";
+import { recipientDb } from "./support/recipient";
 import {
   acknowledgeItem,
   itemActionState,
@@ -30,22 +30,6 @@ let account: TestAccount;
 beforeAll(async () => {
   account = await createAccount();
 });
-
-/** A handle whose writes are a recipient's, as a reminder's page makes it. */
-const recipientDb = (contactId: number, requestId = crypto.randomUUID()) =>
-  database(env.DB, {
-    committed: 0,
-    actor: {
-      accountId: null,
-      companyId: null,
-      clientId: null,
-      userId: null,
-      requestId,
-      operationId: "recipientAction",
-      contactId,
-      via: "link",
-    },
-  });
 
 const entriesOf = async (requestId: string) =>
   ok(
@@ -298,19 +282,7 @@ describe("webhook events and keyed requests", () => {
     const contact = await createContact(owner.ownerToken);
     const item = await createItem(owner.ownerToken, { contact_id: contact.contact_id });
     // The records' actions alone (no sync), so the events wait in D1's outbox where the test reads them.
-    const db = database(env.DB, {
-      committed: 0,
-      actor: {
-        accountId: null,
-        companyId: null,
-        clientId: null,
-        userId: null,
-        requestId: null,
-        operationId: "recipientAction",
-        contactId: contact.contact_id,
-        via: "link",
-      },
-    });
+    const db = recipientDb(contact.contact_id);
     const by = { type: "contact" as const, id: contact.contact_id };
     await env.DB.prepare("DELETE FROM webhook_events WHERE company_id = ?").bind(owner.companyId).run();
     const until = addDays(todayIn("UTC"), 4);

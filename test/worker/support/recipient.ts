@@ -13,6 +13,7 @@ import type { OutgoingEmail } from "../../../src/company-clock/reminder-delivery
 import type { CompanyClock } from "../../../src/company-clock/object";
 import { clockFor } from "../../../src/company-clock/handoff/worker";
 import { env } from "cloudflare:workers";
+import { database } from "../../../src/db/client";
 import { call } from "./http";
 
 /** A reminder for the coming minutes, as POST /v1/items/{id}/reminders takes it. */
@@ -144,3 +145,19 @@ export function formsOf(html: string): Array<{ method: string; action: string; f
     return { method: attr("method", attributes!), action: attr("action", attributes!), fields };
   });
 }
+
+/** A database handle whose writes are a recipient's, as a reminder's page makes it. */
+export const recipientDb = (contactId: number, requestId = crypto.randomUUID()) =>
+  database(env.DB, {
+    committed: 0,
+    actor: {
+      accountId: null,
+      companyId: null,
+      clientId: null,
+      userId: null,
+      requestId,
+      operationId: "recipientAction",
+      contactId,
+      via: "link",
+    },
+  });
