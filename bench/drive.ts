@@ -33,6 +33,7 @@ import {
   tempServerScope,
   type RouteResult,
   type RouteSpec,
+  startBenchServer,
 } from "./kit.ts";
 import { ROOT, executeSql, startDev } from "../scripts/lib/local.ts";
 import { searchWords } from "../src/lib/search.ts";
@@ -218,23 +219,7 @@ export async function runDriveBench(options: DriveBenchOptions): Promise<number>
         taskRows(),
       ),
     );
-    api = await startDev(
-      [
-        "--port",
-        String(options.port),
-        "--persist-to",
-        scope.persistTo,
-        "--log-level",
-        "warn",
-        "--ip",
-        "127.0.0.1",
-        "--inspector-port",
-        String(options.port + 1),
-        "--var",
-        "RATE_LIMITS:off",
-      ],
-      { port: options.port, env: { X_LOCAL_OBSERVABILITY: "false" } },
-    );
+    api = await startBenchServer(options.port, scope.persistTo, ["--var", "RATE_LIMITS:off"]);
     scope.setServer(api);
     const bareConfig = writeBareWorker(join(bareDir, "worker"), apiCompatibilityDate());
     bare = await startDev(

@@ -30,8 +30,9 @@ import {
   tempServerScope,
   wranglerVersion,
   type SuiteOptions,
+  startBenchServer,
 } from "./kit.ts";
-import { executeSql, queryRows, startDev } from "../scripts/lib/local.ts";
+import { executeSql, queryRows } from "../scripts/lib/local.ts";
 import { procStats, readProcFile, rssKb } from "../scripts/lib/procs.ts";
 
 const ITEMS = { company1: 100_000, company2: 5_000 };
@@ -279,23 +280,7 @@ export async function runExportsBench(options: SuiteOptions): Promise<number> {
     );
 
     t = Date.now();
-    const server = await startDev(
-      [
-        "--port",
-        String(options.port),
-        "--persist-to",
-        scope.persistTo,
-        "--log-level",
-        "warn",
-        "--ip",
-        "127.0.0.1",
-        "--inspector-port",
-        String(options.port + 1),
-        "--var",
-        "RATE_LIMITS:off",
-      ],
-      { port: options.port, env: { X_LOCAL_OBSERVABILITY: "false" } },
-    );
+    const server = await startBenchServer(options.port, scope.persistTo, ["--var", "RATE_LIMITS:off"]);
     scope.setServer(server);
     const pids = workerdPids(server.pid!);
     expect(pids.length > 0, "found the server's workerd processes");

@@ -24,8 +24,9 @@ import {
   tempServerScope,
   wranglerVersion,
   type SuiteOptions,
+  startBenchServer,
 } from "./kit.ts";
-import { executeSql, queryRows, startDev } from "../scripts/lib/local.ts";
+import { executeSql, queryRows } from "../scripts/lib/local.ts";
 import { rssSampler } from "../scripts/lib/procs.ts";
 
 export type ImportsBenchOptions = SuiteOptions;
@@ -61,22 +62,7 @@ export async function runImportsBench(options: ImportsBenchOptions): Promise<num
       "UPDATE companies SET documents_limit = 10000000 WHERE id = 1",
       "UPDATE accounts SET max_documents = 10000000 WHERE id = (SELECT account_id FROM companies WHERE id = 1)",
     ]);
-    child = await startDev(
-      [
-        "--port",
-        String(options.port),
-        "--persist-to",
-        scope.persistTo,
-        "--log-level",
-        "warn",
-        "--ip",
-        "127.0.0.1",
-        "--inspector-port",
-        String(options.port + 1),
-        ...VARS,
-      ],
-      { port: options.port, env: { X_LOCAL_OBSERVABILITY: "false" } },
-    );
+    child = await startBenchServer(options.port, scope.persistTo, VARS);
     scope.setServer(child);
     log(
       `wrangler dev up on ${base}: RATE_LIMITS=off, REQUEST_LOGS=off (--var), --log-level warn, X_LOCAL_OBSERVABILITY=false`,

@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { ROOT, applyMigrations, ensureDevVars, seedLocal, stopDev } from "../scripts/lib/local.ts";
+import { ROOT, applyMigrations, ensureDevVars, seedLocal, startDev, stopDev } from "../scripts/lib/local.ts";
 import { procStats, readProcFile } from "../scripts/lib/procs.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -356,6 +356,29 @@ export function measurer(settings: MeasureSettings) {
     };
   }
   return { measure, drain };
+}
+
+/**
+ * `wrangler dev` as the benches run it: on `port` (its inspector on port + 1), loopback only, state
+ * in `persistTo`, warnings only, local observability off; `vars` are more arguments (`--var K:V`).
+ */
+export function startBenchServer(port: number, persistTo: string, vars: string[]): Promise<ChildProcess> {
+  return startDev(
+    [
+      "--port",
+      String(port),
+      "--persist-to",
+      persistTo,
+      "--log-level",
+      "warn",
+      "--ip",
+      "127.0.0.1",
+      "--inspector-port",
+      String(port + 1),
+      ...vars,
+    ],
+    { port, env: { X_LOCAL_OBSERVABILITY: "false" } },
+  );
 }
 
 /**

@@ -30,8 +30,9 @@ import {
   sqlText,
   tempServerScope,
   type SuiteOptions,
+  startBenchServer,
 } from "./kit.ts";
-import { executeSql, queryRows, startDev } from "../scripts/lib/local.ts";
+import { executeSql, queryRows } from "../scripts/lib/local.ts";
 
 const COMPANY = 1;
 const ITEMS = 10_000;
@@ -91,23 +92,7 @@ export async function runRenewalBench(options: SuiteOptions): Promise<number> {
     const insertedAt = Date.now();
 
     // ---- 2. server
-    child = await startDev(
-      [
-        "--port",
-        String(options.port),
-        "--persist-to",
-        scope.persistTo,
-        "--log-level",
-        "warn",
-        "--ip",
-        "127.0.0.1",
-        "--inspector-port",
-        String(options.port + 1),
-        "--var",
-        "RATE_LIMITS:off",
-      ],
-      { port: options.port, env: { X_LOCAL_OBSERVABILITY: "false" } },
-    );
+    child = await startBenchServer(options.port, scope.persistTo, ["--var", "RATE_LIMITS:off"]);
     scope.setServer(child);
     let serverOutput = "";
     child.stdout?.on("data", (chunk) => (serverOutput += chunk));

@@ -22,8 +22,8 @@ import {
   tempServerScope,
   type RouteResult,
   type RouteSpec,
+  startBenchServer,
 } from "./kit.ts";
-import { startDev } from "../scripts/lib/local.ts";
 
 export interface WebhookBenchOptions {
   port: number;
@@ -91,23 +91,7 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<num
 
   try {
     const loadBefore = await prepareBenchState(scope.persistTo, log);
-    child = await startDev(
-      [
-        "--port",
-        String(options.port),
-        "--persist-to",
-        scope.persistTo,
-        "--log-level",
-        "warn",
-        "--ip",
-        "127.0.0.1",
-        "--inspector-port",
-        String(options.port + 1),
-        "--var",
-        "RATE_LIMITS:off",
-      ],
-      { port: options.port, env: { X_LOCAL_OBSERVABILITY: "false" } },
-    );
+    child = await startBenchServer(options.port, scope.persistTo, ["--var", "RATE_LIMITS:off"]);
     scope.setServer(child);
     const token = await fetchToken();
     const group = child.pid;

@@ -34,8 +34,9 @@ import {
   type RouteResult,
   type RouteSpec,
   type SuiteOptions,
+  startBenchServer,
 } from "./kit.ts";
-import { executeSql, startDev } from "../scripts/lib/local.ts";
+import { executeSql } from "../scripts/lib/local.ts";
 
 export type WritesBenchOptions = SuiteOptions;
 
@@ -136,22 +137,7 @@ export async function runWritesBench(options: WritesBenchOptions): Promise<numbe
     executeSql({ persistTo: scope.persistTo }, seedStatements());
     log(`seeded ${ITEMS} items and ${CONTACTS} contacts for company 1 (${((Date.now() - t) / 1000).toFixed(1)} s)`);
     t = Date.now();
-    child = await startDev(
-      [
-        "--port",
-        String(options.port),
-        "--persist-to",
-        scope.persistTo,
-        "--log-level",
-        "warn",
-        "--ip",
-        "127.0.0.1",
-        "--inspector-port",
-        String(options.port + 1),
-        ...VARS,
-      ],
-      { port: options.port, env: { X_LOCAL_OBSERVABILITY: "false" } },
-    );
+    child = await startBenchServer(options.port, scope.persistTo, VARS);
     scope.setServer(child);
     log(
       `wrangler dev up on ${base} (${((Date.now() - t) / 1000).toFixed(1)} s): RATE_LIMITS=off (--var), --log-level warn, X_LOCAL_OBSERVABILITY=false`,
