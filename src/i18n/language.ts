@@ -1,0 +1,41 @@
+// Which language a message speaks (docs/languages.md): the contact's `language`, else the
+// company's `settings.language`, else English. A tag with a region (`pt-BR`) takes that region's
+// Intl formats and its base language's texts; a tag whose base language the catalogue lacks is
+// passed over. Pure.
+import { DEFAULT_LANGUAGE, isSupportedLanguage, type Language, RTL_LANGUAGES } from "../lib/languages";
+import { canonicalTag, intlLocale } from "./format";
+
+export interface Speech {
+  /** The catalogue's language. */
+  language: Language;
+  /** The Intl locale (the tag as given, region included, Latin digits). */
+  locale: string;
+  /** The tag for `lang=""` attributes. */
+  tag: string;
+  dir: "ltr" | "rtl";
+}
+
+const speeches = new Map<string, Speech | null>();
+
+function speechOf(tag: string): Speech | null {
+  let speech = speeches.get(tag);
+  if (speech !== undefined) return speech;
+  const canonical = canonicalTag(tag);
+  const base = canonical?.split("-")[0]?.toLowerCase() ?? "";
+  speech =
+    canonical && isSupportedLanguage(base)
+      ? { language: base, locale: intlLocale(canonical), tag: canonical, dir: RTL_LANGUAGES.has(base) ? "rtl" : "ltr" }
+      : null;
+  if (speeches.size < 1000) speeches.set(tag, speech);
+  return speech;
+}
+
+/** The first of `tags` (most specific first: contact, company) the catalogue speaks, else English. */
+export function speechFor(...tags: Array<string | null | undefined>): Speech {
+  for (const tag of tags) {
+    if (!tag) continue;
+    const speech = speechOf(tag);
+    if (speech) return speech;
+  }
+  return speechOf(DEFAULT_LANGUAGE)!;
+}
