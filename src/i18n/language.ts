@@ -17,7 +17,8 @@ export interface Speech {
 
 const speeches = new Map<string, Speech | null>();
 
-function speechOf(tag: string): Speech | null {
+/** The speech of one tag, or null when it is no BCP 47 tag or its base language is not supported. */
+export function speechOf(tag: string): Speech | null {
   let speech = speeches.get(tag);
   if (speech !== undefined) return speech;
   const canonical = canonicalTag(tag);
