@@ -2,8 +2,14 @@
 // company's `settings.language`, else English. A tag with a region (`pt-BR`) takes that region's
 // Intl formats and its base language's texts; a tag whose base language the catalogue lacks is
 // passed over. Pure.
-import { DEFAULT_LANGUAGE, isSupportedLanguage, type Language, RTL_LANGUAGES } from "../lib/languages";
-import { canonicalTag, intlLocale } from "./format";
+import {
+  DEFAULT_LANGUAGE,
+  type Language,
+  primaryLanguage,
+  supportedLanguageTag,
+  textDirection,
+} from "../lib/languages";
+import { intlLocale } from "./format";
 
 export interface Speech {
   /** The catalogue's language. */
@@ -21,11 +27,11 @@ const speeches = new Map<string, Speech | null>();
 export function speechOf(tag: string): Speech | null {
   let speech = speeches.get(tag);
   if (speech !== undefined) return speech;
-  const canonical = canonicalTag(tag);
-  const base = canonical?.split("-")[0]?.toLowerCase() ?? "";
+  const canonical = supportedLanguageTag(tag);
+  const language = canonical ? primaryLanguage(canonical) : null;
   speech =
-    canonical && isSupportedLanguage(base)
-      ? { language: base, locale: intlLocale(canonical), tag: canonical, dir: RTL_LANGUAGES.has(base) ? "rtl" : "ltr" }
+    canonical && language
+      ? { language, locale: intlLocale(canonical), tag: canonical, dir: textDirection(canonical) }
       : null;
   if (speeches.size < 1000) speeches.set(tag, speech);
   return speech;

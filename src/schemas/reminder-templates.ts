@@ -2,7 +2,7 @@
 // intro and a footer that replace the reminder email's defaults, with placeholders from one set.
 import { z } from "@hono/zod-openapi";
 import { cleanText, idField, Timestamp } from "../lib/schemas";
-import { SUPPORTED_LANGUAGES } from "../lib/languages";
+import { LANGUAGES } from "../lib/languages";
 import { speechOf } from "../i18n/language";
 import { TEMPLATE_PLACEHOLDERS, templateProblem } from "../i18n/template";
 
@@ -19,13 +19,13 @@ export const PLACEHOLDER_NOTE =
   "An unknown placeholder or a brace without its pair is 400 naming the field and the placeholder. " +
   "Values are inserted as data: escaped in the HTML part, on one line without control characters in the subject and text.";
 
-const LANGUAGE_LIST = SUPPORTED_LANGUAGES.join(", ");
+const LANGUAGE_LIST = LANGUAGES.join(", ");
 
 /** A supported language as a path parameter: 400 naming `language` otherwise. */
 export const LanguageParams = z.object({
   language: z
     .string()
-    .refine((value) => (SUPPORTED_LANGUAGES as readonly string[]).includes(value), {
+    .refine((value) => (LANGUAGES as readonly string[]).includes(value), {
       error: `language must be one of ${LANGUAGE_LIST}`,
     })
     .openapi({
@@ -72,7 +72,7 @@ export type PutTemplateInput = z.infer<typeof PutTemplateSchema>;
 
 export const ReminderTemplateSchema = z
   .object({
-    language: z.enum(SUPPORTED_LANGUAGES).openapi({ example: "de" }),
+    language: z.enum(LANGUAGES).openapi({ example: "de" }),
     subject: z.string().nullable().openapi({ example: "{item.title}: {item.when} ({item.date})" }),
     intro: z.string().nullable().openapi({ example: "Guten Tag {contact.first_name}," }),
     footer: z.string().nullable().openapi({ example: "Ihr Team von {company.name}" }),
@@ -89,8 +89,8 @@ export const ReminderTemplateListEnvelope = z
     meta: z
       .object({
         total: z.number().int().openapi({ example: 1 }),
-        languages: z.array(z.enum(SUPPORTED_LANGUAGES)).openapi({
-          example: [...SUPPORTED_LANGUAGES],
+        languages: z.array(z.enum(LANGUAGES)).openapi({
+          example: [...LANGUAGES],
           description: "The supported languages: at most one template each",
         }),
       })
@@ -112,11 +112,9 @@ export const PreviewTemplateSchema = z
         description:
           "The recipient's language, a BCP 47 tag of a supported language (default: the company's settings.language, else en); a region changes the date formats only",
       }),
-    item_id: idField("item_id")
-      .optional()
-      .openapi({
-        description: "An item of the company to render; default: a sample item (a passport, due in 14 days)",
-      }),
+    item_id: idField("item_id").optional().openapi({
+      description: "An item of the company to render; default: a sample item (a passport, due in 14 days)",
+    }),
     ...TemplateFields,
   })
   .openapi("ReminderTemplatePreviewInput");
@@ -124,7 +122,7 @@ export type PreviewTemplateInput = z.infer<typeof PreviewTemplateSchema>;
 
 export const ReminderTemplatePreviewSchema = z
   .object({
-    language: z.enum(SUPPORTED_LANGUAGES).openapi({ example: "de" }),
+    language: z.enum(LANGUAGES).openapi({ example: "de" }),
     locale: z.string().openapi({ example: "de-AT", description: "The tag whose Intl formats were used" }),
     template: z.enum(["given", "saved", "default"]).openapi({
       description:

@@ -2,7 +2,7 @@
 // reminder email's subject, intro and footer per language, and a preview of the email they make.
 import { reminderMessage, type ReminderTemplateTexts } from "../../company-clock/reminder-email";
 import { speechFor } from "../../i18n/language";
-import { isSupportedLanguage, SUPPORTED_LANGUAGES, type Language } from "../../lib/languages";
+import { LANGUAGES, type Language, primaryLanguage } from "../../lib/languages";
 import {
   MessageEnvelope,
   createRouter,
@@ -55,7 +55,7 @@ reminderTemplatesRouter.openapi(
     scope: "items:read",
     tags,
     summary: "List reminder templates",
-    description: `Extension. The company's templates, by language: at most one per supported language (${SUPPORTED_LANGUAGES.join(", ")}), so there is no pagination. ${SCOPE_NOTE}`,
+    description: `Extension. The company's templates, by language: at most one per supported language (${LANGUAGES.join(", ")}), so there is no pagination. ${SCOPE_NOTE}`,
     responses: { 200: jsonResponse(ReminderTemplateListEnvelope, "The company's reminder templates") },
   }),
   async (c) => {
@@ -64,7 +64,7 @@ reminderTemplatesRouter.openapi(
       {
         success: true as const,
         data: rows.map(templateOutput),
-        meta: { total: rows.length, languages: [...SUPPORTED_LANGUAGES] },
+        meta: { total: rows.length, languages: [...LANGUAGES] },
       },
       200,
     );
@@ -216,6 +216,6 @@ reminderTemplatesRouter.openapi(
 
 /** The path's language, checked by its schema. */
 function language(value: string): Language {
-  if (!isSupportedLanguage(value)) throw new Error(`unsupported language ${value}`);
-  return value;
+  if (primaryLanguage(value) !== value) throw new Error(`unsupported language ${value}`);
+  return value as Language;
 }
