@@ -7,7 +7,8 @@
 import type { Env } from "../env";
 import { recipientLinks } from "../lib/recipient-links";
 import { DATE_FORMATS, DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, todayIn, type DateFormat } from "../lib/time";
-import { reminderMessage } from "./reminder-email";
+import { speechFor } from "../i18n/language";
+import { reminderMessage, type ReminderTemplateTexts } from "./reminder-email";
 import { resolveRecipients, resolutionKey, type Resolution } from "./recipients";
 
 export const MAX_DELIVERY_ATTEMPTS = 6;
@@ -242,7 +243,13 @@ async function send(
         await deliverOne(
           d,
           facts,
-          { companyName: company.name, today, dateFormat: company.dateFormat },
+          {
+            companyName: company.name,
+            today,
+            dateFormat: company.dateFormat,
+            language: company.language,
+            templates: company.templates,
+          },
           transports,
           links,
         ),
@@ -304,14 +311,26 @@ function recordOutcomes(storage: DurableObjectStorage, leased: Leased[], outcome
 async function deliverOne(
   d: Leased,
   facts: DeliveryDetails | undefined,
-  company: { companyName: string; today: string; dateFormat: Parameters<typeof reminderMessage>[0]["dateFormat"] },
+  company: {
+    companyName: string;
+    today: string;
+    dateFormat: Parameters<typeof reminderMessage>[0]["dateFormat"];
+    language: string | null;
+    templates: Map<string, ReminderTemplateTexts>;
+  },
   transports: Transports,
   links: Awaited<ReturnType<typeof recipientLinks>> = null,
 ): Promise<Outcome> {
   if (!facts?.present) return { state: "skipped", recipient: null, error: "the item was deleted before delivery" };
   if (!facts.contactPresent)
     return { state: "no_recipient", recipient: null, error: `contact ${d.contact_id} no longer exists` };
+  // The recipient's language (docs/languages.md), and the company's template for it when there is one.
+  const speech = speechFor(facts.language, company.language);
   const message = reminderMessage({
+    speech,
+    template: company.templates.get(speech.language) ?? null,
+    recipientFirstName: facts.firstName,
+    recipientLastName: facts.lastName,
     companyName: company.companyName,
     itemTitle: facts.title,
     itemType: facts.itemType,
@@ -366,25 +385,34 @@ interface DeliveryDetails {
   email: string | null;
   phone: string | null;
   recipientName: string | null;
+  firstName: string | null;
+  lastName: string | null;
+  /** The contact's `language` (BCP 47), null when not set. */
+  language: string | null;
 }
 
 interface CompanyDetails {
   name: string;
   timezone: string;
   dateFormat: DateFormat;
+  /** `settings.language`, null when not set. */
+  language: string | null;
+  /** Its reminder templates by language (at most one per supported language). */
+  templates: Map<string, ReminderTemplateTexts>;
 }
 
-/** The current D1 facts for a batch of deliveries, by `reminderId:contactId`: item, recipient, company. */
+/** The current D1 facts for a batch of deliveries, by `reminderId:contactId`: item, recipient, company (its templates too: one read per batch). */
 async function deliveryDetails(
   db: D1Database,
   companyId: number,
   targets: DeliveryTarget[],
 ): Promise<{ company: CompanyDetails; details: Map<string, DeliveryDetails> }> {
-  const [companyResult, rows] = await db.batch([
+  const [companyResult, rows, templateRows] = await db.batch([
     db
       .prepare(
         "SELECT name, json_extract(settings, '$.timezone') AS timezone, " +
-          "json_extract(settings, '$.date_format') AS date_format FROM companies WHERE id " +
+          "json_extract(settings, '$.date_format') AS date_format, json_extract(settings, '$.language') AS language " +
+          "FROM companies WHERE id " +
           "= ?",
       )
       .bind(companyId),
@@ -392,16 +420,23 @@ async function deliveryDetails(
       .prepare(
         `SELECT t.value ->> 0 AS reminder_id, t.value ->> 2 AS contact_id, i.id IS NOT NULL AS present, c.id IS NOT NULL AS contact_present,
            i.schedule_epoch AS epoch, i.title, i.item_type, i.expiry_date, i.notes, d.name AS document_type,
-           c.email, trim(c.mobile_code || ' ' || c.phone_number) AS phone, trim(c.first_name || ' ' || c.last_name) AS recipient_name
+           c.email, trim(c.mobile_code || ' ' || c.phone_number) AS phone, trim(c.first_name || ' ' || c.last_name) AS recipient_name,
+           c.first_name, c.last_name, c.language
          FROM json_each(?2) AS t
          LEFT JOIN items i ON i.id = t.value ->> 1 AND i.company_id = ?1
          LEFT JOIN document_types d ON d.id = i.document_type_id
          LEFT JOIN contacts c ON c.id = t.value ->> 2 AND c.company_id = ?1`,
       )
       .bind(companyId, JSON.stringify(targets.map((t) => [t.reminderId, t.itemId, t.contactId]))),
+    db.prepare("SELECT language, subject, intro, footer FROM reminder_templates WHERE company_id = ?").bind(companyId),
   ]);
   const company = (
-    companyResult!.results as Array<{ name: string; timezone: string | null; date_format: string | null }>
+    companyResult!.results as Array<{
+      name: string;
+      timezone: string | null;
+      date_format: string | null;
+      language: string | null;
+    }>
   )[0];
   const dateFormat = (DATE_FORMATS as readonly string[]).includes(company?.date_format ?? "")
     ? (company!.date_format as DateFormat)
@@ -421,10 +456,24 @@ async function deliveryDetails(
       email: (r.email as string | null) || null,
       phone: (r.phone as string | null) || null,
       recipientName: (r.recipient_name as string | null) || null,
+      firstName: (r.first_name as string | null) || null,
+      lastName: (r.last_name as string | null) || null,
+      language: (r.language as string | null) || null,
     });
   }
   return {
-    company: { name: company?.name ?? "", timezone: company?.timezone || DEFAULT_TIME_ZONE, dateFormat },
+    company: {
+      name: company?.name ?? "",
+      timezone: company?.timezone || DEFAULT_TIME_ZONE,
+      dateFormat,
+      language: typeof company?.language === "string" ? company.language : null,
+      templates: new Map(
+        (templateRows!.results as Array<ReminderTemplateTexts & { language: string }>).map(({ language, ...texts }) => [
+          language,
+          texts,
+        ]),
+      ),
+    },
     details,
   };
 }

@@ -88,7 +88,7 @@ reminderTemplatesRouter.openapi(
       `${PLACEHOLDER_NOTE} Needs \`items:read\` (it reads and changes nothing).`,
     request: { body: jsonBody(PreviewTemplateSchema) },
     responses: {
-      200: jsonResponse(dataEnvelope(ReminderTemplatePreviewSchema, "ReminderTemplatePreviewEnvelope"), "The email"),
+      200: jsonResponse(resultEnvelope(ReminderTemplatePreviewSchema, "ReminderTemplatePreviewResult"), "The email"),
     },
   }),
   async (c) => {
@@ -138,7 +138,7 @@ reminderTemplatesRouter.openapi(
       speech,
       template,
     });
-    return ok(c, {
+    return updated(c, "Reminder email rendered (nothing was sent or saved)", {
       language: speech.language,
       locale: speech.tag,
       template: given ? ("given" as const) : saved ? ("saved" as const) : ("default" as const),

@@ -1328,7 +1328,7 @@ export interface components {
             request_id: string | null;
             operation_id: string | null;
             /** @enum {string} */
-            resource_type: "api_client" | "calendar_feed" | "company" | "contact" | "contact_group" | "department" | "document_type" | "file" | "folder" | "import" | "item" | "reminder" | "reminder_sequence" | "tag" | "task" | "upload_session" | "webhook";
+            resource_type: "api_client" | "calendar_feed" | "company" | "contact" | "contact_group" | "department" | "document_type" | "file" | "folder" | "import" | "item" | "reminder" | "reminder_sequence" | "reminder_template" | "tag" | "task" | "upload_session" | "webhook";
             resource_id: string;
             /** @enum {string} */
             action: "created" | "updated" | "deleted" | "token_issued" | "token_refused" | "tested" | "retried";
