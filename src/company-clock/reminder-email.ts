@@ -8,7 +8,7 @@
 import { escapeHtml } from "../lib/html";
 import type { RecipientLinks } from "../lib/recipient-links";
 import { type DateFormat, daysBetween } from "../lib/time";
-import { localDate, relativeDays } from "../i18n/format";
+import { isolated, localDate, relativeDays } from "../i18n/format";
 import { type Speech, speechFor } from "../i18n/language";
 import { type MessageKey, t } from "../i18n/messages";
 import { fillTemplate, type TemplateValues } from "../i18n/template";
@@ -169,7 +169,7 @@ export function itemWording(
   const documentType = truncate(singleLine(input.documentType ?? ""), DOCUMENT_TYPE_MAX);
   const label = documentType || t(lang, `kind.${input.itemType}`);
   const company = truncate(singleLine(input.companyName), NAME_MAX);
-  const date = localDate(input.expiryDate, input.dateFormat, speech.locale);
+  const date = isolated(localDate(input.expiryDate, input.dateFormat, speech.locale), speech.dir);
   const when = relativeDays(input.today, input.expiryDate, speech.locale);
   const days = daysBetween(input.today, input.expiryDate);
   const tense = days < 0 ? "past" : "ahead";

@@ -68,3 +68,10 @@ export function relativeDays(today: string, date: string, locale: string): strin
   if (months < 24) return format.format(sign * months, "month");
   return format.format(sign * Math.round(n / 365.25), "year");
 }
+
+/**
+ * A date (or any left-to-right run of digits and signs) kept whole in right-to-left text: wrapped
+ * in a left-to-right isolate (U+2066 … U+2069), so 2027-05-13 is not shown as 13-05-2027 by the
+ * bidirectional algorithm. Left-to-right text gets it unchanged.
+ */
+export const isolated = (text: string, dir: "ltr" | "rtl") => (dir === "rtl" ? `\u2066${text}\u2069` : text);

@@ -131,7 +131,7 @@ describe("the reminder email in each language", () => {
       snooze: "https://x/r/a/snooze",
     };
     const m = reminderMessage({ ...base, speech: speechFor("ar"), links });
-    expect(m.subject).toBe("تذكير: انتهاء صلاحية «Reisepass» ينتهي خلال 3 أيام (14.03.2027)");
+    expect(m.subject).toBe("تذكير: انتهاء صلاحية «Reisepass» ينتهي خلال 3 أيام (\u206614.03.2027\u2069)");
     expect(m.html).toContain('<html lang="ar" dir="rtl">');
     expect(m.html).toContain('<div dir="rtl"');
     expect(m.html).toContain("padding:4px 0 4px 16px;text-align:right;");

@@ -4,7 +4,7 @@
 // recipient, are English. Plain forms
 // (method="post") that need no script; one inline style, allowed by its hash; nothing loaded from
 // anywhere. Pure: the routes (routes.ts) decide which page, with which status.
-import { localDate, relativeDays } from "../../i18n/format";
+import { isolated, localDate, relativeDays } from "../../i18n/format";
 import { type Speech, speechFor } from "../../i18n/language";
 import { type MessageKey, t } from "../../i18n/messages";
 import { escapeHtml as e } from "../../lib/html";
@@ -153,7 +153,8 @@ export interface PageInput {
 }
 
 /** A date of the page: the company's format, the reader's locale (src/i18n/format.ts). */
-const dateOf = (view: RecipientView, speech: Speech, date: string) => localDate(date, view.dateFormat, speech.locale);
+const dateOf = (view: RecipientView, speech: Speech, date: string) =>
+  isolated(localDate(date, view.dateFormat, speech.locale), speech.dir);
 
 /** The instant of a timestamp as D1 (`YYYY-MM-DD HH:MM:SS`, UTC) or ISO writes it, in the company's zone and format. */
 function localTime(at: string, view: RecipientView, speech: Speech): string {
