@@ -108,6 +108,33 @@ describe("PUT, GET, list and DELETE /v1/reminder-templates/{language}", () => {
   });
 });
 
+describe("a deleted company", () => {
+  it("takes its templates with it", async () => {
+    const account = await createAccount();
+    const made = await call("createCompany", "/v1/companies", {
+      token: account.ownerToken,
+      body: {
+        company_name: `Templates ${crypto.randomUUID().slice(0, 8)}`,
+        documents_limit: 10,
+        contacts_limit: 10,
+        drive_space: 1,
+      },
+    });
+    expectStatus(made, 201);
+    const id = made.body.data.company.companyid;
+    await env.DB.prepare(
+      "INSERT INTO reminder_templates (company_id, language, subject, created_at, updated_at) VALUES (?, 'de', '{item.title}', 1, 1)",
+    )
+      .bind(id)
+      .run();
+    expectStatus(await call("deleteCompany", `/v1/companies/${id}`, { token: account.ownerToken }), 200);
+    const left = await env.DB.prepare("SELECT count(*) AS n FROM reminder_templates WHERE company_id = ?")
+      .bind(id)
+      .first<{ n: number }>();
+    expect(left!.n).toBe(0);
+  });
+});
+
 describe("POST /v1/reminder-templates/preview", () => {
   it("renders the sample in the company's language by default, with the saved template, escaped", async () => {
     const account = await createAccount();
