@@ -752,9 +752,10 @@ export interface components {
             total: number;
             languages: ("en" | "de" | "fr" | "es" | "pt" | "ar")[];
         };
-        ReminderTemplatePreviewEnvelope: {
+        ReminderTemplatePreviewResult: {
             /** @enum {boolean} */
             success: true;
+            msg: string;
             data: components["schemas"]["ReminderTemplatePreview"];
         };
         ReminderTemplatePreview: {
@@ -6815,7 +6816,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ReminderTemplatePreviewEnvelope"];
+                    "application/json": components["schemas"]["ReminderTemplatePreviewResult"];
                 };
             };
             400: {
