@@ -77,6 +77,18 @@ describe("PUT, GET, list and DELETE /v1/reminder-templates/{language}", () => {
     expect(list.map((t) => t.language)).toEqual(["fr"]);
   });
 
+  it("concurrent PUTs of one language: one creates (201), the others replace (200), one row is left whole", async () => {
+    const { ownerToken: token } = await createAccount();
+    const subjects = Array.from({ length: 8 }, (_, i) => `Variante ${i}: {item.title}`);
+    const answers = await Promise.all(subjects.map((subject) => put(token, "de", { subject, footer: subject })));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 200, 200, 200, 200, 201]);
+    const list = ok(await call("listReminderTemplates", "/v1/reminder-templates", { token })).body.data;
+    expect(list).toHaveLength(1);
+    // Never half of one PUT and half of another.
+    expect(list[0]!.footer).toBe(list[0]!.subject);
+    expect(subjects).toContain(list[0]!.subject);
+  });
+
   it("reads with items:read, writes with items:write; another company's templates are not seen", async () => {
     const { readonly, other, owner } = await demoTokens();
     expectStatus(await call("listReminderTemplates", "/v1/reminder-templates", { token: readonly }), 200);
