@@ -5,11 +5,13 @@
 import { type DateFormat, daysBetween, formatDate } from "../lib/time";
 
 const cache = new Map<string, unknown>();
+/** Bound of the cache: tags are validated, but regions and scripts make many; past it, formatters are built and not kept. */
+const CACHE_MAX = 256;
 function cached<T>(key: string, make: () => T): T {
   let value = cache.get(key) as T | undefined;
   if (value === undefined) {
     value = make();
-    cache.set(key, value);
+    if (cache.size < CACHE_MAX) cache.set(key, value);
   }
   return value;
 }

@@ -377,6 +377,12 @@ describe("components", () => {
       "phone_number",
       "iso",
       "add_date",
+      "email_status",
+      "email_status_changed_at",
+      "language",
+      "digest",
+      "digest_weekday",
+      "channels",
     ];
     expect(Object.keys(contact.properties).sort()).toEqual([...fields].sort());
     for (const field of fields) expect(contact.properties[field].example, field).toBeDefined();

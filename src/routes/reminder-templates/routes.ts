@@ -12,6 +12,8 @@ import {
   resultEnvelope,
   scopedRoute,
 } from "../../lib/openapi";
+import { echo } from "../../lib/echo";
+import { apiError } from "../../lib/errors";
 import { created, done, ok, updated } from "../../lib/respond";
 import { addDays, todayIn } from "../../lib/time";
 import {
@@ -46,6 +48,14 @@ const APPLIES =
   "templates once per batch of deliveries, so a change applies to emails sent from then on.";
 
 export const reminderTemplatesRouter = createRouter();
+
+// `preview` is no language: its other methods are 405, not the {language} routes' 400 for "preview".
+reminderTemplatesRouter.use("/v1/reminder-templates/preview", async (c, next) => {
+  if (c.req.method === "POST") return next();
+  throw apiError(405, `Method ${echo(c.req.method)} is not allowed on /v1/reminder-templates/preview; allowed: POST`, {
+    Allow: "POST",
+  });
+});
 
 reminderTemplatesRouter.openapi(
   scopedRoute({
