@@ -1,8 +1,13 @@
 // What a reminder email is as it leaves the service, apart from its body (reminder-email.ts): who
-// it is from (the company's name at EMAIL_FROM), where replies go (settings.reply_to), its
-// Message-ID on our domain, the RFC 8058 unsubscribe headers, and an .ics of an appointment or
-// event. Pure: one structured value in the shape of the send_email binding's builder form
-// (EmailMessageBuilder); the transport (reminder-delivery.ts) hands it over as it is.
+// it is from (the company's name at EMAIL_FROM), where replies go (settings.reply_to), the RFC 8058
+// unsubscribe headers, and an .ics of an appointment or event. Pure: one structured value in the
+// shape of the send_email binding's builder form (EmailMessageBuilder); the transport
+// (reminder-delivery.ts) hands it over as it is.
+//
+// No Message-ID: the Email Service sets it and refuses one in `headers` (E_HEADER_NOT_ALLOWED,
+// its "platform-controlled headers"). `wrangler dev`'s simulation gives each message one on the
+// sender's domain (`<…@expiry-reminder.example>`); the binding answers it, and the delivery keeps it
+// (docs/api-notes.md, "The sender").
 import { escapeText, icalDate, icalText, icalUtc, itemUid } from "../lib/ical";
 import { addDays } from "../lib/time";
 import type { ReminderItemType, ReminderMessage } from "./reminder-email";
@@ -44,17 +49,6 @@ export function displayName(companyName: string): string {
     .trim();
   return truncate(cleaned, DISPLAY_NAME_MAX);
 }
-
-/** The domain of an address (`reminders@expiry-reminder.example` → `expiry-reminder.example`). */
-export const domainOf = (address: string) => address.slice(address.lastIndexOf("@") + 1).toLowerCase();
-
-/**
- * The Message-ID of one delivery: the company, the reminder and the recipient, on the sender's
- * domain. The same for every attempt of the delivery, so a retried send that did go out twice is
- * one message to mail clients.
- */
-export const messageIdOf = (d: { companyId: number; reminderId: number; contactId: number }, sender: string) =>
-  `<reminder.${d.companyId}.${d.reminderId}.${d.contactId}@${domainOf(sender)}>`;
 
 /** The item an .ics describes. */
 export interface CalendarItem {
@@ -102,7 +96,6 @@ export interface EnvelopeInput {
   companyName: string;
   /** settings.reply_to, or null. */
   replyTo: string | null;
-  messageId: string;
   /** The contact's unsubscribe URL (src/lib/unsubscribe-links.ts); null: no List-Unsubscribe. */
   unsubscribeUrl: string | null;
   /** The .ics of the item, when it has one. */
@@ -112,7 +105,7 @@ export interface EnvelopeInput {
 /** The whole email: the body `message` with its sender, headers and attachment. */
 export function composeEmail(message: ReminderMessage, input: EnvelopeInput): OutgoingEmail {
   const name = displayName(input.companyName);
-  const headers: Record<string, string> = { "Message-ID": input.messageId };
+  const headers: Record<string, string> = {};
   if (input.unsubscribeUrl) {
     headers["List-Unsubscribe"] = `<${input.unsubscribeUrl}>`;
     headers["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click";

@@ -9,7 +9,7 @@ import type { EmailStatus } from "../lib/contact-preferences";
 import { recipientLinks } from "../lib/recipient-links";
 import { unsubscribeLinks } from "../lib/unsubscribe-links";
 import { DATE_FORMATS, DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, todayIn, type DateFormat } from "../lib/time";
-import { composeEmail, hasCalendarEvent, itemCalendar, messageIdOf, type OutgoingEmail } from "./outgoing-email";
+import { composeEmail, hasCalendarEvent, itemCalendar, type OutgoingEmail } from "./outgoing-email";
 import { reminderMessage } from "./reminder-email";
 import { sendGate } from "./send-gate";
 import { resolveRecipients, resolutionKey, type Resolution } from "./recipients";
@@ -366,10 +366,6 @@ async function deliverOne(
               sender: company.sender,
               companyName: company.companyName,
               replyTo: company.replyTo,
-              messageId: messageIdOf(
-                { companyId: company.companyId, reminderId: d.reminder_id, contactId: d.contact_id },
-                company.sender,
-              ),
               unsubscribeUrl,
               calendar: hasCalendarEvent(facts.itemType)
                 ? itemCalendar(

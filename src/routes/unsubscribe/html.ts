@@ -43,8 +43,9 @@ export const TEXT = {
     digestOptions: {
       off: "No summary: one email per reminder",
       daily: "A daily summary",
-      weekly: "A weekly summary, on",
+      weekly: "A weekly summary",
     } as Record<Digest, string>,
+    weekday: "Day of the weekly summary",
     digestNote: "Summaries are not sent yet: your choice is kept for when they are.",
     weekdays: {
       monday: "Monday",
@@ -203,7 +204,7 @@ ${languageOptions.join("\n")}
 <fieldset>
 <legend>${e(P.digest)}</legend>
 ${digests.join("\n")}
-<label>${e(P.digestOptions.weekly)}
+<label>${e(P.weekday)}
 <select name="digest_weekday">
 ${weekdays.join("\n")}
 </select></label>
