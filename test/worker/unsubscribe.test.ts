@@ -140,6 +140,20 @@ describe("one-click unsubscribe (RFC 8058)", () => {
     });
   });
 
+  it("concurrent one-click POSTs: all 200, exactly one applies (one audit entry)", async () => {
+    const s = await setup();
+    const answers = await Promise.all(Array.from({ length: 6 }, () => oneClick(s.unsubscribe)));
+    expect(answers.map((a) => a.status)).toEqual(Array(6).fill(200));
+    const texts = await Promise.all(answers.map((a) => a.text()));
+    expect(texts.filter((t) => t.includes("You are unsubscribed.")).length).toBe(1);
+    const audit = ok(
+      await call("listAuditLog", `/v1/audit-log?resource_type=contact&resource_id=${s.contact.contact_id}`, {
+        token: s.token,
+      }),
+    ).body.data.filter((entry) => entry.action === "updated");
+    expect(audit).toHaveLength(1);
+  });
+
   it("works without any header at all, and from the page's own form", async () => {
     const s = await setup();
     const bare = await exports.default.fetch(
