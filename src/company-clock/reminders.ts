@@ -9,7 +9,7 @@ import { settle, type ClockContext } from "./context";
 import type { Applied } from "./handoff/bookkeeping";
 import { pendingItems, readSnapshots, SYNC_BATCH, type PulledEvent, type Snapshots } from "./handoff/snapshots";
 import { VIEWS_PER_BATCH } from "./handoff/views";
-import { invalidateFired, reminderView, viewRows } from "./reminder-views";
+import { type CurrentReminders, currentOf, invalidateFired, reminderView, viewRows } from "./reminder-views";
 import {
   forgetItem,
   mirrorRenewal,
@@ -63,13 +63,14 @@ export async function sync(clock: ClockContext, itemIds: number[], given?: Snaps
             ids.filter((id) => id !== 0),
           );
     pulled ??= snapshot.events;
-    const applied = applySnapshot(clock, snapshot, ids, Date.now());
+    const { applied, fresh } = applySnapshot(clock, snapshot, ids, Date.now());
     const views = viewRows(
       clock,
       applied
         .filter((a) => !a.gone && a.itemId !== 0)
         .slice(0, VIEWS_PER_BATCH)
         .map((a) => a.itemId),
+      fresh,
     );
     // Webhook events D1 triggers recorded with the change were read in the same round trip.
     if (i === 0) await pump(clock, pulled ?? []);
@@ -78,8 +79,15 @@ export async function sync(clock: ClockContext, itemIds: number[], given?: Snaps
 }
 
 /** One batch of snapshots applied in one transaction; what was applied, for the outbox. */
-function applySnapshot(clock: ClockContext, snapshot: Snapshots, ids: number[], now: number): Applied[] {
+function applySnapshot(
+  clock: ClockContext,
+  snapshot: Snapshots,
+  ids: number[],
+  now: number,
+): { applied: Applied[]; fresh: Map<number, CurrentReminders> } {
   const applied: Applied[] = [];
+  // New items' reminders as inserted: their views need no read back.
+  const fresh = new Map<number, CurrentReminders>();
   clock.storage.transactionSync(() => {
     const sql = clock.sql;
     const zoneVersion = Number(getMeta(sql, "zone_version") ?? -1);
@@ -139,7 +147,15 @@ function applySnapshot(clock: ClockContext, snapshot: Snapshots, ids: number[], 
         const rows = sequenceReminders(item.itemId, item.anchor, item.steps, zone, channels, now);
         const expiry = expiryReminder(item.itemId, item.expiry, zone, now);
         const snoozed = snoozeReminder(item.itemId, snooze, zone, channels, now);
-        insertReminders(sql, [...rows, ...(expiry ? [expiry] : []), ...(snoozed ? [snoozed] : [])]);
+        const stored = insertReminders(sql, [...rows, ...(expiry ? [expiry] : []), ...(snoozed ? [snoozed] : [])]);
+        if (!item.held && !item.acknowledged && item.snoozedUntil === null)
+          fresh.set(
+            item.itemId,
+            currentOf(
+              stored.filter((r) => r.origin !== "expiry"),
+              new Map(),
+            ),
+          );
       } else {
         const renewed = item.epoch > mirror.epoch;
         if (renewed) {
@@ -182,7 +198,7 @@ function applySnapshot(clock: ClockContext, snapshot: Snapshots, ids: number[], 
       applied.push({ itemId: item.itemId, version: item.version, gone: false });
     }
   });
-  return applied;
+  return { applied, fresh };
 }
 
 /** Applies up to REPAIR_PAGES pages of pending changes; true when more remain (the caller re-arms). */

@@ -303,15 +303,18 @@ export function insertReminder(sql: SqlStorage, r: NewReminder): number {
   return row.reminder_id;
 }
 
-/** Inserts reminders, queued, a few rows per statement: a sequence's steps cost one statement, not one each. */
-export function insertReminders(sql: SqlStorage, rows: NewReminder[]): void {
+/** Inserts reminders, queued, a few rows per statement: a sequence's steps cost one statement, not one each. The rows as stored. */
+export function insertReminders(sql: SqlStorage, rows: NewReminder[]): ReminderRow[] {
+  const stored: ReminderRow[] = [];
   for (let i = 0; i < rows.length; i += REMINDERS_PER_INSERT) {
     const chunk = rows.slice(i, i + REMINDERS_PER_INSERT);
-    sql.exec(
-      `INSERT INTO reminders (${REMINDER_COLUMNS}) VALUES ${chunk.map(() => REMINDER_VALUES).join(", ")}`,
+    const cursor = sql.exec<ReminderRow>(
+      `INSERT INTO reminders (${REMINDER_COLUMNS}) VALUES ${chunk.map(() => REMINDER_VALUES).join(", ")} RETURNING *`,
       ...chunk.flatMap(reminderParams),
     );
+    for (const row of cursor) stored.push(row);
   }
+  return stored;
 }
 
 /** The reminders of the sequence's steps for an item dated `anchor`; steps whose instant has passed are left out. */
