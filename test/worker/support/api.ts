@@ -93,6 +93,15 @@ export interface components {
             phone_number: string;
             iso: string;
             add_date: string;
+            /** @enum {string} */
+            email_status: "active" | "unsubscribed" | "bounced" | "complained";
+            email_status_changed_at: string | null;
+            language: string | null;
+            /** @enum {string} */
+            digest: "off" | "daily" | "weekly";
+            /** @enum {string|null} */
+            digest_weekday: "monday" | "tuesday" | "wednesday" | "thursday" | "friday" | "saturday" | "sunday" | null;
+            channels: ("email" | "sms")[] | null;
         };
         PageMeta: {
             total: number;
@@ -116,6 +125,12 @@ export interface components {
             iso?: string;
             mobile_code?: string;
             phone_number?: string;
+            language?: string;
+            /** @enum {string} */
+            digest?: "off" | "daily" | "weekly";
+            /** @enum {string} */
+            digest_weekday?: "monday" | "tuesday" | "wednesday" | "thursday" | "friday" | "saturday" | "sunday";
+            channels?: ("email" | "sms")[] | null;
         };
         ContactEnvelope: {
             /** @enum {boolean} */
@@ -139,6 +154,12 @@ export interface components {
             iso?: string;
             mobile_code?: string;
             phone_number?: string;
+            language?: string;
+            /** @enum {string} */
+            digest?: "off" | "daily" | "weekly";
+            /** @enum {string} */
+            digest_weekday?: "monday" | "tuesday" | "wednesday" | "thursday" | "friday" | "saturday" | "sunday";
+            channels?: ("email" | "sms")[] | null;
         };
         MessageEnvelope: {
             /** @enum {boolean} */
@@ -247,6 +268,9 @@ export interface components {
             timezone: string;
             /** @enum {string} */
             date_format: "YYYY-MM-DD" | "DD.MM.YYYY" | "DD/MM/YYYY" | "MM/DD/YYYY" | "DD-MM-YYYY" | "YYYY/MM/DD" | "D MMM YYYY" | "MMM D, YYYY";
+            reply_to: string | null;
+            language: string;
+            digest_hour: string;
         };
         CreateCompany: {
             company_name: string;
@@ -306,6 +330,9 @@ export interface components {
             timezone?: string;
             /** @enum {string} */
             date_format?: "YYYY-MM-DD" | "DD.MM.YYYY" | "DD/MM/YYYY" | "MM/DD/YYYY" | "DD-MM-YYYY" | "YYYY/MM/DD" | "D MMM YYYY" | "MMM D, YYYY";
+            reply_to?: string;
+            language?: string;
+            digest_hour?: string;
         };
         DepartmentList: {
             /** @enum {boolean} */
@@ -545,7 +572,7 @@ export interface components {
             channel: string;
             contact_id: number | null;
             /** @enum {string} */
-            state: "pending" | "sent" | "failed" | "no_recipient" | "skipped";
+            state: "pending" | "sent" | "failed" | "no_recipient" | "skipped" | "suppressed";
             attempts: number;
             recipient: string | null;
             last_error: string | null;
@@ -986,8 +1013,8 @@ export interface components {
             example: components["schemas"]["WebhookPayload"];
         };
         /** @enum {string} */
-        WebhookEventType: "reminder.sent" | "item.expired" | "item.created" | "item.updated" | "item.renewed" | "item.status_changed" | "item.archived" | "item.restored" | "item.deleted" | "item.acknowledged" | "item.unacknowledged" | "item.snoozed" | "item.unsnoozed" | "task.created" | "task.updated" | "task.deleted" | "file.uploaded" | "webhook.test";
-        WebhookPayload: components["schemas"]["WebhookItemEvent"] | components["schemas"]["WebhookItemActionEvent"] | components["schemas"]["WebhookReminderSentEvent"] | components["schemas"]["WebhookTaskEvent"] | components["schemas"]["WebhookFileUploadedEvent"] | components["schemas"]["WebhookTestEvent"];
+        WebhookEventType: "reminder.sent" | "item.expired" | "item.created" | "item.updated" | "item.renewed" | "item.status_changed" | "item.archived" | "item.restored" | "item.deleted" | "item.acknowledged" | "item.unacknowledged" | "item.snoozed" | "item.unsnoozed" | "task.created" | "task.updated" | "task.deleted" | "file.uploaded" | "contact.unsubscribed" | "webhook.test";
+        WebhookPayload: components["schemas"]["WebhookItemEvent"] | components["schemas"]["WebhookItemActionEvent"] | components["schemas"]["WebhookReminderSentEvent"] | components["schemas"]["WebhookTaskEvent"] | components["schemas"]["WebhookFileUploadedEvent"] | components["schemas"]["WebhookContactUnsubscribedEvent"] | components["schemas"]["WebhookTestEvent"];
         WebhookItemEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1085,6 +1112,25 @@ export interface components {
                 file_name: string;
                 size_bytes: number;
                 content_type: string;
+            };
+        };
+        WebhookContactUnsubscribedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "contact.unsubscribed";
+            timestamp: string;
+            data: {
+                contact_id: number;
+                firstname: string;
+                lastname: string;
+                email: string;
+                /** @enum {string} */
+                email_status: "unsubscribed";
+                email_status_changed_at: string;
+                /** @enum {string} */
+                via: "link";
             };
         };
         WebhookTestEvent: {
