@@ -5,10 +5,14 @@
 // the same time; a failure is retried with exponential backoff until MAX_DELIVERY_ATTEMPTS, then it is `failed`.
 
 import type { Env } from "../env";
+import type { EmailStatus } from "../lib/contact-preferences";
 import { recipientLinks } from "../lib/recipient-links";
+import { unsubscribeLinks } from "../lib/unsubscribe-links";
 import { DATE_FORMATS, DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, todayIn, type DateFormat } from "../lib/time";
 import { speechFor } from "../i18n/language";
+import { composeEmail, hasCalendarEvent, itemCalendar, type OutgoingEmail } from "./outgoing-email";
 import { reminderMessage, type ReminderTemplateTexts } from "./reminder-email";
+import { sendGate } from "./send-gate";
 import { resolveRecipients, resolutionKey, type Resolution } from "./recipients";
 
 export const MAX_DELIVERY_ATTEMPTS = 6;
@@ -24,12 +28,7 @@ export function retryDelay(attempt: number): number {
   return Math.min(30_000 * 4 ** (attempt - 1), 2 * 3_600_000);
 }
 
-export interface OutgoingEmail {
-  to: string;
-  subject: string;
-  text: string;
-  html: string;
-}
+export type { OutgoingEmail } from "./outgoing-email";
 export interface Transports {
   email(message: OutgoingEmail): Promise<string>;
   sms(to: string, text: string): Promise<string>;
@@ -39,7 +38,7 @@ export function defaultTransports(env: Env): Transports {
   return {
     async email(message) {
       if (!env.EMAIL || !env.EMAIL_FROM) throw new Error("no email sender configured");
-      const result = await env.EMAIL.send({ from: env.EMAIL_FROM, ...message });
+      const result = await env.EMAIL.send(message);
       return result.messageId;
     },
     async sms(to, text) {
@@ -66,7 +65,7 @@ type Leased = {
 
 type Outcome =
   | { state: "sent"; recipient: string; messageId: string }
-  | { state: "no_recipient" | "skipped"; recipient: null; error: string }
+  | { state: "no_recipient" | "skipped" | "suppressed"; recipient: null; error: string }
   | { state: "retry"; recipient: string | null; error: string };
 
 /** Fired reminders whose recipients one run resolves (each becomes up to MAX_GROUP_RECIPIENTS deliveries per channel). */
@@ -228,23 +227,29 @@ async function send(
       const facts = details.get(`${d.reminder_id}:${d.contact_id}`);
       // The recipient's links to its page for the item, bound to the item's current occurrence
       // (src/lib/recipient-links.ts). Email only; the one place delivery makes them.
-      const links =
-        d.channel === "email" && facts?.present && facts.contactPresent
-          ? await recipientLinks(env, {
-              companyId,
-              itemId: d.item_id,
-              contactId: d.contact_id,
-              epoch: facts.epoch,
-              itemDate: facts.expiryDate,
-            })
-          : null;
+      const mailed = d.channel === "email" && facts?.present && facts.contactPresent && facts.email;
+      const links = mailed
+        ? await recipientLinks(env, {
+            companyId,
+            itemId: d.item_id,
+            contactId: d.contact_id,
+            epoch: facts.epoch,
+            itemDate: facts.expiryDate,
+          })
+        : null;
+      const unsubscribe = mailed
+        ? await unsubscribeLinks(env, { companyId, contactId: d.contact_id, emailKey: facts.emailKey })
+        : null;
       outcomes.set(
         deliveryKey(d),
         await deliverOne(
           d,
           facts,
           {
+            companyId,
             companyName: company.name,
+            replyTo: company.replyTo,
+            sender: env.EMAIL_FROM ?? "",
             today,
             dateFormat: company.dateFormat,
             language: company.language,
@@ -252,6 +257,7 @@ async function send(
           },
           transports,
           links,
+          unsubscribe?.unsubscribe ?? null,
         ),
       );
     };
@@ -308,22 +314,33 @@ function recordOutcomes(storage: DurableObjectStorage, leased: Leased[], outcome
   });
 }
 
+interface Sender {
+  companyId: number;
+  companyName: string;
+  /** settings.reply_to. */
+  replyTo: string | null;
+  /** EMAIL_FROM. */
+  sender: string;
+  today: string;
+  dateFormat: Parameters<typeof reminderMessage>[0]["dateFormat"];
+  /** settings.language, and the company's reminder templates by language (docs/languages.md). */
+  language: string | null;
+  templates: Map<string, ReminderTemplateTexts>;
+}
+
 async function deliverOne(
   d: Leased,
   facts: DeliveryDetails | undefined,
-  company: {
-    companyName: string;
-    today: string;
-    dateFormat: Parameters<typeof reminderMessage>[0]["dateFormat"];
-    language: string | null;
-    templates: Map<string, ReminderTemplateTexts>;
-  },
+  company: Sender,
   transports: Transports,
   links: Awaited<ReturnType<typeof recipientLinks>> = null,
+  unsubscribeUrl: string | null = null,
 ): Promise<Outcome> {
   if (!facts?.present) return { state: "skipped", recipient: null, error: "the item was deleted before delivery" };
   if (!facts.contactPresent)
     return { state: "no_recipient", recipient: null, error: `contact ${d.contact_id} no longer exists` };
+  const stopped = sendGate({ channel: d.channel, emailStatus: facts.emailStatus, channels: facts.channels });
+  if (stopped) return { state: "suppressed", recipient: null, error: stopped };
   // The recipient's language (docs/languages.md), and the company's template for it when there is one.
   const speech = speechFor(facts.language, company.language);
   const message = reminderMessage({
@@ -355,7 +372,28 @@ async function deliverOne(
   try {
     const messageId =
       d.channel === "email"
-        ? await transports.email({ to: recipient, ...message })
+        ? await transports.email(
+            composeEmail(message, {
+              to: recipient,
+              sender: company.sender,
+              companyName: company.companyName,
+              replyTo: company.replyTo,
+              unsubscribeUrl,
+              calendar: hasCalendarEvent(facts.itemType)
+                ? itemCalendar(
+                    {
+                      id: d.item_id,
+                      companyId: company.companyId,
+                      title: facts.title,
+                      itemType: facts.itemType,
+                      date: facts.expiryDate,
+                      notes: facts.notes,
+                    },
+                    Date.now(),
+                  )
+                : null,
+            }),
+          )
         : await transports.sms(recipient, `${message.subject}`);
     return { state: "sent", recipient, messageId };
   } catch (error) {
@@ -383,6 +421,11 @@ interface DeliveryDetails {
   expiryDate: string;
   notes: string | null;
   email: string | null;
+  /** The email's key (nameKey): the unsubscribe link is bound to it. */
+  emailKey: string;
+  emailStatus: EmailStatus;
+  /** The contact's channels preference as stored (JSON array or null). */
+  channels: string | null;
   phone: string | null;
   recipientName: string | null;
   firstName: string | null;
@@ -399,6 +442,7 @@ interface CompanyDetails {
   language: string | null;
   /** Its reminder templates by language (at most one per supported language). */
   templates: Map<string, ReminderTemplateTexts>;
+  replyTo: string | null;
 }
 
 /** The current D1 facts for a batch of deliveries, by `reminderId:contactId`: item, recipient, company (its templates too: one read per batch). */
@@ -411,7 +455,8 @@ async function deliveryDetails(
     db
       .prepare(
         "SELECT name, json_extract(settings, '$.timezone') AS timezone, " +
-          "json_extract(settings, '$.date_format') AS date_format, json_extract(settings, '$.language') AS language " +
+          "json_extract(settings, '$.date_format') AS date_format, json_extract(settings, '$.reply_to') AS reply_to, " +
+          "json_extract(settings, '$.language') AS language " +
           "FROM companies WHERE id " +
           "= ?",
       )
@@ -420,7 +465,7 @@ async function deliveryDetails(
       .prepare(
         `SELECT t.value ->> 0 AS reminder_id, t.value ->> 2 AS contact_id, i.id IS NOT NULL AS present, c.id IS NOT NULL AS contact_present,
            i.schedule_epoch AS epoch, i.title, i.item_type, i.expiry_date, i.notes, d.name AS document_type,
-           c.email, trim(c.mobile_code || ' ' || c.phone_number) AS phone, trim(c.first_name || ' ' || c.last_name) AS recipient_name,
+           c.email, c.email_key, c.email_status, c.channels, trim(c.mobile_code || ' ' || c.phone_number) AS phone, trim(c.first_name || ' ' || c.last_name) AS recipient_name,
            c.first_name, c.last_name, c.language
          FROM json_each(?2) AS t
          LEFT JOIN items i ON i.id = t.value ->> 1 AND i.company_id = ?1
@@ -435,6 +480,7 @@ async function deliveryDetails(
       name: string;
       timezone: string | null;
       date_format: string | null;
+      reply_to: string | null;
       language: string | null;
     }>
   )[0];
@@ -454,6 +500,9 @@ async function deliveryDetails(
       expiryDate: String(r.expiry_date ?? ""),
       notes: (r.notes as string | null) ?? null,
       email: (r.email as string | null) || null,
+      emailKey: String(r.email_key ?? ""),
+      emailStatus: (r.email_status as EmailStatus | null) ?? "active",
+      channels: (r.channels as string | null) ?? null,
       phone: (r.phone as string | null) || null,
       recipientName: (r.recipient_name as string | null) || null,
       firstName: (r.first_name as string | null) || null,
@@ -466,6 +515,7 @@ async function deliveryDetails(
       name: company?.name ?? "",
       timezone: company?.timezone || DEFAULT_TIME_ZONE,
       dateFormat,
+      replyTo: typeof company?.reply_to === "string" && company.reply_to ? company.reply_to : null,
       language: typeof company?.language === "string" ? company.language : null,
       templates: new Map(
         (templateRows!.results as Array<ReminderTemplateTexts & { language: string }>).map(({ language, ...texts }) => [

@@ -190,7 +190,7 @@ export function knownCompany(sql: SqlStorage): number | null {
 export const zoneOf = (sql: SqlStorage): string => getMeta(sql, "timezone") ?? "UTC";
 
 export type ReminderState = "queued" | "held" | "sent";
-export const DELIVERY_STATES = ["pending", "sent", "failed", "no_recipient", "skipped"] as const;
+export const DELIVERY_STATES = ["pending", "sent", "failed", "no_recipient", "skipped", "suppressed"] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
 export type Channel = "email" | "sms" | "webhook";
 

@@ -33,7 +33,9 @@ const DeliveryEntry = z
       description:
         "pending: waiting for its (next) attempt; sent: handed to the provider; failed: " +
         "every attempt failed; no_recipient: nobody to send to " +
-        "(no contact, or the contact has no address for the channel); skipped: the item was deleted before delivery",
+        "(no contact, or the contact has no address for the channel); skipped: the item was deleted before delivery; " +
+        "suppressed: not sent by the send gate, last_error says why (unsubscribed, bounced, complained: the " +
+        "contact's email_status; channel_declined: the contact's channels preference leaves the channel out)",
     }),
     attempts: z.number().int(),
     recipient: z.string().nullable().openapi({ example: "anna@example.com" }),

@@ -38,7 +38,14 @@ beforeAll(async () => {
 });
 
 /** Routes that are not operations of the document: the document itself, the reference page and the recipient's pages (HTML). */
-const UNDOCUMENTED = new Set(["/v1/openapi.json", "/docs", "/r/:token", "/r/:token/:action"]);
+const UNDOCUMENTED = new Set([
+  "/v1/openapi.json",
+  "/docs",
+  "/r/:token",
+  "/r/:token/:action",
+  "/u/:token",
+  "/u/:token/preferences",
+]);
 
 /** `METHOD /openapi/{path}` for every route registered on the Hono app (middleware entries folded). */
 function registeredRoutes(): Set<string> {

@@ -1016,6 +1016,7 @@ describe("the webhook event catalogue", () => {
         "WebhookReminderSentEvent",
         "WebhookTaskEvent",
         "WebhookFileUploadedEvent",
+        "WebhookContactUnsubscribedEvent",
         "WebhookTestEvent",
       ].map((n) => `#/components/schemas/${n}`),
     );

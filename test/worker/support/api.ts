@@ -572,7 +572,7 @@ export interface components {
             channel: string;
             contact_id: number | null;
             /** @enum {string} */
-            state: "pending" | "sent" | "failed" | "no_recipient" | "skipped";
+            state: "pending" | "sent" | "failed" | "no_recipient" | "skipped" | "suppressed";
             attempts: number;
             recipient: string | null;
             last_error: string | null;
@@ -1071,8 +1071,8 @@ export interface components {
             example: components["schemas"]["WebhookPayload"];
         };
         /** @enum {string} */
-        WebhookEventType: "reminder.sent" | "item.expired" | "item.created" | "item.updated" | "item.renewed" | "item.status_changed" | "item.archived" | "item.restored" | "item.deleted" | "item.acknowledged" | "item.unacknowledged" | "item.snoozed" | "item.unsnoozed" | "task.created" | "task.updated" | "task.deleted" | "file.uploaded" | "webhook.test";
-        WebhookPayload: components["schemas"]["WebhookItemEvent"] | components["schemas"]["WebhookItemActionEvent"] | components["schemas"]["WebhookReminderSentEvent"] | components["schemas"]["WebhookTaskEvent"] | components["schemas"]["WebhookFileUploadedEvent"] | components["schemas"]["WebhookTestEvent"];
+        WebhookEventType: "reminder.sent" | "item.expired" | "item.created" | "item.updated" | "item.renewed" | "item.status_changed" | "item.archived" | "item.restored" | "item.deleted" | "item.acknowledged" | "item.unacknowledged" | "item.snoozed" | "item.unsnoozed" | "task.created" | "task.updated" | "task.deleted" | "file.uploaded" | "contact.unsubscribed" | "webhook.test";
+        WebhookPayload: components["schemas"]["WebhookItemEvent"] | components["schemas"]["WebhookItemActionEvent"] | components["schemas"]["WebhookReminderSentEvent"] | components["schemas"]["WebhookTaskEvent"] | components["schemas"]["WebhookFileUploadedEvent"] | components["schemas"]["WebhookContactUnsubscribedEvent"] | components["schemas"]["WebhookTestEvent"];
         WebhookItemEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1170,6 +1170,25 @@ export interface components {
                 file_name: string;
                 size_bytes: number;
                 content_type: string;
+            };
+        };
+        WebhookContactUnsubscribedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "contact.unsubscribed";
+            timestamp: string;
+            data: {
+                contact_id: number;
+                firstname: string;
+                lastname: string;
+                email: string;
+                /** @enum {string} */
+                email_status: "unsubscribed";
+                email_status_changed_at: string;
+                /** @enum {string} */
+                via: "link";
             };
         };
         WebhookTestEvent: {
