@@ -72,6 +72,12 @@ export const TAGS = [
       "A company's named sets of reminder steps (period, unit, before/after, hour) " +
       "queued for its items; exactly one default.",
   },
+  {
+    name: "Reminder templates",
+    description:
+      "A company's wording of its reminder emails per language (subject, intro, footer) with " +
+      "placeholders, and a preview of the email.",
+  },
   { name: "Folders", description: "A company's folder tree for items." },
   { name: "Tags", description: "Per-company tag names attached to items." },
   {

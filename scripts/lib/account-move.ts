@@ -43,6 +43,7 @@ export const COPIED_TABLES: ReadonlyArray<{ table: string; where: string }> = [
   { table: "task_counts", where: COMPANIES },
   { table: "api_clients", where: ACCOUNT },
   { table: "calendar_feeds", where: COMPANIES },
+  { table: "reminder_templates", where: COMPANIES },
   { table: "company_revisions", where: COMPANIES },
   { table: "webhook_endpoints", where: COMPANIES },
   { table: "webhook_events", where: COMPANIES },

@@ -220,6 +220,14 @@ export const RESOURCES: readonly Resource[] = [
     // Secret hash and salt are never shown; failed-attempt counters are not changes of the client.
     fields: [f("name"), f("scopes"), f("active"), f("user_id"), f("token_generation")],
   },
+  {
+    table: "reminder_templates",
+    type: "reminder_template",
+    // One per company and language: the language is its id (GET /v1/reminder-templates/{language}).
+    id: "{r}.language",
+    company: "{r}.company_id",
+    fields: [f("subject"), f("intro"), f("footer")],
+  },
 ];
 
 export const PARTS: readonly Part[] = [

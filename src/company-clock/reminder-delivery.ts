@@ -9,8 +9,9 @@ import type { EmailStatus } from "../lib/contact-preferences";
 import { recipientLinks } from "../lib/recipient-links";
 import { unsubscribeLinks } from "../lib/unsubscribe-links";
 import { DATE_FORMATS, DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, todayIn, type DateFormat } from "../lib/time";
+import { speechFor } from "../i18n/language";
 import { composeEmail, hasCalendarEvent, itemCalendar, type OutgoingEmail } from "./outgoing-email";
-import { reminderMessage } from "./reminder-email";
+import { reminderMessage, type ReminderTemplateTexts } from "./reminder-email";
 import { sendGate } from "./send-gate";
 import { resolveRecipients, resolutionKey, type Resolution } from "./recipients";
 
@@ -251,6 +252,8 @@ async function send(
             sender: env.EMAIL_FROM ?? "",
             today,
             dateFormat: company.dateFormat,
+            language: company.language,
+            templates: company.templates,
           },
           transports,
           links,
@@ -320,6 +323,9 @@ interface Sender {
   sender: string;
   today: string;
   dateFormat: Parameters<typeof reminderMessage>[0]["dateFormat"];
+  /** settings.language, and the company's reminder templates by language (docs/languages.md). */
+  language: string | null;
+  templates: Map<string, ReminderTemplateTexts>;
 }
 
 async function deliverOne(
@@ -335,7 +341,13 @@ async function deliverOne(
     return { state: "no_recipient", recipient: null, error: `contact ${d.contact_id} no longer exists` };
   const stopped = sendGate({ channel: d.channel, emailStatus: facts.emailStatus, channels: facts.channels });
   if (stopped) return { state: "suppressed", recipient: null, error: stopped };
+  // The recipient's language (docs/languages.md), and the company's template for it when there is one.
+  const speech = speechFor(facts.language, company.language);
   const message = reminderMessage({
+    speech,
+    template: company.templates.get(speech.language) ?? null,
+    recipientFirstName: facts.firstName,
+    recipientLastName: facts.lastName,
     companyName: company.companyName,
     itemTitle: facts.title,
     itemType: facts.itemType,
@@ -416,26 +428,35 @@ interface DeliveryDetails {
   channels: string | null;
   phone: string | null;
   recipientName: string | null;
+  firstName: string | null;
+  lastName: string | null;
+  /** The contact's `language` (BCP 47), null when not set. */
+  language: string | null;
 }
 
 interface CompanyDetails {
   name: string;
   timezone: string;
   dateFormat: DateFormat;
+  /** `settings.language`, null when not set. */
+  language: string | null;
+  /** Its reminder templates by language (at most one per supported language). */
+  templates: Map<string, ReminderTemplateTexts>;
   replyTo: string | null;
 }
 
-/** The current D1 facts for a batch of deliveries, by `reminderId:contactId`: item, recipient, company. */
+/** The current D1 facts for a batch of deliveries, by `reminderId:contactId`: item, recipient, company (its templates too: one read per batch). */
 async function deliveryDetails(
   db: D1Database,
   companyId: number,
   targets: DeliveryTarget[],
 ): Promise<{ company: CompanyDetails; details: Map<string, DeliveryDetails> }> {
-  const [companyResult, rows] = await db.batch([
+  const [companyResult, rows, templateRows] = await db.batch([
     db
       .prepare(
         "SELECT name, json_extract(settings, '$.timezone') AS timezone, " +
-          "json_extract(settings, '$.date_format') AS date_format, json_extract(settings, '$.reply_to') AS reply_to " +
+          "json_extract(settings, '$.date_format') AS date_format, json_extract(settings, '$.reply_to') AS reply_to, " +
+          "json_extract(settings, '$.language') AS language " +
           "FROM companies WHERE id " +
           "= ?",
       )
@@ -444,13 +465,15 @@ async function deliveryDetails(
       .prepare(
         `SELECT t.value ->> 0 AS reminder_id, t.value ->> 2 AS contact_id, i.id IS NOT NULL AS present, c.id IS NOT NULL AS contact_present,
            i.schedule_epoch AS epoch, i.title, i.item_type, i.expiry_date, i.notes, d.name AS document_type,
-           c.email, c.email_key, c.email_status, c.channels, trim(c.mobile_code || ' ' || c.phone_number) AS phone, trim(c.first_name || ' ' || c.last_name) AS recipient_name
+           c.email, c.email_key, c.email_status, c.channels, trim(c.mobile_code || ' ' || c.phone_number) AS phone, trim(c.first_name || ' ' || c.last_name) AS recipient_name,
+           c.first_name, c.last_name, c.language
          FROM json_each(?2) AS t
          LEFT JOIN items i ON i.id = t.value ->> 1 AND i.company_id = ?1
          LEFT JOIN document_types d ON d.id = i.document_type_id
          LEFT JOIN contacts c ON c.id = t.value ->> 2 AND c.company_id = ?1`,
       )
       .bind(companyId, JSON.stringify(targets.map((t) => [t.reminderId, t.itemId, t.contactId]))),
+    db.prepare("SELECT language, subject, intro, footer FROM reminder_templates WHERE company_id = ?").bind(companyId),
   ]);
   const company = (
     companyResult!.results as Array<{
@@ -458,6 +481,7 @@ async function deliveryDetails(
       timezone: string | null;
       date_format: string | null;
       reply_to: string | null;
+      language: string | null;
     }>
   )[0];
   const dateFormat = (DATE_FORMATS as readonly string[]).includes(company?.date_format ?? "")
@@ -481,6 +505,9 @@ async function deliveryDetails(
       channels: (r.channels as string | null) ?? null,
       phone: (r.phone as string | null) || null,
       recipientName: (r.recipient_name as string | null) || null,
+      firstName: (r.first_name as string | null) || null,
+      lastName: (r.last_name as string | null) || null,
+      language: (r.language as string | null) || null,
     });
   }
   return {
@@ -489,6 +516,13 @@ async function deliveryDetails(
       timezone: company?.timezone || DEFAULT_TIME_ZONE,
       dateFormat,
       replyTo: typeof company?.reply_to === "string" && company.reply_to ? company.reply_to : null,
+      language: typeof company?.language === "string" ? company.language : null,
+      templates: new Map(
+        (templateRows!.results as Array<ReminderTemplateTexts & { language: string }>).map(({ language, ...texts }) => [
+          language,
+          texts,
+        ]),
+      ),
     },
     details,
   };

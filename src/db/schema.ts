@@ -840,6 +840,24 @@ export const calendarFeeds = sqliteTable(
   ],
 );
 
+/**
+ * A company's reminder email wording for one language (docs/languages.md, "Company templates"):
+ * each text null keeps the default. At most one row per supported language.
+ */
+export const reminderTemplates = sqliteTable(
+  "reminder_templates",
+  {
+    companyId: companyId(),
+    language: text("language").notNull(),
+    subject: text("subject"),
+    intro: text("intro"),
+    footer: text("footer"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.companyId, t.language] })],
+);
+
 // The directory (src/db/directory.ts, docs/scale.md): used in the home database (shard 0) only;
 // every shard has the tables, since every shard runs the same migrations.
 

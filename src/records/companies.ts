@@ -7,6 +7,7 @@ import {
   accounts,
   apiClients,
   calendarFeeds,
+  reminderTemplates,
   companies,
   companyRevisions,
   contactGroups,
@@ -499,6 +500,8 @@ export async function deleteCompany(db: Db, caller: Caller, companyId: number): 
     db.delete(webhookEvents).where(and(eq(webhookEvents.companyId, companyId), deletable)),
     // Its calendar feeds (their URLs answer 404 at once) and import jobs (their errors cascade).
     db.delete(calendarFeeds).where(and(eq(calendarFeeds.companyId, companyId), deletable)),
+    // Its reminder templates (configuration).
+    db.delete(reminderTemplates).where(and(eq(reminderTemplates.companyId, companyId), deletable)),
     db.delete(imports).where(and(eq(imports.companyId, companyId), deletable)),
     db.delete(companyRevisions).where(and(eq(companyRevisions.companyId, companyId), deletable)),
     db

@@ -21,6 +21,7 @@ export const AUDIT_RESOURCE_TYPES = [
   "item",
   "reminder",
   "reminder_sequence",
+  "reminder_template",
   "tag",
   "task",
   "upload_session",

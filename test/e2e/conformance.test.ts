@@ -562,6 +562,27 @@ describe("every operation through Prism's validating proxy", () => {
     });
   });
 
+  it("reminder templates: put (201, 200, 400 for an unknown placeholder), read, listed, previewed, deleted (404)", async () => {
+    const body = {
+      subject: "{item.title}: {item.when}",
+      intro: "Hallo {contact.first_name},",
+      footer: "{company.name}",
+    };
+    await expectStatus(201, "PUT", "/v1/reminder-templates/de", { token: t, body });
+    await expectStatus(200, "PUT", "/v1/reminder-templates/de", { token: t, body: { subject: "{item.title}" } });
+    await expectStatus(400, "PUT", "/v1/reminder-templates/de", { token: t, body: { subject: "{nope}" } });
+    await expectStatus(400, "PUT", "/v1/reminder-templates/xx", { token: t, body: { subject: "x" } });
+    await expectStatus(200, "GET", "/v1/reminder-templates/de", { token: t });
+    await expectStatus(200, "GET", "/v1/reminder-templates", { token: t });
+    await expectStatus(200, "POST", "/v1/reminder-templates/preview", { token: t, body: { language: "ar" } });
+    await expectStatus(200, "POST", "/v1/reminder-templates/preview", {
+      token: t,
+      body: { language: "de-AT", item_id: ids.item, intro: "Servus {contact.first_name}" },
+    });
+    await expectStatus(200, "DELETE", "/v1/reminder-templates/de", { token: t });
+    await expectStatus(404, "GET", "/v1/reminder-templates/de", { token: t });
+  });
+
   it("calendar feeds: created, listed, fetched (200, 304, 400 for a malformed If-None-Match), revoked (404)", async () => {
     const feed = await expectStatus(201, "POST", "/v1/calendar-feeds", { token: t, body: { status: "pending" } });
     const path = new URL(feed.body.data.url).pathname;

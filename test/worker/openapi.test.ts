@@ -14,8 +14,15 @@ const PUBLIC = new Set([
   "get /.well-known/openid-configuration",
   "get /v1/calendar/{token}.ics",
 ]);
-/** Writes that need only a read scope: a calendar feed reads items and nothing more (docs/api-notes.md, "Calendar feeds"). */
-const READ_SCOPED_WRITES = new Set(["post /v1/calendar-feeds", "delete /v1/calendar-feeds/{feed_id}"]);
+/**
+ * POSTs that need only a read scope: a calendar feed reads items and nothing more (docs/api-notes.md,
+ * "Calendar feeds"); a template preview renders and changes nothing ("Reminder templates").
+ */
+const READ_SCOPED_WRITES = new Set([
+  "post /v1/calendar-feeds",
+  "delete /v1/calendar-feeds/{feed_id}",
+  "post /v1/reminder-templates/preview",
+]);
 
 let doc: OpenApiJson;
 let operations: Array<{ method: string; path: string; op: OpenApiJson }>;

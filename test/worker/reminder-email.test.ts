@@ -40,7 +40,7 @@ describe("reminderMessage: full message", () => {
         "",
       ].join("\n"),
     );
-    expect(m.html.startsWith('<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">')).toBe(true);
+    expect(m.html.startsWith('<!doctype html>\n<html lang="en" dir="ltr">\n<head>\n<meta charset="utf-8">')).toBe(true);
     expect(m.html).toContain(
       "<title>Reminder: Passport &quot;Anna Smith&quot; expires in 14 days (03.12.2026)</title>",
     );
@@ -140,7 +140,7 @@ describe("reminderMessage: dates", () => {
       'Reminder: Passport "Anna Smith" expired yesterday (03.12.2026)',
     );
     expect(message({ today: "2026-09-03" }).subject).toBe(
-      'Reminder: Passport "Anna Smith" expires in about 3 months (03.12.2026)',
+      'Reminder: Passport "Anna Smith" expires in 3 months (03.12.2026)',
     );
   });
 
@@ -149,11 +149,11 @@ describe("reminderMessage: dates", () => {
     expect(relativeDay("2027-01-01", "2026-12-31")).toBe("yesterday");
     expect(relativeDay("2028-02-28", "2028-03-01")).toBe("in 2 days");
     expect(relativeDay("2026-01-01", "2026-03-02")).toBe("in 60 days");
-    expect(relativeDay("2026-01-01", "2026-03-03")).toBe("in about 2 months");
+    expect(relativeDay("2026-01-01", "2026-03-03")).toBe("in 2 months");
     expect(relativeDay("2026-03-02", "2026-01-01")).toBe("60 days ago");
-    expect(relativeDay("2026-06-01", "2026-01-01")).toBe("about 5 months ago");
-    expect(relativeDay("2026-01-01", "2027-06-01")).toBe("in about 17 months");
-    expect(relativeDay("2026-01-01", "2029-01-01")).toBe("in about 3 years");
+    expect(relativeDay("2026-06-01", "2026-01-01")).toBe("5 months ago");
+    expect(relativeDay("2026-01-01", "2027-06-01")).toBe("in 17 months");
+    expect(relativeDay("2026-01-01", "2029-01-01")).toBe("in 3 years");
   });
 });
 

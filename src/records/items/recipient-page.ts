@@ -26,6 +26,9 @@ export interface RecipientView {
   readOnly: boolean;
   contactId: number;
   contactName: string;
+  /** The contact's `language` and the company's `settings.language` (docs/languages.md): the page speaks the first set. */
+  contactLanguage: string | null;
+  companyLanguage: string | null;
   item: {
     id: number;
     title: string;
@@ -59,7 +62,8 @@ const VIEW_SQL = `SELECT i.title, i.item_type, i.expiry_date, i.notes, i.status,
     ${sqlText(ruleStateOf("i"))} AS rule_state, d.name AS document_type,
     co.name AS company_name, co.account_id, json_extract(co.settings, '$.timezone') AS timezone,
     json_extract(co.settings, '$.date_format') AS date_format, a.shard_state,
-    trim(c.first_name || ' ' || c.last_name) AS contact_name
+    trim(c.first_name || ' ' || c.last_name) AS contact_name, c.language AS contact_language,
+    json_extract(co.settings, '$.language') AS company_language
   FROM items i
   JOIN companies co ON co.id = i.company_id
   JOIN accounts a ON a.id = co.account_id
@@ -88,6 +92,8 @@ type ViewRow = {
   date_format: string | null;
   shard_state: string;
   contact_name: string;
+  contact_language: string | null;
+  company_language: string | null;
 };
 
 /** The view for a link's claims (read on `d1` whatever the token's state); null when the item, its company or the contact is gone. */
@@ -118,6 +124,8 @@ export async function readRecipientView(d1: D1Database, claims: LinkClaims): Pro
     readOnly: row.shard_state !== "active",
     contactId: claims.contactId,
     contactName: row.contact_name,
+    contactLanguage: row.contact_language,
+    companyLanguage: typeof row.company_language === "string" ? row.company_language : null,
     item: {
       id: claims.itemId,
       title: row.title,

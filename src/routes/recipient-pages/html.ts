@@ -1,13 +1,17 @@
 // The recipient's pages as HTML (docs/recipient-journey.md): the item with its state and its
-// actions, an action's one-button confirmation, what a POST did, and the error pages. Plain forms
+// actions, an action's one-button confirmation, what a POST did, and the error pages. The item's
+// pages speak the recipient's language (docs/languages.md); the error pages, which know no
+// recipient, are English. Plain forms
 // (method="post") that need no script; one inline style, allowed by its hash; nothing loaded from
 // anywhere. Pure: the routes (routes.ts) decide which page, with which status.
-import { relativeDay } from "../../company-clock/reminder-email";
+import { isolated, localDate, relativeDays } from "../../i18n/format";
+import { type Speech, speechFor } from "../../i18n/language";
+import { type MessageKey, t } from "../../i18n/messages";
 import { escapeHtml as e } from "../../lib/html";
 import { toBase64 } from "../../lib/bytes";
 import type { RecipientAction } from "../../lib/recipient-links";
 import { LINK_LIFETIME_DAYS, RECIPIENT_PREFIX } from "../../lib/recipient-links";
-import { addDays, addYears, formatDate, instantToLocal } from "../../lib/time";
+import { addDays, addYears, instantToLocal } from "../../lib/time";
 import type { LinkOutcome, RecipientView } from "../../records/items/recipient-page";
 
 const STYLE = `
@@ -100,15 +104,26 @@ ${body}
 
 // ---- the item ----
 
-const KIND_LABEL = { exp: "Expiration", due: "Due date", apt: "Appointment", evt: "Event" } as const;
-
-/** The words each action goes by, on its button and in what the page says it did. */
-export const ACTION_LABEL: Record<RecipientAction, string> = {
-  acknowledge: "I'm on it",
-  complete: "Mark completed",
-  renew: "Renew",
-  snooze: "Snooze reminders",
+const ACTION_KEY: Record<RecipientAction, MessageKey> = {
+  acknowledge: "page.action.acknowledge",
+  complete: "page.action.complete",
+  renew: "page.action.renew",
+  snooze: "page.action.snooze",
 };
+
+/** The words each action goes by, on its button and in what the page says it did, in the page's language. */
+export const actionLabel = (speech: Speech, action: RecipientAction) => t(speech.language, ACTION_KEY[action]);
+
+/** The English words of each action (the default language's). */
+export const ACTION_LABEL: Record<RecipientAction, string> = {
+  acknowledge: actionLabel(speechFor(null), "acknowledge"),
+  complete: actionLabel(speechFor(null), "complete"),
+  renew: actionLabel(speechFor(null), "renew"),
+  snooze: actionLabel(speechFor(null), "snooze"),
+};
+
+/** The language a recipient's page speaks: the contact's, else the company's, else English (docs/languages.md). */
+export const pageSpeech = (view: RecipientView): Speech => speechFor(view.contactLanguage, view.companyLanguage);
 
 /** A form's value and message to show again after a failed POST. */
 export interface FormProblem {
@@ -143,12 +158,20 @@ export interface PageInput {
   notice?: PageNotice;
 }
 
+/** A date of the page: the company's format, the reader's locale (src/i18n/format.ts). */
+const dateOf = (view: RecipientView, speech: Speech, date: string) =>
+  isolated(localDate(date, view.dateFormat, speech.locale), speech.dir);
+
 /** The instant of a timestamp as D1 (`YYYY-MM-DD HH:MM:SS`, UTC) or ISO writes it, in the company's zone and format. */
-function localTime(at: string, view: RecipientView): string {
+function localTime(at: string, view: RecipientView, speech: Speech): string {
   const instant = Date.parse(/[zZ]|[+-]\d\d:?\d\d$/.test(at) ? at : `${at.replace(" ", "T")}Z`);
   if (!Number.isFinite(instant)) return at;
   const local = instantToLocal(instant, view.timeZone);
-  return `${formatDate(local.date, view.dateFormat)} ${local.hour} (${view.timeZone})`;
+  return t(speech.language, "page.local_time", {
+    date: dateOf(view, speech, local.date),
+    hour: local.hour,
+    zone: view.timeZone,
+  });
 }
 
 /** The actions the item offers in its state: none once it has moved on or is archived. */
@@ -163,146 +186,154 @@ export function availableActions(view: RecipientView, current: boolean): Recipie
   ];
 }
 
-function stateRows(input: PageInput): Array<[string, string]> {
+function stateRows(input: PageInput, speech: Speech): Array<[string, string]> {
   const { view, today } = input;
   const { item } = view;
-  const date = formatDate(item.expiryDate, view.dateFormat);
+  const lang = speech.language;
+  const date = dateOf(view, speech, item.expiryDate);
+  const when = relativeDays(today, item.expiryDate, speech.locale);
   const rows: Array<[string, string]> = [
-    ["Date", `${date} (${relativeDay(today, item.expiryDate)})`],
-    ["Status", item.archived ? "Archived" : item.status === "completed" ? "Completed" : "Pending"],
+    [t(lang, "page.row.date"), t(lang, "email.date_when", { date, when })],
+    [
+      t(lang, "page.row.status"),
+      t(
+        lang,
+        item.archived
+          ? "page.status.archived"
+          : item.status === "completed"
+            ? "page.status.completed"
+            : "page.status.pending",
+      ),
+    ],
   ];
   const ack = view.acknowledgement;
   if (ack) {
-    const who = ack.by.type === "client" ? "through the API" : ack.byName ? `by ${ack.byName}` : "by another recipient";
-    rows.push(["Acknowledged", `${who}, ${localTime(ack.at, view)}${ack.note ? ` — “${ack.note}”` : ""}`]);
-  } else if (item.status === "pending" && !item.archived) {
-    rows.push(["Acknowledged", "Not yet"]);
-  }
-  if (view.snoozedUntil) rows.push(["Snoozed until", formatDate(view.snoozedUntil, view.dateFormat)]);
-  if (item.rule) {
-    const unit = item.rule.every === 1 ? item.rule.unit : `${item.rule.every} ${item.rule.unit}s`;
+    const who =
+      ack.by.type === "client"
+        ? t(lang, "page.ack.by_api")
+        : ack.byName
+          ? t(lang, "page.ack.by_name", { name: ack.byName })
+          : t(lang, "page.ack.by_other");
+    const at = localTime(ack.at, view, speech);
     rows.push([
-      "Recurs",
-      `every ${unit}, renewed ${item.rule.renewOn === "completed" ? "when completed" : "when it expires"}`,
+      t(lang, "page.row.acknowledged"),
+      ack.note ? t(lang, "page.ack.value_note", { who, at, note: ack.note }) : t(lang, "page.ack.value", { who, at }),
+    ]);
+  } else if (item.status === "pending" && !item.archived) {
+    rows.push([t(lang, "page.row.acknowledged"), t(lang, "page.ack.not_yet")]);
+  }
+  if (view.snoozedUntil) rows.push([t(lang, "page.row.snoozed_until"), dateOf(view, speech, view.snoozedUntil)]);
+  if (item.rule) {
+    const every = t(lang, `page.recurs.${item.rule.unit}`, { n: item.rule.every }, speech.locale);
+    rows.push([
+      t(lang, "page.row.recurs"),
+      t(lang, item.rule.renewOn === "completed" ? "page.recurs.on_completed" : "page.recurs.on_expired", { every }),
     ]);
   }
-  rows.push(["Company", view.companyName], ["Reference", `Item #${item.id}`]);
+  rows.push(
+    [t(lang, "page.row.company"), view.companyName],
+    [t(lang, "page.row.reference"), t(lang, "item.reference", { id: item.id })],
+  );
   return rows;
 }
 
-function outcomeText(input: PageInput): { tone: string; title: string; detail: string } | null {
+function outcomeText(input: PageInput, speech: Speech): { tone: string; title: string; detail: string } | null {
   const notice = input.notice;
   const { view } = input;
-  const date = (d: string) => formatDate(d, view.dateFormat);
-  if (notice?.readOnly) {
-    return {
-      tone: "error",
-      title: "Nothing was changed",
-      detail: "This account is being moved and is read-only for a few minutes. Try again " + "shortly.",
-    };
-  }
-  if (notice?.problem) return { tone: "error", title: "Nothing was changed", detail: notice.problem.message };
+  const lang = speech.language;
+  const date = (d: string) => dateOf(view, speech, d);
+  const nothing = t(lang, "page.nothing_changed");
+  const nothingDetail = t(lang, "page.nothing_changed.detail");
+  if (notice?.readOnly) return { tone: "error", title: nothing, detail: t(lang, "page.read_only") };
+  if (notice?.problem) return { tone: "error", title: nothing, detail: notice.problem.message };
   if (!input.current && (!notice?.outcome || notice.outcome === "moved_on")) {
-    const now = view.item.archived ? " and is now archived" : ` and is now dated ${date(view.item.expiryDate)}`;
     return {
       tone: "moved_on",
-      title: notice?.outcome ? "Nothing was changed" : "This link is for an earlier date of the item",
-      detail: `The item was renewed (or completed and renewed) since this link was sent${now}. Links in the next reminder email act on it.`,
+      title: notice?.outcome ? nothing : t(lang, "page.earlier_link.title"),
+      detail: view.item.archived
+        ? t(lang, "page.earlier_link.archived")
+        : t(lang, "page.earlier_link.dated", { date: date(view.item.expiryDate) }),
     };
   }
   if (!notice?.outcome || !notice.action) {
     return view.item.archived
-      ? { tone: "moved_on", title: "This item is archived", detail: "Nothing is expected of you for it." }
+      ? { tone: "moved_on", title: t(lang, "page.archived.title"), detail: t(lang, "page.archived.detail") }
       : null;
   }
   const { action, outcome } = notice;
   if (outcome === "moved_on" && input.current) {
-    return view.item.archived
-      ? { tone: "moved_on", title: "Nothing was changed", detail: "The item was archived meanwhile." }
-      : {
-          tone: "moved_on",
-          title: "Nothing was changed",
-          detail:
-            "The item changed while you acted on it (completed, renewed or rescheduled by " +
-            "someone else). Here it is as it is now.",
-        };
+    return {
+      tone: "moved_on",
+      title: nothing,
+      detail: t(lang, view.item.archived ? "page.archived_meanwhile" : "page.changed_meanwhile"),
+    };
   }
   const applied = outcome === "applied";
+  const unchanged = (title: string) => ({ tone: "unchanged", title, detail: nothingDetail });
   switch (action) {
     case "acknowledge":
       return applied
-        ? {
-            tone: "applied",
-            title: "Thank you: you are on it",
-            detail: "Everyone can now see that you took it on; the remaining reminders for this date " + "are held.",
-          }
-        : { tone: "unchanged", title: "It was already acknowledged", detail: "Nothing was changed." };
+        ? { tone: "applied", title: t(lang, "page.acknowledged.title"), detail: t(lang, "page.acknowledged.detail") }
+        : unchanged(t(lang, "page.already_acknowledged"));
     case "complete":
-      if (!applied) return { tone: "unchanged", title: "It was already completed", detail: "Nothing was changed." };
+      if (!applied) return unchanged(t(lang, "page.already_completed"));
       return notice.renewedTo
         ? {
             tone: "applied",
-            title: "Marked completed and renewed",
-            detail: `Its next date is ${date(notice.renewedTo)}; the next reminder emails, with new links, come for that date.`,
+            title: t(lang, "page.completed_renewed.title"),
+            detail: t(lang, "page.completed_renewed.detail", { date: date(notice.renewedTo) }),
           }
-        : { tone: "applied", title: "Marked completed", detail: "No more reminders will be sent for it." };
+        : { tone: "applied", title: t(lang, "page.completed.title"), detail: t(lang, "page.completed.detail") };
     case "renew":
       return applied
         ? {
             tone: "applied",
-            title: `Renewed until ${date(notice.renewedTo ?? view.item.expiryDate)}`,
-            detail: "The next reminder emails, with new links, come for the new date.",
+            title: t(lang, "page.renewed.title", { date: date(notice.renewedTo ?? view.item.expiryDate) }),
+            detail: t(lang, "page.renewed.detail"),
           }
-        : {
-            tone: "unchanged",
-            title: `It was already renewed until ${date(view.item.expiryDate)}`,
-            detail: "Nothing was changed.",
-          };
+        : unchanged(t(lang, "page.already_renewed", { date: date(view.item.expiryDate) }));
     case "snooze":
       return applied
         ? {
             tone: "applied",
-            title: `Snoozed until ${date(view.snoozedUntil ?? input.today)}`,
-            detail: "No reminder will be sent before then; on that day one comes, then the usual " + "ones.",
+            title: t(lang, "page.snoozed.title", { date: date(view.snoozedUntil ?? input.today) }),
+            detail: t(lang, "page.snoozed.detail"),
           }
-        : {
-            tone: "unchanged",
-            title: `It was already snoozed until ${date(view.snoozedUntil ?? input.today)}`,
-            detail: "Nothing was changed.",
-          };
+        : unchanged(t(lang, "page.already_snoozed", { date: date(view.snoozedUntil ?? input.today) }));
   }
 }
 
-function actionForm(input: PageInput, action: RecipientAction): string {
+function actionForm(input: PageInput, action: RecipientAction, speech: Speech): string {
   const { view, path, today } = input;
   const { item } = view;
+  const lang = speech.language;
   const problem = input.notice?.problem?.action === action ? input.notice.problem : undefined;
   const error = problem ? `<p class="field-error" role="alert">${e(problem.message)}</p>` : "";
   const hidden = `<input type="hidden" name="action" value="${action}">`;
-  const button = `<button type="submit">${e(ACTION_LABEL[action])}</button>`;
+  const button = `<button type="submit">${e(actionLabel(speech, action))}</button>`;
   const open = `<form method="post" action="${e(path)}">`;
   switch (action) {
     case "acknowledge":
       return `${open}${hidden}
-<p>Tell everyone you are taking care of it. The remaining reminders for this date are then held.</p>
-<label>Note (optional)<textarea name="note" rows="2" maxlength="500">${e(problem?.field === "note" ? problem.value : "")}</textarea></label>
+<p>${e(t(lang, "page.form.acknowledge"))}</p>
+<label>${e(t(lang, "page.form.note"))}<textarea name="note" rows="2" maxlength="500">${e(problem?.field === "note" ? problem.value : "")}</textarea></label>
 ${error}${button}</form>`;
     case "complete":
       return `${open}${hidden}
-<p>${item.completionRenewsTo ? `It is done. The item then renews itself: its next date is ${e(formatDate(item.completionRenewsTo, view.dateFormat))}.` : "It is done: no more reminders for it."}</p>
+<p>${e(item.completionRenewsTo ? t(lang, "page.form.complete_renews", { date: dateOf(view, speech, item.completionRenewsTo) }) : t(lang, "page.form.complete"))}</p>
 ${error}${button}</form>`;
     case "renew": {
       const value = problem?.field === "date" ? problem.value : addYears(item.expiryDate, 1);
       return `${open}${hidden}
-<p>It was renewed: give its new expiry date.</p>
-<label>New date<input type="date" name="date" required min="${addDays(item.expiryDate, 1)}" value="${e(value)}"></label>
+<p>${e(t(lang, "page.form.renew"))}</p>
+<label>${e(t(lang, "page.form.new_date"))}<input type="date" name="date" required min="${addDays(item.expiryDate, 1)}" value="${e(value)}"></label>
 ${error}${button}</form>`;
     }
     case "snooze": {
       const value = problem?.field === "until" ? problem.value : addDays(today, 7);
       return `${open}${hidden}
-<p>No reminder until the day you choose; that day one comes, then the usual ones.</p>
-<label>Snooze until<input type="date" name="until" required min="${addDays(today, 1)}" value="${e(value)}"></label>
+<p>${e(t(lang, "page.form.snooze"))}</p>
+<label>${e(t(lang, "page.form.snooze_until"))}<input type="date" name="until" required min="${addDays(today, 1)}" value="${e(value)}"></label>
 ${error}${button}</form>`;
     }
   }
@@ -312,33 +343,43 @@ ${error}${button}</form>`;
 export function itemPage(input: PageInput): string {
   const { view } = input;
   const { item } = view;
-  const kind = [KIND_LABEL[item.itemType], item.documentType].filter(Boolean).join(" · ");
-  const outcome = outcomeText(input);
+  const speech = pageSpeech(view);
+  const lang = speech.language;
+  const kind = [t(lang, `kind.${item.itemType}`), item.documentType].filter(Boolean).join(" · ");
+  const outcome = outcomeText(input, speech);
   const available = input.notice?.readOnly ? [] : availableActions(view, input.current);
   const shown = input.only ? available.filter((a) => a === input.only) : available;
-  const rows = stateRows(input)
+  const rows = stateRows(input, speech)
     .map(([key, value]) => `<dt>${e(key)}</dt><dd>${e(value)}</dd>`)
     .join("\n");
   let actions: string;
   if (shown.length > 0) {
-    actions = `<h2>${input.only ? `Confirm: ${e(ACTION_LABEL[input.only])}` : "What would you like to do?"}</h2>\n${shown.map((a) => actionForm(input, a)).join("\n")}`;
-    if (input.only) actions += `\n<p><a href="${e(input.path)}">All actions for this item</a></p>`;
+    const heading = input.only
+      ? t(lang, "page.confirm", { action: actionLabel(speech, input.only) })
+      : t(lang, "page.what_to_do");
+    actions = `<h2>${e(heading)}</h2>\n${shown.map((a) => actionForm(input, a, speech)).join("\n")}`;
+    if (input.only) actions += `\n<p><a href="${e(input.path)}">${e(t(lang, "page.all_actions"))}</a></p>`;
   } else if (input.only && available.length > 0) {
-    actions = `<p>${e(ACTION_LABEL[input.only])} is not open for this item now. <a href="${e(input.path)}">See what is</a>.</p>`;
+    actions = `<p>${e(t(lang, "page.not_open", { action: actionLabel(speech, input.only) }))} <a href="${e(input.path)}">${e(t(lang, "page.see_what_is"))}</a>.</p>`;
   } else {
     actions = "";
   }
+  const footer = t(lang, "page.footer", {
+    name: view.contactName || t(lang, "page.you"),
+    company: view.companyName,
+    date: dateOf(view, speech, input.expiresOn),
+  });
   const body = `<header>${e(view.companyName)}</header>
-<h1>${e(item.title || "(untitled)")}</h1>
+<h1>${e(item.title || t(lang, "untitled"))}</h1>
 <p class="kind">${e(kind)}</p>
 ${outcome ? `<div class="outcome ${outcome.tone}" role="status"><strong>${e(outcome.title)}</strong>${e(outcome.detail)}</div>` : ""}
 <dl>
 ${rows}
 </dl>
-${item.notes ? `<h2>Notes</h2>\n<div class="notes">${e(item.notes)}</div>` : ""}
+${item.notes ? `<h2>${e(t(lang, "page.notes"))}</h2>\n<div class="notes">${e(item.notes)}</div>` : ""}
 ${actions}
-<footer>This page is for ${e(view.contactName || "you")}, from a reminder email of ${e(view.companyName)}. Its link works until ${e(formatDate(input.expiresOn, view.dateFormat))} and acts without signing in: do not share it.</footer>`;
-  return pageDocument(`${item.title || "Item"} · ${view.companyName}`, body);
+<footer>${e(footer)}</footer>`;
+  return pageDocument(`${item.title || t(lang, "page.item")} · ${view.companyName}`, body, speech.tag, speech.dir);
 }
 
 // ---- pages without an item ----

@@ -29,6 +29,7 @@ import {
   type RecipientAction,
 } from "../../lib/recipient-links";
 import { isCalendarDate, parseDate, todayIn } from "../../lib/time";
+import { t } from "../../i18n/messages";
 import { UNSUBSCRIBE_PREFIX } from "../../lib/unsubscribe-links";
 import {
   actFromLink,
@@ -41,6 +42,7 @@ import {
   INVALID_LINK_PAGE,
   itemPage,
   pageHeaders,
+  pageSpeech,
   tokenPath,
   type FormProblem,
   type PageNotice,
@@ -143,6 +145,7 @@ function readForm(
   today: string,
 ): LinkRequest | FormProblem {
   const text = (name: string) => (typeof form[name] === "string" ? (form[name] as string) : "");
+  const lang = pageSpeech(view).language;
   switch (action) {
     case "acknowledge": {
       const note = text("note").trim();
@@ -151,7 +154,7 @@ function readForm(
           action,
           field: "note",
           value: note.slice(0, NOTE_MAX * 2),
-          message: `The note must be at most ${NOTE_MAX} characters.`,
+          message: t(lang, "page.problem.note_too_long", { max: NOTE_MAX }),
         };
       return { action, note: note || null };
     }
@@ -165,10 +168,10 @@ function readForm(
           action,
           field: "date",
           value: raw.slice(0, 40),
-          message: "Give the new date as a calendar date (YYYY-MM-DD).",
+          message: t(lang, "page.problem.date"),
         };
       if (date <= view.item.expiryDate)
-        return { action, field: "date", value: date, message: "The new date must be later than the item's date." };
+        return { action, field: "date", value: date, message: t(lang, "page.problem.date_not_later") };
       return { action, date };
     }
     case "snooze": {
@@ -179,9 +182,10 @@ function readForm(
           action,
           field: "until",
           value: raw.slice(0, 40),
-          message: "Give the day to snooze until as a calendar date (YYYY-MM-DD).",
+          message: t(lang, "page.problem.until"),
         };
-      if (until <= today) return { action, field: "until", value: until, message: "Choose a day after today." };
+      if (until <= today)
+        return { action, field: "until", value: until, message: t(lang, "page.problem.until_not_later") };
       return { action, until };
     }
   }

@@ -1,0 +1,48 @@
+// Which language a message speaks (docs/languages.md): the contact's `language`, else the
+// company's `settings.language`, else English. A tag with a region (`pt-BR`) takes that region's
+// Intl formats and its base language's texts; a tag whose base language the catalogue lacks is
+// passed over. Pure.
+import {
+  DEFAULT_LANGUAGE,
+  type Language,
+  primaryLanguage,
+  supportedLanguageTag,
+  textDirection,
+} from "../lib/languages";
+import { intlLocale } from "./format";
+
+export interface Speech {
+  /** The catalogue's language. */
+  language: Language;
+  /** The Intl locale (the tag as given, region included, Latin digits). */
+  locale: string;
+  /** The tag for `lang=""` attributes. */
+  tag: string;
+  dir: "ltr" | "rtl";
+}
+
+const speeches = new Map<string, Speech | null>();
+
+/** The speech of one tag, or null when it is no BCP 47 tag or its base language is not supported. */
+export function speechOf(tag: string): Speech | null {
+  let speech = speeches.get(tag);
+  if (speech !== undefined) return speech;
+  const canonical = supportedLanguageTag(tag);
+  const language = canonical ? primaryLanguage(canonical) : null;
+  speech =
+    canonical && language
+      ? { language, locale: intlLocale(canonical), tag: canonical, dir: textDirection(canonical) }
+      : null;
+  if (speeches.size < 1000) speeches.set(tag, speech);
+  return speech;
+}
+
+/** The first of `tags` (most specific first: contact, company) the catalogue speaks, else English. */
+export function speechFor(...tags: Array<string | null | undefined>): Speech {
+  for (const tag of tags) {
+    if (!tag) continue;
+    const speech = speechOf(tag);
+    if (speech) return speech;
+  }
+  return speechOf(DEFAULT_LANGUAGE)!;
+}
