@@ -7,6 +7,9 @@
 import type { Env } from "../env";
 import { recipientLinks } from "../lib/recipient-links";
 import { DATE_FORMATS, DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, todayIn, type DateFormat } from "../lib/time";
+import { sendEmail, type DeliveryIdentity, type OutgoingEmail } from "./email-transport";
+
+export type { OutgoingEmail } from "./email-transport";
 import { reminderMessage } from "./reminder-email";
 import { resolveRecipients, resolutionKey, type Resolution } from "./recipients";
 
@@ -23,24 +26,14 @@ export function retryDelay(attempt: number): number {
   return Math.min(30_000 * 4 ** (attempt - 1), 2 * 3_600_000);
 }
 
-export interface OutgoingEmail {
-  to: string;
-  subject: string;
-  text: string;
-  html: string;
-}
 export interface Transports {
-  email(message: OutgoingEmail): Promise<string>;
+  email(message: OutgoingEmail, delivery: DeliveryIdentity): Promise<string>;
   sms(to: string, text: string): Promise<string>;
 }
 
 export function defaultTransports(env: Env): Transports {
   return {
-    async email(message) {
-      if (!env.EMAIL || !env.EMAIL_FROM) throw new Error("no email sender configured");
-      const result = await env.EMAIL.send({ from: env.EMAIL_FROM, ...message });
-      return result.messageId;
-    },
+    email: (message, delivery) => sendEmail(env, message, delivery),
     async sms(to, text) {
       if (!env.SMS_API_URL || !env.SMS_API_KEY) throw new Error("no SMS provider configured");
       const response = await fetch(env.SMS_API_URL, {
@@ -242,7 +235,7 @@ async function send(
         await deliverOne(
           d,
           facts,
-          { companyName: company.name, today, dateFormat: company.dateFormat },
+          { companyId, companyName: company.name, today, dateFormat: company.dateFormat },
           transports,
           links,
         ),
@@ -304,7 +297,12 @@ function recordOutcomes(storage: DurableObjectStorage, leased: Leased[], outcome
 async function deliverOne(
   d: Leased,
   facts: DeliveryDetails | undefined,
-  company: { companyName: string; today: string; dateFormat: Parameters<typeof reminderMessage>[0]["dateFormat"] },
+  company: {
+    companyId: number;
+    companyName: string;
+    today: string;
+    dateFormat: Parameters<typeof reminderMessage>[0]["dateFormat"];
+  },
   transports: Transports,
   links: Awaited<ReturnType<typeof recipientLinks>> = null,
 ): Promise<Outcome> {
@@ -336,7 +334,10 @@ async function deliverOne(
   try {
     const messageId =
       d.channel === "email"
-        ? await transports.email({ to: recipient, ...message })
+        ? await transports.email(
+            { to: recipient, ...message },
+            { companyId: company.companyId, reminderId: d.reminder_id, contactId: d.contact_id },
+          )
         : await transports.sms(recipient, `${message.subject}`);
     return { state: "sent", recipient, messageId };
   } catch (error) {

@@ -35,7 +35,7 @@ async function captureEmails(companyId: number): Promise<Array<{ to: string; sub
     const send = instance.transports.email;
     instance.transports = {
       ...instance.transports,
-      email: (m) => (emails.push({ to: m.to, subject: m.subject, text: m.text }), send(m)),
+      email: (m, d) => (emails.push({ to: m.to, subject: m.subject, text: m.text }), send(m, d)),
     };
   });
   return emails;
