@@ -7,6 +7,7 @@
 import type { Env } from "../env";
 import { recipientLinks } from "../lib/recipient-links";
 import { DATE_FORMATS, DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, todayIn, type DateFormat } from "../lib/time";
+import { normaliseAddress, suppressedAmong } from "./bounces";
 import { sendEmail, type DeliveryIdentity, type OutgoingEmail } from "./email-transport";
 
 export type { OutgoingEmail } from "./email-transport";
@@ -59,6 +60,7 @@ type Leased = {
 type Outcome =
   | { state: "sent"; recipient: string; messageId: string }
   | { state: "no_recipient" | "skipped"; recipient: null; error: string }
+  | { state: "suppressed"; recipient: string; error: string }
   | { state: "retry"; recipient: string | null; error: string };
 
 /** Fired reminders whose recipients one run resolves (each becomes up to MAX_GROUP_RECIPIENTS deliveries per channel). */
@@ -102,7 +104,7 @@ export async function deliverDue(
     }
   });
   if (leased.length > 0) {
-    const outcomes = await send(leased, env, d1, companyId, transports);
+    const outcomes = await send(storage, leased, env, d1, companyId, transports);
     recordOutcomes(storage, leased, outcomes);
   }
   const ready = storage.sql
@@ -165,20 +167,22 @@ async function resolveFired(
         const attempt = w.attempts + 1;
         const failed = attempt >= MAX_DELIVERY_ATTEMPTS;
         sql.exec(
-          "UPDATE deliveries SET attempts = ?, state = ?, last_error = ?, next_at = ? " +
+          "UPDATE deliveries SET attempts = ?, state = ?, last_error = ?, next_at = ?, changed_at = ? " +
             "WHERE reminder_id = ? AND channel = ? AND contact_id = 0 AND state = 'pending'",
           attempt,
           failed ? "failed" : "pending",
           (failure || "recipients unavailable").slice(0, 300),
           failed ? null : done + retryDelay(attempt),
+          done,
           ...where,
         );
       } else if (found.kind === "none") {
         sql.exec(
-          "UPDATE deliveries SET state = ?, last_error = ?, next_at = NULL WHERE " +
+          "UPDATE deliveries SET state = ?, last_error = ?, next_at = NULL, changed_at = ? WHERE " +
             "reminder_id = ? AND channel = ? AND contact_id = 0 AND state = 'pending'",
           found.state,
           found.error,
+          done,
           ...where,
         );
       } else {
@@ -201,6 +205,7 @@ async function resolveFired(
 
 /** Sends each leased delivery (CONCURRENCY at a time) with the D1 facts read for all of them at once. */
 async function send(
+  storage: DurableObjectStorage,
   leased: Leased[],
   env: Env,
   d1: D1Database,
@@ -216,8 +221,25 @@ async function send(
     }));
     const { company, details } = await deliveryDetails(d1, companyId, targets);
     const today = todayIn(company.timezone);
+    // Addresses suppressed by bounces or complaints (bounces.ts): not sent to, one query for the batch.
+    const suppressed = suppressedAmong(
+      storage.sql,
+      leased
+        .flatMap((d) => (d.channel === "email" ? [details.get(`${d.reminder_id}:${d.contact_id}`)?.email ?? ""] : []))
+        .filter(Boolean),
+    );
     const one = async (d: Leased) => {
       const facts = details.get(`${d.reminder_id}:${d.contact_id}`);
+      const suppression =
+        d.channel === "email" && facts?.email ? suppressed.get(normaliseAddress(facts.email)) : undefined;
+      if (suppression && facts?.present && facts.contactPresent) {
+        outcomes.set(deliveryKey(d), {
+          state: "suppressed",
+          recipient: facts.email!,
+          error: `not sent: the address is suppressed (${suppression})`,
+        });
+        return;
+      }
       // The recipient's links to its page for the item, bound to the item's current occurrence
       // (src/lib/recipient-links.ts). Email only; the one place delivery makes them.
       const links =
@@ -263,7 +285,7 @@ function recordOutcomes(storage: DurableObjectStorage, leased: Leased[], outcome
       if (outcome.state === "sent") {
         storage.sql.exec(
           "UPDATE deliveries SET state = 'sent', recipient = ?, message_id = ?, " +
-            "delivered_at = ?, last_error = NULL, next_at = NULL WHERE reminder_id = ? AND " +
+            "delivered_at = ?, changed_at = delivered_at, last_error = NULL, next_at = NULL WHERE reminder_id = ? AND " +
             "channel = ? AND contact_id = ?",
           outcome.recipient,
           outcome.messageId,
@@ -273,20 +295,23 @@ function recordOutcomes(storage: DurableObjectStorage, leased: Leased[], outcome
       } else if (outcome.state === "retry") {
         const failed = attempt >= MAX_DELIVERY_ATTEMPTS;
         storage.sql.exec(
-          "UPDATE deliveries SET state = ?, recipient = ?, last_error = ?, next_at = ? " +
+          "UPDATE deliveries SET state = ?, recipient = ?, last_error = ?, next_at = ?, changed_at = ? " +
             "WHERE reminder_id = ? AND channel = ? AND contact_id = ?",
           failed ? "failed" : "pending",
           outcome.recipient,
           outcome.error.slice(0, 300),
           failed ? null : done + retryDelay(attempt),
+          done,
           ...where,
         );
       } else {
         storage.sql.exec(
-          "UPDATE deliveries SET state = ?, last_error = ?, next_at = NULL WHERE " +
+          "UPDATE deliveries SET state = ?, recipient = ?, last_error = ?, next_at = NULL, changed_at = ? WHERE " +
             "reminder_id = ? AND channel = ? AND contact_id = ?",
           outcome.state,
-          outcome.error,
+          outcome.recipient,
+          outcome.error.slice(0, 300),
+          done,
           ...where,
         );
       }

@@ -358,6 +358,8 @@ describe("the clock's store", () => {
         "applied_requests",
         "renewals",
         "audit_outbox",
+        "bounces",
+        "suppressed_addresses",
       ])
         sql.exec(`DROP TABLE IF EXISTS ${table}`);
       migrate(state.storage, 6);
