@@ -86,6 +86,11 @@ export const RESOURCES: readonly Resource[] = [
       f("iso"),
       f("mobile_code"),
       f("phone_number"),
+      f("email_status"),
+      f("language"),
+      f("digest"),
+      f("digest_weekday"),
+      f("channels", "channels", "json"),
     ],
   },
   {

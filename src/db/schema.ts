@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { DIGESTS, EMAIL_STATUSES, WEEKDAYS } from "../lib/contact-preferences";
 
 // Keep in step with migrations/*.sql; test/worker/schema.test.ts compares the two.
 // Integer ids use AUTOINCREMENT so that an id is never handed out again after a delete.
@@ -168,6 +169,18 @@ export const contacts = sqliteTable(
     createdAt: createdAt(),
     updatedAt: text("updated_at").notNull().default(sql`CURRENT_TIMESTAMP`),
     version: version(),
+    // Whether reminder emails may go to this contact (src/lib/contact-preferences.ts); the migration
+    // adds a column CHECK on the values (an ALTER TABLE cannot take drizzle's table-level check()).
+    emailStatus: text("email_status", { enum: EMAIL_STATUSES }).notNull().default("active"),
+    // ISO 8601 UTC instant of the last email_status change; null while it never changed.
+    emailStatusChangedAt: text("email_status_changed_at"),
+    // BCP 47 tag (canonical, its primary language supported: src/lib/languages.ts); null = the company's.
+    language: text("language"),
+    digest: text("digest", { enum: DIGESTS }).notNull().default("off"),
+    // monday … sunday, set exactly when digest is weekly (a column CHECK in the migration).
+    digestWeekday: text("digest_weekday", { enum: WEEKDAYS }),
+    // JSON array of the contact channels the contact wants (email, sms); null = all.
+    channels: text("channels"),
   },
   (t) => [
     index("contacts_company_idx").on(t.companyId),

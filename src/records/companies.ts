@@ -1,4 +1,5 @@
 import { and, asc, eq, ne, sql, type SQL } from "drizzle-orm";
+import { DEFAULT_LANGUAGE } from "../lib/languages";
 import type { Db } from "../db/client";
 import { MAX_ATTEMPTS, lostRace } from "../db/guarded";
 import { DEFAULT_DEPARTMENT_NAME, DEFAULT_GROUP_NAME } from "../db/departments";
@@ -69,15 +70,27 @@ function parseObject(text: string): Record<string, unknown> {
 /** A company's settings by id (the defaults when it is gone). */
 export async function companySettings(db: Db, companyId: number): Promise<CompanySettings> {
   const row = await db.select().from(companies).where(eq(companies.id, companyId)).get();
-  return row ? settingsOf(row) : { timezone: DEFAULT_TIME_ZONE, date_format: DEFAULT_DATE_FORMAT };
+  return row ? settingsOf(row) : settingsOfStored({});
 }
 
-export function settingsOf(row: CompanyRow): CompanySettings {
-  const stored = parseObject(row.settings);
+export const DEFAULT_DIGEST_HOUR = "08:00";
+
+export const settingsOf = (row: Pick<CompanyRow, "settings">): CompanySettings =>
+  settingsOfStored(parseObject(row.settings));
+
+/** The settings with every default filled in (stored JSON predating a setting lacks it). */
+function settingsOfStored(stored: Record<string, unknown>): CompanySettings {
   const format = DATE_FORMATS.includes(stored.date_format as DateFormat)
     ? (stored.date_format as DateFormat)
     : DEFAULT_DATE_FORMAT;
-  return { timezone: typeof stored.timezone === "string" ? stored.timezone : DEFAULT_TIME_ZONE, date_format: format };
+  const text = (key: string) => (typeof stored[key] === "string" ? (stored[key] as string) : null);
+  return {
+    timezone: text("timezone") ?? DEFAULT_TIME_ZONE,
+    date_format: format,
+    reply_to: text("reply_to"),
+    language: text("language") ?? DEFAULT_LANGUAGE,
+    digest_hour: text("digest_hour") ?? DEFAULT_DIGEST_HOUR,
+  };
 }
 
 const INFO_TEXT = [

@@ -5,6 +5,9 @@ import { jsonField, jsonRowsInsert, rowOf, type ColumnsMade } from "../db/json-r
 import { selectDepartment } from "../db/departments";
 import { cappedListPage, countUpTo, listPage } from "../db/pages";
 import { companies, contactGroups, contacts, tasks, type ContactRow } from "../db/schema";
+import { channelProblem } from "../company-clock/channels";
+import type { Env } from "../env";
+import { parseChannels, type ContactChannel } from "../lib/contact-preferences";
 import { badRequest, conflict, notFound } from "../lib/errors";
 import { MAX_EXACT_SEARCH_TOTAL, matchExpression, searchWords } from "../lib/search";
 import { nameKey } from "../lib/text-key";
@@ -23,10 +26,36 @@ export function contactOutput(row: ContactRow): ContactOutput {
     phone_number: row.phoneNumber,
     iso: row.iso,
     add_date: row.createdAt,
+    email_status: row.emailStatus,
+    email_status_changed_at: row.emailStatusChangedAt,
+    language: row.language,
+    digest: row.digest,
+    digest_weekday: row.digestWeekday,
+    channels: parseChannels(row.channels),
   };
 }
 
+/** 400 naming `channels` when one of them is not delivered by this deployment. */
+export function checkContactChannels(env: Env, channels: ContactChannel[] | null | undefined): void {
+  for (const channel of channels ?? []) {
+    const problem = channelProblem(env, channel);
+    if (problem) throw badRequest(`channels: ${problem}`);
+  }
+}
+
+/** The CHECK of digest_weekday (migration 0027): a write that leaves it inconsistent with digest. */
+const isWeekdayMismatch = (err: unknown) => String((err as Error)?.message ?? err).includes("contacts_digest_weekday");
+
+/** The 400 of a PATCH that leaves digest_weekday inconsistent with the stored digest. */
+function weekdayMismatch(input: UpdateContactInput) {
+  return input.digest_weekday !== undefined
+    ? badRequest("digest_weekday is only allowed while digest is weekly: send digest weekly with it")
+    : badRequest("digest_weekday is required when digest is weekly");
+}
+
 const EMAIL_UNIQUE = "contacts.email_key";
+/** Now as email_status_changed_at holds it: RFC 3339, UTC, milliseconds. */
+export const NOW_ISO = sql.raw("strftime('%Y-%m-%dT%H:%M:%fZ', 'now')");
 const duplicateEmail = (email: string) => conflict(`A contact with email ${email} already exists`);
 
 /** The list's filters, without its window: what the export takes too. */
@@ -190,6 +219,10 @@ export interface NewContact {
   iso?: string;
   mobileCode?: string;
   phoneNumber?: string;
+  language?: string | null;
+  digest?: string;
+  digestWeekday?: string | null;
+  channels?: ContactChannel[] | null;
   /** The importer's place of the row among its chunk's creations (its room check). */
   nth?: number;
 }
@@ -210,6 +243,10 @@ export function newContactRow(c: NewContact): Record<string, unknown> {
     mobile_code: c.mobileCode ?? "",
     phone_number: phoneNumber,
     search_words: contactWords({ firstName: c.firstName, lastName: c.lastName, email: c.email, phoneNumber }),
+    language: c.language ?? null,
+    digest: c.digest ?? "off",
+    digest_weekday: c.digest === "weekly" ? (c.digestWeekday ?? null) : null,
+    channels: c.channels ? JSON.stringify(c.channels) : null,
     nth: c.nth ?? null,
   };
 }
@@ -232,6 +269,12 @@ const NEW_CONTACT: ColumnsMade<typeof contacts> = {
   createdAt: "CURRENT_TIMESTAMP",
   updatedAt: "CURRENT_TIMESTAMP",
   version: "1",
+  emailStatus: "'active'",
+  emailStatusChangedAt: "NULL",
+  language: jsonField("language"),
+  digest: jsonField("digest"),
+  digestWeekday: jsonField("digest_weekday"),
+  channels: jsonField("channels"),
 };
 
 /**
@@ -289,6 +332,10 @@ async function insertContact(
     iso: input.iso,
     mobileCode: input.mobile_code,
     phoneNumber: input.phone_number,
+    language: input.language,
+    digest: input.digest,
+    digestWeekday: input.digest_weekday,
+    channels: input.channels,
   });
   try {
     const [inserted] = await db.commit([insertContacts(db.d1, [row], "placement", true)]);
@@ -335,12 +382,25 @@ export async function updateContact(
   input: UpdateContactInput,
 ): Promise<ContactRow> {
   const changes: Partial<typeof contacts.$inferInsert> = {};
+  const statusReset: { emailStatus?: SQL; emailStatusChangedAt?: SQL } = {};
   if (input.first_name !== undefined) changes.firstName = input.first_name;
   if (input.last_name !== undefined) changes.lastName = input.last_name;
   if (input.email !== undefined) {
     changes.email = input.email;
     changes.emailKey = nameKey(input.email);
+    // bounced and complained belong to the old address: a new address starts active; unsubscribed
+    // is the person's choice and stays (docs/api-notes.md, "Unsubscribe and re-subscription").
+    const reset = sql`${contacts.emailStatus} IN ('bounced', 'complained') AND ${contacts.emailKey} IS NOT ${changes.emailKey}`;
+    statusReset.emailStatus = sql`CASE WHEN ${reset} THEN 'active' ELSE ${contacts.emailStatus} END`;
+    statusReset.emailStatusChangedAt = sql`CASE WHEN ${reset} THEN ${NOW_ISO} ELSE ${contacts.emailStatusChangedAt} END`;
   }
+  if (input.language !== undefined) changes.language = input.language;
+  if (input.digest !== undefined) {
+    changes.digest = input.digest;
+    if (input.digest !== "weekly") changes.digestWeekday = null;
+  }
+  if (input.digest_weekday !== undefined) changes.digestWeekday = input.digest_weekday;
+  if (input.channels !== undefined) changes.channels = input.channels ? JSON.stringify(input.channels) : null;
   if (input.mobile_code !== undefined) changes.mobileCode = input.mobile_code;
   if (input.phone_number !== undefined) changes.phoneNumber = input.phone_number;
   if (input.country_code !== undefined || input.iso !== undefined) {
@@ -374,7 +434,7 @@ export async function updateContact(
       [[updated]] = await db.commit([
         db
           .update(contacts)
-          .set({ ...changes, updatedAt: sql`CURRENT_TIMESTAMP` })
+          .set({ ...changes, ...statusReset, updatedAt: sql`CURRENT_TIMESTAMP` })
           .where(
             and(
               eq(contacts.id, contactId),
@@ -387,6 +447,7 @@ export async function updateContact(
       ]);
     } catch (err) {
       if (isUniqueViolation(err, EMAIL_UNIQUE)) throw duplicateEmail(input.email ?? "");
+      if (isWeekdayMismatch(err)) throw weekdayMismatch(input);
       if (!isForeignKeyViolation(err)) throw err;
     }
     if (updated) return updated;

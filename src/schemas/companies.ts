@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { DATE_FORMATS, canonicalTimeZone } from "../lib/time";
 import { Flag, Timestamp, cleanText, optionalText, requiredText } from "../lib/schemas";
+import { LANGUAGES, MAX_LANGUAGE_TAG, supportedLanguageTag } from "../lib/languages";
 
 export const CompanySchema = z
   .object({
@@ -58,6 +59,18 @@ export const CompanySettingsSchema = z
   .object({
     timezone: z.string().openapi({ example: "Europe/Berlin", description: "IANA time zone; reminders fire in it" }),
     date_format: z.enum(DATE_FORMATS).openapi({ example: "DD.MM.YYYY" }),
+    reply_to: z.string().nullable().openapi({
+      example: "office@demo.example",
+      description: "The Reply-To of the company's reminder emails; null: none (replies go nowhere useful)",
+    }),
+    language: z.string().openapi({
+      example: "en",
+      description: "BCP 47 language of emails and pages for contacts without their own (default en)",
+    }),
+    digest_hour: z.string().openapi({
+      example: "08:00",
+      description: "HH:MM in the company's time zone at which digests are due (default 08:00; stored, not used yet)",
+    }),
   })
   .openapi("CompanySettings");
 
@@ -196,9 +209,41 @@ export const CompanyInfoResultSchema = z
   })
   .openapi("CompanyInfoResult");
 
+const replyTo = cleanText("reply_to")
+  .max(254, { error: "reply_to must be at most 254 characters" })
+  .email({ error: "reply_to must be a valid email address" })
+  .nullable()
+  .openapi({
+    type: "string",
+    example: "office@demo.example",
+    description: "The Reply-To of the company's reminder emails; null removes it",
+  });
+const settingsLanguage = cleanText("language")
+  .max(MAX_LANGUAGE_TAG, { error: `language must be at most ${MAX_LANGUAGE_TAG} characters` })
+  .transform((value, ctx) => {
+    const tag = supportedLanguageTag(value);
+    if (tag) return tag;
+    ctx.addIssue({
+      code: "custom",
+      message: `language must be a BCP 47 tag in one of the supported languages: ${LANGUAGES.join(", ")}`,
+    });
+    return z.NEVER;
+  })
+  .openapi({ type: "string", example: "de", description: `One of ${LANGUAGES.join(", ")}, region allowed (pt-BR)` });
+const digestHour = z
+  .string({ error: "digest_hour must be a time HH:MM" })
+  .regex(/^([01]\d|2[0-3]):[0-5]\d$/, { error: "digest_hour must be a time HH:MM from 00:00 to 23:59" })
+  .openapi({ example: "08:00", description: "HH:MM, 24-hour, in the company's time zone" });
+
 export const UpdateCompanySettingsSchema = z
-  .strictObject({ timezone: timezone.optional(), date_format: dateFormat.optional() })
-  .refine((v) => v.timezone !== undefined || v.date_format !== undefined, { error: "No updatable fields provided" })
+  .strictObject({
+    timezone: timezone.optional(),
+    date_format: dateFormat.optional(),
+    reply_to: replyTo.optional(),
+    language: settingsLanguage.optional(),
+    digest_hour: digestHour.optional(),
+  })
+  .refine((v) => Object.values(v).some((x) => x !== undefined), { error: "No updatable fields provided" })
   .openapi("UpdateCompanySettings");
 
 export type CompanyOutput = z.infer<typeof CompanySchema>;

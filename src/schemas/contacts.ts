@@ -6,12 +6,15 @@ import {
   idField,
   idQuery,
   integerString,
+  nullableEnum,
   optionalText,
   paginationQuery,
   requiredText,
   searchPageEnvelope,
   searchQuery,
 } from "../lib/schemas";
+import { CONTACT_CHANNELS, DIGESTS, EMAIL_STATUSES, WEEKDAYS } from "../lib/contact-preferences";
+import { LANGUAGES, MAX_LANGUAGE_TAG, supportedLanguageTag } from "../lib/languages";
 
 export const ContactSchema = z
   .object({
@@ -26,8 +29,100 @@ export const ContactSchema = z
     phone_number: z.string().openapi({ example: "7700900123" }),
     iso: z.string().openapi({ example: "GB" }),
     add_date: Timestamp,
+    email_status: z.enum(EMAIL_STATUSES).openapi({
+      example: "active",
+      description:
+        "Whether reminder emails go to the contact: only `active` is mailed; the others' deliveries are " +
+        "`suppressed`. Read-only: `unsubscribed` is set by the contact's one-click unsubscribe, and only " +
+        "the contact can undo it, from the page of its email's unsubscribe link (docs/api-notes.md, " +
+        '"Unsubscribe and re-subscription"). Changing `email` resets `bounced` and `complained` to ' +
+        "`active` (they belong to the old address); `unsubscribed` stays.",
+    }),
+    email_status_changed_at: z.string().nullable().openapi({
+      example: "2026-11-27T09:30:00.000Z",
+      description: "When email_status last changed (RFC 3339, UTC); null while it never changed",
+    }),
+    language: z.string().nullable().openapi({
+      example: "pt-BR",
+      description: "BCP 47 language of the contact's emails and pages; null = the company's settings.language",
+    }),
+    digest: z
+      .enum(DIGESTS)
+      .openapi({ example: "off", description: "Digest preference (stored; digests are not sent yet)" }),
+    digest_weekday: nullableEnum(WEEKDAYS).openapi({
+      example: "monday",
+      description: "The day of a weekly digest; set exactly when digest is weekly, else null",
+    }),
+    channels: z
+      .array(z.enum(CONTACT_CHANNELS))
+      .nullable()
+      .openapi({ example: ["email"], description: "The reminder channels the contact wants; null = every channel" }),
   })
   .openapi("Contact");
+
+const language = cleanText("language")
+  .max(MAX_LANGUAGE_TAG, { error: `language must be at most ${MAX_LANGUAGE_TAG} characters` })
+  .transform((value, ctx) => {
+    const tag = supportedLanguageTag(value);
+    if (tag) return tag;
+    ctx.addIssue({
+      code: "custom",
+      message: `language must be a BCP 47 tag in one of the supported languages: ${LANGUAGES.join(", ")} (e.g. de or pt-BR)`,
+    });
+    return z.NEVER;
+  })
+  .nullable()
+  .openapi({
+    type: "string",
+    example: "de",
+    description:
+      `BCP 47 tag whose primary language is one of ${LANGUAGES.join(", ")}; kept in its canonical form, ` +
+      "region included (pt-br → pt-BR). null: follow the company's settings.language.",
+  });
+const digest = z
+  .enum(DIGESTS, { error: `digest must be one of: ${DIGESTS.join(", ")}` })
+  .openapi({ description: "off (default), daily or weekly (weekly needs digest_weekday)" });
+const digestWeekday = z
+  .enum(WEEKDAYS, { error: `digest_weekday must be one of: ${WEEKDAYS.join(", ")}` })
+  .openapi({ description: "The day of a weekly digest; only with digest weekly" });
+const channels = z
+  .array(z.enum(CONTACT_CHANNELS, { error: `channels must hold only: ${CONTACT_CHANNELS.join(", ")}` }), {
+    error: "channels must be an array of channel names, or null",
+  })
+  .min(1, { error: "channels must name at least one channel (null: every channel)" })
+  .max(CONTACT_CHANNELS.length, { error: `channels must hold at most ${CONTACT_CHANNELS.length} names` })
+  .refine((list) => new Set(list).size === list.length, { error: "channels must not repeat a channel" })
+  .nullable()
+  .openapi({
+    description:
+      "The reminder channels the contact wants, among those this deployment delivers (400 otherwise); " +
+      "null: every channel.",
+  });
+
+const preferenceFields = {
+  language: language.optional(),
+  digest: digest.optional(),
+  digest_weekday: digestWeekday.optional(),
+  channels: channels.optional(),
+};
+
+/** digest_weekday goes with digest weekly: required with it, refused with off and daily. */
+function weekdayFitsDigest(value: { digest?: string; digest_weekday?: string }, ctx: z.RefinementCtx) {
+  if (value.digest === "weekly" && value.digest_weekday === undefined) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["digest_weekday"],
+      message: "digest_weekday is required when digest is weekly",
+    });
+  }
+  if (value.digest !== undefined && value.digest !== "weekly" && value.digest_weekday !== undefined) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["digest_weekday"],
+      message: `digest_weekday is only allowed with digest weekly (digest is ${value.digest})`,
+    });
+  }
+}
 
 const email = cleanText("email")
   .max(254, { error: "email must be at most 254 characters" })
@@ -77,8 +172,10 @@ export const CreateContactSchema = z
     iso,
     mobile_code: optionalText("mobile_code", 8).openapi({ example: "+44" }),
     phone_number: optionalText("phone_number", 32).openapi({ example: "7700900123" }),
+    ...preferenceFields,
   })
   .superRefine(bothOrNeither)
+  .superRefine(weekdayFitsDigest)
   .openapi("CreateContact");
 
 export const UpdateContactSchema = z
@@ -105,6 +202,7 @@ export const UpdateContactSchema = z
     iso,
     mobile_code: optionalText("mobile_code", 8),
     phone_number: optionalText("phone_number", 32),
+    ...preferenceFields,
   })
   .superRefine((value, ctx) => {
     if (Object.values(value).every((v) => v === undefined)) {
@@ -120,6 +218,7 @@ export const UpdateContactSchema = z
       return;
     }
     bothOrNeither(value, ctx);
+    weekdayFitsDigest(value, ctx);
   })
   .openapi("UpdateContact");
 

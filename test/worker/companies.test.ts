@@ -118,7 +118,13 @@ describe("POST /v1/companies", () => {
       drive_space_gb: 2.5,
     });
     expect(info).toEqual({});
-    expect(settings).toEqual({ timezone: "UTC", date_format: "YYYY-MM-DD" });
+    expect(settings).toEqual({
+      timezone: "UTC",
+      date_format: "YYYY-MM-DD",
+      reply_to: null,
+      language: "en",
+      digest_hour: "08:00",
+    });
     const dept = await env.DB.prepare("SELECT id, name FROM departments WHERE company_id = ? AND is_default = 1")
       .bind(company.companyid)
       .all();
@@ -135,7 +141,13 @@ describe("POST /v1/companies", () => {
       account.ownerToken,
       newCompany({ timezone: "america/new_york", date_format: "MM/DD/YYYY" }),
     );
-    expect(made.settings).toEqual({ timezone: "America/New_York", date_format: "MM/DD/YYYY" });
+    expect(made.settings).toEqual({
+      timezone: "America/New_York",
+      date_format: "MM/DD/YYYY",
+      reply_to: null,
+      language: "en",
+      digest_hour: "08:00",
+    });
     expectShapeB(
       await call("createCompany", "/v1/companies", {
         token: account.ownerToken,
@@ -427,14 +439,26 @@ describe("PATCH /v1/companies/{company_id}/settings (extension)", () => {
       body: { timezone: "Asia/Kathmandu" },
     });
     expectStatus(res, 200);
-    expect(res.body.data.settings).toEqual({ timezone: "Asia/Kathmandu", date_format: "YYYY-MM-DD" });
+    expect(res.body.data.settings).toEqual({
+      timezone: "Asia/Kathmandu",
+      date_format: "YYYY-MM-DD",
+      reply_to: null,
+      language: "en",
+      digest_hour: "08:00",
+    });
     const again = ok(
       await call("updateCompanySettings", `/v1/companies/${companyId}/settings`, {
         token: ownerToken,
         body: { date_format: "DD.MM.YYYY" },
       }),
     );
-    expect(again.body.data.settings).toEqual({ timezone: "Asia/Kathmandu", date_format: "DD.MM.YYYY" });
+    expect(again.body.data.settings).toEqual({
+      timezone: "Asia/Kathmandu",
+      date_format: "DD.MM.YYYY",
+      reply_to: null,
+      language: "en",
+      digest_hour: "08:00",
+    });
     expectShapeB(
       await call("updateCompanySettings", `/v1/companies/${companyId}/settings`, {
         token: ownerToken,

@@ -12,6 +12,7 @@ import {
   scopedRoute,
 } from "../../lib/openapi";
 import {
+  checkContactChannels,
   contactOutput,
   createContact,
   deleteContact,
@@ -81,7 +82,9 @@ contactsRouter.openapi(
     },
   }),
   async (c) => {
-    const row = await createContact(c.var.db, c.var.companyId, c.req.valid("json"));
+    const input = c.req.valid("json");
+    checkContactChannels(c.env, input.channels);
+    const row = await createContact(c.var.db, c.var.companyId, input);
     return created(c, "Contact created", contactOutput(row));
   },
 );
@@ -117,7 +120,9 @@ contactsRouter.openapi(
       "At least one field. `countryid` takes an ISO 3166-1 alpha-2 code and sets both " +
       "iso and country_code (its dialling code); country_code and iso may also be " +
       "sent, together. A new groupid moves the contact into that group's department; 0 " +
-      "takes it out of its group.",
+      "takes it out of its group. `email_status` cannot be written: an unsubscribed contact is " +
+      "re-subscribed only by its own choice, on the page of its email's unsubscribe link " +
+      '(docs/api-notes.md, "Unsubscribe and re-subscription"); sending it is a 400.',
     request: { params: ContactParams, body: jsonBody(UpdateContactSchema) },
     responses: {
       200: jsonResponse(resultEnvelope(ContactSchema, "ContactUpdated"), "Contact updated"),
@@ -125,7 +130,9 @@ contactsRouter.openapi(
     },
   }),
   async (c) => {
-    const row = await updateContact(c.var.db, c.var.companyId, c.req.valid("param").contact_id, c.req.valid("json"));
+    const input = c.req.valid("json");
+    checkContactChannels(c.env, input.channels);
+    const row = await updateContact(c.var.db, c.var.companyId, c.req.valid("param").contact_id, input);
     return updated(c, "Contact updated", contactOutput(row));
   },
 );

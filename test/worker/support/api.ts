@@ -93,6 +93,15 @@ export interface components {
             phone_number: string;
             iso: string;
             add_date: string;
+            /** @enum {string} */
+            email_status: "active" | "unsubscribed" | "bounced" | "complained";
+            email_status_changed_at: string | null;
+            language: string | null;
+            /** @enum {string} */
+            digest: "off" | "daily" | "weekly";
+            /** @enum {string|null} */
+            digest_weekday: "monday" | "tuesday" | "wednesday" | "thursday" | "friday" | "saturday" | "sunday" | null;
+            channels: ("email" | "sms")[] | null;
         };
         PageMeta: {
             total: number;
@@ -116,6 +125,12 @@ export interface components {
             iso?: string;
             mobile_code?: string;
             phone_number?: string;
+            language?: string;
+            /** @enum {string} */
+            digest?: "off" | "daily" | "weekly";
+            /** @enum {string} */
+            digest_weekday?: "monday" | "tuesday" | "wednesday" | "thursday" | "friday" | "saturday" | "sunday";
+            channels?: ("email" | "sms")[] | null;
         };
         ContactEnvelope: {
             /** @enum {boolean} */
@@ -139,6 +154,12 @@ export interface components {
             iso?: string;
             mobile_code?: string;
             phone_number?: string;
+            language?: string;
+            /** @enum {string} */
+            digest?: "off" | "daily" | "weekly";
+            /** @enum {string} */
+            digest_weekday?: "monday" | "tuesday" | "wednesday" | "thursday" | "friday" | "saturday" | "sunday";
+            channels?: ("email" | "sms")[] | null;
         };
         MessageEnvelope: {
             /** @enum {boolean} */
@@ -247,6 +268,9 @@ export interface components {
             timezone: string;
             /** @enum {string} */
             date_format: "YYYY-MM-DD" | "DD.MM.YYYY" | "DD/MM/YYYY" | "MM/DD/YYYY" | "DD-MM-YYYY" | "YYYY/MM/DD" | "D MMM YYYY" | "MMM D, YYYY";
+            reply_to: string | null;
+            language: string;
+            digest_hour: string;
         };
         CreateCompany: {
             company_name: string;
@@ -306,6 +330,9 @@ export interface components {
             timezone?: string;
             /** @enum {string} */
             date_format?: "YYYY-MM-DD" | "DD.MM.YYYY" | "DD/MM/YYYY" | "MM/DD/YYYY" | "DD-MM-YYYY" | "YYYY/MM/DD" | "D MMM YYYY" | "MMM D, YYYY";
+            reply_to?: string;
+            language?: string;
+            digest_hour?: string;
         };
         DepartmentList: {
             /** @enum {boolean} */

@@ -28,6 +28,12 @@ export const CONTACT_FIELDS = [
   "phone_number",
   "iso",
   "add_date",
+  "email_status",
+  "email_status_changed_at",
+  "language",
+  "digest",
+  "digest_weekday",
+  "channels",
 ].sort();
 
 /** Output fields of a contact group, exactly. */
