@@ -8,6 +8,9 @@
 import type { BounceReport, BounceResult, ProblemDeliveryRow, ProblemQuery } from "./api";
 import type { ClockContext } from "./context";
 import { settle } from "./context";
+import type { AuditActor } from "../db/commit";
+import { nameKey } from "../lib/text-key";
+import { markSuppressedContacts } from "../records/email-status";
 import { PROBLEM_STATES } from "./store";
 import { recordEvent } from "./webhooks";
 
@@ -15,8 +18,18 @@ import { recordEvent } from "./webhooks";
 export const SOFT_BOUNCES_TO_SUPPRESS = 3;
 export const SOFT_WINDOW_MS = 30 * 86_400_000;
 
-/** How addresses are compared and keyed: trimmed, lowercased. */
-export const normaliseAddress = (address: string) => address.trim().toLowerCase();
+/** How addresses are compared and keyed: trimmed, case-folded as contacts' email_key is. */
+export const normaliseAddress = (address: string) => nameKey(address.trim());
+
+/** The contacts' email_status is written as the service, under this operation (audit log). */
+const BOUNCE_ACTOR: AuditActor = {
+  accountId: null,
+  companyId: null,
+  clientId: null,
+  userId: null,
+  requestId: null,
+  operationId: "bounceReport",
+};
 
 /**
  * Records one verified report for the delivery (reminderId, email, contactId). Refused (nothing
@@ -119,7 +132,50 @@ export async function recordBounce(clock: ClockContext, report: BounceReport): P
   });
   const done = result as BounceResult;
   if (done.outcome === "recorded") await settle(clock);
+  if (done.outcome !== "refused") await markContacts(clock, report);
   return done;
+}
+
+/**
+ * The contacts with a suppressed address get email_status bounced / complained in D1. Idempotent
+ * (guarded by the status), so a report delivered again repairs a write D1 missed; the clock's
+ * suppression is what stops sending either way.
+ */
+async function markContacts(clock: ClockContext, report: BounceReport): Promise<void> {
+  const recipient = clock.sql
+    .exec<{ recipient: string | null }>(
+      "SELECT recipient FROM deliveries WHERE reminder_id = ? AND channel = 'email' AND contact_id = ?",
+      report.reminderId,
+      report.contactId,
+    )
+    .toArray()[0]?.recipient;
+  if (!recipient) return;
+  const row = clock.sql
+    .exec<{ address: string; kind: string; at: number }>(
+      "SELECT address, kind, at FROM suppressed_addresses WHERE address = ?",
+      normaliseAddress(recipient),
+    )
+    .toArray()[0];
+  if (!row) return;
+  try {
+    const db = await clock.db({ committed: 0, actor: BOUNCE_ACTOR });
+    await markSuppressedContacts(
+      db,
+      clock.companyId,
+      row.address,
+      row.kind === "complaint" ? "complained" : "bounced",
+      new Date(row.at).toISOString(),
+    );
+  } catch (error) {
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "contact email_status not written (the address is suppressed; a repeated report writes it)",
+        companyId: clock.companyId,
+        error: String(error),
+      }),
+    );
+  }
 }
 
 /** Which of `addresses` are suppressed here (one query for a batch). */

@@ -64,6 +64,10 @@ describe("a hard bounce", () => {
     });
     const delivery = await deliveryOf(account.ownerToken, item.item_id, reminderId);
     expect(delivery).toMatchObject({ state: "bounced", recipient: contact.email });
+    const marked = ok(await call("getContact", `/v1/contacts/${contact.contact_id}`, { token: account.ownerToken }))
+      .body.data;
+    expect(marked).toMatchObject({ email_status: "bounced" });
+    expect(Date.parse(marked.email_status_changed_at!)).toBeGreaterThan(Date.now() - 60_000);
     expect(delivery.last_error).toMatch(/^smtp; 550-5\.1\.1/);
     // The same DSN again (and another system's report for the same delivery): recorded once.
     expect(await inbound(dsn, bounce)).toMatchObject({ action: "duplicate" });
@@ -128,7 +132,11 @@ describe("soft bounces and complaints", () => {
     for (let i = 0; i < 3; i++) {
       const { bounce } = await fireTo(account, item.item_id, contact.contact_id);
       outcomes.push(await inbound(postfixBounce({ rcpt: contact.email!, bounce }, "4.2.2"), bounce));
-      if (i < 2) expect(await suppressedCount(account.companyId)).toBe(0);
+      if (i < 2) {
+        expect(await suppressedCount(account.companyId)).toBe(0);
+        const still = ok(await call("getContact", `/v1/contacts/${contact.contact_id}`, { token: account.ownerToken }));
+        expect(still.body.data.email_status).toBe("active");
+      }
     }
     expect(
       outcomes.map((o) => o.action === "recorded" && o.result.outcome === "recorded" && o.result.suppressed),
@@ -141,6 +149,9 @@ describe("soft bounces and complaints", () => {
     const outcome = await inbound(aolComplaint({ rcpt: contact.email!, bounce }), "fbl@expiry-reminder.example");
     expect(outcome).toMatchObject({ action: "recorded", result: { state: "complained", suppressed: true } });
     expect(await deliveryOf(account.ownerToken, item.item_id, reminderId)).toMatchObject({ state: "complained" });
+    const marked = ok(await call("getContact", `/v1/contacts/${contact.contact_id}`, { token: account.ownerToken }))
+      .body.data;
+    expect(marked).toMatchObject({ email_status: "complained" });
     const listed = ok(
       await call("listProblemDeliveries", "/v1/deliveries?state=complained", { token: account.ownerToken }),
     ).body.data;
