@@ -17,6 +17,14 @@ import { recordEvent } from "./webhooks";
 /** Soft bounces of one address within SOFT_WINDOW_MS that suppress it. */
 export const SOFT_BOUNCES_TO_SUPPRESS = 3;
 export const SOFT_WINDOW_MS = 30 * 86_400_000;
+/** How long a reminder.bounced event waits to be fanned out with the others of its window. */
+export const BOUNCE_EVENT_BATCH_MS = 5_000;
+
+/** An address's soft bounces since an instant (bounces_address). */
+export const SOFT_COUNT_SQL = "SELECT count(*) AS n FROM bounces WHERE address = ? AND kind = 'soft' AND at >= ?";
+/** Which of a JSON list of addresses are suppressed (the table's primary key). */
+export const SUPPRESSED_AMONG_SQL =
+  "SELECT address, reason FROM suppressed_addresses WHERE address IN (SELECT value FROM json_each(?))";
 
 /** How addresses are compared and keyed: trimmed, case-folded as contacts' email_key is. */
 export const normaliseAddress = (address: string) => nameKey(address.trim());
@@ -88,15 +96,7 @@ export async function recordBounce(clock: ClockContext, report: BounceReport): P
       report.contactId,
     );
     const softs =
-      report.kind === "soft"
-        ? sql
-            .exec<{ n: number }>(
-              "SELECT count(*) AS n FROM bounces WHERE address = ? AND kind = 'soft' AND at >= ?",
-              address,
-              now - SOFT_WINDOW_MS,
-            )
-            .one().n
-        : 0;
+      report.kind === "soft" ? sql.exec<{ n: number }>(SOFT_COUNT_SQL, address, now - SOFT_WINDOW_MS).one().n : 0;
     const suppress = report.kind !== "soft" || softs >= SOFT_BOUNCES_TO_SUPPRESS;
     if (suppress) {
       const why =
@@ -114,7 +114,7 @@ export async function recordBounce(clock: ClockContext, report: BounceReport): P
       );
     }
     const at = new Date(now).toISOString();
-    recordEvent(sql, {
+    const eventId = recordEvent(sql, {
       type: "reminder.bounced",
       itemId: delivery.item_id,
       now,
@@ -128,6 +128,9 @@ export async function recordBounce(clock: ClockContext, report: BounceReport): P
         at,
       }),
     });
+    // Fanned out with the other bounces of the next BOUNCE_EVENT_BATCH_MS: a flood of reports wakes the
+    // alarm (and its D1 reads) once per window, not once per report, and leaves the wakeup D1 knows unchanged.
+    sql.exec("UPDATE events SET next_at = ? WHERE event_id = ?", now + BOUNCE_EVENT_BATCH_MS, eventId);
     result = { outcome: "recorded", state, suppressed: suppress, itemId: delivery.item_id, address, at };
   });
   const done = result as BounceResult;
@@ -182,18 +185,23 @@ async function markContacts(clock: ClockContext, report: BounceReport): Promise<
 export function suppressedAmong(sql: SqlStorage, addresses: string[]): Map<string, string> {
   const unique = [...new Set(addresses.map(normaliseAddress))];
   if (unique.length === 0) return new Map();
-  const rows = sql
-    .exec<{ address: string; reason: string }>(
-      "SELECT address, reason FROM suppressed_addresses WHERE address IN (SELECT value FROM json_each(?))",
-      JSON.stringify(unique),
-    )
-    .toArray();
+  const rows = sql.exec<{ address: string; reason: string }>(SUPPRESSED_AMONG_SQL, JSON.stringify(unique)).toArray();
   return new Map(rows.map((r) => [r.address, r.reason]));
 }
 
 const MAX_TIME = 8.64e15;
 
-/** Problem deliveries, newest change first, keyset by (changed_at, reminder_id, contact_id). */
+/** One state's problem deliveries below a keyset position: an ordered range of deliveries_problems. */
+export const PROBLEM_PAGE_SQL = `SELECT d.reminder_id, r.item_id, d.contact_id, d.channel, d.state, d.recipient, d.last_error AS reason,
+    d.bounce_kind, d.bounce_status, d.attempts, d.changed_at
+  FROM deliveries d JOIN reminders r ON r.reminder_id = d.reminder_id
+  WHERE d.state = ? AND d.changed_at >= ? AND (d.changed_at, d.reminder_id, d.contact_id) < (?, ?, ?)
+  ORDER BY d.changed_at DESC, d.reminder_id DESC, d.contact_id DESC LIMIT ?`;
+
+/**
+ * Problem deliveries, newest change first, keyset by (changed_at, reminder_id, contact_id): one
+ * ordered, limited index range per state asked for, merged here (no sort of every matching row).
+ */
 export function problemDeliveries(sql: SqlStorage, query: ProblemQuery): ProblemDeliveryRow[] {
   const states = query.state ? [query.state] : [...PROBLEM_STATES];
   const after = query.after ?? {
@@ -201,21 +209,19 @@ export function problemDeliveries(sql: SqlStorage, query: ProblemQuery): Problem
     reminderId: Number.MAX_SAFE_INTEGER,
     contactId: Number.MAX_SAFE_INTEGER,
   };
-  // One indexed range per state (deliveries_problems: state, changed_at, ...), merged by SQLite's ORDER BY.
-  return sql
-    .exec<ProblemDeliveryRow>(
-      `SELECT d.reminder_id, r.item_id, d.contact_id, d.channel, d.state, d.recipient, d.last_error AS reason,
-         d.bounce_kind, d.bounce_status, d.attempts, d.changed_at
-       FROM deliveries d JOIN reminders r ON r.reminder_id = d.reminder_id
-       WHERE d.state IN (SELECT value FROM json_each(?)) AND d.changed_at >= ?
-         AND (d.changed_at, d.reminder_id, d.contact_id) < (?, ?, ?)
-       ORDER BY d.changed_at DESC, d.reminder_id DESC, d.contact_id DESC LIMIT ?`,
-      JSON.stringify(states),
-      query.since ?? 0,
-      after.at,
-      after.reminderId,
-      after.contactId,
-      query.limit,
-    )
-    .toArray();
+  const rows = states.flatMap((state) =>
+    sql
+      .exec<ProblemDeliveryRow>(
+        PROBLEM_PAGE_SQL,
+        state,
+        query.since ?? 0,
+        after.at,
+        after.reminderId,
+        after.contactId,
+        query.limit,
+      )
+      .toArray(),
+  );
+  rows.sort((a, b) => b.changed_at - a.changed_at || b.reminder_id - a.reminder_id || b.contact_id - a.contact_id);
+  return rows.slice(0, query.limit);
 }

@@ -33,7 +33,10 @@ const DeliveryEntry = z
       description:
         "pending: waiting for its (next) attempt; sent: handed to the provider; failed: " +
         "every attempt failed; no_recipient: nobody to send to " +
-        "(no contact, or the contact has no address for the channel); skipped: the item was deleted before delivery",
+        "(no contact, or the contact has no address for the channel); skipped: the item was deleted before delivery; " +
+        "bounced: a delivery status notification said the email failed (hard or soft); complained: its recipient " +
+        "reported it as spam; suppressed: not sent, the address is suppressed for the company after bounces or a " +
+        "complaint (docs/bounces.md)",
     }),
     attempts: z.number().int(),
     recipient: z.string().nullable().openapi({ example: "anna@example.com" }),

@@ -6,7 +6,9 @@
 // malformed messages change nothing.
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { problemDeliveries } from "../../src/company-clock/bounces";
 import { clockFor } from "../../src/company-clock/handoff/worker";
+import { migrate } from "../../src/company-clock/store";
 import { handleInbound, MAX_INBOUND_BYTES } from "../../src/inbound/email-handler";
 import { mintBounceAddress } from "../../src/lib/bounce-address";
 import { call, createAccount, createContact, createItem, env, expectShapeB, ok } from "./helpers";
@@ -209,5 +211,42 @@ describe("GET /v1/deliveries", () => {
       await call("listProblemDeliveries", "/v1/deliveries?since=2026-01-01", { token: account.ownerToken }),
     ).body;
     expect(empty).toMatchObject({ data: [], meta: { next_cursor: null } });
+  });
+});
+
+describe("the clock's store, version 8", () => {
+  it("gives finished deliveries of earlier versions the time of their state (failed ones are listed), pending ones none", async () => {
+    const stub = env.COMPANY_CLOCK.get(env.COMPANY_CLOCK.newUniqueId());
+    await runInDurableObject(stub, (_i, state) => {
+      const sql = state.storage.sql;
+      for (const table of ["meta", "items", "reminders", "triggered", "deliveries", "events", "webhook_deliveries"])
+        sql.exec(`DROP TABLE IF EXISTS ${table}`);
+      for (const table of ["applied_requests", "renewals", "audit_outbox", "bounces", "suppressed_addresses"])
+        sql.exec(`DROP TABLE IF EXISTS ${table}`);
+      migrate(state.storage, 7);
+      sql.exec(
+        "INSERT INTO reminders (reminder_id, item_id, origin, date, hour, due_at, contact_id, channels, state, sent_at, created_at) VALUES (1, 5, 'manual', '2027-01-01', '09:00', 0, 42, '[\"email\"]', 'sent', 1000, 0)",
+      );
+      sql.exec(
+        "INSERT INTO deliveries (reminder_id, channel, contact_id, state, attempts, last_error) VALUES (1, 'email', 42, 'failed', 6, 'mail server said 554')",
+      );
+      sql.exec(
+        "INSERT INTO deliveries (reminder_id, channel, contact_id, state, attempts, recipient, delivered_at) VALUES (1, 'email', 43, 'sent', 1, 'b@example.test', 2000)",
+      );
+      sql.exec(
+        "INSERT INTO deliveries (reminder_id, channel, contact_id, state, attempts) VALUES (1, 'sms', 0, 'pending', 0)",
+      );
+      migrate(state.storage);
+      expect(
+        sql.exec("SELECT contact_id, channel, changed_at FROM deliveries ORDER BY contact_id, channel").toArray(),
+      ).toEqual([
+        { contact_id: 0, channel: "sms", changed_at: null },
+        { contact_id: 42, channel: "email", changed_at: 1000 },
+        { contact_id: 43, channel: "email", changed_at: 2000 },
+      ]);
+      expect(problemDeliveries(sql, { limit: 10 }).map((d) => [d.contact_id, d.state, d.reason])).toEqual([
+        [42, "failed", "mail server said 554"],
+      ]);
+    });
   });
 });
