@@ -12,9 +12,10 @@
 //      the message, the call into the Worker); a DSN's adds the email() handler's work (read, parse,
 //      token, the company clock's transaction). One bounce's processing: the difference of the medians;
 //   4. per round (--rounds, default 3): GET /v1/contacts?limit=1 of company 2 (demo-other) for
-//      --duration seconds with --connections, alone, then again while FLOOD_PER_ROUND DSNs for
-//      company 1 arrive evenly over those seconds (at least 1,000 a minute); its p50 with and
-//      without the flood;
+//      --duration seconds with --connections (default 4 here), alone; then while FLOOD_PER_ROUND
+//      plain messages (refused at once: the control, wrangler's own share) arrive evenly over
+//      those seconds; then while FLOOD_PER_ROUND DSNs for company 1 do (at least 1,000 a minute);
+//      its p50 in each;
 //   5. checks: every DSN was accepted (200) and each delivery is `bounced` (GET /v1/deliveries);
 //      a table and the targets: the median time of one bounce <= 50 ms, the p50 with the flood
 //      <= 1.2 × the p50 without.
@@ -196,29 +197,44 @@ export async function runBouncesBench(options: BouncesBenchOptions): Promise<num
     };
     const alone: RouteResult[] = [];
     const flooded: RouteResult[] = [];
+    const plainFlooded: RouteResult[] = [];
+    /** Sends `messages` evenly over --duration seconds; answers their statuses once all are answered. */
+    const spread = (messages: Dsn[]) => {
+      const gap = (options.duration * 1000) / Math.max(1, messages.length);
+      const t0 = Date.now();
+      return Promise.all(
+        messages.map(async (dsn, i) => {
+          await sleep(t0 + i * gap - Date.now());
+          return (await postDsn(base, dsn)).status;
+        }),
+      );
+    };
     const floodStatuses: number[] = [];
     let next = SEQUENTIAL;
     for (let round = 0; round < options.rounds; round++) {
       const a = { ...(await measure(route, child.pid, round === 0)), round };
       alone.push(a);
+      // The control: as many plain messages, refused at once (wrangler's own share of the flood).
+      const plain = Array.from({ length: FLOOD_PER_ROUND }, (_, i) => ({
+        to: dsns[0]!.to,
+        raw: `From: someone@example.net\r\nTo: ${dsns[0]!.to}\r\nSubject: plain ${round}-${i}\r\nMessage-ID: <flood-${round}-${i}@example.net>\r\n\r\nNot a report.\r\n`,
+      }));
+      const plainFlood = spread(plain);
+      const p = { ...(await measure(route, child.pid, false)), round };
+      if ((await plainFlood).some((status) => status !== 400))
+        errors.push("a plain flood message answered other than 400");
+      plainFlooded.push(p);
       const batch = dsns.slice(next, next + FLOOD_PER_ROUND);
       next += batch.length;
-      const gap = (options.duration * 1000) / Math.max(1, batch.length);
-      const t0 = Date.now();
-      const flood = Promise.all(
-        batch.map(async (dsn, i) => {
-          await sleep(t0 + i * gap - Date.now());
-          floodStatuses.push((await postDsn(base, dsn)).status);
-        }),
-      );
+      const flood = spread(batch);
       const f = { ...(await measure(route, child.pid, false)), round };
-      await flood;
+      floodStatuses.push(...(await flood));
       flooded.push(f);
       log(
-        `  round ${round + 1}: alone p50 ${a.p50} ms (${a.requestsPerSecond.toFixed(0)} req/s); with ${batch.length} bounces in ${options.duration} s ` +
+        `  round ${round + 1}: alone p50 ${a.p50} ms (${a.requestsPerSecond.toFixed(0)} req/s); with ${plain.length} plain messages p50 ${p.p50} ms; with ${batch.length} bounces in ${options.duration} s ` +
           `p50 ${f.p50} ms (${f.requestsPerSecond.toFixed(0)} req/s)${f.otherCpu === undefined ? "" : `, other CPU ${pct(f.otherCpu)}`}`,
       );
-      for (const r of [a, f])
+      for (const r of [a, p, f])
         if (r.non2xx > 0 || r.errors > 0) errors.push(`${route.label}: ${r.non2xx} non-2xx, ${r.errors} errors`);
     }
     const refused = floodStatuses.filter((s) => s !== 200).length;
@@ -262,13 +278,23 @@ export async function runBouncesBench(options: BouncesBenchOptions): Promise<num
           flooded.map((r) => r.p50.toFixed(1)).join(" "),
         ],
         ["ratio with / without", floodRatio.toFixed(2), ratios.map((r) => r.toFixed(2)).join(" ")],
+        [
+          `company 2 GET p50 with ${FLOOD_PER_ROUND} plain messages / ${options.duration} s (ms)`,
+          median(plainFlooded.map((r) => r.p50)).toFixed(1),
+          plainFlooded.map((r) => r.p50.toFixed(1)).join(" "),
+        ],
+        [
+          "ratio with plain messages / without (wrangler's share)",
+          median(plainFlooded.map((r, i) => r.p50 / Math.max(1, alone[i]!.p50))).toFixed(2),
+          plainFlooded.map((r, i) => (r.p50 / Math.max(1, alone[i]!.p50)).toFixed(2)).join(" "),
+        ],
       ],
     );
-    // The target is the handler's processing: the round trip less what the same path costs a message refused at once.
-    const oneMet = oneBounce - refusedMedian <= TARGETS.oneBounceMs;
+    // The whole round trip is held to the target (the handler's own share is less: the difference above).
+    const oneMet = oneBounce <= TARGETS.oneBounceMs;
     const floodMet = floodRatio <= TARGETS.floodRatio;
     console.log(
-      `one bounce: ${oneBounce.toFixed(1)} ms (target <= ${TARGETS.oneBounceMs} ms) -> ${oneMet ? "MET" : "MISSED"}`,
+      `one bounce: ${oneBounce.toFixed(1)} ms round trip, ${(oneBounce - refusedMedian).toFixed(1)} ms more than a refused message (target <= ${TARGETS.oneBounceMs} ms) -> ${oneMet ? "MET" : "MISSED"}`,
     );
     console.log(
       `another company's p50 under the flood: ${floodRatio.toFixed(2)}× (target <= ${TARGETS.floodRatio}×) -> ${floodMet ? "MET" : "MISSED"}`,
@@ -284,7 +310,7 @@ export async function runBouncesBench(options: BouncesBenchOptions): Promise<num
             options,
             loadAverage: { before: loadBefore, after: loadAfter },
             oneBounceMs: { median: oneBounce, refusedMedian, all: sequential },
-            flood: { perRound: FLOOD_PER_ROUND, alone, flooded, ratios, floodRatio },
+            flood: { perRound: FLOOD_PER_ROUND, alone, flooded, plainFlooded, ratios, floodRatio },
             errors,
           },
           null,
