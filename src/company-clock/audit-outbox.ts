@@ -17,8 +17,22 @@ export interface ClockAuditEntry {
 /** Entries one handoff carries at most (one D1 statement); more wait for the next settle. */
 const ENTRIES_PER_HANDOFF = 100;
 
+/**
+ * Entries recorded in this isolate so far, and per company the count when its outbox was last seen
+ * empty: a settle with nothing recorded since skips the read (most settles record nothing). Any
+ * entry, of any company, makes every company read again, so a skip never leaves an entry behind.
+ */
+let recorded = 0;
+const emptyAt = new Map<number, number>();
+
+/** What a restart of the isolate does to the memo above (tests that put rows back by hand call it). */
+export function forgetEmptyOutboxes(): void {
+  emptyAt.clear();
+}
+
 /** Records an entry; call it inside the change's transactionSync. */
 export function recordAudit(sql: SqlStorage, actor: AuditActor | undefined, entry: ClockAuditEntry, now: number): void {
+  recorded++;
   sql.exec(
     "INSERT INTO audit_outbox (source_key, entry) VALUES (?, ?)",
     crypto.randomUUID(),
@@ -42,13 +56,18 @@ export function changedFields(
 
 /** Hands the waiting entries to D1, then forgets them. A failure leaves them for the next settle (logged, never thrown). */
 export async function handOffAudit(clock: { sql: SqlStorage; companyId: number; db(): Promise<Db> }): Promise<void> {
+  if (emptyAt.get(clock.companyId) === recorded) return;
+  const seen = recorded;
   const rows = clock.sql
     .exec<{ seq: number; source_key: string; entry: string }>(
       "SELECT seq, source_key, entry FROM audit_outbox ORDER BY seq LIMIT ?",
       ENTRIES_PER_HANDOFF,
     )
     .toArray();
-  if (rows.length === 0) return;
+  if (rows.length === 0) {
+    emptyAt.set(clock.companyId, seen);
+    return;
+  }
   try {
     const db = await clock.db();
     await db.commit([
@@ -67,6 +86,7 @@ export async function handOffAudit(clock: { sql: SqlStorage; companyId: number; 
         .bind(clock.companyId, JSON.stringify(rows.map((r) => ({ key: r.source_key, entry: JSON.parse(r.entry) })))),
     ]);
     clock.sql.exec("DELETE FROM audit_outbox WHERE seq <= ?", rows[rows.length - 1]!.seq);
+    if (rows.length < ENTRIES_PER_HANDOFF) emptyAt.set(clock.companyId, seen);
   } catch (error) {
     console.error(
       JSON.stringify({

@@ -90,6 +90,11 @@ export function remindersOf(sql: SqlStorage, itemId: number): CurrentReminders {
     sql,
     rows.filter((r) => r.state === "sent").map((r) => r.reminder_id),
   );
+  return currentOf(rows, deliveries);
+}
+
+/** The view of an item's waiting and sent reminders (`rows`, without item.expired) and their deliveries. */
+export function currentOf(rows: ReminderRow[], deliveries: Map<number, DeliveryView[]>): CurrentReminders {
   const views = rows.map((r) => reminderView(r, deliveries.get(r.reminder_id) ?? []));
   // What changes by itself: a queued reminder fires at its due_at, a pending delivery is attempted
   // at its next attempt. Held reminders change only with their item (a D1 change: its version).
@@ -119,14 +124,19 @@ function nextGen(sql: SqlStorage): number {
 }
 
 /** Views of the items as they are now (`current`: already computed for a single item), except items being changed. */
-export function viewRows(clock: ClockContext, itemIds: number[], current?: CurrentReminders): ViewRow[] {
+export function viewRows(
+  clock: ClockContext,
+  itemIds: number[],
+  current?: CurrentReminders | Map<number, CurrentReminders>,
+): ViewRow[] {
   const zone = getMeta(clock.sql, "zone_version");
   const rows: ViewRow[] = [];
   let gen = 0;
   for (const itemId of itemIds) {
     const mirror = itemMirror(clock.sql, itemId);
     if (!mirror || mirror.gone || clock.changing.has(itemId)) continue;
-    const { reminders, staleAt } = current ?? remindersOf(clock.sql, itemId);
+    const known = current instanceof Map ? current.get(itemId) : current;
+    const { reminders, staleAt } = known ?? remindersOf(clock.sql, itemId);
     gen ||= nextGen(clock.sql);
     rows.push({
       itemId,

@@ -9,13 +9,17 @@ import { settle, type ClockContext } from "./context";
 import type { Applied } from "./handoff/bookkeeping";
 import { pendingItems, readSnapshots, SYNC_BATCH, type PulledEvent, type Snapshots } from "./handoff/snapshots";
 import { VIEWS_PER_BATCH } from "./handoff/views";
-import { invalidateFired, reminderView, viewRows } from "./reminder-views";
+import { type CurrentReminders, currentOf, invalidateFired, reminderView, viewRows } from "./reminder-views";
 import {
   forgetItem,
   mirrorRenewal,
   getMeta,
   itemMirror,
   queueSequence,
+  sequenceReminders,
+  expiryReminder,
+  snoozeReminder,
+  insertReminders,
   reanchor,
   reconcile,
   rezone,
@@ -59,13 +63,14 @@ export async function sync(clock: ClockContext, itemIds: number[], given?: Snaps
             ids.filter((id) => id !== 0),
           );
     pulled ??= snapshot.events;
-    const applied = applySnapshot(clock, snapshot, ids, Date.now());
+    const { applied, fresh } = applySnapshot(clock, snapshot, ids, Date.now());
     const views = viewRows(
       clock,
       applied
         .filter((a) => !a.gone && a.itemId !== 0)
         .slice(0, VIEWS_PER_BATCH)
         .map((a) => a.itemId),
+      fresh,
     );
     // Webhook events D1 triggers recorded with the change were read in the same round trip.
     if (i === 0) await pump(clock, pulled ?? []);
@@ -74,8 +79,15 @@ export async function sync(clock: ClockContext, itemIds: number[], given?: Snaps
 }
 
 /** One batch of snapshots applied in one transaction; what was applied, for the outbox. */
-function applySnapshot(clock: ClockContext, snapshot: Snapshots, ids: number[], now: number): Applied[] {
+function applySnapshot(
+  clock: ClockContext,
+  snapshot: Snapshots,
+  ids: number[],
+  now: number,
+): { applied: Applied[]; fresh: Map<number, CurrentReminders> } {
   const applied: Applied[] = [];
+  // New items' reminders as inserted: their views need no read back.
+  const fresh = new Map<number, CurrentReminders>();
   clock.storage.transactionSync(() => {
     const sql = clock.sql;
     const zoneVersion = Number(getMeta(sql, "zone_version") ?? -1);
@@ -128,30 +140,42 @@ function applySnapshot(clock: ClockContext, snapshot: Snapshots, ids: number[], 
         continue;
       }
       if (mirror?.gone) continue;
-      const renewed = mirror !== undefined && item.epoch > mirror.epoch;
-      if (!mirror || renewed) {
-        // New to the object, or renewed: the sequence is queued for the (new) date.
-        if (mirror)
+      const snooze = { until: item.snoozedUntil, contactId: item.snoozeContactId };
+      if (!mirror) {
+        // New to the object: nothing of it is stored here yet, so its reminders (sequence,
+        // item.expired, snooze) go in together, without the deletes a change needs.
+        const rows = sequenceReminders(item.itemId, item.anchor, item.steps, zone, channels, now);
+        const expiry = expiryReminder(item.itemId, item.expiry, zone, now);
+        const snoozed = snoozeReminder(item.itemId, snooze, zone, channels, now);
+        const stored = insertReminders(sql, [...rows, ...(expiry ? [expiry] : []), ...(snoozed ? [snoozed] : [])]);
+        if (!item.held && !item.acknowledged && item.snoozedUntil === null)
+          fresh.set(
+            item.itemId,
+            currentOf(
+              stored.filter((r) => r.origin !== "expiry"),
+              new Map(),
+            ),
+          );
+      } else {
+        const renewed = item.epoch > mirror.epoch;
+        if (renewed) {
+          // Renewed: the sequence is queued for the new date.
           sql.exec(
             "DELETE FROM reminders WHERE item_id = ? AND state IN ('queued', 'held') AND " + "origin = 'sequence'",
             item.itemId,
           );
-        if (mirror && item.anchor !== mirror.anchor) reanchor(sql, item.itemId, item.anchor, zone, now);
-        queueSequence(sql, item.itemId, item.anchor, item.steps, zone, channels, now);
-      } else if (item.anchor !== mirror.anchor) {
-        reanchor(sql, item.itemId, item.anchor, zone, now);
+          if (item.anchor !== mirror.anchor) reanchor(sql, item.itemId, item.anchor, zone, now);
+          queueSequence(sql, item.itemId, item.anchor, item.steps, zone, channels, now);
+        } else if (item.anchor !== mirror.anchor) {
+          reanchor(sql, item.itemId, item.anchor, zone, now);
+        }
+        // item.expired: queued at 00:00 local of the item's date (a new date or a renewal moves it).
+        if (mirror.expiry !== item.expiry || renewed) setExpiry(sql, item.itemId, item.expiry, zone, now);
+        // The snooze's reminder is replaced only when the snooze changed: one already sent is not sent again.
+        if (renewed || mirror.snooze_until !== item.snoozedUntil || mirror.snooze_contact !== item.snoozeContactId)
+          setSnooze(sql, item.itemId, snooze, zone, channels, now);
       }
-      // item.expired: queued at 00:00 local of the item's date (a new date or a renewal moves it).
-      if (!mirror || mirror.expiry !== item.expiry || renewed) setExpiry(sql, item.itemId, item.expiry, zone, now);
       mirrorRenewal(sql, item.itemId, item.rule, zone);
-      // The snooze's reminder is replaced only when the snooze changed: one already sent is not sent again.
-      const snoozeChanged =
-        !mirror ||
-        renewed ||
-        mirror.snooze_until !== item.snoozedUntil ||
-        mirror.snooze_contact !== item.snoozeContactId;
-      if (snoozeChanged)
-        setSnooze(sql, item.itemId, { until: item.snoozedUntil, contactId: item.snoozeContactId }, zone, channels, now);
       sql.exec(
         `INSERT INTO items (item_id, version, title, anchor, epoch, held, gone, expiry, acked, snooze_until, snooze_contact) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
          ON CONFLICT (item_id) DO UPDATE SET version = excluded.version, title = excluded.title, anchor = excluded.anchor,
@@ -168,12 +192,13 @@ function applySnapshot(clock: ClockContext, snapshot: Snapshots, ids: number[], 
         item.snoozedUntil,
         item.snoozeContactId,
       );
-      // Completed or archived, acknowledged, snoozed: its waiting reminders held or queued accordingly.
-      reconcile(sql, item.itemId, now);
+      // Completed or archived, acknowledged, snoozed: its waiting reminders held or queued accordingly
+      // (a new item that is none of these has nothing to hold).
+      if (mirror || item.held || item.acknowledged || item.snoozedUntil !== null) reconcile(sql, item.itemId, now);
       applied.push({ itemId: item.itemId, version: item.version, gone: false });
     }
   });
-  return applied;
+  return { applied, fresh };
 }
 
 /** Applies up to REPAIR_PAGES pages of pending changes; true when more remain (the caller re-arms). */

@@ -295,48 +295,72 @@ export interface NewReminder {
   now: number;
 }
 
+const REMINDER_COLUMNS =
+  "item_id, origin, date, hour, due_at, period, unit, rtype, contact_id, group_id, always, unless_ack, channels, state, created_at";
+const REMINDER_VALUES = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)";
+/** Rows per INSERT: 14 parameters each, under SQLite's usual limit of 100 bound parameters. */
+const REMINDERS_PER_INSERT = 7;
+
+function reminderParams(r: NewReminder): SqlStorageValue[] {
+  return [
+    r.itemId,
+    r.origin,
+    r.date,
+    r.hour,
+    r.dueAt,
+    r.relative?.period ?? null,
+    r.relative?.unit ?? null,
+    r.relative?.rtype ?? null,
+    r.to.contactId,
+    r.to.groupId,
+    r.to.always ? 1 : 0,
+    r.to.unlessAck ? 1 : 0,
+    JSON.stringify(r.channels),
+    r.now,
+  ];
+}
+
 /** Inserts a reminder, queued; `reconcile` then holds it if its item says so. */
 export function insertReminder(sql: SqlStorage, r: NewReminder): number {
   const row = sql
     .exec<{ reminder_id: number }>(
-      `INSERT INTO reminders (item_id, origin, date, hour, due_at, period, unit, rtype, contact_id, group_id, always, unless_ack, channels, state, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?) RETURNING reminder_id`,
-      r.itemId,
-      r.origin,
-      r.date,
-      r.hour,
-      r.dueAt,
-      r.relative?.period ?? null,
-      r.relative?.unit ?? null,
-      r.relative?.rtype ?? null,
-      r.to.contactId,
-      r.to.groupId,
-      r.to.always ? 1 : 0,
-      r.to.unlessAck ? 1 : 0,
-      JSON.stringify(r.channels),
-      r.now,
+      `INSERT INTO reminders (${REMINDER_COLUMNS}) VALUES ${REMINDER_VALUES} RETURNING reminder_id`,
+      ...reminderParams(r),
     )
     .one();
   return row.reminder_id;
 }
 
-/** Queues the sequence's steps for an item dated `anchor`; steps whose instant has passed are skipped. Call `reconcile` after. */
-export function queueSequence(
-  sql: SqlStorage,
+/** Inserts reminders, queued, a few rows per statement: a sequence's steps cost one statement, not one each. The rows as stored. */
+export function insertReminders(sql: SqlStorage, rows: NewReminder[]): ReminderRow[] {
+  const stored: ReminderRow[] = [];
+  for (let i = 0; i < rows.length; i += REMINDERS_PER_INSERT) {
+    const chunk = rows.slice(i, i + REMINDERS_PER_INSERT);
+    const cursor = sql.exec<ReminderRow>(
+      `INSERT INTO reminders (${REMINDER_COLUMNS}) VALUES ${chunk.map(() => REMINDER_VALUES).join(", ")} RETURNING *`,
+      ...chunk.flatMap(reminderParams),
+    );
+    for (const row of cursor) stored.push(row);
+  }
+  return stored;
+}
+
+/** The reminders of the sequence's steps for an item dated `anchor`; steps whose instant has passed are left out. */
+export function sequenceReminders(
   itemId: number,
   anchor: string,
   steps: Step[],
   zone: string,
   channels: Channel[],
   now: number,
-): number {
-  let queued = 0;
+): NewReminder[] {
+  const rows: NewReminder[] = [];
   for (const step of steps) {
     const date = stepDate(anchor, step);
     if (!isCalendarDate(date)) continue;
     const dueAt = localToInstant(date, step.hour, zone);
     if (dueAt <= now) continue;
-    insertReminder(sql, {
+    rows.push({
       itemId,
       origin: "sequence",
       date,
@@ -352,9 +376,23 @@ export function queueSequence(
       channels,
       now,
     });
-    queued++;
   }
-  return queued;
+  return rows;
+}
+
+/** Queues the sequence's steps for an item dated `anchor`; steps whose instant has passed are skipped. Call `reconcile` after. */
+export function queueSequence(
+  sql: SqlStorage,
+  itemId: number,
+  anchor: string,
+  steps: Step[],
+  zone: string,
+  channels: Channel[],
+  now: number,
+): number {
+  const rows = sequenceReminders(itemId, anchor, steps, zone, channels, now);
+  insertReminders(sql, rows);
+  return rows.length;
 }
 
 /** Recomputes the item's waiting relative reminders for a new anchor; those now in the past are dropped. */
@@ -428,16 +466,31 @@ export function reconcile(sql: SqlStorage, itemId: number, now: number): void {
 export function setSnooze(
   sql: SqlStorage,
   itemId: number,
-  snooze: { until: string | null; contactId: number | null },
+  snooze: Snooze,
   zone: string,
   channels: Channel[],
   now: number,
 ): void {
   sql.exec("DELETE FROM reminders WHERE item_id = ? AND origin = 'snooze' AND state IN ('queued', 'held')", itemId);
-  if (snooze.until === null || !isCalendarDate(snooze.until)) return;
+  const row = snoozeReminder(itemId, snooze, zone, channels, now);
+  if (row) insertReminders(sql, [row]);
+}
+export interface Snooze {
+  until: string | null;
+  contactId: number | null;
+}
+/** The snooze's one reminder at the default hour of `until`; null when there is none or its instant has passed. */
+export function snoozeReminder(
+  itemId: number,
+  snooze: Snooze,
+  zone: string,
+  channels: Channel[],
+  now: number,
+): NewReminder | null {
+  if (snooze.until === null || !isCalendarDate(snooze.until)) return null;
   const dueAt = localToInstant(snooze.until, DEFAULT_HOUR, zone);
-  if (dueAt <= now) return;
-  insertReminder(sql, {
+  if (dueAt <= now) return null;
+  return {
     itemId,
     origin: "snooze",
     date: snooze.until,
@@ -447,7 +500,7 @@ export function setSnooze(
     to: { ...ITEM_CONTACT, contactId: snooze.contactId },
     channels,
     now,
-  });
+  };
 }
 
 /** A deleted item: its reminders and their pending deliveries go; the triggered feed keeps what was sent. */
@@ -535,10 +588,15 @@ export function rezone(sql: SqlStorage, zone: string): void {
  */
 export function setExpiry(sql: SqlStorage, itemId: number, date: string, zone: string, now: number): void {
   sql.exec("DELETE FROM reminders WHERE item_id = ? AND origin = 'expiry' AND state IN ('queued', 'held')", itemId);
-  if (!isCalendarDate(date)) return;
+  const row = expiryReminder(itemId, date, zone, now);
+  if (row) insertReminders(sql, [row]);
+}
+/** The item.expired reminder at 00:00 local of the item's date; null when that instant has passed. */
+export function expiryReminder(itemId: number, date: string, zone: string, now: number): NewReminder | null {
+  if (!isCalendarDate(date)) return null;
   const dueAt = localToInstant(date, EXPIRY_HOUR, zone);
-  if (dueAt <= now) return;
-  insertReminder(sql, {
+  if (dueAt <= now) return null;
+  return {
     itemId,
     origin: "expiry",
     date,
@@ -548,6 +606,6 @@ export function setExpiry(sql: SqlStorage, itemId: number, date: string, zone: s
     to: ITEM_CONTACT,
     channels: [],
     now,
-  });
+  };
 }
 export const EXPIRY_HOUR = "00:00";
