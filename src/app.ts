@@ -33,6 +33,7 @@ import { webhooksRouter } from "./routes/webhooks/routes";
 import { importsRouter } from "./routes/imports/routes";
 import { oauthRouter } from "./routes/oauth";
 import { isRecipientPath, recipientErrorPage, recipientPagesRouter } from "./routes/recipient-pages/routes";
+import { unsubscribeRouter } from "./routes/unsubscribe/routes";
 import { systemRouter } from "./routes/system";
 
 export const app = createRouter();
@@ -70,6 +71,8 @@ app.route("/", webhookDeliveriesRouter);
 app.route("/", calendarFeedsRouter);
 // The pages the links of reminder emails open (HTML for people, not operations of the document).
 app.route("/", recipientPagesRouter);
+// The unsubscribe link of every reminder email and the preferences page behind it (RFC 8058).
+app.route("/", unsubscribeRouter);
 
 let openApiDocument: ReturnType<typeof buildOpenApiDocument> | undefined;
 app.get(OPENAPI_PATH, (c) => {

@@ -5,13 +5,15 @@
 // the same time; a failure is retried with exponential backoff until MAX_DELIVERY_ATTEMPTS, then it is `failed`.
 
 import type { Env } from "../env";
+import type { EmailStatus } from "../lib/contact-preferences";
 import { recipientLinks } from "../lib/recipient-links";
+import { unsubscribeLinks } from "../lib/unsubscribe-links";
 import { DATE_FORMATS, DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, todayIn, type DateFormat } from "../lib/time";
 import { normaliseAddress, suppressedAmong } from "./bounces";
-import { sendEmail, type DeliveryIdentity, type OutgoingEmail } from "./email-transport";
-
-export type { OutgoingEmail } from "./email-transport";
+import { sendEmail, type DeliveryIdentity } from "./email-transport";
+import { composeEmail, hasCalendarEvent, itemCalendar, type OutgoingEmail } from "./outgoing-email";
 import { reminderMessage } from "./reminder-email";
+import { sendGate } from "./send-gate";
 import { resolveRecipients, resolutionKey, type Resolution } from "./recipients";
 
 export const MAX_DELIVERY_ATTEMPTS = 6;
@@ -27,6 +29,7 @@ export function retryDelay(attempt: number): number {
   return Math.min(30_000 * 4 ** (attempt - 1), 2 * 3_600_000);
 }
 
+export type { OutgoingEmail } from "./outgoing-email";
 export interface Transports {
   email(message: OutgoingEmail, delivery: DeliveryIdentity): Promise<string>;
   sms(to: string, text: string): Promise<string>;
@@ -60,7 +63,7 @@ type Leased = {
 type Outcome =
   | { state: "sent"; recipient: string; messageId: string }
   | { state: "no_recipient" | "skipped"; recipient: null; error: string }
-  | { state: "suppressed"; recipient: string; error: string }
+  | { state: "suppressed"; recipient: string | null; error: string }
   | { state: "retry"; recipient: string | null; error: string };
 
 /** Fired reminders whose recipients one run resolves (each becomes up to MAX_GROUP_RECIPIENTS deliveries per channel). */
@@ -232,34 +235,38 @@ async function send(
       const facts = details.get(`${d.reminder_id}:${d.contact_id}`);
       const suppression =
         d.channel === "email" && facts?.email ? suppressed.get(normaliseAddress(facts.email)) : undefined;
-      if (suppression && facts?.present && facts.contactPresent) {
-        outcomes.set(deliveryKey(d), {
-          state: "suppressed",
-          recipient: facts.email!,
-          error: `not sent: the address is suppressed (${suppression})`,
-        });
-        return;
-      }
       // The recipient's links to its page for the item, bound to the item's current occurrence
       // (src/lib/recipient-links.ts). Email only; the one place delivery makes them.
-      const links =
-        d.channel === "email" && facts?.present && facts.contactPresent
-          ? await recipientLinks(env, {
-              companyId,
-              itemId: d.item_id,
-              contactId: d.contact_id,
-              epoch: facts.epoch,
-              itemDate: facts.expiryDate,
-            })
-          : null;
+      const mailed = d.channel === "email" && facts?.present && facts.contactPresent && facts.email;
+      const links = mailed
+        ? await recipientLinks(env, {
+            companyId,
+            itemId: d.item_id,
+            contactId: d.contact_id,
+            epoch: facts.epoch,
+            itemDate: facts.expiryDate,
+          })
+        : null;
+      const unsubscribe = mailed
+        ? await unsubscribeLinks(env, { companyId, contactId: d.contact_id, emailKey: facts.emailKey })
+        : null;
       outcomes.set(
         deliveryKey(d),
         await deliverOne(
           d,
           facts,
-          { companyId, companyName: company.name, today, dateFormat: company.dateFormat },
+          {
+            companyId,
+            companyName: company.name,
+            replyTo: company.replyTo,
+            sender: env.EMAIL_FROM ?? "",
+            today,
+            dateFormat: company.dateFormat,
+          },
           transports,
           links,
+          unsubscribe?.unsubscribe ?? null,
+          suppression ?? null,
         ),
       );
     };
@@ -319,21 +326,38 @@ function recordOutcomes(storage: DurableObjectStorage, leased: Leased[], outcome
   });
 }
 
+interface Sender {
+  companyId: number;
+  companyName: string;
+  /** settings.reply_to. */
+  replyTo: string | null;
+  /** EMAIL_FROM. */
+  sender: string;
+  today: string;
+  dateFormat: Parameters<typeof reminderMessage>[0]["dateFormat"];
+}
+
 async function deliverOne(
   d: Leased,
   facts: DeliveryDetails | undefined,
-  company: {
-    companyId: number;
-    companyName: string;
-    today: string;
-    dateFormat: Parameters<typeof reminderMessage>[0]["dateFormat"];
-  },
+  company: Sender,
   transports: Transports,
   links: Awaited<ReturnType<typeof recipientLinks>> = null,
+  unsubscribeUrl: string | null = null,
+  /** Why the recipient's address is suppressed for the company (bounces.ts), if it is. */
+  addressSuppressed: string | null = null,
 ): Promise<Outcome> {
   if (!facts?.present) return { state: "skipped", recipient: null, error: "the item was deleted before delivery" };
   if (!facts.contactPresent)
     return { state: "no_recipient", recipient: null, error: `contact ${d.contact_id} no longer exists` };
+  const stopped = sendGate({
+    channel: d.channel,
+    emailStatus: facts.emailStatus,
+    channels: facts.channels,
+    addressSuppressed,
+  });
+  if (stopped)
+    return { state: "suppressed", recipient: addressSuppressed ? facts.email : null, error: stopped.slice(0, 300) };
   const message = reminderMessage({
     companyName: company.companyName,
     itemTitle: facts.title,
@@ -360,7 +384,26 @@ async function deliverOne(
     const messageId =
       d.channel === "email"
         ? await transports.email(
-            { to: recipient, ...message },
+            composeEmail(message, {
+              to: recipient,
+              sender: company.sender,
+              companyName: company.companyName,
+              replyTo: company.replyTo,
+              unsubscribeUrl,
+              calendar: hasCalendarEvent(facts.itemType)
+                ? itemCalendar(
+                    {
+                      id: d.item_id,
+                      companyId: company.companyId,
+                      title: facts.title,
+                      itemType: facts.itemType,
+                      date: facts.expiryDate,
+                      notes: facts.notes,
+                    },
+                    Date.now(),
+                  )
+                : null,
+            }),
             { companyId: company.companyId, reminderId: d.reminder_id, contactId: d.contact_id },
           )
         : await transports.sms(recipient, `${message.subject}`);
@@ -390,6 +433,11 @@ interface DeliveryDetails {
   expiryDate: string;
   notes: string | null;
   email: string | null;
+  /** The email's key (nameKey): the unsubscribe link is bound to it. */
+  emailKey: string;
+  emailStatus: EmailStatus;
+  /** The contact's channels preference as stored (JSON array or null). */
+  channels: string | null;
   phone: string | null;
   recipientName: string | null;
 }
@@ -398,6 +446,7 @@ interface CompanyDetails {
   name: string;
   timezone: string;
   dateFormat: DateFormat;
+  replyTo: string | null;
 }
 
 /** The current D1 facts for a batch of deliveries, by `reminderId:contactId`: item, recipient, company. */
@@ -410,7 +459,8 @@ async function deliveryDetails(
     db
       .prepare(
         "SELECT name, json_extract(settings, '$.timezone') AS timezone, " +
-          "json_extract(settings, '$.date_format') AS date_format FROM companies WHERE id " +
+          "json_extract(settings, '$.date_format') AS date_format, json_extract(settings, '$.reply_to') AS reply_to " +
+          "FROM companies WHERE id " +
           "= ?",
       )
       .bind(companyId),
@@ -418,7 +468,7 @@ async function deliveryDetails(
       .prepare(
         `SELECT t.value ->> 0 AS reminder_id, t.value ->> 2 AS contact_id, i.id IS NOT NULL AS present, c.id IS NOT NULL AS contact_present,
            i.schedule_epoch AS epoch, i.title, i.item_type, i.expiry_date, i.notes, d.name AS document_type,
-           c.email, trim(c.mobile_code || ' ' || c.phone_number) AS phone, trim(c.first_name || ' ' || c.last_name) AS recipient_name
+           c.email, c.email_key, c.email_status, c.channels, trim(c.mobile_code || ' ' || c.phone_number) AS phone, trim(c.first_name || ' ' || c.last_name) AS recipient_name
          FROM json_each(?2) AS t
          LEFT JOIN items i ON i.id = t.value ->> 1 AND i.company_id = ?1
          LEFT JOIN document_types d ON d.id = i.document_type_id
@@ -427,7 +477,12 @@ async function deliveryDetails(
       .bind(companyId, JSON.stringify(targets.map((t) => [t.reminderId, t.itemId, t.contactId]))),
   ]);
   const company = (
-    companyResult!.results as Array<{ name: string; timezone: string | null; date_format: string | null }>
+    companyResult!.results as Array<{
+      name: string;
+      timezone: string | null;
+      date_format: string | null;
+      reply_to: string | null;
+    }>
   )[0];
   const dateFormat = (DATE_FORMATS as readonly string[]).includes(company?.date_format ?? "")
     ? (company!.date_format as DateFormat)
@@ -445,12 +500,20 @@ async function deliveryDetails(
       expiryDate: String(r.expiry_date ?? ""),
       notes: (r.notes as string | null) ?? null,
       email: (r.email as string | null) || null,
+      emailKey: String(r.email_key ?? ""),
+      emailStatus: (r.email_status as EmailStatus | null) ?? "active",
+      channels: (r.channels as string | null) ?? null,
       phone: (r.phone as string | null) || null,
       recipientName: (r.recipient_name as string | null) || null,
     });
   }
   return {
-    company: { name: company?.name ?? "", timezone: company?.timezone || DEFAULT_TIME_ZONE, dateFormat },
+    company: {
+      name: company?.name ?? "",
+      timezone: company?.timezone || DEFAULT_TIME_ZONE,
+      dateFormat,
+      replyTo: typeof company?.reply_to === "string" && company.reply_to ? company.reply_to : null,
+    },
     details,
   };
 }

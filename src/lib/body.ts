@@ -54,6 +54,9 @@ export const BODY_RULES: readonly BodyRule[] = [
   // A recipient page's form (src/routes/recipient-pages/routes.ts): an action, a date or a short note.
   { method: "POST", path: "/r/:token", limit: 8 * KiB },
   { method: "POST", path: "/r/:token/:action", limit: 8 * KiB },
+  // The one-click unsubscribe (RFC 8058) and the preferences form (src/routes/unsubscribe/routes.ts).
+  { method: "POST", path: "/u/:token", limit: 8 * KiB },
+  { method: "POST", path: "/u/:token/preferences", limit: 8 * KiB },
 ];
 
 const DEFAULT_RULE: Required<BodyRule> = {

@@ -50,3 +50,6 @@ export const icalUtc = (ms: number) =>
 
 /** UTC DATE-TIME value of a record timestamp `YYYY-MM-DD HH:MM:SS` (UTC): `20270131T090000Z`. */
 export const icalTimestamp = (timestamp: string) => `${timestamp.replace(/[-:]/g, "").replace(" ", "T")}Z`;
+
+/** The UID of an item's event: the same in the calendar feeds and in a reminder's .ics attachment. */
+export const itemUid = (itemId: number, companyId: number) => `item-${itemId}-${companyId}@expiry-reminder`;

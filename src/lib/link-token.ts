@@ -38,8 +38,16 @@ const MAX_TOKEN_BYTES = 1 + CLAIM_FIELDS * MAX_VARINT_BYTES + TAG_BYTES;
 /** The longest token text: base64url of the longest token. */
 export const MAX_TOKEN_CHARS = Math.ceil((MAX_TOKEN_BYTES * 4) / 3);
 const TOKEN_TEXT = /^[A-Za-z0-9_-]+$/;
-/** Keeps a tag of these links from ever verifying as anything else signed with the same secret. */
-const DOMAIN = new TextEncoder().encode("expiry-reminder recipient link\u0000");
+/**
+ * What a token is for. The purpose is the domain label its tag is computed over, so a tag made for
+ * one purpose never verifies for another, nor as anything else signed with the same secret: a
+ * recipient page's token is no unsubscribe token, and the reverse.
+ */
+export type TokenPurpose = "recipient link" | "unsubscribe link";
+const DOMAINS: Record<TokenPurpose, Uint8Array> = {
+  "recipient link": new TextEncoder().encode("expiry-reminder recipient link\u0000"),
+  "unsubscribe link": new TextEncoder().encode("expiry-reminder unsubscribe link\u0000"),
+};
 const DAY_MS = 86_400_000;
 const NO_CLAIMS: LinkClaims = { companyId: 0, itemId: 0, contactId: 0, epoch: 0, expiresOn: "1970-01-01" };
 
@@ -105,10 +113,11 @@ function fromBase64Url(text: string): Uint8Array | null {
   }
 }
 
-async function tagOf(key: LinkKey, claims: Uint8Array): Promise<Uint8Array> {
-  const input = new Uint8Array(DOMAIN.length + claims.length);
-  input.set(DOMAIN);
-  input.set(claims, DOMAIN.length);
+async function tagOf(key: LinkKey, claims: Uint8Array, purpose: TokenPurpose): Promise<Uint8Array> {
+  const domain = DOMAINS[purpose];
+  const input = new Uint8Array(domain.length + claims.length);
+  input.set(domain);
+  input.set(claims, domain.length);
   return new Uint8Array(await crypto.subtle.sign("HMAC", key, input));
 }
 
@@ -119,10 +128,14 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return diff === 0;
 }
 
-/** The token of `claims`, signed with `key` (an HMAC-SHA-256 key). */
-export async function signClaims(key: LinkKey, claims: LinkClaims): Promise<string> {
+/** The token of `claims` for `purpose`, signed with `key` (an HMAC-SHA-256 key). */
+export async function signClaims(
+  key: LinkKey,
+  claims: LinkClaims,
+  purpose: TokenPurpose = "recipient link",
+): Promise<string> {
   const bytes = encodeClaims(claims);
-  const tag = await tagOf(key, bytes);
+  const tag = await tagOf(key, bytes, purpose);
   const token = new Uint8Array(bytes.length + tag.length);
   token.set(bytes);
   token.set(tag, bytes.length);
@@ -134,7 +147,12 @@ export async function signClaims(key: LinkKey, claims: LinkClaims): Promise<stri
  * same work whatever the token: a tag computed with every key, each compared in full (over claims
  * of no record when the token has none readable), so its time says nothing of what was wrong.
  */
-export async function checkToken(keys: LinkKey[], token: string, today: string): Promise<TokenVerdict> {
+export async function checkToken(
+  keys: LinkKey[],
+  token: string,
+  today: string,
+  purpose: TokenPurpose = "recipient link",
+): Promise<TokenVerdict> {
   const bytes = fromBase64Url(token);
   const decoded = bytes ? decodeClaims(bytes) : null;
   const readable = decoded !== null && bytes!.length === decoded.length + TAG_BYTES;
@@ -143,7 +161,7 @@ export async function checkToken(keys: LinkKey[], token: string, today: string):
   const tag = readable ? bytes!.subarray(decoded.length) : new Uint8Array(TAG_BYTES);
   let matches = false;
   for (const key of keys) {
-    if (sameBytes(await tagOf(key, signed), tag)) matches = true;
+    if (sameBytes(await tagOf(key, signed, purpose), tag)) matches = true;
   }
   if (!readable || !matches) return { state: "forged", claims };
   return { state: claims.expiresOn < today ? "expired" : "valid", claims };

@@ -3,11 +3,12 @@
 
 /**
  * URL paths that carry a credential, and how logs show them: a recipient page's token (`/r/{token}`,
- * src/lib/recipient-links.ts) and a calendar feed's (`/v1/calendar/{token}.ics`). Matched anywhere
+ * src/lib/recipient-links.ts), an unsubscribe link's (`/u/{token}`, src/lib/unsubscribe-links.ts) and a calendar feed's (`/v1/calendar/{token}.ics`). Matched anywhere
  * in a text, so that `npm start` filters wrangler's own access log with them too (scripts/lib/local.ts).
  */
 const SECRET_PATHS: Array<[RegExp, string]> = [
   [/\/r\/[^/\s?#"'<>]+/g, "/r/[token]"],
+  [/\/u\/[^/\s?#"'<>]+/g, "/u/[token]"],
   [/\/v1\/calendar\/[^/\s?#"'<>]+?\.ics/g, "/v1/calendar/[token].ics"],
 ];
 

@@ -35,8 +35,9 @@ const DeliveryEntry = z
         "every attempt failed; no_recipient: nobody to send to " +
         "(no contact, or the contact has no address for the channel); skipped: the item was deleted before delivery; " +
         "bounced: a delivery status notification said the email failed (hard or soft); complained: its recipient " +
-        "reported it as spam; suppressed: not sent, the address is suppressed for the company after bounces or a " +
-        "complaint (docs/bounces.md)",
+        "reported it as spam (docs/bounces.md); suppressed: not sent by the send gate, last_error says why " +
+        "(unsubscribed, bounced, complained: the contact's email_status; channel_declined: the contact's channels " +
+        "preference leaves the channel out; address_suppressed: the address bounced or complained for the company)",
     }),
     attempts: z.number().int(),
     recipient: z.string().nullable().openapi({ example: "anna@example.com" }),

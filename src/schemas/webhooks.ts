@@ -263,6 +263,24 @@ export const WebhookFileUploadedEventSchema = z
   })
   .openapi("WebhookFileUploadedEvent", { description: "A file upload completed (PUT /v1/uploads)" });
 
+export const WebhookContactUnsubscribedEventSchema = z
+  .object({
+    type: z.enum(["contact.unsubscribed"]),
+    timestamp: eventTimestamp,
+    data: z.object({
+      contact_id: z.number().int().openapi({ example: 42 }),
+      firstname: z.string().openapi({ example: "Ada" }),
+      lastname: z.string().openapi({ example: "Lovelace" }),
+      email: z.string().openapi({ example: "ada@example.com" }),
+      email_status: z.enum(["unsubscribed"]),
+      email_status_changed_at: z.string().openapi({ example: "2027-03-02T07:41:09.220Z" }),
+      via: z.enum(["link"]).openapi({ description: "link: the contact's unsubscribe link (one-click or its page)" }),
+    }),
+  })
+  .openapi("WebhookContactUnsubscribedEvent", {
+    description: "A contact unsubscribed from the company's reminder emails through its email's unsubscribe link",
+  });
+
 export const WebhookTestEventSchema = z
   .object({
     type: z.enum(["webhook.test"]),
@@ -312,6 +330,7 @@ export const WebhookPayloadSchema = z
     WebhookReminderBouncedEventSchema,
     WebhookTaskEventSchema,
     WebhookFileUploadedEventSchema,
+    WebhookContactUnsubscribedEventSchema,
     WebhookTestEventSchema,
   ])
   .openapi("WebhookPayload", {
@@ -399,6 +418,16 @@ function exampleData(type: EventType): unknown {
       file_name: "Fire certificate 2026.pdf",
       size_bytes: 12697,
       content_type: "application/pdf",
+    };
+  if (type === "contact.unsubscribed")
+    return {
+      contact_id: 42,
+      firstname: "Ada",
+      lastname: "Lovelace",
+      email: "ada@example.com",
+      email_status: "unsubscribed",
+      email_status_changed_at: "2027-03-02T07:41:09.220Z",
+      via: "link",
     };
   if (type === "webhook.test")
     return { webhook_id: 3, message: "A test event sent by POST /v1/webhooks/{webhook_id}/test" };

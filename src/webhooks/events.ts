@@ -24,6 +24,7 @@ export const EVENT_TYPES = [
   "task.updated",
   "task.deleted",
   "file.uploaded",
+  "contact.unsubscribed",
   "webhook.test",
 ] as const;
 
@@ -70,6 +71,10 @@ export const EVENT_DESCRIPTIONS: Record<EventType, string> = {
   "task.updated": "A task changed (including its status); data: the task after the change.",
   "task.deleted": "A task was deleted; data: the task as it was.",
   "file.uploaded": "A file upload completed; data: {file_id, file_name, size_bytes, content_type}.",
+  "contact.unsubscribed":
+    "A contact unsubscribed from the company's reminder emails, by its email's unsubscribe link " +
+    "(one-click or its page; not sent again while it stays unsubscribed); data: {contact_id, firstname, " +
+    "lastname, email, email_status, email_status_changed_at, via}.",
   "webhook.test":
     "Sent by POST /v1/webhooks/{webhook_id}/test to that endpoint only, whatever it " +
     "subscribes to; data: {webhook_id, message}.",

@@ -19,6 +19,7 @@ const HANDLE_SEAMS = [
   "src/routes/drive/storage.ts",
   "src/routes/calendar-feeds/routes.ts",
   "src/routes/recipient-pages/routes.ts",
+  "src/routes/unsubscribe/routes.ts",
   "src/imports/job.ts",
   "src/imports/start.ts",
   "src/company-clock/context.ts",

@@ -106,7 +106,7 @@ describe("a hard bounce", () => {
     expect(next.emails).toHaveLength(0);
     const suppressed = await deliveryOf(account.ownerToken, item.item_id, next.reminderId);
     expect(suppressed).toMatchObject({ state: "suppressed", recipient: contact.email });
-    expect(suppressed.last_error).toMatch(/suppressed \(hard bounce 5\.1\.1\)/);
+    expect(suppressed.last_error).toMatch(/^address_suppressed: .*\(hard bounce 5\.1\.1\)$/);
     const all = ok(await call("listProblemDeliveries", "/v1/deliveries", { token: account.ownerToken })).body.data;
     expect(all.map((d) => [d.reminder_id, d.state])).toEqual([
       [next.reminderId, "suppressed"],

@@ -1017,6 +1017,7 @@ describe("the webhook event catalogue", () => {
         "WebhookReminderBouncedEvent",
         "WebhookTaskEvent",
         "WebhookFileUploadedEvent",
+        "WebhookContactUnsubscribedEvent",
         "WebhookTestEvent",
       ].map((n) => `#/components/schemas/${n}`),
     );

@@ -16,7 +16,7 @@ import { isShard } from "../../db/shards";
 import type { Env } from "../../env";
 import { sha256Hex } from "../../lib/bytes";
 import { etagOf, noneMatch, type EntityTags } from "../../lib/conditional";
-import { escapeText, icalDate, icalText, icalTimestamp, icalUtc } from "../../lib/ical";
+import { escapeText, icalDate, icalText, icalTimestamp, icalUtc, itemUid } from "../../lib/ical";
 import { addDays } from "../../lib/time";
 import { MAX_FEED_EVENTS } from "../../company-clock/api";
 import { clockFor } from "../../company-clock/handoff/worker";
@@ -268,7 +268,7 @@ export function renderFeed(
     const modified = icalTimestamp(item.updated_at);
     lines.push(
       "BEGIN:VEVENT",
-      `UID:item-${item.id}-${feed.companyId}@expiry-reminder`,
+      `UID:${itemUid(item.id, feed.companyId)}`,
       `DTSTAMP:${modified}`,
       `DTSTART;VALUE=DATE:${icalDate(item.expiry_date)}`,
       // All day: to the next day (none after 9999-12-31, whose event then lasts its one day, RFC 5545 §3.6.1).

@@ -38,6 +38,11 @@ button { font: inherit; font-weight: 600; padding: .7rem 1.2rem; border-radius: 
 .field-error { color: inherit; background: var(--bad); border-radius: 4px; padding: .25rem .5rem; display: inline-block; margin: 0 0 .5rem; }
 footer { color: var(--muted); font-size: .85rem; border-top: 1px solid var(--rule); padding-top: 1rem; margin-top: 1rem; }
 a { color: var(--accent); }
+select { display: block; width: 100%; max-width: 20rem; font: inherit; padding: .5rem; margin-top: .25rem; border: 1px solid var(--rule); border-radius: 6px; background: transparent; color: inherit; }
+fieldset { border: 0; padding: 0; margin: 0 0 1rem; }
+legend { font-weight: 600; padding: 0; margin: 0 0 .35rem; }
+label.choice { display: flex; gap: .5rem; align-items: center; margin: 0 0 .35rem; }
+button.secondary { background: transparent; color: var(--accent); }
 @media (max-width: 30rem) { dl { grid-template-columns: 1fr; gap: 0; } dd { margin-bottom: .5rem; } button { width: 100%; } }
 `;
 
@@ -71,9 +76,10 @@ export async function pageHeaders(): Promise<Record<string, string>> {
   };
 }
 
-function document(title: string, body: string): string {
+/** A whole page around `body`: the shared head, style and layout of every page on a token link. */
+export function pageDocument(title: string, body: string, lang = "en", dir: "ltr" | "rtl" = "ltr"): string {
   return `<!doctype html>
-<html lang="en">
+<html lang="${e(lang)}"${dir === "rtl" ? ' dir="rtl"' : ""}>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -332,13 +338,13 @@ ${rows}
 ${item.notes ? `<h2>Notes</h2>\n<div class="notes">${e(item.notes)}</div>` : ""}
 ${actions}
 <footer>This page is for ${e(view.contactName || "you")}, from a reminder email of ${e(view.companyName)}. Its link works until ${e(formatDate(input.expiresOn, view.dateFormat))} and acts without signing in: do not share it.</footer>`;
-  return document(`${item.title || "Item"} · ${view.companyName}`, body);
+  return pageDocument(`${item.title || "Item"} · ${view.companyName}`, body);
 }
 
 // ---- pages without an item ----
 
 /** The one page of every link that does not work: unknown, altered, expired, or its item or contact deleted. Always the same bytes. */
-export const INVALID_LINK_PAGE = document(
+export const INVALID_LINK_PAGE = pageDocument(
   "Link not valid",
   `<h1>This link does not work</h1>
 <div class="outcome invalid" role="status"><strong>It may have expired, or what it was for was removed.</strong>Links in reminder emails work for ${LINK_LIFETIME_DAYS} days after the item's date. The next reminder email brings new ones.</div>`,
@@ -362,7 +368,7 @@ export function errorPage(status: number, retryAfter?: string): string {
           : status === 404
             ? ["This link does not work", "Check that the whole link was copied."]
             : ["This request could not be handled", "Nothing was changed. Go back to the page and use its buttons."];
-  return document(
+  return pageDocument(
     title,
     `<h1>${e(title)}</h1>\n<div class="outcome error" role="status"><strong>Nothing was changed.</strong>${e(detail)}</div>`,
   );

@@ -18,6 +18,7 @@ import { shardOfCompany } from "../../db/directory";
 import { openRequestSession, primarySession } from "../../db/session";
 import { isShard } from "../../db/shards";
 import { noteOnLog } from "../../lib/request-context";
+import { redactSecrets } from "../../lib/secret-paths";
 import { ApiError } from "../../lib/errors";
 import { createRouter, named } from "../../lib/openapi";
 import {
@@ -28,6 +29,7 @@ import {
   type RecipientAction,
 } from "../../lib/recipient-links";
 import { isCalendarDate, parseDate, todayIn } from "../../lib/time";
+import { UNSUBSCRIBE_PREFIX } from "../../lib/unsubscribe-links";
 import {
   actFromLink,
   readRecipientView,
@@ -51,7 +53,8 @@ export const NOTE_MAX = 500;
 export const recipientPagesRouter = createRouter();
 
 /** Whether a path is one of the recipient's pages (the app renders their errors as pages too). */
-export const isRecipientPath = (path: string) => path.startsWith(RECIPIENT_PREFIX);
+export const isRecipientPath = (path: string) =>
+  path.startsWith(RECIPIENT_PREFIX) || path.startsWith(UNSUBSCRIBE_PREFIX);
 
 interface Opened {
   token: string;
@@ -276,7 +279,7 @@ export async function recipientErrorPage(err: Error, c: Context<AppBindings>): P
       JSON.stringify({
         level: "error",
         request_id: c.get("requestId") ?? "",
-        path: "/r/[token]",
+        path: redactSecrets(c.req.path),
         method: c.req.method,
         error: String(err?.stack ?? err),
       }),

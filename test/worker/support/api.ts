@@ -1046,8 +1046,8 @@ export interface components {
             example: components["schemas"]["WebhookPayload"];
         };
         /** @enum {string} */
-        WebhookEventType: "reminder.sent" | "reminder.bounced" | "item.expired" | "item.created" | "item.updated" | "item.renewed" | "item.status_changed" | "item.archived" | "item.restored" | "item.deleted" | "item.acknowledged" | "item.unacknowledged" | "item.snoozed" | "item.unsnoozed" | "task.created" | "task.updated" | "task.deleted" | "file.uploaded" | "webhook.test";
-        WebhookPayload: components["schemas"]["WebhookItemEvent"] | components["schemas"]["WebhookItemActionEvent"] | components["schemas"]["WebhookReminderSentEvent"] | components["schemas"]["WebhookReminderBouncedEvent"] | components["schemas"]["WebhookTaskEvent"] | components["schemas"]["WebhookFileUploadedEvent"] | components["schemas"]["WebhookTestEvent"];
+        WebhookEventType: "reminder.sent" | "reminder.bounced" | "item.expired" | "item.created" | "item.updated" | "item.renewed" | "item.status_changed" | "item.archived" | "item.restored" | "item.deleted" | "item.acknowledged" | "item.unacknowledged" | "item.snoozed" | "item.unsnoozed" | "task.created" | "task.updated" | "task.deleted" | "file.uploaded" | "contact.unsubscribed" | "webhook.test";
+        WebhookPayload: components["schemas"]["WebhookItemEvent"] | components["schemas"]["WebhookItemActionEvent"] | components["schemas"]["WebhookReminderSentEvent"] | components["schemas"]["WebhookReminderBouncedEvent"] | components["schemas"]["WebhookTaskEvent"] | components["schemas"]["WebhookFileUploadedEvent"] | components["schemas"]["WebhookContactUnsubscribedEvent"] | components["schemas"]["WebhookTestEvent"];
         WebhookItemEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1187,6 +1187,25 @@ export interface components {
                 file_name: string;
                 size_bytes: number;
                 content_type: string;
+            };
+        };
+        WebhookContactUnsubscribedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "contact.unsubscribed";
+            timestamp: string;
+            data: {
+                contact_id: number;
+                firstname: string;
+                lastname: string;
+                email: string;
+                /** @enum {string} */
+                email_status: "unsubscribed";
+                email_status_changed_at: string;
+                /** @enum {string} */
+                via: "link";
             };
         };
         WebhookTestEvent: {
