@@ -58,6 +58,9 @@ export default defineConfig(async () => {
             name: "tools",
             include: ["test/tools/**/*.test.ts"],
             environment: "node",
+            // Some render a generator's whole output (the search table, the trigger catalogue): 5 s is
+            // too short on a busy 2-core machine.
+            testTimeout: 30_000,
           },
         },
         {
