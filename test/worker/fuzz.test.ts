@@ -1722,9 +1722,15 @@ describe("coverage (runs last)", () => {
     for (const key of documented) expect(exercised, `${key} was never exercised`).toContain(key);
     const registered = app.routes
       // Not operations: the document itself, the reference page (HTML, test/worker/docs-page.test.ts) and the
-      // recipient's pages (HTML, test/worker/recipient-pages.test.ts).
+      // recipient's pages (HTML, test/worker/recipient-pages.test.ts) and the unsubscribe pages
+      // (test/worker/unsubscribe.test.ts).
       .filter(
-        (r) => r.method !== "ALL" && r.path !== "/v1/openapi.json" && r.path !== "/docs" && !r.path.startsWith("/r/"),
+        (r) =>
+          r.method !== "ALL" &&
+          r.path !== "/v1/openapi.json" &&
+          r.path !== "/docs" &&
+          !r.path.startsWith("/r/") &&
+          !r.path.startsWith("/u/"),
       )
       .map((r) => `${r.method} ${documentedPath(r.path)}`);
     for (const key of registered) expect(exercised, `registered route ${key} was never exercised`).toContain(key);

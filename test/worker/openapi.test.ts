@@ -31,7 +31,14 @@ beforeAll(async () => {
 });
 
 /** Routes that are not operations of the document: the document itself, the reference page and the recipient's pages (HTML). */
-const UNDOCUMENTED = new Set(["/v1/openapi.json", "/docs", "/r/:token", "/r/:token/:action"]);
+const UNDOCUMENTED = new Set([
+  "/v1/openapi.json",
+  "/docs",
+  "/r/:token",
+  "/r/:token/:action",
+  "/u/:token",
+  "/u/:token/preferences",
+]);
 
 /** `METHOD /openapi/{path}` for every route registered on the Hono app (middleware entries folded). */
 function registeredRoutes(): Set<string> {
@@ -370,6 +377,12 @@ describe("components", () => {
       "phone_number",
       "iso",
       "add_date",
+      "email_status",
+      "email_status_changed_at",
+      "language",
+      "digest",
+      "digest_weekday",
+      "channels",
     ];
     expect(Object.keys(contact.properties).sort()).toEqual([...fields].sort());
     for (const field of fields) expect(contact.properties[field].example, field).toBeDefined();

@@ -4,7 +4,7 @@
 // (as the recipient pages' do), and the send gate.
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import ICAL from "ical.js";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { clockFor } from "../../src/company-clock/handoff/worker";
 import type { CompanyClock } from "../../src/company-clock/object";
 import { displayName } from "../../src/company-clock/outgoing-email";
@@ -13,7 +13,7 @@ import { addDays, todayIn } from "../../src/lib/time";
 import { mintUnsubscribeToken } from "../../src/lib/unsubscribe-links";
 import { nameKey } from "../../src/lib/text-key";
 import { call, createAccount, createContact, createItem, env, expectStatus, ok } from "./helpers";
-import { fireReminder, formsOf, getPage, postForm, type PageResult } from "./support/recipient";
+import { fetchWithEnv, fireReminder, formsOf, getPage, postForm, type PageResult } from "./support/recipient";
 import type { OutgoingEmail } from "../../src/company-clock/reminder-delivery";
 import { exports } from "cloudflare:workers";
 
@@ -273,6 +273,27 @@ describe("one-click unsubscribe (RFC 8058)", () => {
     );
     expect((await oneClick(s.unsubscribe)).status).toBe(404);
     expect((await contactOf(s)).email_status).toBe("active");
+  });
+});
+
+describe("the log", () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it("never holds an unsubscribe token: the request lines show /u/[token]", async () => {
+    const s = await setup();
+    const lines: string[] = [];
+    vi.spyOn(console, "info").mockImplementation((line: unknown) => void lines.push(String(line)));
+    const on = { REQUEST_LOGS: "on" };
+    await fetchWithEnv(on, new Request(s.unsubscribe));
+    await fetchWithEnv(on, new Request(`${s.unsubscribe}/preferences`));
+    await fetchWithEnv(on, new Request(s.unsubscribe, { method: "POST", body: "List-Unsubscribe=One-Click" }));
+    const requests = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === "request");
+    expect(requests.map((l) => [l.path, l.status])).toEqual([
+      ["/u/[token]", 200],
+      ["/u/[token]/preferences", 200],
+      ["/u/[token]", 200],
+    ]);
+    expect(lines.join("\n")).not.toContain(new URL(s.unsubscribe).pathname.slice(3));
   });
 });
 
