@@ -1,5 +1,6 @@
 import { app } from "./app";
 import type { Env } from "./env";
+import { email } from "./inbound/email-handler";
 import { handleScheduled } from "./scheduled";
 
 export { CompanyClock } from "./company-clock/object";
@@ -8,4 +9,5 @@ export { ImportWorkflow } from "./imports/workflow";
 export default {
   fetch: app.fetch,
   scheduled: handleScheduled,
+  email,
 } satisfies ExportedHandler<Env>;

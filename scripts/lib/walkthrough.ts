@@ -283,7 +283,14 @@ export async function checkReminderEmail(base: string, vars: Record<string, stri
   const problems: string[] = [];
   const reminders = await getJson(base, `/v1/items/${item}/reminders`, token);
   const delivered = (reminders.body?.data?.sent ?? []).some((r: any) =>
-    (r.deliveries ?? []).some((d: any) => d.channel === "email" && d.state === "sent" && d.recipient === email),
+    // Handed to the binding: `sent`, or a state only a sent email reaches (step 12 bounces it).
+    (r.deliveries ?? []).some(
+      (d: any) =>
+        d.channel === "email" &&
+        ["sent", "bounced", "complained"].includes(d.state) &&
+        d.delivered_at &&
+        d.recipient === email,
+    ),
   );
   if (!delivered)
     problems.push(

@@ -86,6 +86,50 @@ export interface WebhookDeliveryView {
   created_at: string;
 }
 
+/** A report the email() handler verified, for one email delivery (docs/bounces.md). */
+export interface BounceReport {
+  reminderId: number;
+  contactId: number;
+  kind: "hard" | "soft" | "complaint";
+  status: string;
+  reason: string;
+  /** The failed recipients the report names (empty: it names none). */
+  recipients: string[];
+}
+export type BounceResult =
+  | {
+      outcome: "recorded";
+      state: "bounced" | "complained";
+      suppressed: boolean;
+      itemId: number;
+      address: string;
+      at: string;
+    }
+  | { outcome: "duplicate" }
+  | { outcome: "refused"; reason: string };
+
+export interface ProblemQuery {
+  state?: "bounced" | "complained" | "suppressed" | "failed";
+  /** Epoch ms: changes at or after it. */
+  since?: number;
+  /** The last row of the previous page. */
+  after?: { at: number; reminderId: number; contactId: number };
+  limit: number;
+}
+export type ProblemDeliveryRow = {
+  reminder_id: number;
+  item_id: number;
+  contact_id: number;
+  channel: string;
+  state: DeliveryState;
+  recipient: string | null;
+  reason: string | null;
+  bounce_kind: string | null;
+  bounce_status: string | null;
+  attempts: number;
+  changed_at: number;
+};
+
 /**
  * The clock's RPC methods. Each names the company it is called for (the object refuses another
  * company's); `syncFirst`: the item's D1 changes are applied before; `requestKey` (a request with an
@@ -168,6 +212,10 @@ export interface CompanyClockRpc extends Rpc.DurableObjectBranded {
     requestKey?: string,
     actor?: AuditActor,
   ): Promise<WebhookDeliveryView | Failure>;
+  /** A verified bounce or complaint for one of the company's email deliveries (the email() handler). */
+  recordBounce(companyId: number, report: BounceReport): Promise<BounceResult>;
+  /** Problem deliveries (bounced, complained, suppressed, failed), newest change first. */
+  problemDeliveries(companyId: number, query: ProblemQuery): ProblemDeliveryRow[];
   /** The company is deleted: everything goes, the alarm too. */
   forgetCompany(companyId: number): Promise<void>;
 }

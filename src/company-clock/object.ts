@@ -8,7 +8,8 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
 import { fetchTransport, type WebhookTransport } from "../webhooks/delivery";
-import type { CompanyClockRpc, ReminderInput } from "./api";
+import type { BounceReport, CompanyClockRpc, ProblemQuery, ReminderInput } from "./api";
+import { problemDeliveries, recordBounce } from "./bounces";
 import { companyDb, settle, type ClockContext } from "./context";
 import { Bookkeeping, forgetInD1 } from "./handoff/bookkeeping";
 import type { Snapshots } from "./handoff/snapshots";
@@ -156,6 +157,16 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
     actor?: AuditActor,
   ) {
     return retryDelivery(this.clock(companyId), endpointId, deliveryId, requestKey, actor);
+  }
+
+  // ---- bounces (docs/bounces.md) ----
+
+  async recordBounce(companyId: number, report: BounceReport) {
+    return recordBounce(this.clock(companyId), report);
+  }
+
+  problemDeliveries(companyId: number, query: ProblemQuery) {
+    return problemDeliveries(this.clock(companyId).sql, query);
   }
 
   // ---- time ----

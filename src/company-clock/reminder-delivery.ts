@@ -10,6 +10,8 @@ import { recipientLinks } from "../lib/recipient-links";
 import { unsubscribeLinks } from "../lib/unsubscribe-links";
 import { DATE_FORMATS, DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, todayIn, type DateFormat } from "../lib/time";
 import { speechFor } from "../i18n/language";
+import { normaliseAddress, suppressedAmong } from "./bounces";
+import { sendEmail, type DeliveryIdentity } from "./email-transport";
 import { composeEmail, hasCalendarEvent, itemCalendar, type OutgoingEmail } from "./outgoing-email";
 import { reminderMessage, type ReminderTemplateTexts } from "./reminder-email";
 import { sendGate } from "./send-gate";
@@ -30,17 +32,13 @@ export function retryDelay(attempt: number): number {
 
 export type { OutgoingEmail } from "./outgoing-email";
 export interface Transports {
-  email(message: OutgoingEmail): Promise<string>;
+  email(message: OutgoingEmail, delivery: DeliveryIdentity): Promise<string>;
   sms(to: string, text: string): Promise<string>;
 }
 
 export function defaultTransports(env: Env): Transports {
   return {
-    async email(message) {
-      if (!env.EMAIL || !env.EMAIL_FROM) throw new Error("no email sender configured");
-      const result = await env.EMAIL.send(message);
-      return result.messageId;
-    },
+    email: (message, delivery) => sendEmail(env, message, delivery),
     async sms(to, text) {
       if (!env.SMS_API_URL || !env.SMS_API_KEY) throw new Error("no SMS provider configured");
       const response = await fetch(env.SMS_API_URL, {
@@ -65,7 +63,8 @@ type Leased = {
 
 type Outcome =
   | { state: "sent"; recipient: string; messageId: string }
-  | { state: "no_recipient" | "skipped" | "suppressed"; recipient: null; error: string }
+  | { state: "no_recipient" | "skipped"; recipient: null; error: string }
+  | { state: "suppressed"; recipient: string | null; error: string }
   | { state: "retry"; recipient: string | null; error: string };
 
 /** Fired reminders whose recipients one run resolves (each becomes up to MAX_GROUP_RECIPIENTS deliveries per channel). */
@@ -109,7 +108,7 @@ export async function deliverDue(
     }
   });
   if (leased.length > 0) {
-    const outcomes = await send(leased, env, d1, companyId, transports);
+    const outcomes = await send(storage, leased, env, d1, companyId, transports);
     recordOutcomes(storage, leased, outcomes);
   }
   const ready = storage.sql
@@ -172,20 +171,22 @@ async function resolveFired(
         const attempt = w.attempts + 1;
         const failed = attempt >= MAX_DELIVERY_ATTEMPTS;
         sql.exec(
-          "UPDATE deliveries SET attempts = ?, state = ?, last_error = ?, next_at = ? " +
+          "UPDATE deliveries SET attempts = ?, state = ?, last_error = ?, next_at = ?, changed_at = ? " +
             "WHERE reminder_id = ? AND channel = ? AND contact_id = 0 AND state = 'pending'",
           attempt,
           failed ? "failed" : "pending",
           (failure || "recipients unavailable").slice(0, 300),
           failed ? null : done + retryDelay(attempt),
+          done,
           ...where,
         );
       } else if (found.kind === "none") {
         sql.exec(
-          "UPDATE deliveries SET state = ?, last_error = ?, next_at = NULL WHERE " +
+          "UPDATE deliveries SET state = ?, last_error = ?, next_at = NULL, changed_at = ? WHERE " +
             "reminder_id = ? AND channel = ? AND contact_id = 0 AND state = 'pending'",
           found.state,
           found.error,
+          done,
           ...where,
         );
       } else {
@@ -208,6 +209,7 @@ async function resolveFired(
 
 /** Sends each leased delivery (CONCURRENCY at a time) with the D1 facts read for all of them at once. */
 async function send(
+  storage: DurableObjectStorage,
   leased: Leased[],
   env: Env,
   d1: D1Database,
@@ -223,8 +225,17 @@ async function send(
     }));
     const { company, details } = await deliveryDetails(d1, companyId, targets);
     const today = todayIn(company.timezone);
+    // Addresses suppressed by bounces or complaints (bounces.ts): not sent to, one query for the batch.
+    const suppressed = suppressedAmong(
+      storage.sql,
+      leased
+        .flatMap((d) => (d.channel === "email" ? [details.get(`${d.reminder_id}:${d.contact_id}`)?.email ?? ""] : []))
+        .filter(Boolean),
+    );
     const one = async (d: Leased) => {
       const facts = details.get(`${d.reminder_id}:${d.contact_id}`);
+      const suppression =
+        d.channel === "email" && facts?.email ? suppressed.get(normaliseAddress(facts.email)) : undefined;
       // The recipient's links to its page for the item, bound to the item's current occurrence
       // (src/lib/recipient-links.ts). Email only; the one place delivery makes them.
       const mailed = d.channel === "email" && facts?.present && facts.contactPresent && facts.email;
@@ -258,6 +269,7 @@ async function send(
           transports,
           links,
           unsubscribe?.unsubscribe ?? null,
+          suppression ?? null,
         ),
       );
     };
@@ -283,7 +295,7 @@ function recordOutcomes(storage: DurableObjectStorage, leased: Leased[], outcome
       if (outcome.state === "sent") {
         storage.sql.exec(
           "UPDATE deliveries SET state = 'sent', recipient = ?, message_id = ?, " +
-            "delivered_at = ?, last_error = NULL, next_at = NULL WHERE reminder_id = ? AND " +
+            "delivered_at = ?, changed_at = delivered_at, last_error = NULL, next_at = NULL WHERE reminder_id = ? AND " +
             "channel = ? AND contact_id = ?",
           outcome.recipient,
           outcome.messageId,
@@ -293,20 +305,23 @@ function recordOutcomes(storage: DurableObjectStorage, leased: Leased[], outcome
       } else if (outcome.state === "retry") {
         const failed = attempt >= MAX_DELIVERY_ATTEMPTS;
         storage.sql.exec(
-          "UPDATE deliveries SET state = ?, recipient = ?, last_error = ?, next_at = ? " +
+          "UPDATE deliveries SET state = ?, recipient = ?, last_error = ?, next_at = ?, changed_at = ? " +
             "WHERE reminder_id = ? AND channel = ? AND contact_id = ?",
           failed ? "failed" : "pending",
           outcome.recipient,
           outcome.error.slice(0, 300),
           failed ? null : done + retryDelay(attempt),
+          done,
           ...where,
         );
       } else {
         storage.sql.exec(
-          "UPDATE deliveries SET state = ?, last_error = ?, next_at = NULL WHERE " +
+          "UPDATE deliveries SET state = ?, recipient = ?, last_error = ?, next_at = NULL, changed_at = ? WHERE " +
             "reminder_id = ? AND channel = ? AND contact_id = ?",
           outcome.state,
-          outcome.error,
+          outcome.recipient,
+          outcome.error.slice(0, 300),
+          done,
           ...where,
         );
       }
@@ -335,12 +350,20 @@ async function deliverOne(
   transports: Transports,
   links: Awaited<ReturnType<typeof recipientLinks>> = null,
   unsubscribeUrl: string | null = null,
+  /** Why the recipient's address is suppressed for the company (bounces.ts), if it is. */
+  addressSuppressed: string | null = null,
 ): Promise<Outcome> {
   if (!facts?.present) return { state: "skipped", recipient: null, error: "the item was deleted before delivery" };
   if (!facts.contactPresent)
     return { state: "no_recipient", recipient: null, error: `contact ${d.contact_id} no longer exists` };
-  const stopped = sendGate({ channel: d.channel, emailStatus: facts.emailStatus, channels: facts.channels });
-  if (stopped) return { state: "suppressed", recipient: null, error: stopped };
+  const stopped = sendGate({
+    channel: d.channel,
+    emailStatus: facts.emailStatus,
+    channels: facts.channels,
+    addressSuppressed,
+  });
+  if (stopped)
+    return { state: "suppressed", recipient: addressSuppressed ? facts.email : null, error: stopped.slice(0, 300) };
   // The recipient's language (docs/languages.md), and the company's template for it when there is one.
   const speech = speechFor(facts.language, company.language);
   const message = reminderMessage({
@@ -393,6 +416,7 @@ async function deliverOne(
                   )
                 : null,
             }),
+            { companyId: company.companyId, reminderId: d.reminder_id, contactId: d.contact_id },
           )
         : await transports.sms(recipient, `${message.subject}`);
     return { state: "sent", recipient, messageId };

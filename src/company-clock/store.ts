@@ -5,7 +5,7 @@ import { parseRuleState, renewalDate } from "../lib/recurrence";
 import { isCalendarDate, localToInstant, startOfDayAfter, type CalendarUnit } from "../lib/time";
 import { DEFAULT_HOUR, stepDate, type Step } from "./sequence-steps";
 
-export const SCHEMA_VERSION = 7;
+export const SCHEMA_VERSION = 8;
 
 const MIGRATIONS: string[][] = [
   [], // version 0: nothing
@@ -116,6 +116,23 @@ const MIGRATIONS: string[][] = [
     `ALTER TABLE recipient_deliveries RENAME TO deliveries`,
     `CREATE INDEX deliveries_next ON deliveries (state, next_at)`,
   ],
+  [
+    // Version 8: bounces and complaints (bounces.ts, docs/bounces.md). A delivery says when its
+    // state last changed (changed_at: the problem list's order, GET /v1/deliveries) and the kind
+    // and status of its bounce. One bounce per delivery and kind, whatever the reports repeat;
+    // suppressed addresses (normalised) are not sent to again.
+    `ALTER TABLE deliveries ADD COLUMN changed_at INTEGER`,
+    `ALTER TABLE deliveries ADD COLUMN bounce_kind TEXT`,
+    `ALTER TABLE deliveries ADD COLUMN bounce_status TEXT`,
+    `UPDATE deliveries SET changed_at = coalesce(delivered_at, (SELECT r.sent_at FROM reminders AS r WHERE r.reminder_id = deliveries.reminder_id), 0)
+     WHERE state <> 'pending'`,
+    `CREATE INDEX deliveries_problems ON deliveries (state, changed_at, reminder_id, contact_id)`,
+    `CREATE TABLE bounces (
+      reminder_id INTEGER NOT NULL, contact_id INTEGER NOT NULL, kind TEXT NOT NULL, address TEXT NOT NULL,
+      status TEXT NOT NULL, reason TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (reminder_id, contact_id, kind))`,
+    `CREATE INDEX bounces_address ON bounces (address, kind, at)`,
+    `CREATE TABLE suppressed_addresses (address TEXT PRIMARY KEY, kind TEXT NOT NULL, reason TEXT NOT NULL, at INTEGER NOT NULL)`,
+  ],
 ];
 
 /** How long an applied request is remembered: longer than an Idempotency-Key lives (24 h). */
@@ -190,8 +207,19 @@ export function knownCompany(sql: SqlStorage): number | null {
 export const zoneOf = (sql: SqlStorage): string => getMeta(sql, "timezone") ?? "UTC";
 
 export type ReminderState = "queued" | "held" | "sent";
-export const DELIVERY_STATES = ["pending", "sent", "failed", "no_recipient", "skipped", "suppressed"] as const;
+export const DELIVERY_STATES = [
+  "pending",
+  "sent",
+  "failed",
+  "no_recipient",
+  "skipped",
+  "bounced",
+  "complained",
+  "suppressed",
+] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
+/** The states GET /v1/deliveries lists (docs/bounces.md). */
+export const PROBLEM_STATES = ["bounced", "complained", "suppressed", "failed"] as const;
 export type Channel = "email" | "sms" | "webhook";
 
 export type Origin = "sequence" | "manual" | "expiry" | "snooze";

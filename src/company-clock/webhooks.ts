@@ -137,11 +137,13 @@ export async function fanOut(
       let data = e.data;
       if (e.item_id !== null && e.endpoint_id === null) {
         const entry = entries.get(e.item_id) ?? null;
-        // reminder.sent: {reminder, item}; item.expired: the item entry (an item deleted meanwhile: its id).
+        // reminder.sent: {reminder, item}; reminder.bounced: its data with the item; item.expired: the item entry (an item deleted meanwhile: its id).
         data =
           e.type === "reminder.sent"
             ? `{"reminder":${data ?? "null"},"item":${entry ?? "null"}}`
-            : (entry ?? JSON.stringify({ item_id: e.item_id }));
+            : e.type === "reminder.bounced"
+              ? `{"item":${entry ?? "null"},${(data ?? "{}").slice(1)}`
+              : (entry ?? JSON.stringify({ item_id: e.item_id }));
       }
       sql.exec(
         "UPDATE events SET state = 'fanned', data = ?, next_at = NULL WHERE event_id = ?",

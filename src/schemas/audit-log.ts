@@ -50,7 +50,8 @@ function isInstant(value: string): boolean {
   return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
 }
 
-const instant = (field: string) =>
+/** An optional `since` / `until` query parameter: a date (UTC midnight) or an RFC 3339 date-time. */
+export const instant = (field: string) =>
   cleanText(field)
     .max(40, { error: `${field} must be at most 40 characters` })
     .refine(isInstant, {

@@ -34,8 +34,10 @@ const DeliveryEntry = z
         "pending: waiting for its (next) attempt; sent: handed to the provider; failed: " +
         "every attempt failed; no_recipient: nobody to send to " +
         "(no contact, or the contact has no address for the channel); skipped: the item was deleted before delivery; " +
-        "suppressed: not sent by the send gate, last_error says why (unsubscribed, bounced, complained: the " +
-        "contact's email_status; channel_declined: the contact's channels preference leaves the channel out)",
+        "bounced: a delivery status notification said the email failed (hard or soft); complained: its recipient " +
+        "reported it as spam (docs/bounces.md); suppressed: not sent by the send gate, last_error says why " +
+        "(unsubscribed, bounced, complained: the contact's email_status; channel_declined: the contact's channels " +
+        "preference leaves the channel out; address_suppressed: the address bounced or complained for the company)",
     }),
     attempts: z.number().int(),
     recipient: z.string().nullable().openapi({ example: "anna@example.com" }),

@@ -203,6 +203,42 @@ export const WebhookReminderSentEventSchema = z
     description: 'A reminder fired, whatever its channels (channels ["webhook"]: only this event, ' + "no email)",
   });
 
+export const WebhookReminderBouncedEventSchema = z
+  .object({
+    type: z.enum(["reminder.bounced"]),
+    timestamp: eventTimestamp,
+    data: z.object({
+      delivery: z.object({
+        reminder_id: z.number().int().openapi({ example: 311 }),
+        channel: z.enum(["email"]),
+        contact_id: z.number().int().openapi({ example: 42 }),
+        state: z.enum(["bounced", "complained"]),
+      }),
+      item: z
+        .object(ItemListEntrySchema.shape)
+        .nullable()
+        .openapi({ description: "The item entry when the event was sent; null if the item was deleted meanwhile" }),
+      contact: z.object({
+        contact_id: z.number().int().openapi({ example: 42 }),
+        email: z.string().openapi({ example: "anna@example.com" }),
+      }),
+      kind: z.enum(["hard", "soft", "complaint"]),
+      status: z.string().openapi({
+        example: "5.1.1",
+        description: "The DSN's enhanced status code, or the complaint's Feedback-Type (abuse, fraud, ...)",
+      }),
+      reason: z.string().openapi({ example: "smtp; 550 5.1.1 user unknown" }),
+      suppressed: z.boolean().openapi({
+        description:
+          "Whether the address is now suppressed for the company (hard bounce, complaint, 3 soft in 30 days)",
+      }),
+      at: Iso,
+    }),
+  })
+  .openapi("WebhookReminderBouncedEvent", {
+    description: "A reminder email bounced or its recipient complained (docs/bounces.md)",
+  });
+
 export const WebhookTaskEventSchema = z
   .object({
     type: z.enum(TASK_EVENT_TYPES as [EventType, ...EventType[]]).openapi({ example: "task.created" }),
@@ -291,6 +327,7 @@ export const WebhookPayloadSchema = z
     WebhookItemEventSchema,
     WebhookItemActionEventSchema,
     WebhookReminderSentEventSchema,
+    WebhookReminderBouncedEventSchema,
     WebhookTaskEventSchema,
     WebhookFileUploadedEventSchema,
     WebhookContactUnsubscribedEventSchema,
@@ -364,6 +401,17 @@ export type WebhookPayload = z.infer<typeof WebhookPayloadSchema>;
 /** A sample `data` for each type. */
 function exampleData(type: EventType): unknown {
   if (type === "reminder.sent") return { reminder: ReminderExample, item: ItemExample };
+  if (type === "reminder.bounced")
+    return {
+      delivery: { reminder_id: ReminderExample.reminder_id, channel: "email", contact_id: 42, state: "bounced" },
+      item: ItemExample,
+      contact: { contact_id: 42, email: "anna@example.com" },
+      kind: "hard",
+      status: "5.1.1",
+      reason: "smtp; 550 5.1.1 The email account that you tried to reach does not exist.",
+      suppressed: true,
+      at: "2027-03-01T08:00:04.120Z",
+    };
   if (type === "file.uploaded")
     return {
       file_id: "fil_Xb3kq9ZrT0aW5mLpQe1uYg",

@@ -7,6 +7,7 @@ import { z } from "@hono/zod-openapi";
 /** Every event type, in catalogue order (docs/webhooks.md "Events"). */
 export const EVENT_TYPES = [
   "reminder.sent",
+  "reminder.bounced",
   "item.expired",
   "item.created",
   "item.updated",
@@ -32,6 +33,10 @@ export type EventType = (typeof EVENT_TYPES)[number];
 /** What each type means, for the catalogue (GET /v1/webhook-event-types, docs/webhooks.md). */
 export const EVENT_DESCRIPTIONS: Record<EventType, string> = {
   "reminder.sent": "A reminder fired (whatever its channels); data: {reminder, item}.",
+  "reminder.bounced":
+    "A reminder email bounced (hard or soft) or its recipient complained (an ARF report), " +
+    "read by the service's email() handler (docs/bounces.md); data: {delivery, item, contact, " +
+    "kind, status, reason, suppressed, at}.",
   "item.expired":
     "The item's date began (00:00 in the company's time zone) while it was pending " +
     "and not archived; data: the item entry.",

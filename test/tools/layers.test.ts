@@ -50,9 +50,9 @@ const RULES: Rule[] = [
     never: (m) => m.startsWith("src/records/") || m.startsWith("src/schemas/"),
   },
   {
-    says: "the company clock, the import jobs, the cron sweep, webhooks and auth's lower modules import nothing of HTTP",
+    says: "the company clock, the import jobs, the cron sweep, inbound email, webhooks and auth's lower modules import nothing of HTTP",
     from: (m) =>
-      ["src/company-clock/", "src/imports/", "src/webhooks/"].some((dir) => m.startsWith(dir)) ||
+      ["src/company-clock/", "src/imports/", "src/webhooks/", "src/inbound/"].some((dir) => m.startsWith(dir)) ||
       m === "src/scheduled.ts" ||
       (m.startsWith("src/auth/") && m !== "src/auth/middleware.ts"),
     never: HTTP,

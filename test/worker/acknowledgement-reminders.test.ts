@@ -35,7 +35,7 @@ async function captureEmails(companyId: number): Promise<Array<{ to: string; sub
     const send = instance.transports.email;
     instance.transports = {
       ...instance.transports,
-      email: (m) => (emails.push({ to: m.to, subject: m.subject, text: m.text }), send(m)),
+      email: (m, d) => (emails.push({ to: m.to, subject: m.subject, text: m.text }), send(m, d)),
     };
   });
   return emails;
@@ -358,6 +358,8 @@ describe("the clock's store", () => {
         "applied_requests",
         "renewals",
         "audit_outbox",
+        "bounces",
+        "suppressed_addresses",
       ])
         sql.exec(`DROP TABLE IF EXISTS ${table}`);
       migrate(state.storage, 6);

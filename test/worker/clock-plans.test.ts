@@ -5,6 +5,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
 import { clockFor } from "../../src/company-clock/handoff/worker";
 import { SNOOZE_AT_SQL } from "../../src/company-clock/store";
+import { PROBLEM_PAGE_SQL, SOFT_COUNT_SQL, SUPPRESSED_AMONG_SQL } from "../../src/company-clock/bounces";
 import { createAccount, createItem, env } from "./helpers";
 
 it("the snooze instant of an item is read through the item's index, not the company's waiting reminders", async () => {
@@ -17,4 +18,30 @@ it("the snooze instant of an item is read through the item's index, not the comp
       .map((r) => r.detail),
   );
   expect(plan.join(" | ")).toMatch(/SEARCH reminders USING INDEX reminders_item \(item_id=\?/);
+});
+
+it("bounces: the problem list is an ordered range of deliveries_problems per state, the suppression and soft-bounce reads are indexed", async () => {
+  const account = await createAccount();
+  const plans = await runInDurableObject(clockFor(env, account.companyId), (_instance, state) => {
+    const plan = (sql: string, ...args: unknown[]) =>
+      state.storage.sql
+        .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, ...(args as SqlStorageValue[]))
+        .toArray()
+        .map((r) => r.detail)
+        .join(" | ");
+    return {
+      page: plan(PROBLEM_PAGE_SQL, "bounced", 0, 1, 1, 1, 50),
+      suppressed: plan(SUPPRESSED_AMONG_SQL, '["a@example.com"]'),
+      soft: plan(SOFT_COUNT_SQL, "a@example.com", 0),
+    };
+  });
+  expect(plans.page).toMatch(/SEARCH d USING INDEX deliveries_problems \(state=\? AND/);
+  expect(plans.page).not.toMatch(/TEMP B-TREE|SCAN d/);
+  expect(plans.page).toMatch(/SEARCH r USING INTEGER PRIMARY KEY/);
+  expect(plans.suppressed).toMatch(
+    /SEARCH suppressed_addresses USING (COVERING )?INDEX sqlite_autoindex_suppressed_addresses_1/,
+  );
+  expect(plans.soft).toMatch(
+    /SEARCH bounces USING (COVERING )?INDEX bounces_address \(address=\? AND kind=\? AND at>\?\)/,
+  );
 });

@@ -39,7 +39,7 @@ describe("CompanyClock Durable Object", () => {
     expect(rows).toEqual([
       { key: "company_id", value: "42" },
       { key: "queued_revision", value: "0" },
-      { key: "schema_version", value: "7" },
+      { key: "schema_version", value: "8" },
     ]);
   });
 
@@ -55,12 +55,14 @@ describe("CompanyClock Durable Object", () => {
     expect(tables.map((t) => t.name)).toEqual([
       "applied_requests",
       "audit_outbox",
+      "bounces",
       "deliveries",
       "events",
       "items",
       "meta",
       "reminders",
       "renewals",
+      "suppressed_addresses",
       "triggered",
       "webhook_deliveries",
     ]);

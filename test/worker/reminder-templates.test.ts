@@ -252,7 +252,7 @@ describe("the clock's reminder emails", () => {
     const emails: Array<{ to: string; subject: string; text: string; html: string }> = [];
     await runInDurableObject(stub, (instance: CompanyClock, state) => {
       const send = instance.transports.email;
-      instance.transports = { ...instance.transports, email: (m) => (emails.push(m), send(m)) };
+      instance.transports = { ...instance.transports, email: (m, delivery) => (emails.push(m), send(m, delivery)) };
       for (const item of items) {
         const id = item.reminders.queued[0]!.reminder_id;
         state.storage.sql.exec("UPDATE reminders SET due_at = ? WHERE reminder_id = ?", Date.now() - 1000 - id, id);

@@ -449,7 +449,7 @@ describe("firing and delivery", () => {
       const real = instance.transports.email;
       instance.transports = {
         ...instance.transports,
-        email: async (m) => (++calls <= 2 ? Promise.reject(new Error("mail server said 451")) : real(m)),
+        email: async (m, d) => (++calls <= 2 ? Promise.reject(new Error("mail server said 451")) : real(m, d)),
       };
     });
     await backdate(companyId, r.reminder_id);
@@ -603,7 +603,10 @@ describe("firing and delivery", () => {
         );
       }
       const email = instance.transports.email;
-      instance.transports = { ...instance.transports, email: (message) => (emails++, email(message)) };
+      instance.transports = {
+        ...instance.transports,
+        email: (message, delivery) => (emails++, email(message, delivery)),
+      };
     });
     const armings = await recordArmings(companyId);
     const clock = freezeClock();

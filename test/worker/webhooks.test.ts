@@ -1014,6 +1014,7 @@ describe("the webhook event catalogue", () => {
         "WebhookItemEvent",
         "WebhookItemActionEvent",
         "WebhookReminderSentEvent",
+        "WebhookReminderBouncedEvent",
         "WebhookTaskEvent",
         "WebhookFileUploadedEvent",
         "WebhookContactUnsubscribedEvent",

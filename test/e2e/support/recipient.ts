@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT } from "../../../scripts/lib/local.ts";
-import { signClaims, type LinkClaims } from "../../../src/lib/link-token.ts";
+import { signClaims, type LinkClaims, type LinkKey } from "../../../src/lib/link-token.ts";
 import { callApi, sleep } from "./service.ts";
 
 export interface SentEmail {
@@ -75,8 +75,8 @@ export function comingMinute(): { date: string; hour: string } {
   return { date: at.slice(0, 10), hour: at.slice(11, 16) };
 }
 
-/** A token for `claims`, signed with the first key of LINK_SIGNING_KEYS in the repository's .dev.vars. */
-export async function mintToken(claims: LinkClaims): Promise<string> {
+/** The first key of LINK_SIGNING_KEYS in the repository's .dev.vars (the one the Worker signs with). */
+export async function linkSigningKey(): Promise<LinkKey> {
   const line = readFileSync(join(ROOT, ".dev.vars"), "utf8")
     .split(/\r?\n/)
     .find((l) => /^\s*LINK_SIGNING_KEYS\s*=/.test(l));
@@ -87,14 +87,14 @@ export async function mintToken(claims: LinkClaims): Promise<string> {
     .replace(/^"|"$/g, "");
   const first = value.split(/[\s,]+/)[0]!;
   const secret = first.slice(first.indexOf(":") + 1);
-  const key = await crypto.subtle.importKey(
-    "raw",
-    new TextEncoder().encode(secret),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  return signClaims(key, claims);
+  return crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [
+    "sign",
+  ]);
+}
+
+/** A token for `claims`, signed with the first key of LINK_SIGNING_KEYS in the repository's .dev.vars. */
+export async function mintToken(claims: LinkClaims): Promise<string> {
+  return signClaims(await linkSigningKey(), claims);
 }
 
 /** Median of numbers. */

@@ -572,7 +572,7 @@ export interface components {
             channel: string;
             contact_id: number | null;
             /** @enum {string} */
-            state: "pending" | "sent" | "failed" | "no_recipient" | "skipped" | "suppressed";
+            state: "pending" | "sent" | "failed" | "no_recipient" | "skipped" | "bounced" | "complained" | "suppressed";
             attempts: number;
             recipient: string | null;
             last_error: string | null;
@@ -904,6 +904,39 @@ export interface components {
             due_at: string;
             sent_at: string;
         };
+        ProblemDeliveryPage: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["ProblemDelivery"][];
+            meta: {
+                limit: number;
+                next_cursor: string | null;
+            };
+        };
+        ProblemDelivery: {
+            reminder_id: number;
+            /** @enum {string} */
+            channel: "email" | "sms";
+            /** @enum {string} */
+            state: "bounced" | "complained" | "suppressed" | "failed";
+            item: {
+                item_id: number;
+                title: string | null;
+            };
+            contact: {
+                contact_id: number;
+                name: string | null;
+                address: string | null;
+            };
+            reason: string | null;
+            bounce: {
+                /** @enum {string} */
+                kind: "hard" | "soft" | "complaint";
+                status: string;
+            } | null;
+            attempts: number;
+            at: string;
+        };
         TaskList: {
             /** @enum {boolean} */
             success: true;
@@ -1071,8 +1104,8 @@ export interface components {
             example: components["schemas"]["WebhookPayload"];
         };
         /** @enum {string} */
-        WebhookEventType: "reminder.sent" | "item.expired" | "item.created" | "item.updated" | "item.renewed" | "item.status_changed" | "item.archived" | "item.restored" | "item.deleted" | "item.acknowledged" | "item.unacknowledged" | "item.snoozed" | "item.unsnoozed" | "task.created" | "task.updated" | "task.deleted" | "file.uploaded" | "contact.unsubscribed" | "webhook.test";
-        WebhookPayload: components["schemas"]["WebhookItemEvent"] | components["schemas"]["WebhookItemActionEvent"] | components["schemas"]["WebhookReminderSentEvent"] | components["schemas"]["WebhookTaskEvent"] | components["schemas"]["WebhookFileUploadedEvent"] | components["schemas"]["WebhookContactUnsubscribedEvent"] | components["schemas"]["WebhookTestEvent"];
+        WebhookEventType: "reminder.sent" | "reminder.bounced" | "item.expired" | "item.created" | "item.updated" | "item.renewed" | "item.status_changed" | "item.archived" | "item.restored" | "item.deleted" | "item.acknowledged" | "item.unacknowledged" | "item.snoozed" | "item.unsnoozed" | "task.created" | "task.updated" | "task.deleted" | "file.uploaded" | "contact.unsubscribed" | "webhook.test";
+        WebhookPayload: components["schemas"]["WebhookItemEvent"] | components["schemas"]["WebhookItemActionEvent"] | components["schemas"]["WebhookReminderSentEvent"] | components["schemas"]["WebhookReminderBouncedEvent"] | components["schemas"]["WebhookTaskEvent"] | components["schemas"]["WebhookFileUploadedEvent"] | components["schemas"]["WebhookContactUnsubscribedEvent"] | components["schemas"]["WebhookTestEvent"];
         WebhookItemEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1148,6 +1181,48 @@ export interface components {
             unless_acknowledged: boolean;
             channels: string[];
             sent_at: string | null;
+        };
+        WebhookReminderBouncedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "reminder.bounced";
+            timestamp: string;
+            data: {
+                delivery: {
+                    reminder_id: number;
+                    /** @enum {string} */
+                    channel: "email";
+                    contact_id: number;
+                    /** @enum {string} */
+                    state: "bounced" | "complained";
+                };
+                item: {
+                    item_id: number;
+                    title: string;
+                    /** @enum {string} */
+                    item_type: "exp" | "due" | "apt" | "evt";
+                    document_type: string;
+                    document_type_id: number;
+                    deptid: number;
+                    expiry_date: string;
+                    /** @enum {string} */
+                    status: "pending" | "completed";
+                    folder_id: number;
+                    active: boolean;
+                } | null;
+                contact: {
+                    contact_id: number;
+                    email: string;
+                };
+                /** @enum {string} */
+                kind: "hard" | "soft" | "complaint";
+                status: string;
+                reason: string;
+                suppressed: boolean;
+                at: string;
+            };
         };
         WebhookTaskEvent: {
             /**
@@ -8435,6 +8510,81 @@ export interface operations {
             };
         };
     };
+    listProblemDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProblemDeliveryPage"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"] | components["schemas"]["ApiError"];
+                };
+            };
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+        };
+    };
     listTasks: {
         parameters: {
             query?: never;
@@ -11716,6 +11866,7 @@ export const operationRoutes = {
   updateItemReminder: { method: "PATCH", path: "/v1/items/{item_id}/reminders/{reminder_id}" },
   deleteItemReminder: { method: "DELETE", path: "/v1/items/{item_id}/reminders/{reminder_id}" },
   listTriggeredReminders: { method: "GET", path: "/v1/reminders/triggered" },
+  listProblemDeliveries: { method: "GET", path: "/v1/deliveries" },
   listTasks: { method: "GET", path: "/v1/tasks" },
   createTask: { method: "POST", path: "/v1/tasks" },
   getTask: { method: "GET", path: "/v1/tasks/{task_id}" },

@@ -43,7 +43,10 @@ export async function fireReminder(
   let original: CompanyClock["transports"] | undefined;
   await runInDurableObject(stub, (instance: CompanyClock, state) => {
     original = instance.transports;
-    instance.transports = { ...original, email: async (message) => (sent.push(message), original!.email(message)) };
+    instance.transports = {
+      ...original,
+      email: async (message, delivery) => (sent.push(message), original!.email(message, delivery)),
+    };
     state.storage.sql.exec(
       "UPDATE reminders SET due_at = ? WHERE reminder_id = ?",
       Date.now() - 1000,
