@@ -77,3 +77,13 @@ export function relativeDays(today: string, date: string, locale: string): strin
  * bidirectional algorithm. Left-to-right text gets it unchanged.
  */
 export const isolated = (text: string, dir: "ltr" | "rtl") => (dir === "rtl" ? `\u2066${text}\u2069` : text);
+
+const weekdayFormat = (locale: string) =>
+  cached(`weekday|${locale}`, () => new Intl.DateTimeFormat(locale, { weekday: "long", timeZone: "UTC" }));
+
+const WEEKDAY_INDEX = { monday: 0, tuesday: 1, wednesday: 2, thursday: 3, friday: 4, saturday: 5, sunday: 6 } as const;
+
+/** A weekday's name in `locale` ("Montag", "الاثنين"), by Intl: 2024-01-01 was a Monday. */
+export function weekdayName(weekday: keyof typeof WEEKDAY_INDEX, locale: string): string {
+  return weekdayFormat(locale).format(new Date(Date.UTC(2024, 0, 1 + WEEKDAY_INDEX[weekday])));
+}

@@ -209,14 +209,25 @@ describe("the sender and the one-click unsubscribe", () => {
         await tab.page.getByLabel("A weekly summary", { exact: true }).check();
         await tab.page.getByLabel("Day of the weekly summary").selectOption("friday");
         await tab.page.getByRole("button", { name: "Save preferences" }).click();
-        await tab.page.getByText("Your preferences are saved.").waitFor();
+        // The outcome, and every page after it, speaks the language just saved.
+        await tab.page.getByText("Ihre Einstellungen wurden gespeichert.").waitFor();
         await tab.page.screenshot({ path: join(SHOTS, "preferences-saved-390.png"), fullPage: true });
         const prefs = (await api("GET", `/v1/contacts/${ada.contactId}`)).body.data;
         expect(prefs).toMatchObject({ language: "de", digest: "weekly", digest_weekday: "friday" });
         await tab.page.goto(unsubscribeUrl!);
-        await tab.page.getByRole("button", { name: "Subscribe again" }).click();
-        await tab.page.getByText("You are subscribed again.").waitFor();
+        await tab.page.getByRole("button", { name: "Wieder anmelden" }).click();
+        await tab.page.getByText("Sie sind wieder angemeldet.").waitFor();
         expect((await api("GET", `/v1/contacts/${ada.contactId}`)).body.data.email_status).toBe("active");
+        // Arabic on a phone: right to left, nothing wider than the screen.
+        await tab.page.goto(`${unsubscribeUrl}/preferences`);
+        await tab.page.getByLabel("Sprache der E-Mails und Seiten").selectOption("ar");
+        await tab.page.getByRole("button", { name: "Einstellungen speichern" }).click();
+        await tab.page.getByText("تم حفظ تفضيلاتك.").waitFor();
+        expect(await tab.page.evaluate<string>("document.documentElement.dir")).toBe("rtl");
+        await tab.page.getByRole("button", { name: "حفظ التفضيلات" }).waitFor();
+        await tab.page.screenshot({ path: join(SHOTS, "preferences-ar-390.png"), fullPage: true });
+        expect(await tab.page.evaluate<number>("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
+        expect(tab.errors).toEqual([]);
       } finally {
         await tab.close();
       }

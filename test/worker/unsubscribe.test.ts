@@ -337,7 +337,9 @@ describe("the preferences page", () => {
       channels: "email",
     });
     expect(saved.status).toBe(200);
-    expect(outcomeOf(saved)).toEqual(["applied", "Your preferences are saved."]);
+    // The outcome speaks the language just saved (docs/languages.md).
+    expect(outcomeOf(saved)).toEqual(["applied", "Ihre Einstellungen wurden gespeichert."]);
+    expect(saved.html).toContain('<html lang="de">');
     expect(await contactOf(s)).toMatchObject({
       language: "de",
       digest: "weekly",

@@ -1,7 +1,11 @@
 // The unsubscribe page and the preferences page as HTML (docs/recipient-journey.md, "Unsubscribe
 // and preferences"), in the recipient pages' layout (../recipient-pages/html.ts: the same head,
 // style, headers and error pages). Plain forms that need no script. Pure: the routes decide which
-// page, with which status. Every word a person reads is in TEXT (English), one place to translate.
+// page, with which status. Every word a person reads comes from the message catalogue (src/i18n/,
+// keys `unsub.*` and `prefs.*`) in the contact's language (docs/languages.md); weekdays by Intl.
+import { isolated, weekdayName } from "../../i18n/format";
+import { type Speech, speechFor } from "../../i18n/language";
+import { type MessageKey, t } from "../../i18n/messages";
 import { escapeHtml as e } from "../../lib/html";
 import { DIGESTS, WEEKDAYS, type ContactChannel, type Digest, type Weekday } from "../../lib/contact-preferences";
 import { LANGUAGE_NAMES, LANGUAGES, primaryLanguage } from "../../lib/languages";
@@ -9,65 +13,11 @@ import { PREFERENCES_SUFFIX, UNSUBSCRIBE_PREFIX } from "../../lib/unsubscribe-li
 import type { SubscriptionOutcome, SubscriptionView } from "../../records/contact-subscription";
 import { pageDocument } from "../recipient-pages/html";
 
-export const TEXT = {
-  heading: (company: string) => `Reminder emails from ${company}`,
-  status: {
-    active: (email: string) => `Reminder emails are sent to ${email}.`,
-    unsubscribed: (email: string) => `You are unsubscribed: no reminder emails are sent to ${email}.`,
-    bounced: (email: string) =>
-      `Emails to ${email} bounced, so none are sent. If your address changed, tell the company.`,
-    complained: (email: string) => `You reported these emails as spam, so none are sent to ${email}.`,
-  },
-  since: (when: string) => `Since ${when} (UTC).`,
-  unsubscribeButton: "Unsubscribe",
-  unsubscribeHelp: "Stop all reminder emails from this company to this address.",
-  resubscribeButton: "Subscribe again",
-  resubscribeHelp: "Receive this company's reminder emails again.",
-  preferencesLink: "Manage your preferences",
-  backLink: "Back to your subscription",
-  done: {
-    unsubscribed: ["You are unsubscribed.", "No more reminder emails from this company will be sent to you."],
-    alreadyUnsubscribed: ["You were already unsubscribed.", "Nothing changed."],
-    resubscribed: ["You are subscribed again.", "Reminder emails from this company will reach you again."],
-    alreadyActive: ["You are already subscribed.", "Nothing changed."],
-    saved: ["Your preferences are saved.", ""],
-    readOnly: ["Not available just now.", "Nothing was changed: try again in a few minutes."],
-  } as Record<string, [string, string]>,
-  footer: (name: string, company: string) =>
-    `This page is for ${name || "you"}, from a reminder email of ${company}. Its link acts without signing in: do not share it.`,
-  preferences: {
-    title: "Your preferences",
-    language: "Language of emails and pages",
-    languageDefault: (name: string) => `The company's language (${name})`,
-    digest: "Summary email",
-    digestOptions: {
-      off: "No summary: one email per reminder",
-      daily: "A daily summary",
-      weekly: "A weekly summary",
-    } as Record<Digest, string>,
-    weekday: "Day of the weekly summary",
-    digestNote: "Summaries are not sent yet: your choice is kept for when they are.",
-    weekdays: {
-      monday: "Monday",
-      tuesday: "Tuesday",
-      wednesday: "Wednesday",
-      thursday: "Thursday",
-      friday: "Friday",
-      saturday: "Saturday",
-      sunday: "Sunday",
-    } as Record<Weekday, string>,
-    channels: "How reminders reach you",
-    channelNames: { email: "Email", sms: "Text message (SMS)" } as Record<ContactChannel, string>,
-    noChannels: "This service delivers no channel you can choose here.",
-    save: "Save preferences",
-  },
-  problems: {
-    channels: "Choose at least one way to receive reminders (or unsubscribe instead).",
-    language: "Choose a language from the list.",
-    digest: "Choose one of the summary options.",
-    weekday: "Choose the day of the weekly summary.",
-  },
-} as const;
+/** A preferences field a posted form can get wrong (its message: `prefs.problem.<field>`). */
+export type ProblemField = "channels" | "language" | "digest" | "weekday";
+
+/** The language of a contact's pages: the contact's, else the company's, else English (as the item's page). */
+export const subscriptionSpeech = (view: SubscriptionView): Speech => speechFor(view.language, view.companyLanguage);
 
 /** The path the unsubscribe forms post to, and the preferences page's. */
 export const unsubscribePath = (token: string) => `${UNSUBSCRIBE_PREFIX}${token}`;
@@ -78,13 +28,32 @@ export type Notice =
   | { kind: "unsubscribe" | "resubscribe"; outcome: SubscriptionOutcome }
   | { kind: "saved" }
   | { kind: "readOnly" }
-  | { kind: "problem"; field: keyof typeof TEXT.problems };
+  | { kind: "problem"; field: ProblemField };
 
-function noticeHtml(notice: Notice | undefined): string {
+/** Each outcome's title key; its detail, where it has one, is `<key>.detail` (else "Nothing changed."). */
+const DONE_KEYS = {
+  unsubscribed: "unsub.done.unsubscribed",
+  alreadyUnsubscribed: "unsub.done.already_unsubscribed",
+  resubscribed: "unsub.done.resubscribed",
+  alreadyActive: "unsub.done.already_active",
+  saved: "unsub.done.saved",
+  readOnly: "unsub.done.read_only",
+} as const;
+
+const DONE_DETAILS: Partial<Record<keyof typeof DONE_KEYS, MessageKey>> = {
+  unsubscribed: "unsub.done.unsubscribed.detail",
+  alreadyUnsubscribed: "page.nothing_changed.detail",
+  resubscribed: "unsub.done.resubscribed.detail",
+  alreadyActive: "page.nothing_changed.detail",
+  readOnly: "unsub.done.read_only.detail",
+};
+
+function noticeHtml(notice: Notice | undefined, speech: Speech): string {
   if (!notice) return "";
+  const lang = speech.language;
   if (notice.kind === "problem")
-    return `<div class="outcome error" role="alert"><strong>${e(TEXT.problems[notice.field])}</strong></div>`;
-  let key: string;
+    return `<div class="outcome error" role="alert"><strong>${e(t(lang, `prefs.problem.${notice.field}`))}</strong></div>`;
+  let key: keyof typeof DONE_KEYS;
   let tone = "applied";
   if (notice.kind === "saved") key = "saved";
   else if (notice.kind === "readOnly") {
@@ -102,47 +71,53 @@ function noticeHtml(notice: Notice | undefined): string {
           : "alreadyActive";
     tone = applied ? "applied" : "unchanged";
   }
-  const [title, detail] = TEXT.done[key]!;
+  const title = t(lang, DONE_KEYS[key]);
+  const detailKey = DONE_DETAILS[key];
+  const detail = detailKey ? t(lang, detailKey) : "";
   return `<div class="outcome ${tone}" role="status"><strong>${e(title)}</strong>${e(detail)}</div>`;
 }
 
 const header = (view: SubscriptionView) => `<header>${e(view.companyName)}</header>`;
-const footer = (view: SubscriptionView) => `<footer>${e(TEXT.footer(view.contactName, view.companyName))}</footer>`;
+const footer = (view: SubscriptionView, speech: Speech) =>
+  `<footer>${e(t(speech.language, "unsub.footer", { name: view.contactName || t(speech.language, "page.you"), company: view.companyName }))}</footer>`;
 
 /** The status a contact reads: the sentence and, once it changed, since when. */
-function statusHtml(view: SubscriptionView): string {
-  const since = view.emailStatusChangedAt
-    ? ` ${TEXT.since(view.emailStatusChangedAt.slice(0, 16).replace("T", " "))}`
-    : "";
-  return `<p>${e(TEXT.status[view.emailStatus](view.email))}${e(since)}</p>`;
+function statusHtml(view: SubscriptionView, speech: Speech): string {
+  const lang = speech.language;
+  const when = view.emailStatusChangedAt?.slice(0, 16).replace("T", " ");
+  const since = when ? ` ${t(lang, "unsub.since", { when: isolated(when, speech.dir) })}` : "";
+  return `<p>${e(t(lang, `unsub.status.${view.emailStatus}`, { email: isolated(view.email, speech.dir) }))}${e(since)}</p>`;
 }
 
 /** GET /u/{token} and the answer of its POSTs: the status, the button that changes it, the preferences link. */
 export function subscriptionPage(view: SubscriptionView, token: string, notice?: Notice): string {
+  const speech = subscriptionSpeech(view);
+  const lang = speech.language;
+  const heading = t(lang, "unsub.heading", { company: view.companyName });
   const path = unsubscribePath(token);
   const forms: string[] = [];
   if (view.emailStatus !== "unsubscribed") {
     forms.push(`<form method="post" action="${e(path)}">
-<p>${e(TEXT.unsubscribeHelp)}</p>
+<p>${e(t(lang, "unsub.unsubscribe.help"))}</p>
 <input type="hidden" name="action" value="unsubscribe">
-<button type="submit">${e(TEXT.unsubscribeButton)}</button>
+<button type="submit">${e(t(lang, "unsub.unsubscribe"))}</button>
 </form>`);
   }
   if (view.emailStatus === "unsubscribed" || view.emailStatus === "complained") {
     forms.push(`<form method="post" action="${e(path)}">
-<p>${e(TEXT.resubscribeHelp)}</p>
+<p>${e(t(lang, "unsub.resubscribe.help"))}</p>
 <input type="hidden" name="action" value="resubscribe">
-<button type="submit"${view.emailStatus === "unsubscribed" ? "" : ' class="secondary"'}>${e(TEXT.resubscribeButton)}</button>
+<button type="submit"${view.emailStatus === "unsubscribed" ? "" : ' class="secondary"'}>${e(t(lang, "unsub.resubscribe"))}</button>
 </form>`);
   }
   const body = `${header(view)}
-<h1>${e(TEXT.heading(view.companyName))}</h1>
-${noticeHtml(notice)}
-${statusHtml(view)}
+<h1>${e(heading)}</h1>
+${noticeHtml(notice, speech)}
+${statusHtml(view, speech)}
 ${notice?.kind === "readOnly" ? "" : forms.join("\n")}
-<p><a href="${e(preferencesPath(token))}">${e(TEXT.preferencesLink)}</a></p>
-${footer(view)}`;
-  return pageDocument(TEXT.heading(view.companyName), body);
+<p><a href="${e(preferencesPath(token))}">${e(t(lang, "unsub.preferences_link"))}</a></p>
+${footer(view, speech)}`;
+  return pageDocument(heading, body, speech.tag, speech.dir);
 }
 
 /** The values the preferences form shows: the stored ones, or those just posted with a problem. */
@@ -164,12 +139,13 @@ export function preferencesPage(
   form: PreferencesForm,
   notice?: Notice,
 ): string {
-  const P = TEXT.preferences;
+  const speech = subscriptionSpeech(view);
+  const lang = speech.language;
   const companyLanguage = primaryLanguage(view.companyLanguage) ?? "en";
   // A stored regional tag (pt-BR) is an option of its own, so saving the form keeps it.
   const extra = form.language && !(LANGUAGES as readonly string[]).includes(form.language) ? [form.language] : [];
   const languageOptions = [
-    `<option value=""${selected(form.language === null)}>${e(P.languageDefault(LANGUAGE_NAMES[companyLanguage]))}</option>`,
+    `<option value=""${selected(form.language === null)}>${e(t(lang, "prefs.language.company", { name: LANGUAGE_NAMES[companyLanguage] }))}</option>`,
     ...[...LANGUAGES, ...extra].map((tag) => {
       const name = LANGUAGE_NAMES[primaryLanguage(tag) ?? "en"];
       const label = extra.includes(tag) ? `${name} (${tag})` : name;
@@ -178,45 +154,46 @@ export function preferencesPage(
   ];
   const digests = DIGESTS.map(
     (d) =>
-      `<label class="choice"><input type="radio" name="digest" value="${d}"${checked(form.digest === d)}> ${e(P.digestOptions[d])}</label>`,
+      `<label class="choice"><input type="radio" name="digest" value="${d}"${checked(form.digest === d)}> ${e(t(lang, `prefs.digest.${d}`))}</label>`,
   );
   const weekdays = WEEKDAYS.map(
-    (w) => `<option value="${w}"${selected((form.digestWeekday ?? "monday") === w)}>${e(P.weekdays[w])}</option>`,
+    (w) =>
+      `<option value="${w}"${selected((form.digestWeekday ?? "monday") === w)}>${e(weekdayName(w, speech.locale))}</option>`,
   );
   const channels =
     available.length === 0
-      ? `<p>${e(P.noChannels)}</p>`
+      ? `<p>${e(t(lang, "prefs.no_channels"))}</p>`
       : available
           .map(
             (c) =>
-              `<label class="choice"><input type="checkbox" name="channels" value="${c}"${checked(form.channels === null || form.channels.includes(c))}> ${e(P.channelNames[c])}</label>`,
+              `<label class="choice"><input type="checkbox" name="channels" value="${c}"${checked(form.channels === null || form.channels.includes(c))}> ${e(t(lang, `prefs.channel.${c}`))}</label>`,
           )
           .join("\n");
   const body = `${header(view)}
-<h1>${e(P.title)}</h1>
-${noticeHtml(notice)}
-${statusHtml(view)}
+<h1>${e(t(lang, "prefs.title"))}</h1>
+${noticeHtml(notice, speech)}
+${statusHtml(view, speech)}
 <form method="post" action="${e(preferencesPath(token))}">
-<label>${e(P.language)}
+<label>${e(t(lang, "prefs.language"))}
 <select name="language">
 ${languageOptions.join("\n")}
 </select></label>
 <fieldset>
-<legend>${e(P.digest)}</legend>
+<legend>${e(t(lang, "prefs.digest"))}</legend>
 ${digests.join("\n")}
-<label>${e(P.weekday)}
+<label>${e(t(lang, "prefs.weekday"))}
 <select name="digest_weekday">
 ${weekdays.join("\n")}
 </select></label>
-<p>${e(P.digestNote)}</p>
+<p>${e(t(lang, "prefs.digest_note"))}</p>
 </fieldset>
 <fieldset>
-<legend>${e(P.channels)}</legend>
+<legend>${e(t(lang, "prefs.channels"))}</legend>
 ${channels}
 </fieldset>
-<button type="submit">${e(P.save)}</button>
+<button type="submit">${e(t(lang, "prefs.save"))}</button>
 </form>
-<p><a href="${e(unsubscribePath(token))}">${e(TEXT.backLink)}</a></p>
-${footer(view)}`;
-  return pageDocument(`${P.title} · ${view.companyName}`, body);
+<p><a href="${e(unsubscribePath(token))}">${e(t(lang, "unsub.back_link"))}</a></p>
+${footer(view, speech)}`;
+  return pageDocument(`${t(lang, "prefs.title")} · ${view.companyName}`, body, speech.tag, speech.dir);
 }

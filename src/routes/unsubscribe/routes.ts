@@ -35,7 +35,7 @@ import {
   type SubscriptionView,
 } from "../../records/contact-subscription";
 import { INVALID_LINK_PAGE, pageHeaders } from "../recipient-pages/html";
-import { preferencesPage, subscriptionPage, type TEXT, type Notice, type PreferencesForm } from "./html";
+import { preferencesPage, subscriptionPage, type Notice, type ProblemField, type PreferencesForm } from "./html";
 
 export const UNSUBSCRIBE_OPERATION = {
   page: "getUnsubscribePage",
@@ -159,7 +159,7 @@ unsubscribeRouter.get(preferencesPathPattern, named(UNSUBSCRIBE_OPERATION.prefer
 function readPreferences(
   form: URLSearchParams,
   available: ContactChannel[],
-): { input: PreferencesInput } | { problem: keyof typeof TEXT.problems; shown: PreferencesForm } {
+): { input: PreferencesInput } | { problem: ProblemField; shown: PreferencesForm } {
   const languageText = (form.get("language") ?? "").trim();
   const language = languageText === "" ? null : supportedLanguageTag(languageText);
   const digest = (DIGESTS as readonly string[]).includes(form.get("digest") ?? "")
