@@ -1,8 +1,8 @@
 // The bounce address of an outgoing reminder email (docs/bounces.md): `bounces+<token>@<domain>`,
 // VERP-style, where the token names one delivery (company, reminder, recipient contact) and is
 // signed with LINK_SIGNING_KEYS under a purpose of its own, so that a recipient-page token never
-// verifies here and a bounce token never opens a page. No imports, so Node code (e2e tests, the
-// benchmark) mints tokens the way the Worker does.
+// verifies here and a bounce token never opens a page. Imports only with their .ts extension, so
+// Node code (e2e tests, the benchmark) mints tokens the way the Worker does.
 //
 // Bytes: a version (1), company, reminder and contact as unsigned LEB128 varints, then the first
 // 10 bytes (80 bits) of the HMAC-SHA-256 tag over a domain label and those bytes (a forger can only
@@ -10,6 +10,7 @@
 // mail systems may lowercase a local part, and base32 keeps its meaning when they do. 42 characters
 // for ids below 2^35 (local part 50); at most 56 for any safe integers, so the local part
 // `bounces+<token>` stays within RFC 5321's 64 characters.
+import { MAX_VARINT_BYTES, readVarints, sameBytes, writeVarint } from "./varint.ts";
 
 export interface BounceClaims {
   companyId: number;
@@ -24,45 +25,22 @@ export const BOUNCE_LOCAL_PREFIX = "bounces";
 const VERSION = 1;
 const TAG_BYTES = 10;
 const FIELDS = 3;
-const MAX_VARINT_BYTES = 8;
 const MAX_TOKEN_BYTES = 1 + FIELDS * MAX_VARINT_BYTES + TAG_BYTES;
 export const MAX_BOUNCE_TOKEN_CHARS = Math.ceil((MAX_TOKEN_BYTES * 8) / 5);
 const ALPHABET = "abcdefghijklmnopqrstuvwxyz234567";
 const DOMAIN = new TextEncoder().encode("expiry-reminder bounce address\u0000");
 
-function writeVarint(out: number[], value: number): void {
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`bounce token: ${value} is not a non-negative id`);
-  let rest = value;
-  while (rest >= 0x80) {
-    out.push((rest % 0x80) | 0x80);
-    rest = Math.floor(rest / 0x80);
-  }
-  out.push(rest);
-}
-
 function encodeClaims(claims: BounceClaims): Uint8Array {
   const out = [VERSION];
-  for (const value of [claims.companyId, claims.reminderId, claims.contactId]) writeVarint(out, value);
+  for (const value of [claims.companyId, claims.reminderId, claims.contactId]) writeVarint(out, value, "bounce token");
   return Uint8Array.from(out);
 }
 
 function decodeClaims(bytes: Uint8Array): { claims: BounceClaims; length: number } | null {
   if (bytes[0] !== VERSION) return null;
-  const values: number[] = [];
-  let at = 1;
-  for (let field = 0; field < FIELDS; field++) {
-    let value = 0;
-    let scale = 1;
-    for (let n = 0; ; n++) {
-      if (n >= MAX_VARINT_BYTES || at >= bytes.length) return null;
-      const byte = bytes[at++]!;
-      value += (byte & 0x7f) * scale;
-      scale *= 0x80;
-      if (byte < 0x80) break;
-    }
-    if (!Number.isSafeInteger(value)) return null;
-    values.push(value);
-  }
+  const read = readVarints(bytes, 1, FIELDS);
+  if (!read) return null;
+  const { values, end: at } = read;
   const [companyId, reminderId, contactId] = values as [number, number, number];
   return { claims: { companyId, reminderId, contactId }, length: at };
 }
@@ -111,12 +89,6 @@ async function tagOf(key: BounceKey, claims: Uint8Array): Promise<Uint8Array> {
   input.set(DOMAIN);
   input.set(claims, DOMAIN.length);
   return new Uint8Array(await crypto.subtle.sign("HMAC", key, input)).subarray(0, TAG_BYTES);
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  let diff = a.length ^ b.length;
-  for (let i = 0; i < a.length && i < b.length; i++) diff |= a[i]! ^ b[i]!;
-  return diff === 0;
 }
 
 /** The token of one delivery, signed with `key`. */

@@ -1,10 +1,11 @@
 // The token of a recipient link (src/lib/recipient-links.ts, docs/recipient-journey.md): its
-// claims, its HMAC-SHA-256 tag, and the check. No imports, so that Node code (the e2e tests, the
-// benchmark) mints tokens the way the Worker does, from the same module.
+// claims, its HMAC-SHA-256 tag, and the check. Imports only with their .ts extension, so that Node
+// code (the e2e tests, the benchmark) mints tokens the way the Worker does, from the same module.
 //
 // Bytes: a version (1), then company, item, contact, epoch and the last day (days since
 // 1970-01-01) as unsigned LEB128 varints, then the 32-byte tag over a domain label and those bytes;
 // the whole as unpadded base64url (54 characters for small ids).
+import { MAX_VARINT_BYTES, readVarints, sameBytes, writeVarint } from "./varint.ts";
 
 /** What a token says. `expiresOn`: the last day (UTC, YYYY-MM-DD) it works. */
 export interface LinkClaims {
@@ -33,7 +34,6 @@ const VERSION = 1;
 const TAG_BYTES = 32;
 const CLAIM_FIELDS = 5;
 /** A safe integer takes at most 8 bytes of 7 bits. */
-const MAX_VARINT_BYTES = 8;
 const MAX_TOKEN_BYTES = 1 + CLAIM_FIELDS * MAX_VARINT_BYTES + TAG_BYTES;
 /** The longest token text: base64url of the longest token. */
 export const MAX_TOKEN_CHARS = Math.ceil((MAX_TOKEN_BYTES * 4) / 3);
@@ -54,44 +54,22 @@ const NO_CLAIMS: LinkClaims = { companyId: 0, itemId: 0, contactId: 0, epoch: 0,
 const dayNumber = (date: string) => Math.round(Date.parse(`${date}T00:00:00Z`) / DAY_MS);
 const dayText = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
 
-function writeVarint(out: number[], value: number): void {
-  if (!Number.isSafeInteger(value) || value < 0)
-    throw new Error(`recipient link: ${value} is not a non-negative safe integer`);
-  let rest = value;
-  while (rest >= 0x80) {
-    out.push((rest % 0x80) | 0x80);
-    rest = Math.floor(rest / 0x80);
-  }
-  out.push(rest);
-}
-
 function encodeClaims(claims: LinkClaims): Uint8Array {
   const day = dayNumber(claims.expiresOn);
   if (!/^\d{4}-\d\d-\d\d$/.test(claims.expiresOn) || !Number.isSafeInteger(day))
     throw new Error(`recipient link: ${claims.expiresOn} is not a date`);
   const out = [VERSION];
-  for (const value of [claims.companyId, claims.itemId, claims.contactId, claims.epoch, day]) writeVarint(out, value);
+  for (const value of [claims.companyId, claims.itemId, claims.contactId, claims.epoch, day])
+    writeVarint(out, value, "recipient link");
   return Uint8Array.from(out);
 }
 
 /** The claims at the start of `bytes` and where they end; null when they are not well formed. */
 function decodeClaims(bytes: Uint8Array): { claims: LinkClaims; length: number } | null {
   if (bytes[0] !== VERSION) return null;
-  const values: number[] = [];
-  let at = 1;
-  for (let field = 0; field < CLAIM_FIELDS; field++) {
-    let value = 0;
-    let scale = 1;
-    for (let n = 0; ; n++) {
-      if (n >= MAX_VARINT_BYTES || at >= bytes.length) return null;
-      const byte = bytes[at++]!;
-      value += (byte & 0x7f) * scale;
-      scale *= 0x80;
-      if (byte < 0x80) break;
-    }
-    if (!Number.isSafeInteger(value)) return null;
-    values.push(value);
-  }
+  const read = readVarints(bytes, 1, CLAIM_FIELDS);
+  if (!read) return null;
+  const { values, end: at } = read;
   const [companyId, itemId, contactId, epoch, day] = values as [number, number, number, number, number];
   if (day > dayNumber("9999-12-31")) return null;
   return { claims: { companyId, itemId, contactId, epoch, expiresOn: dayText(day) }, length: at };
@@ -119,13 +97,6 @@ async function tagOf(key: LinkKey, claims: Uint8Array, purpose: TokenPurpose): P
   input.set(domain);
   input.set(claims, domain.length);
   return new Uint8Array(await crypto.subtle.sign("HMAC", key, input));
-}
-
-/** Equal without an early exit. */
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  let diff = a.length ^ b.length;
-  for (let i = 0; i < a.length && i < b.length; i++) diff |= a[i]! ^ b[i]!;
-  return diff === 0;
 }
 
 /** The token of `claims` for `purpose`, signed with `key` (an HMAC-SHA-256 key). */
