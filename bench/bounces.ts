@@ -26,8 +26,6 @@ import { loadavg } from "node:os";
 import { dirname } from "node:path";
 import {
   expect,
-  httpClient,
-  measurer,
   median,
   multiRowInserts,
   pct,
@@ -35,11 +33,11 @@ import {
   printColumns,
   sleep,
   startBenchServer,
-  tempServerScope,
   wranglerVersion,
   type RouteResult,
   type RouteSpec,
   type SuiteOptions,
+  benchSet,
 } from "./kit.ts";
 import { executeSql } from "../scripts/lib/local.ts";
 import { signBounceToken } from "../src/lib/bounce-token.ts";
@@ -97,19 +95,7 @@ async function postDsn(base: string, dsn: Dsn): Promise<{ status: number; ms: nu
 }
 
 export async function runBouncesBench(options: BouncesBenchOptions): Promise<number> {
-  const started = Date.now();
-  const base = `http://127.0.0.1:${options.port}`;
-  const log = (message: string) =>
-    console.log(`[bench:bounces +${((Date.now() - started) / 1000).toFixed(0)}s] ${message}`);
-  const { postJson, getJson, fetchToken } = httpClient(base);
-  const { measure } = measurer({
-    base,
-    connections: options.connections,
-    duration: options.duration,
-    warmup: options.warmup,
-    log,
-  });
-  const scope = tempServerScope("expiry-bench-bounces-", log);
+  const { started, base, log, measure, scope, postJson, getJson, fetchToken } = benchSet("bounces", options);
   let child: ChildProcess | undefined;
   const errors: string[] = [];
   try {

@@ -21,8 +21,6 @@ import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import {
   expect,
-  httpClient,
-  measurer,
   median,
   multiRowInserts,
   prepareBenchState,
@@ -30,10 +28,10 @@ import {
   prng,
   sqlText,
   stopServer,
-  tempServerScope,
   type RouteResult,
   type RouteSpec,
   startBenchServer,
+  benchSet,
 } from "./kit.ts";
 import { ROOT, executeSql, startDev } from "../scripts/lib/local.ts";
 import { searchWords } from "../src/lib/search.ts";
@@ -191,20 +189,8 @@ async function alternately(round: number, a: () => Promise<void>, b: () => Promi
 // ---------------------------------------------------------------------------------------------
 
 export async function runDriveBench(options: DriveBenchOptions): Promise<number> {
-  const started = Date.now();
-  const base = `http://127.0.0.1:${options.port}`;
+  const { started, base, log, measure, scope, getJson, postJson, fetchToken } = benchSet("drive", options);
   const bareBase = `http://127.0.0.1:${options.port + 10}`;
-  const log = (message: string) =>
-    console.log(`[bench:drive +${((Date.now() - started) / 1000).toFixed(0)}s] ${message}`);
-  const { getJson, postJson, fetchToken } = httpClient(base);
-  const { measure } = measurer({
-    base,
-    connections: options.connections,
-    duration: options.duration,
-    warmup: options.warmup,
-    log,
-  });
-  const scope = tempServerScope("expiry-bench-drive-", log);
   const bareDir = mkdtempSync(join(tmpdir(), "expiry-bench-bare-r2-"));
   let api: ChildProcess | undefined;
   let bare: ChildProcess | undefined;

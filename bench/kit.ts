@@ -488,3 +488,23 @@ export interface SuiteOptions {
   rounds: number;
   json?: string;
 }
+
+/**
+ * What every set starts with: its base URL on `options.port`, a log line prefixed with the set's
+ * name and the seconds since it began, the HTTP helpers, `measure` (autocannon with the set's
+ * connections, duration and warm-up) and the scope of its throw-away server.
+ */
+export function benchSet(name: string, options: Pick<SuiteOptions, "port" | "connections" | "duration" | "warmup">) {
+  const started = Date.now();
+  const base = `http://127.0.0.1:${options.port}`;
+  const log = (message: string) =>
+    console.log(`[bench:${name} +${((Date.now() - started) / 1000).toFixed(0)}s] ${message}`);
+  const { measure } = measurer({
+    base,
+    connections: options.connections,
+    duration: options.duration,
+    warmup: options.warmup,
+    log,
+  });
+  return { started, base, log, measure, ...httpClient(base), scope: tempServerScope(`expiry-bench-${name}-`, log) };
+}

@@ -21,8 +21,6 @@ import { loadavg } from "node:os";
 import { dirname } from "node:path";
 import {
   expect,
-  httpClient,
-  measurer,
   sleep,
   median,
   multiRowInserts,
@@ -30,12 +28,12 @@ import {
   prepareBenchState,
   printColumns,
   sqlText,
-  tempServerScope,
   wranglerVersion,
   type RouteResult,
   type RouteSpec,
   type SuiteOptions,
   startBenchServer,
+  benchSet,
 } from "./kit.ts";
 import { executeSql } from "../scripts/lib/local.ts";
 import { signClaims } from "../src/lib/link-token.ts";
@@ -90,19 +88,7 @@ async function pagePaths(): Promise<string[]> {
 }
 
 export async function runPagesBench(options: PagesBenchOptions): Promise<number> {
-  const started = Date.now();
-  const base = `http://127.0.0.1:${options.port}`;
-  const log = (message: string) =>
-    console.log(`[bench:pages +${((Date.now() - started) / 1000).toFixed(0)}s] ${message}`);
-  const { postJson, getJson, fetchToken } = httpClient(base);
-  const { measure } = measurer({
-    base,
-    connections: options.connections,
-    duration: options.duration,
-    warmup: options.warmup,
-    log,
-  });
-  const scope = tempServerScope("expiry-bench-pages-", log);
+  const { started, base, log, measure, scope, postJson, getJson, fetchToken } = benchSet("pages", options);
   let child: ChildProcess | undefined;
   const errors: string[] = [];
   try {

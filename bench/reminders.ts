@@ -38,9 +38,7 @@ import {
   autocannon,
   cpuSample,
   expect,
-  httpClient,
   median,
-  measurer,
   multiRowInserts,
   otherCpuShare,
   pct,
@@ -48,13 +46,13 @@ import {
   prng,
   requestHeaders,
   sqlText,
-  tempServerScope,
   wranglerVersion,
   type CpuSample,
   type RouteResult,
   type RouteSpec,
   type SuiteOptions,
   sleep,
+  benchSet,
 } from "./kit.ts";
 import { applyMigrations, ensureDevVars, executeSql, queryRows, seedLocal, startDev } from "../scripts/lib/local.ts";
 
@@ -294,20 +292,8 @@ interface ReminderView {
 }
 
 export async function runReminderBench(options: ReminderBenchOptions): Promise<number> {
-  const started = Date.now();
-  const base = `http://127.0.0.1:${options.port}`;
-  const { getJson, postJson, fetchToken } = httpClient(base);
-  const log = (message: string) =>
-    console.log(`[bench:reminders +${seconds(Date.now() - started).toFixed(0)}s] ${message}`);
-  const { measure } = measurer({
-    base,
-    connections: options.connections,
-    duration: options.duration,
-    warmup: options.warmup,
-    log,
-  });
+  const { started, base, log, measure, scope, getJson, postJson, fetchToken } = benchSet("reminders", options);
   const gate = new LoadGate();
-  const scope = tempServerScope("expiry-bench-reminders-", log);
   const { persistTo } = scope;
   const target = { persistTo };
   let child: ChildProcess | undefined;

@@ -15,14 +15,12 @@ import { loadavg } from "node:os";
 import { Webhook } from "standardwebhooks";
 import {
   cpuSample,
-  httpClient,
-  measurer,
   printColumns,
   prepareBenchState,
-  tempServerScope,
   type RouteResult,
   type RouteSpec,
   startBenchServer,
+  benchSet,
 } from "./kit.ts";
 
 export interface WebhookBenchOptions {
@@ -49,19 +47,7 @@ function readBody(req: IncomingMessage): Promise<string> {
 }
 
 export async function runWebhookBench(options: WebhookBenchOptions): Promise<number> {
-  const started = Date.now();
-  const base = `http://127.0.0.1:${options.port}`;
-  const log = (message: string) =>
-    console.log(`[bench:webhooks +${((Date.now() - started) / 1000).toFixed(0)}s] ${message}`);
-  const { getJson, postJson, fetchToken } = httpClient(base);
-  const { measure } = measurer({
-    base,
-    connections: options.connections,
-    duration: options.duration,
-    warmup: options.warmup,
-    log,
-  });
-  const scope = tempServerScope("expiry-bench-webhooks-", log);
+  const { started, log, measure, scope, getJson, postJson, fetchToken } = benchSet("webhooks", options);
   let child: ChildProcess | undefined;
   const received: Received[] = [];
   let secret = "";
