@@ -148,3 +148,16 @@ export function searchPageEnvelope<T extends z.ZodType>(item: T, name: string) {
     })
     .openapi(name);
 }
+
+/** `limit` (1 to `max`, default 50) and `cursor` (`meta.next_cursor`) of a list read in keyset pages. */
+export function keysetPageQuery(max: number) {
+  return {
+    limit: integerString(`limit must be an integer from 1 to ${max}`, 1, max)
+      .default(50)
+      .openapi({ param: { name: "limit", in: "query" }, example: 50, default: 50 }),
+    cursor: cleanText("cursor")
+      .max(100, { error: "cursor is invalid" })
+      .optional()
+      .openapi({ param: { name: "cursor", in: "query" }, description: "`meta.next_cursor` of the previous page" }),
+  };
+}

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { VIAS } from "../lib/actors";
-import { cleanText, integerString, nullableEnum } from "../lib/schemas";
+import { cleanText, integerString, keysetPageQuery, nullableEnum } from "../lib/schemas";
 
 /** What the log keeps (docs/audit-log.md, "Retention"): the cron job deletes older entries. */
 export const RETENTION_DAYS = 365;
@@ -96,13 +96,7 @@ export const ListAuditQuery = z.object({
     description: "Entries before this instant",
     example: "2026-12-01T00:00:00Z",
   }),
-  limit: integerString(`limit must be an integer from 1 to ${MAX_PAGE}`, 1, MAX_PAGE)
-    .default(50)
-    .openapi({ param: { name: "limit", in: "query" }, example: 50, default: 50 }),
-  cursor: cleanText("cursor")
-    .max(100, { error: "cursor is invalid" })
-    .optional()
-    .openapi({ param: { name: "cursor", in: "query" }, description: "`meta.next_cursor` of the previous page" }),
+  ...keysetPageQuery(MAX_PAGE),
 });
 
 // Any JSON value per field, null included: `additionalProperties: true` (zod's `unknown` would publish

@@ -1,7 +1,7 @@
 // GET /v1/deliveries: the company's problem deliveries (docs/bounces.md).
 import { z } from "@hono/zod-openapi";
 import { PROBLEM_STATES } from "../company-clock/store";
-import { cleanText, integerString } from "../lib/schemas";
+import { keysetPageQuery } from "../lib/schemas";
 import { instant } from "./audit-log";
 
 export const MAX_DELIVERY_PAGE = 100;
@@ -19,13 +19,7 @@ export const ListDeliveriesQuery = z.object({
     description: "Deliveries whose state changed at or after this instant (a date: its UTC midnight)",
     example: "2026-11-01T00:00:00Z",
   }),
-  limit: integerString(`limit must be an integer from 1 to ${MAX_DELIVERY_PAGE}`, 1, MAX_DELIVERY_PAGE)
-    .default(50)
-    .openapi({ param: { name: "limit", in: "query" }, example: 50, default: 50 }),
-  cursor: cleanText("cursor")
-    .max(100, { error: "cursor is invalid" })
-    .optional()
-    .openapi({ param: { name: "cursor", in: "query" }, description: "`meta.next_cursor` of the previous page" }),
+  ...keysetPageQuery(MAX_DELIVERY_PAGE),
 });
 export type ListDeliveriesInput = z.infer<typeof ListDeliveriesQuery>;
 

@@ -14,20 +14,13 @@ import type { AppBindings } from "../../env";
 import { syncReminders } from "../../company-clock/handoff/worker";
 import type { AuditActor } from "../../db/commit";
 import { database } from "../../db/client";
-import { shardOfCompany } from "../../db/directory";
-import { openRequestSession, primarySession } from "../../db/session";
-import { isShard } from "../../db/shards";
+import { primarySession } from "../../db/session";
 import { noteOnLog } from "../../lib/request-context";
+import { type OpenedPage, openTokenPage } from "./open-token";
 import { redactSecrets } from "../../lib/secret-paths";
 import { ApiError } from "../../lib/errors";
 import { createRouter, named } from "../../lib/openapi";
-import {
-  isRecipientAction,
-  RECIPIENT_PREFIX,
-  verifyLinkToken,
-  type LinkClaims,
-  type RecipientAction,
-} from "../../lib/recipient-links";
+import { isRecipientAction, RECIPIENT_PREFIX, verifyLinkToken, type RecipientAction } from "../../lib/recipient-links";
 import { isCalendarDate, parseDate, todayIn } from "../../lib/time";
 import { t } from "../../i18n/messages";
 import { UNSUBSCRIBE_PREFIX } from "../../lib/unsubscribe-links";
@@ -58,34 +51,9 @@ export const recipientPagesRouter = createRouter();
 export const isRecipientPath = (path: string) =>
   path.startsWith(RECIPIENT_PREFIX) || path.startsWith(UNSUBSCRIBE_PREFIX);
 
-interface Opened {
-  token: string;
-  claims: LinkClaims;
-  view: RecipientView;
-  session: ReturnType<typeof openRequestSession>;
-}
+type Opened = OpenedPage<RecipientView>;
 
-/**
- * The token's claims and the page's data, or null for a link that does not work (malformed,
- * forged, signed by a dropped key, expired; its item, company or contact deleted). Whatever the
- * token, the same work: its signature checked against every key, then the page's one statement run
- * with the ids it names (ids 0 when it names none) on its company's shard (shard 0 when unknown).
- */
-async function open(c: Context<AppBindings>, write: boolean): Promise<Opened | null> {
-  const token = c.req.param("token") ?? "";
-  const { state, claims } = await verifyLinkToken(
-    c.env.LINK_SIGNING_KEYS,
-    token,
-    new Date().toISOString().slice(0, 10),
-  );
-  const shard = await shardOfCompany(c.env, claims.companyId);
-  const session = openRequestSession(c.env, isShard(c.env, shard) ? shard : 0, { write, bookmark: null });
-  // Every page reads the primary: a recipient who just acted sees what was done (no X-D1-Bookmark for browsers).
-  const view = await readRecipientView(session.d1, claims);
-  if (session.stats) noteOnLog(c, { d1_queries: session.stats.queries, d1_rows_read: session.stats.rowsRead });
-  if (state !== "valid" || !view) return null;
-  return { token, claims, view, session };
-}
+const open = (c: Context<AppBindings>, write: boolean) => openTokenPage(c, write, verifyLinkToken, readRecipientView);
 
 async function send(
   c: Context<AppBindings>,

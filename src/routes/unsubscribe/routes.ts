@@ -16,13 +16,10 @@ import { availableChannels } from "../../company-clock/channels";
 import { nudgeWebhooks } from "../../company-clock/handoff/worker";
 import type { AuditActor } from "../../db/commit";
 import { database } from "../../db/client";
-import { shardOfCompany } from "../../db/directory";
-import { openRequestSession, primarySession } from "../../db/session";
-import { isShard } from "../../db/shards";
+import { primarySession } from "../../db/session";
 import type { AppBindings } from "../../env";
 import { CONTACT_CHANNELS, DIGESTS, WEEKDAYS, type ContactChannel } from "../../lib/contact-preferences";
 import { supportedLanguageTag } from "../../lib/languages";
-import type { LinkClaims } from "../../lib/link-token";
 import { createRouter, named } from "../../lib/openapi";
 import { noteOnLog } from "../../lib/request-context";
 import { PREFERENCES_SUFFIX, UNSUBSCRIBE_PREFIX, verifyUnsubscribeToken } from "../../lib/unsubscribe-links";
@@ -35,6 +32,7 @@ import {
   type SubscriptionView,
 } from "../../records/contact-subscription";
 import { INVALID_LINK_PAGE, pageHeaders } from "../recipient-pages/html";
+import { type OpenedPage, openTokenPage } from "../recipient-pages/open-token";
 import { preferencesPage, subscriptionPage, type Notice, type ProblemField, type PreferencesForm } from "./html";
 
 export const UNSUBSCRIBE_OPERATION = {
@@ -46,32 +44,10 @@ export const UNSUBSCRIBE_OPERATION = {
 
 export const unsubscribeRouter = createRouter();
 
-interface Opened {
-  token: string;
-  claims: LinkClaims;
-  view: SubscriptionView;
-  session: ReturnType<typeof openRequestSession>;
-}
+type Opened = OpenedPage<SubscriptionView>;
 
-/**
- * The token's contact, or null for a link that does not work (malformed, forged, of another
- * purpose, expired; its contact or company deleted, or its address changed). The same work
- * whatever the token: the signature checked against every key, then one statement on the company's
- * shard (shard 0 when unknown).
- */
-async function open(c: Context<AppBindings>, write: boolean): Promise<Opened | null> {
-  const token = c.req.param("token") ?? "";
-  const { state, claims } = await verifyUnsubscribeToken(
-    c.env.LINK_SIGNING_KEYS,
-    token,
-    new Date().toISOString().slice(0, 10),
-  );
-  const shard = await shardOfCompany(c.env, claims.companyId);
-  const session = openRequestSession(c.env, isShard(c.env, shard) ? shard : 0, { write, bookmark: null });
-  const view = await readSubscriptionView(session.d1, claims);
-  if (state !== "valid" || !view) return null;
-  return { token, claims, view, session };
-}
+const open = (c: Context<AppBindings>, write: boolean) =>
+  openTokenPage(c, write, verifyUnsubscribeToken, readSubscriptionView);
 
 async function send(c: Context<AppBindings>, status: 200 | 400 | 404 | 422 | 503, html: string) {
   return c.html(html, status, {
