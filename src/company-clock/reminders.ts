@@ -141,6 +141,8 @@ function applySnapshot(
       }
       if (mirror?.gone) continue;
       const snooze = { until: item.snoozedUntil, contactId: item.snoozeContactId };
+      // Neither completed nor archived, acknowledged or snoozed: nothing of it is to be held.
+      const unheld = !item.held && !item.acknowledged && item.snoozedUntil === null;
       if (!mirror) {
         // New to the object: nothing of it is stored here yet, so its reminders (sequence,
         // item.expired, snooze) go in together, without the deletes a change needs.
@@ -148,7 +150,7 @@ function applySnapshot(
         const expiry = expiryReminder(item.itemId, item.expiry, zone, now);
         const snoozed = snoozeReminder(item.itemId, snooze, zone, channels, now);
         const stored = insertReminders(sql, [...rows, ...(expiry ? [expiry] : []), ...(snoozed ? [snoozed] : [])]);
-        if (!item.held && !item.acknowledged && item.snoozedUntil === null)
+        if (unheld)
           fresh.set(
             item.itemId,
             currentOf(
@@ -194,7 +196,7 @@ function applySnapshot(
       );
       // Completed or archived, acknowledged, snoozed: its waiting reminders held or queued accordingly
       // (a new item that is none of these has nothing to hold).
-      if (mirror || item.held || item.acknowledged || item.snoozedUntil !== null) reconcile(sql, item.itemId, now);
+      if (mirror || !unheld) reconcile(sql, item.itemId, now);
       applied.push({ itemId: item.itemId, version: item.version, gone: false });
     }
   });
