@@ -61,12 +61,12 @@ export const NOTES_MAX = 500;
 const TEMPLATE_TEXT_MAX = 2000;
 const TITLE_IN_SUBJECT_MAX = 100;
 const TITLE_MAX = 300;
-const NAME_MAX = 100;
+export const NAME_MAX = 100;
 const DOCUMENT_TYPE_MAX = 60;
-const TEXT_WIDTH = 78;
+export const TEXT_WIDTH = 78;
 
 /** The email's links, in order: the page first, then each action the item's type offers. */
-function linkRows(links: RecipientLinks, itemType: ReminderItemType, speech: Speech): Array<[string, string]> {
+export function linkRows(links: RecipientLinks, itemType: ReminderItemType, speech: Speech): Array<[string, string]> {
   const label = (key: MessageKey) => t(speech.language, key);
   return [
     [label("email.link.open"), links.page],
@@ -119,7 +119,7 @@ function cleanNotes(notes: string | null | undefined, max = NOTES_MAX): string {
  * Word-wraps one paragraph to `width` (long words stay whole). The first line starts with
  * `prefix`, continuation lines with `indent`.
  */
-function wrap(paragraph: string, width = TEXT_WIDTH, prefix = "", indent = ""): string {
+export function wrap(paragraph: string, width = TEXT_WIDTH, prefix = "", indent = ""): string {
   const lines: string[] = [];
   let line = prefix;
   let empty = true;
