@@ -14,13 +14,14 @@ import type { DateFormat } from "../lib/time";
 import type { Speech } from "../i18n/language";
 import { type MessageKey, type MessageParams, t } from "../i18n/messages";
 import {
+  DOCUMENT_TYPE_MAX,
   type ItemWording,
   itemWording,
-  linkRows,
   NAME_MAX,
   type ReminderItemType,
   type ReminderMessage,
   SUBJECT_MAX,
+  TITLE_MAX,
   singleLine,
   TEXT_WIDTH,
   truncate,
@@ -66,6 +67,17 @@ export interface DigestMessageInput {
 
 type Group = "overdue" | "soon" | "later";
 const GROUPS: readonly Group[] = ["overdue", "soon", "later"];
+/**
+ * Each entry's links, with the reminder email's labels: its page, then the three actions every kind
+ * offers. Renewing (expirations) is one click further, on the page: it asks for the new date anyway,
+ * and 200 entries' fifth link would add some 20 KB to the HTML.
+ */
+const LINKS = [
+  ["email.link.open", "page"],
+  ["email.link.acknowledge", "acknowledge"],
+  ["email.link.complete", "complete"],
+  ["email.link.snooze", "snooze"],
+] as const satisfies ReadonlyArray<readonly [MessageKey, keyof RecipientLinks]>;
 
 interface Line {
   wording: ItemWording;
@@ -97,13 +109,14 @@ export function digestMessage(input: DigestMessageInput): ReminderMessage {
   const name = firstName ? truncate(`${firstName} ${clean(input.recipientLastName, NAME_MAX)}`.trim(), NAME_MAX) : "";
 
   const shown = input.entries.slice(0, DIGEST_MAX_ITEMS);
+  const linkLabels = LINKS.map(([key]) => say(key));
   const groups = new Map<Group, Line[]>(GROUPS.map((group) => [group, []]));
   for (const entry of shown) {
     const wording = itemWording(
       {
-        itemTitle: clean(entry.title, 300),
+        itemTitle: clean(entry.title, TITLE_MAX),
         itemType: entry.itemType,
-        documentType: clean(entry.documentType, 60),
+        documentType: clean(entry.documentType, DOCUMENT_TYPE_MAX),
         expiryDate: entry.expiryDate,
         today: input.today,
         dateFormat: input.dateFormat,
@@ -112,9 +125,11 @@ export function digestMessage(input: DigestMessageInput): ReminderMessage {
       },
       speech,
     );
-    const links = entry.links
-      ? linkRows(entry.links, entry.itemType, speech).filter((row): row is [string, string] => httpUrl(row[1]) !== null)
-      : [];
+    const links: Array<[string, string]> = [];
+    for (const [i, [, action]] of LINKS.entries()) {
+      const url = httpUrl(entry.links?.[action]);
+      if (url) links.push([linkLabels[i]!, url]);
+    }
     groups.get(groupOf(wording.days))!.push({ wording, links });
   }
   const total = Math.max(input.total ?? 0, input.entries.length);
@@ -178,7 +193,6 @@ export function digestMessage(input: DigestMessageInput): ReminderMessage {
     return e(marked).replace(/\u0000(\d+)\u0000/g, (_, i: string) => html[names[Number(i)]!]!);
   };
   const align = rtl ? "right" : "left";
-  const linkGap = rtl ? "margin-left:16px;" : "margin-right:16px;";
   const htmlEntry = ({ wording, links }: Line, group: Group) =>
     [
       '<div style="padding:10px 0;border-top:1px solid #e4e7eb;">',
@@ -193,9 +207,10 @@ export function digestMessage(input: DigestMessageInput): ReminderMessage {
       `<div style="color:${group === "overdue" ? "#b42318" : "#52606d"};">${e(say("digest.entry.due", { due: wording.due, date: wording.date }))}</div>`,
       ...(links.length > 0
         ? [
-            `<div style="margin-top:4px;">${links
-              .map(([label, url]) => `<a href="${e(url)}" style="color:#1f5fbf;${linkGap}">${e(label)}</a>`)
-              .join(" ")}</div>`,
+            // Grey separators between the links, which wrap between links on a phone.
+            `<div style="margin-top:4px;color:#9aa5b1;">${links
+              .map(([label, url]) => `<a href="${e(url)}" style="color:#1f5fbf;">${e(label)}</a>`)
+              .join(" · ")}</div>`,
           ]
         : []),
       "</div>",

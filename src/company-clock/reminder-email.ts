@@ -60,13 +60,13 @@ export const NOTES_MAX = 500;
 /** Longest intro or footer of a template, after its placeholders are filled. */
 const TEMPLATE_TEXT_MAX = 2000;
 const TITLE_IN_SUBJECT_MAX = 100;
-const TITLE_MAX = 300;
+export const TITLE_MAX = 300;
 export const NAME_MAX = 100;
-const DOCUMENT_TYPE_MAX = 60;
+export const DOCUMENT_TYPE_MAX = 60;
 export const TEXT_WIDTH = 78;
 
 /** The email's links, in order: the page first, then each action the item's type offers. */
-export function linkRows(links: RecipientLinks, itemType: ReminderItemType, speech: Speech): Array<[string, string]> {
+function linkRows(links: RecipientLinks, itemType: ReminderItemType, speech: Speech): Array<[string, string]> {
   const label = (key: MessageKey) => t(speech.language, key);
   return [
     [label("email.link.open"), links.page],
