@@ -207,9 +207,11 @@ export function digestMessage(input: DigestMessageInput): ReminderMessage {
       `<div style="color:${group === "overdue" ? "#b42318" : "#52606d"};">${e(say("digest.entry.due", { due: wording.due, date: wording.date }))}</div>`,
       ...(links.length > 0
         ? [
-            // Grey separators between the links, which wrap between links on a phone.
+            // Grey separators between the links; a phone wraps between links, never inside a label.
             `<div style="margin-top:4px;color:#9aa5b1;">${links
-              .map(([label, url]) => `<a href="${e(url)}" style="color:#1f5fbf;">${e(label)}</a>`)
+              .map(
+                ([label, url]) => `<a href="${e(url)}" style="color:#1f5fbf;">${e(label).replace(/ /g, "&nbsp;")}</a>`,
+              )
               .join(" · ")}</div>`,
           ]
         : []),
