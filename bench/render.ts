@@ -143,9 +143,8 @@ console.log("language  ms CPU per digest (rounds)        bytes (text)  bytes (ht
 for (const language of LANGUAGES) {
   const values = digestSamples.get(language)!;
   const size = digestBytes.get(language)!;
+  const cpu = `${median(values).toFixed(2).padStart(6)} (${values.map((v) => v.toFixed(2)).join(" ")})`;
   console.log(
-    `${language.padEnd(9)} ${median(values).toFixed(2).padStart(6)} (${values.map((v) => v.toFixed(2)).join(" ")})`.padEnd(
-      42,
-    ) + `${String(size.text).padStart(12)}  ${String(size.html).padStart(12)}`,
+    `${language.padEnd(9)} ${cpu.padEnd(32)}${String(size.text).padStart(12)}  ${String(size.html).padStart(12)}`,
   );
 }

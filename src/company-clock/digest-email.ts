@@ -210,7 +210,7 @@ export function digestMessage(input: DigestMessageInput): ReminderMessage {
             // Grey separators between the links; a phone wraps between links, never inside a label.
             `<div style="margin-top:4px;color:#9aa5b1;">${links
               .map(
-                ([label, url]) => `<a href="${e(url)}" style="color:#1f5fbf;">${e(label).replace(/ /g, "&nbsp;")}</a>`,
+                ([label, url]) => `<a href="${e(url)}" style="color:#1f5fbf;">${e(label).replace(/ /g, "\u00a0")}</a>`,
               )
               .join(" · ")}</div>`,
           ]

@@ -115,7 +115,7 @@ describe("digestMessage: English", () => {
     expect(m.html).toContain('<span dir="auto">Passport</span> &quot;<span dir="auto">Anna Smith</span>&quot;</div>');
     expect(m.html).toContain(">expired 3 days ago (24.11.2026)</div>");
     expect(m.html).toContain(
-      '<a href="https://api.test/r/token-1/acknowledge" style="color:#1f5fbf;">I&#39;m&nbsp;on&nbsp;it</a> · <a href="https://api.test/r/token-1/complete"',
+      '<a href="https://api.test/r/token-1/acknowledge" style="color:#1f5fbf;">I&#39;m\u00a0on\u00a0it</a> · <a href="https://api.test/r/token-1/complete"',
     );
     // The four links of every kind: renewing is on the item's page.
     expect(m.text).not.toContain("/renew");
@@ -214,10 +214,10 @@ describe("digestMessage: Arabic", () => {
       "(\u206824 نوفمبر 2026\u2069)",
     );
     // A link's label does not break inside on a phone.
-    expect(m.html).toContain(">تأجيل&nbsp;التذكيرات</a>");
+    expect(m.html).toContain(">تأجيل\u00a0التذكيرات</a>");
     expect(m.text).toContain("* \u2068Passport\u2069 «\u2068Anna Smith\u2069»");
     expect(m.text).toContain("\nمتأخرة (1)\n");
-    expect(m.html).toContain(">فتح&nbsp;العنصر</a>");
+    expect(m.html).toContain(">فتح\u00a0العنصر</a>");
   });
 });
 
