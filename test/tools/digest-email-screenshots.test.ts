@@ -1,9 +1,10 @@
 // The digest email's HTML part (src/company-clock/digest-email.ts) in headless Chromium, as a
 // recipient's mail client would show it: English on an 800 px desktop, Arabic on a 390 px phone.
 // Nothing is loaded from anywhere (every request is refused and counted), the Arabic one reads right
-// to left, and neither scrolls sideways. No service is started: the renderer is pure, so this
-// takes a few seconds. The screenshots are kept for a person to look at: E2E_SCREENSHOTS, else a
-// temporary directory (docs/languages.md, "Digests").
+// to left, and neither scrolls sideways. No service: the renderer is pure, so this takes a few
+// seconds, and it is a tools test (src/ typechecks here, not under the e2e files' Node resolution).
+// The screenshots are kept for a person to look at: E2E_SCREENSHOTS, else a temporary directory
+// (docs/languages.md, "Digests").
 import { mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +12,7 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DigestEntry, digestMessage } from "../../src/company-clock/digest-email";
 import { speechFor } from "../../src/i18n/language";
-import { launchChromium, originPage } from "./support/browser.ts";
+import { launchChromium, originPage } from "../e2e/support/browser.ts";
 
 const SHOTS = process.env.E2E_SCREENSHOTS || join(tmpdir(), "expiry-e2e-digest-shots");
 /** An origin nothing is served from: the page may load nothing at all. */
