@@ -15,6 +15,7 @@ import type { Speech } from "../i18n/language";
 import { type MessageKey, type MessageParams, t } from "../i18n/messages";
 import {
   DOCUMENT_TYPE_MAX,
+  htmlEmailHead,
   type ItemWording,
   itemWording,
   NAME_MAX,
@@ -219,13 +220,7 @@ export function digestMessage(input: DigestMessageInput): ReminderMessage {
     ].join("");
   const small = "margin:16px 0 0;font-size:12px;color:#52606d;";
   const html = [
-    "<!doctype html>",
-    `<html lang="${e(speech.tag)}" dir="${speech.dir}">`,
-    "<head>",
-    '<meta charset="utf-8">',
-    '<meta name="viewport" content="width=device-width, initial-scale=1">',
-    `<title>${e(subject)}</title>`,
-    "</head>",
+    ...htmlEmailHead(speech, subject),
     `<body dir="${speech.dir}" style="margin:0;padding:16px 8px;background:#f4f5f7;font-family:Arial,Helvetica,sans-serif;font-size:14px;line-height:1.5;color:#1f2933;text-align:${align};">`,
     `<div dir="${speech.dir}" style="max-width:600px;margin:0 auto;padding:20px 16px;background:#ffffff;border:1px solid #dde1e6;border-radius:6px;text-align:${align};">`,
     `<p style="margin:0 0 12px;">${name ? htmlSay("email.greeting.named", {}, { name: `<span dir="auto">${e(name)}</span>` }) : e(greeting)}</p>`,

@@ -212,6 +212,19 @@ function templateText(text: string | null | undefined, values: TemplateValues): 
   return cleanNotes(filled, TEMPLATE_TEXT_MAX) || null;
 }
 
+/** An HTML email's opening lines up to its body: doctype, `<html>` with the language and direction, the head. */
+export function htmlEmailHead(speech: Speech, title: string): string[] {
+  return [
+    "<!doctype html>",
+    `<html lang="${escapeHtml(speech.tag)}" dir="${speech.dir}">`,
+    "<head>",
+    '<meta charset="utf-8">',
+    '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    `<title>${escapeHtml(title)}</title>`,
+    "</head>",
+  ];
+}
+
 /** The reminder email for one item. */
 export function reminderMessage(input: ReminderMessageInput): ReminderMessage {
   const speech = input.speech ?? speechFor(null);
@@ -285,13 +298,7 @@ export function reminderMessage(input: ReminderMessageInput): ReminderMessage {
   const htmlParagraphs = (text: string, style: string) =>
     text.split(/\n{2,}/).map((block) => `<p style="${style}">${block.split("\n").map(e).join("<br>")}</p>`);
   const html = [
-    "<!doctype html>",
-    `<html lang="${e(speech.tag)}" dir="${speech.dir}">`,
-    "<head>",
-    '<meta charset="utf-8">',
-    '<meta name="viewport" content="width=device-width, initial-scale=1">',
-    `<title>${e(subject)}</title>`,
-    "</head>",
+    ...htmlEmailHead(speech, subject),
     `<body dir="${speech.dir}" ` +
       `style="margin:0;padding:24px;background:#f4f5f7;font-family:Arial,Helvetica,sans-serif;font-size:14px;line-height:1.5;color:#1f2933;text-align:${align};">`,
     `<div dir="${speech.dir}" style="max-width:560px;margin:0 ` +
