@@ -8,9 +8,10 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
 import { fetchTransport, type WebhookTransport } from "../webhooks/delivery";
-import type { BounceReport, CompanyClockRpc, ProblemQuery, ReminderInput } from "./api";
+import type { BounceReport, CompanyClockRpc, DigestListQuery, ProblemQuery, ReminderInput } from "./api";
 import { problemDeliveries, recordBounce } from "./bounces";
 import { companyDb, settle, type ClockContext } from "./context";
+import { deliverDigests, listDigests, planDigests, refreshDigests } from "./digests";
 import { Bookkeeping, forgetInD1 } from "./handoff/bookkeeping";
 import type { Snapshots } from "./handoff/snapshots";
 import { addReminder, deleteReminder, feedAlarms, itemReminders, triggered, updateReminder } from "./item-reminders";
@@ -169,6 +170,16 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
     return problemDeliveries(this.clock(companyId).sql, query);
   }
 
+  // ---- digests (digests.ts) ----
+
+  async refreshDigests(companyId: number): Promise<void> {
+    await refreshDigests(this.clock(companyId));
+  }
+
+  digests(companyId: number, query: DigestListQuery) {
+    return listDigests(this.clock(companyId).sql, query);
+  }
+
   // ---- time ----
 
   async wake(companyId: number): Promise<void> {
@@ -214,6 +225,14 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
       logError("webhook events not taken", companyId, error);
     }
     more.push((await deliverDue(clock.storage, this.env, (await clock.db()).d1, companyId, this.transports)).more);
+    // Digests are planned after reminders were delivered (folded into them), then sent. A D1 outage
+    // postpones the plan by a minute (its own retry) and must not stop the rest.
+    try {
+      more.push(await planDigests(clock));
+    } catch (error) {
+      logError("digest plan not read (tried again in a minute)", companyId, error);
+    }
+    more.push((await deliverDigests(clock.storage, this.env, (await clock.db()).d1, companyId, this.transports)).more);
     more.push(
       (await deliverWebhooks(clock.storage, this.env, await clock.db(), companyId, this.webhookTransport)).more,
     );
