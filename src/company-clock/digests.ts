@@ -54,9 +54,10 @@ export const DIGEST_WINDOW_DAYS = 30;
 
 /** Contacts planned per D1 read (one transaction each). */
 const PLAN_PAGE = 2_000;
-/** Digests sent per alarm run; more ready re-arm the alarm at once. */
-export const DIGEST_BATCH = 250;
-const CONCURRENCY = 25;
+/** Digests sent per alarm run; more ready re-arm the alarm at once. A run holds the object (and locally the
+ * whole process) for its length: small runs let the company's other calls in between. */
+export const DIGEST_BATCH = 100;
+const CONCURRENCY = 20;
 const LEASE_MS = 60_000;
 /** A plan step that could not read D1 is tried again after this. */
 const PLAN_RETRY_MS = 60_000;
@@ -114,6 +115,10 @@ function schedule(sql: SqlStorage, settings: DigestSettings, now: number): void 
   setMeta(sql, NEXT_AT, String(nextDailyRun(now, settings.hour, settings.zone).at));
 }
 
+/** A page of the contacts due on a day: daily, or weekly on its weekday (contacts_company_digest_idx). */
+export const PLAN_PAGE_SQL = `SELECT id, digest FROM contacts INDEXED BY contacts_company_digest_idx WHERE company_id = ?1 AND digest <> 'off' AND id > ?2
+  AND (digest = 'daily' OR digest_weekday = ?3) ORDER BY id LIMIT ?4`;
+
 /** Re-reads the company's digest settings from D1 and schedules the next run (the Worker's call after a write that changes them). */
 export async function refreshDigests(clock: ClockContext): Promise<void> {
   const d1 = (await clock.db()).d1;
@@ -156,12 +161,7 @@ export async function planDigests(clock: ClockContext): Promise<boolean> {
   try {
     const d1 = (await clock.db()).d1;
     const [contacts, settingsResult] = await d1.batch([
-      d1
-        .prepare(
-          `SELECT id, digest FROM contacts WHERE company_id = ?1 AND digest <> 'off' AND id > ?2
-             AND (digest = 'daily' OR digest_weekday = ?3) ORDER BY id LIMIT ?4`,
-        )
-        .bind(clock.companyId, current.cursor, weekdayOf(current.date), PLAN_PAGE),
+      d1.prepare(PLAN_PAGE_SQL).bind(clock.companyId, current.cursor, weekdayOf(current.date), PLAN_PAGE),
       d1.prepare(SETTINGS_SQL).bind(clock.companyId),
     ]);
     page = contacts!.results as typeof page;
@@ -196,6 +196,14 @@ export async function planDigests(clock: ClockContext): Promise<boolean> {
 
 // ---- sending ----
 
+/** Ready digests, oldest first (digests_next). */
+export const LEASE_SQL =
+  "SELECT contact_id, period, date, attempts FROM digests WHERE state = 'pending' AND next_at <= ? ORDER BY next_at LIMIT ?";
+/** The reminders folded into the digests of a JSON list of contacts and not yet listed by one (deliveries_folded). */
+export const FOLDED_SQL = `SELECT d.contact_id, d.reminder_id, r.item_id FROM json_each(?) AS j
+  JOIN deliveries AS d INDEXED BY deliveries_folded ON d.contact_id = j.value AND d.state = 'digested' AND d.digest IS NULL
+  JOIN reminders AS r ON r.reminder_id = d.reminder_id`;
+
 type LeasedDigest = { contact_id: number; period: string; date: string; attempts: number };
 
 type DigestOutcome =
@@ -216,13 +224,7 @@ export async function deliverDigests(
   const now = Date.now();
   let leased: LeasedDigest[] = [];
   storage.transactionSync(() => {
-    leased = sql
-      .exec<LeasedDigest>(
-        "SELECT contact_id, period, date, attempts FROM digests WHERE state = 'pending' AND next_at <= ? ORDER BY next_at LIMIT ?",
-        now,
-        DIGEST_BATCH,
-      )
-      .toArray();
+    leased = sql.exec<LeasedDigest>(LEASE_SQL, now, DIGEST_BATCH).toArray();
     for (const d of leased)
       sql.exec(
         "UPDATE digests SET attempts = attempts + 1, next_at = ? WHERE contact_id = ? AND period = ?",
@@ -236,8 +238,7 @@ export async function deliverDigests(
   const folded = new Map<number, Array<{ reminderId: number; itemId: number }>>();
   for (const row of sql
     .exec<{ contact_id: number; reminder_id: number; item_id: number }>(
-      `SELECT d.contact_id, d.reminder_id, r.item_id FROM deliveries d JOIN reminders r ON r.reminder_id = d.reminder_id
-       WHERE d.state = 'digested' AND d.digest IS NULL AND d.contact_id IN (SELECT value FROM json_each(?))`,
+      FOLDED_SQL,
       JSON.stringify(leased.map((d) => d.contact_id)),
     )
     .toArray()) {
@@ -438,10 +439,11 @@ interface DigestFacts {
  * pending item whose reminder was folded into it; soonest first, the first DIGEST_MAX_ITEMS
  * with the count of all (items_company_contact_date_idx).
  */
-const DIGEST_ITEMS = `WITH t AS (SELECT value ->> 0 AS contact_id, value ->> 1 AS until FROM json_each(?2)),
+export const DIGEST_ITEMS = `WITH t AS (SELECT value ->> 0 AS contact_id, value ->> 1 AS until FROM json_each(?2)),
   f AS (SELECT value ->> 0 AS contact_id, value ->> 1 AS item_id FROM json_each(?3)),
   chosen AS (
-    SELECT t.contact_id, i.id FROM t JOIN items i ON i.company_id = ?1 AND i.contact_id = t.contact_id AND i.expiry_date <= t.until
+    SELECT t.contact_id, i.id FROM t JOIN items AS i INDEXED BY items_company_contact_date_idx
+      ON i.company_id = ?1 AND i.contact_id = t.contact_id AND i.expiry_date <= t.until
     UNION SELECT f.contact_id, f.item_id FROM f),
   listed AS (
     SELECT c.contact_id, i.id, i.title, i.item_type, i.expiry_date, i.schedule_epoch, d.name AS document_type,
@@ -527,10 +529,10 @@ async function digestFacts(
 
 // ---- GET /v1/digests ----
 
-/** The company's digests, newest day first (digests_recent), a keyset page. */
-export function listDigests(sql: SqlStorage, query: DigestListQuery): { rows: DigestRow[]; next: DigestCursor | null } {
+/** The statement of a page of the company's digests, newest day first (digests_recent), a keyset range. */
+export function digestPageQuery(query: DigestListQuery): { sql: string; params: SqlStorageValue[] } {
   const conditions: string[] = [];
-  const params: unknown[] = [];
+  const params: SqlStorageValue[] = [];
   if (query.contactId !== undefined) {
     conditions.push("contact_id = ?");
     params.push(query.contactId);
@@ -545,17 +547,21 @@ export function listDigests(sql: SqlStorage, query: DigestListQuery): { rows: Di
   }
   if (query.after) {
     const [date, contactId, period] = query.after;
-    conditions.push("(date < ? OR (date = ? AND (contact_id > ? OR (contact_id = ? AND period > ?))))");
-    params.push(date, date, contactId, contactId, period);
+    // `date <= ?` first: the page starts as a range of the index rather than a scan from its start.
+    conditions.push("date <= ? AND (date < ? OR (date = ? AND (contact_id > ? OR (contact_id = ? AND period > ?))))");
+    params.push(date, date, date, contactId, contactId, period);
   }
-  const rows = sql
-    .exec<DigestRow>(
-      `SELECT contact_id, period, date, state, attempts, items, recipient, message_id, last_error, created_at, changed_at
-       FROM digests ${conditions.length ? `WHERE ${conditions.join(" AND ")}` : ""} ORDER BY date DESC, contact_id, period LIMIT ?`,
-      ...params,
-      query.limit + 1,
-    )
-    .toArray();
+  return {
+    sql: `SELECT contact_id, period, date, state, attempts, items, recipient, message_id, last_error, created_at, changed_at
+      FROM digests ${conditions.length ? `WHERE ${conditions.join(" AND ")}` : ""} ORDER BY date DESC, contact_id, period LIMIT ?`,
+    params: [...params, query.limit + 1],
+  };
+}
+
+/** A page of the company's digests and the cursor of the next. */
+export function listDigests(sql: SqlStorage, query: DigestListQuery): { rows: DigestRow[]; next: DigestCursor | null } {
+  const statement = digestPageQuery(query);
+  const rows = sql.exec<DigestRow>(statement.sql, ...statement.params).toArray();
   const more = rows.length > query.limit;
   const page = rows.slice(0, query.limit);
   const last = page[page.length - 1];

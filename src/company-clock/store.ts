@@ -144,7 +144,7 @@ const MIGRATIONS: string[][] = [
       attempts INTEGER NOT NULL DEFAULT 0, next_at INTEGER, items INTEGER, recipient TEXT, message_id TEXT,
       last_error TEXT, created_at INTEGER NOT NULL, changed_at INTEGER NOT NULL, PRIMARY KEY (contact_id, period))`,
     `CREATE INDEX digests_next ON digests (state, next_at)`,
-    `CREATE INDEX digests_recent ON digests (date, contact_id)`,
+    `CREATE INDEX digests_recent ON digests (date DESC, contact_id, period)`,
     `ALTER TABLE deliveries ADD COLUMN digest TEXT`,
     `CREATE INDEX deliveries_folded ON deliveries (contact_id, reminder_id) WHERE state = 'digested' AND digest IS NULL`,
   ],
