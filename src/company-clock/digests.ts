@@ -437,13 +437,13 @@ interface DigestFacts {
  * The items each contact's digest lists: pending (not completed, not archived), the contact's own
  * (items.contact_id), due by the digest's day + DIGEST_WINDOW_DAYS (overdue ones too), and any
  * pending item whose reminder was folded into it; soonest first, the first DIGEST_MAX_ITEMS
- * with the count of all (items_company_contact_date_idx).
+ * with the count of all (items_contact_date_idx).
  */
 export const DIGEST_ITEMS = `WITH t AS (SELECT value ->> 0 AS contact_id, value ->> 1 AS until FROM json_each(?2)),
   f AS (SELECT value ->> 0 AS contact_id, value ->> 1 AS item_id FROM json_each(?3)),
   chosen AS (
-    SELECT t.contact_id, i.id FROM t JOIN items AS i INDEXED BY items_company_contact_date_idx
-      ON i.company_id = ?1 AND i.contact_id = t.contact_id AND i.expiry_date <= t.until
+    SELECT t.contact_id, i.id FROM t JOIN items AS i INDEXED BY items_contact_date_idx
+      ON i.contact_id = t.contact_id AND i.archived = 0 AND i.company_id = ?1 AND i.expiry_date <= t.until
     UNION SELECT f.contact_id, f.item_id FROM f),
   listed AS (
     SELECT c.contact_id, i.id, i.title, i.item_type, i.expiry_date, i.schedule_epoch, d.name AS document_type,
