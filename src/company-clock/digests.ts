@@ -21,6 +21,7 @@
 import type { Env } from "../env";
 import type { EmailStatus } from "../lib/contact-preferences";
 import { DEFAULT_DIGEST_HOUR } from "../records/companies";
+import { eachInPool } from "../lib/pool";
 import { recipientLinks } from "../lib/recipient-links";
 import {
   addDays,
@@ -271,7 +272,7 @@ export async function deliverDigests(
     }
     record(storage, d, folded, outcome);
   };
-  for (let i = 0; i < leased.length; i += CONCURRENCY) await Promise.all(leased.slice(i, i + CONCURRENCY).map(one));
+  await eachInPool(leased, CONCURRENCY, one);
   const ready = sql
     .exec<{ n: number }>("SELECT count(*) AS n FROM digests WHERE state = 'pending' AND next_at <= ?", Date.now())
     .one().n;

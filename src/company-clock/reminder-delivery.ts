@@ -6,6 +6,7 @@
 
 import type { Env } from "../env";
 import type { EmailStatus } from "../lib/contact-preferences";
+import { eachInPool } from "../lib/pool";
 import { recipientLinks } from "../lib/recipient-links";
 import { unsubscribeLinks } from "../lib/unsubscribe-links";
 import { DATE_FORMATS, DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, todayIn, type DateFormat } from "../lib/time";
@@ -275,7 +276,7 @@ async function send(
         ),
       );
     };
-    for (let i = 0; i < leased.length; i += CONCURRENCY) await Promise.all(leased.slice(i, i + CONCURRENCY).map(one));
+    await eachInPool(leased, CONCURRENCY, one);
   } catch (error) {
     for (const d of leased)
       outcomes.set(deliveryKey(d), {
