@@ -68,6 +68,11 @@ const NEXT_AT = DIGEST_NEXT_AT;
 const PLAN = DIGEST_PLAN;
 const HOUR = "digest_hour";
 const ZONE = "digest_zone";
+/** Set once the object has read the digest settings (contacts may have chosen a digest before it knew of digests). */
+const CHECKED = "digest_checked";
+
+/** Whether the object has ever scheduled digests from D1's settings. */
+export const digestsChecked = (sql: SqlStorage) => getMeta(sql, CHECKED) !== null;
 
 interface Plan {
   /** The local day the run is for. */
@@ -105,6 +110,7 @@ function settingsOf(row: { hour: unknown; zone: unknown; wanted: unknown } | nul
  * run is the next time the hour comes round in the zone.
  */
 function schedule(sql: SqlStorage, settings: DigestSettings, now: number): void {
+  setMeta(sql, CHECKED, "1");
   if (!settings.wanted) {
     sql.exec("DELETE FROM meta WHERE key = ?", NEXT_AT);
     return;

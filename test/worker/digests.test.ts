@@ -89,6 +89,15 @@ describe("when digests run", () => {
     expect(plain.digest).toBe("off");
   });
 
+  it("a clock that never read the digest settings reads them at its first call: preferences stored before digests were sent are honoured", async () => {
+    const { companyId, ownerToken: token } = await createAccount();
+    const contact = await createContact(token);
+    // As issue 34 stored it before digests were sent: no call told the clock.
+    await env.DB.prepare("UPDATE contacts SET digest = 'daily' WHERE id = ?").bind(contact.contact_id).run();
+    await createItem(token, { expiry_date: futureDate(3), seqid: 0, contact_id: contact.contact_id });
+    expect(Number(await metaOf(companyId, "digest_next_at"))).toBe(nextDailyRun(Date.now(), "08:00", "UTC").at);
+  });
+
   it("a run is due at the next time the hour comes round; a clock away for days makes the latest day's only", () => {
     const zone = "America/New_York";
     // 2026-03-08: the clocks go from 02:00 to 03:00.
