@@ -158,7 +158,7 @@ export const ar: Catalogue = {
   "prefs.digest.daily": "ملخّص يومي",
   "prefs.digest.weekly": "ملخّص أسبوعي",
   "prefs.weekday": "يوم الملخّص الأسبوعي",
-  "prefs.digest_note": "لا تُرسل الملخّصات بعد: سيُحفظ اختيارك إلى حين إرسالها.",
+  "prefs.digest_note": "يجمع الملخّص كل عناصرك المفتوحة في رسالة واحدة مع روابطها، بدلًا من رسالة لكل تذكير.",
   "prefs.channels": "كيف تصلك التذكيرات",
   "prefs.channel.email": "البريد الإلكتروني",
   "prefs.channel.sms": "رسالة نصية (SMS)",

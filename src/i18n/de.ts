@@ -166,7 +166,8 @@ export const de: Catalogue = {
   "prefs.digest.daily": "Eine tägliche Zusammenfassung",
   "prefs.digest.weekly": "Eine wöchentliche Zusammenfassung",
   "prefs.weekday": "Tag der wöchentlichen Zusammenfassung",
-  "prefs.digest_note": "Zusammenfassungen werden noch nicht versendet: Ihre Auswahl wird dafür gespeichert.",
+  "prefs.digest_note":
+    "Eine Zusammenfassung listet alle Ihre offenen Einträge mit ihren Links in einer E-Mail auf, statt einer E-Mail pro Erinnerung.",
   "prefs.channels": "Wie Sie Erinnerungen erhalten",
   "prefs.channel.email": "E-Mail",
   "prefs.channel.sms": "Textnachricht (SMS)",

@@ -167,7 +167,8 @@ export const en = {
   "prefs.digest.daily": "A daily summary",
   "prefs.digest.weekly": "A weekly summary",
   "prefs.weekday": "Day of the weekly summary",
-  "prefs.digest_note": "Summaries are not sent yet: your choice is kept for when they are.",
+  "prefs.digest_note":
+    "A summary lists all your open items in one email, with their links, instead of one email per reminder.",
   "prefs.channels": "How reminders reach you",
   "prefs.channel.email": "Email",
   "prefs.channel.sms": "Text message (SMS)",

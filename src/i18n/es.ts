@@ -164,7 +164,8 @@ export const es: Catalogue = {
   "prefs.digest.daily": "Un resumen diario",
   "prefs.digest.weekly": "Un resumen semanal",
   "prefs.weekday": "Día del resumen semanal",
-  "prefs.digest_note": "Los resúmenes aún no se envían: su elección se guarda para cuando se envíen.",
+  "prefs.digest_note":
+    "Un resumen reúne todos sus elementos pendientes en un solo correo, con sus enlaces, en lugar de un correo por recordatorio.",
   "prefs.channels": "Cómo le llegan los recordatorios",
   "prefs.channel.email": "Correo electrónico",
   "prefs.channel.sms": "Mensaje de texto (SMS)",

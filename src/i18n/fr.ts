@@ -167,7 +167,7 @@ export const fr: Catalogue = {
   "prefs.digest.weekly": "Un récapitulatif hebdomadaire",
   "prefs.weekday": "Jour du récapitulatif hebdomadaire",
   "prefs.digest_note":
-    "Les récapitulatifs ne sont pas encore envoyés : votre choix est conservé pour le moment où ils le seront.",
+    "Un récapitulatif regroupe tous vos éléments en cours dans un seul e-mail, avec leurs liens, au lieu d’un e-mail par rappel.",
   "prefs.channels": "Comment recevoir les rappels",
   "prefs.channel.email": "E-mail",
   "prefs.channel.sms": "SMS",

@@ -163,7 +163,8 @@ export const pt: Catalogue = {
   "prefs.digest.daily": "Um resumo diário",
   "prefs.digest.weekly": "Um resumo semanal",
   "prefs.weekday": "Dia do resumo semanal",
-  "prefs.digest_note": "Os resumos ainda não são enviados: a sua escolha fica guardada para quando forem.",
+  "prefs.digest_note":
+    "Um resumo reúne todos os seus itens pendentes num só e-mail, com as respetivas ligações, em vez de um e-mail por lembrete.",
   "prefs.channels": "Como recebe os lembretes",
   "prefs.channel.email": "E-mail",
   "prefs.channel.sms": "Mensagem de texto (SMS)",

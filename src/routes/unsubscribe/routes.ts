@@ -13,7 +13,7 @@
 // that does not work gets the same page, status and headers (../recipient-pages/).
 import type { Context } from "hono";
 import { availableChannels } from "../../company-clock/channels";
-import { nudgeWebhooks } from "../../company-clock/handoff/worker";
+import { nudgeWebhooks, refreshDigests } from "../../company-clock/handoff/worker";
 import type { AuditActor } from "../../db/commit";
 import { database } from "../../db/client";
 import { primarySession } from "../../db/session";
@@ -176,6 +176,8 @@ unsubscribeRouter.post(preferencesPathPattern, named(UNSUBSCRIBE_OPERATION.save)
     return send(c, 422, preferencesPage(opened.view, opened.token, available, read.shown, notice));
   }
   await setPreferences(contactDb(c, opened, UNSUBSCRIBE_OPERATION.save), opened.view, read.input);
+  if (read.input.digest !== opened.view.digest || read.input.digestWeekday !== opened.view.digestWeekday)
+    await refreshDigests(c.env, opened.claims.companyId);
   const now = (await readSubscriptionView(opened.session.d1, opened.claims)) ?? opened.view;
   return send(c, 200, preferencesPage(now, opened.token, available, storedForm(now), { kind: "saved" }));
 });
