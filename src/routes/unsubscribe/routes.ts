@@ -31,7 +31,7 @@ import {
   type PreferencesInput,
   type SubscriptionView,
 } from "../../records/contact-subscription";
-import { INVALID_LINK_PAGE, pageHeaders } from "../recipient-pages/html";
+import { browserSpeech, invalidLinkPage, pageHeaders } from "../recipient-pages/html";
 import { type OpenedPage, openTokenPage } from "../recipient-pages/open-token";
 import { preferencesPage, subscriptionPage, type Notice, type ProblemField, type PreferencesForm } from "./html";
 
@@ -56,7 +56,7 @@ async function send(c: Context<AppBindings>, status: 200 | 400 | 404 | 422 | 503
   });
 }
 
-const invalid = (c: Context<AppBindings>) => send(c, 404, INVALID_LINK_PAGE);
+const invalid = (c: Context<AppBindings>) => send(c, 404, invalidLinkPage(browserSpeech(c)));
 
 /** The posted form, whatever the Content-Type (a one-click POST may send none): url-encoded fields. */
 async function formOf(c: Context<AppBindings>): Promise<URLSearchParams> {
