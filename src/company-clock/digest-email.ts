@@ -33,6 +33,11 @@ import {
 export const DIGEST_MAX_ITEMS = 200;
 /** Items due within this many days (today included) form the second group; the catalogue's texts say 7 and 30. */
 const SOON_DAYS = 7;
+/**
+ * The digest's horizon. Items past it are there only because one of their reminders was folded into
+ * the digest (docs/reminders.md, "Digests"): they get a group of their own.
+ */
+const WINDOW_DAYS = 30;
 
 export interface DigestEntry {
   itemId: number;
@@ -66,8 +71,8 @@ export interface DigestMessageInput {
   preferencesUrl: string | null;
 }
 
-type Group = "overdue" | "soon" | "later";
-const GROUPS: readonly Group[] = ["overdue", "soon", "later"];
+type Group = "overdue" | "soon" | "later" | "beyond";
+const GROUPS: readonly Group[] = ["overdue", "soon", "later", "beyond"];
 /**
  * Each entry's links, with the reminder email's labels: its page, then the three actions every kind
  * offers. Renewing (expirations) is one click further, on the page: it asks for the new date anyway,
@@ -97,7 +102,8 @@ function clean(value: string | null | undefined, max: number): string {
 const httpUrl = (url: string | null | undefined): string | null =>
   url && /^https?:\/\/[^\s]+$/i.test(url) ? url : null;
 
-const groupOf = (days: number): Group => (days < 0 ? "overdue" : days <= SOON_DAYS ? "soon" : "later");
+const groupOf = (days: number): Group =>
+  days < 0 ? "overdue" : days <= SOON_DAYS ? "soon" : days <= WINDOW_DAYS ? "later" : "beyond";
 
 /** The digest email of one contact for one period. */
 export function digestMessage(input: DigestMessageInput): ReminderMessage {

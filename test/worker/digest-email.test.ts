@@ -134,14 +134,26 @@ describe("digestMessage: English", () => {
     expect(m.text).not.toContain("Overdue");
   });
 
-  it("groups by days from today: overdue below 0, the next 7 days 0 to 7, later from 8", () => {
+  it("groups by days from today: overdue below 0, the next 7 days 0 to 7, later 8 to 30, then beyond", () => {
     const at = (expiryDate: string) => entry({ expiryDate, links: null, title: expiryDate });
-    const m = digest({ entries: [at("2026-11-26"), at("2026-11-27"), at("2026-12-04"), at("2026-12-05")] });
+    const m = digest({
+      entries: [
+        at("2026-11-26"),
+        at("2026-11-27"),
+        at("2026-12-04"),
+        at("2026-12-05"),
+        at("2026-12-27"),
+        at("2026-12-28"),
+      ],
+    });
     const section = (heading: string) => m.text.split(heading)[1]!.split("\n\n\n")[0]!;
     expect(section("Overdue (1)")).toContain("2026-11-26");
     expect(section("In the next 7 days (2)")).toContain("2026-11-27");
     expect(section("In the next 7 days (2)")).toContain("2026-12-04");
-    expect(section("Later, within 30 days (1)")).toContain("2026-12-05");
+    expect(section("Later, within 30 days (2)")).toContain("2026-12-05");
+    expect(section("Later, within 30 days (2)")).toContain("2026-12-27");
+    // Past the horizon only when a folded reminder brought it in.
+    expect(section("More than 30 days ahead (1)")).toContain("2026-12-28");
   });
 
   it("the subject counts the engine's total and overdue when it passes only the first entries", () => {
