@@ -1,0 +1,86 @@
+// ntfy: a publish to the endpoint's topic URL (POST https://host/topic) with the message as the
+// plain-text body and the rest as headers: Title, Priority (from how near the date is), Tags,
+// Click (the item's page) and Actions (a JSON array of at most 3 view actions to the action pages).
+//
+// Why headers and not the JSON form: the JSON form must be posted to the server's root with the
+// topic in the body, while an endpoint is saved as its topic URL (the form ntfy's apps and docs
+// give). HTTP header values are ASCII, so a value with anything else (a title in Arabic, "Für")
+// is sent RFC 2047-encoded (=?UTF-8?B?…?=), which ntfy decodes. The body is cut to 4,096 bytes:
+// above ntfy's default message-size-limit a body becomes an attachment instead of a message. Pure.
+import { type ChannelContent, type ChannelPayload, clip, clipBytes, type Nearness, nearness } from "./reminder";
+
+export const NTFY_LIMITS = {
+  /** ntfy's default message-size-limit: a longer body is stored as an attachment. */
+  bodyBytes: 4096,
+  /** ntfy accepts at most 3 actions. */
+  actions: 3,
+  /** Our own bound for the title. */
+  title: 250,
+} as const;
+
+/** Priority by how near the date is: 5 urgent (today or passed), 4 high (1-3 days), 3 default (4-7), 2 low. */
+export const NTFY_PRIORITY: Record<Nearness, number> = { overdue: 5, today: 5, soon: 4, week: 3, later: 2 };
+/** Tags ntfy shows as emoji (its emoji short codes), by how near the date is. */
+const NTFY_TAG: Record<Nearness, string> = {
+  overdue: "rotating_light",
+  today: "rotating_light",
+  soon: "warning",
+  week: "hourglass_flowing_sand",
+  later: "date",
+};
+
+/** The actions that fit ntfy's three: the page is the notification's Click. */
+const ACTIONS = ["acknowledge", "complete", "snooze"];
+
+const ENCODED_WORD_BYTES = 45; // 60 base64 characters: each encoded word stays within RFC 2047's 75.
+
+/** `value` as an HTTP header value: itself when it is printable ASCII, else RFC 2047 B-encoded words. */
+export function headerValue(value: string): string {
+  if (/^[\x20-\x7e]*$/.test(value) && !value.includes("=?")) return value;
+  const encoder = new TextEncoder();
+  const words: string[] = [];
+  let chunk: number[] = [];
+  const flush = () => {
+    words.push(`=?UTF-8?B?${btoa(String.fromCharCode(...chunk))}?=`);
+    chunk = [];
+  };
+  for (const point of value) {
+    const bytes = encoder.encode(point);
+    if (chunk.length + bytes.length > ENCODED_WORD_BYTES) flush();
+    chunk.push(...bytes);
+  }
+  if (chunk.length > 0) flush();
+  // Whitespace between adjacent encoded words is not part of the text (RFC 2047 §6.2).
+  return words.join(" ");
+}
+
+export function ntfyMessage(c: ChannelContent): ChannelPayload {
+  const L = NTFY_LIMITS;
+  const near = nearness(c.days);
+  const lines = [
+    c.headline,
+    "",
+    ...c.rows.map(([label, value]) => `${label}: ${value}`),
+    "",
+    `${c.whatToDo} ${c.todo}`,
+    ...(c.linksNote ? ["", c.linksNote] : []),
+    "",
+    c.footer,
+    // The notes last: when the body is too long, they are what is cut.
+    ...(c.notes ? ["", c.notesLabel, c.notes] : []),
+  ];
+  const actions = c.links
+    .filter((link) => ACTIONS.includes(link.action))
+    .slice(0, L.actions)
+    .map((link) => ({ action: "view", label: link.label, url: link.url, clear: true }));
+  const page = c.links.find((link) => link.action === "page");
+  const headers: Record<string, string> = {
+    "content-type": "text/plain; charset=utf-8",
+    title: headerValue(clip(c.title, L.title)),
+    priority: String(NTFY_PRIORITY[near]),
+    tags: NTFY_TAG[near],
+  };
+  if (page) headers.click = page.url;
+  if (actions.length > 0) headers.actions = headerValue(JSON.stringify(actions));
+  return { headers, body: clipBytes(lines.join("\n"), L.bodyBytes) };
+}
