@@ -60,7 +60,9 @@ function decodeHeader(value: string): string {
     .map((word) => /^=\?UTF-8\?B\?([A-Za-z0-9+/=]*)\?=$/.exec(word)![1]!)
     .map((b64) => atob(b64))
     .join("");
-  return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(Uint8Array.from(raw, (c) => c.charCodeAt(0)));
+  return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(
+    Uint8Array.from(raw, (c) => c.charCodeAt(0)),
+  );
 }
 
 // ---- the platforms' documented limits and shapes ----
