@@ -32,24 +32,21 @@ const NTFY_TAG: Record<Nearness, string> = {
 /** The actions that fit ntfy's three: the page is the notification's Click. */
 const ACTIONS = ["acknowledge", "complete", "snooze"];
 
+const ENCODER = new TextEncoder();
 const ENCODED_WORD_BYTES = 45; // 60 base64 characters: each encoded word stays within RFC 2047's 75.
 
 /** `value` as an HTTP header value: itself when it is printable ASCII, else RFC 2047 B-encoded words. */
 export function headerValue(value: string): string {
   if (/^[\x20-\x7e]*$/.test(value) && !value.includes("=?")) return value;
-  const encoder = new TextEncoder();
+  const bytes = ENCODER.encode(value);
   const words: string[] = [];
-  let chunk: number[] = [];
-  const flush = () => {
-    words.push(`=?UTF-8?B?${btoa(String.fromCharCode(...chunk))}?=`);
-    chunk = [];
-  };
-  for (const point of value) {
-    const bytes = encoder.encode(point);
-    if (chunk.length + bytes.length > ENCODED_WORD_BYTES) flush();
-    chunk.push(...bytes);
+  for (let start = 0; start < bytes.length; ) {
+    let end = Math.min(start + ENCODED_WORD_BYTES, bytes.length);
+    // Back up to the start of a character: never split one's UTF-8 bytes across two words.
+    while (end < bytes.length && (bytes[end]! & 0xc0) === 0x80) end--;
+    words.push(`=?UTF-8?B?${btoa(String.fromCharCode(...bytes.subarray(start, end)))}?=`);
+    start = end;
   }
-  if (chunk.length > 0) flush();
   // Whitespace between adjacent encoded words is not part of the text (RFC 2047 §6.2).
   return words.join(" ");
 }

@@ -105,7 +105,19 @@ export function withoutBidiControls(value: string): string {
   return value.replace(BIDI_CONTROLS, "");
 }
 
-const clean = (value: string | null | undefined) => (value ? withoutBidiControls(value) : value);
+/**
+ * Longest user text looked at, in UTF-16 units: well above any limit a message shows (the email's
+ * helpers cut titles to 300 code points, notes to 500), so a 10,000-character title costs no more
+ * than a 4,000-character one. Never ends inside a surrogate pair.
+ */
+const READ_MAX = 4000;
+
+const clean = (value: string | null | undefined) => {
+  if (!value) return value;
+  let head = value.length > READ_MAX ? value.slice(0, READ_MAX) : value;
+  if (head !== value && /[\ud800-\udbff]$/.test(head)) head = head.slice(0, -1);
+  return withoutBidiControls(head) + (head !== value ? "…" : "");
+};
 
 /** The wording every builder shows, from the catalogue and the company's template. */
 export function channelContent(input: ChannelReminder): ChannelContent {
@@ -199,18 +211,17 @@ export function clip(value: string, max: number, write: (point: string) => strin
 
 /** `value` cut to at most `max` bytes of UTF-8, ending in "…" when it was cut; never splits a code point. */
 export function clipBytes(value: string, max: number): string {
-  const bytes = (s: string) => new TextEncoder().encode(s).length;
-  if (bytes(value) <= max) return value;
-  let out = "";
-  let size = 0;
-  for (const point of value) {
-    const n = bytes(point);
-    if (size + n > max - 3) break;
-    out += point;
-    size += n;
-  }
-  return `${out.trimEnd()}…`;
+  // Nearly every body is far under the limit: count its bytes without encoding when it surely is.
+  if (value.length * 3 <= max) return value;
+  const bytes = UTF8.encode(value);
+  if (bytes.length <= max) return value;
+  let end = max - 3; // room for "…" (3 bytes)
+  // Back up to the start of a character.
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
+  return `${new TextDecoder().decode(bytes.subarray(0, end)).trimEnd()}…`;
 }
+
+const UTF8 = new TextEncoder();
 
 /** A payload whose body is JSON. */
 export function jsonPayload(body: unknown): ChannelPayload {
