@@ -11,7 +11,7 @@ import { build } from "esbuild";
 const messages = Number(process.argv[process.argv.indexOf("--messages") + 1]) || 3000;
 
 const bundled = await build({
-  entryPoints: ["src/channels/messages/index.ts", "src/i18n/language.ts"],
+  entryPoints: ["src/channels/messages/index.ts", "src/i18n/language.ts", "src/lib/recipient-links.ts"],
   bundle: true,
   write: false,
   format: "esm",
@@ -23,16 +23,11 @@ const load = (i: number) =>
   import(`data:text/javascript;base64,${Buffer.from(bundled.outputFiles[i]!.text).toString("base64")}`);
 const { channelMessage, CHANNEL_TYPES } = await load(0);
 const { speechFor } = await load(1);
+const { linksOfPage } = await load(2);
 const TYPES = CHANNEL_TYPES as string[];
 
 const page = "https://reminders.example/r/AQEBAgHXowGQ_oHFkKwNybGMLROXxDVG_3-xDRWabv_DY_L5C4aJ1w";
-const links = {
-  page,
-  acknowledge: `${page}/acknowledge`,
-  complete: `${page}/complete`,
-  renew: `${page}/renew`,
-  snooze: `${page}/snooze`,
-};
+const links = linksOfPage(page);
 const LANGUAGES = ["en", "ar"];
 const speeches = new Map(LANGUAGES.map((l) => [l, speechFor(l)]));
 const input = (language: string, i: number) => ({

@@ -10,16 +10,11 @@ import { headerValue, NTFY_LIMITS } from "../../src/channels/messages/ntfy";
 import { clip, clipBytes } from "../../src/channels/messages/reminder";
 import { slackEscape } from "../../src/channels/messages/slack";
 import { speechFor } from "../../src/i18n/language";
+import { linksOfPage } from "../../src/lib/recipient-links";
 import { t } from "../../src/i18n/messages";
 
 const page = "https://api.test/r/AQEBAgHXowGQ_oHFkKwNybGMLROXxDVG_3-xDRWabv_DY_L5C4aJ1w";
-const links = {
-  page,
-  acknowledge: `${page}/acknowledge`,
-  complete: `${page}/complete`,
-  renew: `${page}/renew`,
-  snooze: `${page}/snooze`,
-};
+const links = linksOfPage(page);
 const base: ChannelReminder = {
   speech: speechFor("en"),
   companyName: "Acme Ltd",
@@ -432,6 +427,20 @@ describe("channel messages: limits", () => {
       });
     }
   }
+
+  it("Discord keeps the embed within 6,000 characters: every text escaping to twice its length, long action URLs", () => {
+    const starred = {
+      links: linksOfPage(`https://api.test/${"p".repeat(600)}/r/token`),
+      itemTitle: "*".repeat(10_000),
+      companyName: "_".repeat(10_000),
+      recipientName: "~".repeat(10_000),
+      documentType: "`".repeat(10_000),
+      notes: "|".repeat(10_000),
+      template: { subject: null, intro: "#".repeat(5000), footer: ">".repeat(5000) },
+    };
+    expect(problems("discord", starred)).toEqual([]);
+    expect(parsed("discord", starred).embeds[0].description.endsWith("…")).toBe(true);
+  });
 
   it("ntfy cuts its body to 4,096 bytes, notes last", () => {
     const { body } = build("ntfy", { notes: "é".repeat(5000) });

@@ -7,11 +7,10 @@
 // isolate controls (so a title cannot reverse the rest of a message), and cut by code point.
 // Each builder escapes it for its platform's markup and cuts it to the platform's limits.
 import type { RecipientAction, RecipientLinks } from "../../lib/recipient-links";
-import type { DateFormat } from "../../lib/time";
 import {
   cleanNotes,
   itemWording,
-  type ReminderItemType,
+  type ReminderMessageInput,
   type ReminderTemplateTexts,
   SUBJECT_MAX,
   singleLine,
@@ -23,26 +22,29 @@ import type { Speech } from "../../i18n/language";
 import { type MessageKey, t } from "../../i18n/messages";
 import { fillTemplate } from "../../i18n/template";
 
-export interface ChannelReminder {
+/**
+ * One reminder for one channel endpoint: the email's item fields (`ReminderMessageInput`: company,
+ * item id, title, type, document type, date, the company's today and date format, the recipient's
+ * first and last names for templates), and the rest, each required.
+ */
+export interface ChannelReminder
+  extends Pick<
+    ReminderMessageInput,
+    | "companyName"
+    | "itemId"
+    | "itemTitle"
+    | "itemType"
+    | "documentType"
+    | "expiryDate"
+    | "today"
+    | "dateFormat"
+    | "recipientFirstName"
+    | "recipientLastName"
+  > {
   /** The endpoint's language (src/i18n/language.ts). */
   speech: Speech;
-  companyName: string;
-  /** For the item's reference ("Item #42", the template's {item.reference}). */
-  itemId: number;
-  itemTitle: string;
-  itemType: ReminderItemType;
-  documentType: string | null;
-  /** The item's date, YYYY-MM-DD. */
-  expiryDate: string;
-  /** Today in the company's time zone, YYYY-MM-DD. */
-  today: string;
-  /** The company's settings.date_format. */
-  dateFormat: DateFormat;
   /** Who it is for (the item's contact, the step's recipient); null: nobody named. */
   recipientName: string | null;
-  /** For the template's {contact.first_name} / {contact.last_name}. */
-  recipientFirstName?: string | null;
-  recipientLastName?: string | null;
   notes: string | null;
   /** The recipient page and its action pages (GET shows a page, the page POSTs); null: no actions. */
   links: RecipientLinks | null;

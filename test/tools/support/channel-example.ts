@@ -1,6 +1,7 @@
 // The example reminder of docs/channels.md's payloads (test/tools/channel-messages-doc.test.ts).
 import type { ChannelReminder } from "../../../src/channels/messages";
 import { speechFor } from "../../../src/i18n/language";
+import { linksOfPage } from "../../../src/lib/recipient-links";
 
 const page = "https://reminders.example/r/AQEBAgHXowGQ_oHFkKwNybGMLROXxDVG_3-xDRWabv_DY_L5C4aJ1w";
 export const EXAMPLE: ChannelReminder = {
@@ -15,12 +16,6 @@ export const EXAMPLE: ChannelReminder = {
   dateFormat: "D MMM YYYY",
   recipientName: "Jana Weber",
   notes: "Keys at the front desk.",
-  links: {
-    page,
-    acknowledge: `${page}/acknowledge`,
-    complete: `${page}/complete`,
-    renew: `${page}/renew`,
-    snooze: `${page}/snooze`,
-  },
+  links: linksOfPage(page),
   template: null,
 };
