@@ -214,7 +214,7 @@ function ntfyProblems(headers: Record<string, string>, body: string): string[] {
   check(decodeHeader(headers.title!).length > 0, "title");
   check(bytes(body) <= 4096, "body size");
   if (headers.actions) {
-    const actions = JSON.parse(decodeHeader(headers.actions)) as Json[];
+    const actions = JSON.parse(headers.actions) as Json[];
     check(actions.length <= 3, "at most 3 actions");
     for (const a of actions) check(a.action === "view" && a.label && a.url.startsWith("https://"), "view action");
   }
@@ -242,7 +242,10 @@ function problems(type: ChannelType, overrides: Partial<ChannelReminder> = {}): 
 /** Everything a reader of the message sees, as one string (ntfy: the decoded headers and the body). */
 function shown(type: ChannelType, overrides: Partial<ChannelReminder> = {}): string {
   const { headers, body } = build(type, overrides);
-  if (type === "ntfy") return [...Object.values(headers).map(decodeHeader), body].join("\n");
+  if (type === "ntfy") {
+    const actions = headers.actions ? strings(JSON.parse(headers.actions)) : [];
+    return [...Object.values(headers).map(decodeHeader), ...actions, body].join("\n");
+  }
   return strings(JSON.parse(body)).join("\n");
 }
 
@@ -464,9 +467,20 @@ describe("ntfy priority and tags: how near the date is", () => {
     expect(at(date).priority).toBe(priority);
     expect(at(date).tags).toBe(tag);
   });
+  it("sends the Actions JSON in ASCII, other characters escaped (ntfy before 2.5 decodes no RFC 2047 there)", () => {
+    const { headers } = build("ntfy", { speech: speechFor("ar") });
+    expect(headers.actions).toMatch(/^\[[\x20-\x7e]+\]$/);
+    expect(headers.actions).not.toContain("=?");
+    expect(JSON.parse(headers.actions!).map((a: Json) => a.label)).toEqual([
+      t("ar", "email.link.acknowledge"),
+      t("ar", "email.link.complete"),
+      t("ar", "email.link.snooze"),
+    ]);
+  });
+
   it("has at most 3 actions: acknowledge, complete, snooze; the page is the Click", () => {
     const { headers } = build("ntfy");
-    const actions = JSON.parse(decodeHeader(headers.actions!));
+    const actions = JSON.parse(headers.actions!);
     expect(actions.map((a: Json) => a.url)).toEqual([links.acknowledge, links.complete, links.snooze]);
     expect(headers.click).toBe(page);
   });

@@ -4,8 +4,9 @@
 //
 // Why headers and not the JSON form: the JSON form must be posted to the server's root with the
 // topic in the body, while an endpoint is saved as its topic URL (the form ntfy's apps and docs
-// give). HTTP header values are ASCII, so a value with anything else (a title in Arabic, "Für")
-// is sent RFC 2047-encoded (=?UTF-8?B?…?=), which ntfy decodes. The body is cut to 4,096 bytes:
+// give). HTTP header values are ASCII, so a title with anything else (Arabic, "Für") is sent
+// RFC 2047-encoded (=?UTF-8?B?…?=), which ntfy decodes since v2.4.0, and the Actions JSON has its
+// other characters as \u escapes (plain ASCII for any ntfy). The body is cut to 4,096 bytes:
 // above ntfy's default message-size-limit a body becomes an attachment instead of a message. Pure.
 import { type ChannelContent, type ChannelPayload, clip, clipBytes, type Nearness, nearness } from "./reminder";
 
@@ -51,6 +52,14 @@ export function headerValue(value: string): string {
   return words.join(" ");
 }
 
+/**
+ * `value` as JSON in printable ASCII: every other character as a \\u escape. ntfy decodes RFC 2047
+ * in Title, Message and Tags since v2.4.0 but in Actions only later; escaped JSON needs neither.
+ */
+export function asciiJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
 export function ntfyMessage(c: ChannelContent): ChannelPayload {
   const L = NTFY_LIMITS;
   const near = nearness(c.days);
@@ -78,6 +87,6 @@ export function ntfyMessage(c: ChannelContent): ChannelPayload {
     tags: NTFY_TAG[near],
   };
   if (page) headers.click = page.url;
-  if (actions.length > 0) headers.actions = headerValue(JSON.stringify(actions));
+  if (actions.length > 0) headers.actions = asciiJson(actions);
   return { headers, body: clipBytes(lines.join("\n"), L.bodyBytes) };
 }
