@@ -28,7 +28,7 @@ function render(): string {
     const head = Object.entries(headers)
       .map(([name, value]) => `${name}: ${value}`)
       .join("\n");
-    return [`### ${TITLES[type]}`, "", "```http", head, "", shownBody, "```"].join("\n");
+    return [`#### ${TITLES[type]}`, "", "```http", head, "", shownBody, "```"].join("\n");
   });
   return [
     BEGIN,
