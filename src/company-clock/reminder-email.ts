@@ -101,7 +101,7 @@ export function relativeDay(today: string, date: string, locale = "en"): string 
 }
 
 /** Notes kept as lines: CRLF/CR become LF, tabs a space, other controls removed, blank runs squeezed. */
-function cleanNotes(notes: string | null | undefined, max = NOTES_MAX): string {
+export function cleanNotes(notes: string | null | undefined, max = NOTES_MAX): string {
   if (!notes) return "";
   const cleaned = notes
     .replace(/\r\n?|[\u2028\u2029]/g, "\n")
@@ -205,7 +205,7 @@ export function templateValues(input: ReminderMessageInput, wording: ItemWording
 }
 
 /** A template text filled in and cleaned like notes (lines kept, controls gone), or null to use the default. */
-function templateText(text: string | null | undefined, values: TemplateValues): string | null {
+export function templateText(text: string | null | undefined, values: TemplateValues): string | null {
   if (!text) return null;
   const filled = fillTemplate(text, values);
   if (filled === null) return null;

@@ -211,4 +211,9 @@ export const ar: Catalogue = {
   "prefs.problem.language": "اختر لغة من القائمة.",
   "prefs.problem.digest": "اختر أحد خيارات الملخّص.",
   "prefs.problem.weekday": "اختر يوم الملخّص الأسبوعي.",
+
+  // ---- channel messages (src/channels/messages/) ----
+  "channel.row.for": "موجّه إلى",
+  "channel.links_note":
+    "يمكن لأي شخص في هذه القناة استخدام هذه الروابط. يفتح كلٌّ منها صفحة تطلب منك التأكيد قبل تغيير أي شيء.",
 };

@@ -222,4 +222,9 @@ export const de: Catalogue = {
   "prefs.problem.language": "Wählen Sie eine Sprache aus der Liste.",
   "prefs.problem.digest": "Wählen Sie eine der Optionen für die Zusammenfassung.",
   "prefs.problem.weekday": "Wählen Sie den Tag der wöchentlichen Zusammenfassung.",
+
+  // ---- channel messages (src/channels/messages/) ----
+  "channel.row.for": "Für",
+  "channel.links_note":
+    "Alle in diesem Kanal können diese Links verwenden. Jeder öffnet eine Seite, die vor jeder Änderung um Bestätigung bittet.",
 };

@@ -220,6 +220,11 @@ export const en = {
   "prefs.problem.language": "Choose a language from the list.",
   "prefs.problem.digest": "Choose one of the summary options.",
   "prefs.problem.weekday": "Choose the day of the weekly summary.",
+
+  // ---- channel messages (src/channels/messages/) ----
+  "channel.row.for": "For",
+  "channel.links_note":
+    "Anyone in this channel can use these links. Each one opens a page that asks you to confirm before anything changes.",
 } as const;
 
 export type MessageKey = keyof typeof en;

@@ -221,4 +221,9 @@ export const es: Catalogue = {
   "prefs.problem.language": "Elija un idioma de la lista.",
   "prefs.problem.digest": "Elija una de las opciones de resumen.",
   "prefs.problem.weekday": "Elija el día del resumen semanal.",
+
+  // ---- channel messages (src/channels/messages/) ----
+  "channel.row.for": "Para",
+  "channel.links_note":
+    "Cualquier persona de este canal puede usar estos enlaces. Cada uno abre una página que pide confirmación antes de cambiar nada.",
 };

@@ -223,4 +223,9 @@ export const fr: Catalogue = {
   "prefs.problem.language": "Choisissez une langue dans la liste.",
   "prefs.problem.digest": "Choisissez l’une des options de récapitulatif.",
   "prefs.problem.weekday": "Choisissez le jour du récapitulatif hebdomadaire.",
+
+  // ---- channel messages (src/channels/messages/) ----
+  "channel.row.for": "Pour",
+  "channel.links_note":
+    "Toute personne de ce canal peut utiliser ces liens. Chacun ouvre une page qui demande de confirmer avant toute modification.",
 };

@@ -218,4 +218,9 @@ export const pt: Catalogue = {
   "prefs.problem.language": "Escolha um idioma da lista.",
   "prefs.problem.digest": "Escolha uma das opções de resumo.",
   "prefs.problem.weekday": "Escolha o dia do resumo semanal.",
+
+  // ---- channel messages (src/channels/messages/) ----
+  "channel.row.for": "Para",
+  "channel.links_note":
+    "Qualquer pessoa neste canal pode usar estes links. Cada um abre uma página que pede confirmação antes de alterar qualquer coisa.",
 };
