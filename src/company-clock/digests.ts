@@ -337,6 +337,7 @@ async function sendOne(
     recipientLastName: contact.lastName,
     entries,
     total: contact.total ?? items.length,
+    overdue: contact.overdue,
     preferencesUrl: links?.preferences ?? null,
   });
   const messageId = await transports.email(
@@ -423,6 +424,8 @@ interface DigestContact {
   lastName: string | null;
   /** Items listed in all (more than DIGEST_MAX_ITEMS are counted, not listed). */
   total?: number;
+  /** Of which overdue (before the digest's day). */
+  overdue?: number;
 }
 
 interface DigestItem {
@@ -446,16 +449,17 @@ interface DigestFacts {
  * pending item whose reminder was folded into it; soonest first, the first DIGEST_MAX_ITEMS
  * with the count of all (items_contact_date_idx).
  */
-export const DIGEST_ITEMS = `WITH t AS (SELECT value ->> 0 AS contact_id, value ->> 1 AS until FROM json_each(?2)),
+export const DIGEST_ITEMS = `WITH t AS (SELECT value ->> 0 AS contact_id, value ->> 1 AS until, value ->> 2 AS today FROM json_each(?2)),
   f AS (SELECT value ->> 0 AS contact_id, value ->> 1 AS item_id FROM json_each(?3)),
   chosen AS (
-    SELECT t.contact_id, i.id FROM t JOIN items AS i INDEXED BY items_contact_date_idx
+    SELECT t.contact_id, t.today, i.id FROM t JOIN items AS i INDEXED BY items_contact_date_idx
       ON i.contact_id = t.contact_id AND i.archived = 0 AND i.company_id = ?1 AND i.expiry_date <= t.until
-    UNION SELECT f.contact_id, f.item_id FROM f),
+    UNION SELECT f.contact_id, t.today, f.item_id FROM f JOIN t ON t.contact_id = f.contact_id),
   listed AS (
     SELECT c.contact_id, i.id, i.title, i.item_type, i.expiry_date, i.schedule_epoch, d.name AS document_type,
       row_number() OVER (PARTITION BY c.contact_id ORDER BY i.expiry_date, i.id) AS n,
-      count(*) OVER (PARTITION BY c.contact_id) AS total
+      count(*) OVER (PARTITION BY c.contact_id) AS total,
+      sum(i.expiry_date < c.today) OVER (PARTITION BY c.contact_id) AS overdue
     FROM chosen c JOIN items i ON i.id = c.id AND i.company_id = ?1 AND i.status = 'pending' AND i.archived = 0
     LEFT JOIN document_types d ON d.id = i.document_type_id)
   SELECT * FROM listed WHERE n <= ?4 ORDER BY contact_id, n`;
@@ -484,7 +488,7 @@ async function digestFacts(
       .prepare(DIGEST_ITEMS)
       .bind(
         companyId,
-        JSON.stringify(leased.map((d) => [d.contact_id, addDays(d.date, DIGEST_WINDOW_DAYS)])),
+        JSON.stringify(leased.map((d) => [d.contact_id, addDays(d.date, DIGEST_WINDOW_DAYS), d.date])),
         JSON.stringify([...folded].flatMap(([contactId, list]) => list.map((f) => [contactId, f.itemId]))),
         DIGEST_MAX_ITEMS,
       ),
@@ -518,7 +522,10 @@ async function digestFacts(
     });
     items.set(contactId, list);
     const contact = contacts.get(contactId);
-    if (contact) contact.total = Number(r.total);
+    if (contact) {
+      contact.total = Number(r.total);
+      contact.overdue = Number(r.overdue);
+    }
   }
   return {
     company: {

@@ -9,7 +9,7 @@ it("a digest run's page of contacts reads the digest index in id order; its item
   const page = await queryPlan({ sql: PLAN_PAGE_SQL, params: [1, 0, "monday", 2000] });
   expect(page).toMatch(/SEARCH contacts USING INDEX contacts_company_digest_idx \(company_id=\? AND (rowid|id)>\?\)/);
   expect(page).not.toMatch(/TEMP B-TREE/);
-  const items = await queryPlan({ sql: DIGEST_ITEMS, params: [1, '[[4,"2026-12-30"]]', "[[4,9]]", 200] });
+  const items = await queryPlan({ sql: DIGEST_ITEMS, params: [1, '[[4,"2026-12-30","2026-11-30"]]', "[[4,9]]", 200] });
   expect(items).toMatch(
     /SEARCH i USING (COVERING )?INDEX items_contact_date_idx \(contact_id=\? AND archived=\? AND company_id=\? AND expiry_date<\?\)/,
   );

@@ -175,6 +175,23 @@ describe("a digest", () => {
     expect((await digestsOf(token)).data).toHaveLength(1);
   });
 
+  it("more than 200 items: the first 200 listed, all counted, the overdue ones too (the subject)", async () => {
+    const { companyId, ownerToken: token, deptId } = await createAccount();
+    const contact = await createContact(token, { digest: "daily" });
+    await env.DB.prepare(
+      `INSERT INTO items (company_id, dept_id, title, expiry_date, created_by, contact_id)
+       SELECT ?, ?, 'Bulk ' || value, date(?, '-' || (1 + value % 20) || ' days'), 1, ? FROM json_each(?)`,
+    )
+      .bind(companyId, deptId, today(), contact.contact_id, JSON.stringify(Array.from({ length: 230 }, (_, i) => i)))
+      .run();
+    await createItem(token, { title: "Soon", expiry_date: futureDate(2), seqid: 0, contact_id: contact.contact_id });
+    const [email] = await runDigests(companyId);
+    expect(email!.subject).toContain("231 items, 230 overdue");
+    expect(email!.text).toContain("31 more");
+    const [digest] = (await digestsOf(token)).data;
+    expect(digest).toMatchObject({ state: "sent", items: 231 });
+  });
+
   it("a weekly digest goes on its weekday, keyed by the ISO week; not on another day", async () => {
     const { companyId, token, contact } = await company("weekly");
     await createItem(token, { title: "Weekly", expiry_date: futureDate(3), seqid: 0, contact_id: contact.contact_id });
