@@ -65,10 +65,10 @@ export function endpointOutput(row: EndpointRow): WebhookEndpointOutput {
   };
 }
 
-/** The deployment's key for secrets at rest; 503 (Shape B) when it is not configured. */
-export function secretsKey(env: { WEBHOOK_SECRETS_KEY?: string }): string {
+/** The deployment's key for secrets at rest (webhook secrets, channel URLs); 503 (Shape B) when it is not configured. */
+export function secretsKey(env: { WEBHOOK_SECRETS_KEY?: string }, what: "webhooks" | "channels" = "webhooks"): string {
   const key = env.WEBHOOK_SECRETS_KEY;
-  if (!key || key.length < 32) throw apiError(503, "webhooks are not configured on this deployment");
+  if (!key || key.length < 32) throw apiError(503, `${what} are not configured on this deployment`);
   return key;
 }
 
