@@ -2,12 +2,13 @@
 // secrets' key (src/webhooks/secrets.ts), the per-company limit inside the INSERT, keyset pages.
 import { and, asc, count, eq, gt, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { MAX_ATTEMPTS, lostRace } from "../db/guarded";
+import { companyCountBelow, insertUnderLimit } from "../db/guarded";
 import { channelEndpoints, companies } from "../db/schema";
 import { type ChannelType, checkChannelUrl, maskToken, maskUrl } from "../channels/urls";
 import { decodeCursor, encodeCursor } from "../lib/cursor";
 import { badRequest, notFound } from "../lib/errors";
 import { decryptSecret, encryptSecret } from "../webhooks/secrets";
+import { settingsOf } from "./companies";
 import {
   MAX_CHANNELS,
   type ChannelOutput,
@@ -116,46 +117,46 @@ export async function createChannel(
   const urlCiphertext = await encryptSecret(input.url, key);
   const token = input.access_token ?? null;
   const tokenCiphertext = token === null ? null : await encryptSecret(token, key);
-  const underLimit = sql`(SELECT count(*) FROM channel_endpoints AS q WHERE q.company_id = ${companyId}) < ${MAX_CHANNELS}`;
-  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    const [[inserted]] = await db.commit([
-      db
-        .insert(channelEndpoints)
-        .select(
-          (qb) =>
-            qb
-              .select({
-                id: sql`NULL`,
-                companyId: sql`${companyId}`,
-                type: sql`${input.type}`,
-                name: sql`${input.name}`,
-                urlCiphertext: sql`${urlCiphertext}`,
-                urlHint: sql`${maskUrl(input.url)}`,
-                tokenCiphertext: sql`${tokenCiphertext}`,
-                tokenHint: sql`${token === null ? null : maskToken(token)}`,
-                language: sql`${input.language ?? null}`,
-                disabled: sql`${input.disabled === true ? 1 : 0}`,
-                disabledReason: sql`${input.disabled === true ? DISABLED_BY_OWNER : null}`,
-                createdBy: sql`${userId}`,
-                createdAt: sql`CURRENT_TIMESTAMP`,
-                updatedAt: sql`CURRENT_TIMESTAMP`,
-                version: sql`1`,
-              })
-              .from(companies)
-              .where(and(eq(companies.id, companyId), underLimit)) as never,
-        )
-        .returning(columns),
-    ]);
-    if (inserted) return inserted;
-    const used = await db
-      .select({ n: count() })
-      .from(channelEndpoints)
-      .where(eq(channelEndpoints.companyId, companyId))
-      .get();
-    if ((used?.n ?? 0) >= MAX_CHANNELS) throw limitReached();
-    // Under the limit again (one was deleted meanwhile), or the company is gone: try again.
-  }
-  throw lostRace("channel");
+  const underLimit = companyCountBelow("channel_endpoints", companyId, MAX_CHANNELS);
+  return insertUnderLimit({
+    what: "channel",
+    limit: MAX_CHANNELS,
+    limitReached,
+    insert: async () => {
+      const [[inserted]] = await db.commit([
+        db
+          .insert(channelEndpoints)
+          .select(
+            (qb) =>
+              qb
+                .select({
+                  id: sql`NULL`,
+                  companyId: sql`${companyId}`,
+                  type: sql`${input.type}`,
+                  name: sql`${input.name}`,
+                  urlCiphertext: sql`${urlCiphertext}`,
+                  urlHint: sql`${maskUrl(input.url)}`,
+                  tokenCiphertext: sql`${tokenCiphertext}`,
+                  tokenHint: sql`${token === null ? null : maskToken(token)}`,
+                  language: sql`${input.language ?? null}`,
+                  disabled: sql`${input.disabled === true ? 1 : 0}`,
+                  disabledReason: sql`${input.disabled === true ? DISABLED_BY_OWNER : null}`,
+                  createdBy: sql`${userId}`,
+                  createdAt: sql`CURRENT_TIMESTAMP`,
+                  updatedAt: sql`CURRENT_TIMESTAMP`,
+                  version: sql`1`,
+                })
+                .from(companies)
+                .where(and(eq(companies.id, companyId), underLimit)) as never,
+          )
+          .returning(columns),
+      ]);
+      return inserted;
+    },
+    used: async () =>
+      (await db.select({ n: count() }).from(channelEndpoints).where(eq(channelEndpoints.companyId, companyId)).get())
+        ?.n ?? 0,
+  });
 }
 
 /**
@@ -209,27 +210,41 @@ export async function deleteChannel(db: Db, companyId: number, id: number): Prom
   if (deleted.length === 0) throw notFound("Channel");
 }
 
-/** Where a channel's messages go: its URL and token decrypted (only the sender holds them). */
+/** Where a channel's messages go, its URL and token decrypted (only the sender holds them), and the company's name and language. */
 export async function channelTarget(
   db: Db,
   companyId: number,
   id: number,
   key: string,
-): Promise<{ row: ChannelRow; url: string; token: string | null }> {
+): Promise<{
+  row: ChannelRow;
+  /** null: they could not be decrypted (WEBHOOK_SECRETS_KEY changed since they were stored). */
+  secrets: { url: string; token: string | null } | null;
+  companyName: string;
+  companyLanguage: string;
+}> {
   const found = await db
     .select({
       ...columns,
       urlCiphertext: channelEndpoints.urlCiphertext,
       tokenCiphertext: channelEndpoints.tokenCiphertext,
+      companyName: companies.name,
+      settings: companies.settings,
     })
     .from(channelEndpoints)
+    .innerJoin(companies, eq(companies.id, channelEndpoints.companyId))
     .where(inCompany(companyId, id))
     .get();
   if (!found) throw notFound("Channel");
-  const { urlCiphertext, tokenCiphertext, ...row } = found;
-  return {
-    row,
-    url: await decryptSecret(urlCiphertext, key),
-    token: tokenCiphertext === null ? null : await decryptSecret(tokenCiphertext, key),
-  };
+  const { urlCiphertext, tokenCiphertext, companyName, settings, ...row } = found;
+  let secrets: { url: string; token: string | null } | null = null;
+  try {
+    secrets = {
+      url: await decryptSecret(urlCiphertext, key),
+      token: tokenCiphertext === null ? null : await decryptSecret(tokenCiphertext, key),
+    };
+  } catch {
+    // Encrypted with another key (WEBHOOK_SECRETS_KEY changed): the caller says so; the values are never logged.
+  }
+  return { row, secrets, companyName, companyLanguage: settingsOf({ settings }).language };
 }

@@ -1,13 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { CHANNEL_TYPES, type ChannelType, checkChannelUrl, maskUrl } from "../../src/channels/urls";
-import { decryptSecret } from "../../src/webhooks/secrets";
+import { MAX_EXCERPT_CHARS, sendToChannel } from "../../src/channels/send";
+import { testMessage } from "../../src/channels/test-message";
+import { decryptSecret, encryptSecret } from "../../src/webhooks/secrets";
 import {
   type CallResult,
   type Fields,
   call,
   callWithEnv,
-  createAccount,
-  createOwnerClient,
+  createOwnerWithScopes,
   env,
   expectShapeA,
   expectShapeB,
@@ -47,25 +48,8 @@ const VALID: Record<ChannelType, string> = {
 const LOCAL = "http://127.0.0.1:9/receiver";
 const STRICT = { WEBHOOKS_ALLOW_PRIVATE_URLS: undefined };
 
-interface Owner {
-  companyId: number;
-  ownerToken: string;
-  memberToken: string;
-  token: (scope: string) => Promise<string>;
-}
-
-async function freshOwner(): Promise<Owner> {
-  const account = await createAccount();
-  const { clientId, secret } = await createOwnerClient(account.accountId, account.companyId, "chclient");
-  const token = async (scope: string) => {
-    const res = await call("issueToken", "/v1/oauth/token", {
-      body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret, scope },
-    });
-    expectStatus(res, 200, JSON.stringify(res.body));
-    return res.body.access_token as string;
-  };
-  return { ...account, token };
-}
+/** A fresh account (owner, member), plus a client of the owner that can ask for narrower scopes. */
+const freshOwner = () => createOwnerWithScopes("chclient");
 
 const create = (token: string, body: Fields, envOverrides?: Fields) =>
   envOverrides
@@ -556,5 +540,177 @@ describe("channel endpoints: the audit log", () => {
     expect(entries[1]).toMatchObject({ before: { access_token: "…6789" }, after: { access_token: "…9876" } });
     const text = JSON.stringify(log.body);
     for (const secret of ["secret-path", "SecretToken", "AnotherSecret", "v1."]) expect(text).not.toContain(secret);
+  });
+});
+
+describe("POST /v1/channels/{channel_id}/test (what worker tests can see: no port to listen on)", () => {
+  it("checks the URL again at send time: a loopback channel saved with the switch on is not called once it is off", async () => {
+    const owner = await freshOwner();
+    const channel = await created(owner.ownerToken, { url: "http://127.0.0.1:9/slack" });
+    const res = await callWithEnv(STRICT, "testChannel", `/v1/channels/${channel.channel_id}/test`, {
+      token: owner.ownerToken,
+    });
+    expectStatus(res, 200, JSON.stringify(res.body));
+    expect(ok(res).body.data).toEqual({
+      delivered: false,
+      status: null,
+      body: "",
+      truncated: false,
+      error: "not sent: url not allowed on this deployment: url must use https",
+      duration_ms: expect.any(Number),
+    });
+    expect(JSON.stringify(res.body)).not.toContain("127.0.0.1:9/slack");
+  });
+
+  it("tests a disabled channel too; another company's is 404, a member 403, no secrets key 503", async () => {
+    const owner = await freshOwner();
+    const other = await freshOwner();
+    const channel = await created(owner.ownerToken, { url: "http://127.0.0.1:9/slack", disabled: true });
+    const path = `/v1/channels/${channel.channel_id}/test`;
+    expectStatus(await callWithEnv(STRICT, "testChannel", path, { token: owner.ownerToken }), 200);
+    expectShapeB(await call("testChannel", path, { token: other.ownerToken }), 404);
+    expectShapeB(await call("testChannel", path, { token: owner.memberToken }), 403);
+    expectShapeA(
+      await call("testChannel", path, { token: await owner.token("channels:read") }),
+      403,
+      "insufficient_scope",
+    );
+    expectShapeB(
+      await callWithEnv({ WEBHOOK_SECRETS_KEY: undefined }, "testChannel", path, { token: owner.ownerToken }),
+      503,
+      /channels are not configured/,
+    );
+    // Stored with another key: said plainly, nothing sent.
+    await env.DB.prepare("UPDATE channel_endpoints SET url_ciphertext = ? WHERE id = ?")
+      .bind(await encryptSecret("http://127.0.0.1:9/x", "another-key-another-key-another-key-0123"), channel.channel_id)
+      .run();
+    const unreadable = ok(await call("testChannel", path, { token: owner.ownerToken }));
+    expect(unreadable.body.data).toMatchObject({
+      delivered: false,
+      status: null,
+      error: expect.stringMatching(/cannot be read/),
+    });
+  });
+});
+
+describe("the test message of each platform", () => {
+  it("is the minimal payload each platform accepts, in the channel's language", () => {
+    const slack = testMessage("slack", "en", "Acme <!channel> & Co");
+    expect(slack.headers["content-type"]).toBe("application/json");
+    expect(JSON.parse(slack.body)).toEqual({
+      text: "*Test message from Acme &lt;!channel&gt; &amp; Co*\nThis channel is set up: reminders from Acme &lt;!channel&gt; &amp; Co will be posted here.",
+    });
+    expect(Object.keys(JSON.parse(testMessage("google_chat", "de", "Acme").body))).toEqual(["text"]);
+    expect(JSON.parse(testMessage("google_chat", "de", "Acme").body).text).toContain("Testnachricht von Acme");
+    const discord = JSON.parse(testMessage("discord", "fr-CA", "Acme").body);
+    expect(discord.content).toContain("Message de test de Acme");
+    expect(discord.allowed_mentions).toEqual({ parse: [] });
+    const teams = JSON.parse(testMessage("teams", "es", "Acme").body);
+    expect(teams).toMatchObject({
+      type: "message",
+      attachments: [
+        { contentType: "application/vnd.microsoft.card.adaptive", content: { type: "AdaptiveCard", version: "1.4" } },
+      ],
+    });
+    expect(teams.attachments[0].content.body[0].text).toBe("Mensaje de prueba de Acme");
+    const ntfy = testMessage("ntfy", "xx", "Acme");
+    expect(ntfy.headers.title).toBe("Test message from Acme");
+    expect(ntfy.body).toBe("This channel is set up: reminders from Acme will be posted here.");
+    // A title that is not ASCII travels RFC 2047-encoded (a header value is Latin-1).
+    const arabic = testMessage("ntfy", "ar", "Acme").headers.title!;
+    expect(arabic).toMatch(/^=\?UTF-8\?B\?[A-Za-z0-9+/=]+\?=$/);
+    const decoded = new TextDecoder().decode(Uint8Array.from(atob(arabic.slice(10, -2)), (ch) => ch.charCodeAt(0)));
+    expect(decoded).toBe("رسالة اختبار من Acme");
+  });
+});
+
+describe("sendToChannel (src/channels/send.ts), with a fetch standing in for the platform", () => {
+  const target = { type: "slack" as const, url: "http://127.0.0.1:9/hook", token: null };
+  const message = { headers: { "content-type": "application/json" }, body: '{"text":"x"}' };
+
+  it("posts once, follows no redirect, and reports the answer", async () => {
+    const seen: Array<{ url: string; init: RequestInit }> = [];
+    const fetcher = (async (url: string, init: RequestInit) => {
+      seen.push({ url, init });
+      return new Response("moved", { status: 302, headers: { location: "https://elsewhere.example/" } });
+    }) as unknown as typeof fetch;
+    const result = await sendToChannel(target, message, { allowPrivate: true, fetcher });
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.init).toMatchObject({ method: "POST", redirect: "manual", body: '{"text":"x"}' });
+    expect(result).toMatchObject({
+      delivered: false,
+      status: 302,
+      body: "moved",
+      error: expect.stringMatching(/redirect, not followed/),
+    });
+  });
+
+  it("sends the ntfy token as a bearer token", async () => {
+    let auth: string | null = null;
+    const fetcher = (async (_url: string, init: RequestInit) => {
+      auth = new Headers(init.headers).get("authorization");
+      return new Response("{}", { status: 200 });
+    }) as unknown as typeof fetch;
+    const result = await sendToChannel({ type: "ntfy", url: "http://127.0.0.1:9/topic", token: "tk_abc" }, message, {
+      allowPrivate: true,
+      fetcher,
+    });
+    expect(result).toMatchObject({ delivered: true, status: 200, error: null });
+    expect(auth).toBe("Bearer tk_abc");
+  });
+
+  it("reads at most 16 KiB of a 10 MB answer and cancels the rest", async () => {
+    let pulled = 0;
+    let cancelled = false;
+    const chunk = new TextEncoder().encode("x".repeat(1024));
+    const fetcher = (async () =>
+      new Response(
+        new ReadableStream({
+          pull(controller) {
+            pulled += chunk.byteLength;
+            if (pulled > 10 * 1024 * 1024) controller.close();
+            else controller.enqueue(chunk);
+          },
+          cancel() {
+            cancelled = true;
+          },
+        }),
+        { status: 500 },
+      )) as unknown as typeof fetch;
+    const result = await sendToChannel(target, message, { allowPrivate: true, fetcher });
+    expect(result).toMatchObject({
+      delivered: false,
+      status: 500,
+      truncated: true,
+      error: "the platform answered HTTP 500",
+    });
+    expect(result.body).toHaveLength(MAX_EXCERPT_CHARS);
+    expect(cancelled).toBe(true);
+    expect(pulled).toBeLessThan(64 * 1024);
+  });
+
+  it("gives up after its timeout on a receiver that never answers", async () => {
+    const fetcher = ((_url: string, init: RequestInit) =>
+      new Promise((_resolve, reject) =>
+        init.signal!.addEventListener("abort", () => reject(init.signal!.reason)),
+      )) as unknown as typeof fetch;
+    const result = await sendToChannel(target, message, { allowPrivate: true, fetcher, timeoutMs: 50 });
+    expect(result).toMatchObject({ delivered: false, status: null, error: "no complete answer within 0.05 s" });
+  });
+
+  it("never calls a URL the rules refuse now, and never quotes the URL in an error", async () => {
+    let calls = 0;
+    const fetcher = (async () => {
+      calls++;
+      throw new Error("connect failed to http://127.0.0.1:9/hook");
+    }) as unknown as typeof fetch;
+    expect(await sendToChannel(target, message, { allowPrivate: false, fetcher })).toMatchObject({
+      status: null,
+      error: "not sent: url not allowed on this deployment: url must use https",
+    });
+    expect(calls).toBe(0);
+    const failed = await sendToChannel(target, message, { allowPrivate: true, fetcher });
+    expect(calls).toBe(1);
+    expect(failed.error).toBe("request failed: connect failed to http://127.0.0.1:9/…");
   });
 });

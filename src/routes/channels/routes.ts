@@ -18,8 +18,11 @@ import {
 import { created, done, ok, page, updated } from "../../lib/respond";
 import { allowsPrivateUrls } from "../../webhooks/urls";
 import { secretsKey } from "../../records/webhooks";
+import { sendToChannel } from "../../channels/send";
+import { testMessage } from "../../channels/test-message";
 import {
   channelOutput,
+  channelTarget,
   checkAccessToken,
   checkChannelUrlInput,
   createChannel,
@@ -32,6 +35,7 @@ import type { ChannelType } from "../../channels/urls";
 import {
   ChannelPage,
   ChannelSchema,
+  ChannelTestResultSchema,
   ChannelWithUrlSchema,
   CreateChannelSchema,
   ListChannelsQuery,
@@ -57,6 +61,7 @@ const channelRecord = conditionalRecord({
 const ChannelEnvelope = dataEnvelope(ChannelSchema, "ChannelEnvelope");
 const ChannelResult = resultEnvelope(ChannelSchema, "ChannelResult");
 const ChannelCreatedResult = resultEnvelope(ChannelWithUrlSchema, "ChannelCreatedResult");
+const ChannelTestEnvelope = dataEnvelope(ChannelTestResultSchema, "ChannelTestResultEnvelope");
 
 /** 503 of the operations that encrypt or decrypt: Shape B when the secrets key is not configured. */
 export const channelsNotConfigured = {
@@ -196,5 +201,51 @@ channelsRouter.openapi(
   async (c) => {
     await deleteChannel(c.var.db, c.var.companyId, c.req.valid("param").channel_id);
     return done(c, "Channel deleted");
+  },
+);
+
+channelsRouter.openapi(
+  scopedRoute({
+    method: "post",
+    path: "/v1/channels/{channel_id}/test",
+    operationId: "testChannel",
+    scope: "channels:write",
+    owner: true,
+    tags,
+    summary: "Send a test message to a channel",
+    description:
+      "Extension. Sends one test message now (in the channel's language, naming the company: Slack `{text}`, " +
+      "Teams an Adaptive Card 1.4 in a message attachment, Google Chat `{text}`, Discord `{content}`, ntfy a " +
+      "text body with a Title header and the access token as Authorization: Bearer) and answers 200 with what " +
+      "the platform said: delivered (a 2xx), status, the start of its answer (body, at most 1,000 characters; " +
+      "truncated), error and duration_ms. A platform's error (4xx, 5xx) is still 200 here: the test worked, the " +
+      "channel did not. The URL rules are checked again first (a URL saved on loopback while " +
+      "WEBHOOKS_ALLOW_PRIVATE_URLS was on is not called once it is off: status null and the rule in error); " +
+      "redirects are not followed (3xx is the answer), the send has a 5 s timeout and at most 16 KiB of the " +
+      "answer is read. Retried only by calling again (an Idempotency-Key replays the stored answer without " +
+      "sending). A disabled channel can be tested (to check a new URL before enabling it). Nothing about the " +
+      `channel changes. No body. ${WHO} 503 when the deployment has no WEBHOOK_SECRETS_KEY.`,
+    request: { params: ChannelParams },
+    responses: { 200: jsonResponse(ChannelTestEnvelope, "What the platform answered"), 503: channelsNotConfigured },
+  }),
+  async (c) => {
+    const key = secretsKey(c.env, "channels");
+    const target = await channelTarget(c.var.db, c.var.companyId, c.req.valid("param").channel_id, key);
+    const type = target.row.type as ChannelType;
+    if (target.secrets === null)
+      return ok(c, {
+        delivered: false,
+        status: null,
+        body: "",
+        truncated: false,
+        error:
+          "not sent: the channel's url cannot be read with this deployment's WEBHOOK_SECRETS_KEY: set it again (PATCH url)",
+        duration_ms: 0,
+      });
+    const message = testMessage(type, target.row.language ?? target.companyLanguage, target.companyName);
+    const { retry_after: _retryAfter, ...result } = await sendToChannel({ type, ...target.secrets }, message, {
+      allowPrivate: allowsPrivateUrls(c.env),
+    });
+    return ok(c, result);
   },
 );

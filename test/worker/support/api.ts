@@ -1402,6 +1402,19 @@ export interface components {
             language?: string;
             disabled?: boolean;
         };
+        ChannelTestResultEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["ChannelTestResult"];
+        };
+        ChannelTestResult: {
+            delivered: boolean;
+            status: number | null;
+            body: string;
+            truncated: boolean;
+            error: string | null;
+            duration_ms: number;
+        };
         ImportQueued: {
             /** @enum {boolean} */
             success: true;
@@ -11305,6 +11318,105 @@ export interface operations {
             };
         };
     };
+    testChannel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelTestResultEnvelope"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"] | components["schemas"]["ApiError"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"] | components["schemas"]["ApiError"];
+                };
+            };
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"] | components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
     listImports: {
         parameters: {
             query?: never;
@@ -12462,6 +12574,7 @@ export const operationRoutes = {
   getChannel: { method: "GET", path: "/v1/channels/{channel_id}" },
   updateChannel: { method: "PATCH", path: "/v1/channels/{channel_id}" },
   deleteChannel: { method: "DELETE", path: "/v1/channels/{channel_id}" },
+  testChannel: { method: "POST", path: "/v1/channels/{channel_id}/test" },
   createImport: { method: "POST", path: "/v1/imports" },
   listImports: { method: "GET", path: "/v1/imports" },
   getImport: { method: "GET", path: "/v1/imports/{import_id}" },

@@ -202,6 +202,23 @@ export async function createOwnerClient(
   return { clientId, secret };
 }
 
+/**
+ * A fresh account (its owner's and a member's `*` tokens), plus `token(scope)`: a token of the
+ * owner in that company with exactly `scope` (through a client of the owner's).
+ */
+export async function createOwnerWithScopes(prefix = "scoped") {
+  const account = await createAccount();
+  const { clientId, secret } = await createOwnerClient(account.accountId, account.companyId, prefix);
+  const token = async (scope: string): Promise<string> => {
+    const res = await call("issueToken", "/v1/oauth/token", {
+      body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret, scope },
+    });
+    expectStatus(res, 200, JSON.stringify(res.body));
+    return res.body.access_token as string;
+  };
+  return { ...account, token };
+}
+
 /** Creates an item through the API (expects 201) and returns its detail. */
 export async function createItem(token: string, body: Record<string, unknown> = {}): Promise<DataOf<"getItem">> {
   const res = await call("createItem", "/v1/items", {
