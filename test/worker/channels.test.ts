@@ -8,6 +8,8 @@ import {
   type Fields,
   call,
   callWithEnv,
+  createAccount,
+  createOwnerClient,
   createOwnerWithScopes,
   env,
   expectShapeA,
@@ -15,6 +17,7 @@ import {
   expectStatus,
   ok,
   TIMESTAMP,
+  uniqueWord,
 } from "./helpers";
 
 // Channel endpoints (docs/channels.md): CRUD, the URL shown in full only when it was sent, secrets
@@ -712,5 +715,30 @@ describe("sendToChannel (src/channels/send.ts), with a fetch standing in for the
     const failed = await sendToChannel(target, message, { allowPrivate: true, fetcher });
     expect(calls).toBe(1);
     expect(failed.error).toBe("request failed: connect failed to http://127.0.0.1:9/…");
+  });
+});
+
+describe("channel endpoints and company deletion", () => {
+  it("deleting a company deletes its channels in the same batch", async () => {
+    const account = await createAccount({ companies: 5 });
+    const made = await call("createCompany", "/v1/companies", {
+      token: account.ownerToken,
+      body: { company_name: uniqueWord("Co "), documents_limit: 10, contacts_limit: 10, drive_space: 1 },
+    });
+    expectStatus(made, 201, JSON.stringify(made.body));
+    const companyId = made.body.data.company.companyid as number;
+    const { clientId, secret } = await createOwnerClient(account.accountId, companyId, "chdel");
+    const token = ok(
+      await call("issueToken", "/v1/oauth/token", {
+        body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret },
+      }),
+    ).body.access_token as string;
+    await created(token);
+    await created(token, { type: "ntfy", access_token: "tk_x" });
+    expectStatus(await call("deleteCompany", `/v1/companies/${companyId}`, { token: account.ownerToken }), 200);
+    const n = await env.DB.prepare("SELECT count(*) AS n FROM channel_endpoints WHERE company_id = ?")
+      .bind(companyId)
+      .first<number>("n");
+    expect(n).toBe(0);
   });
 });

@@ -61,7 +61,7 @@ const channelRecord = conditionalRecord({
 const ChannelEnvelope = dataEnvelope(ChannelSchema, "ChannelEnvelope");
 const ChannelResult = resultEnvelope(ChannelSchema, "ChannelResult");
 const ChannelCreatedResult = resultEnvelope(ChannelWithUrlSchema, "ChannelCreatedResult");
-const ChannelTestEnvelope = dataEnvelope(ChannelTestResultSchema, "ChannelTestResultEnvelope");
+const ChannelTestEnvelope = resultEnvelope(ChannelTestResultSchema, "ChannelTestResultEnvelope");
 
 /** 503 of the operations that encrypt or decrypt: Shape B when the secrets key is not configured. */
 export const channelsNotConfigured = {
@@ -73,6 +73,8 @@ export const channelsNotConfigured = {
   ),
   headers: responseHeaders.retryAfter,
 };
+
+const NOT_DELIVERED = "Test message not delivered: see data.error";
 
 const WHO =
   "Account owner only (another user is 403 Shape B), scopes channels:read / channels:write (`*` grants both). " +
@@ -217,7 +219,7 @@ channelsRouter.openapi(
       "Extension. Sends one test message now (in the channel's language, naming the company: Slack `{text}`, " +
       "Teams an Adaptive Card 1.4 in a message attachment, Google Chat `{text}`, Discord `{content}`, ntfy a " +
       "text body with a Title header and the access token as Authorization: Bearer) and answers 200 with what " +
-      "the platform said: delivered (a 2xx), status, the start of its answer (body, at most 1,000 characters; " +
+      'the platform said (msg "Test message delivered" or "Test message not delivered: see data.error"): delivered (a 2xx), status, the start of its answer (body, at most 1,000 characters; ' +
       "truncated), error and duration_ms. A platform's error (4xx, 5xx) is still 200 here: the test worked, the " +
       "channel did not. The URL rules are checked again first (a URL saved on loopback while " +
       "WEBHOOKS_ALLOW_PRIVATE_URLS was on is not called once it is off: status null and the rule in error); " +
@@ -233,7 +235,7 @@ channelsRouter.openapi(
     const target = await channelTarget(c.var.db, c.var.companyId, c.req.valid("param").channel_id, key);
     const type = target.row.type as ChannelType;
     if (target.secrets === null)
-      return ok(c, {
+      return updated(c, NOT_DELIVERED, {
         delivered: false,
         status: null,
         body: "",
@@ -246,6 +248,6 @@ channelsRouter.openapi(
     const { retry_after: _retryAfter, ...result } = await sendToChannel({ type, ...target.secrets }, message, {
       allowPrivate: allowsPrivateUrls(c.env),
     });
-    return ok(c, result);
+    return updated(c, result.delivered ? "Test message delivered" : NOT_DELIVERED, result);
   },
 );

@@ -1405,6 +1405,7 @@ export interface components {
         ChannelTestResultEnvelope: {
             /** @enum {boolean} */
             success: true;
+            msg: string;
             data: components["schemas"]["ChannelTestResult"];
         };
         ChannelTestResult: {
