@@ -9,7 +9,7 @@ import {
   call,
   callWithEnv,
   createAccount,
-  createOwnerClient,
+  createExtraCompany,
   createOwnerWithScopes,
   env,
   expectShapeA,
@@ -17,7 +17,6 @@ import {
   expectStatus,
   ok,
   TIMESTAMP,
-  uniqueWord,
 } from "./helpers";
 
 // Channel endpoints (docs/channels.md): CRUD, the URL shown in full only when it was sent, secrets
@@ -721,18 +720,7 @@ describe("sendToChannel (src/channels/send.ts), with a fetch standing in for the
 describe("channel endpoints and company deletion", () => {
   it("deleting a company deletes its channels in the same batch", async () => {
     const account = await createAccount({ companies: 5 });
-    const made = await call("createCompany", "/v1/companies", {
-      token: account.ownerToken,
-      body: { company_name: uniqueWord("Co "), documents_limit: 10, contacts_limit: 10, drive_space: 1 },
-    });
-    expectStatus(made, 201, JSON.stringify(made.body));
-    const companyId = made.body.data.company.companyid as number;
-    const { clientId, secret } = await createOwnerClient(account.accountId, companyId, "chdel");
-    const token = ok(
-      await call("issueToken", "/v1/oauth/token", {
-        body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret },
-      }),
-    ).body.access_token as string;
+    const { companyId, token } = await createExtraCompany(account, "chdel");
     await created(token);
     await created(token, { type: "ntfy", access_token: "tk_x" });
     expectStatus(await call("deleteCompany", `/v1/companies/${companyId}`, { token: account.ownerToken }), 200);

@@ -19,7 +19,7 @@ import {
   call,
   callWithEnv,
   createAccount,
-  createOwnerClient,
+  createExtraCompany,
   createOwnerWithScopes,
   env,
   expectShapeA,
@@ -1012,19 +1012,7 @@ describe("the webhook event catalogue", () => {
 describe("webhook endpoints and company deletion", () => {
   it("deleting a company deletes its webhook endpoints in the same batch", async () => {
     const account = await createAccount({ companies: 5 });
-    const made = await call("createCompany", "/v1/companies", {
-      token: account.ownerToken,
-      body: { company_name: uniqueWord("Co "), documents_limit: 10, contacts_limit: 10, drive_space: 1 },
-    });
-    expectStatus(made, 201, JSON.stringify(made.body));
-    const companyId = made.body.data.company.companyid as number;
-    const { clientId, secret } = await createOwnerClient(account.accountId, companyId, "whdel");
-    const issued = ok(
-      await call("issueToken", "/v1/oauth/token", {
-        body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret },
-      }),
-    );
-    const token = issued.body.access_token as string;
+    const { companyId, token } = await createExtraCompany(account, "whdel");
     await createEndpoint(token);
     await createEndpoint(token, { events: ["*"] });
     const deleted = await call("deleteCompany", `/v1/companies/${companyId}`, { token: account.ownerToken });
