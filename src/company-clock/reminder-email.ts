@@ -60,10 +60,10 @@ export const NOTES_MAX = 500;
 /** Longest intro or footer of a template, after its placeholders are filled. */
 const TEMPLATE_TEXT_MAX = 2000;
 const TITLE_IN_SUBJECT_MAX = 100;
-const TITLE_MAX = 300;
-const NAME_MAX = 100;
-const DOCUMENT_TYPE_MAX = 60;
-const TEXT_WIDTH = 78;
+export const TITLE_MAX = 300;
+export const NAME_MAX = 100;
+export const DOCUMENT_TYPE_MAX = 60;
+export const TEXT_WIDTH = 78;
 
 /** The email's links, in order: the page first, then each action the item's type offers. */
 function linkRows(links: RecipientLinks, itemType: ReminderItemType, speech: Speech): Array<[string, string]> {
@@ -101,7 +101,7 @@ export function relativeDay(today: string, date: string, locale = "en"): string 
 }
 
 /** Notes kept as lines: CRLF/CR become LF, tabs a space, other controls removed, blank runs squeezed. */
-function cleanNotes(notes: string | null | undefined, max = NOTES_MAX): string {
+export function cleanNotes(notes: string | null | undefined, max = NOTES_MAX): string {
   if (!notes) return "";
   const cleaned = notes
     .replace(/\r\n?|[\u2028\u2029]/g, "\n")
@@ -119,7 +119,7 @@ function cleanNotes(notes: string | null | undefined, max = NOTES_MAX): string {
  * Word-wraps one paragraph to `width` (long words stay whole). The first line starts with
  * `prefix`, continuation lines with `indent`.
  */
-function wrap(paragraph: string, width = TEXT_WIDTH, prefix = "", indent = ""): string {
+export function wrap(paragraph: string, width = TEXT_WIDTH, prefix = "", indent = ""): string {
   const lines: string[] = [];
   let line = prefix;
   let empty = true;
@@ -205,11 +205,24 @@ export function templateValues(input: ReminderMessageInput, wording: ItemWording
 }
 
 /** A template text filled in and cleaned like notes (lines kept, controls gone), or null to use the default. */
-function templateText(text: string | null | undefined, values: TemplateValues): string | null {
+export function templateText(text: string | null | undefined, values: TemplateValues): string | null {
   if (!text) return null;
   const filled = fillTemplate(text, values);
   if (filled === null) return null;
   return cleanNotes(filled, TEMPLATE_TEXT_MAX) || null;
+}
+
+/** An HTML email's opening lines up to its body: doctype, `<html>` with the language and direction, the head. */
+export function htmlEmailHead(speech: Speech, title: string): string[] {
+  return [
+    "<!doctype html>",
+    `<html lang="${escapeHtml(speech.tag)}" dir="${speech.dir}">`,
+    "<head>",
+    '<meta charset="utf-8">',
+    '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    `<title>${escapeHtml(title)}</title>`,
+    "</head>",
+  ];
 }
 
 /** The reminder email for one item. */
@@ -285,13 +298,7 @@ export function reminderMessage(input: ReminderMessageInput): ReminderMessage {
   const htmlParagraphs = (text: string, style: string) =>
     text.split(/\n{2,}/).map((block) => `<p style="${style}">${block.split("\n").map(e).join("<br>")}</p>`);
   const html = [
-    "<!doctype html>",
-    `<html lang="${e(speech.tag)}" dir="${speech.dir}">`,
-    "<head>",
-    '<meta charset="utf-8">',
-    '<meta name="viewport" content="width=device-width, initial-scale=1">',
-    `<title>${e(subject)}</title>`,
-    "</head>",
+    ...htmlEmailHead(speech, subject),
     `<body dir="${speech.dir}" ` +
       `style="margin:0;padding:24px;background:#f4f5f7;font-family:Arial,Helvetica,sans-serif;font-size:14px;line-height:1.5;color:#1f2933;text-align:${align};">`,
     `<div dir="${speech.dir}" style="max-width:560px;margin:0 ` +

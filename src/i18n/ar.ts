@@ -49,6 +49,30 @@ export const ar: Catalogue = {
   "email.footer.company": "أُرسل هذا التذكير نيابةً عن {company}.",
   "email.footer.service": "أُرسل هذا التذكير من خدمة التذكير الخاصة بك.",
 
+  // ---- the digest email ----
+  "digest.subject.daily": "تذكيراتك اليومية من {company}: {count}",
+  "digest.subject.weekly": "تذكيراتك الأسبوعية من {company}: {count}",
+  "digest.count": "{n, plural, one {عنصر واحد} two {عنصران} few {# عناصر} many {# عنصرًا} other {# عنصر}}",
+  "digest.count.overdue":
+    "{n, plural, one {عنصر واحد} two {عنصران} few {# عناصر} many {# عنصرًا} other {# عنصر}}، {overdue, plural, one {أحدها متأخر} two {اثنان منها متأخران} other {# منها متأخرة}}",
+  "digest.intro.daily":
+    "إليك ملخصك اليومي من {company}: العناصر التي تتلقى تذكيرات بشأنها والمتأخرة أو المستحقة خلال الثلاثين يومًا القادمة.",
+  "digest.intro.weekly":
+    "إليك ملخصك الأسبوعي من {company}: العناصر التي تتلقى تذكيرات بشأنها والمتأخرة أو المستحقة خلال الثلاثين يومًا القادمة.",
+  "digest.group.overdue": "متأخرة",
+  "digest.group.soon": "خلال الأيام السبعة القادمة",
+  "digest.group.later": "لاحقًا، خلال الثلاثين يومًا القادمة",
+  "digest.group.beyond": "بعد أكثر من 30 يومًا",
+  "digest.group.heading": "{group} ({n})",
+  "digest.entry.due": "{due} ({date})",
+  "digest.more":
+    "{n, plural, one {وعنصر واحد آخر غير مدرج هنا} two {وعنصران آخران غير مدرجين هنا} few {و# عناصر أخرى غير مدرجة هنا} many {و# عنصرًا آخر غير مدرج هنا} other {و# عنصر آخر غير مدرج هنا}}: يتضمن الملخص {max} عنصر كحد أقصى.",
+  "digest.empty": "لا يوجد ما هو متأخر أو مستحق خلال الثلاثين يومًا القادمة.",
+  "digest.footer.daily": "ترسل إليك {company} هذا الملخص يوميًا بدلًا من رسائل التذكير المنفصلة.",
+  "digest.footer.weekly": "ترسل إليك {company} هذا الملخص أسبوعيًا بدلًا من رسائل التذكير المنفصلة.",
+  "digest.preferences": "هل تفضّل تلقي هذا الملخص بوتيرة أخرى، أو في رسائل منفصلة، أو إيقافه؟",
+  "digest.preferences.none": "لتلقي هذا الملخص بوتيرة أخرى أو لإيقافه، تواصل مع {company}.",
+
   "page.item": "العنصر",
   "page.row.date": "التاريخ",
   "page.row.status": "الحالة",
@@ -190,4 +214,9 @@ export const ar: Catalogue = {
   // channel endpoints: the test message (POST /v1/channels/{channel_id}/test)
   "channel_test.title": "رسالة اختبار من {company}",
   "channel_test.text": "تم إعداد هذه القناة: ستُنشر هنا التذكيرات من {company}.",
+
+  // ---- channel messages (src/channels/messages/) ----
+  "channel.row.for": "موجّه إلى",
+  "channel.links_note":
+    "يمكن لأي شخص في هذه القناة استخدام هذه الروابط. يفتح كلٌّ منها صفحة تطلب منك التأكيد قبل تغيير أي شيء.",
 };

@@ -51,6 +51,31 @@ export const de: Catalogue = {
   "email.footer.company": "Diese Erinnerung wurde im Auftrag von {company} gesendet.",
   "email.footer.service": "Diese Erinnerung wurde von Ihrem Erinnerungsdienst gesendet.",
 
+  // ---- the digest email ----
+  "digest.subject.daily": "Ihre täglichen Erinnerungen von {company}: {count}",
+  "digest.subject.weekly": "Ihre wöchentlichen Erinnerungen von {company}: {count}",
+  "digest.count": "{n, plural, one {# Eintrag} other {# Einträge}}",
+  "digest.count.overdue": "{n, plural, one {# Eintrag} other {# Einträge}}, davon {overdue} überfällig",
+  "digest.intro.daily":
+    "hier ist Ihre tägliche Übersicht von {company}: die Einträge, zu denen Sie Erinnerungen erhalten und die überfällig oder in den nächsten 30 Tagen fällig sind.",
+  "digest.intro.weekly":
+    "hier ist Ihre wöchentliche Übersicht von {company}: die Einträge, zu denen Sie Erinnerungen erhalten und die überfällig oder in den nächsten 30 Tagen fällig sind.",
+  "digest.group.overdue": "Überfällig",
+  "digest.group.soon": "In den nächsten 7 Tagen",
+  "digest.group.later": "Später, innerhalb von 30 Tagen",
+  "digest.group.beyond": "In mehr als 30 Tagen",
+  "digest.group.heading": "{group} ({n})",
+  "digest.entry.due": "{due} ({date})",
+  "digest.more":
+    "{n, plural, one {Dazu kommt # weiterer Eintrag, der} other {Dazu kommen # weitere Einträge, die}} hier nicht aufgeführt {n, plural, one {ist} other {sind}}: Eine Übersicht enthält höchstens {max} Einträge.",
+  "digest.empty": "Nichts ist überfällig oder in den nächsten 30 Tagen fällig.",
+  "digest.footer.daily": "{company} sendet Ihnen diese Übersicht täglich anstelle einzelner Erinnerungs-E-Mails.",
+  "digest.footer.weekly": "{company} sendet Ihnen diese Übersicht wöchentlich anstelle einzelner Erinnerungs-E-Mails.",
+  "digest.preferences":
+    "Möchten Sie diese Übersicht in einem anderen Rhythmus, als einzelne E-Mails oder gar nicht mehr erhalten?",
+  "digest.preferences.none":
+    "Wenn Sie diese Übersicht in einem anderen Rhythmus oder gar nicht mehr erhalten möchten, wenden Sie sich an {company}.",
+
   "page.item": "Eintrag",
   "page.row.date": "Datum",
   "page.row.status": "Status",
@@ -200,4 +225,9 @@ export const de: Catalogue = {
   // channel endpoints: the test message (POST /v1/channels/{channel_id}/test)
   "channel_test.title": "Testnachricht von {company}",
   "channel_test.text": "Dieser Kanal ist eingerichtet: Erinnerungen von {company} werden hier gepostet.",
+
+  // ---- channel messages (src/channels/messages/) ----
+  "channel.row.for": "Für",
+  "channel.links_note":
+    "Alle in diesem Kanal können diese Links verwenden. Jeder öffnet eine Seite, die vor jeder Änderung um Bestätigung bittet.",
 };

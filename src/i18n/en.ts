@@ -53,6 +53,29 @@ export const en = {
   "email.footer.company": "This reminder was sent for {company}.",
   "email.footer.service": "This reminder was sent by your reminder service.",
 
+  // ---- the digest email ----
+  "digest.subject.daily": "Your daily reminders from {company}: {count}",
+  "digest.subject.weekly": "Your weekly reminders from {company}: {count}",
+  "digest.count": "{n, plural, one {# item} other {# items}}",
+  "digest.count.overdue": "{n, plural, one {# item} other {# items}}, {overdue} overdue",
+  "digest.intro.daily":
+    "Here is your daily summary from {company}: the items you receive reminders for that are overdue or due within the next 30 days.",
+  "digest.intro.weekly":
+    "Here is your weekly summary from {company}: the items you receive reminders for that are overdue or due within the next 30 days.",
+  "digest.group.overdue": "Overdue",
+  "digest.group.soon": "In the next 7 days",
+  "digest.group.later": "Later, within 30 days",
+  "digest.group.beyond": "More than 30 days ahead",
+  "digest.group.heading": "{group} ({n})",
+  "digest.entry.due": "{due} ({date})",
+  "digest.more":
+    "{n, plural, one {And # more item} other {And # more items}} not listed here: a summary lists at most {max}.",
+  "digest.empty": "Nothing is overdue or due within the next 30 days.",
+  "digest.footer.daily": "{company} sends you this summary every day, in place of separate reminder emails.",
+  "digest.footer.weekly": "{company} sends you this summary every week, in place of separate reminder emails.",
+  "digest.preferences": "Would you like this summary at another frequency, as separate emails, or not at all?",
+  "digest.preferences.none": "To get this summary at another frequency or to stop it, contact {company}.",
+
   // ---- the recipient's page (src/routes/recipient-pages/) ----
   "page.item": "Item",
   "page.row.date": "Date",
@@ -200,6 +223,11 @@ export const en = {
   // channel endpoints: the test message (POST /v1/channels/{channel_id}/test)
   "channel_test.title": "Test message from {company}",
   "channel_test.text": "This channel is set up: reminders from {company} will be posted here.",
+
+  // ---- channel messages (src/channels/messages/) ----
+  "channel.row.for": "For",
+  "channel.links_note":
+    "Anyone in this channel can use these links. Each one opens a page that asks you to confirm before anything changes.",
 } as const;
 
 export type MessageKey = keyof typeof en;

@@ -49,6 +49,33 @@ export const es: Catalogue = {
   "email.footer.company": "Este recordatorio se envió en nombre de {company}.",
   "email.footer.service": "Este recordatorio lo envió su servicio de recordatorios.",
 
+  // ---- the digest email ----
+  "digest.subject.daily": "Sus recordatorios diarios de {company}: {count}",
+  "digest.subject.weekly": "Sus recordatorios semanales de {company}: {count}",
+  "digest.count": "{n, plural, one {# elemento} other {# elementos}}",
+  "digest.count.overdue":
+    "{n, plural, one {# elemento} other {# elementos}}, {overdue, plural, one {# atrasado} other {# atrasados}}",
+  "digest.intro.daily":
+    "Este es su resumen diario de {company}: los elementos de los que recibe recordatorios que están atrasados o tienen fecha en los próximos 30 días.",
+  "digest.intro.weekly":
+    "Este es su resumen semanal de {company}: los elementos de los que recibe recordatorios que están atrasados o tienen fecha en los próximos 30 días.",
+  "digest.group.overdue": "Atrasados",
+  "digest.group.soon": "En los próximos 7 días",
+  "digest.group.later": "Más adelante, en los próximos 30 días",
+  "digest.group.beyond": "Dentro de más de 30 días",
+  "digest.group.heading": "{group} ({n})",
+  "digest.entry.due": "{due} ({date})",
+  "digest.more":
+    "{n, plural, one {Y # elemento más, que no se muestra aquí} other {Y # elementos más, que no se muestran aquí}}: un resumen incluye como máximo {max}.",
+  "digest.empty": "No hay nada atrasado ni con fecha en los próximos 30 días.",
+  "digest.footer.daily": "{company} le envía este resumen cada día, en lugar de correos de recordatorio por separado.",
+  "digest.footer.weekly":
+    "{company} le envía este resumen cada semana, en lugar de correos de recordatorio por separado.",
+  "digest.preferences":
+    "¿Prefiere recibir este resumen con otra frecuencia, como correos por separado o dejar de recibirlo?",
+  "digest.preferences.none":
+    "Para recibir este resumen con otra frecuencia o dejar de recibirlo, póngase en contacto con {company}.",
+
   "page.item": "Elemento",
   "page.row.date": "Fecha",
   "page.row.status": "Estado",
@@ -197,4 +224,9 @@ export const es: Catalogue = {
   // channel endpoints: the test message (POST /v1/channels/{channel_id}/test)
   "channel_test.title": "Mensaje de prueba de {company}",
   "channel_test.text": "Este canal está configurado: los recordatorios de {company} se publicarán aquí.",
+
+  // ---- channel messages (src/channels/messages/) ----
+  "channel.row.for": "Para",
+  "channel.links_note":
+    "Cualquier persona de este canal puede usar estos enlaces. Cada uno abre una página que pide confirmación antes de cambiar nada.",
 };

@@ -74,9 +74,13 @@ export function relativeDays(today: string, date: string, locale: string): strin
 /**
  * A date (or any left-to-right run of digits and signs) kept whole in right-to-left text: wrapped
  * in a left-to-right isolate (U+2066 … U+2069), so 2027-05-13 is not shown as 13-05-2027 by the
- * bidirectional algorithm. Left-to-right text gets it unchanged.
+ * bidirectional algorithm. Text with letters gets a first-strong isolate (U+2068 … U+2069)
+ * instead: it takes the direction of its first letter, so an Arabic date with a month name
+ * ("7 مارس 2027") reads right to left, not "مارس 2027 7", and a Latin one left to right as before.
+ * Left-to-right text gets it unchanged.
  */
-export const isolated = (text: string, dir: "ltr" | "rtl") => (dir === "rtl" ? `\u2066${text}\u2069` : text);
+export const isolated = (text: string, dir: "ltr" | "rtl") =>
+  dir === "rtl" ? `${/\p{L}/u.test(text) ? "\u2068" : "\u2066"}${text}\u2069` : text;
 
 const weekdayFormat = (locale: string) =>
   cached(`weekday|${locale}`, () => new Intl.DateTimeFormat(locale, { weekday: "long", timeZone: "UTC" }));

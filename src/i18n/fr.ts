@@ -50,6 +50,33 @@ export const fr: Catalogue = {
   "email.footer.company": "Ce rappel a été envoyé pour le compte de {company}.",
   "email.footer.service": "Ce rappel a été envoyé par votre service de rappels.",
 
+  // ---- the digest email ----
+  "digest.subject.daily": "Vos rappels quotidiens de {company} : {count}",
+  "digest.subject.weekly": "Vos rappels hebdomadaires de {company} : {count}",
+  "digest.count": "{n, plural, one {# élément} other {# éléments}}",
+  "digest.count.overdue": "{n, plural, one {# élément} other {# éléments}}, dont {overdue} en retard",
+  "digest.intro.daily":
+    "Voici votre récapitulatif quotidien de {company} : les éléments pour lesquels vous recevez des rappels, en retard ou à échéance dans les 30 prochains jours.",
+  "digest.intro.weekly":
+    "Voici votre récapitulatif hebdomadaire de {company} : les éléments pour lesquels vous recevez des rappels, en retard ou à échéance dans les 30 prochains jours.",
+  "digest.group.overdue": "En retard",
+  "digest.group.soon": "Dans les 7 prochains jours",
+  "digest.group.later": "Plus tard, d’ici 30 jours",
+  "digest.group.beyond": "Dans plus de 30 jours",
+  "digest.group.heading": "{group} ({n})",
+  "digest.entry.due": "{due} ({date})",
+  "digest.more":
+    "{n, plural, one {Et # autre élément, non affiché ici} other {Et # autres éléments, non affichés ici}} : un récapitulatif en présente au plus {max}.",
+  "digest.empty": "Rien n’est en retard ni à échéance dans les 30 prochains jours.",
+  "digest.footer.daily":
+    "{company} vous envoie ce récapitulatif chaque jour, à la place des e-mails de rappel séparés.",
+  "digest.footer.weekly":
+    "{company} vous envoie ce récapitulatif chaque semaine, à la place des e-mails de rappel séparés.",
+  "digest.preferences":
+    "Vous souhaitez recevoir ce récapitulatif à une autre fréquence, sous forme d’e-mails séparés, ou plus du tout ?",
+  "digest.preferences.none":
+    "Pour recevoir ce récapitulatif à une autre fréquence ou ne plus le recevoir, contactez {company}.",
+
   "page.item": "Élément",
   "page.row.date": "Date",
   "page.row.status": "Statut",
@@ -199,4 +226,9 @@ export const fr: Catalogue = {
   // channel endpoints: the test message (POST /v1/channels/{channel_id}/test)
   "channel_test.title": "Message de test de {company}",
   "channel_test.text": "Ce canal est configuré : les rappels de {company} seront publiés ici.",
+
+  // ---- channel messages (src/channels/messages/) ----
+  "channel.row.for": "Pour",
+  "channel.links_note":
+    "Toute personne de ce canal peut utiliser ces liens. Chacun ouvre une page qui demande de confirmer avant toute modification.",
 };

@@ -49,6 +49,31 @@ export const pt: Catalogue = {
   "email.footer.company": "Este lembrete foi enviado em nome de {company}.",
   "email.footer.service": "Este lembrete foi enviado pelo seu serviço de lembretes.",
 
+  // ---- the digest email ----
+  "digest.subject.daily": "Os seus lembretes diários de {company}: {count}",
+  "digest.subject.weekly": "Os seus lembretes semanais de {company}: {count}",
+  "digest.count": "{n, plural, one {# item} other {# itens}}",
+  "digest.count.overdue": "{n, plural, one {# item} other {# itens}}, {overdue} em atraso",
+  "digest.intro.daily":
+    "Este é o seu resumo diário de {company}: os itens sobre os quais recebe lembretes que estão em atraso ou têm data nos próximos 30 dias.",
+  "digest.intro.weekly":
+    "Este é o seu resumo semanal de {company}: os itens sobre os quais recebe lembretes que estão em atraso ou têm data nos próximos 30 dias.",
+  "digest.group.overdue": "Em atraso",
+  "digest.group.soon": "Nos próximos 7 dias",
+  "digest.group.later": "Mais tarde, nos próximos 30 dias",
+  "digest.group.beyond": "Daqui a mais de 30 dias",
+  "digest.group.heading": "{group} ({n})",
+  "digest.entry.due": "{due} ({date})",
+  "digest.more":
+    "{n, plural, one {E mais # item, que não é apresentado aqui} other {E mais # itens, que não são apresentados aqui}}: um resumo apresenta no máximo {max}.",
+  "digest.empty": "Nada está em atraso nem tem data nos próximos 30 dias.",
+  "digest.footer.daily": "{company} envia-lhe este resumo todos os dias, em vez de e-mails de lembrete separados.",
+  "digest.footer.weekly": "{company} envia-lhe este resumo todas as semanas, em vez de e-mails de lembrete separados.",
+  "digest.preferences":
+    "Prefere receber este resumo com outra frequência, como e-mails separados, ou deixar de o receber?",
+  "digest.preferences.none":
+    "Para receber este resumo com outra frequência ou deixar de o receber, contacte {company}.",
+
   "page.item": "Item",
   "page.row.date": "Data",
   "page.row.status": "Estado",
@@ -196,4 +221,9 @@ export const pt: Catalogue = {
   // channel endpoints: the test message (POST /v1/channels/{channel_id}/test)
   "channel_test.title": "Mensagem de teste de {company}",
   "channel_test.text": "Este canal está configurado: os lembretes de {company} serão publicados aqui.",
+
+  // ---- channel messages (src/channels/messages/) ----
+  "channel.row.for": "Para",
+  "channel.links_note":
+    "Qualquer pessoa neste canal pode usar estes links. Cada um abre uma página que pede confirmação antes de alterar qualquer coisa.",
 };

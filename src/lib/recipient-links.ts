@@ -106,7 +106,11 @@ export async function recipientLinks(
     report(String((error as Error).message ?? error));
     return null;
   }
-  const page = `${base}${RECIPIENT_PREFIX}${token}`;
+  return linksOfPage(`${base}${RECIPIENT_PREFIX}${token}`);
+}
+
+/** A recipient's page and its action pages (`{page}/{action}`). */
+export function linksOfPage(page: string): RecipientLinks {
   return {
     page,
     ...(Object.fromEntries(RECIPIENT_ACTIONS.map((action) => [action, `${page}/${action}`])) as Record<

@@ -132,6 +132,10 @@ describe("the reminder email in each language", () => {
     };
     const m = reminderMessage({ ...base, speech: speechFor("ar"), links });
     expect(m.subject).toBe("تذكير: انتهاء صلاحية «Reisepass» ينتهي خلال 3 أيام (\u206614.03.2027\u2069)");
+    // A date with an Arabic month name is isolated by its first letter, so it reads right to left.
+    expect(reminderMessage({ ...base, speech: speechFor("ar"), dateFormat: "D MMM YYYY" }).subject).toContain(
+      "(\u206814 مارس 2027\u2069)",
+    );
     expect(m.html).toContain('<html lang="ar" dir="rtl">');
     expect(m.html).toContain('<div dir="rtl"');
     expect(m.html).toContain("padding:4px 0 4px 16px;text-align:right;");
