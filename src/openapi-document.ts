@@ -100,6 +100,14 @@ export const TAGS = [
       "company's files, and item attachments.",
   },
   {
+    name: "Channels",
+    description:
+      "Reminders where teams already talk: a company's Slack, Microsoft Teams (Workflows), Google " +
+      "Chat, Discord and ntfy incoming webhooks, managed by the account owner (scopes channels:read " +
+      "/ channels:write). Each type accepts only its platform's URLs; URLs and tokens are stored " +
+      "encrypted and shown once. See docs/channels.md.",
+  },
+  {
     name: "Webhooks",
     description:
       "Signed event delivery (Standard Webhooks) to a company's HTTPS endpoints, " +

@@ -47,6 +47,7 @@ export const COPIED_TABLES: ReadonlyArray<{ table: string; where: string }> = [
   { table: "company_revisions", where: COMPANIES },
   { table: "webhook_endpoints", where: COMPANIES },
   { table: "webhook_events", where: COMPANIES },
+  { table: "channel_endpoints", where: COMPANIES },
   { table: "idempotency_keys", where: COMPANIES },
   { table: "imports", where: COMPANIES },
   { table: "import_errors", where: `import_id IN (SELECT id FROM imports WHERE ${COMPANIES})` },

@@ -125,11 +125,12 @@ export async function seedLocal(target: Target): Promise<void> {
 /**
  * Creates .dev.vars from the committed example on first start; on later starts, appends the
  * example's variables that an existing .dev.vars lacks (e.g. WEBHOOK_SECRETS_KEY, added after it
- * was created), leaving every value already there as it is.
+ * was created), leaving every value already there as it is: `WEBHOOKS_ALLOW_PRIVATE_URLS="false"`
+ * stays off (a line removed or commented out comes back from the example, on).
  */
-export function ensureDevVars(): void {
-  const devVars = join(ROOT, ".dev.vars");
-  const example = join(ROOT, ".dev.vars.example");
+export function ensureDevVars(root = ROOT): void {
+  const devVars = join(root, ".dev.vars");
+  const example = join(root, ".dev.vars.example");
   if (!existsSync(devVars)) {
     copyFileSync(example, devVars);
     console.log("Created .dev.vars from .dev.vars.example");

@@ -196,6 +196,22 @@ export const RESOURCES: readonly Resource[] = [
     ],
   },
   {
+    table: "channel_endpoints",
+    type: "channel",
+    id: "{r}.id",
+    company: "{r}.company_id",
+    // The URL and the access token are secrets: only their masked forms are shown, never the ciphertexts.
+    fields: [
+      f("type"),
+      f("name"),
+      f("url", "url_hint"),
+      f("access_token", "token_hint"),
+      f("language"),
+      f("disabled"),
+      f("disabled_reason"),
+    ],
+  },
+  {
     table: "calendar_feeds",
     type: "calendar_feed",
     id: "{r}.id",

@@ -70,6 +70,7 @@ const VERSIONS = family(
     "items",
     "tasks",
     "webhook_endpoints",
+    "channel_endpoints",
   ].map(version),
 );
 

@@ -21,6 +21,9 @@ export const RESOURCE_SCOPES = [
   // Extension: webhook endpoints (account owner only).
   "webhooks:read",
   "webhooks:write",
+  // Extension: channel endpoints, Slack, Teams, Google Chat, Discord, ntfy (account owner only).
+  "channels:read",
+  "channels:write",
   // Extension: the audit log (account owner only).
   "audit:read",
 ] as const;

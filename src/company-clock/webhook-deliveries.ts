@@ -24,6 +24,7 @@ import { settle, type ClockContext } from "./context";
 import { appliedResult, recordApplied } from "./store";
 import { D1_RETRY_MS } from "./webhooks";
 import type { Db } from "../db/client";
+import { allowsPrivateUrls, checkWebhookUrl } from "../webhooks/urls";
 import type { AuditActor } from "../db/commit";
 import { recordAudit } from "./audit-outbox";
 
@@ -127,11 +128,16 @@ export async function deliverWebhooks(
     return { more: false };
   }
 
-  const outcomes = new Map<number, AttemptOutcome | "dropped" | "disabled">();
+  const outcomes = new Map<number, AttemptOutcome | "dropped" | "disabled" | { refused: string }>();
+  const allowPrivate = allowsPrivateUrls(env);
   const send = async (d: Leased) => {
     const endpoint = endpoints.get(d.endpoint_id);
     if (!endpoint) return void outcomes.set(d.delivery_id, "dropped");
     if (!endpoint.enabled && d.type !== "webhook.test") return void outcomes.set(d.delivery_id, "disabled");
+    // The URL rules again at send time: a URL saved while they allowed it (a loopback URL with
+    // WEBHOOKS_ALLOW_PRIVATE_URLS on, since turned off) is not called.
+    const target = checkWebhookUrl(endpoint.url, allowPrivate);
+    if (!target.ok) return void outcomes.set(d.delivery_id, { refused: target.msg });
     outcomes.set(
       d.delivery_id,
       await attemptDelivery(transport, endpoint, d.message_id, payloadBody(d.type, d.event_created_at, d.data)),
@@ -141,7 +147,7 @@ export async function deliverWebhooks(
     await Promise.all(leased.slice(i, i + WEBHOOK_CONCURRENCY).map(send));
 
   const done = Date.now();
-  const health: EndpointHealth = { succeeded: [], failed: [], disable: [] };
+  const health: EndpointHealth = { succeeded: [], failed: [], disable: [], refused: [] };
   storage.transactionSync(() => {
     for (const d of leased) {
       const outcome = outcomes.get(d.delivery_id)!;
@@ -154,6 +160,15 @@ export async function deliverWebhooks(
             "last_error = 'the endpoint is disabled', next_at = NULL WHERE delivery_id = ?",
           d.delivery_id,
         );
+      } else if ("refused" in outcome) {
+        // Not an attempt (nothing was sent), and no retry: the endpoint is disabled below.
+        sql.exec(
+          "UPDATE webhook_deliveries SET state = 'failed', attempts = attempts - 1, last_status = NULL, " +
+            "last_error = ?, next_at = NULL WHERE delivery_id = ?",
+          `not sent: ${refusedReason(outcome.refused)}`.slice(0, 300),
+          d.delivery_id,
+        );
+        health.refused.push({ id: d.endpoint_id, reason: refusedReason(outcome.refused) });
       } else if (outcome.ok) {
         sql.exec(
           "UPDATE webhook_deliveries SET state = 'delivered', last_status = ?, last_error " +
@@ -182,7 +197,7 @@ export async function deliverWebhooks(
     // A success clears an endpoint's failing mark even if another of its deliveries failed in the same run.
     health.failed = health.failed.filter((id) => !health.succeeded.includes(id));
     health.disable = health.disable.filter((id) => !health.succeeded.includes(id));
-    for (const id of new Set(health.disable)) {
+    for (const id of new Set([...health.disable, ...health.refused.map((r) => r.id)])) {
       sql.exec(
         "UPDATE webhook_deliveries SET state = 'failed', last_error = " +
           "coalesce(last_error, 'the endpoint is disabled'), next_at = NULL WHERE " +
@@ -207,6 +222,9 @@ export async function deliverWebhooks(
     .one().n;
   return { more: ready > 0 };
 }
+
+/** disabled_reason of an endpoint whose URL the rules refuse at send time, and its deliveries' last_error after "not sent: ". */
+const refusedReason = (rule: string) => `url not allowed on this deployment: ${rule}`;
 
 /** Old finished deliveries go, and events no delivery refers to any more (bounded per run). */
 export function pruneWebhooks(storage: DurableObjectStorage, now = Date.now()): void {

@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { conflict, type ApiError } from "../lib/errors";
 import { isForeignKeyViolation, isUniqueViolation, type Db } from "./client";
 import type { Statement } from "./commit";
@@ -30,4 +31,29 @@ export async function writeBatch<const T extends readonly Statement[]>(
     if (isUniqueViolation(err, "") || isForeignKeyViolation(err)) throw lostRace(what);
     throw err;
   }
+}
+
+/** `(rows of the company in table) < limit`, for the WHERE of an INSERT … SELECT that must not pass a per-company limit. */
+export const companyCountBelow = (table: string, companyId: number, limit: number) =>
+  sql`(SELECT count(*) FROM ${sql.identifier(table)} AS q WHERE q.company_id = ${companyId}) < ${limit}`;
+
+/**
+ * An INSERT guarded by a per-company limit counted inside it (`companyCountBelow`), so concurrent
+ * creates cannot pass the limit. `insert()` commits it and returns the row, or undefined when the
+ * guard held it back; `used()` then says whether the limit is why (`limitReached()`); otherwise a
+ * row went meanwhile (or the company did), and the insert is tried again: 409 after MAX_ATTEMPTS.
+ */
+export async function insertUnderLimit<T>(options: {
+  what: string;
+  limit: number;
+  insert: () => Promise<T | undefined>;
+  used: () => Promise<number>;
+  limitReached: () => ApiError;
+}): Promise<T> {
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    const inserted = await options.insert();
+    if (inserted) return inserted;
+    if ((await options.used()) >= options.limit) throw options.limitReached();
+  }
+  throw lostRace(options.what);
 }

@@ -640,6 +640,34 @@ export const webhookEndpoints = sqliteTable(
 );
 
 /**
+ * A company's channel endpoints (docs/channels.md): an incoming webhook of Slack, Teams, Google
+ * Chat, Discord or an ntfy topic. The URL and ntfy's access token are secrets, stored only
+ * encrypted (src/webhooks/secrets.ts, the WEBHOOK_SECRETS_KEY); `url_hint` and `token_hint` are the
+ * masked forms reads and the audit log show (src/channels/urls.ts `maskSecret`). `language` null: the company's settings.language.
+ */
+export const channelEndpoints = sqliteTable(
+  "channel_endpoints",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    companyId: companyId(),
+    type: text("type").notNull(),
+    name: text("name").notNull(),
+    urlCiphertext: text("url_ciphertext").notNull(),
+    urlHint: text("url_hint").notNull(),
+    tokenCiphertext: text("token_ciphertext"),
+    tokenHint: text("token_hint"),
+    language: text("language"),
+    disabled: integer("disabled").notNull().default(0),
+    disabledReason: text("disabled_reason"),
+    createdBy: integer("created_by").notNull(),
+    createdAt: createdAt(),
+    updatedAt: text("updated_at").notNull().default(sql`CURRENT_TIMESTAMP`),
+    version: version(),
+  },
+  (t) => [index("channel_endpoints_company_idx").on(t.companyId, t.id)],
+);
+
+/**
  * What the company's reminder Durable Object last showed for an item (`{queued, sent}` as
  * GET /v1/items/{id} answers it), so that read needs no call to the object while nothing is pending
  * (docs/reminders.md, "The item's reminders in D1"). Written only by the object; `gen` (its own

@@ -211,6 +211,9 @@ export const ar: Catalogue = {
   "prefs.problem.language": "اختر لغة من القائمة.",
   "prefs.problem.digest": "اختر أحد خيارات الملخّص.",
   "prefs.problem.weekday": "اختر يوم الملخّص الأسبوعي.",
+  // channel endpoints: the test message (POST /v1/channels/{channel_id}/test)
+  "channel_test.title": "رسالة اختبار من {company}",
+  "channel_test.text": "تم إعداد هذه القناة: ستُنشر هنا التذكيرات من {company}.",
 
   // ---- channel messages (src/channels/messages/) ----
   "channel.row.for": "موجّه إلى",

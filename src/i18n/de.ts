@@ -222,6 +222,9 @@ export const de: Catalogue = {
   "prefs.problem.language": "Wählen Sie eine Sprache aus der Liste.",
   "prefs.problem.digest": "Wählen Sie eine der Optionen für die Zusammenfassung.",
   "prefs.problem.weekday": "Wählen Sie den Tag der wöchentlichen Zusammenfassung.",
+  // channel endpoints: the test message (POST /v1/channels/{channel_id}/test)
+  "channel_test.title": "Testnachricht von {company}",
+  "channel_test.text": "Dieser Kanal ist eingerichtet: Erinnerungen von {company} werden hier gepostet.",
 
   // ---- channel messages (src/channels/messages/) ----
   "channel.row.for": "Für",

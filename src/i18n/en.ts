@@ -220,6 +220,9 @@ export const en = {
   "prefs.problem.language": "Choose a language from the list.",
   "prefs.problem.digest": "Choose one of the summary options.",
   "prefs.problem.weekday": "Choose the day of the weekly summary.",
+  // channel endpoints: the test message (POST /v1/channels/{channel_id}/test)
+  "channel_test.title": "Test message from {company}",
+  "channel_test.text": "This channel is set up: reminders from {company} will be posted here.",
 
   // ---- channel messages (src/channels/messages/) ----
   "channel.row.for": "For",

@@ -221,6 +221,9 @@ export const es: Catalogue = {
   "prefs.problem.language": "Elija un idioma de la lista.",
   "prefs.problem.digest": "Elija una de las opciones de resumen.",
   "prefs.problem.weekday": "Elija el día del resumen semanal.",
+  // channel endpoints: the test message (POST /v1/channels/{channel_id}/test)
+  "channel_test.title": "Mensaje de prueba de {company}",
+  "channel_test.text": "Este canal está configurado: los recordatorios de {company} se publicarán aquí.",
 
   // ---- channel messages (src/channels/messages/) ----
   "channel.row.for": "Para",

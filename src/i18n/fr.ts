@@ -223,6 +223,9 @@ export const fr: Catalogue = {
   "prefs.problem.language": "Choisissez une langue dans la liste.",
   "prefs.problem.digest": "Choisissez l’une des options de récapitulatif.",
   "prefs.problem.weekday": "Choisissez le jour du récapitulatif hebdomadaire.",
+  // channel endpoints: the test message (POST /v1/channels/{channel_id}/test)
+  "channel_test.title": "Message de test de {company}",
+  "channel_test.text": "Ce canal est configuré : les rappels de {company} seront publiés ici.",
 
   // ---- channel messages (src/channels/messages/) ----
   "channel.row.for": "Pour",

@@ -218,6 +218,9 @@ export const pt: Catalogue = {
   "prefs.problem.language": "Escolha um idioma da lista.",
   "prefs.problem.digest": "Escolha uma das opções de resumo.",
   "prefs.problem.weekday": "Escolha o dia do resumo semanal.",
+  // channel endpoints: the test message (POST /v1/channels/{channel_id}/test)
+  "channel_test.title": "Mensagem de teste de {company}",
+  "channel_test.text": "Este canal está configurado: os lembretes de {company} serão publicados aqui.",
 
   // ---- channel messages (src/channels/messages/) ----
   "channel.row.for": "Para",

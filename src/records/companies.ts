@@ -15,6 +15,7 @@ import {
   imports,
   reminderSequences,
   webhookEndpoints,
+  channelEndpoints,
   webhookEvents,
   type CompanyRow,
 } from "../db/schema";
@@ -498,6 +499,8 @@ export async function deleteCompany(db: Db, caller: Caller, companyId: number): 
     // Its webhook endpoints and any events still waiting in the outbox (configuration too).
     db.delete(webhookEndpoints).where(and(eq(webhookEndpoints.companyId, companyId), deletable)),
     db.delete(webhookEvents).where(and(eq(webhookEvents.companyId, companyId), deletable)),
+    // Its channel endpoints (configuration).
+    db.delete(channelEndpoints).where(and(eq(channelEndpoints.companyId, companyId), deletable)),
     // Its calendar feeds (their URLs answer 404 at once) and import jobs (their errors cascade).
     db.delete(calendarFeeds).where(and(eq(calendarFeeds.companyId, companyId), deletable)),
     // Its reminder templates (configuration).

@@ -1,6 +1,6 @@
 import { and, asc, count, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { MAX_ATTEMPTS, lostRace } from "../db/guarded";
+import { companyCountBelow, insertUnderLimit } from "../db/guarded";
 import { companies, webhookEndpoints } from "../db/schema";
 import { apiError, badRequest, notFound } from "../lib/errors";
 import { encryptSecret, generateSecret } from "../webhooks/secrets";
@@ -65,10 +65,10 @@ export function endpointOutput(row: EndpointRow): WebhookEndpointOutput {
   };
 }
 
-/** The deployment's key for secrets at rest; 503 (Shape B) when it is not configured. */
-export function secretsKey(env: { WEBHOOK_SECRETS_KEY?: string }): string {
+/** The deployment's key for secrets at rest (webhook secrets, channel URLs); 503 (Shape B) when it is not configured. */
+export function secretsKey(env: { WEBHOOK_SECRETS_KEY?: string }, what: "webhooks" | "channels" = "webhooks"): string {
   const key = env.WEBHOOK_SECRETS_KEY;
-  if (!key || key.length < 32) throw apiError(503, "webhooks are not configured on this deployment");
+  if (!key || key.length < 32) throw apiError(503, `${what} are not configured on this deployment`);
   return key;
 }
 
@@ -115,46 +115,47 @@ export async function createEndpoint(
 ): Promise<{ row: EndpointRow; secret: string }> {
   const secret = generateSecret();
   const ciphertext = await encryptSecret(secret, key);
-  const underLimit = sql`(SELECT count(*) FROM webhook_endpoints AS q WHERE q.company_id = ${companyId}) < ${MAX_ENDPOINTS}`;
-  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    const [[inserted]] = await db.commit([
-      db
-        .insert(webhookEndpoints)
-        .select(
-          (qb) =>
-            qb
-              .select({
-                id: sql`NULL`,
-                companyId: sql`${companyId}`,
-                url: sql`${input.url}`,
-                description: sql`${input.description ?? ""}`,
-                events: sql`${JSON.stringify(input.events)}`,
-                enabled: sql`${input.enabled === false ? 0 : 1}`,
-                secretCiphertext: sql`${ciphertext}`,
-                previousSecretCiphertext: sql`NULL`,
-                previousSecretExpiresAt: sql`NULL`,
-                failingSince: sql`NULL`,
-                disabledReason: sql`${input.enabled === false ? DISABLED_BY_OWNER : null}`,
-                createdBy: sql`${userId}`,
-                createdAt: sql`CURRENT_TIMESTAMP`,
-                updatedAt: sql`CURRENT_TIMESTAMP`,
-                version: sql`1`,
-              })
-              .from(companies)
-              .where(and(eq(companies.id, companyId), underLimit)) as never,
-        )
-        .returning(endpointColumns),
-    ]);
-    if (inserted) return { row: inserted, secret };
-    const used = await db
-      .select({ n: count() })
-      .from(webhookEndpoints)
-      .where(eq(webhookEndpoints.companyId, companyId))
-      .get();
-    if ((used?.n ?? 0) >= MAX_ENDPOINTS) throw limitReached();
-    // Under the limit again (an endpoint was deleted meanwhile), or the company is gone: try again.
-  }
-  throw lostRace("webhook endpoint");
+  const underLimit = companyCountBelow("webhook_endpoints", companyId, MAX_ENDPOINTS);
+  const row = await insertUnderLimit({
+    what: "webhook endpoint",
+    limit: MAX_ENDPOINTS,
+    limitReached,
+    insert: async () => {
+      const [[inserted]] = await db.commit([
+        db
+          .insert(webhookEndpoints)
+          .select(
+            (qb) =>
+              qb
+                .select({
+                  id: sql`NULL`,
+                  companyId: sql`${companyId}`,
+                  url: sql`${input.url}`,
+                  description: sql`${input.description ?? ""}`,
+                  events: sql`${JSON.stringify(input.events)}`,
+                  enabled: sql`${input.enabled === false ? 0 : 1}`,
+                  secretCiphertext: sql`${ciphertext}`,
+                  previousSecretCiphertext: sql`NULL`,
+                  previousSecretExpiresAt: sql`NULL`,
+                  failingSince: sql`NULL`,
+                  disabledReason: sql`${input.enabled === false ? DISABLED_BY_OWNER : null}`,
+                  createdBy: sql`${userId}`,
+                  createdAt: sql`CURRENT_TIMESTAMP`,
+                  updatedAt: sql`CURRENT_TIMESTAMP`,
+                  version: sql`1`,
+                })
+                .from(companies)
+                .where(and(eq(companies.id, companyId), underLimit)) as never,
+          )
+          .returning(endpointColumns),
+      ]);
+      return inserted;
+    },
+    used: async () =>
+      (await db.select({ n: count() }).from(webhookEndpoints).where(eq(webhookEndpoints.companyId, companyId)).get())
+        ?.n ?? 0,
+  });
+  return { row, secret };
 }
 
 /**

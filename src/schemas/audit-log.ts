@@ -10,6 +10,7 @@ export const MAX_PAGE = 200;
 export const AUDIT_RESOURCE_TYPES = [
   "api_client",
   "calendar_feed",
+  "channel",
   "company",
   "contact",
   "contact_group",

@@ -64,7 +64,8 @@ export const ContactSchema = z
   })
   .openapi("Contact");
 
-const language = cleanText("language")
+/** A BCP 47 tag in a supported language, canonical, or null (the company's settings.language); channels share it. */
+export const languageInput = cleanText("language")
   .max(MAX_LANGUAGE_TAG, { error: `language must be at most ${MAX_LANGUAGE_TAG} characters` })
   .transform((value, ctx) => {
     const tag = supportedLanguageTag(value);
@@ -104,7 +105,7 @@ const channels = z
   });
 
 const preferenceFields = {
-  language: language.optional(),
+  language: languageInput.optional(),
   digest: digest.optional(),
   digest_weekday: digestWeekday.optional(),
   channels: channels.optional(),

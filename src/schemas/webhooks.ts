@@ -47,8 +47,10 @@ export const WebhookEndpointSchema = z
       .openapi({
         example: null,
         description:
-          '"failing for 5 days" when the service disabled it, "disabled by the account ' +
-          'owner" after a PATCH enabled=false; null while enabled',
+          '"failing for 5 days" when the service disabled it, "url not allowed on this ' +
+          'deployment: <rule>" when its URL failed the URL rules at send time (checked before ' +
+          'every delivery), "disabled by the account owner" after a PATCH enabled=false; null ' +
+          "while enabled",
       }),
     failing_since: Iso.nullable().openapi({
       example: null,

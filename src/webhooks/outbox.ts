@@ -153,6 +153,8 @@ export interface EndpointHealth {
   failed: number[];
   /** Endpoints to disable (failing for FAILING_DISABLE_MS). */
   disable: number[];
+  /** Endpoints whose URL the rules refused at send time: disabled with that reason. */
+  refused: Array<{ id: number; reason: string }>;
 }
 
 /** Records what a delivery run learned about the company's endpoints (one batch; nothing when nothing changed). */
@@ -178,6 +180,17 @@ export async function recordHealth(handle: Db, companyId: number, health: Endpoi
             "failing_since IS NULL AND id IN (SELECT value FROM json_each(?))",
         )
         .bind(now, companyId, ids(health.failed)),
+    );
+  }
+  // An endpoint whose URL the rules refuse at send time is disabled whatever its failures.
+  for (const [id, reason] of new Map(health.refused.map((r) => [r.id, r.reason]))) {
+    statements.push(
+      db
+        .prepare(
+          `UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?, updated_at = CURRENT_TIMESTAMP
+           WHERE company_id = ? AND id = ? AND enabled = 1`,
+        )
+        .bind(reason.slice(0, 300), companyId, id),
     );
   }
   if (health.disable.length > 0) {

@@ -504,6 +504,25 @@ describe("every operation through Prism's validating proxy", () => {
     await expectStatus(200, "DELETE", path, { token: t });
   });
 
+  it("channels: create (the url in full), list, read, update, a test message, delete", async () => {
+    const channel = await expectStatus(201, "POST", "/v1/channels", {
+      token: t,
+      body: {
+        type: "ntfy",
+        name: "conformance",
+        url: "http://127.0.0.1:9/conformance-topic",
+        access_token: "tk_conformance",
+      },
+    });
+    const path = `/v1/channels/${channel.body.data.channel_id}`;
+    await expectStatus(200, "GET", "/v1/channels?limit=10", { token: t });
+    await expectStatus(200, "GET", path, { token: t });
+    await expectStatus(200, "PATCH", path, { token: t, body: { name: "conformance, renamed", language: "de" } });
+    // Nobody listens on port 9: the platform's answer is a failed send, still a 200 of the test.
+    await expectStatus(200, "POST", `${path}/test`, { token: t });
+    await expectStatus(200, "DELETE", path, { token: t });
+  });
+
   it("imports of items and contacts from CSV, JSON and NDJSON (the document's own examples), their jobs and row errors", async () => {
     const body = doc.paths["/v1/imports"].post.requestBody.content;
     const csv = await expectStatus(202, "POST", "/v1/imports?resource=items&on_error=skip", {

@@ -633,6 +633,54 @@ describe("delivery, retries and the endpoint's health", () => {
     );
   });
 
+  it("checks the URL again at send time: a loopback endpoint saved with WEBHOOKS_ALLOW_PRIVATE_URLS on gets nothing once it is off", async () => {
+    const { companyId, ownerToken } = await createAccount();
+    // Saved while the switch was on (the tests' default), as POST /v1/webhooks allowed it then.
+    const hook = await addEndpoint(companyId, ["item.created"]);
+    const received = await receiver(companyId);
+    const deployed = async (on: boolean) =>
+      runInDurableObject(stubOf(companyId), (instance: CompanyClock) => {
+        const object = instance as unknown as { env: typeof env };
+        object.env = { ...object.env, WEBHOOKS_ALLOW_PRIVATE_URLS: on ? "true" : "false" };
+      });
+    // The service restarted with the switch off (an explicit "false" in .dev.vars, or unset in a deployment).
+    await deployed(false);
+    await createItem(ownerToken, { expiry_date: futureDate(30), seqid: 0 });
+    let deliveries: Schemas["WebhookDelivery"][] = [];
+    for (let i = 0; i < 10 && deliveries[0]?.state !== "failed"; i++) {
+      await runDurableObjectAlarm(stubOf(companyId));
+      deliveries = (await deliveriesOf(ownerToken, hook)).data;
+    }
+    expect(received).toHaveLength(0);
+    expect(deliveries).toHaveLength(1);
+    expect(deliveries[0]).toMatchObject({
+      state: "failed",
+      attempts: 0,
+      last_status: null,
+      last_error: "not sent: url not allowed on this deployment: url must use https",
+      next_attempt_at: null,
+    });
+    const endpoint = await call("getWebhook", `/v1/webhooks/${hook.id}`, { token: ownerToken });
+    expectStatus(endpoint, 200);
+    expect(endpoint.body.data).toMatchObject({
+      enabled: false,
+      status: "disabled",
+      disabled_reason: "url not allowed on this deployment: url must use https",
+    });
+    // A test event is refused the same way; switched back on and re-enabled, the endpoint receives again.
+    await stubOf(companyId).testWebhook(companyId, hook.id);
+    await runDurableObjectAlarm(stubOf(companyId));
+    expect(received).toHaveLength(0);
+    await deployed(true);
+    expectStatus(
+      await call("updateWebhook", `/v1/webhooks/${hook.id}`, { token: ownerToken, body: { enabled: true } }),
+      200,
+    );
+    await createItem(ownerToken, { expiry_date: futureDate(30), seqid: 0 });
+    await drain(companyId, () => received.length >= 1);
+    expect(received.map((r) => r.payload.type)).toEqual(["item.created"]);
+  });
+
   it("testWebhook sends webhook.test to one endpoint, subscribed or not", async () => {
     const { companyId } = await createAccount();
     const hook = await addEndpoint(companyId, ["item.created"]);

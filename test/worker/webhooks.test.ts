@@ -19,7 +19,8 @@ import {
   call,
   callWithEnv,
   createAccount,
-  createOwnerClient,
+  createExtraCompany,
+  createOwnerWithScopes,
   env,
   expectShapeA,
   expectShapeB,
@@ -53,28 +54,9 @@ const DAY_MS = 24 * 3_600_000;
 const LOCAL_URL = "http://127.0.0.1:9/hook";
 const PUBLIC_URL = "https://hooks.example.com/expiry";
 
-interface Owner {
-  accountId: number;
-  companyId: number;
-  ownerToken: string;
-  memberToken: string;
-  /** A token of the account owner in this company with exactly `scope`. */
-  token: (scope: string) => Promise<string>;
-}
-
+type Owner = Awaited<ReturnType<typeof createOwnerWithScopes>>;
 /** A fresh account (owner, member), plus a client of the owner that can ask for narrower scopes. */
-async function freshOwner(): Promise<Owner> {
-  const account = await createAccount();
-  const { clientId, secret } = await createOwnerClient(account.accountId, account.companyId, "whclient");
-  const token = async (scope: string) => {
-    const res = await call("issueToken", "/v1/oauth/token", {
-      body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret, scope },
-    });
-    expectStatus(res, 200, JSON.stringify(res.body));
-    return res.body.access_token as string;
-  };
-  return { ...account, token };
-}
+const freshOwner = () => createOwnerWithScopes("whclient");
 
 async function createEndpoint(token: string, body: Fields = {}): Promise<DataOf<"createWebhook">> {
   const res = await call("createWebhook", "/v1/webhooks", {
@@ -1030,19 +1012,7 @@ describe("the webhook event catalogue", () => {
 describe("webhook endpoints and company deletion", () => {
   it("deleting a company deletes its webhook endpoints in the same batch", async () => {
     const account = await createAccount({ companies: 5 });
-    const made = await call("createCompany", "/v1/companies", {
-      token: account.ownerToken,
-      body: { company_name: uniqueWord("Co "), documents_limit: 10, contacts_limit: 10, drive_space: 1 },
-    });
-    expectStatus(made, 201, JSON.stringify(made.body));
-    const companyId = made.body.data.company.companyid as number;
-    const { clientId, secret } = await createOwnerClient(account.accountId, companyId, "whdel");
-    const issued = ok(
-      await call("issueToken", "/v1/oauth/token", {
-        body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret },
-      }),
-    );
-    const token = issued.body.access_token as string;
+    const { companyId, token } = await createExtraCompany(account, "whdel");
     await createEndpoint(token);
     await createEndpoint(token, { events: ["*"] });
     const deleted = await call("deleteCompany", `/v1/companies/${companyId}`, { token: account.ownerToken });

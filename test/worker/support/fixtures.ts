@@ -202,6 +202,42 @@ export async function createOwnerClient(
   return { clientId, secret };
 }
 
+/**
+ * A fresh account (its owner's and a member's `*` tokens), plus `token(scope)`: a token of the
+ * owner in that company with exactly `scope` (through a client of the owner's).
+ */
+export async function createOwnerWithScopes(prefix = "scoped") {
+  const account = await createAccount();
+  const { clientId, secret } = await createOwnerClient(account.accountId, account.companyId, prefix);
+  const token = async (scope: string): Promise<string> => {
+    const res = await call("issueToken", "/v1/oauth/token", {
+      body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret, scope },
+    });
+    expectStatus(res, 200, JSON.stringify(res.body));
+    return res.body.access_token as string;
+  };
+  return { ...account, token };
+}
+
+/** Another company of `account`, created through the API by its owner, and a `*` token of the owner in it. */
+export async function createExtraCompany(
+  account: { accountId: number; ownerToken: string },
+  prefix = "extra",
+): Promise<{ companyId: number; token: string }> {
+  const made = await call("createCompany", "/v1/companies", {
+    token: account.ownerToken,
+    body: { company_name: uniqueWord("Co "), documents_limit: 10, contacts_limit: 10, drive_space: 1 },
+  });
+  expectStatus(made, 201, JSON.stringify(made.body));
+  const companyId = made.body.data.company.companyid as number;
+  const { clientId, secret } = await createOwnerClient(account.accountId, companyId, prefix);
+  const issued = await call("issueToken", "/v1/oauth/token", {
+    body: { grant_type: "client_credentials", client_id: clientId, client_secret: secret },
+  });
+  expectStatus(issued, 200, JSON.stringify(issued.body));
+  return { companyId, token: issued.body.access_token as string };
+}
+
 /** Creates an item through the API (expects 201) and returns its detail. */
 export async function createItem(token: string, body: Record<string, unknown> = {}): Promise<DataOf<"getItem">> {
   const res = await call("createItem", "/v1/items", {
