@@ -1,9 +1,10 @@
 // `npm run bench -- --only bounces`: what a bounce costs (docs/performance.md, "Bounces"), under
 // `wrangler dev` on a throw-away local D1, rate limits off:
-//   1. migrations + demo seed; for company 1 by SQL: a group of GROUP contacts and enough items for
-//      every DSN below; through the API one reminder per item to the group at the coming minute:
-//      items × GROUP email deliveries, each handed to the email binding (the local simulation) with
-//      its bounce address;
+//   1. migrations + demo seed; for company 1 by SQL: enough items for every DSN below, each with
+//      a group of its own of GROUP contacts (every address different: each hard bounce suppresses a
+//      new address, as a flood from a stale list would); through the API one reminder per item to
+//      its group at the coming minute: items × GROUP email deliveries, each handed to the email
+//      binding (the local simulation) with its bounce address;
 //   2. the bounce addresses, minted here with src/lib/bounce-token.ts and the key given to the
 //      server (--var LINK_SIGNING_KEYS), one per delivery as the transport mints them; a Postfix-shaped
 //      hard-bounce DSN for each (test/worker/support/bounce-samples.ts);
@@ -18,12 +19,17 @@
 //      evenly at the issue's rate, RATE_PER_MINUTE (1,000 a minute: 500 in 30 s); while as many DSNs
 //      for company 1 do; and, for information, while DSNs arrive at INFO_RATE_PER_MINUTE (1,800 a
 //      minute, the rate of the first runs: 300 in 10 s). The p50 of each, to 0.1 ms, from every
-//      response's own time (autocannon's histogram keeps whole milliseconds);
+//      response's own time (autocannon's histogram keeps whole milliseconds); and the CPU the
+//      server's processes (workerd, wrangler's Node) used in each run: what one message cost beyond
+//      the GETs served meanwhile (at that round's CPU per GET alone), far less noisy than a p50 when
+//      other work shares the machine. BOUNCES_PROFILE=FILE: a V8 CPU profile of the Worker's
+//      isolate (bench/profile.ts) during round 1's flood at 1,000 a minute (that round then
+//      includes the profiler's cost);
 //   5. checks: every DSN was accepted (200) and each delivery is `bounced` (GET /v1/deliveries);
 //      a table and the targets: the median time of one bounce <= 50 ms, the p50 with the flood at
 //      1,000 a minute <= 1.2 × the p50 without.
 // Exits non-zero on errors (a status other than the expected one, a failed check), not on a missed target.
-import type { ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname } from "node:path";
@@ -35,6 +41,7 @@ import {
   prepareBenchState,
   printColumns,
   sleep,
+  serverCpu,
   startBenchServer,
   wranglerVersion,
   type RouteResult,
@@ -42,7 +49,7 @@ import {
   type SuiteOptions,
   benchSet,
 } from "./kit.ts";
-import { executeSql } from "../scripts/lib/local.ts";
+import { ROOT, executeSql } from "../scripts/lib/local.ts";
 import { signBounceToken } from "../src/lib/bounce-token.ts";
 import { postfixBounce } from "../test/worker/support/bounce-samples.ts";
 
@@ -66,16 +73,20 @@ const TARGETS = { oneBounceMs: 50, floodRatio: 1.2 };
 const atRate = (perMinute: number, seconds: number) => Math.round((perMinute * seconds) / 60);
 
 function seedStatements(itemCount: number): string[] {
-  const contacts = Array.from({ length: GROUP }, (_, i) => {
+  const groups = Array.from(
+    { length: itemCount },
+    (_, g) => `(${GROUP_ID + g}, 1, 1, 'Bench bounces ${g}', 'bench bounces ${g}')`,
+  );
+  const contacts = Array.from({ length: itemCount * GROUP }, (_, i) => {
     const email = `member${i}@bounces.bench.example`;
-    return `(${FIRST_CONTACT + i}, 1, 1, ${GROUP_ID}, 'Member', '${i}', '${email}', '${email}')`;
+    return `(${FIRST_CONTACT + i}, 1, 1, ${GROUP_ID + Math.floor(i / GROUP)}, 'Member', '${i}', '${email}', '${email}')`;
   });
   const items = Array.from(
     { length: itemCount },
     (_, i) => `(${FIRST_ITEM + i}, 1, 1, 'Boiler inspection ${i}', 'exp', '2030-01-31', 1)`,
   );
   return [
-    `INSERT INTO contact_groups (id, company_id, dept_id, name, name_key) VALUES (${GROUP_ID}, 1, 1, 'Bench bounces', 'bench bounces')`,
+    ...multiRowInserts("INSERT INTO contact_groups (id, company_id, dept_id, name, name_key) VALUES\n", groups),
     ...multiRowInserts(
       "INSERT INTO contacts (id, company_id, dept_id, group_id, first_name, last_name, email, email_key) VALUES\n",
       contacts,
@@ -113,12 +124,12 @@ export async function runBouncesBench(options: BouncesBenchOptions): Promise<num
     // One delivery per DSN posted: the sequential ones and every round's floods.
     const ITEMS = Math.ceil((SEQUENTIAL + options.rounds * (perRound + infoPerRound)) / GROUP);
     executeSql({ persistTo: scope.persistTo }, seedStatements(ITEMS));
-    log(`seeded a group of ${GROUP} contacts and ${ITEMS} items for company 1`);
+    log(`seeded ${ITEMS} items for company 1, each with a group of ${GROUP} contacts (${ITEMS * GROUP} addresses)`);
     child = await startBenchServer(options.port, scope.persistTo, VARS);
     scope.setServer(child);
     log(`wrangler dev up on ${base}: RATE_LIMITS=off (--var), --log-level warn, X_LOCAL_OBSERVABILITY=false`);
 
-    // ---- ITEMS reminders to the group at the coming minute: ITEMS × GROUP sent deliveries
+    // ---- ITEMS reminders, each to its group, at the coming minute: ITEMS × GROUP sent deliveries
     const token = await fetchToken();
     const minute = Math.ceil((Date.now() + 15_000) / 60_000) * 60_000;
     const at = new Date(minute).toISOString();
@@ -126,11 +137,11 @@ export async function runBouncesBench(options: BouncesBenchOptions): Promise<num
       const r = await postJson(`/v1/items/${FIRST_ITEM + i}/reminders`, token, {
         date: at.slice(0, 10),
         hour: at.slice(11, 16),
-        group_id: GROUP_ID,
+        group_id: GROUP_ID + i,
       });
       expect(r.status === 201, `POST reminder: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
     }
-    log(`${ITEMS} reminders to the group at ${at}: waiting for their ${ITEMS * GROUP} deliveries`);
+    log(`${ITEMS} reminders to their groups at ${at}: waiting for their ${ITEMS * GROUP} deliveries`);
     const key = await crypto.subtle.importKey(
       "raw",
       new TextEncoder().encode(LINK_SECRET),
@@ -193,10 +204,11 @@ export async function runBouncesBench(options: BouncesBenchOptions): Promise<num
       path: "/v1/contacts?limit=1",
       token: otherToken,
     };
-    const alone: RouteResult[] = [];
-    const flooded: RouteResult[] = [];
-    const plainFlooded: RouteResult[] = [];
-    const infoFlooded: RouteResult[] = [];
+    type Run = RouteResult & { serverCpuMs: number };
+    const alone: Run[] = [];
+    const flooded: Run[] = [];
+    const plainFlooded: Run[] = [];
+    const infoFlooded: Run[] = [];
     /** Sends `messages` evenly over --duration seconds; answers their statuses once all are answered. */
     const spread = (messages: Dsn[]) => {
       const gap = (options.duration * 1000) / Math.max(1, messages.length);
@@ -204,24 +216,58 @@ export async function runBouncesBench(options: BouncesBenchOptions): Promise<num
       return Promise.all(
         messages.map(async (dsn, i) => {
           await sleep(t0 + i * gap - Date.now());
-          return (await postDsn(base, dsn)).status;
+          // A failed fetch is status 0 (an error below), not an unhandled rejection that would skip the cleanup.
+          return (await postDsn(base, dsn).catch(() => ({ status: 0 }))).status;
         }),
       );
     };
     const floodStatuses: number[] = [];
     let next = SEQUENTIAL;
     /** The route measured while the next `count` DSNs arrive over the run. */
-    const underBounces = async (count: number, round: number) => {
+    /** One measured run, with the CPU the server's processes (workerd and wrangler's Node) used in it. */
+    const run = async (round: number): Promise<Run> => {
+      const before = serverCpu(child!.pid);
+      const r = await measure(route, child!.pid, false);
+      const after = serverCpu(child!.pid);
+      return { ...r, round, serverCpuMs: 1000 * (after.workerd + after.wrangler - before.workerd - before.wrangler) };
+    };
+    const underBounces = async (count: number, round: number, profile?: string) => {
       const batch = dsns.slice(next, next + count);
       next += batch.length;
       const flood = spread(batch);
-      const r = { ...(await measure(route, child!.pid, false)), round };
+      // In a process of its own (inside this one, a profile of the flood stalled the server).
+      const profiled = profile
+        ? new Promise<void>((done) =>
+            spawn(
+              process.execPath,
+              [
+                "bench/profile.ts",
+                "--port",
+                String(options.port + 1),
+                "--seconds",
+                String(options.duration * 0.8),
+                "--out",
+                profile,
+              ],
+              { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] },
+            ).once("exit", () => done()),
+          )
+        : undefined;
+      const r = await run(round);
       floodStatuses.push(...(await flood));
+      if (profiled) {
+        await profiled;
+        log(
+          `CPU profile of the Worker's isolate during this flood written to ${profile} (this round's figures include the profiler)`,
+        );
+      }
       return r;
     };
     const ms = (r: RouteResult) => r.precise.p50.toFixed(1);
+    // The warm-up, apart: the rounds' runs are measured alone, CPU included.
+    await measure(route, child.pid, true);
     for (let round = 0; round < options.rounds; round++) {
-      const a = { ...(await measure(route, child.pid, round === 0)), round };
+      const a = await run(round);
       alone.push(a);
       // The control: as many plain messages, refused at once (wrangler's own share of the flood).
       const plain = Array.from({ length: perRound }, (_, i) => ({
@@ -229,11 +275,11 @@ export async function runBouncesBench(options: BouncesBenchOptions): Promise<num
         raw: `From: someone@example.net\r\nTo: ${dsns[0]!.to}\r\nSubject: plain ${round}-${i}\r\nMessage-ID: <flood-${round}-${i}@example.net>\r\n\r\nNot a report.\r\n`,
       }));
       const plainFlood = spread(plain);
-      const p = { ...(await measure(route, child.pid, false)), round };
+      const p = await run(round);
       if ((await plainFlood).some((status) => status !== 400))
         errors.push("a plain flood message answered other than 400");
       plainFlooded.push(p);
-      const f = await underBounces(perRound, round);
+      const f = await underBounces(perRound, round, round === 0 ? process.env.BOUNCES_PROFILE : undefined);
       flooded.push(f);
       const info = await underBounces(infoPerRound, round);
       infoFlooded.push(info);
@@ -273,6 +319,12 @@ export async function runBouncesBench(options: BouncesBenchOptions): Promise<num
       const rs = ratiosTo(runs);
       return [median(rs).toFixed(2), rs.map((r) => r.toFixed(2)).join(" ")];
     };
+    // Where a flood's cost goes, less noisy than a p50 on a shared machine: the server's CPU in a run
+    // less what its GETs cost (at the round's alone rate per GET), per message.
+    const cpuPerGet = (r: Run) => r.serverCpuMs / Math.max(1, r.requests);
+    const cpuPerMessage = (count: number) => (r: Run) =>
+      (r.serverCpuMs - r.requests * cpuPerGet(alone[r.round]!)) / Math.max(1, count);
+    const cpuCells = (xs: number[]) => [median(xs).toFixed(2), xs.map((x) => x.toFixed(2)).join(" ")];
     console.log(
       `\nBounces ${new Date(started).toISOString()}: wrangler ${wranglerVersion()} dev, RATE_LIMITS=off, --log-level warn, ` +
         `X_LOCAL_OBSERVABILITY=false; ${options.rounds} round(s), medians; ${options.connections} connections, ${options.duration} s runs; ` +
@@ -293,6 +345,16 @@ export async function runBouncesBench(options: BouncesBenchOptions): Promise<num
         ["  ratio to alone (the target)", floodRatio.toFixed(2), ratios.map((r) => r.toFixed(2)).join(" ")],
         [`with ${infoPerRound} bounces / ${window}, ${INFO_RATE_PER_MINUTE} a minute (ms)`, ...p50s(infoFlooded)],
         ["  ratio to alone (information)", ...ratioCells(infoFlooded)],
+        ["server CPU per GET alone (workerd + wrangler, ms)", ...cpuCells(alone.map(cpuPerGet))],
+        ["server CPU per plain message, beyond the GETs (ms)", ...cpuCells(plainFlooded.map(cpuPerMessage(perRound)))],
+        [
+          `server CPU per bounce at ${RATE_PER_MINUTE} a minute, beyond the GETs (ms)`,
+          ...cpuCells(flooded.map(cpuPerMessage(perRound))),
+        ],
+        [
+          `server CPU per bounce at ${INFO_RATE_PER_MINUTE} a minute, beyond the GETs (ms)`,
+          ...cpuCells(infoFlooded.map(cpuPerMessage(infoPerRound))),
+        ],
         [
           "other processes' CPU in the bounce floods",
           pct(median(flooded.map((r) => r.otherCpu ?? 0))),

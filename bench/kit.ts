@@ -282,6 +282,22 @@ export function otherCpuShare(before: CpuSample | undefined, after: CpuSample | 
   return Math.max(0, others) / (after.total - before.total);
 }
 
+/**
+ * CPU seconds used so far by the dev server's processes, by kind: `wrangler` (its Node process,
+ * which receives the Worker's console output) and `workerd` (the runtime). Assumes 100 ticks/s.
+ */
+export function serverCpu(group: number | undefined): { wrangler: number; workerd: number } {
+  const cpu = { wrangler: 0, workerd: 0 };
+  if (group === undefined) return cpu;
+  for (const { pid, fields } of procStats()) {
+    if (Number(fields[2]) !== group) continue;
+    const comm = readProcFile(`/proc/${pid}/comm`)?.trim() ?? "";
+    const kind = comm === "node" ? "wrangler" : comm.startsWith("workerd") ? "workerd" : undefined;
+    if (kind) cpu[kind] += (Number(fields[11]) + Number(fields[12])) / 100;
+  }
+  return cpu;
+}
+
 /** Above this share of the machine taken by other processes, a route's numbers are suspect. */
 export const CONTENDED = 0.1;
 
