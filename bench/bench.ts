@@ -1,4 +1,4 @@
-// `npm run bench [-- --only items|contacts|reminders|webhooks|drive|limits|feeds|imports|exports|renewals|writes|pages|bounces|all --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
+// `npm run bench [-- --only items|contacts|reminders|webhooks|drive|limits|feeds|imports|exports|renewals|writes|pages|bounces|digests|all --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
 //
 // `--only reminders` runs bench/reminders.ts instead (the reminder engine: queueing, firing,
 // lateness; on its own data and server, default port 8920; about 6 minutes, see docs/performance.md);
@@ -78,7 +78,7 @@ import {
 const argv = process.argv.slice(2);
 if (argv.includes("--help") || argv.includes("-h")) {
   console.log(`Usage: npm run bench -- [options]
-  --only SET         items | contacts | reminders | webhooks | drive | limits | feeds | imports | exports | renewals | writes | pages | bounces | all (default all): which data to seed and which routes to
+  --only SET         items | contacts | reminders | webhooks | drive | limits | feeds | imports | exports | renewals | writes | pages | bounces | digests | all (default all): which data to seed and which routes to
                      measure; items: the item routes at 100,000 and 1,000 items; contacts: the contact, company
                      and department routes; all: items and contacts. reminders (not part of all): the reminder
                      engine (bench/reminders.ts, about 6 minutes): 100,000 reminders
@@ -117,12 +117,15 @@ if (argv.includes("--help") || argv.includes("-h")) {
                      time through the email() handler, then company 2's GET p50 (to 0.1 ms) alone, while plain messages
                      and while DSNs arrive at 1,000 a minute, and while DSNs arrive at 1,800 a minute, each over
                      --duration seconds (30 there: 500 and 900 messages); --rounds 3, port 9140
+                     digests (not part of all; bench/digests.ts, about 3 minutes a round): 10,000 contacts on a weekly
+                     digest at one hour, each round on a fresh state: the time until the last is handed to the email
+                     binding, none twice; RATE_LIMITS=off; --rounds 3, port 9160
   --duration S       measured seconds per route (default 10; 30 for bounces)
   --connections N    concurrent connections (default 32; 16 for writes, 4 for bounces)
   --warmup S         unmeasured seconds per route before its first measured run (default 2)
   --server-warmup S  unmeasured seconds of mixed load over all routes once the server is up (default 10)
-  --rounds R         measure every route R times, interleaved; the table shows medians (default 1; 3 for drive, limits, feeds, imports, exports, writes, pages and bounces)
-  --port P           wrangler dev port (default 8900; 8920 reminders, 8940 webhooks, 8960 drive, 8980 limits, 9020 feeds, 9040 imports, 9060 exports, 9080 renewals, 9100 writes, 9120 pages, 9140 bounces; its inspector takes P+1)
+  --rounds R         measure every route R times, interleaved; the table shows medians (default 1; 3 for drive, limits, feeds, imports, exports, writes, pages, bounces and digests)
+  --port P           wrangler dev port (default 8900; 8920 reminders, 8940 webhooks, 8960 drive, 8980 limits, 9020 feeds, 9040 imports, 9060 exports, 9080 renewals, 9100 writes, 9120 pages, 9140 bounces, 9160 digests; its inspector takes P+1)
   --json [FILE]      also write the results as JSON (default .bench/bench-<timestamp>.json)`);
   process.exit(0);
 }
@@ -153,6 +156,7 @@ const ONLY_VALUES = [
   "writes",
   "pages",
   "bounces",
+  "digests",
   "all",
 ] as const;
 const ONLY = (optionValue(argv, "--only") ?? "all") as (typeof ONLY_VALUES)[number];
@@ -173,13 +177,18 @@ const RENEWALS = ONLY === "renewals";
 const WRITES = ONLY === "writes";
 const PAGES = ONLY === "pages";
 const BOUNCES = ONLY === "bounces";
+const DIGESTS = ONLY === "digests";
 
 const DURATION = numberOption("--duration", BOUNCES ? 30 : 10, 1);
 const CONNECTIONS = Math.round(numberOption("--connections", WRITES ? 16 : BOUNCES ? 4 : 32, 1));
 const WARMUP = numberOption("--warmup", 2, 0);
 const SERVER_WARMUP = numberOption("--server-warmup", REMINDERS || LIMITS || FEEDS ? 5 : 10, 0);
 const ROUNDS = Math.round(
-  numberOption("--rounds", DRIVE || LIMITS || FEEDS || IMPORTS || EXPORTS || WRITES || PAGES || BOUNCES ? 3 : 1, 1),
+  numberOption(
+    "--rounds",
+    DRIVE || LIMITS || FEEDS || IMPORTS || EXPORTS || WRITES || PAGES || BOUNCES || DIGESTS ? 3 : 1,
+    1,
+  ),
 );
 const PORT = Math.round(
   numberOption(
@@ -206,7 +215,9 @@ const PORT = Math.round(
                         ? 9120
                         : BOUNCES
                           ? 9140
-                          : 8900,
+                          : DIGESTS
+                            ? 9160
+                            : 8900,
     1,
   ),
 );
@@ -1513,6 +1524,7 @@ const SUITES: Partial<Record<(typeof ONLY_VALUES)[number], () => Promise<number>
   writes: () => import("./writes.ts").then(({ runWritesBench }) => runWritesBench(suite)),
   pages: () => import("./pages.ts").then(({ runPagesBench }) => runPagesBench(suite)),
   bounces: () => import("./bounces.ts").then(({ runBouncesBench }) => runBouncesBench(suite)),
+  digests: () => import("./digests.ts").then(({ runDigestsBench }) => runDigestsBench(suite)),
 };
 const run = (SUITES[ONLY] ?? main)();
 run.then(

@@ -130,6 +130,32 @@ export type ProblemDeliveryRow = {
   changed_at: number;
 };
 
+export const DIGEST_STATES = ["pending", "sent", "empty", "suppressed", "no_recipient", "skipped", "failed"] as const;
+export type DigestState = (typeof DIGEST_STATES)[number];
+/** The last row of a page of digests: its date, contact and period. */
+export type DigestCursor = [string, number, string];
+export interface DigestListQuery {
+  contactId?: number;
+  /** A local date: digests of that day or later. */
+  since?: string;
+  state?: DigestState;
+  after?: DigestCursor;
+  limit: number;
+}
+export type DigestRow = {
+  contact_id: number;
+  period: string;
+  date: string;
+  state: DigestState;
+  attempts: number;
+  items: number | null;
+  recipient: string | null;
+  message_id: string | null;
+  last_error: string | null;
+  created_at: number;
+  changed_at: number;
+};
+
 /**
  * The clock's RPC methods. Each names the company it is called for (the object refuses another
  * company's); `syncFirst`: the item's D1 changes are applied before; `requestKey` (a request with an
@@ -216,6 +242,10 @@ export interface CompanyClockRpc extends Rpc.DurableObjectBranded {
   recordBounce(companyId: number, report: BounceReport): Promise<BounceResult>;
   /** Problem deliveries (bounced, complained, suppressed, failed), newest change first. */
   problemDeliveries(companyId: number, query: ProblemQuery): ProblemDeliveryRow[];
+  /** After a write that changes a contact's digest or the company's digest hour or zone: the next digest run rescheduled. */
+  refreshDigests(companyId: number): Promise<void>;
+  /** The company's digests, newest day first (GET /v1/digests). */
+  digests(companyId: number, query: DigestListQuery): { rows: DigestRow[]; next: DigestCursor | null };
   /** The company is deleted: everything goes, the alarm too. */
   forgetCompany(companyId: number): Promise<void>;
 }

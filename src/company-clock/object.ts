@@ -8,9 +8,10 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
 import { fetchTransport, type WebhookTransport } from "../webhooks/delivery";
-import type { BounceReport, CompanyClockRpc, ProblemQuery, ReminderInput } from "./api";
+import type { BounceReport, CompanyClockRpc, DigestListQuery, ProblemQuery, ReminderInput } from "./api";
 import { flushContactMarks, problemDeliveries, recordBounce } from "./bounces";
 import { companyDb, settle, type ClockContext } from "./context";
+import { deliverDigests, digestsChecked, listDigests, planDigests, refreshDigests } from "./digests";
 import { Bookkeeping, forgetInD1 } from "./handoff/bookkeeping";
 import type { Snapshots } from "./handoff/snapshots";
 import { addReminder, deleteReminder, feedAlarms, itemReminders, triggered, updateReminder } from "./item-reminders";
@@ -74,6 +75,20 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
     const clock = this.clock(companyId);
     await sync(clock, itemIds, given);
     await this.renew(clock);
+    await this.checkDigests(clock);
+  }
+
+  /**
+   * An object that never read the digest settings does so once: contacts chose digests before
+   * digests were sent (issue 34 stored the preference first), and nothing has asked it since.
+   */
+  private async checkDigests(clock: ClockContext): Promise<void> {
+    if (digestsChecked(clock.sql)) return;
+    try {
+      await refreshDigests(clock);
+    } catch (error) {
+      logError("digest settings not read (tried again at the next call)", clock.companyId, error);
+    }
   }
 
   /** The renewals engine's run, its new D1 state applied by the reminders engine; true when more are due. */
@@ -169,6 +184,16 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
     return problemDeliveries(this.clock(companyId).sql, query);
   }
 
+  // ---- digests (digests.ts) ----
+
+  async refreshDigests(companyId: number): Promise<void> {
+    await refreshDigests(this.clock(companyId));
+  }
+
+  digests(companyId: number, query: DigestListQuery) {
+    return listDigests(this.clock(companyId).sql, query);
+  }
+
   // ---- time ----
 
   async wake(companyId: number): Promise<void> {
@@ -220,6 +245,15 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
       logError("webhook events not taken", companyId, error);
     }
     more.push((await deliverDue(clock.storage, this.env, (await clock.db()).d1, companyId, this.transports)).more);
+    await this.checkDigests(clock);
+    // Digests are planned after reminders were delivered (folded into them), then sent. A D1 outage
+    // postpones the plan by a minute (its own retry) and must not stop the rest.
+    try {
+      more.push(await planDigests(clock));
+    } catch (error) {
+      logError("digest plan not read (tried again in a minute)", companyId, error);
+    }
+    more.push((await deliverDigests(clock.storage, this.env, (await clock.db()).d1, companyId, this.transports)).more);
     more.push(
       (await deliverWebhooks(clock.storage, this.env, await clock.db(), companyId, this.webhookTransport)).more,
     );

@@ -6,6 +6,7 @@
 
 import type { Env } from "../env";
 import type { EmailStatus } from "../lib/contact-preferences";
+import { eachInPool } from "../lib/pool";
 import { recipientLinks } from "../lib/recipient-links";
 import { unsubscribeLinks } from "../lib/unsubscribe-links";
 import { DATE_FORMATS, DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, todayIn, type DateFormat } from "../lib/time";
@@ -59,11 +60,13 @@ type Leased = {
   contact_id: number;
   attempts: number;
   item_id: number;
+  /** The reminder goes out even to a contact on a digest (its step's `always`). */
+  always: number;
 };
 
 type Outcome =
   | { state: "sent"; recipient: string; messageId: string }
-  | { state: "no_recipient" | "skipped"; recipient: null; error: string }
+  | { state: "no_recipient" | "skipped" | "digested"; recipient: null; error: string }
   | { state: "suppressed"; recipient: string | null; error: string }
   | { state: "retry"; recipient: string | null; error: string };
 
@@ -90,7 +93,7 @@ export async function deliverDue(
   storage.transactionSync(() => {
     leased = storage.sql
       .exec<Leased>(
-        `SELECT d.reminder_id, d.channel, d.contact_id, d.attempts, r.item_id FROM deliveries d JOIN reminders r ON r.reminder_id = d.reminder_id
+        `SELECT d.reminder_id, d.channel, d.contact_id, d.attempts, r.item_id, r.always FROM deliveries d JOIN reminders r ON r.reminder_id = d.reminder_id
          WHERE d.state = 'pending' AND d.next_at <= ? AND d.contact_id <> 0 ORDER BY d.next_at LIMIT ?`,
         now,
         DELIVERY_BATCH,
@@ -273,7 +276,7 @@ async function send(
         ),
       );
     };
-    for (let i = 0; i < leased.length; i += CONCURRENCY) await Promise.all(leased.slice(i, i + CONCURRENCY).map(one));
+    await eachInPool(leased, CONCURRENCY, one);
   } catch (error) {
     for (const d of leased)
       outcomes.set(deliveryKey(d), {
@@ -364,6 +367,9 @@ async function deliverOne(
   });
   if (stopped)
     return { state: "suppressed", recipient: addressSuppressed ? facts.email : null, error: stopped.slice(0, 300) };
+  // A contact on a digest gets this reminder's item in its next digest instead (digests.ts), unless the step is `always`.
+  if (d.channel === "email" && facts.digest !== "off" && !d.always)
+    return { state: "digested", recipient: null, error: `digest: folded into the contact's ${facts.digest} digest` };
   // The recipient's language (docs/languages.md), and the company's template for it when there is one.
   const speech = speechFor(facts.language, company.language);
   const message = reminderMessage({
@@ -450,6 +456,8 @@ interface DeliveryDetails {
   emailStatus: EmailStatus;
   /** The contact's channels preference as stored (JSON array or null). */
   channels: string | null;
+  /** The contact's digest preference. */
+  digest: "off" | "daily" | "weekly";
   phone: string | null;
   recipientName: string | null;
   firstName: string | null;
@@ -489,7 +497,7 @@ async function deliveryDetails(
       .prepare(
         `SELECT t.value ->> 0 AS reminder_id, t.value ->> 2 AS contact_id, i.id IS NOT NULL AS present, c.id IS NOT NULL AS contact_present,
            i.schedule_epoch AS epoch, i.title, i.item_type, i.expiry_date, i.notes, d.name AS document_type,
-           c.email, c.email_key, c.email_status, c.channels, trim(c.mobile_code || ' ' || c.phone_number) AS phone, trim(c.first_name || ' ' || c.last_name) AS recipient_name,
+           c.email, c.email_key, c.email_status, c.channels, c.digest, trim(c.mobile_code || ' ' || c.phone_number) AS phone, trim(c.first_name || ' ' || c.last_name) AS recipient_name,
            c.first_name, c.last_name, c.language
          FROM json_each(?2) AS t
          LEFT JOIN items i ON i.id = t.value ->> 1 AND i.company_id = ?1
@@ -527,6 +535,7 @@ async function deliveryDetails(
       emailKey: String(r.email_key ?? ""),
       emailStatus: (r.email_status as EmailStatus | null) ?? "active",
       channels: (r.channels as string | null) ?? null,
+      digest: (r.digest as DeliveryDetails["digest"] | null) ?? "off",
       phone: (r.phone as string | null) || null,
       recipientName: (r.recipient_name as string | null) || null,
       firstName: (r.first_name as string | null) || null,

@@ -5,7 +5,7 @@ import { parseRuleState, renewalDate } from "../lib/recurrence";
 import { isCalendarDate, localToInstant, startOfDayAfter, type CalendarUnit } from "../lib/time";
 import { DEFAULT_HOUR, stepDate, type Step } from "./sequence-steps";
 
-export const SCHEMA_VERSION = 8;
+export const SCHEMA_VERSION = 9;
 
 const MIGRATIONS: string[][] = [
   [], // version 0: nothing
@@ -133,6 +133,21 @@ const MIGRATIONS: string[][] = [
     `CREATE INDEX bounces_address ON bounces (address, kind, at)`,
     `CREATE TABLE suppressed_addresses (address TEXT PRIMARY KEY, kind TEXT NOT NULL, reason TEXT NOT NULL, at INTEGER NOT NULL)`,
   ],
+  [
+    // Version 9: digests (digests.ts, docs/reminders.md "Digests"). One row per contact and period
+    // (`daily:YYYY-MM-DD`, `weekly:YYYY-Www`), written when the run for that day is planned: the
+    // key is what makes a digest exactly once. Its state, attempts and message as a delivery's.
+    // A reminder's email delivery folded into its recipient's digest is `digested`; `digest` names
+    // the digest that listed it (null until then).
+    `CREATE TABLE digests (
+      contact_id INTEGER NOT NULL, period TEXT NOT NULL, date TEXT NOT NULL, state TEXT NOT NULL,
+      attempts INTEGER NOT NULL DEFAULT 0, next_at INTEGER, items INTEGER, recipient TEXT, message_id TEXT,
+      last_error TEXT, created_at INTEGER NOT NULL, changed_at INTEGER NOT NULL, PRIMARY KEY (contact_id, period))`,
+    `CREATE INDEX digests_next ON digests (state, next_at)`,
+    `CREATE INDEX digests_recent ON digests (date DESC, contact_id, period)`,
+    `ALTER TABLE deliveries ADD COLUMN digest TEXT`,
+    `CREATE INDEX deliveries_folded ON deliveries (contact_id, reminder_id) WHERE state = 'digested' AND digest IS NULL`,
+  ],
 ];
 
 /** How long an applied request is remembered: longer than an Idempotency-Key lives (24 h). */
@@ -203,6 +218,10 @@ export function knownCompany(sql: SqlStorage): number | null {
   return known === null ? null : Number(known);
 }
 
+/** meta keys of digests (digests.ts): the next run's instant (absent: no digests) and the plan in progress. */
+export const DIGEST_NEXT_AT = "digest_next_at";
+export const DIGEST_PLAN = "digest_plan";
+
 /** The company's time zone, as the object last applied it. */
 export const zoneOf = (sql: SqlStorage): string => getMeta(sql, "timezone") ?? "UTC";
 
@@ -216,6 +235,7 @@ export const DELIVERY_STATES = [
   "bounced",
   "complained",
   "suppressed",
+  "digested",
 ] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
 /** The states GET /v1/deliveries lists (docs/bounces.md). */

@@ -3,6 +3,8 @@
 // once (armSoonest). No D1 here: the wakeup D1 keeps for the cron sweep is the handoff's
 // (src/company-clock/handoff/bookkeeping.ts).
 
+import { DIGEST_NEXT_AT, DIGEST_PLAN } from "./store";
+
 /** The latest instant an alarm may be set to (the runtime refuses dates after 2189). */
 export const LATEST_ALARM = Date.UTC(2180, 0, 1);
 
@@ -19,10 +21,12 @@ export function alarmInstant(due: number, now = Date.now()): number {
 
 /**
  * The earliest instant the alarm must run at: the next due reminder, the next delivery attempt,
- * an event to fan out, the next webhook delivery attempt, or the next renewal of a recurring item. An engine with work of its own at a
+ * an event to fan out, the next webhook delivery attempt, the next renewal of a recurring item, or
+ * digest work (the next run, a plan in progress, a digest to send). An engine with work of its own at a
  * later instant adds its table's earliest instant here.
  */
 export function nextWake(sql: SqlStorage): number | null {
+  // Nested: the object's SQLite allows at most 5 terms in one compound SELECT.
   const row = sql
     .exec<{ at: number | null }>(
       `SELECT min(at) AS at FROM (
@@ -30,7 +34,11 @@ export function nextWake(sql: SqlStorage): number | null {
          UNION ALL SELECT min(next_at) FROM deliveries WHERE state = 'pending'
          UNION ALL SELECT min(next_at) FROM events WHERE state = 'new'
          UNION ALL SELECT min(next_at) FROM webhook_deliveries WHERE state = 'pending'
-         UNION ALL SELECT min(due_at) FROM renewals WHERE held = 0)`,
+         UNION ALL SELECT min(at) FROM (
+           SELECT min(due_at) AS at FROM renewals WHERE held = 0
+           UNION ALL SELECT CAST(value AS INTEGER) FROM meta WHERE key = '${DIGEST_NEXT_AT}'
+           UNION ALL SELECT json_extract(value, '$.at') FROM meta WHERE key = '${DIGEST_PLAN}'
+           UNION ALL SELECT min(next_at) FROM digests WHERE state = 'pending'))`,
     )
     .one();
   return row.at ?? null;

@@ -191,6 +191,8 @@ export const contacts = sqliteTable(
     // For the foreign-key check when a contact group is deleted (it looks contacts up by group_id alone).
     index("contacts_group_idx").on(t.groupId),
     uniqueIndex("contacts_company_email_key_uq").on(t.companyId, t.emailKey),
+    // The contacts on a digest, for the company clock's digest runs (src/company-clock/digests.ts).
+    index("contacts_company_digest_idx").on(t.companyId, t.id).where(sql`digest <> 'off'`),
   ],
 );
 

@@ -126,6 +126,25 @@ export const ar: Catalogue = {
   "page.problem.date_not_later": "يجب أن يكون التاريخ الجديد بعد تاريخ العنصر.",
   "page.problem.until": "أدخل يوم انتهاء التأجيل بصيغة تاريخ تقويمي (YYYY-MM-DD).",
   "page.problem.until_not_later": "اختر يومًا بعد اليوم.",
+  // ---- a page that cannot be shown (a dead link, an error): in the browser's language ----
+  "page.invalid.title": "رابط غير صالح",
+  "page.invalid.heading": "هذا الرابط لا يعمل",
+  "page.invalid.lead": "ربما انتهت صلاحيته، أو أُزيل ما كان مخصّصًا له.",
+  "page.invalid.detail":
+    "تعمل الروابط في رسائل التذكير حتى {days} يومًا بعد تاريخ العنصر. وتحمل رسالة التذكير التالية روابط جديدة.",
+  "page.error.unchanged": "لم يتغيّر شيء.",
+  "page.error.429.title": "طلبات كثيرة جدًا",
+  "page.error.429.detail":
+    "وصلت طلبات كثيرة جدًا من عنوانك. حاول مجددًا بعد {n, plural, zero {# ثانية} one {ثانية واحدة} two {ثانيتين} few {# ثوانٍ} many {# ثانية} other {# ثانية}}.",
+  "page.error.503.title": "غير متاح حاليًا",
+  "page.error.503.detail":
+    "الخدمة مشغولة بهذا الحساب. حاول مجددًا بعد {n, plural, zero {# ثانية} one {ثانية واحدة} two {ثانيتين} few {# ثوانٍ} many {# ثانية} other {# ثانية}}.",
+  "page.error.500.title": "حدث خطأ ما",
+  "page.error.500.detail": "حاول مجددًا بعد قليل.",
+  "page.error.404.title": "هذا الرابط لا يعمل",
+  "page.error.404.detail": "تحقّق من نسخ الرابط كاملًا.",
+  "page.error.400.title": "تعذّر التعامل مع هذا الطلب",
+  "page.error.400.detail": "ارجع إلى الصفحة واستخدم أزرارها.",
 
   "unsub.heading": "رسائل التذكير من {company}",
   "unsub.status.active": "تُرسل رسائل التذكير إلى {email}.",
@@ -158,7 +177,7 @@ export const ar: Catalogue = {
   "prefs.digest.daily": "ملخّص يومي",
   "prefs.digest.weekly": "ملخّص أسبوعي",
   "prefs.weekday": "يوم الملخّص الأسبوعي",
-  "prefs.digest_note": "لا تُرسل الملخّصات بعد: سيُحفظ اختيارك إلى حين إرسالها.",
+  "prefs.digest_note": "يجمع الملخّص كل عناصرك المفتوحة في رسالة واحدة مع روابطها، بدلًا من رسالة لكل تذكير.",
   "prefs.channels": "كيف تصلك التذكيرات",
   "prefs.channel.email": "البريد الإلكتروني",
   "prefs.channel.sms": "رسالة نصية (SMS)",

@@ -133,6 +133,25 @@ export const de: Catalogue = {
   "page.problem.date_not_later": "Das neue Datum muss nach dem Datum des Eintrags liegen.",
   "page.problem.until": "Geben Sie den Tag, bis zu dem pausiert werden soll, als Kalenderdatum an (JJJJ-MM-TT).",
   "page.problem.until_not_later": "Wählen Sie einen Tag nach heute.",
+  // ---- a page that cannot be shown (a dead link, an error): in the browser's language ----
+  "page.invalid.title": "Link ungültig",
+  "page.invalid.heading": "Dieser Link funktioniert nicht",
+  "page.invalid.lead": "Er ist vielleicht abgelaufen, oder das, wofür er gedacht war, wurde entfernt.",
+  "page.invalid.detail":
+    "Links in Erinnerungs-E-Mails gelten bis {days} Tage nach dem Datum des Eintrags. Die nächste Erinnerungs-E-Mail bringt neue.",
+  "page.error.unchanged": "Es wurde nichts geändert.",
+  "page.error.429.title": "Zu viele Anfragen",
+  "page.error.429.detail":
+    "Von Ihrer Adresse kamen zu viele Anfragen. Versuchen Sie es in {n, plural, one {# Sekunde} other {# Sekunden}} erneut.",
+  "page.error.503.title": "Gerade nicht verfügbar",
+  "page.error.503.detail":
+    "Der Dienst ist mit diesem Konto beschäftigt. Versuchen Sie es in {n, plural, one {# Sekunde} other {# Sekunden}} erneut.",
+  "page.error.500.title": "Etwas ist schiefgelaufen",
+  "page.error.500.detail": "Versuchen Sie es gleich noch einmal.",
+  "page.error.404.title": "Dieser Link funktioniert nicht",
+  "page.error.404.detail": "Prüfen Sie, ob der ganze Link kopiert wurde.",
+  "page.error.400.title": "Diese Anfrage konnte nicht bearbeitet werden",
+  "page.error.400.detail": "Gehen Sie zurück zur Seite und verwenden Sie ihre Schaltflächen.",
 
   "unsub.heading": "Erinnerungs-E-Mails von {company}",
   "unsub.status.active": "Erinnerungs-E-Mails werden an {email} gesendet.",
@@ -166,7 +185,8 @@ export const de: Catalogue = {
   "prefs.digest.daily": "Eine tägliche Zusammenfassung",
   "prefs.digest.weekly": "Eine wöchentliche Zusammenfassung",
   "prefs.weekday": "Tag der wöchentlichen Zusammenfassung",
-  "prefs.digest_note": "Zusammenfassungen werden noch nicht versendet: Ihre Auswahl wird dafür gespeichert.",
+  "prefs.digest_note":
+    "Eine Zusammenfassung listet alle Ihre offenen Einträge mit ihren Links in einer E-Mail auf, statt einer E-Mail pro Erinnerung.",
   "prefs.channels": "Wie Sie Erinnerungen erhalten",
   "prefs.channel.email": "E-Mail",
   "prefs.channel.sms": "Textnachricht (SMS)",

@@ -134,6 +134,25 @@ export const en = {
   "page.problem.date_not_later": "The new date must be later than the item's date.",
   "page.problem.until": "Give the day to snooze until as a calendar date (YYYY-MM-DD).",
   "page.problem.until_not_later": "Choose a day after today.",
+  // ---- a page that cannot be shown (a dead link, an error): in the browser's language ----
+  "page.invalid.title": "Link not valid",
+  "page.invalid.heading": "This link does not work",
+  "page.invalid.lead": "It may have expired, or what it was for was removed.",
+  "page.invalid.detail":
+    "Links in reminder emails work for {days} days after the item's date. The next reminder email brings new ones.",
+  "page.error.unchanged": "Nothing was changed.",
+  "page.error.429.title": "Too many requests",
+  "page.error.429.detail":
+    "Too many requests came from your address. Try again in {n, plural, one {# second} other {# seconds}}.",
+  "page.error.503.title": "Not available just now",
+  "page.error.503.detail":
+    "The service is busy with this account. Try again in {n, plural, one {# second} other {# seconds}}.",
+  "page.error.500.title": "Something went wrong",
+  "page.error.500.detail": "Try again in a moment.",
+  "page.error.404.title": "This link does not work",
+  "page.error.404.detail": "Check that the whole link was copied.",
+  "page.error.400.title": "This request could not be handled",
+  "page.error.400.detail": "Go back to the page and use its buttons.",
 
   // ---- the unsubscribe and preferences pages (src/routes/unsubscribe/) ----
   "unsub.heading": "Reminder emails from {company}",
@@ -167,7 +186,8 @@ export const en = {
   "prefs.digest.daily": "A daily summary",
   "prefs.digest.weekly": "A weekly summary",
   "prefs.weekday": "Day of the weekly summary",
-  "prefs.digest_note": "Summaries are not sent yet: your choice is kept for when they are.",
+  "prefs.digest_note":
+    "A summary lists all your open items in one email, with their links, instead of one email per reminder.",
   "prefs.channels": "How reminders reach you",
   "prefs.channel.email": "Email",
   "prefs.channel.sms": "Text message (SMS)",

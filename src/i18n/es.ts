@@ -131,6 +131,25 @@ export const es: Catalogue = {
   "page.problem.date_not_later": "La nueva fecha debe ser posterior a la fecha del elemento.",
   "page.problem.until": "Indique hasta qué día posponer como fecha de calendario (AAAA-MM-DD).",
   "page.problem.until_not_later": "Elija un día posterior a hoy.",
+  // ---- a page that cannot be shown (a dead link, an error): in the browser's language ----
+  "page.invalid.title": "Enlace no válido",
+  "page.invalid.heading": "Este enlace no funciona",
+  "page.invalid.lead": "Puede que haya caducado o que se haya eliminado aquello para lo que servía.",
+  "page.invalid.detail":
+    "Los enlaces de los correos de recordatorio funcionan hasta {days} días después de la fecha del elemento. El próximo correo de recordatorio trae enlaces nuevos.",
+  "page.error.unchanged": "No se ha cambiado nada.",
+  "page.error.429.title": "Demasiadas solicitudes",
+  "page.error.429.detail":
+    "Llegaron demasiadas solicitudes desde su dirección. Vuelva a intentarlo dentro de {n, plural, one {# segundo} other {# segundos}}.",
+  "page.error.503.title": "No disponible en este momento",
+  "page.error.503.detail":
+    "El servicio está ocupado con esta cuenta. Vuelva a intentarlo dentro de {n, plural, one {# segundo} other {# segundos}}.",
+  "page.error.500.title": "Algo ha fallado",
+  "page.error.500.detail": "Vuelva a intentarlo en un momento.",
+  "page.error.404.title": "Este enlace no funciona",
+  "page.error.404.detail": "Compruebe que se copió el enlace completo.",
+  "page.error.400.title": "No se pudo atender esta solicitud",
+  "page.error.400.detail": "Vuelva a la página y use sus botones.",
 
   "unsub.heading": "Correos de recordatorio de {company}",
   "unsub.status.active": "Los correos de recordatorio se envían a {email}.",
@@ -164,7 +183,8 @@ export const es: Catalogue = {
   "prefs.digest.daily": "Un resumen diario",
   "prefs.digest.weekly": "Un resumen semanal",
   "prefs.weekday": "Día del resumen semanal",
-  "prefs.digest_note": "Los resúmenes aún no se envían: su elección se guarda para cuando se envíen.",
+  "prefs.digest_note":
+    "Un resumen reúne todos sus elementos pendientes en un solo correo, con sus enlaces, en lugar de un correo por recordatorio.",
   "prefs.channels": "Cómo le llegan los recordatorios",
   "prefs.channel.email": "Correo electrónico",
   "prefs.channel.sms": "Mensaje de texto (SMS)",

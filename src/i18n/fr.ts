@@ -133,6 +133,25 @@ export const fr: Catalogue = {
   "page.problem.date_not_later": "La nouvelle date doit être postérieure à la date de l’élément.",
   "page.problem.until": "Indiquez le jour de fin de suspension sous forme de date calendaire (AAAA-MM-JJ).",
   "page.problem.until_not_later": "Choisissez un jour après aujourd’hui.",
+  // ---- a page that cannot be shown (a dead link, an error): in the browser's language ----
+  "page.invalid.title": "Lien non valide",
+  "page.invalid.heading": "Ce lien ne fonctionne pas",
+  "page.invalid.lead": "Il a peut-être expiré, ou ce à quoi il servait a été supprimé.",
+  "page.invalid.detail":
+    "Les liens des e-mails de rappel fonctionnent jusqu’à {days} jours après la date de l’élément. Le prochain e-mail de rappel en apporte de nouveaux.",
+  "page.error.unchanged": "Rien n’a été modifié.",
+  "page.error.429.title": "Trop de requêtes",
+  "page.error.429.detail":
+    "Trop de requêtes sont venues de votre adresse. Réessayez dans {n, plural, one {# seconde} other {# secondes}}.",
+  "page.error.503.title": "Indisponible pour le moment",
+  "page.error.503.detail":
+    "Le service est occupé avec ce compte. Réessayez dans {n, plural, one {# seconde} other {# secondes}}.",
+  "page.error.500.title": "Une erreur s’est produite",
+  "page.error.500.detail": "Réessayez dans un instant.",
+  "page.error.404.title": "Ce lien ne fonctionne pas",
+  "page.error.404.detail": "Vérifiez que le lien a été copié en entier.",
+  "page.error.400.title": "Cette demande n’a pas pu être traitée",
+  "page.error.400.detail": "Revenez à la page et utilisez ses boutons.",
 
   "unsub.heading": "E-mails de rappel de {company}",
   "unsub.status.active": "Les e-mails de rappel sont envoyés à {email}.",
@@ -167,7 +186,7 @@ export const fr: Catalogue = {
   "prefs.digest.weekly": "Un récapitulatif hebdomadaire",
   "prefs.weekday": "Jour du récapitulatif hebdomadaire",
   "prefs.digest_note":
-    "Les récapitulatifs ne sont pas encore envoyés : votre choix est conservé pour le moment où ils le seront.",
+    "Un récapitulatif regroupe tous vos éléments en cours dans un seul e-mail, avec leurs liens, au lieu d’un e-mail par rappel.",
   "prefs.channels": "Comment recevoir les rappels",
   "prefs.channel.email": "E-mail",
   "prefs.channel.sms": "SMS",

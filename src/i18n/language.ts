@@ -46,3 +46,26 @@ export function speechFor(...tags: Array<string | null | undefined>): Speech {
   }
   return speechOf(DEFAULT_LANGUAGE)!;
 }
+
+/**
+ * The language a browser asks for (`Accept-Language`), for pages that know no contact (a dead link,
+ * an error): the supported tag with the highest weight, else English. Reads at most 20 entries of
+ * the header's first 500 characters.
+ */
+export function speechOfRequest(acceptLanguage: string | undefined | null): Speech {
+  const ranked = (acceptLanguage ?? "")
+    .slice(0, 500)
+    .split(",", 20)
+    .map((entry, i) => {
+      const [tag = "", ...params] = entry.trim().split(";");
+      const q = params.map((p) => /^\s*q=([01](?:\.\d{0,3})?)\s*$/.exec(p)?.[1]).find((v) => v !== undefined);
+      return { tag: tag.trim(), q: q === undefined ? 1 : Number(q), i };
+    })
+    .filter((entry) => entry.tag && entry.tag !== "*" && entry.q > 0)
+    .sort((a, b) => b.q - a.q || a.i - b.i);
+  for (const { tag } of ranked) {
+    const speech = speechOf(tag);
+    if (speech) return speech;
+  }
+  return speechFor();
+}

@@ -130,6 +130,25 @@ export const pt: Catalogue = {
   "page.problem.date_not_later": "A nova data tem de ser posterior à data do item.",
   "page.problem.until": "Indique o dia até ao qual adiar como data de calendário (AAAA-MM-DD).",
   "page.problem.until_not_later": "Escolha um dia depois de hoje.",
+  // ---- a page that cannot be shown (a dead link, an error): in the browser's language ----
+  "page.invalid.title": "Ligação inválida",
+  "page.invalid.heading": "Esta ligação não funciona",
+  "page.invalid.lead": "Pode ter expirado, ou aquilo a que se destinava foi removido.",
+  "page.invalid.detail":
+    "As ligações dos e-mails de lembrete funcionam até {days} dias após a data do item. O próximo e-mail de lembrete traz novas ligações.",
+  "page.error.unchanged": "Nada foi alterado.",
+  "page.error.429.title": "Demasiados pedidos",
+  "page.error.429.detail":
+    "Chegaram demasiados pedidos do seu endereço. Tente novamente dentro de {n, plural, one {# segundo} other {# segundos}}.",
+  "page.error.503.title": "Indisponível de momento",
+  "page.error.503.detail":
+    "O serviço está ocupado com esta conta. Tente novamente dentro de {n, plural, one {# segundo} other {# segundos}}.",
+  "page.error.500.title": "Algo correu mal",
+  "page.error.500.detail": "Tente novamente dentro de momentos.",
+  "page.error.404.title": "Esta ligação não funciona",
+  "page.error.404.detail": "Verifique se a ligação foi copiada por completo.",
+  "page.error.400.title": "Não foi possível tratar este pedido",
+  "page.error.400.detail": "Volte à página e use os seus botões.",
 
   "unsub.heading": "E-mails de lembrete de {company}",
   "unsub.status.active": "Os e-mails de lembrete são enviados para {email}.",
@@ -163,7 +182,8 @@ export const pt: Catalogue = {
   "prefs.digest.daily": "Um resumo diário",
   "prefs.digest.weekly": "Um resumo semanal",
   "prefs.weekday": "Dia do resumo semanal",
-  "prefs.digest_note": "Os resumos ainda não são enviados: a sua escolha fica guardada para quando forem.",
+  "prefs.digest_note":
+    "Um resumo reúne todos os seus itens pendentes num só e-mail, com as respetivas ligações, em vez de um e-mail por lembrete.",
   "prefs.channels": "Como recebe os lembretes",
   "prefs.channel.email": "E-mail",
   "prefs.channel.sms": "Mensagem de texto (SMS)",

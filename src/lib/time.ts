@@ -290,3 +290,46 @@ export function parseDate(text: string, format: DateFormat): string | null {
   const date = `${groups.y}-${String(month).padStart(2, "0")}-${groups.d!.padStart(2, "0")}`;
   return isCalendarDate(date) ? date : null;
 }
+
+// ---- digests (docs/reminders.md, "Digests") ----
+
+const WEEKDAY_NAMES = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"] as const;
+
+/** The weekday of `date`, in English lower case ("monday" … "sunday"). */
+export function weekdayOf(date: string): (typeof WEEKDAY_NAMES)[number] {
+  const [y, m, d] = parts(date);
+  return WEEKDAY_NAMES[(new Date(Date.UTC(y, m - 1, d)).getUTCDay() + 6) % 7]!;
+}
+
+/** The ISO 8601 week of `date`, "YYYY-Www" (weeks start on Monday; week 1 holds the year's first Thursday). */
+export function isoWeek(date: string): string {
+  const thursday = addDays(date, 3 - WEEKDAY_NAMES.indexOf(weekdayOf(date)));
+  const year = thursday.slice(0, 4);
+  const week = Math.floor(daysBetween(`${year}-01-01`, thursday) / 7) + 1;
+  return `${year}-W${pad(week)}`;
+}
+
+/**
+ * The local day whose `hour` in `zone` is the latest at or before `now`: the day a digest run
+ * at `now` is for. Its instant follows localToInstant (a gap hour runs late by the gap's length).
+ */
+export function lastDailyRun(now: number, hour: string, zone: string): { date: string; at: number } {
+  const today = instantToLocal(now, zone).date;
+  const at = localToInstant(today, hour, zone);
+  if (at <= now) return { date: today, at };
+  const yesterday = addDays(today, -1);
+  return { date: yesterday, at: localToInstant(yesterday, hour, zone) };
+}
+
+/** The first instant after `now` at which it is `hour` in `zone`, and its local day. */
+export function nextDailyRun(now: number, hour: string, zone: string): { date: string; at: number } {
+  const last = lastDailyRun(now, hour, zone);
+  let date = addDays(last.date, 1);
+  let at = localToInstant(date, hour, zone);
+  // A gap hour can land the next day's run at or before now only if the zone skips a whole day (Samoa 2011).
+  while (at <= now) {
+    date = addDays(date, 1);
+    at = localToInstant(date, hour, zone);
+  }
+  return { date, at };
+}

@@ -69,7 +69,8 @@ export const CompanySettingsSchema = z
     }),
     digest_hour: z.string().openapi({
       example: "08:00",
-      description: "HH:MM in the company's time zone at which digests are due (default 08:00; stored, not used yet)",
+      description:
+        "HH:MM in the company's time zone at which contacts' daily and weekly digests are sent (default 08:00; GET /v1/digests)",
     }),
   })
   .openapi("CompanySettings");

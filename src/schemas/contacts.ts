@@ -46,9 +46,13 @@ export const ContactSchema = z
       example: "pt-BR",
       description: "BCP 47 language of the contact's emails and pages; null = the company's settings.language",
     }),
-    digest: z
-      .enum(DIGESTS)
-      .openapi({ example: "off", description: "Digest preference (stored; digests are not sent yet)" }),
+    digest: z.enum(DIGESTS).openapi({
+      example: "off",
+      description:
+        "daily or weekly: one email per day (or week, on digest_weekday) at the company's settings.digest_hour, " +
+        "listing the contact's pending items due within 30 days or overdue; its single reminder emails are folded " +
+        "into it (except steps marked always). off: every reminder on its own",
+    }),
     digest_weekday: nullableEnum(WEEKDAYS).openapi({
       example: "monday",
       description: "The day of a weekly digest; set exactly when digest is weekly, else null",

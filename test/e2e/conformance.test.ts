@@ -391,6 +391,7 @@ describe("every operation through Prism's validating proxy", () => {
     await expectStatus(200, "DELETE", `${path}/reminders/${reminder.body.data.reminder_id}`, { token: t });
     await expectStatus(200, "GET", "/v1/reminders/triggered?limit=5", { token: t });
     await expectStatus(200, "GET", "/v1/deliveries?state=failed&since=2026-01-01&limit=5", { token: t });
+    await expectStatus(200, "GET", "/v1/digests?state=sent&since=2026-01-01&limit=5", { token: t });
     const grouped = await expectStatus(201, "POST", `${path}/reminders`, {
       token: t,
       body: { period: 3, unit: "day", rtype: 1, group_id: ids.group, unless_acknowledged: true },

@@ -360,6 +360,7 @@ describe("the clock's store", () => {
         "audit_outbox",
         "bounces",
         "suppressed_addresses",
+        "digests",
       ])
         sql.exec(`DROP TABLE IF EXISTS ${table}`);
       migrate(state.storage, 6);

@@ -261,7 +261,14 @@ describe("the clock's store, version 8", () => {
       const sql = state.storage.sql;
       for (const table of ["meta", "items", "reminders", "triggered", "deliveries", "events", "webhook_deliveries"])
         sql.exec(`DROP TABLE IF EXISTS ${table}`);
-      for (const table of ["applied_requests", "renewals", "audit_outbox", "bounces", "suppressed_addresses"])
+      for (const table of [
+        "applied_requests",
+        "renewals",
+        "audit_outbox",
+        "bounces",
+        "suppressed_addresses",
+        "digests",
+      ])
         sql.exec(`DROP TABLE IF EXISTS ${table}`);
       migrate(state.storage, 7);
       sql.exec(

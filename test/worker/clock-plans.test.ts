@@ -5,6 +5,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
 import { clockFor } from "../../src/company-clock/handoff/worker";
 import { SNOOZE_AT_SQL } from "../../src/company-clock/store";
+import { digestPageQuery, FOLDED_SQL, LEASE_SQL } from "../../src/company-clock/digests";
 import { PROBLEM_PAGE_SQL, SOFT_COUNT_SQL, SUPPRESSED_AMONG_SQL } from "../../src/company-clock/bounces";
 import { createAccount, createItem, env } from "./helpers";
 
@@ -44,4 +45,33 @@ it("bounces: the problem list is an ordered range of deliveries_problems per sta
   expect(plans.soft).toMatch(
     /SEARCH bounces USING (COVERING )?INDEX bounces_address \(address=\? AND kind=\? AND at>\?\)/,
   );
+});
+
+it("digests: the list is a range of digests_recent, leases of digests_next, folded reminders of deliveries_folded", async () => {
+  const account = await createAccount();
+  const plans = await runInDurableObject(clockFor(env, account.companyId), (_instance, state) => {
+    const plan = (sql: string, ...args: unknown[]) =>
+      state.storage.sql
+        .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, ...(args as SqlStorageValue[]))
+        .toArray()
+        .map((r) => r.detail)
+        .join(" | ");
+    const page = (query: Parameters<typeof digestPageQuery>[0]) => {
+      const statement = digestPageQuery(query);
+      return plan(statement.sql, ...statement.params);
+    };
+    return {
+      first: page({ limit: 50 }),
+      next: page({ limit: 50, after: ["2026-11-30", 7, "daily:2026-11-30"] }),
+      contact: page({ limit: 50, contactId: 7 }),
+      lease: plan(LEASE_SQL, 0, 100),
+      folded: plan(FOLDED_SQL, "[1,2]"),
+    };
+  });
+  expect(plans.first).toMatch(/SCAN digests USING INDEX digests_recent/);
+  expect(plans.next).toMatch(/SEARCH digests USING INDEX digests_recent \(date</);
+  for (const p of [plans.first, plans.next]) expect(p).not.toMatch(/TEMP B-TREE/);
+  expect(plans.contact).toMatch(/digests USING (COVERING )?INDEX (sqlite_autoindex_digests_1|digests_recent)/);
+  expect(plans.lease).toMatch(/SEARCH digests USING INDEX digests_next \(state=\? AND next_at<\?\)/);
+  expect(plans.folded).toMatch(/SEARCH d USING (COVERING )?INDEX deliveries_folded \(contact_id=\?\)/);
 });

@@ -2,6 +2,7 @@
 // else the company's `settings.language`, else English; right to left for Arabic; form problems
 // and outcomes in that language too; the email's links lead to pages in the email's language.
 import { describe, expect, it } from "vitest";
+import { speechOfRequest } from "../../src/i18n/language";
 import { addDays, todayIn } from "../../src/lib/time";
 import { call, createAccount, createContact, createItem, expectStatus } from "./helpers";
 import { fireReminder, getPage, linksOf, postForm } from "./support/recipient";
@@ -64,5 +65,31 @@ describe("the recipient's page speaks the recipient's language", () => {
     const page = await getPage(english.links.page);
     expect(page.html).toContain('<html lang="en">');
     expect(page.html).toContain("<h2>What would you like to do?</h2>");
+  });
+});
+
+describe("pages that know no contact speak the browser's language", () => {
+  it("a dead link, on /r/ and /u/, in the first supported language of Accept-Language; English otherwise", async () => {
+    const de = await getPage("https://api.test/r/not-a-token", { "Accept-Language": "de-CH,de;q=0.9,en;q=0.5" });
+    expect(de.status).toBe(404);
+    expect(de.html).toContain('<html lang="de-CH">');
+    expect(de.html).toContain("Dieser Link funktioniert nicht");
+    expect(de.html).toContain("60 Tage");
+    const ar = await getPage("https://api.test/u/not-a-token", { "Accept-Language": "ja, ar;q=0.8" });
+    expect(ar.status).toBe(404);
+    expect(ar.html).toContain('<html lang="ar" dir="rtl">');
+    expect(ar.html).toContain("هذا الرابط لا يعمل");
+    const none = await getPage("https://api.test/r/not-a-token", { "Accept-Language": "ja, zh;q=0.9" });
+    expect(none.html).toContain('<html lang="en">');
+    expect(none.html).toContain("This link does not work");
+  });
+
+  it("Accept-Language by weight, order breaking ties; q=0, *, junk and unsupported tags passed over", () => {
+    expect(speechOfRequest("fr;q=0.4, es;q=0.9").language).toBe("es");
+    expect(speechOfRequest("pt-BR, pt;q=0.9").tag).toBe("pt-BR");
+    expect(speechOfRequest("de;q=0, fr;q=0.1").language).toBe("fr");
+    expect(speechOfRequest("*, x-klingon, ;;;, ar;q=0.2").language).toBe("ar");
+    expect(speechOfRequest(undefined).language).toBe("en");
+    expect(speechOfRequest(`${"xx,".repeat(300)}de`).language).toBe("en");
   });
 });

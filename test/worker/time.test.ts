@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { DATE_FORMATS, canonicalTimeZone, formatDate } from "../../src/lib/time";
+import {
+  DATE_FORMATS,
+  canonicalTimeZone,
+  formatDate,
+  isoWeek,
+  lastDailyRun,
+  localToInstant,
+  nextDailyRun,
+  weekdayOf,
+} from "../../src/lib/time";
 
 describe("canonicalTimeZone", () => {
   it("accepts IANA zones, in the runtime's spelling when it lists them, and aliases as sent", () => {
@@ -198,5 +207,46 @@ describe("local date and hour to a UTC instant", () => {
     expect(stepDate("2027-01-01", { period: 2, unit: "week", type: 1 })).toBe("2026-12-18");
     expect(stepDate("2027-01-01", { period: 0, unit: "day", type: 1 })).toBe("2027-01-01");
     expect(stepDate("2027-01-01", { period: 3, unit: "day", type: 2 })).toBe("2027-01-04");
+  });
+});
+
+describe("digest runs (lastDailyRun, nextDailyRun, weekdayOf, isoWeek)", () => {
+  const at = (date: string, hour: string, zone: string) => localToInstant(date, hour, zone);
+
+  it("the next run is the next time the hour comes round in the zone, across month ends and leap days", () => {
+    const zone = "Europe/Berlin";
+    expect(nextDailyRun(at("2028-02-28", "09:00", zone), "08:00", zone).date).toBe("2028-02-29");
+    expect(nextDailyRun(at("2028-02-29", "07:59", zone), "08:00", zone).date).toBe("2028-02-29");
+    expect(nextDailyRun(at("2027-02-28", "08:00", zone), "08:00", zone).date).toBe("2027-03-01");
+    expect(nextDailyRun(at("2026-12-31", "23:30", zone), "00:15", zone).date).toBe("2027-01-01");
+    expect(lastDailyRun(at("2026-12-31", "23:30", zone), "23:45", zone).date).toBe("2026-12-30");
+  });
+
+  it("over DST: a run in the skipped hour goes the gap's length later, a run in the repeated hour at its first occurrence", () => {
+    const zone = "Europe/Berlin";
+    // 2027-03-28: 02:00 -> 03:00; 2027-10-31: 03:00 -> 02:00.
+    const spring = nextDailyRun(at("2027-03-27", "12:00", zone), "02:30", zone);
+    expect(spring.date).toBe("2027-03-28");
+    expect(new Date(spring.at).toISOString()).toBe("2027-03-28T01:30:00.000Z");
+    const autumn = nextDailyRun(at("2027-10-30", "12:00", zone), "02:30", zone);
+    expect(new Date(autumn.at).toISOString()).toBe("2027-10-31T00:30:00.000Z");
+    // The run after each is 24 h of wall clock later, not 24 h of elapsed time.
+    expect(new Date(nextDailyRun(spring.at, "02:30", zone).at).toISOString()).toBe("2027-03-29T00:30:00.000Z");
+    expect(new Date(nextDailyRun(autumn.at, "02:30", zone).at).toISOString()).toBe("2027-11-01T01:30:00.000Z");
+    // A run due just now is the last one; a second before it, yesterday's was.
+    expect(lastDailyRun(autumn.at, "02:30", zone).date).toBe("2027-10-31");
+    expect(lastDailyRun(autumn.at - 1000, "02:30", zone).date).toBe("2027-10-30");
+  });
+
+  it("weekdays and ISO weeks (Monday first; week 1 holds the first Thursday)", () => {
+    expect(weekdayOf("2026-11-30")).toBe("monday");
+    expect(weekdayOf("2026-11-29")).toBe("sunday");
+    expect(weekdayOf("2028-02-29")).toBe("tuesday");
+    expect(isoWeek("2026-11-29")).toBe("2026-W48");
+    expect(isoWeek("2026-11-30")).toBe("2026-W49");
+    expect(isoWeek("2027-01-03")).toBe("2026-W53");
+    expect(isoWeek("2027-01-04")).toBe("2027-W01");
+    expect(isoWeek("2025-12-29")).toBe("2026-W01");
+    expect(isoWeek("2021-01-03")).toBe("2020-W53");
   });
 });

@@ -75,6 +75,21 @@ export async function nudgeWebhooks(env: Env, companyId: number): Promise<void> 
   }
 }
 
+/**
+ * After a write that changes a contact's digest or the company's digest hour or time zone: the
+ * clock reschedules its next digest run from D1. Never throws: each run also reschedules the next
+ * from the settings of the day, so a lost call delays a newly wanted digest by at most a day.
+ */
+export async function refreshDigests(env: Env, companyId: number): Promise<void> {
+  try {
+    await clockFor(env, companyId).refreshDigests(companyId);
+  } catch (error) {
+    console.error(
+      JSON.stringify({ level: "error", msg: "digest schedule not refreshed", companyId, error: String(error) }),
+    );
+  }
+}
+
 /** A deleted company: its clock's storage, alarm, wakeup and outbox rows go. Never throws. */
 export async function forgetReminders(env: Env, companyId: number): Promise<void> {
   try {

@@ -1,6 +1,6 @@
 import { conditionalRecord } from "../../lib/conditional";
 import type { Context } from "hono";
-import { COMPANY_SETTINGS, forgetReminders, syncReminders } from "../../company-clock/handoff/worker";
+import { COMPANY_SETTINGS, forgetReminders, refreshDigests, syncReminders } from "../../company-clock/handoff/worker";
 import type { AppBindings } from "../../env";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import {
@@ -263,6 +263,8 @@ companiesRouter.openapi(
     const row = await updateCompanySettings(c.var.db, caller(c), c.req.valid("param").company_id, c.req.valid("json"));
     // A new time zone moves the company's queued reminders (they keep their local date and hour).
     await syncReminders(c.env, row.id, [COMPANY_SETTINGS]);
+    const input = c.req.valid("json");
+    if (input.digest_hour !== undefined || input.timezone !== undefined) await refreshDigests(c.env, row.id);
     return updated(c, "Company settings updated", detailOutput(row));
   },
 );

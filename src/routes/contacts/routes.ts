@@ -1,3 +1,4 @@
+import { refreshDigests } from "../../company-clock/handoff/worker";
 import { conditionalRecord } from "../../lib/conditional";
 import { created, done, ok, page, updated } from "../../lib/respond";
 import {
@@ -85,6 +86,7 @@ contactsRouter.openapi(
     const input = c.req.valid("json");
     checkContactChannels(c.env, input.channels);
     const row = await createContact(c.var.db, c.var.companyId, input);
+    if (row.digest !== "off") await refreshDigests(c.env, c.var.companyId);
     return created(c, "Contact created", contactOutput(row));
   },
 );
@@ -133,6 +135,7 @@ contactsRouter.openapi(
     const input = c.req.valid("json");
     checkContactChannels(c.env, input.channels);
     const row = await updateContact(c.var.db, c.var.companyId, c.req.valid("param").contact_id, input);
+    if (input.digest !== undefined || input.digest_weekday !== undefined) await refreshDigests(c.env, c.var.companyId);
     return updated(c, "Contact updated", contactOutput(row));
   },
 );

@@ -5,7 +5,7 @@
 // (method="post") that need no script; one inline style, allowed by its hash; nothing loaded from
 // anywhere. Pure: the routes (routes.ts) decide which page, with which status.
 import { isolated, localDate, relativeDays } from "../../i18n/format";
-import { type Speech, speechFor } from "../../i18n/language";
+import { type Speech, speechFor, speechOfRequest } from "../../i18n/language";
 import { type MessageKey, t } from "../../i18n/messages";
 import { escapeHtml as e } from "../../lib/html";
 import { toBase64 } from "../../lib/bytes";
@@ -385,33 +385,34 @@ ${actions}
 // ---- pages without an item ----
 
 /** The one page of every link that does not work: unknown, altered, expired, or its item or contact deleted. Always the same bytes. */
-export const INVALID_LINK_PAGE = pageDocument(
-  "Link not valid",
-  `<h1>This link does not work</h1>
-<div class="outcome invalid" role="status"><strong>It may have expired, or what it was for was removed.</strong>Links in reminder emails work for ${LINK_LIFETIME_DAYS} days after the item's date. The next reminder email brings new ones.</div>`,
-);
+/** The language of a page that knows no contact: the browser's (Accept-Language). */
+export const browserSpeech = (c: { req: { header(name: string): string | undefined } }): Speech =>
+  speechOfRequest(c.req.header("Accept-Language"));
 
-/** An error page for the pages' paths (rate limited, malformed request, server error), by status. */
-export function errorPage(status: number, retryAfter?: string): string {
-  const [title, detail] =
-    status === 429
-      ? [
-          "Too many requests",
-          `Too many requests came from your address. Wait ${retryAfter ? `${retryAfter} seconds` : "a minute"} and try again.`,
-        ]
-      : status === 503
-        ? [
-            "Not available just now",
-            `The service is busy with this account. Try again${retryAfter ? ` in ${retryAfter} seconds` : " shortly"}.`,
-          ]
-        : status >= 500
-          ? ["Something went wrong", "Nothing was changed. Try again in a moment."]
-          : status === 404
-            ? ["This link does not work", "Check that the whole link was copied."]
-            : ["This request could not be handled", "Nothing was changed. Go back to the page and use its buttons."];
+/** The page of a link that does not work (whatever the reason: nothing tells a guess from an expired link), in `speech`. */
+export function invalidLinkPage(speech: Speech): string {
+  const lang = speech.language;
+  return pageDocument(
+    t(lang, "page.invalid.title"),
+    `<h1>${e(t(lang, "page.invalid.heading"))}</h1>
+<div class="outcome invalid" role="status"><strong>${e(t(lang, "page.invalid.lead"))}</strong>${e(t(lang, "page.invalid.detail", { days: LINK_LIFETIME_DAYS }, speech.locale))}</div>`,
+    speech.tag,
+    speech.dir,
+  );
+}
+
+/** An error page for the pages' paths (rate limited, malformed request, server error), by status, in `speech`. */
+export function errorPage(status: number, speech: Speech, retryAfter?: string): string {
+  const lang = speech.language;
+  const kind = status === 429 || status === 503 ? status : status >= 500 ? 500 : status === 404 ? 404 : 400;
+  const seconds = Math.min(Math.max(Number.parseInt(retryAfter ?? "", 10) || 60, 1), 86_400);
+  const title = t(lang, `page.error.${kind}.title`);
+  const detail = t(lang, `page.error.${kind}.detail`, { n: seconds }, speech.locale);
   return pageDocument(
     title,
-    `<h1>${e(title)}</h1>\n<div class="outcome error" role="status"><strong>Nothing was changed.</strong>${e(detail)}</div>`,
+    `<h1>${e(title)}</h1>\n<div class="outcome error" role="status"><strong>${e(t(lang, "page.error.unchanged"))}</strong>${e(detail)}</div>`,
+    speech.tag,
+    speech.dir,
   );
 }
 

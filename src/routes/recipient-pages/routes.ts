@@ -32,7 +32,8 @@ import {
 } from "../../records/items/recipient-page";
 import {
   errorPage,
-  INVALID_LINK_PAGE,
+  browserSpeech,
+  invalidLinkPage,
   itemPage,
   pageHeaders,
   pageSpeech,
@@ -64,7 +65,7 @@ async function send(
   return c.html(html, status, { ...(await pageHeaders()), ...extra });
 }
 
-const invalid = (c: Context<AppBindings>) => send(c, 404, INVALID_LINK_PAGE);
+const invalid = (c: Context<AppBindings>) => send(c, 404, invalidLinkPage(browserSpeech(c)));
 
 function render(opened: Opened, options: { only?: RecipientAction; notice?: PageNotice } = {}): string {
   const { view, claims, token } = opened;
@@ -177,7 +178,7 @@ async function act(c: Context<AppBindings>) {
       : isRecipientAction(field) && (fromPath === undefined || fromPath === field)
         ? field
         : null;
-  if (!action) return send(c, 400, errorPage(400));
+  if (!action) return send(c, 400, errorPage(400, browserSpeech(c)));
   noteOnLog(c, { page_action: action });
   const { view, claims } = opened;
   if (view.readOnly) return send(c, 503, render(opened, { notice: { readOnly: true } }), { "Retry-After": "60" });
@@ -259,5 +260,10 @@ export async function recipientErrorPage(err: Error, c: Context<AppBindings>): P
   }
   const status = known?.status ?? 500;
   const headers = { ...(known?.headers ?? {}), ...(await pageHeaders()) };
-  return c.html(status === 404 ? INVALID_LINK_PAGE : errorPage(status, headers["Retry-After"]), status, headers);
+  const speech = browserSpeech(c);
+  return c.html(
+    status === 404 ? invalidLinkPage(speech) : errorPage(status, speech, headers["Retry-After"]),
+    status,
+    headers,
+  );
 }

@@ -13,7 +13,7 @@
 // that does not work gets the same page, status and headers (../recipient-pages/).
 import type { Context } from "hono";
 import { availableChannels } from "../../company-clock/channels";
-import { nudgeWebhooks } from "../../company-clock/handoff/worker";
+import { nudgeWebhooks, refreshDigests } from "../../company-clock/handoff/worker";
 import type { AuditActor } from "../../db/commit";
 import { database } from "../../db/client";
 import { primarySession } from "../../db/session";
@@ -31,7 +31,7 @@ import {
   type PreferencesInput,
   type SubscriptionView,
 } from "../../records/contact-subscription";
-import { INVALID_LINK_PAGE, pageHeaders } from "../recipient-pages/html";
+import { browserSpeech, invalidLinkPage, pageHeaders } from "../recipient-pages/html";
 import { type OpenedPage, openTokenPage } from "../recipient-pages/open-token";
 import { preferencesPage, subscriptionPage, type Notice, type ProblemField, type PreferencesForm } from "./html";
 
@@ -56,7 +56,7 @@ async function send(c: Context<AppBindings>, status: 200 | 400 | 404 | 422 | 503
   });
 }
 
-const invalid = (c: Context<AppBindings>) => send(c, 404, INVALID_LINK_PAGE);
+const invalid = (c: Context<AppBindings>) => send(c, 404, invalidLinkPage(browserSpeech(c)));
 
 /** The posted form, whatever the Content-Type (a one-click POST may send none): url-encoded fields. */
 async function formOf(c: Context<AppBindings>): Promise<URLSearchParams> {
@@ -176,6 +176,8 @@ unsubscribeRouter.post(preferencesPathPattern, named(UNSUBSCRIBE_OPERATION.save)
     return send(c, 422, preferencesPage(opened.view, opened.token, available, read.shown, notice));
   }
   await setPreferences(contactDb(c, opened, UNSUBSCRIBE_OPERATION.save), opened.view, read.input);
+  if (read.input.digest !== opened.view.digest || read.input.digestWeekday !== opened.view.digestWeekday)
+    await refreshDigests(c.env, opened.claims.companyId);
   const now = (await readSubscriptionView(opened.session.d1, opened.claims)) ?? opened.view;
   return send(c, 200, preferencesPage(now, opened.token, available, storedForm(now), { kind: "saved" }));
 });

@@ -572,7 +572,7 @@ export interface components {
             channel: string;
             contact_id: number | null;
             /** @enum {string} */
-            state: "pending" | "sent" | "failed" | "no_recipient" | "skipped" | "bounced" | "complained" | "suppressed";
+            state: "pending" | "sent" | "failed" | "no_recipient" | "skipped" | "bounced" | "complained" | "suppressed" | "digested";
             attempts: number;
             recipient: string | null;
             last_error: string | null;
@@ -935,6 +935,34 @@ export interface components {
                 status: string;
             } | null;
             attempts: number;
+            at: string;
+        };
+        DigestPage: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Digest"][];
+            meta: {
+                limit: number;
+                next_cursor: string | null;
+            };
+        };
+        Digest: {
+            contact: {
+                contact_id: number;
+                name: string | null;
+            };
+            /** @enum {string} */
+            kind: "daily" | "weekly";
+            period: string;
+            date: string;
+            /** @enum {string} */
+            state: "pending" | "sent" | "empty" | "suppressed" | "no_recipient" | "skipped" | "failed";
+            items: number | null;
+            recipient: string | null;
+            message_id: string | null;
+            reason: string | null;
+            attempts: number;
+            created_at: string;
             at: string;
         };
         TaskList: {
@@ -8585,6 +8613,81 @@ export interface operations {
             };
         };
     };
+    listDigests: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DigestPage"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"] | components["schemas"]["ApiError"];
+                };
+            };
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+        };
+    };
     listTasks: {
         parameters: {
             query?: never;
@@ -11867,6 +11970,7 @@ export const operationRoutes = {
   deleteItemReminder: { method: "DELETE", path: "/v1/items/{item_id}/reminders/{reminder_id}" },
   listTriggeredReminders: { method: "GET", path: "/v1/reminders/triggered" },
   listProblemDeliveries: { method: "GET", path: "/v1/deliveries" },
+  listDigests: { method: "GET", path: "/v1/digests" },
   listTasks: { method: "GET", path: "/v1/tasks" },
   createTask: { method: "POST", path: "/v1/tasks" },
   getTask: { method: "GET", path: "/v1/tasks/{task_id}" },

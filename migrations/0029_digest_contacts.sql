@@ -1,0 +1,1 @@
+CREATE INDEX `contacts_company_digest_idx` ON `contacts` (`company_id`,`id`) WHERE digest <> 'off';
