@@ -1,8 +1,10 @@
 // `npm run bench -- --only bounces`: what a bounce costs (docs/performance.md, "Bounces"), under
 // `wrangler dev` on a throw-away local D1, rate limits off:
-//   1. migrations + demo seed; for company 1 by SQL: a group of GROUP contacts and ITEMS items;
-//      through the API one reminder per item to the group at the coming minute: ITEMS × GROUP email
-//      deliveries, each handed to the email binding (the local simulation) with its bounce address;
+//   1. migrations + demo seed; for company 1 by SQL: enough items for every DSN below, each with
+//      a group of its own of GROUP contacts (every address different: each hard bounce suppresses a
+//      new address, as a flood from a stale list would); through the API one reminder per item to
+//      its group at the coming minute: items × GROUP email deliveries, each handed to the email
+//      binding (the local simulation) with its bounce address;
 //   2. the bounce addresses, minted here with src/lib/bounce-token.ts and the key given to the
 //      server (--var LINK_SIGNING_KEYS), one per delivery as the transport mints them; a Postfix-shaped
 //      hard-bounce DSN for each (test/worker/support/bounce-samples.ts);
@@ -11,16 +13,23 @@
 //      answer. A plain message is refused at once, so its time is wrangler's own share (its parse of
 //      the message, the call into the Worker); a DSN's adds the email() handler's work (read, parse,
 //      token, the company clock's transaction). One bounce's processing: the difference of the medians;
-//   4. per round (--rounds, default 3): GET /v1/contacts?limit=1 of company 2 (demo-other) for
-//      --duration seconds with --connections (default 4 here), alone; then while FLOOD_PER_ROUND
-//      plain messages (refused at once: the control, wrangler's own share) arrive evenly over
-//      those seconds; then while FLOOD_PER_ROUND DSNs for company 1 do (at least 1,000 a minute);
-//      its p50 in each;
+//   4. per round (--rounds, default 3), each run --duration seconds (default 30 here) of
+//      GET /v1/contacts?limit=1 of company 2 (demo-other) with --connections (default 4 here):
+//      alone; while plain messages (refused at once: the control, wrangler's own share) arrive
+//      evenly at the issue's rate, RATE_PER_MINUTE (1,000 a minute: 500 in 30 s); while as many DSNs
+//      for company 1 do; and, for information, while DSNs arrive at INFO_RATE_PER_MINUTE (1,800 a
+//      minute, the rate of the first runs: 300 in 10 s). The p50 of each, to 0.1 ms, from every
+//      response's own time (autocannon's histogram keeps whole milliseconds); and the CPU the
+//      server's processes (workerd, wrangler's Node) used in each run: what one message cost beyond
+//      the GETs served meanwhile (at that round's CPU per GET alone), far less noisy than a p50 when
+//      other work shares the machine. BOUNCES_PROFILE=FILE: a V8 CPU profile of the Worker's
+//      isolate (bench/profile.ts) during round 1's flood at 1,800 a minute (the information run:
+//      the target's runs stay free of the profiler's cost);
 //   5. checks: every DSN was accepted (200) and each delivery is `bounced` (GET /v1/deliveries);
-//      a table and the targets: the median time of one bounce <= 50 ms, the p50 with the flood
-//      <= 1.2 × the p50 without.
+//      a table and the targets: the median time of one bounce <= 50 ms, the p50 with the flood at
+//      1,000 a minute <= 1.2 × the p50 without.
 // Exits non-zero on errors (a status other than the expected one, a failed check), not on a missed target.
-import type { ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname } from "node:path";
@@ -32,6 +41,7 @@ import {
   prepareBenchState,
   printColumns,
   sleep,
+  serverCpu,
   startBenchServer,
   wranglerVersion,
   type RouteResult,
@@ -39,35 +49,44 @@ import {
   type SuiteOptions,
   benchSet,
 } from "./kit.ts";
-import { executeSql } from "../scripts/lib/local.ts";
+import { ROOT, executeSql } from "../scripts/lib/local.ts";
 import { signBounceToken } from "../src/lib/bounce-token.ts";
 import { postfixBounce } from "../test/worker/support/bounce-samples.ts";
 
 export type BouncesBenchOptions = SuiteOptions;
 
 const GROUP = 200;
-const ITEMS = 5;
 const GROUP_ID = 1_001;
 const FIRST_CONTACT = 1_001;
 const FIRST_ITEM = 1_001;
 const SEQUENTIAL = 100;
-const FLOOD_PER_ROUND = 300;
+/** The issue's rate ("1,000 bounces within a minute"), held to the target. */
+const RATE_PER_MINUTE = 1_000;
+/** Information: the rate of the first runs (300 in 10 s). */
+const INFO_RATE_PER_MINUTE = 1_800;
 const LINK_SECRET = "bench-link-signing-key-0123456789abcdef";
 const VARS = ["--var", "RATE_LIMITS:off", "--var", `LINK_SIGNING_KEYS:bench:${LINK_SECRET}`];
 const DOMAIN = "expiry-reminder.example";
 const TARGETS = { oneBounceMs: 50, floodRatio: 1.2 };
 
-function seedStatements(): string[] {
-  const contacts = Array.from({ length: GROUP }, (_, i) => {
+/** Messages at `perMinute` over `seconds`. */
+const atRate = (perMinute: number, seconds: number) => Math.round((perMinute * seconds) / 60);
+
+function seedStatements(itemCount: number): string[] {
+  const groups = Array.from(
+    { length: itemCount },
+    (_, g) => `(${GROUP_ID + g}, 1, 1, 'Bench bounces ${g}', 'bench bounces ${g}')`,
+  );
+  const contacts = Array.from({ length: itemCount * GROUP }, (_, i) => {
     const email = `member${i}@bounces.bench.example`;
-    return `(${FIRST_CONTACT + i}, 1, 1, ${GROUP_ID}, 'Member', '${i}', '${email}', '${email}')`;
+    return `(${FIRST_CONTACT + i}, 1, 1, ${GROUP_ID + Math.floor(i / GROUP)}, 'Member', '${i}', '${email}', '${email}')`;
   });
   const items = Array.from(
-    { length: ITEMS },
+    { length: itemCount },
     (_, i) => `(${FIRST_ITEM + i}, 1, 1, 'Boiler inspection ${i}', 'exp', '2030-01-31', 1)`,
   );
   return [
-    `INSERT INTO contact_groups (id, company_id, dept_id, name, name_key) VALUES (${GROUP_ID}, 1, 1, 'Bench bounces', 'bench bounces')`,
+    ...multiRowInserts("INSERT INTO contact_groups (id, company_id, dept_id, name, name_key) VALUES\n", groups),
     ...multiRowInserts(
       "INSERT INTO contacts (id, company_id, dept_id, group_id, first_name, last_name, email, email_key) VALUES\n",
       contacts,
@@ -100,13 +119,17 @@ export async function runBouncesBench(options: BouncesBenchOptions): Promise<num
   const errors: string[] = [];
   try {
     const loadBefore = await prepareBenchState(scope.persistTo, log);
-    executeSql({ persistTo: scope.persistTo }, seedStatements());
-    log(`seeded a group of ${GROUP} contacts and ${ITEMS} items for company 1`);
+    const perRound = atRate(RATE_PER_MINUTE, options.duration);
+    const infoPerRound = atRate(INFO_RATE_PER_MINUTE, options.duration);
+    // One delivery per DSN posted: the sequential ones and every round's floods.
+    const ITEMS = Math.ceil((SEQUENTIAL + options.rounds * (perRound + infoPerRound)) / GROUP);
+    executeSql({ persistTo: scope.persistTo }, seedStatements(ITEMS));
+    log(`seeded ${ITEMS} items for company 1, each with a group of ${GROUP} contacts (${ITEMS * GROUP} addresses)`);
     child = await startBenchServer(options.port, scope.persistTo, VARS);
     scope.setServer(child);
     log(`wrangler dev up on ${base}: RATE_LIMITS=off (--var), --log-level warn, X_LOCAL_OBSERVABILITY=false`);
 
-    // ---- ITEMS reminders to the group at the coming minute: ITEMS × GROUP sent deliveries
+    // ---- ITEMS reminders, each to its group, at the coming minute: ITEMS × GROUP sent deliveries
     const token = await fetchToken();
     const minute = Math.ceil((Date.now() + 15_000) / 60_000) * 60_000;
     const at = new Date(minute).toISOString();
@@ -114,11 +137,11 @@ export async function runBouncesBench(options: BouncesBenchOptions): Promise<num
       const r = await postJson(`/v1/items/${FIRST_ITEM + i}/reminders`, token, {
         date: at.slice(0, 10),
         hour: at.slice(11, 16),
-        group_id: GROUP_ID,
+        group_id: GROUP_ID + i,
       });
       expect(r.status === 201, `POST reminder: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
     }
-    log(`${ITEMS} reminders to the group at ${at}: waiting for their ${ITEMS * GROUP} deliveries`);
+    log(`${ITEMS} reminders to their groups at ${at}: waiting for their ${ITEMS * GROUP} deliveries`);
     const key = await crypto.subtle.importKey(
       "raw",
       new TextEncoder().encode(LINK_SECRET),
@@ -130,7 +153,7 @@ export async function runBouncesBench(options: BouncesBenchOptions): Promise<num
     for (let i = 0; i < ITEMS; i++) {
       let deliveries: Array<{ state: string; contact_id: number; recipient: string }> = [];
       let reminderId = 0;
-      while (Date.now() < minute + 180_000) {
+      while (Date.now() < minute + 300_000) {
         const listed = await getJson(`/v1/items/${FIRST_ITEM + i}/reminders`, token);
         const sent = listed.body?.data?.sent?.[0];
         deliveries = sent?.deliveries ?? [];
@@ -181,9 +204,11 @@ export async function runBouncesBench(options: BouncesBenchOptions): Promise<num
       path: "/v1/contacts?limit=1",
       token: otherToken,
     };
-    const alone: RouteResult[] = [];
-    const flooded: RouteResult[] = [];
-    const plainFlooded: RouteResult[] = [];
+    type Run = RouteResult & { serverCpuMs: number };
+    const alone: Run[] = [];
+    const flooded: Run[] = [];
+    const plainFlooded: Run[] = [];
+    const infoFlooded: Run[] = [];
     /** Sends `messages` evenly over --duration seconds; answers their statuses once all are answered. */
     const spread = (messages: Dsn[]) => {
       const gap = (options.duration * 1000) / Math.max(1, messages.length);
@@ -191,36 +216,79 @@ export async function runBouncesBench(options: BouncesBenchOptions): Promise<num
       return Promise.all(
         messages.map(async (dsn, i) => {
           await sleep(t0 + i * gap - Date.now());
-          return (await postDsn(base, dsn)).status;
+          // A failed fetch is status 0 (an error below), not an unhandled rejection that would skip the cleanup.
+          return (await postDsn(base, dsn).catch(() => ({ status: 0 }))).status;
         }),
       );
     };
     const floodStatuses: number[] = [];
     let next = SEQUENTIAL;
+    /** The route measured while the next `count` DSNs arrive over the run. */
+    /** One measured run, with the CPU the server's processes (workerd and wrangler's Node) used in it. */
+    const run = async (round: number): Promise<Run> => {
+      const before = serverCpu(child!.pid);
+      const r = await measure(route, child!.pid, false);
+      const after = serverCpu(child!.pid);
+      return { ...r, round, serverCpuMs: 1000 * (after.workerd + after.wrangler - before.workerd - before.wrangler) };
+    };
+    const underBounces = async (count: number, round: number, profile?: string) => {
+      const batch = dsns.slice(next, next + count);
+      next += batch.length;
+      const flood = spread(batch);
+      // In a process of its own (inside this one, a profile of the flood stalled the server).
+      const profiled = profile
+        ? new Promise<void>((done) =>
+            spawn(
+              process.execPath,
+              [
+                "bench/profile.ts",
+                "--port",
+                String(options.port + 1),
+                "--seconds",
+                String(options.duration * 0.8),
+                "--out",
+                profile,
+              ],
+              { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] },
+            ).once("exit", () => done()),
+          )
+        : undefined;
+      const r = await run(round);
+      floodStatuses.push(...(await flood));
+      if (profiled) {
+        await profiled;
+        log(
+          `CPU profile of the Worker's isolate during this flood written to ${profile} (this round's figures include the profiler)`,
+        );
+      }
+      return r;
+    };
+    const ms = (r: RouteResult) => r.precise.p50.toFixed(1);
+    // The warm-up, apart: the rounds' runs are measured alone, CPU included.
+    await measure(route, child.pid, true);
     for (let round = 0; round < options.rounds; round++) {
-      const a = { ...(await measure(route, child.pid, round === 0)), round };
+      const a = await run(round);
       alone.push(a);
       // The control: as many plain messages, refused at once (wrangler's own share of the flood).
-      const plain = Array.from({ length: FLOOD_PER_ROUND }, (_, i) => ({
+      const plain = Array.from({ length: perRound }, (_, i) => ({
         to: dsns[0]!.to,
         raw: `From: someone@example.net\r\nTo: ${dsns[0]!.to}\r\nSubject: plain ${round}-${i}\r\nMessage-ID: <flood-${round}-${i}@example.net>\r\n\r\nNot a report.\r\n`,
       }));
       const plainFlood = spread(plain);
-      const p = { ...(await measure(route, child.pid, false)), round };
+      const p = await run(round);
       if ((await plainFlood).some((status) => status !== 400))
         errors.push("a plain flood message answered other than 400");
       plainFlooded.push(p);
-      const batch = dsns.slice(next, next + FLOOD_PER_ROUND);
-      next += batch.length;
-      const flood = spread(batch);
-      const f = { ...(await measure(route, child.pid, false)), round };
-      floodStatuses.push(...(await flood));
+      const f = await underBounces(perRound, round);
       flooded.push(f);
+      const info = await underBounces(infoPerRound, round, round === 0 ? process.env.BOUNCES_PROFILE : undefined);
+      infoFlooded.push(info);
       log(
-        `  round ${round + 1}: alone p50 ${a.p50} ms (${a.requestsPerSecond.toFixed(0)} req/s); with ${plain.length} plain messages p50 ${p.p50} ms; with ${batch.length} bounces in ${options.duration} s ` +
-          `p50 ${f.p50} ms (${f.requestsPerSecond.toFixed(0)} req/s)${f.otherCpu === undefined ? "" : `, other CPU ${pct(f.otherCpu)}`}`,
+        `  round ${round + 1}: p50 alone ${ms(a)} ms (${a.requestsPerSecond.toFixed(0)} req/s); with ${perRound} plain messages ${ms(p)} ms; ` +
+          `with ${perRound} bounces ${ms(f)} ms (${f.requestsPerSecond.toFixed(0)} req/s)${f.otherCpu === undefined ? "" : `, other CPU ${pct(f.otherCpu)}`}; ` +
+          `with ${infoPerRound} bounces ${ms(info)} ms; each over ${options.duration} s`,
       );
-      for (const r of [a, p, f])
+      for (const r of [a, p, f, info])
         if (r.non2xx > 0 || r.errors > 0) errors.push(`${route.label}: ${r.non2xx} non-2xx, ${r.errors} errors`);
     }
     const refused = floodStatuses.filter((s) => s !== 200).length;
@@ -240,39 +308,57 @@ export async function runBouncesBench(options: BouncesBenchOptions): Promise<num
 
     // ---- report
     const loadAfter = loadavg()[0]!;
-    const ratios = flooded.map((f, i) => f.p50 / Math.max(1, alone[i]!.p50));
+    const ratiosTo = (runs: RouteResult[]) => runs.map((r, i) => r.precise.p50 / alone[i]!.precise.p50);
+    const ratios = ratiosTo(flooded);
     const floodRatio = median(ratios);
+    const p50s = (runs: RouteResult[]) => [
+      median(runs.map((r) => r.precise.p50)).toFixed(1),
+      runs.map((r) => r.precise.p50.toFixed(1)).join(" "),
+    ];
+    const ratioCells = (runs: RouteResult[]) => {
+      const rs = ratiosTo(runs);
+      return [median(rs).toFixed(2), rs.map((r) => r.toFixed(2)).join(" ")];
+    };
+    // Where a flood's cost goes, less noisy than a p50 on a shared machine: the server's CPU in a run
+    // less what its GETs cost (at the round's alone rate per GET), per message.
+    const cpuPerGet = (r: Run) => r.serverCpuMs / Math.max(1, r.requests);
+    const cpuPerMessage = (count: number) => (r: Run) =>
+      (r.serverCpuMs - r.requests * cpuPerGet(alone[r.round]!)) / Math.max(1, count);
+    const cpuCells = (xs: number[]) => [median(xs).toFixed(2), xs.map((x) => x.toFixed(2)).join(" ")];
     console.log(
       `\nBounces ${new Date(started).toISOString()}: wrangler ${wranglerVersion()} dev, RATE_LIMITS=off, --log-level warn, ` +
         `X_LOCAL_OBSERVABILITY=false; ${options.rounds} round(s), medians; ${options.connections} connections, ${options.duration} s runs; ` +
+        `floods at ${RATE_PER_MINUTE} a minute (${perRound} in ${options.duration} s) and ${INFO_RATE_PER_MINUTE} a minute (${infoPerRound}); ` +
         `${ITEMS * GROUP} deliveries; load ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after\n`,
     );
+    const window = `${options.duration} s`;
     printColumns(
       ["measure", "value", "per round"],
       [
         ["one bounce, POST to answer (median of 100, ms)", oneBounce.toFixed(1), ""],
         ["a plain message refused at once, POST to answer (median of 100, ms)", refusedMedian.toFixed(1), ""],
         ["one bounce's own processing: the difference (ms)", (oneBounce - refusedMedian).toFixed(1), ""],
+        ["company 2 GET p50 alone (ms)", ...p50s(alone)],
+        [`with ${perRound} plain messages / ${window} (ms)`, ...p50s(plainFlooded)],
+        ["  ratio to alone (the control: wrangler's share)", ...ratioCells(plainFlooded)],
+        [`with ${perRound} bounces / ${window}, ${RATE_PER_MINUTE} a minute (ms)`, ...p50s(flooded)],
+        ["  ratio to alone (the target)", floodRatio.toFixed(2), ratios.map((r) => r.toFixed(2)).join(" ")],
+        [`with ${infoPerRound} bounces / ${window}, ${INFO_RATE_PER_MINUTE} a minute (ms)`, ...p50s(infoFlooded)],
+        ["  ratio to alone (information)", ...ratioCells(infoFlooded)],
+        ["server CPU per GET alone (workerd + wrangler, ms)", ...cpuCells(alone.map(cpuPerGet))],
+        ["server CPU per plain message, beyond the GETs (ms)", ...cpuCells(plainFlooded.map(cpuPerMessage(perRound)))],
         [
-          "company 2 GET p50 alone (ms)",
-          median(alone.map((r) => r.p50)).toFixed(1),
-          alone.map((r) => r.p50.toFixed(1)).join(" "),
+          `server CPU per bounce at ${RATE_PER_MINUTE} a minute, beyond the GETs (ms)`,
+          ...cpuCells(flooded.map(cpuPerMessage(perRound))),
         ],
         [
-          `company 2 GET p50 with ${FLOOD_PER_ROUND} bounces / ${options.duration} s (ms)`,
-          median(flooded.map((r) => r.p50)).toFixed(1),
-          flooded.map((r) => r.p50.toFixed(1)).join(" "),
-        ],
-        ["ratio with / without", floodRatio.toFixed(2), ratios.map((r) => r.toFixed(2)).join(" ")],
-        [
-          `company 2 GET p50 with ${FLOOD_PER_ROUND} plain messages / ${options.duration} s (ms)`,
-          median(plainFlooded.map((r) => r.p50)).toFixed(1),
-          plainFlooded.map((r) => r.p50.toFixed(1)).join(" "),
+          `server CPU per bounce at ${INFO_RATE_PER_MINUTE} a minute, beyond the GETs (ms)`,
+          ...cpuCells(infoFlooded.map(cpuPerMessage(infoPerRound))),
         ],
         [
-          "ratio with plain messages / without (wrangler's share)",
-          median(plainFlooded.map((r, i) => r.p50 / Math.max(1, alone[i]!.p50))).toFixed(2),
-          plainFlooded.map((r, i) => (r.p50 / Math.max(1, alone[i]!.p50)).toFixed(2)).join(" "),
+          "other processes' CPU in the bounce floods",
+          pct(median(flooded.map((r) => r.otherCpu ?? 0))),
+          flooded.map((r) => (r.otherCpu === undefined ? "-" : pct(r.otherCpu))).join(" "),
         ],
       ],
     );
@@ -283,7 +369,7 @@ export async function runBouncesBench(options: BouncesBenchOptions): Promise<num
       `one bounce: ${oneBounce.toFixed(1)} ms round trip, ${(oneBounce - refusedMedian).toFixed(1)} ms more than a refused message (target <= ${TARGETS.oneBounceMs} ms) -> ${oneMet ? "MET" : "MISSED"}`,
     );
     console.log(
-      `another company's p50 under the flood: ${floodRatio.toFixed(2)}× (target <= ${TARGETS.floodRatio}×) -> ${floodMet ? "MET" : "MISSED"}`,
+      `another company's p50 under ${RATE_PER_MINUTE} bounces a minute: ${floodRatio.toFixed(2)}× (target <= ${TARGETS.floodRatio}×) -> ${floodMet ? "MET" : "MISSED"}`,
     );
     for (const message of errors) console.error(`ERROR ${message}`);
     if (options.json) {
@@ -296,7 +382,18 @@ export async function runBouncesBench(options: BouncesBenchOptions): Promise<num
             options,
             loadAverage: { before: loadBefore, after: loadAfter },
             oneBounceMs: { median: oneBounce, refusedMedian, all: sequential },
-            flood: { perRound: FLOOD_PER_ROUND, alone, flooded, plainFlooded, ratios, floodRatio },
+            flood: {
+              ratePerMinute: RATE_PER_MINUTE,
+              perRound,
+              infoRatePerMinute: INFO_RATE_PER_MINUTE,
+              infoPerRound,
+              alone,
+              flooded,
+              plainFlooded,
+              infoFlooded,
+              ratios,
+              floodRatio,
+            },
             errors,
           },
           null,

@@ -90,7 +90,12 @@ export interface AutocannonRequest {
   /** Called before each send of this request; returns what to send. */
   setupRequest?: (request: AutocannonRequest) => AutocannonRequest;
 }
-export type Autocannon = (options: AutocannonOptions) => Promise<AutocannonResult>;
+/** autocannon's run: a promise of its result, and an emitter of each response as it comes. */
+export type AutocannonRun = Promise<AutocannonResult> & {
+  /** `ms`: the response time from process.hrtime, fractional (the result's latency histogram keeps whole ms). */
+  on(event: "response", listener: (client: unknown, statusCode: number, bytes: number, ms: number) => void): unknown;
+};
+export type Autocannon = (options: AutocannonOptions) => AutocannonRun;
 
 /**
  * `requests` for autocannon that send `entries` in turn across all connections together, so each
@@ -136,8 +141,11 @@ export interface RouteResult {
   path: string;
   requests: number;
   requestsPerSecond: number;
+  /** autocannon's latency percentiles: whole milliseconds. */
   p50: number;
   p99: number;
+  /** The same from every response's own time (sub-millisecond; `percentile`). */
+  precise: { p50: number; p90: number; p99: number };
   non2xx: number;
   errors: number;
   timeouts: number;
@@ -160,6 +168,12 @@ export function median(xs: number[]): number {
   const sorted = [...xs].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+/** The nearest-rank percentile `p` (0..100) of `xs` (NaN for none). */
+export function percentile(xs: number[], p: number): number {
+  if (xs.length === 0) return Number.NaN;
+  const sorted = Float64Array.from(xs).sort();
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 export const pct = (share: number) => `${(share * 100).toFixed(0)}%`;
 
@@ -268,6 +282,22 @@ export function otherCpuShare(before: CpuSample | undefined, after: CpuSample | 
   return Math.max(0, others) / (after.total - before.total);
 }
 
+/**
+ * CPU seconds used so far by the dev server's processes, by kind: `wrangler` (its Node process,
+ * which receives the Worker's console output) and `workerd` (the runtime). Assumes 100 ticks/s.
+ */
+export function serverCpu(group: number | undefined): { wrangler: number; workerd: number } {
+  const cpu = { wrangler: 0, workerd: 0 };
+  if (group === undefined) return cpu;
+  for (const { pid, fields } of procStats()) {
+    if (Number(fields[2]) !== group) continue;
+    const comm = readProcFile(`/proc/${pid}/comm`)?.trim() ?? "";
+    const kind = comm === "node" ? "wrangler" : comm.startsWith("workerd") ? "workerd" : undefined;
+    if (kind) cpu[kind] += (Number(fields[11]) + Number(fields[12])) / 100;
+  }
+  return cpu;
+}
+
 /** Above this share of the machine taken by other processes, a route's numbers are suspect. */
 export const CONTENDED = 0.1;
 
@@ -326,7 +356,10 @@ export function measurer(settings: MeasureSettings) {
       await drain(route);
     }
     const before = cpuSample(serverGroup);
-    const r = await autocannon(options);
+    const times: number[] = [];
+    const run = autocannon(options);
+    run.on("response", (_client, _status, _bytes, ms) => times.push(ms));
+    const r = await run;
     const after = cpuSample(serverGroup);
     const drainSeconds = await drain(route);
     const otherCpu = otherCpuShare(before, after);
@@ -342,6 +375,7 @@ export function measurer(settings: MeasureSettings) {
       requestsPerSecond: r.requests.total / r.duration,
       p50: r.latency.p50,
       p99: r.latency.p99,
+      precise: { p50: percentile(times, 50), p90: percentile(times, 90), p99: percentile(times, 99) },
       non2xx: r.non2xx,
       errors: r.errors,
       timeouts: r.timeouts,

@@ -40,6 +40,7 @@ import {
   prepareBenchState,
   printColumns,
   roundRobin,
+  serverCpu,
   sqlText,
   tempServerScope,
   wranglerVersion,
@@ -49,7 +50,6 @@ import {
   sleep,
 } from "./kit.ts";
 import { executeSql, queryRows, startDev } from "../scripts/lib/local.ts";
-import { procStats, readProcFile } from "../scripts/lib/procs.ts";
 
 export type LimitsBenchOptions = SuiteOptions;
 
@@ -252,22 +252,6 @@ function busiestMinute(intervals: Interval[]): number {
     busiest = Math.max(busiest, sum);
   }
   return busiest;
-}
-
-/**
- * CPU seconds used so far by the dev server's processes, by kind: `wrangler` (its Node process,
- * which receives the Worker's console output) and `workerd` (the runtime). Assumes 100 ticks/s.
- */
-function serverCpu(group: number | undefined): { wrangler: number; workerd: number } {
-  const cpu = { wrangler: 0, workerd: 0 };
-  if (group === undefined) return cpu;
-  for (const { pid, fields } of procStats()) {
-    if (Number(fields[2]) !== group) continue;
-    const comm = readProcFile(`/proc/${pid}/comm`)?.trim() ?? "";
-    const kind = comm === "node" ? "wrangler" : comm.startsWith("workerd") ? "workerd" : undefined;
-    if (kind) cpu[kind] += (Number(fields[11]) + Number(fields[12])) / 100;
-  }
-  return cpu;
 }
 
 async function expectPortFree(port: number): Promise<void> {

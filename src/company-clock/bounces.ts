@@ -10,8 +10,8 @@ import type { ClockContext } from "./context";
 import { settle } from "./context";
 import type { AuditActor } from "../db/commit";
 import { nameKey } from "../lib/text-key";
-import { markSuppressedContacts } from "../records/email-status";
-import { PROBLEM_STATES } from "./store";
+import { MARKS_PER_BATCH, markSuppressedContacts, type SuppressedMark } from "../records/email-status";
+import { getMeta, PROBLEM_STATES, setMeta } from "./store";
 import { recordEvent } from "./webhooks";
 
 /** Soft bounces of one address within SOFT_WINDOW_MS that suppress it. */
@@ -19,6 +19,15 @@ export const SOFT_BOUNCES_TO_SUPPRESS = 3;
 export const SOFT_WINDOW_MS = 30 * 86_400_000;
 /** How long a reminder.bounced event waits to be fanned out with the others of its window. */
 export const BOUNCE_EVENT_BATCH_MS = 5_000;
+
+/**
+ * The addresses whose contacts' email_status D1 has still to get (a JSON list in the clock's meta),
+ * queued in the transaction that recorded the report and written by the next alarm, which that
+ * report's reminder.bounced event arms for BOUNCE_EVENT_BATCH_MS later (flushContactMarks).
+ */
+export const PENDING_MARKS_KEY = "bounce_contact_marks";
+/** Beyond this many queued addresses (D1 failing for long), a report writes its own at once. */
+export const MAX_PENDING_MARKS = 1_000;
 
 /** An address's soft bounces since an instant (bounces_address). */
 export const SOFT_COUNT_SQL = "SELECT count(*) AS n FROM bounces WHERE address = ? AND kind = 'soft' AND at >= ?";
@@ -49,6 +58,8 @@ export async function recordBounce(clock: ClockContext, report: BounceReport): P
   const { sql } = clock;
   const now = Date.now();
   let result: BounceResult = { outcome: "refused", reason: "no such delivery" };
+  /** The report's address is suppressed and its contacts' status was queued for the next alarm. */
+  let queued = false;
   clock.storage.transactionSync(() => {
     const delivery = sql
       .exec<{ state: string; recipient: string | null; item_id: number }>(
@@ -132,17 +143,73 @@ export async function recordBounce(clock: ClockContext, report: BounceReport): P
     // alarm (and its D1 reads) once per window, not once per report, and leaves the wakeup D1 knows unchanged.
     sql.exec("UPDATE events SET next_at = ? WHERE event_id = ?", now + BOUNCE_EVENT_BATCH_MS, eventId);
     result = { outcome: "recorded", state, suppressed: suppress, itemId: delivery.item_id, address, at };
+    // Suppressed now or before (a contact added since with that address is marked too).
+    if (suppress || isSuppressed(sql, address)) queued = queueContactMark(sql, address);
   });
   const done = result as BounceResult;
   if (done.outcome === "recorded") await settle(clock);
-  if (done.outcome !== "refused") await markContacts(clock, report);
+  // A duplicate (no event, so no alarm of its own) or a full queue: written at once, as a repair.
+  if (done.outcome !== "refused" && !queued) await markContacts(clock, report);
   return done;
 }
 
+const isSuppressed = (sql: SqlStorage, address: string) =>
+  sql.exec("SELECT 1 FROM suppressed_addresses WHERE address = ?", address).toArray().length > 0;
+
+function pendingMarks(sql: SqlStorage): string[] {
+  const text = getMeta(sql, PENDING_MARKS_KEY);
+  return text ? (JSON.parse(text) as string[]) : [];
+}
+
+/** Queues `address` for flushContactMarks (inside the caller's transaction); false when the queue is full. */
+function queueContactMark(sql: SqlStorage, address: string): boolean {
+  const pending = pendingMarks(sql);
+  if (pending.includes(address)) return true;
+  if (pending.length >= MAX_PENDING_MARKS) return false;
+  pending.push(address);
+  setMeta(sql, PENDING_MARKS_KEY, JSON.stringify(pending));
+  return true;
+}
+
+/** What the contacts of suppressed `addresses` become in D1 (an address no longer suppressed: nothing). */
+function marksOf(sql: SqlStorage, addresses: string[]): SuppressedMark[] {
+  return sql
+    .exec<{ address: string; kind: string; at: number }>(
+      "SELECT address, kind, at FROM suppressed_addresses WHERE address IN (SELECT value FROM json_each(?))",
+      JSON.stringify(addresses),
+    )
+    .toArray()
+    .map((row) => ({
+      address: row.address,
+      status: row.kind === "complaint" ? "complained" : "bounced",
+      at: new Date(row.at).toISOString(),
+    }));
+}
+
 /**
- * The contacts with a suppressed address get email_status bounced / complained in D1. Idempotent
- * (guarded by the status), so a report delivered again repairs a write D1 missed; the clock's
- * suppression is what stops sending either way.
+ * From the alarm: writes the contacts' email_status of the queued addresses (up to MARKS_PER_BATCH)
+ * to D1 in one commit, then takes them off the queue (addresses queued meanwhile stay). A failed
+ * write throws and leaves the queue as it was, for the next alarm. So one D1 batch per company and
+ * BOUNCE_EVENT_BATCH_MS window under a flood, not one write per bounce, and nothing queued is lost
+ * across a restart. True when more are queued (the alarm runs again at once).
+ */
+export async function flushContactMarks(clock: ClockContext): Promise<boolean> {
+  const pending = pendingMarks(clock.sql);
+  if (pending.length === 0) return false;
+  const taken = pending.slice(0, MARKS_PER_BATCH);
+  const db = await clock.db({ committed: 0, actor: BOUNCE_ACTOR });
+  await markSuppressedContacts(db, clock.companyId, marksOf(clock.sql, taken));
+  clock.storage.transactionSync(() => {
+    const done = new Set(taken);
+    setMeta(clock.sql, PENDING_MARKS_KEY, JSON.stringify(pendingMarks(clock.sql).filter((a) => !done.has(a))));
+  });
+  return pending.length > taken.length;
+}
+
+/**
+ * At once, for one report (a duplicate, or the queue full): the contacts with its suppressed address
+ * get email_status bounced / complained in D1. Idempotent (guarded by the status), so a report
+ * delivered again repairs a write D1 missed; the clock's suppression is what stops sending either way.
  */
 async function markContacts(clock: ClockContext, report: BounceReport): Promise<void> {
   const recipient = clock.sql
@@ -153,22 +220,11 @@ async function markContacts(clock: ClockContext, report: BounceReport): Promise<
     )
     .toArray()[0]?.recipient;
   if (!recipient) return;
-  const row = clock.sql
-    .exec<{ address: string; kind: string; at: number }>(
-      "SELECT address, kind, at FROM suppressed_addresses WHERE address = ?",
-      normaliseAddress(recipient),
-    )
-    .toArray()[0];
-  if (!row) return;
+  const marks = marksOf(clock.sql, [normaliseAddress(recipient)]);
+  if (marks.length === 0) return;
   try {
     const db = await clock.db({ committed: 0, actor: BOUNCE_ACTOR });
-    await markSuppressedContacts(
-      db,
-      clock.companyId,
-      row.address,
-      row.kind === "complaint" ? "complained" : "bounced",
-      new Date(row.at).toISOString(),
-    );
+    await markSuppressedContacts(db, clock.companyId, marks);
   } catch (error) {
     console.error(
       JSON.stringify({

@@ -9,7 +9,7 @@ import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
 import { fetchTransport, type WebhookTransport } from "../webhooks/delivery";
 import type { BounceReport, CompanyClockRpc, DigestListQuery, ProblemQuery, ReminderInput } from "./api";
-import { problemDeliveries, recordBounce } from "./bounces";
+import { flushContactMarks, problemDeliveries, recordBounce } from "./bounces";
 import { companyDb, settle, type ClockContext } from "./context";
 import { deliverDigests, digestsChecked, listDigests, planDigests, refreshDigests } from "./digests";
 import { Bookkeeping, forgetInD1 } from "./handoff/bookkeeping";
@@ -232,6 +232,12 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
     // Everything due is claimed (each batch its own transaction) before any delivery, so slow
     // providers do not delay firing.
     more.push(await fireDue(clock));
+    // Contacts' email_status of the addresses bounces suppressed since the last run (bounces.ts).
+    try {
+      more.push(await flushContactMarks(clock));
+    } catch (error) {
+      logError("contact email_status not written (kept for the next alarm)", companyId, error);
+    }
     // Events D1 recorded (items, tasks, files) join those just born here; then both are fanned out.
     try {
       await pump(clock);

@@ -171,6 +171,9 @@ describe("bounces over the email() handler", () => {
         bounce: { kind: "hard", status: "5.1.1" },
       }),
     ]);
+    // Written to D1 by the clock's next alarm, within about 5 s of the report (docs/bounces.md).
+    for (let i = 0; i < 60 && (await api("GET", `/v1/contacts/${contactId}`)).body.data.email_status === "active"; i++)
+      await sleep(500);
     expect((await api("GET", `/v1/contacts/${contactId}`)).body.data.email_status).toBe("bounced");
     // The same DSN again changes nothing more.
     expect((await deliver(gmailHardBounce({ rcpt, bounce }), bounce)).status).toBe(200);

@@ -4,9 +4,9 @@
 // suppress, a complaint found by the returned original's header, the next reminder `suppressed`,
 // the reminder.bounced event, GET /v1/deliveries; and forged, foreign, mismatched, oversized and
 // malformed messages change nothing.
-import { runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { problemDeliveries } from "../../src/company-clock/bounces";
+import { PENDING_MARKS_KEY, problemDeliveries } from "../../src/company-clock/bounces";
 import { clockFor } from "../../src/company-clock/handoff/worker";
 import { migrate } from "../../src/company-clock/store";
 import { handleInbound, MAX_INBOUND_BYTES } from "../../src/inbound/email-handler";
@@ -55,6 +55,14 @@ async function suppressedCount(companyId: number): Promise<number> {
   );
 }
 
+/**
+ * The contacts' email_status is written by the clock's next alarm, which the report's
+ * reminder.bounced event arms for 5 s later (docs/bounces.md): that alarm, run now.
+ */
+async function contactsMarked(companyId: number): Promise<void> {
+  expect(await runDurableObjectAlarm(clockFor(env, companyId))).toBe(true);
+}
+
 describe("a hard bounce", () => {
   it("marks the delivery bounced once, suppresses the address, lists it, and the next reminder is suppressed", async () => {
     const { account, contact, item, emails, reminderId, bounce } = await sentReminder();
@@ -66,6 +74,7 @@ describe("a hard bounce", () => {
     });
     const delivery = await deliveryOf(account.ownerToken, item.item_id, reminderId);
     expect(delivery).toMatchObject({ state: "bounced", recipient: contact.email });
+    await contactsMarked(account.companyId);
     const marked = ok(await call("getContact", `/v1/contacts/${contact.contact_id}`, { token: account.ownerToken }))
       .body.data;
     expect(marked).toMatchObject({ email_status: "bounced" });
@@ -125,6 +134,36 @@ describe("a hard bounce", () => {
   });
 });
 
+describe("contacts' email_status in D1", () => {
+  it("is queued in the clock with the bounce and written for every address of the window by one alarm", async () => {
+    const account = await createAccount();
+    const contacts = [await createContact(account.ownerToken), await createContact(account.ownerToken)];
+    const item = await createItem(account.ownerToken, { contact_id: contacts[0]!.contact_id });
+    // Both sent first: firing a reminder runs the alarm.
+    const bounces = [];
+    for (const contact of contacts) bounces.push((await fireTo(account, item.item_id, contact.contact_id)).bounce);
+    for (const [i, contact] of contacts.entries())
+      expect(await inbound(gmailHardBounce({ rcpt: contact.email!, bounce: bounces[i]! }), bounces[i]!)).toMatchObject({
+        action: "recorded",
+      });
+    const queue = () =>
+      runInDurableObject(clockFor(env, account.companyId), (_i, state) => {
+        const row = state.storage.sql
+          .exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", PENDING_MARKS_KEY)
+          .toArray()[0];
+        return row ? (JSON.parse(row.value) as string[]) : [];
+      });
+    // The clock's store is the record: both addresses wait there for D1.
+    expect((await queue()).sort()).toEqual(contacts.map((c) => c.email!.toLowerCase()).sort());
+    await contactsMarked(account.companyId);
+    for (const contact of contacts) {
+      const marked = ok(await call("getContact", `/v1/contacts/${contact.contact_id}`, { token: account.ownerToken }));
+      expect(marked.body.data.email_status).toBe("bounced");
+    }
+    expect(await queue()).toEqual([]);
+  });
+});
+
 describe("soft bounces and complaints", () => {
   it("three soft bounces in 30 days suppress the address; two do not", async () => {
     const account = await createAccount();
@@ -151,6 +190,7 @@ describe("soft bounces and complaints", () => {
     const outcome = await inbound(aolComplaint({ rcpt: contact.email!, bounce }), "fbl@expiry-reminder.example");
     expect(outcome).toMatchObject({ action: "recorded", result: { state: "complained", suppressed: true } });
     expect(await deliveryOf(account.ownerToken, item.item_id, reminderId)).toMatchObject({ state: "complained" });
+    await contactsMarked(account.companyId);
     const marked = ok(await call("getContact", `/v1/contacts/${contact.contact_id}`, { token: account.ownerToken }))
       .body.data;
     expect(marked).toMatchObject({ email_status: "complained" });
