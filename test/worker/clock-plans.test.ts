@@ -9,6 +9,16 @@ import { digestPageQuery, FOLDED_SQL, LEASE_SQL } from "../../src/company-clock/
 import { PROBLEM_PAGE_SQL, SOFT_COUNT_SQL, SUPPRESSED_AMONG_SQL } from "../../src/company-clock/bounces";
 import { createAccount, createItem, env } from "./helpers";
 
+/** The object's plan of a statement, its steps joined by " | ". */
+const planIn =
+  (state: DurableObjectState) =>
+  (sql: string, ...args: unknown[]) =>
+    state.storage.sql
+      .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, ...(args as SqlStorageValue[]))
+      .toArray()
+      .map((r) => r.detail)
+      .join(" | ");
+
 it("the snooze instant of an item is read through the item's index, not the company's waiting reminders", async () => {
   const account = await createAccount();
   const item = await createItem(account.ownerToken, { expiry_date: "2031-06-30" });
@@ -24,12 +34,7 @@ it("the snooze instant of an item is read through the item's index, not the comp
 it("bounces: the problem list is an ordered range of deliveries_problems per state, the suppression and soft-bounce reads are indexed", async () => {
   const account = await createAccount();
   const plans = await runInDurableObject(clockFor(env, account.companyId), (_instance, state) => {
-    const plan = (sql: string, ...args: unknown[]) =>
-      state.storage.sql
-        .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, ...(args as SqlStorageValue[]))
-        .toArray()
-        .map((r) => r.detail)
-        .join(" | ");
+    const plan = planIn(state);
     return {
       page: plan(PROBLEM_PAGE_SQL, "bounced", 0, 1, 1, 1, 50),
       suppressed: plan(SUPPRESSED_AMONG_SQL, '["a@example.com"]'),
@@ -50,12 +55,7 @@ it("bounces: the problem list is an ordered range of deliveries_problems per sta
 it("digests: the list is a range of digests_recent, leases of digests_next, folded reminders of deliveries_folded", async () => {
   const account = await createAccount();
   const plans = await runInDurableObject(clockFor(env, account.companyId), (_instance, state) => {
-    const plan = (sql: string, ...args: unknown[]) =>
-      state.storage.sql
-        .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, ...(args as SqlStorageValue[]))
-        .toArray()
-        .map((r) => r.detail)
-        .join(" | ");
+    const plan = planIn(state);
     const page = (query: Parameters<typeof digestPageQuery>[0]) => {
       const statement = digestPageQuery(query);
       return plan(statement.sql, ...statement.params);
