@@ -101,7 +101,8 @@ export type BounceResult =
       outcome: "recorded";
       state: "bounced" | "complained";
       suppressed: boolean;
-      itemId: number;
+      /** null: a digest's report. */
+      itemId: number | null;
       address: string;
       at: string;
     }
@@ -130,7 +131,17 @@ export type ProblemDeliveryRow = {
   changed_at: number;
 };
 
-export const DIGEST_STATES = ["pending", "sent", "empty", "suppressed", "no_recipient", "skipped", "failed"] as const;
+export const DIGEST_STATES = [
+  "pending",
+  "sent",
+  "bounced",
+  "complained",
+  "empty",
+  "suppressed",
+  "no_recipient",
+  "skipped",
+  "failed",
+] as const;
 export type DigestState = (typeof DIGEST_STATES)[number];
 /** The last row of a page of digests: its date, contact and period. */
 export type DigestCursor = [string, number, string];

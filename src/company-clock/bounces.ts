@@ -55,6 +55,7 @@ const BOUNCE_ACTOR: AuditActor = {
  * kind changes nothing and says so.
  */
 export async function recordBounce(clock: ClockContext, report: BounceReport): Promise<BounceResult> {
+  if (report.reminderId === DIGEST_REMINDER) return recordDigestBounce(clock, report);
   const { sql } = clock;
   const now = Date.now();
   let result: BounceResult = { outcome: "refused", reason: "no such delivery" };
@@ -70,31 +71,12 @@ export async function recordBounce(clock: ClockContext, report: BounceReport): P
       )
       .toArray()[0];
     if (!delivery) return;
-    if (!["sent", "bounced", "complained"].includes(delivery.state) || !delivery.recipient) {
-      result = { outcome: "refused", reason: `the delivery is ${delivery.state}, not sent` };
+    const applied = applyReport(sql, report, report.reminderId, delivery, now);
+    if ("outcome" in applied) {
+      result = applied;
       return;
     }
-    const address = normaliseAddress(delivery.recipient);
-    if (report.recipients.length > 0 && !report.recipients.map(normaliseAddress).includes(address)) {
-      result = { outcome: "refused", reason: "the report names another recipient" };
-      return;
-    }
-    const inserted = sql.exec(
-      "INSERT OR IGNORE INTO bounces (reminder_id, contact_id, kind, address, status, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-      report.reminderId,
-      report.contactId,
-      report.kind,
-      address,
-      report.status,
-      report.reason,
-      now,
-    ).rowsWritten;
-    if (inserted === 0) {
-      result = { outcome: "duplicate" };
-      return;
-    }
-    // A complaint is the stronger fact: a later bounce does not turn a complained delivery back.
-    const state = report.kind === "complaint" || delivery.state === "complained" ? "complained" : "bounced";
+    const { state, suppress, address } = applied;
     sql.exec(
       "UPDATE deliveries SET state = ?, bounce_kind = ?, bounce_status = ?, last_error = ?, changed_at = ? " +
         "WHERE reminder_id = ? AND channel = 'email' AND contact_id = ?",
@@ -106,24 +88,6 @@ export async function recordBounce(clock: ClockContext, report: BounceReport): P
       report.reminderId,
       report.contactId,
     );
-    const softs =
-      report.kind === "soft" ? sql.exec<{ n: number }>(SOFT_COUNT_SQL, address, now - SOFT_WINDOW_MS).one().n : 0;
-    const suppress = report.kind !== "soft" || softs >= SOFT_BOUNCES_TO_SUPPRESS;
-    if (suppress) {
-      const why =
-        report.kind === "soft"
-          ? `${softs} soft bounces in 30 days (last ${report.status})`
-          : report.kind === "hard"
-            ? `hard bounce ${report.status}`
-            : `complaint (${report.status})`;
-      sql.exec(
-        "INSERT OR IGNORE INTO suppressed_addresses (address, kind, reason, at) VALUES (?, ?, ?, ?)",
-        address,
-        report.kind === "complaint" ? "complaint" : "bounce",
-        why,
-        now,
-      );
-    }
     const at = new Date(now).toISOString();
     const eventId = recordEvent(sql, {
       type: "reminder.bounced",
@@ -149,9 +113,120 @@ export async function recordBounce(clock: ClockContext, report: BounceReport): P
   const done = result as BounceResult;
   if (done.outcome === "recorded") await settle(clock);
   // A duplicate (no event, so no alarm of its own) or a full queue: written at once, as a repair.
-  if (done.outcome !== "refused" && !queued) await markContacts(clock, report);
+  if (done.outcome !== "refused" && !queued) await markContacts(clock, deliveryRecipient(clock.sql, report));
   return done;
 }
+
+/** The reminder id a digest's bounce address carries (digests.ts: a digest is no reminder's delivery). */
+export const DIGEST_REMINDER = 0;
+
+/**
+ * A report on a digest (its bounce address names reminder 0 and the contact): it applies to the
+ * contact's latest digest that went out, its key in `bounces` being minus the digest's rowid (one
+ * report per digest and kind). The digest becomes bounced or complained, the address is suppressed
+ * as for a reminder, and the contacts' email_status is written at once; no reminder.bounced event
+ * (that event names a reminder's delivery).
+ */
+async function recordDigestBounce(clock: ClockContext, report: BounceReport): Promise<BounceResult> {
+  const { sql } = clock;
+  const now = Date.now();
+  let result: BounceResult = { outcome: "refused", reason: "no digest was sent to this contact" };
+  let recipient: string | undefined;
+  clock.storage.transactionSync(() => {
+    const digest = sql
+      .exec<{ id: number; state: string; recipient: string | null }>(
+        `SELECT rowid AS id, state, recipient FROM digests WHERE contact_id = ? AND state IN ('sent', 'bounced', 'complained')
+         ORDER BY date DESC, period DESC LIMIT 1`,
+        report.contactId,
+      )
+      .toArray()[0];
+    if (!digest) return;
+    const applied = applyReport(sql, report, -digest.id, digest, now);
+    if ("outcome" in applied) {
+      result = applied;
+      return;
+    }
+    sql.exec(
+      "UPDATE digests SET state = ?, last_error = ?, changed_at = ? WHERE rowid = ?",
+      applied.state,
+      `${report.kind} ${report.status}: ${report.reason}`.slice(0, 300),
+      now,
+      digest.id,
+    );
+    recipient = digest.recipient ?? undefined;
+    result = {
+      outcome: "recorded",
+      state: applied.state,
+      suppressed: applied.suppress,
+      itemId: null,
+      address: applied.address,
+      at: new Date(now).toISOString(),
+    };
+  });
+  const done = result as BounceResult;
+  if (done.outcome !== "refused") await markContacts(clock, recipient);
+  return done;
+}
+
+/**
+ * What a report does to its delivery's (or digest's) address, inside the caller's transaction:
+ * refused (never sent, or the report names another recipient), a duplicate of one recorded under
+ * `key`, or recorded, with the state it gives and whether the address is suppressed now.
+ */
+function applyReport(
+  sql: SqlStorage,
+  report: BounceReport,
+  key: number,
+  sent: { state: string; recipient: string | null },
+  now: number,
+): BounceResult | { state: "bounced" | "complained"; suppress: boolean; address: string } {
+  if (!["sent", "bounced", "complained"].includes(sent.state) || !sent.recipient)
+    return { outcome: "refused", reason: `the delivery is ${sent.state}, not sent` };
+  const address = normaliseAddress(sent.recipient);
+  if (report.recipients.length > 0 && !report.recipients.map(normaliseAddress).includes(address))
+    return { outcome: "refused", reason: "the report names another recipient" };
+  const inserted = sql.exec(
+    "INSERT OR IGNORE INTO bounces (reminder_id, contact_id, kind, address, status, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    key,
+    report.contactId,
+    report.kind,
+    address,
+    report.status,
+    report.reason,
+    now,
+  ).rowsWritten;
+  if (inserted === 0) return { outcome: "duplicate" };
+  // A complaint is the stronger fact: a later bounce does not turn a complained delivery back.
+  const state = report.kind === "complaint" || sent.state === "complained" ? "complained" : "bounced";
+  const softs =
+    report.kind === "soft" ? sql.exec<{ n: number }>(SOFT_COUNT_SQL, address, now - SOFT_WINDOW_MS).one().n : 0;
+  const suppress = report.kind !== "soft" || softs >= SOFT_BOUNCES_TO_SUPPRESS;
+  if (suppress) {
+    const why =
+      report.kind === "soft"
+        ? `${softs} soft bounces in 30 days (last ${report.status})`
+        : report.kind === "hard"
+          ? `hard bounce ${report.status}`
+          : `complaint (${report.status})`;
+    sql.exec(
+      "INSERT OR IGNORE INTO suppressed_addresses (address, kind, reason, at) VALUES (?, ?, ?, ?)",
+      address,
+      report.kind === "complaint" ? "complaint" : "bounce",
+      why,
+      now,
+    );
+  }
+  return { state, suppress, address };
+}
+
+const deliveryRecipient = (sql: SqlStorage, report: BounceReport) =>
+  sql
+    .exec<{ recipient: string | null }>(
+      "SELECT recipient FROM deliveries WHERE reminder_id = ? AND channel = 'email' AND contact_id = ?",
+      report.reminderId,
+      report.contactId,
+    )
+    .toArray()[0]?.recipient ?? undefined;
 
 const isSuppressed = (sql: SqlStorage, address: string) =>
   sql.exec("SELECT 1 FROM suppressed_addresses WHERE address = ?", address).toArray().length > 0;
@@ -211,14 +286,7 @@ export async function flushContactMarks(clock: ClockContext): Promise<boolean> {
  * get email_status bounced / complained in D1. Idempotent (guarded by the status), so a report
  * delivered again repairs a write D1 missed; the clock's suppression is what stops sending either way.
  */
-async function markContacts(clock: ClockContext, report: BounceReport): Promise<void> {
-  const recipient = clock.sql
-    .exec<{ recipient: string | null }>(
-      "SELECT recipient FROM deliveries WHERE reminder_id = ? AND channel = 'email' AND contact_id = ?",
-      report.reminderId,
-      report.contactId,
-    )
-    .toArray()[0]?.recipient;
+async function markContacts(clock: ClockContext, recipient: string | null | undefined): Promise<void> {
   if (!recipient) return;
   const marks = marksOf(clock.sql, [normaliseAddress(recipient)]);
   if (marks.length === 0) return;

@@ -39,7 +39,7 @@ import {
 import { unsubscribeLinks } from "../lib/unsubscribe-links";
 import { speechFor } from "../i18n/language";
 import type { DigestCursor, DigestListQuery, DigestRow } from "./api";
-import { normaliseAddress, suppressedAmong } from "./bounces";
+import { DIGEST_REMINDER, normaliseAddress, suppressedAmong } from "./bounces";
 import type { ClockContext } from "./context";
 import { settle } from "./context";
 import { DIGEST_MAX_ITEMS, digestMessage, type DigestEntry } from "./digest-email";
@@ -350,7 +350,7 @@ async function sendOne(
       calendar: null,
     }),
     // A digest is no reminder's delivery: reminder 0 in its bounce address (docs/bounces.md).
-    { companyId, reminderId: 0, contactId: d.contact_id },
+    { companyId, reminderId: DIGEST_REMINDER, contactId: d.contact_id },
   );
   return { state: "sent", recipient: contact.email, messageId, items: contact.total ?? items.length };
 }

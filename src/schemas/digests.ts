@@ -40,7 +40,8 @@ export const DigestSchema = z
     date: z.string().openapi({ example: "2026-11-30", description: "The local day it was made for" }),
     state: z.enum(DIGEST_STATES).openapi({
       description:
-        "pending: waiting for its (next) attempt; sent: handed to the email provider; empty: nothing to list, " +
+        "pending: waiting for its (next) attempt; sent: handed to the email provider; bounced / complained: a " +
+        "delivery status notification or a complaint came back for it (docs/bounces.md); empty: nothing to list, " +
         "not sent; suppressed: stopped by the send gate (unsubscribed, bounced, complained, channel_declined, " +
         "address_suppressed: `reason` says which); no_recipient: the contact has no email address or was deleted; " +
         "skipped: the contact turned its digest off before it went; failed: every attempt failed",

@@ -11,6 +11,9 @@ import type { OutgoingEmail } from "../../src/company-clock/reminder-delivery";
 import { addDays, isoWeek, localToInstant, nextDailyRun, todayIn, weekdayOf } from "../../src/lib/time";
 import { call, createAccount, createContact, createItem, env, expectStatus, ok } from "./helpers";
 import { fireReminder, minutesAhead } from "./support/recipient";
+import { gmailHardBounce } from "./support/bounce-samples";
+import { handleInbound } from "../../src/inbound/email-handler";
+import { mintBounceAddress } from "../../src/lib/bounce-address";
 
 const today = () => todayIn("UTC");
 const futureDate = (days: number) => addDays(today(), days);
@@ -220,6 +223,51 @@ describe("a digest", () => {
     expect(byContact.get(contact.contact_id)).toMatchObject({ state: "empty", items: 0 });
     expect(byContact.get(unsubscribed.contact_id)).toMatchObject({ state: "suppressed" });
     expect(byContact.get(unsubscribed.contact_id)!.reason).toMatch(/^unsubscribed:/);
+  });
+});
+
+describe("a digest's bounce", () => {
+  it("marks the latest digest bounced once and suppresses the address and the contact", async () => {
+    const { companyId, token, contact } = await company();
+    await createItem(token, { expiry_date: futureDate(3), seqid: 0, contact_id: contact.contact_id });
+    const [email] = await runDigests(companyId);
+    expect(email!.to).toBe(contact.email);
+    // The address a digest bounces to (the transport adds it as X-Bounce-Address) names reminder 0 and the contact.
+    const bounce = await mintBounceAddress(env.LINK_SIGNING_KEYS, env.EMAIL_FROM!, {
+      companyId,
+      reminderId: 0,
+      contactId: contact.contact_id,
+    });
+    const deliver = (raw: string) => {
+      const bytes = new TextEncoder().encode(raw);
+      return handleInbound({ to: bounce!, raw: new Response(bytes).body!, rawSize: bytes.byteLength }, env);
+    };
+    const dsn = gmailHardBounce({ rcpt: contact.email!, bounce: bounce! });
+    expect(await deliver(dsn)).toMatchObject({ action: "recorded", result: { state: "bounced", suppressed: true } });
+    expect(await deliver(dsn)).toMatchObject({ action: "duplicate" });
+    const [digest] = (await digestsOf(token)).data;
+    expect(digest).toMatchObject({ state: "bounced", recipient: contact.email });
+    expect(digest!.reason).toMatch(/^hard 5\.1\.1/);
+    expect((await digestsOf(token, "?state=bounced")).data).toHaveLength(1);
+    const marked = ok(await call("getContact", `/v1/contacts/${contact.contact_id}`, { token })).body.data;
+    expect(marked.email_status).toBe("bounced");
+    // Another report naming someone else changes nothing.
+    expect(await deliver(gmailHardBounce({ rcpt: "someone.else@example.test", bounce: bounce! }))).toMatchObject({
+      action: "rejected",
+    });
+  });
+
+  it("a digest report for a contact that got no digest is refused", async () => {
+    const { companyId, contact } = await company();
+    const bounce = await mintBounceAddress(env.LINK_SIGNING_KEYS, env.EMAIL_FROM!, {
+      companyId,
+      reminderId: 0,
+      contactId: contact.contact_id,
+    });
+    const bytes = new TextEncoder().encode(gmailHardBounce({ rcpt: contact.email!, bounce }));
+    expect(
+      await handleInbound({ to: bounce, raw: new Response(bytes).body!, rawSize: bytes.byteLength }, env),
+    ).toMatchObject({ action: "rejected" });
   });
 });
 
