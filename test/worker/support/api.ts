@@ -956,7 +956,7 @@ export interface components {
             period: string;
             date: string;
             /** @enum {string} */
-            state: "pending" | "sent" | "empty" | "suppressed" | "no_recipient" | "skipped" | "failed";
+            state: "pending" | "sent" | "bounced" | "complained" | "empty" | "suppressed" | "no_recipient" | "skipped" | "failed";
             items: number | null;
             recipient: string | null;
             message_id: string | null;
