@@ -35,20 +35,25 @@ export async function signAccessToken(
   keys: SigningKeys,
   claims: { clientId: string; companyId: number; userId: number; scope: string; generation: number; shard: number },
 ): Promise<string> {
-  return new SignJWT({
-    company_id: claims.companyId,
-    userid: claims.userId,
-    scope: claims.scope,
-    gen: claims.generation,
-    shd: claims.shard,
-  })
-    .setProtectedHeader({ alg: "HS256", kid: keys.current.kid, typ: "JWT" })
-    .setIssuer(TOKEN_ISSUER)
-    .setSubject(claims.clientId)
-    .setIssuedAt()
-    .setExpirationTime(`${TOKEN_LIFETIME_SECONDS}s`)
-    .setJti(crypto.randomUUID())
-    .sign(keys.current.key);
+  const issuedAt = Math.floor(Date.now() / 1000);
+  return (
+    new SignJWT({
+      company_id: claims.companyId,
+      userid: claims.userId,
+      scope: claims.scope,
+      gen: claims.generation,
+      shd: claims.shard,
+    })
+      .setProtectedHeader({ alg: "HS256", kid: keys.current.kid, typ: "JWT" })
+      .setIssuer(TOKEN_ISSUER)
+      .setSubject(claims.clientId)
+      // One reading of the clock for both: jose reads it again for a relative expiry, and a second
+      // boundary in between gave exp - iat = lifetime + 1, which verification refuses.
+      .setIssuedAt(issuedAt)
+      .setExpirationTime(issuedAt + TOKEN_LIFETIME_SECONDS)
+      .setJti(crypto.randomUUID())
+      .sign(keys.current.key)
+  );
 }
 
 /**
