@@ -25,8 +25,6 @@ import { eachInPool } from "../lib/pool";
 import { recipientLinks } from "../lib/recipient-links";
 import {
   addDays,
-  DATE_FORMATS,
-  DEFAULT_DATE_FORMAT,
   DEFAULT_TIME_ZONE,
   instantToLocal,
   isClockTime,
@@ -34,12 +32,12 @@ import {
   lastDailyRun,
   nextDailyRun,
   weekdayOf,
-  type DateFormat,
 } from "../lib/time";
 import { unsubscribeLinks } from "../lib/unsubscribe-links";
 import { speechFor } from "../i18n/language";
 import type { DigestCursor, DigestListQuery, DigestRow } from "./api";
 import { DIGEST_REMINDER, normaliseAddress, suppressedAmong } from "./bounces";
+import { COMPANY_SENDER_SQL, senderOf, type CompanySender } from "./company-facts";
 import type { ClockContext } from "./context";
 import { settle } from "./context";
 import { DIGEST_MAX_ITEMS, digestMessage, type DigestEntry } from "./digest-email";
@@ -438,7 +436,7 @@ interface DigestItem {
 }
 
 interface DigestFacts {
-  company: { name: string; dateFormat: DateFormat; language: string | null; replyTo: string | null };
+  company: CompanySender;
   contacts: Map<number, DigestContact>;
   items: Map<number, DigestItem[]>;
 }
@@ -472,12 +470,7 @@ async function digestFacts(
 ): Promise<DigestFacts> {
   const ids = JSON.stringify(leased.map((d) => d.contact_id));
   const [companyResult, contactRows, itemRows] = await d1.batch([
-    d1
-      .prepare(
-        "SELECT name, json_extract(settings, '$.date_format') AS date_format, json_extract(settings, '$.reply_to') AS reply_to, " +
-          "json_extract(settings, '$.language') AS language FROM companies WHERE id = ?",
-      )
-      .bind(companyId),
+    d1.prepare(COMPANY_SENDER_SQL).bind(companyId),
     d1
       .prepare(
         `SELECT c.id, c.email, c.email_key, c.email_status, c.channels, c.digest, c.language, c.first_name, c.last_name
@@ -493,9 +486,6 @@ async function digestFacts(
         DIGEST_MAX_ITEMS,
       ),
   ]);
-  const company = companyResult!.results[0] as
-    | { name: string; date_format: string | null; reply_to: string | null; language: string | null }
-    | undefined;
   const contacts = new Map<number, DigestContact>();
   for (const r of contactRows!.results as Array<Record<string, unknown>>)
     contacts.set(Number(r.id), {
@@ -528,14 +518,7 @@ async function digestFacts(
     }
   }
   return {
-    company: {
-      name: company?.name ?? "",
-      dateFormat: (DATE_FORMATS as readonly string[]).includes(company?.date_format ?? "")
-        ? (company!.date_format as DateFormat)
-        : DEFAULT_DATE_FORMAT,
-      language: typeof company?.language === "string" ? company.language : null,
-      replyTo: typeof company?.reply_to === "string" && company.reply_to ? company.reply_to : null,
-    },
+    company: senderOf(companyResult!.results[0] as Record<string, unknown> | undefined),
     contacts,
     items,
   };

@@ -9,7 +9,8 @@ import type { EmailStatus } from "../lib/contact-preferences";
 import { eachInPool } from "../lib/pool";
 import { recipientLinks } from "../lib/recipient-links";
 import { unsubscribeLinks } from "../lib/unsubscribe-links";
-import { DATE_FORMATS, DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, todayIn, type DateFormat } from "../lib/time";
+import { todayIn } from "../lib/time";
+import { COMPANY_SENDER_SQL, senderOf, type CompanySender } from "./company-facts";
 import { speechFor } from "../i18n/language";
 import { normaliseAddress, suppressedAmong } from "./bounces";
 import { sendEmail, type DeliveryIdentity } from "./email-transport";
@@ -466,15 +467,9 @@ interface DeliveryDetails {
   language: string | null;
 }
 
-interface CompanyDetails {
-  name: string;
-  timezone: string;
-  dateFormat: DateFormat;
-  /** `settings.language`, null when not set. */
-  language: string | null;
+interface CompanyDetails extends CompanySender {
   /** Its reminder templates by language (at most one per supported language). */
   templates: Map<string, ReminderTemplateTexts>;
-  replyTo: string | null;
 }
 
 /** The current D1 facts for a batch of deliveries, by `reminderId:contactId`: item, recipient, company (its templates too: one read per batch). */
@@ -484,15 +479,7 @@ async function deliveryDetails(
   targets: DeliveryTarget[],
 ): Promise<{ company: CompanyDetails; details: Map<string, DeliveryDetails> }> {
   const [companyResult, rows, templateRows] = await db.batch([
-    db
-      .prepare(
-        "SELECT name, json_extract(settings, '$.timezone') AS timezone, " +
-          "json_extract(settings, '$.date_format') AS date_format, json_extract(settings, '$.reply_to') AS reply_to, " +
-          "json_extract(settings, '$.language') AS language " +
-          "FROM companies WHERE id " +
-          "= ?",
-      )
-      .bind(companyId),
+    db.prepare(COMPANY_SENDER_SQL).bind(companyId),
     db
       .prepare(
         `SELECT t.value ->> 0 AS reminder_id, t.value ->> 2 AS contact_id, i.id IS NOT NULL AS present, c.id IS NOT NULL AS contact_present,
@@ -507,18 +494,6 @@ async function deliveryDetails(
       .bind(companyId, JSON.stringify(targets.map((t) => [t.reminderId, t.itemId, t.contactId]))),
     db.prepare("SELECT language, subject, intro, footer FROM reminder_templates WHERE company_id = ?").bind(companyId),
   ]);
-  const company = (
-    companyResult!.results as Array<{
-      name: string;
-      timezone: string | null;
-      date_format: string | null;
-      reply_to: string | null;
-      language: string | null;
-    }>
-  )[0];
-  const dateFormat = (DATE_FORMATS as readonly string[]).includes(company?.date_format ?? "")
-    ? (company!.date_format as DateFormat)
-    : DEFAULT_DATE_FORMAT;
   const details = new Map<string, DeliveryDetails>();
   for (const r of rows!.results as Array<Record<string, unknown>>) {
     details.set(`${Number(r.reminder_id)}:${Number(r.contact_id)}`, {
@@ -545,11 +520,7 @@ async function deliveryDetails(
   }
   return {
     company: {
-      name: company?.name ?? "",
-      timezone: company?.timezone || DEFAULT_TIME_ZONE,
-      dateFormat,
-      replyTo: typeof company?.reply_to === "string" && company.reply_to ? company.reply_to : null,
-      language: typeof company?.language === "string" ? company.language : null,
+      ...senderOf(companyResult!.results[0] as Record<string, unknown> | undefined),
       templates: new Map(
         (templateRows!.results as Array<ReminderTemplateTexts & { language: string }>).map(({ language, ...texts }) => [
           language,

@@ -25,6 +25,11 @@ export type DateFormat = (typeof DATE_FORMATS)[number];
 export const DEFAULT_TIME_ZONE = "UTC";
 export const DEFAULT_DATE_FORMAT: DateFormat = "YYYY-MM-DD";
 
+/** A stored `date_format` when it is one of DATE_FORMATS, else the default. */
+export function dateFormatOr(value: unknown): DateFormat {
+  return (DATE_FORMATS as readonly unknown[]).includes(value) ? (value as DateFormat) : DEFAULT_DATE_FORMAT;
+}
+
 let listed: Map<string, string> | undefined;
 const accepted = new Map<string, boolean>();
 

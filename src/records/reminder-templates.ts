@@ -6,7 +6,7 @@ import type { Db } from "../db/client";
 import { reminderTemplates } from "../db/schema";
 import { notFound } from "../lib/errors";
 import type { Language } from "../lib/languages";
-import { DATE_FORMATS, DEFAULT_DATE_FORMAT, DEFAULT_TIME_ZONE, type DateFormat } from "../lib/time";
+import { DEFAULT_TIME_ZONE, dateFormatOr, type DateFormat } from "../lib/time";
 import type { PutTemplateInput, ReminderTemplateOutput } from "../schemas/reminder-templates";
 
 type Row = typeof reminderTemplates.$inferSelect;
@@ -120,12 +120,11 @@ export async function previewFacts(db: Db, companyId: number, itemId: number | u
   const c = company!.results[0] ?? {};
   const i = item!.results[0];
   if (itemId !== undefined && !i) throw notFound("Item");
-  const format = String(c.date_format ?? "");
   return {
     company: {
       name: String(c.name ?? ""),
       timeZone: (c.timezone as string | null) || DEFAULT_TIME_ZONE,
-      dateFormat: (DATE_FORMATS as readonly string[]).includes(format) ? (format as DateFormat) : DEFAULT_DATE_FORMAT,
+      dateFormat: dateFormatOr(c.date_format),
       language: typeof c.language === "string" ? c.language : null,
     },
     templates: templates!.results.map((r) => ({

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   DATE_FORMATS,
   canonicalTimeZone,
+  dateFormatOr,
   formatDate,
   isoWeek,
   lastDailyRun,
@@ -38,6 +39,14 @@ describe("formatDate", () => {
       "D MMM YYYY": "7 Mar 2026",
       "MMM D, YYYY": "Mar 7, 2026",
     });
+  });
+});
+
+describe("dateFormatOr", () => {
+  it("keeps a listed format and falls back to YYYY-MM-DD for anything else", () => {
+    for (const f of DATE_FORMATS) expect(dateFormatOr(f)).toBe(f);
+    for (const v of [null, undefined, "", "dd.mm.yyyy", 7, "YYYY-MM-DD "])
+      expect(dateFormatOr(v), String(v)).toBe("YYYY-MM-DD");
   });
 });
 
