@@ -9,12 +9,12 @@ import { describe, expect, it } from "vitest";
 import { clockFor } from "../../src/company-clock/handoff/worker";
 import type { CompanyClock } from "../../src/company-clock/object";
 import { sendGate } from "../../src/company-clock/send-gate";
-import { mintLinkToken } from "../../src/lib/recipient-links";
+import { mintLinkToken, verifyLinkToken } from "../../src/lib/recipient-links";
 import { addDays, todayIn } from "../../src/lib/time";
 import { unsubscribeLinks } from "../../src/lib/unsubscribe-links";
 import { WebhookPayloadSchema, type WebhookPayload } from "../../src/schemas/webhooks";
 import { call, createAccount, createContact, createItem, env, expectStatus, ok } from "./helpers";
-import { formsOf, getPage, postForm } from "./support/recipient";
+import { formsOf, getPage, minutesAhead, postForm } from "./support/recipient";
 
 const futureDate = (days: number) => addDays(todayIn("UTC"), days);
 const LOCAL = "http://127.0.0.1:9/receiver";
@@ -227,6 +227,53 @@ describe("a channel's page", () => {
     );
     expect(footerOf((await getPage(french.page)).html)).toMatch(/^Cette page est celle du canal #facilities \(Slack\)/);
     expect(footerOf((await getPage((await setup()).page)).html)).toMatch(/^This page is for the channel /);
+  });
+});
+
+describe("a delivered channel message", () => {
+  it("carries the channel's links (a version-2 token naming it), and its I'm on it acts as the channel", async () => {
+    const s = await setup();
+    const bodies: string[] = [];
+    const clock = clockFor(env, s.companyId);
+    await runInDurableObject(clock, (instance: CompanyClock) => {
+      instance.channelFetch = async (_input, init) => {
+        bodies.push(String(init?.body ?? ""));
+        return new Response("ok");
+      };
+    });
+    const reminder = ok(
+      await call("createItemReminder", `/v1/items/${s.itemId}/reminders`, {
+        token: s.token,
+        body: { ...minutesAhead(3), channel_id: s.channelId },
+      }),
+    ).body.data;
+    await runInDurableObject(clock, (_i, state) => {
+      state.storage.sql.exec(
+        "UPDATE reminders SET due_at = ? WHERE reminder_id = ?",
+        Date.now() - 1000,
+        reminder.reminder_id,
+      );
+    });
+    for (let i = 0; i < 10 && bodies.length === 0; i++) {
+      await runDurableObjectAlarm(clock);
+      await runInDurableObject(clock, async (instance: CompanyClock) => {
+        await instance.channelSending;
+      });
+    }
+    expect(bodies).toHaveLength(1);
+    const urls = [...bodies[0]!.matchAll(/"url":"(https:\/\/api\.test\/r\/[^"]+)"/g)].map((m) => m[1]!);
+    const acknowledge = urls.find((u) => u.endsWith("/acknowledge"));
+    expect(acknowledge).toBeDefined();
+    const token = acknowledge!.slice("https://api.test/r/".length, -"/acknowledge".length);
+    const verdict = await verifyLinkToken(env.LINK_SIGNING_KEYS, token, todayIn("UTC"));
+    expect(verdict).toMatchObject({
+      state: "valid",
+      claims: { contactId: 0, channelId: s.channelId, itemId: s.itemId },
+    });
+    const confirm = await getPage(acknowledge!);
+    expect(footerOf(confirm.html)).toMatch(/^This page is for the channel #facilities \(Slack\), /);
+    expect((await postForm(acknowledge!, { action: "acknowledge" })).status).toBe(200);
+    expect((await itemOf(s)).acknowledgement).toMatchObject({ by: { type: "channel", id: s.channelId }, via: "slack" });
   });
 });
 
