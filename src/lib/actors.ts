@@ -1,7 +1,7 @@
 // Who acts on an item and how: the one list of the ways in (`via`). The audit log, the webhook
 // payloads and the records' actions take it from this list.
 
-/** The channel endpoints' types (src/channels/urls.ts CHANNEL_TYPES, the same list): a link in a channel's message acts `via` its type. */
+/** The channel endpoints' types (the same list as CHANNEL_TYPES, src/channels/urls.ts): a channel message's link acts `via` its type. */
 export const CHANNEL_VIAS = ["slack", "teams", "google_chat", "discord", "ntfy"] as const;
 export type ChannelVia = (typeof CHANNEL_VIAS)[number];
 

@@ -37,7 +37,7 @@ function linkKeys(source: string | undefined) {
   return keyRing(LINK_KEYS_VARIABLE, source);
 }
 
-/** A token for `claims` (a channel's when `channelId` is set), signed with the current key of `keys` (LINK_SIGNING_KEYS). */
+/** A token for `claims` (a channel's when `channelId` is set), signed with the first key of `keys` (LINK_SIGNING_KEYS). */
 export async function mintLinkToken(keys: string | undefined, claims: ClaimsToSign): Promise<string> {
   return signClaims((await linkKeys(keys)).current.key, claims);
 }

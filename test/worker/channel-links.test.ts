@@ -9,6 +9,8 @@ import { describe, expect, it } from "vitest";
 import { clockFor } from "../../src/company-clock/handoff/worker";
 import type { CompanyClock } from "../../src/company-clock/object";
 import { sendGate } from "../../src/company-clock/send-gate";
+import { CHANNEL_TYPES } from "../../src/channels/urls";
+import { CHANNEL_VIAS, VIAS } from "../../src/lib/actors";
 import { mintLinkToken, verifyLinkToken } from "../../src/lib/recipient-links";
 import { addDays, todayIn } from "../../src/lib/time";
 import { unsubscribeLinks } from "../../src/lib/unsubscribe-links";
@@ -108,6 +110,13 @@ async function webhookTo(s: Setup) {
   );
   return receiver(s.companyId);
 }
+
+describe("the ways in", () => {
+  it("are api, link and every channel type: an action from a channel's link is via its type", () => {
+    expect(CHANNEL_VIAS).toEqual(CHANNEL_TYPES);
+    expect(VIAS).toEqual(["api", "link", "slack", "teams", "google_chat", "discord", "ntfy"]);
+  });
+});
 
 describe("a channel's page", () => {
   it("names the channel, offers the item's actions, and a GET changes nothing", async () => {

@@ -1,5 +1,5 @@
 // Actions on an item's current occurrence, the same for every path (the API's routes, a
-// recipient's page from an email or from a channel's message): acknowledge it, take the acknowledgement back, snooze its
+// recipient's page from an email or a channel's message): acknowledge it, take the acknowledgement back, snooze its
 // reminders, end the snooze (docs/reminders.md, "Acknowledgement and snooze"). Each is one guarded
 // UPDATE, with the item's reminder snapshot in the same commit: of concurrent identical actions one
 // applies, the others find it applied ("unchanged"); an action bound to an occurrence the item has

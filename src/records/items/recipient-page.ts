@@ -1,7 +1,7 @@
 // The data of a recipient's page (docs/recipient-journey.md): what a link from a reminder email, or
-// from a reminder posted to a channel endpoint, shows, read in one statement, and what its forms do, through the same guarded records functions
-// every path uses (completion and renewal of src/records/items/queries.ts; acknowledgement and
-// snooze of the contract's item actions).
+// from a reminder posted to a channel endpoint, shows, read in one statement, and what its forms do,
+// through the same guarded records functions every path uses (completion and renewal of
+// src/records/items/queries.ts; acknowledgement and snooze of the contract's item actions).
 import { sqlText, type Db } from "../../db/client";
 import { ruleStateOf } from "../../db/rule-state";
 import { isChannelVia, type ActionBy, type ChannelVia } from "../../lib/actors";
