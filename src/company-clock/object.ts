@@ -250,9 +250,11 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
       logError("webhook events not taken", companyId, error);
     }
     more.push((await deliverDue(clock.storage, this.env, (await clock.db()).d1, companyId, this.transports)).more);
-    // Channel messages are sent without holding this run (each records its outcome when answered).
+    // Channel messages are sent without holding this run (each records its outcome when answered);
+    // waitUntil keeps the object running till they are (compatibility date 2026-10-01 or later).
     const channels = await deliverChannels(clock, this.channelFetch);
     this.channelSending = channels.sending;
+    this.ctx.waitUntil(channels.sending);
     more.push(channels.more);
     await this.checkDigests(clock);
     // Digests are planned after reminders were delivered (folded into them), then sent. A D1 outage
