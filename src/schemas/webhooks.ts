@@ -330,9 +330,16 @@ export const WebhookItemActionEventSchema = z
         .object(ActionBySchema.shape)
         .nullable()
         .openapi({
-          description: "Who acted: a contact (from a reminder's page) or an API client; null: the " + "service itself",
+          description:
+            "Who acted: a contact (from a reminder email's page), a channel endpoint (from the links of a " +
+            "reminder posted to it: someone in that channel) or an API client; null: the service itself",
         }),
-      via: nullableEnum(VIAS).openapi({ example: "link", description: "How: link (a reminder's page) or api" }),
+      via: nullableEnum(VIAS).openapi({
+        example: "link",
+        description:
+          "How: link (a reminder email's page), slack, teams, google_chat, discord or ntfy (the page a " +
+          "reminder posted to a channel of that type links to; by is the channel), or api",
+      }),
     }).openapi("WebhookItemActionData"),
   })
   .openapi("WebhookItemActionEvent", {
@@ -484,7 +491,13 @@ function exampleData(type: EventType): unknown {
       via: "api",
     };
   if (type === "item.snoozed")
-    return { ...ItemExample, acknowledgement: null, snoozed_until: "2027-03-10", by, via: "link" };
+    return {
+      ...ItemExample,
+      acknowledgement: null,
+      snoozed_until: "2027-03-10",
+      by: { type: "channel", id: 7 },
+      via: "slack",
+    };
   if (type === "item.unsnoozed") return { ...ItemExample, acknowledgement: null, snoozed_until: null, by, via: "link" };
   return ItemExample;
 }

@@ -1,5 +1,5 @@
 // Actions on an item's current occurrence, the same for every path (the API's routes, a
-// recipient's page, a later channel): acknowledge it, take the acknowledgement back, snooze its
+// recipient's page from an email or a channel's message): acknowledge it, take the acknowledgement back, snooze its
 // reminders, end the snooze (docs/reminders.md, "Acknowledgement and snooze"). Each is one guarded
 // UPDATE, with the item's reminder snapshot in the same commit: of concurrent identical actions one
 // applies, the others find it applied ("unchanged"); an action bound to an occurrence the item has
@@ -239,14 +239,16 @@ async function act(
     const guards = [inCompany(companyId, itemId), how.applies];
     if (action.occurrence !== undefined) guards.push(eq(items.scheduleEpoch, action.occurrence));
     if (how.open) guards.push(eq(items.status, "pending"), eq(items.archived, 0));
-    const [written, ...snapshot] = await db.commit([
+    const [written, ...rest] = await db.commit([
       db
         .update(items)
         .set({ ...how.changes, updatedAt: sql`CURRENT_TIMESTAMP` })
         .where(and(...guards))
         .returning(stateColumns),
+      ...channelEventActor(db.d1, companyId, itemId, action),
       ...snapshotQueries(db.d1, companyId, [itemId]),
     ]);
+    const snapshot = rest.slice(-3);
     const row = (written as StateRow[])[0];
     if (row)
       return { outcome: "applied", item: stateOf(row), snapshot: toSnapshots(snapshot as unknown as SnapshotResults) };
@@ -257,6 +259,28 @@ async function act(
     // Changed between the write and the read (taken back, snoozed otherwise): try again.
   }
   throw lostRace("item");
+}
+
+/**
+ * A channel's action: its webhook event (item.acknowledged, item.snoozed, …) names the channel. The
+ * event's trigger names the batch's recipient (audit_context.contact_id, where src/db/commit.ts keeps
+ * a channel's id too) as a contact; this statement, after the UPDATE in the same batch, makes that
+ * `{"type": "channel", "id": …}` in the event the UPDATE just recorded (no trigger change: no migration
+ * in this part). Only the item's events with this via and a contact as `by`: a contact never acts via
+ * a channel's type, so no other event matches. Through webhook_events_company_idx: the company's
+ * events not yet taken by its clock.
+ */
+function channelEventActor(d1: D1Database, companyId: number, itemId: number, action: ItemAction) {
+  if (action.by.type !== "channel") return [];
+  return [
+    d1
+      .prepare(
+        `UPDATE webhook_events SET data = json_set(data, '$.by', json_object('type', 'channel', 'id', ?3))
+         WHERE company_id = ?1 AND json_extract(data, '$.item_id') = ?2 AND json_extract(data, '$.via') = ?4
+           AND json_extract(data, '$.by.type') = 'contact'`,
+      )
+      .bind(companyId, itemId, action.by.id, action.via),
+  ];
 }
 
 /** ISO instant of now, for what an action records. */
@@ -306,8 +330,8 @@ export async function unacknowledgeItem(
 /**
  * Snoozes the current occurrence's reminders until `until` (a date after the company's today, at
  * most MAX_SNOOZE_DAYS ahead; it may pass the item's date): nothing is sent before it, then one
- * reminder at the default hour that day (to the contact who snoozed from their page, else to the
- * item's contact), then the steps still ahead. The same date again is unchanged; another replaces it.
+ * reminder at the default hour that day (to the contact who snoozed from their email's page, else to
+ * the item's contact: a snooze through the API or from a channel's link), then the steps still ahead. The same date again is unchanged; another replaces it.
  */
 export async function snoozeItem(
   db: Db,

@@ -101,7 +101,7 @@ export interface components {
             digest: "off" | "daily" | "weekly";
             /** @enum {string|null} */
             digest_weekday: "monday" | "tuesday" | "wednesday" | "thursday" | "friday" | "saturday" | "sunday" | null;
-            channels: ("email" | "sms")[] | null;
+            channels: ("email" | "sms" | "chat")[] | null;
         };
         PageMeta: {
             total: number;
@@ -130,7 +130,7 @@ export interface components {
             digest?: "off" | "daily" | "weekly";
             /** @enum {string} */
             digest_weekday?: "monday" | "tuesday" | "wednesday" | "thursday" | "friday" | "saturday" | "sunday";
-            channels?: ("email" | "sms")[] | null;
+            channels?: ("email" | "sms" | "chat")[] | null;
         };
         ContactEnvelope: {
             /** @enum {boolean} */
@@ -159,7 +159,7 @@ export interface components {
             digest?: "off" | "daily" | "weekly";
             /** @enum {string} */
             digest_weekday?: "monday" | "tuesday" | "wednesday" | "thursday" | "friday" | "saturday" | "sunday";
-            channels?: ("email" | "sms")[] | null;
+            channels?: ("email" | "sms" | "chat")[] | null;
         };
         MessageEnvelope: {
             /** @enum {boolean} */
@@ -595,12 +595,12 @@ export interface components {
             at: string;
             by: components["schemas"]["ActionBy"];
             /** @enum {string} */
-            via: "api" | "link";
+            via: "api" | "link" | "slack" | "teams" | "google_chat" | "discord" | "ntfy";
             note: string | null;
         } | null;
         ActionBy: {
             /** @enum {string} */
-            type: "contact" | "client";
+            type: "contact" | "channel" | "client";
             id: number | string;
         };
         ItemResult: {
@@ -1168,11 +1168,11 @@ export interface components {
             snoozed_until: string | null;
             by: {
                 /** @enum {string} */
-                type: "contact" | "client";
+                type: "contact" | "channel" | "client";
                 id: number | string;
             } | null;
             /** @enum {string|null} */
-            via: "api" | "link" | null;
+            via: "api" | "link" | "slack" | "teams" | "google_chat" | "discord" | "ntfy" | null;
         };
         WebhookReminderSentEvent: {
             /**
@@ -1563,8 +1563,9 @@ export interface components {
             user_id: number | null;
             company_id: number | null;
             contact_id: number | null;
+            channel_id: number | null;
             /** @enum {string|null} */
-            via: "api" | "link" | null;
+            via: "api" | "link" | "slack" | "teams" | "google_chat" | "discord" | "ntfy" | null;
         };
         WebhookDeliveryList: {
             /** @enum {boolean} */
