@@ -550,12 +550,19 @@ const ITEM_ACTION_TYPE =
   "    END AS type) AS t";
 
 /** The item entry with the occurrence's acknowledgement and snooze, and who acted how (the batch's actor, audit_context). */
+/** src/lib/actors.ts CHANNEL_VIAS (test/worker/channel-links.test.ts checks they agree). */
+export const CHANNEL_VIAS = ["slack", "teams", "google_chat", "discord", "ntfy"] as const;
+
 const itemActionData = (r: Row) =>
   `${itemData(r).slice(0, -1)},\n` +
   `    'acknowledgement', CASE WHEN ${r}.ack_epoch IS ${r}.schedule_epoch THEN json(${r}.acknowledgement) END,\n` +
   `    'snoozed_until', CASE WHEN ${r}.snooze_epoch IS ${r}.schedule_epoch THEN ${r}.snoozed_until END,\n` +
-  "    'by', (SELECT json(CASE WHEN ctx.contact_id IS NOT NULL THEN " +
-  "json_object('type', 'contact', 'id', ctx.contact_id)\n" +
+  // A channel's action keeps the channel in the recipient's column (src/db/commit.ts): its via, the
+  // channel's type, tells it from a contact's.
+  "    'by', (SELECT json(CASE WHEN ctx.contact_id IS NOT NULL AND ctx.via IN (" +
+  CHANNEL_VIAS.map((v) => `'${v}'`).join(", ") +
+  ") THEN json_object('type', 'channel', 'id', ctx.contact_id)\n" +
+  "      WHEN ctx.contact_id IS NOT NULL THEN json_object('type', 'contact', 'id', ctx.contact_id)\n" +
   "      WHEN ctx.client_id IS NOT NULL THEN json_object('type', 'client', 'id', " +
   "ctx.client_id) END) FROM `audit_context` AS ctx),\n" +
   "    'via', (SELECT ctx.via FROM `audit_context` AS ctx))";

@@ -239,16 +239,14 @@ async function act(
     const guards = [inCompany(companyId, itemId), how.applies];
     if (action.occurrence !== undefined) guards.push(eq(items.scheduleEpoch, action.occurrence));
     if (how.open) guards.push(eq(items.status, "pending"), eq(items.archived, 0));
-    const [written, ...rest] = await db.commit([
+    const [written, ...snapshot] = await db.commit([
       db
         .update(items)
         .set({ ...how.changes, updatedAt: sql`CURRENT_TIMESTAMP` })
         .where(and(...guards))
         .returning(stateColumns),
-      ...channelEventActor(db.d1, companyId, itemId, action),
       ...snapshotQueries(db.d1, companyId, [itemId]),
     ]);
-    const snapshot = rest.slice(-3);
     const row = (written as StateRow[])[0];
     if (row)
       return { outcome: "applied", item: stateOf(row), snapshot: toSnapshots(snapshot as unknown as SnapshotResults) };
@@ -259,28 +257,6 @@ async function act(
     // Changed between the write and the read (taken back, snoozed otherwise): try again.
   }
   throw lostRace("item");
-}
-
-/**
- * A channel's action: its webhook event (item.acknowledged, item.snoozed, …) names the channel. The
- * event's trigger names the batch's recipient (audit_context.contact_id, where src/db/commit.ts keeps
- * a channel's id too) as a contact; this statement, after the UPDATE in the same batch, makes that
- * `{"type": "channel", "id": …}` in the event the UPDATE just recorded (no trigger change: no migration
- * in this part). Only the item's events with this via and a contact as `by`: a contact never acts via
- * a channel's type, so no other event matches. Through webhook_events_company_idx: the company's
- * events not yet taken by its clock.
- */
-function channelEventActor(d1: D1Database, companyId: number, itemId: number, action: ItemAction) {
-  if (action.by.type !== "channel") return [];
-  return [
-    d1
-      .prepare(
-        `UPDATE webhook_events SET data = json_set(data, '$.by', json_object('type', 'channel', 'id', ?3))
-         WHERE company_id = ?1 AND json_extract(data, '$.item_id') = ?2 AND json_extract(data, '$.via') = ?4
-           AND json_extract(data, '$.by.type') = 'contact'`,
-      )
-      .bind(companyId, itemId, action.by.id, action.via),
-  ];
 }
 
 /** ISO instant of now, for what an action records. */
