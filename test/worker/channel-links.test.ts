@@ -186,8 +186,9 @@ describe("a channel's page", () => {
     });
   });
 
-  it("completes as the channel: the completion's audit entry names it", async () => {
+  it("completes as the channel: the completion's audit entry and item.status_changed name it", async () => {
     const s = await setup({ type: "google_chat", name: "Facilities space" });
+    const received = await webhookTo(s);
     const done = await postForm(s.page, { action: "complete" });
     expect(outcomeOf(done.html)?.[0]).toBe("applied");
     expect((await itemOf(s)).status).toBe("completed");
@@ -195,6 +196,12 @@ describe("a channel's page", () => {
     expect(entry).toMatchObject({
       after: { status: "completed" },
       actor: { contact_id: null, channel_id: s.channelId, via: "google_chat" },
+    });
+    await drain(s.companyId, () => received.some((p) => p.type === "item.status_changed"));
+    expect(received.find((p) => p.type === "item.status_changed")?.data).toMatchObject({
+      status: "completed",
+      by: { type: "channel", id: s.channelId },
+      via: "google_chat",
     });
   });
 

@@ -1143,15 +1143,33 @@ export interface components {
         };
         /** @enum {string} */
         WebhookEventType: "reminder.sent" | "reminder.bounced" | "item.expired" | "item.created" | "item.updated" | "item.renewed" | "item.status_changed" | "item.archived" | "item.restored" | "item.deleted" | "item.acknowledged" | "item.unacknowledged" | "item.snoozed" | "item.unsnoozed" | "task.created" | "task.updated" | "task.deleted" | "file.uploaded" | "contact.unsubscribed" | "channel.disabled" | "webhook.test";
-        WebhookPayload: components["schemas"]["WebhookItemEvent"] | components["schemas"]["WebhookItemActionEvent"] | components["schemas"]["WebhookReminderSentEvent"] | components["schemas"]["WebhookReminderBouncedEvent"] | components["schemas"]["WebhookTaskEvent"] | components["schemas"]["WebhookFileUploadedEvent"] | components["schemas"]["WebhookContactUnsubscribedEvent"] | components["schemas"]["WebhookChannelDisabledEvent"] | components["schemas"]["WebhookTestEvent"];
+        WebhookPayload: components["schemas"]["WebhookItemEvent"] | components["schemas"]["WebhookItemChangeEvent"] | components["schemas"]["WebhookItemActionEvent"] | components["schemas"]["WebhookReminderSentEvent"] | components["schemas"]["WebhookReminderBouncedEvent"] | components["schemas"]["WebhookTaskEvent"] | components["schemas"]["WebhookFileUploadedEvent"] | components["schemas"]["WebhookContactUnsubscribedEvent"] | components["schemas"]["WebhookChannelDisabledEvent"] | components["schemas"]["WebhookTestEvent"];
         WebhookItemEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
-            type: "item.expired" | "item.created" | "item.updated" | "item.renewed" | "item.status_changed" | "item.archived" | "item.restored" | "item.deleted";
+            type: "item.expired" | "item.created" | "item.deleted";
             timestamp: string;
             data: components["schemas"]["ItemListEntry"];
+        };
+        WebhookItemChangeEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "item.updated" | "item.renewed" | "item.status_changed" | "item.archived" | "item.restored";
+            timestamp: string;
+            data: components["schemas"]["WebhookItemChangeData"];
+        };
+        WebhookItemChangeData: components["schemas"]["ItemListEntry"] & {
+            by: {
+                /** @enum {string} */
+                type: "contact" | "channel" | "client";
+                id: number | string;
+            } | null;
+            /** @enum {string|null} */
+            via: "api" | "link" | "slack" | "teams" | "google_chat" | "discord" | "ntfy" | null;
         };
         WebhookItemActionEvent: {
             /**
