@@ -101,13 +101,15 @@ export function paceAt(
 }
 
 /**
- * The endpoints with deliveries ready at ?1, how many each, and their pace: grouped in the order of
- * deliveries_channel_next (named: on an empty table the planner prefers deliveries_next and a sort).
+ * The endpoints with deliveries ready by ?1, how many each, the first one's instant and their pace:
+ * grouped in the order of deliveries_channel_next (named: on an empty table the planner prefers
+ * deliveries_next and a sort).
  */
-export const READY_SQL = `SELECT d.endpoint_id, d.channel, count(*) AS n, p.tat FROM deliveries AS d INDEXED BY deliveries_channel_next
+export const READY_SQL = `SELECT d.endpoint_id, d.channel, count(*) AS n, min(d.next_at) AS due, p.tat
+  FROM deliveries AS d INDEXED BY deliveries_channel_next
   LEFT JOIN channel_pace AS p ON p.endpoint_id = d.endpoint_id
   WHERE d.state = 'pending' AND d.endpoint_id IS NOT NULL AND d.next_at <= ? GROUP BY d.endpoint_id`;
-/** An endpoint's ready deliveries, oldest first: endpoint, now, how many. */
+/** An endpoint's ready deliveries, oldest first: endpoint, the instant, how many. */
 export const ENDPOINT_LEASE_SQL = `SELECT d.reminder_id, d.channel, d.endpoint_id, d.attempts, d.throttled, r.item_id, r.contact_id
   FROM deliveries AS d JOIN reminders AS r ON r.reminder_id = d.reminder_id
   WHERE d.state = 'pending' AND d.endpoint_id = ? AND d.next_at <= ? ORDER BY d.next_at, d.reminder_id LIMIT ?`;
@@ -115,46 +117,91 @@ export const ENDPOINT_LEASE_SQL = `SELECT d.reminder_id, d.channel, d.endpoint_i
 export const DEFER_SQL =
   "UPDATE deliveries SET next_at = ? WHERE state = 'pending' AND endpoint_id = ? AND next_at < ?";
 
-/** Leases what each endpoint may send now; moves each endpoint's other ready deliveries to its next instant. */
-function leaseChannels(sql: SqlStorage, now: number): { leased: Leased[]; more: boolean } {
+/**
+ * Endpoints that may send within this much of one another send together: one run, one instant, a
+ * random order. Without it an endpoint throttled by a 429 comes due a few ms after the others (its
+ * Retry-After counts from the answer) and sends alone, after them, every time: a receiver refusing
+ * "one request in ten" over all endpoints then refuses that one every second.
+ */
+const GATHER_MS = 50;
+/** Added to every platform's interval: a send leaves a few ms off its plan and arrives with the network's jitter. */
+export const PACE_MARGIN_MS = 10;
+
+/** The interval and burst an endpoint of `channel` is held to. */
+function rateOf(channel: string): { intervalMs: number; burst: number } {
+  const rate = CHANNEL_RATES[isChannelType(channel) ? channel : "slack"];
+  return { intervalMs: rate.intervalMs + PACE_MARGIN_MS, burst: rate.burst };
+}
+
+/**
+ * Leases what each endpoint may send by the run's instant (`sendAt`: now, or a few ms on to gather
+ * the endpoints due then); moves each endpoint's other ready deliveries to its next turn.
+ */
+function leaseChannels(sql: SqlStorage, now: number): { leased: Leased[]; more: boolean; sendAt: number } {
+  const horizon = now + GATHER_MS;
   const ready = sql
-    .exec<{ endpoint_id: number; channel: string; n: number; tat: number | null }>(READY_SQL, now)
-    .toArray();
+    .exec<{ endpoint_id: number; channel: string; n: number; due: number; tat: number | null }>(READY_SQL, horizon)
+    .toArray()
+    .map((e) => {
+      const rate = rateOf(e.channel);
+      // When it may send: its first delivery is due and its rate allows one.
+      const allowedAt = Math.max(e.due, (e.tat ?? 0) - (rate.burst - 1) * rate.intervalMs);
+      return { ...e, rate, allowedAt };
+    });
+  const gathered = ready.filter((e) => e.allowedAt <= horizon);
+  const sendAt = Math.max(now, ...gathered.map((e) => e.allowedAt));
   const leased: Leased[] = [];
   let more = false;
   // In a random order: endpoints sending in the same run reach the platform in that order, and a
   // limit counted over all of them (one request in ten refused) must not fall on the same one each time.
   for (const e of shuffled(ready)) {
     const room = CHANNEL_BATCH - leased.length;
+    if (e.allowedAt > horizon) {
+      sql.exec(DEFER_SQL, e.allowedAt, e.endpoint_id, e.allowedAt);
+      continue;
+    }
     if (room <= 0) {
       more = true;
-      break;
+      continue;
     }
-    const rate = CHANNEL_RATES[isChannelType(e.channel) ? e.channel : "slack"];
-    const pace = paceAt(e.tat, now, rate, Math.min(e.n, room));
-    if (pace.count > 0) {
-      const rows = sql.exec<Leased>(ENDPOINT_LEASE_SQL, e.endpoint_id, now, pace.count).toArray();
-      for (const d of rows)
-        sql.exec(
-          "UPDATE deliveries SET attempts = attempts + 1, next_at = ? WHERE reminder_id = ? AND channel = ? AND contact_id = 0",
-          now + LEASE_MS,
-          d.reminder_id,
-          d.channel,
-        );
-      leased.push(...rows);
+    const planned = paceAt(e.tat, sendAt, e.rate, Math.min(e.n, room));
+    const rows = sql.exec<Leased>(ENDPOINT_LEASE_SQL, e.endpoint_id, sendAt, planned.count).toArray();
+    const pace = paceAt(e.tat, sendAt, e.rate, rows.length);
+    for (const d of rows)
+      sql.exec(
+        "UPDATE deliveries SET attempts = attempts + 1, next_at = ? WHERE reminder_id = ? AND channel = ? AND contact_id = 0",
+        now + LEASE_MS,
+        d.reminder_id,
+        d.channel,
+      );
+    leased.push(...rows);
+    if (rows.length > 0)
       sql.exec(
         "INSERT INTO channel_pace (endpoint_id, tat) VALUES (?, ?) ON CONFLICT (endpoint_id) DO UPDATE SET tat = excluded.tat",
         e.endpoint_id,
         pace.tat,
       );
-    }
-    if (e.n > pace.count) {
-      if (pace.count === room) more = true;
+    if (e.n > rows.length) {
+      if (rows.length === room) more = true;
       // The rest wait for the endpoint's rate: the alarm sleeps till then instead of spinning.
       else sql.exec(DEFER_SQL, pace.nextAt, e.endpoint_id, pace.nextAt);
     }
   }
-  return { leased, more };
+  return { leased, more, sendAt };
+}
+
+/**
+ * A send leaving later than planned (the run's D1 read took a while): the endpoint's next turn
+ * counts from when it left, so two sends are never closer than its interval.
+ */
+function paceFromSend(storage: DurableObjectStorage, d: Leased, at: number): void {
+  storage.transactionSync(() => {
+    storage.sql.exec(
+      "UPDATE channel_pace SET tat = max(tat, ?) WHERE endpoint_id = ?",
+      at + rateOf(d.channel).intervalMs,
+      d.endpoint_id,
+    );
+  });
 }
 
 /** `list` in a random order (Fisher–Yates), as a new array. */
@@ -281,6 +328,8 @@ async function deliverOne(
   env: Env,
   companyId: number,
   fetcher: typeof fetch,
+  /** Called as the request leaves. */
+  leaving: () => void,
 ): Promise<Outcome> {
   const endpoint = facts.endpoints.get(d.endpoint_id);
   if (!endpoint) return { state: "no_recipient", recipient: null, error: `channel ${d.endpoint_id} no longer exists` };
@@ -340,6 +389,7 @@ async function deliverOne(
     notes: item.notes,
     links,
   });
+  leaving();
   const sent = await sendToChannel({ type: endpoint.type, url, token }, payload, {
     allowPrivate: allowsPrivateUrls(env),
     fetcher,
@@ -475,11 +525,11 @@ export async function deliverChannels(
   clock: ClockContext,
   fetcher: typeof fetch = fetch,
 ): Promise<{ more: boolean; sending: Promise<void> }> {
-  let batch: { leased: Leased[]; more: boolean } = { leased: [], more: false };
+  let batch: { leased: Leased[]; more: boolean; sendAt: number } = { leased: [], more: false, sendAt: 0 };
   clock.storage.transactionSync(() => {
     batch = leaseChannels(clock.sql, Date.now());
   });
-  const { leased, more } = batch;
+  const { leased, more, sendAt } = batch;
   if (leased.length === 0) return { more, sending: Promise.resolve() };
   let facts: Facts;
   try {
@@ -494,10 +544,15 @@ export async function deliverChannels(
     return { more, sending: Promise.resolve() };
   }
   const sending = (async () => {
+    // The run's instant: every endpoint due by then sends together (GATHER_MS).
+    const wait = sendAt - Date.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     await eachInPool(leased, CONCURRENCY, async (d) => {
       let outcome: Outcome;
       try {
-        outcome = await deliverOne(d, facts, clock.env, clock.companyId, fetcher);
+        outcome = await deliverOne(d, facts, clock.env, clock.companyId, fetcher, () =>
+          paceFromSend(clock.storage, d, Date.now()),
+        );
       } catch (error) {
         outcome = { state: "retry", recipient: null, error: `not sent: ${String(error)}` };
       }

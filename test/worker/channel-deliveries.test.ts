@@ -255,6 +255,29 @@ describe("pacing, retries and refusals", () => {
     expect(requests).toHaveLength(2);
   });
 
+  it("endpoints due within a few ms of one another send together, at the latest one's instant", async () => {
+    const account = await createAccount();
+    const channels: Array<{ channel_id: number }> = [];
+    for (const name of ["#a", "#b", "#c"]) channels.push(await slackChannel(account.ownerToken, { name }));
+    const requests = await platform(account.companyId);
+    for (const channel of channels) {
+      const item = await createItem(account.ownerToken);
+      await dueReminder(account, item.item_id, { channel_id: channel.channel_id });
+    }
+    // #c was throttled: its turn comes 30 ms after the others'.
+    const turn = Date.now() + 30;
+    await runInDurableObject(stub(account.companyId), (_i, state) => {
+      state.storage.sql.exec(
+        "INSERT INTO channel_pace (endpoint_id, tat) VALUES (?, ?)",
+        channels[2]!.channel_id,
+        turn,
+      );
+    });
+    await runClock(account.companyId);
+    expect(requests).toHaveLength(3);
+    for (const r of requests) expect(r.at).toBeGreaterThanOrEqual(turn);
+  });
+
   it("a 429 waits its Retry-After, and the endpoint sends nothing else before it", async () => {
     const account = await createAccount();
     const channel = await slackChannel(account.ownerToken);
