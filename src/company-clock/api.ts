@@ -26,6 +26,8 @@ export interface ReminderInput extends ReminderTime {
   /** null: the item's contact; undefined: unchanged (PATCH) or the item's contact. A contact or a group, not both. */
   contactId?: number | null;
   groupId?: number | null;
+  /** A channel endpoint (then channels is its type): null: contacts again; undefined: unchanged (PATCH) or none. */
+  channelId?: number | null;
   always?: boolean;
   unlessAck?: boolean;
   channels?: Channel[];
@@ -35,6 +37,8 @@ export interface DeliveryView {
   channel: string;
   /** The recipient (a contact of the company); null while not resolved yet, or when there was nobody. */
   contact_id: number | null;
+  /** The channel endpoint of a delivery to one; null for a contact's. */
+  channel_id: number | null;
   state: DeliveryState;
   attempts: number;
   recipient: string | null;
@@ -55,6 +59,7 @@ export interface ReminderView {
   rtype: number | null;
   contact_id: number;
   group_id: number | null;
+  channel_id: number | null;
   always: boolean;
   unless_acknowledged: boolean;
   channels: string[];
@@ -121,6 +126,8 @@ export type ProblemDeliveryRow = {
   reminder_id: number;
   item_id: number;
   contact_id: number;
+  /** A channel endpoint's delivery (contact_id 0); null: a contact's. */
+  endpoint_id: number | null;
   channel: string;
   state: DeliveryState;
   recipient: string | null;

@@ -316,7 +316,7 @@ export function suppressedAmong(sql: SqlStorage, addresses: string[]): Map<strin
 const MAX_TIME = 8.64e15;
 
 /** One state's problem deliveries below a keyset position: an ordered range of deliveries_problems. */
-export const PROBLEM_PAGE_SQL = `SELECT d.reminder_id, r.item_id, d.contact_id, d.channel, d.state, d.recipient, d.last_error AS reason,
+export const PROBLEM_PAGE_SQL = `SELECT d.reminder_id, r.item_id, d.contact_id, d.endpoint_id, d.channel, d.state, d.recipient, d.last_error AS reason,
     d.bounce_kind, d.bounce_status, d.attempts, d.changed_at
   FROM deliveries d JOIN reminders r ON r.reminder_id = d.reminder_id
   WHERE d.state = ? AND d.changed_at >= ? AND (d.changed_at, d.reminder_id, d.contact_id) < (?, ?, ?)

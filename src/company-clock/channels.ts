@@ -38,5 +38,8 @@ export function channelProblem(env: Env, channel: Channel): string | null {
       );
     case "webhook":
       return WEBHOOK_CHANNEL_PROBLEM;
+    default:
+      // A channel endpoint's platform: checked against the company's endpoints (channel_id).
+      return null;
   }
 }

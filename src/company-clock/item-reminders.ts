@@ -127,6 +127,7 @@ const auditView = (itemId: number, view: ReminderView) => ({
   rtype: view.rtype,
   contact_id: view.contact_id,
   group_id: view.group_id,
+  channel_id: view.channel_id,
   always: view.always,
   unless_acknowledged: view.unless_acknowledged,
   channels: view.channels,
@@ -173,6 +174,7 @@ export async function addReminder(
         to: {
           contactId: input.contactId ?? null,
           groupId: input.groupId ?? null,
+          channelId: input.channelId ?? null,
           always: input.always === true,
           unlessAck: input.unlessAck === true,
         },
@@ -271,6 +273,13 @@ export async function updateReminder(
         sql.exec(
           "UPDATE reminders SET group_id = ?, contact_id = NULL WHERE reminder_id = ? AND " + "state <> 'sent'",
           input.groupId,
+          reminderId,
+        );
+      // A channel endpoint replaces contacts as receivers (its type is then the reminder's channels); null: contacts again.
+      if (input.channelId !== undefined)
+        sql.exec(
+          "UPDATE reminders SET channel_id = ? WHERE reminder_id = ? AND state <> 'sent'",
+          input.channelId,
           reminderId,
         );
       if (input.always !== undefined || input.unlessAck !== undefined) {

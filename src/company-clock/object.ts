@@ -10,6 +10,7 @@ import type { Env } from "../env";
 import { fetchTransport, type WebhookTransport } from "../webhooks/delivery";
 import type { BounceReport, CompanyClockRpc, DigestListQuery, ProblemQuery, ReminderInput } from "./api";
 import { flushContactMarks, problemDeliveries, recordBounce } from "./bounces";
+import { deliverChannels } from "./channel-deliveries";
 import { companyDb, settle, type ClockContext } from "./context";
 import { deliverDigests, digestsChecked, listDigests, planDigests, refreshDigests } from "./digests";
 import { Bookkeeping, forgetInD1 } from "./handoff/bookkeeping";
@@ -32,6 +33,10 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
   transports: Transports;
   /** How webhook deliveries leave (fetch, 5 s timeout); replaced by tests, which capture the requests. */
   webhookTransport: WebhookTransport = fetchTransport;
+  /** How channel messages leave (fetch); replaced by tests that stand in for a platform. */
+  channelFetch: typeof fetch = (input, init) => fetch(input, init);
+  /** The sends the last alarm run started, settled once each recorded its outcome (for tests). */
+  channelSending: Promise<void> = Promise.resolve();
   /** Items whose reminders a call is changing (their D1 view invalidated, the change not yet made). */
   private readonly changing = new Map<number, number>();
   private readonly bookkeeping: Bookkeeping;
@@ -245,6 +250,12 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
       logError("webhook events not taken", companyId, error);
     }
     more.push((await deliverDue(clock.storage, this.env, (await clock.db()).d1, companyId, this.transports)).more);
+    // Channel messages are sent without holding this run (each records its outcome when answered);
+    // waitUntil keeps the object running till they are (compatibility date 2026-10-01 or later).
+    const channels = await deliverChannels(clock, this.channelFetch);
+    this.channelSending = channels.sending;
+    this.ctx.waitUntil(channels.sending);
+    more.push(channels.more);
     await this.checkDigests(clock);
     // Digests are planned after reminders were delivered (folded into them), then sent. A D1 outage
     // postpones the plan by a minute (its own retry) and must not stop the rest.

@@ -10,7 +10,7 @@ import { eachInPool } from "../lib/pool";
 import { recipientLinks } from "../lib/recipient-links";
 import { unsubscribeLinks } from "../lib/unsubscribe-links";
 import { todayIn } from "../lib/time";
-import { COMPANY_SENDER_SQL, senderOf, type CompanySender } from "./company-facts";
+import { COMPANY_SENDER_SQL, COMPANY_TEMPLATES_SQL, senderOf, templatesOf, type CompanySender } from "./company-facts";
 import { speechFor } from "../i18n/language";
 import { normaliseAddress, suppressedAmong } from "./bounces";
 import { sendEmail, type DeliveryIdentity } from "./email-transport";
@@ -95,7 +95,7 @@ export async function deliverDue(
     leased = storage.sql
       .exec<Leased>(
         `SELECT d.reminder_id, d.channel, d.contact_id, d.attempts, r.item_id, r.always FROM deliveries d JOIN reminders r ON r.reminder_id = d.reminder_id
-         WHERE d.state = 'pending' AND d.next_at <= ? AND d.contact_id <> 0 ORDER BY d.next_at LIMIT ?`,
+         WHERE d.state = 'pending' AND d.next_at <= ? AND d.contact_id <> 0 AND d.endpoint_id IS NULL ORDER BY d.next_at LIMIT ?`,
         now,
         DELIVERY_BATCH,
       )
@@ -116,7 +116,10 @@ export async function deliverDue(
     recordOutcomes(storage, leased, outcomes);
   }
   const ready = storage.sql
-    .exec<{ n: number }>("SELECT count(*) AS n FROM deliveries WHERE state = 'pending' AND next_at <= ?", Date.now())
+    .exec<{ n: number }>(
+      "SELECT count(*) AS n FROM deliveries WHERE state = 'pending' AND next_at <= ? AND endpoint_id IS NULL",
+      Date.now(),
+    )
     .one().n;
   return { more: ready > 0 };
 }
@@ -142,7 +145,7 @@ async function resolveFired(
       group_id: number | null;
     }>(
       `SELECT d.reminder_id, d.channel, d.attempts, r.item_id, r.contact_id, r.group_id FROM deliveries d JOIN reminders r ON r.reminder_id = d.reminder_id
-       WHERE d.state = 'pending' AND d.contact_id = 0 AND d.next_at <= ? ORDER BY d.next_at LIMIT ?`,
+       WHERE d.state = 'pending' AND d.contact_id = 0 AND d.endpoint_id IS NULL AND d.next_at <= ? ORDER BY d.next_at LIMIT ?`,
       now,
       RESOLVE_BATCH,
     )
@@ -492,7 +495,7 @@ async function deliveryDetails(
          LEFT JOIN contacts c ON c.id = t.value ->> 2 AND c.company_id = ?1`,
       )
       .bind(companyId, JSON.stringify(targets.map((t) => [t.reminderId, t.itemId, t.contactId]))),
-    db.prepare("SELECT language, subject, intro, footer FROM reminder_templates WHERE company_id = ?").bind(companyId),
+    db.prepare(COMPANY_TEMPLATES_SQL).bind(companyId),
   ]);
   const details = new Map<string, DeliveryDetails>();
   for (const r of rows!.results as Array<Record<string, unknown>>) {
@@ -521,12 +524,7 @@ async function deliveryDetails(
   return {
     company: {
       ...senderOf(companyResult!.results[0] as Record<string, unknown> | undefined),
-      templates: new Map(
-        (templateRows!.results as Array<ReminderTemplateTexts & { language: string }>).map(({ language, ...texts }) => [
-          language,
-          texts,
-        ]),
-      ),
+      templates: templatesOf(templateRows!.results as Array<Record<string, unknown>>),
     },
     details,
   };

@@ -25,6 +25,7 @@ export function reminderView(r: ReminderRow, deliveries: DeliveryView[]): Remind
     rtype: r.rtype,
     contact_id: r.contact_id ?? 0,
     group_id: r.group_id ?? null,
+    channel_id: r.channel_id ?? null,
     always: r.always === 1,
     unless_acknowledged: r.unless_ack === 1,
     channels: JSON.parse(r.channels) as string[],
@@ -41,6 +42,7 @@ function deliveriesOf(sql: SqlStorage, reminderIds: number[]): Map<number, Deliv
       reminder_id: number;
       channel: string;
       contact_id: number;
+      endpoint_id: number | null;
       state: DeliveryState;
       attempts: number;
       recipient: string | null;
@@ -58,6 +60,7 @@ function deliveriesOf(sql: SqlStorage, reminderIds: number[]): Map<number, Deliv
     list.push({
       channel: d.channel,
       contact_id: d.contact_id || null,
+      channel_id: d.endpoint_id ?? null,
       state: d.state,
       attempts: d.attempts,
       recipient: d.recipient,

@@ -275,13 +275,15 @@ function claimDue(clock: ClockContext, now: number, fired: Set<number>): number 
       for (const channel of JSON.parse(r.channels) as string[]) {
         // The webhook channel is the reminder.sent event above; it has no delivery row of its own.
         if (channel === "webhook") continue;
-        // contact_id 0: its recipients are resolved by the delivery run that follows (reminder-delivery.ts).
+        // contact_id 0: its recipients are resolved by the delivery run that follows (reminder-delivery.ts);
+        // a reminder to a channel endpoint has that one delivery (channel-deliveries.ts).
         sql.exec(
           "INSERT OR IGNORE INTO deliveries (reminder_id, channel, contact_id, state, " +
-            "attempts, next_at) VALUES (?, ?, 0, 'pending', 0, ?)",
+            "attempts, next_at, endpoint_id) VALUES (?, ?, 0, 'pending', 0, ?, ?)",
           r.reminder_id,
           channel,
           now,
+          r.channel_id,
         );
       }
       // The snooze is over: what it held before its instant is dropped (its time has passed), the rest goes on.

@@ -2,6 +2,7 @@
 // the Durable Object keeps. Pure.
 
 import { z } from "@hono/zod-openapi";
+import { CHANNEL_TYPES, type ChannelType } from "../channels/urls";
 import { isClockTime, shiftDate, type CalendarUnit } from "../lib/time";
 
 export const UNITS = ["day", "week", "month", "year"] as const;
@@ -25,6 +26,13 @@ export interface Step {
   /** The recipient: a contact of the company, or every contact of a contact group; neither: the item's contact. */
   contact_id?: number | null;
   group_id?: number | null;
+  /**
+   * A channel endpoint of the company (docs/channels.md): the reminder is posted there instead of
+   * going to contacts; contact_id then names who it is for (default: the item's contact).
+   * `channel_type` is its platform, stored with the step when it is saved (a channel's type never changes).
+   */
+  channel_id?: number | null;
+  channel_type?: ChannelType;
   /** An escalation: fires only if nobody has acknowledged the occurrence by then. */
   unless_acknowledged?: boolean;
   /** Sent even when the occurrence is acknowledged (e.g. on the day). */
@@ -111,7 +119,8 @@ export const recipientFields = {
     .openapi({
       example: 42,
       description:
-        "A contact of the company: the reminder goes to them instead of the item's " + "contact. Not with group_id.",
+        "A contact of the company: the reminder goes to them instead of the item's contact. Not with group_id. " +
+        "With channel_id: who the channel's message is for (default: the item's contact).",
     }),
   group_id: positiveId("group_id")
     .nullable()
@@ -119,6 +128,16 @@ export const recipientFields = {
     .openapi({
       example: 7,
       description: `A contact group of the company: the reminder goes to every contact of the group when it fires (de-duplicated by address, the first ${MAX_GROUP_RECIPIENTS} by contact id), each its own delivery. Not with contact_id.`,
+    }),
+  channel_id: positiveId("channel_id")
+    .nullable()
+    .optional()
+    .openapi({
+      example: 3,
+      description:
+        "A channel endpoint of the company (POST /v1/channels: Slack, Teams, Google Chat, Discord, ntfy): the " +
+        "reminder is posted there, and goes to no contact. contact_id may name who it is for (the message shows " +
+        "them; their `channels` preference without `chat` suppresses it). Not with group_id.",
     }),
   unless_acknowledged: flag("unless_acknowledged")
     .optional()
@@ -136,13 +155,25 @@ export const recipientFields = {
     }),
 };
 
-/** contact_id and group_id, always and unless_acknowledged: one of each pair at most (400 naming the field). */
+/** contact_id and group_id, channel_id and group_id, always and unless_acknowledged: one of each pair at most (400 naming the field). */
 export function checkRecipients(
-  v: { contact_id?: number | null; group_id?: number | null; always?: boolean; unless_acknowledged?: boolean },
+  v: {
+    contact_id?: number | null;
+    group_id?: number | null;
+    channel_id?: number | null;
+    always?: boolean;
+    unless_acknowledged?: boolean;
+  },
   ctx: z.RefinementCtx,
 ) {
   if (v.contact_id && v.group_id)
     ctx.addIssue({ code: "custom", path: ["group_id"], message: "give contact_id or group_id, not both" });
+  if (v.channel_id && v.group_id)
+    ctx.addIssue({
+      code: "custom",
+      path: ["group_id"],
+      message: "give channel_id or group_id, not both: a reminder to a channel goes to no contact group",
+    });
   if (v.always && v.unless_acknowledged)
     ctx.addIssue({
       code: "custom",
@@ -179,6 +210,11 @@ export const StepOutput = z
       .int()
       .nullable()
       .openapi({ example: null, description: "The step's contact group; null: none" }),
+    channel_id: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ example: null, description: "The channel endpoint the step posts to; null: none (contacts)" }),
     unless_acknowledged: z.boolean().openapi({
       example: false,
       description: "An escalation: fires only if nobody acknowledged the occurrence by then",
@@ -195,6 +231,7 @@ export const stepOutput = (step: Step): z.infer<typeof StepOutput> => ({
   hour: step.hour,
   contact_id: step.contact_id ?? null,
   group_id: step.group_id ?? null,
+  channel_id: step.channel_id ?? null,
   unless_acknowledged: step.unless_acknowledged === true,
   always: step.always === true,
 });
@@ -223,6 +260,10 @@ export function parseSteps(json: string | null | undefined): Step[] {
       const id = (value: unknown) => (Number.isSafeInteger(value) && (value as number) > 0 ? (value as number) : null);
       if (id(s.group_id)) step.group_id = id(s.group_id);
       else if (id(s.contact_id)) step.contact_id = id(s.contact_id);
+      if (!step.group_id && id(s.channel_id) && (CHANNEL_TYPES as readonly unknown[]).includes(s.channel_type)) {
+        step.channel_id = id(s.channel_id);
+        step.channel_type = s.channel_type as ChannelType;
+      }
       if (s.always === true) step.always = true;
       else if (s.unless_acknowledged === true) step.unless_acknowledged = true;
       return [step];

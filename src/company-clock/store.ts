@@ -3,9 +3,10 @@
 
 import { parseRuleState, renewalDate } from "../lib/recurrence";
 import { isCalendarDate, localToInstant, startOfDayAfter, type CalendarUnit } from "../lib/time";
+import type { ChannelType } from "../channels/urls";
 import { DEFAULT_HOUR, stepDate, type Step } from "./sequence-steps";
 
-export const SCHEMA_VERSION = 9;
+export const SCHEMA_VERSION = 10;
 
 const MIGRATIONS: string[][] = [
   [], // version 0: nothing
@@ -148,6 +149,17 @@ const MIGRATIONS: string[][] = [
     `ALTER TABLE deliveries ADD COLUMN digest TEXT`,
     `CREATE INDEX deliveries_folded ON deliveries (contact_id, reminder_id) WHERE state = 'digested' AND digest IS NULL`,
   ],
+  [
+    // Version 10: channel endpoints (channel-deliveries.ts, docs/channels.md). A reminder may be posted
+    // to a channel (channel_id; its channels list is then the channel's type, and contact_id names
+    // who it is for). Its one delivery names the channel (endpoint_id; contact_id 0: no contact
+    // receives it). channel_pace holds each channel's rate: the instant its next message is due by
+    // the platform's rate (a GCRA "theoretical arrival time"), pushed on by a 429's Retry-After.
+    `ALTER TABLE reminders ADD COLUMN channel_id INTEGER`,
+    `ALTER TABLE deliveries ADD COLUMN endpoint_id INTEGER`,
+    `CREATE INDEX deliveries_channel_next ON deliveries (state, endpoint_id, next_at) WHERE endpoint_id IS NOT NULL`,
+    `CREATE TABLE channel_pace (endpoint_id INTEGER PRIMARY KEY, tat INTEGER NOT NULL)`,
+  ],
 ];
 
 /** How long an applied request is remembered: longer than an Idempotency-Key lives (24 h). */
@@ -240,7 +252,7 @@ export const DELIVERY_STATES = [
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
 /** The states GET /v1/deliveries lists (docs/bounces.md). */
 export const PROBLEM_STATES = ["bounced", "complained", "suppressed", "failed"] as const;
-export type Channel = "email" | "sms" | "webhook";
+export type Channel = "email" | "sms" | "webhook" | ChannelType;
 
 export type Origin = "sequence" | "manual" | "expiry" | "snooze";
 
@@ -259,6 +271,8 @@ export type ReminderRow = {
   always: number;
   unless_ack: number;
   channels: string;
+  /** A channel endpoint the reminder is posted to (then no contact receives it); null: contacts. */
+  channel_id: number | null;
   state: ReminderState;
   sent_at: number | null;
   created_at: number;
@@ -296,6 +310,8 @@ export function reminder(sql: SqlStorage, itemId: number, reminderId: number): R
 export interface Recipients {
   contactId: number | null;
   groupId: number | null;
+  /** A channel endpoint instead of contacts (contactId: who it is for). */
+  channelId?: number | null;
   /** Sent even when the occurrence is acknowledged. */
   always: boolean;
   /** An escalation: fires only if nobody acknowledged by then (as every reminder but `always` ones). */
@@ -316,10 +332,10 @@ export interface NewReminder {
 }
 
 const REMINDER_COLUMNS =
-  "item_id, origin, date, hour, due_at, period, unit, rtype, contact_id, group_id, always, unless_ack, channels, state, created_at";
-const REMINDER_VALUES = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)";
-/** Rows per INSERT: 14 parameters each, under SQLite's usual limit of 100 bound parameters. */
-const REMINDERS_PER_INSERT = 7;
+  "item_id, origin, date, hour, due_at, period, unit, rtype, contact_id, group_id, channel_id, always, unless_ack, channels, state, created_at";
+const REMINDER_VALUES = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)";
+/** Rows per INSERT: 15 parameters each, under SQLite's usual limit of 100 bound parameters. */
+const REMINDERS_PER_INSERT = 6;
 
 function reminderParams(r: NewReminder): SqlStorageValue[] {
   return [
@@ -333,6 +349,7 @@ function reminderParams(r: NewReminder): SqlStorageValue[] {
     r.relative?.rtype ?? null,
     r.to.contactId,
     r.to.groupId,
+    r.to.channelId ?? null,
     r.to.always ? 1 : 0,
     r.to.unlessAck ? 1 : 0,
     JSON.stringify(r.channels),
@@ -390,10 +407,12 @@ export function sequenceReminders(
       to: {
         contactId: step.contact_id ?? null,
         groupId: step.group_id ?? null,
+        channelId: step.channel_id && step.channel_type ? step.channel_id : null,
         always: step.always === true,
         unlessAck: step.unless_acknowledged === true,
       },
-      channels,
+      // A step to a channel endpoint is posted there only.
+      channels: step.channel_id && step.channel_type ? [step.channel_type] : channels,
       now,
     });
   }

@@ -338,3 +338,17 @@ export function nextDailyRun(now: number, hour: string, zone: string): { date: s
   }
   return { date, at };
 }
+
+/**
+ * How long a `Retry-After` header (RFC 9110: delay-seconds or an HTTP-date) asks to wait from `now`,
+ * in ms, at most `max`; null when it is absent or says nothing usable. A date in the past is 0.
+ */
+export function retryAfterDelay(value: string | null | undefined, now: number, max: number): number | null {
+  const text = value?.trim() ?? "";
+  if (text === "") return null;
+  if (/^\d{1,10}$/.test(text)) return Math.min(Number(text) * 1000, max);
+  if (text.length > 40) return null;
+  const at = Date.parse(text);
+  if (!Number.isFinite(at) || !/[a-z]/i.test(text)) return null;
+  return Math.min(Math.max(at - now, 0), max);
+}

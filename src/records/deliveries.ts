@@ -41,7 +41,7 @@ export async function listProblemDeliveries(
       .bind(
         companyId,
         JSON.stringify([...new Set(pageRows.map((r) => r.item_id))]),
-        JSON.stringify([...new Set(pageRows.map((r) => r.contact_id))]),
+        JSON.stringify([...new Set(pageRows.flatMap((r) => (r.endpoint_id === null ? [r.contact_id] : [])))]),
       )
       .all<{ k: string; name: string | null }>();
     for (const row of found.results) names.set(row.k, row.name);
@@ -53,7 +53,11 @@ export async function listProblemDeliveries(
       channel: r.channel as ProblemDelivery["channel"],
       state: r.state as ProblemDelivery["state"],
       item: { item_id: r.item_id, title: names.get(`i${r.item_id}`) ?? null },
-      contact: { contact_id: r.contact_id, name: names.get(`c${r.contact_id}`) ?? null, address: r.recipient },
+      contact:
+        r.endpoint_id === null
+          ? { contact_id: r.contact_id, name: names.get(`c${r.contact_id}`) ?? null, address: r.recipient }
+          : null,
+      channel_endpoint: r.endpoint_id === null ? null : { channel_id: r.endpoint_id, name: r.recipient },
       reason: r.reason,
       bounce:
         r.bounce_kind && r.bounce_status

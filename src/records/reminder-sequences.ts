@@ -2,7 +2,8 @@ import { and, asc, count, desc, eq, ne, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { MAX_ATTEMPTS, lostRace, writeBatch } from "../db/guarded";
-import { companies, contactGroups, contacts, items, reminderSequences } from "../db/schema";
+import { channelEndpoints, companies, contactGroups, contacts, items, reminderSequences } from "../db/schema";
+import type { ChannelType } from "../channels/urls";
 import { echo } from "../lib/echo";
 import { badRequest, conflict, notFound } from "../lib/errors";
 import { toFlag } from "../lib/schemas";
@@ -37,44 +38,55 @@ export function sequenceOutput(row: SequenceRow): ReminderSequenceOutput {
  * Steps as stored in reminder_sequences.steps: normalised (unit singular, hour filled in), in order;
  * a recipient and an acknowledgement rule only when the step has them.
  */
-export const stepsJson = (steps: Step[]) =>
+export const stepsJson = (steps: Step[], channelTypes: Map<number, ChannelType> = new Map()) =>
   JSON.stringify(
-    steps.map(({ period, unit, type, hour, contact_id, group_id, always, unless_acknowledged }) => ({
+    steps.map(({ period, unit, type, hour, contact_id, group_id, channel_id, always, unless_acknowledged }) => ({
       period,
       unit,
       type,
       hour,
       ...(group_id ? { group_id } : contact_id ? { contact_id } : {}),
+      ...(channel_id && channelTypes.has(channel_id) ? { channel_id, channel_type: channelTypes.get(channel_id) } : {}),
       ...(always ? { always: true } : unless_acknowledged ? { unless_acknowledged: true } : {}),
     })),
   );
 
+const REF_NAMES: Record<string, string> = {
+  group_id: "contact group",
+  contact_id: "contact",
+  channel_id: "channel",
+};
+
 /**
- * 400 naming the first step whose contact or contact group is not the company's
- * (`reminders.2.group_id`): one read for every step. A group deleted later leaves its steps
- * without recipients (their deliveries say so when they fire).
+ * 400 naming the first step whose contact, contact group or channel is not the company's
+ * (`reminders.2.group_id`): one read for every step. The channels' types, for the stored steps. A
+ * group or channel deleted later leaves its steps without recipients (their deliveries say so when they fire).
  */
-async function checkStepRecipients(db: Db, companyId: number, steps: Step[]): Promise<void> {
-  const refs = steps.flatMap((step, i) =>
-    step.group_id
+async function checkStepRecipients(db: Db, companyId: number, steps: Step[]): Promise<Map<number, ChannelType>> {
+  const refs = steps.flatMap((step, i) => [
+    ...(step.group_id
       ? [{ i, kind: "group_id", id: step.group_id }]
       : step.contact_id
         ? [{ i, kind: "contact_id", id: step.contact_id }]
-        : [],
-  );
-  if (refs.length === 0) return;
-  const missing = await db.all<{ i: number; kind: string; id: number }>(sql`
-    SELECT r.value ->> '$.i' AS i, r.value ->> '$.kind' AS kind, r.value ->> '$.id' AS id FROM json_each(${JSON.stringify(refs)}) AS r
-    WHERE NOT CASE r.value ->> '$.kind'
-      WHEN 'group_id' THEN EXISTS (SELECT 1 FROM ${contactGroups} AS g WHERE g.id = r.value ->> '$.id' AND g.company_id = ${companyId})
-      ELSE EXISTS (SELECT 1 FROM ${contacts} AS c WHERE c.id = r.value ->> '$.id' AND c.company_id = ${companyId}) END
-    ORDER BY r.key LIMIT 1`);
-  const first = missing[0];
-  if (first) {
+        : []),
+    ...(step.channel_id ? [{ i, kind: "channel_id", id: step.channel_id }] : []),
+  ]);
+  if (refs.length === 0) return new Map();
+  const found = await db.all<{ i: number; kind: string; id: number; channel_type: string | null; present: number }>(sql`
+    SELECT r.value ->> '$.i' AS i, r.value ->> '$.kind' AS kind, r.value ->> '$.id' AS id, e.type AS channel_type,
+      CASE r.value ->> '$.kind'
+        WHEN 'group_id' THEN EXISTS (SELECT 1 FROM ${contactGroups} AS g WHERE g.id = r.value ->> '$.id' AND g.company_id = ${companyId})
+        WHEN 'channel_id' THEN e.id IS NOT NULL
+        ELSE EXISTS (SELECT 1 FROM ${contacts} AS c WHERE c.id = r.value ->> '$.id' AND c.company_id = ${companyId}) END AS present
+    FROM json_each(${JSON.stringify(refs)}) AS r
+    LEFT JOIN ${channelEndpoints} AS e ON r.value ->> '$.kind' = 'channel_id' AND e.id = r.value ->> '$.id' AND e.company_id = ${companyId}
+    ORDER BY r.key`);
+  const first = found.find((r) => r.present !== 1);
+  if (first)
     throw badRequest(
-      `reminders.${first.i}.${first.kind}: ${first.kind === "group_id" ? `contact group ${first.id} is not a contact group` : `contact ${first.id} is not a contact`} of the company`,
+      `reminders.${first.i}.${first.kind}: ${REF_NAMES[first.kind]} ${first.id} is not a ${REF_NAMES[first.kind]} of the company`,
     );
-  }
+  return new Map(found.flatMap((r) => (r.channel_type ? [[Number(r.id), r.channel_type as ChannelType]] : [])));
 }
 
 // ---- for other modules (items): conditions that go inside their own statements ----
@@ -134,8 +146,7 @@ export async function getSequence(db: Db, companyId: number, seqId: number): Pro
 export async function createSequence(db: Db, companyId: number, input: CreateSequenceInput): Promise<SequenceRow> {
   const name = input.name;
   const key = nameKey(name);
-  await checkStepRecipients(db, companyId, input.reminders);
-  const steps = stepsJson(input.reminders);
+  const steps = stepsJson(input.reminders, await checkStepRecipients(db, companyId, input.reminders));
   const underLimit = sql`(SELECT count(*) FROM reminder_sequences AS q WHERE q.company_id = ${companyId}) < ${MAX_SEQUENCES}`;
   const isDefault =
     input.isdefault === 1
@@ -199,7 +210,8 @@ export async function updateSequence(
   seqId: number,
   input: UpdateSequenceInput,
 ): Promise<SequenceRow> {
-  if (input.reminders !== undefined) await checkStepRecipients(db, companyId, input.reminders);
+  const channelTypes =
+    input.reminders !== undefined ? await checkStepRecipients(db, companyId, input.reminders) : undefined;
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const current = await getSequence(db, companyId, seqId);
     if (current.isDefault === 1 && input.isdefault === 0) {
@@ -212,7 +224,7 @@ export async function updateSequence(
       changes.name = input.name;
       changes.nameKey = nameKey(input.name);
     }
-    if (input.reminders !== undefined) changes.steps = stepsJson(input.reminders);
+    if (input.reminders !== undefined) changes.steps = stepsJson(input.reminders, channelTypes);
     const makeDefault = input.isdefault === 1 && current.isDefault === 0;
     if (makeDefault) changes.isDefault = 1;
     // isdefault that is already so, alone: nothing to write.

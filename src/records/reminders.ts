@@ -1,9 +1,10 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { contactGroups, contacts, items, reminderSync } from "../db/schema";
+import { channelEndpoints, contactGroups, contacts, items, reminderSync } from "../db/schema";
+import type { ChannelType } from "../channels/urls";
 import type { Env } from "../env";
 import { apiError, badRequest, notFound } from "../lib/errors";
-import { channelProblem, WEBHOOK_CHANNEL_PROBLEM } from "../company-clock/channels";
+import { channelProblem, defaultChannels, WEBHOOK_CHANNEL_PROBLEM } from "../company-clock/channels";
 import { hasSubscriber } from "../webhooks/outbox";
 import { isFailure, type ReminderInput } from "../company-clock/api";
 import { clockFor } from "../company-clock/handoff/worker";
@@ -24,9 +25,9 @@ export async function itemForReminders(
   db: Db,
   companyId: number,
   itemId: number,
-  refs: { contactId?: number | null; groupId?: number | null } = {},
-): Promise<{ syncFirst: boolean }> {
-  const [[item], [contact], [group]] = await db.batch([
+  refs: { contactId?: number | null; groupId?: number | null; channelId?: number | null } = {},
+): Promise<{ syncFirst: boolean; channelType: ChannelType | null }> {
+  const [[item], [contact], [group], [channel]] = await db.batch([
     db
       .select({
         pending: sql<number>`(${reminderSync.version} IS NULL OR ${reminderSync.version} > ${reminderSync.syncedVersion})`,
@@ -42,11 +43,16 @@ export async function itemForReminders(
       .select({ id: contactGroups.id })
       .from(contactGroups)
       .where(and(eq(contactGroups.id, refs.groupId ?? 0), eq(contactGroups.companyId, companyId))),
+    db
+      .select({ type: channelEndpoints.type })
+      .from(channelEndpoints)
+      .where(and(eq(channelEndpoints.id, refs.channelId ?? 0), eq(channelEndpoints.companyId, companyId))),
   ]);
   if (!item) throw notFound("Item");
   if (refs.contactId && !contact) throw badRequest(`contact_id ${refs.contactId} does not exist`);
   if (refs.groupId && !group) throw badRequest(`group_id ${refs.groupId} is not a contact group of the company`);
-  return { syncFirst: item.pending === 1 };
+  if (refs.channelId && !channel) throw badRequest(`channel_id ${refs.channelId} is not a channel of the company`);
+  return { syncFirst: item.pending === 1, channelType: (channel?.type as ChannelType | undefined) ?? null };
 }
 
 /**
@@ -69,8 +75,18 @@ export async function checkChannels(
   }
 }
 
-/** The request body as the Durable Object takes it (contact_id 0: the item's contact). */
-export function reminderInput(body: Partial<CreateReminderInput>): ReminderInput {
+/**
+ * The request body as the Durable Object takes it (contact_id 0: the item's contact). A channel
+ * endpoint (`channelType`: its platform, read with the item) makes the reminder's channels its type
+ * and clears a group; `channels` or `group_id` without channel_id make it a reminder to contacts again.
+ */
+export function reminderInput(
+  env: Env,
+  body: Partial<CreateReminderInput>,
+  channelType: ChannelType | null = null,
+): ReminderInput {
+  const toChannel = body.channel_id && channelType ? { channelId: body.channel_id, channels: [channelType] } : null;
+  const toContacts = body.channel_id === null || body.channels !== undefined || body.group_id !== undefined;
   return {
     date: body.date,
     hour: body.hour,
@@ -78,10 +94,13 @@ export function reminderInput(body: Partial<CreateReminderInput>): ReminderInput
     unit: body.unit,
     rtype: body.rtype,
     contactId: body.contact_id === undefined ? undefined : body.contact_id || null,
-    groupId: body.group_id === undefined ? undefined : body.group_id || null,
+    groupId: toChannel ? null : body.group_id === undefined ? undefined : body.group_id || null,
     always: body.always,
     unlessAck: body.unless_acknowledged,
-    channels: body.channels,
+    channelId: toChannel ? toChannel.channelId : toContacts ? null : undefined,
+    channels: toChannel
+      ? toChannel.channels
+      : (body.channels ?? (body.channel_id === null ? defaultChannels(env) : undefined)),
   };
 }
 

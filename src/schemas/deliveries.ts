@@ -1,6 +1,7 @@
 // GET /v1/deliveries: the company's problem deliveries (docs/bounces.md).
 import { z } from "@hono/zod-openapi";
 import { PROBLEM_STATES } from "../company-clock/store";
+import { CHANNEL_TYPES } from "../channels/urls";
 import { keysetPageQuery } from "../lib/schemas";
 import { instant } from "./audit-log";
 
@@ -26,22 +27,45 @@ export type ListDeliveriesInput = z.infer<typeof ListDeliveriesQuery>;
 export const ProblemDeliverySchema = z
   .object({
     reminder_id: z.number().int().openapi({ example: 311 }),
-    channel: z.enum(["email", "sms"]).openapi({ example: "email" }),
+    channel: z.enum(["email", "sms", ...CHANNEL_TYPES]).openapi({
+      example: "email",
+      description: "email or sms to a contact, or a channel endpoint's platform (then `channel_endpoint` names it)",
+    }),
     state: z.enum(PROBLEM_STATES).openapi({
       description:
         "bounced: a delivery status notification said it failed (hard or soft); complained: its " +
         "recipient reported it as spam (ARF); suppressed: not sent, the address is suppressed " +
-        "for the company; failed: every attempt to hand it to the provider failed",
+        "for the company, or (a channel endpoint's) the channel is disabled or the contact it is for declined `chat`; " +
+        "failed: every attempt to hand it to the provider failed, or (a channel endpoint's) the platform refused it",
     }),
     item: z.object({
       item_id: z.number().int().openapi({ example: 1201 }),
       title: z.string().nullable().openapi({ example: "Boiler inspection", description: "null: the item was deleted" }),
     }),
-    contact: z.object({
-      contact_id: z.number().int().openapi({ example: 42 }),
-      name: z.string().nullable().openapi({ example: "Ada Lovelace", description: "null: the contact was deleted" }),
-      address: z.string().nullable().openapi({ example: "ada@example.com", description: "Where it was (to be) sent" }),
-    }),
+    // Inline objects, not $refs: a nullable reference is published as allOf without a type.
+    contact: z
+      .object({
+        contact_id: z.number().int().openapi({ example: 42 }),
+        name: z.string().nullable().openapi({ example: "Ada Lovelace", description: "null: the contact was deleted" }),
+        address: z
+          .string()
+          .nullable()
+          .openapi({ example: "ada@example.com", description: "Where it was (to be) sent" }),
+      })
+      .nullable()
+      .openapi({ description: "The contact it went to; null for a delivery to a channel endpoint" }),
+    channel_endpoint: z
+      .object({
+        channel_id: z.number().int().openapi({ example: 3 }),
+        name: z
+          .string()
+          .nullable()
+          .openapi({ example: "#facilities", description: "The channel's name when it was sent" }),
+      })
+      .nullable()
+      .openapi({
+        description: "Extension: the channel endpoint it was posted to (docs/channels.md); null: a contact's",
+      }),
     reason: z.string().nullable().openapi({ example: "smtp; 550 5.1.1 user unknown" }),
     bounce: z
       .object({

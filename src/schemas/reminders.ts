@@ -17,7 +17,14 @@ const Iso = z.string().openapi({ example: "2027-02-22T08:00:00.000Z", descriptio
 
 const DeliveryEntry = z
   .object({
-    channel: z.string().openapi({ example: "email" }),
+    channel: z.string().openapi({
+      example: "email",
+      description: "email or sms, or the platform of a channel endpoint: slack, teams, google_chat, discord, ntfy",
+    }),
+    channel_id: z.number().int().nullable().openapi({
+      example: null,
+      description: "Extension: the channel endpoint of a delivery to one (docs/channels.md); null: a contact's",
+    }),
     contact_id: z
       .number()
       .int()
@@ -37,7 +44,9 @@ const DeliveryEntry = z
         "bounced: a delivery status notification said the email failed (hard or soft); complained: its recipient " +
         "reported it as spam (docs/bounces.md); suppressed: not sent by the send gate, last_error says why " +
         "(unsubscribed, bounced, complained: the contact's email_status; channel_declined: the contact's channels " +
-        "preference leaves the channel out; address_suppressed: the address bounced or complained for the company)",
+        "preference leaves the channel out (`chat` for a channel endpoint's message about the contact); " +
+        "address_suppressed: the address bounced or complained for the company; channel_disabled: the channel " +
+        "endpoint is disabled, by its owner or after the platform answered 404 or 410)",
     }),
     attempts: z.number().int(),
     recipient: z.string().nullable().openapi({ example: "anna@example.com" }),
@@ -83,6 +92,15 @@ export const ReminderEntry = z
         description:
           "Extension: the contact group it goes to (every contact of it, resolved when it " + "fires); null: none",
       }),
+    channel_id: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({
+        description:
+          "Extension: the channel endpoint it is posted to (Slack, Teams, Google Chat, Discord, ntfy; " +
+          "then `channels` is its platform and no contact receives it); null: contacts",
+      }),
     always: z.boolean().openapi({ description: "Extension: sent even when the item's occurrence is acknowledged" }),
     unless_acknowledged: z.boolean().openapi({
       description: "Extension: an escalation, fired only if nobody acknowledged the occurrence by " + "then",
@@ -117,7 +135,8 @@ const channels = z
   .openapi({
     example: ["email"],
     description:
-      "Default: email (when this deployment can send email). A channel this deployment " + "cannot deliver is 400.",
+      "Default: email (when this deployment can send email). A channel this deployment cannot deliver is 400. " +
+      "To post to a channel endpoint (Slack, Teams…), give channel_id instead.",
   });
 
 const contactId = z
@@ -158,9 +177,20 @@ function checkTime(
   }
 }
 
+/** A reminder to a channel endpoint goes there only: `channels` does not come with it. */
+function checkChannelTarget(v: { channel_id?: number | null; channels?: string[] }, ctx: z.RefinementCtx) {
+  if (v.channel_id && v.channels !== undefined)
+    ctx.addIssue({
+      code: "custom",
+      path: ["channels"],
+      message: "give channel_id or channels, not both: a reminder to a channel endpoint is posted there only",
+    });
+}
+
 const recipients = {
   contact_id: contactId.optional(),
   group_id: recipientFields.group_id,
+  channel_id: recipientFields.channel_id,
   unless_acknowledged: recipientFields.unless_acknowledged,
   always: recipientFields.always,
 };
@@ -170,6 +200,7 @@ export const CreateReminderSchema = z
   .superRefine((v, ctx) => {
     checkTime(v, ctx, true);
     checkRecipients(v, ctx);
+    checkChannelTarget(v, ctx);
   })
   .openapi("CreateReminder", {
     description:
@@ -183,6 +214,7 @@ export const UpdateReminderSchema = z
   .superRefine((v, ctx) => {
     checkTime(v, ctx, false);
     checkRecipients(v, ctx);
+    checkChannelTarget(v, ctx);
   })
   .refine((v) => Object.values(v).some((x) => x !== undefined), { error: "No updatable fields provided" })
   .openapi("UpdateReminder");

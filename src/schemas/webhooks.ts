@@ -6,6 +6,7 @@ import { VIAS } from "../lib/actors";
 import { AcknowledgementSchema, ActionBySchema, ItemListEntrySchema } from "./items";
 import { ReminderEntry } from "./reminders";
 import { TaskSchema } from "./tasks";
+import { ChannelSchema } from "./channels";
 
 /** Most endpoints per company (checked inside the INSERT). */
 export const MAX_ENDPOINTS = 10;
@@ -283,6 +284,23 @@ export const WebhookContactUnsubscribedEventSchema = z
     description: "A contact unsubscribed from the company's reminder emails through its email's unsubscribe link",
   });
 
+export const WebhookChannelDisabledEventSchema = z
+  .object({
+    type: z.enum(["channel.disabled"]),
+    timestamp: eventTimestamp,
+    data: z.object({
+      channel: ChannelSchema,
+      status: z
+        .number()
+        .int()
+        .nullable()
+        .openapi({ example: 404, description: "The platform's HTTP status; null: no request was made (URL refused)" }),
+    }),
+  })
+  .openapi("WebhookChannelDisabledEvent", {
+    description: "A channel endpoint was disabled by the service after its platform said its webhook is gone",
+  });
+
 export const WebhookTestEventSchema = z
   .object({
     type: z.enum(["webhook.test"]),
@@ -333,6 +351,7 @@ export const WebhookPayloadSchema = z
     WebhookTaskEventSchema,
     WebhookFileUploadedEventSchema,
     WebhookContactUnsubscribedEventSchema,
+    WebhookChannelDisabledEventSchema,
     WebhookTestEventSchema,
   ])
   .openapi("WebhookPayload", {
@@ -385,6 +404,7 @@ const ReminderExample = {
   rtype: 1,
   contact_id: 0,
   group_id: null,
+  channel_id: null,
   always: false,
   unless_acknowledged: false,
   channels: ["email"],
@@ -430,6 +450,22 @@ function exampleData(type: EventType): unknown {
       email_status: "unsubscribed",
       email_status_changed_at: "2027-03-02T07:41:09.220Z",
       via: "link",
+    };
+  if (type === "channel.disabled")
+    return {
+      channel: {
+        channel_id: 3,
+        type: "slack",
+        name: "#facilities",
+        url: "https://hooks.slack.com/…Xk9Q",
+        has_access_token: false,
+        language: null,
+        disabled: true,
+        disabled_reason: "the platform answered HTTP 404 to a reminder: the webhook no longer exists",
+        created_at: "2026-11-02 09:12:44",
+        updated_at: "2027-03-01 08:00:01",
+      },
+      status: 404,
     };
   if (type === "webhook.test")
     return { webhook_id: 3, message: "A test event sent by POST /v1/webhooks/{webhook_id}/test" };

@@ -25,6 +25,7 @@ export const EVENT_TYPES = [
   "task.deleted",
   "file.uploaded",
   "contact.unsubscribed",
+  "channel.disabled",
   "webhook.test",
 ] as const;
 
@@ -75,6 +76,11 @@ export const EVENT_DESCRIPTIONS: Record<EventType, string> = {
     "A contact unsubscribed from the company's reminder emails, by its email's unsubscribe link " +
     "(one-click or its page; not sent again while it stays unsubscribed); data: {contact_id, firstname, " +
     "lastname, email, email_status, email_status_changed_at, via}.",
+  "channel.disabled":
+    "A channel endpoint was disabled by the service: its platform answered 404 or 410 to a reminder (the " +
+    "webhook is gone), or its URL is no longer allowed on this deployment (docs/channels.md); not sent when the " +
+    "account owner disables it. data: {channel, status} (the channel as GET /v1/channels/{channel_id} shows " +
+    "it; status: the platform's HTTP status, null when no request was made).",
   "webhook.test":
     "Sent by POST /v1/webhooks/{webhook_id}/test to that endpoint only, whatever it " +
     "subscribes to; data: {webhook_id, message}.",

@@ -520,6 +520,21 @@ describe("every operation through Prism's validating proxy", () => {
     await expectStatus(200, "PATCH", path, { token: t, body: { name: "conformance, renamed", language: "de" } });
     // Nobody listens on port 9: the platform's answer is a failed send, still a 200 of the test.
     await expectStatus(200, "POST", `${path}/test`, { token: t });
+    // A reminder to the channel, moved back to contacts.
+    const item = await expectStatus(201, "POST", "/v1/items", {
+      token: t,
+      body: { title: "Conformance channel reminder", expiry_date: "2031-05-01" },
+    });
+    const reminders = `/v1/items/${item.body.data.item_id}/reminders`;
+    const reminder = await expectStatus(201, "POST", reminders, {
+      token: t,
+      body: { period: 3, unit: "day", rtype: 1, channel_id: channel.body.data.channel_id, unless_acknowledged: true },
+    });
+    await expectStatus(200, "PATCH", `${reminders}/${reminder.body.data.reminder_id}`, {
+      token: t,
+      body: { channel_id: null },
+    });
+    await expectStatus(200, "GET", reminders, { token: t });
     await expectStatus(200, "DELETE", path, { token: t });
   });
 

@@ -361,6 +361,7 @@ describe("the clock's store", () => {
         "bounces",
         "suppressed_addresses",
         "digests",
+        "channel_pace",
       ])
         sql.exec(`DROP TABLE IF EXISTS ${table}`);
       migrate(state.storage, 6);

@@ -268,6 +268,7 @@ describe("the clock's store, version 8", () => {
         "bounces",
         "suppressed_addresses",
         "digests",
+        "channel_pace",
       ])
         sql.exec(`DROP TABLE IF EXISTS ${table}`);
       migrate(state.storage, 7);

@@ -7,6 +7,7 @@ import { clockFor } from "../../src/company-clock/handoff/worker";
 import { SNOOZE_AT_SQL } from "../../src/company-clock/store";
 import { digestPageQuery, FOLDED_SQL, LEASE_SQL } from "../../src/company-clock/digests";
 import { PROBLEM_PAGE_SQL, SOFT_COUNT_SQL, SUPPRESSED_AMONG_SQL } from "../../src/company-clock/bounces";
+import { DEFER_SQL, ENDPOINT_LEASE_SQL, READY_SQL } from "../../src/company-clock/channel-deliveries";
 import { createAccount, createItem, env } from "./helpers";
 
 /** The object's plan of a statement, its steps joined by " | ". */
@@ -74,4 +75,29 @@ it("digests: the list is a range of digests_recent, leases of digests_next, fold
   expect(plans.contact).toMatch(/digests USING (COVERING )?INDEX (sqlite_autoindex_digests_1|digests_recent)/);
   expect(plans.lease).toMatch(/SEARCH digests USING INDEX digests_next \(state=\? AND next_at<\?\)/);
   expect(plans.folded).toMatch(/SEARCH d USING (COVERING )?INDEX deliveries_folded \(contact_id=\?\)/);
+});
+
+it("channel deliveries: the ready endpoints, an endpoint's lease and its deferral are ranges of deliveries_channel_next", async () => {
+  const account = await createAccount();
+  const plans = await runInDurableObject(clockFor(env, account.companyId), (_instance, state) => {
+    const plan = planIn(state);
+    return {
+      ready: plan(READY_SQL, 0),
+      lease: plan(ENDPOINT_LEASE_SQL, 3, 0, 10),
+      defer: plan(
+        DEFER_SQL.replace(/^UPDATE deliveries SET next_at = \? WHERE/, "SELECT 1 FROM deliveries WHERE"),
+        3,
+        0,
+      ),
+    };
+  });
+  expect(plans.ready).toMatch(/SEARCH d USING (COVERING )?INDEX deliveries_channel_next \(state=\?/);
+  expect(plans.ready).not.toMatch(/TEMP B-TREE|SCAN d/);
+  expect(plans.lease).toMatch(
+    /SEARCH d USING INDEX deliveries_channel_next \(state=\? AND endpoint_id=\? AND next_at<\?\)/,
+  );
+  expect(plans.lease).not.toMatch(/SCAN d/);
+  expect(plans.defer).toMatch(
+    /SEARCH deliveries USING (COVERING )?INDEX deliveries_channel_next \(state=\? AND endpoint_id=\? AND next_at<\?\)/,
+  );
 });

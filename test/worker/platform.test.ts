@@ -39,7 +39,7 @@ describe("CompanyClock Durable Object", () => {
     expect(rows).toEqual([
       { key: "company_id", value: "42" },
       { key: "queued_revision", value: "0" },
-      { key: "schema_version", value: "9" },
+      { key: "schema_version", value: "10" },
     ]);
   });
 
@@ -56,6 +56,7 @@ describe("CompanyClock Durable Object", () => {
       "applied_requests",
       "audit_outbox",
       "bounces",
+      "channel_pace",
       "deliveries",
       "digests",
       "events",

@@ -25,6 +25,7 @@ const STANDARD_STEPS = [30, 14, 7, 1, 0].map((period) => ({ period, unit: "day",
 const shown = (step: Record<string, unknown>) => ({
   contact_id: null,
   group_id: null,
+  channel_id: null,
   unless_acknowledged: false,
   always: false,
   ...step,

@@ -1000,6 +1000,7 @@ describe("the webhook event catalogue", () => {
         "WebhookTaskEvent",
         "WebhookFileUploadedEvent",
         "WebhookContactUnsubscribedEvent",
+        "WebhookChannelDisabledEvent",
         "WebhookTestEvent",
       ].map((n) => `#/components/schemas/${n}`),
     );

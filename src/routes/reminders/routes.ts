@@ -76,7 +76,9 @@ remindersRouter.openapi(
       "marks an escalation (fired only if nobody acknowledged by then). `channels` defaults to email; a " +
       "channel this deployment cannot deliver is 400; `webhook` needs an enabled " +
       "webhook endpoint subscribed to `reminder.sent` (the " +
-      "reminder then goes out only as that event, see docs/webhooks.md). An item may " +
+      "reminder then goes out only as that event, see docs/webhooks.md). `channel_id` (instead of `channels`) " +
+      "posts the reminder to a channel endpoint of the company (Slack, Teams, Google Chat, Discord, ntfy: " +
+      "docs/channels.md), paced to the platform's rate; `contact_id` then names who it is for. An item may " +
       "have at most 100 waiting reminders. On a completed or archived item the " +
       "reminder is held until the item is reopened or restored.",
     request: { params: ItemParams, body: jsonBody(CreateReminderSchema) },
@@ -86,15 +88,16 @@ remindersRouter.openapi(
     const itemId = c.req.valid("param").item_id;
     const body = c.req.valid("json");
     await checkChannels(c.env, c.var.db, c.var.companyId, body.channels);
-    const { syncFirst } = await itemForReminders(c.var.db, c.var.companyId, itemId, {
+    const { syncFirst, channelType } = await itemForReminders(c.var.db, c.var.companyId, itemId, {
       contactId: body.contact_id,
       groupId: body.group_id,
+      channelId: body.channel_id,
     });
     const view = unwrap(
       await remindersOf(c.env, c.var.companyId).addReminder(
         c.var.companyId,
         itemId,
-        reminderInput(body),
+        reminderInput(c.env, body, channelType),
         syncFirst,
         await idempotencyKeyFor(c),
         auditActor(c),
@@ -117,7 +120,9 @@ remindersRouter.openapi(
       "makes the reminder absolute; `period`/`unit`/`rtype` " +
       "make it relative to the item's date. The new time must be in the future. A sent " +
       "reminder cannot be changed (400). Extensions: " +
-      "`contact_id`, `channels`. An empty body is 400.",
+      "`contact_id`, `group_id`, `channel_id`, `channels`: `channel_id` makes it a reminder to that channel " +
+      "endpoint (its channels: the platform; a group is cleared); `channel_id: null`, `channels` or `group_id` " +
+      "make it a reminder to contacts again (channels: as sent, else the default). An empty body is 400.",
     request: { params: ReminderParams, body: jsonBody(UpdateReminderSchema) },
     responses: { 200: jsonResponse(ReminderResult, "Reminder updated") },
   }),
@@ -125,16 +130,17 @@ remindersRouter.openapi(
     const { item_id: itemId, reminder_id: reminderId } = c.req.valid("param");
     const body = c.req.valid("json");
     await checkChannels(c.env, c.var.db, c.var.companyId, body.channels);
-    const { syncFirst } = await itemForReminders(c.var.db, c.var.companyId, itemId, {
+    const { syncFirst, channelType } = await itemForReminders(c.var.db, c.var.companyId, itemId, {
       contactId: body.contact_id,
       groupId: body.group_id,
+      channelId: body.channel_id,
     });
     const view = unwrap(
       await remindersOf(c.env, c.var.companyId).updateReminder(
         c.var.companyId,
         itemId,
         reminderId,
-        reminderInput(body),
+        reminderInput(c.env, body, channelType),
         syncFirst,
         await idempotencyKeyFor(c),
         auditActor(c),

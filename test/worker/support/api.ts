@@ -562,6 +562,7 @@ export interface components {
             rtype: number | null;
             contact_id: number;
             group_id: number | null;
+            channel_id: number | null;
             always: boolean;
             unless_acknowledged: boolean;
             channels: string[];
@@ -570,6 +571,7 @@ export interface components {
         };
         ReminderDelivery: {
             channel: string;
+            channel_id: number | null;
             contact_id: number | null;
             /** @enum {string} */
             state: "pending" | "sent" | "failed" | "no_recipient" | "skipped" | "bounced" | "complained" | "suppressed" | "digested";
@@ -690,6 +692,7 @@ export interface components {
             hour: string;
             contact_id: number | null;
             group_id: number | null;
+            channel_id: number | null;
             unless_acknowledged: boolean;
             always: boolean;
         };
@@ -719,6 +722,7 @@ export interface components {
             hour: string;
             contact_id?: number | null;
             group_id?: number | null;
+            channel_id?: number | null;
             unless_acknowledged?: boolean;
             always?: boolean;
         };
@@ -872,6 +876,7 @@ export interface components {
             rtype?: 1 | 2;
             contact_id?: number;
             group_id?: number | null;
+            channel_id?: number | null;
             unless_acknowledged?: boolean;
             always?: boolean;
             channels?: ("email" | "sms" | "webhook")[];
@@ -886,6 +891,7 @@ export interface components {
             rtype?: 1 | 2;
             contact_id?: number;
             group_id?: number | null;
+            channel_id?: number | null;
             unless_acknowledged?: boolean;
             always?: boolean;
             channels?: ("email" | "sms" | "webhook")[];
@@ -916,7 +922,7 @@ export interface components {
         ProblemDelivery: {
             reminder_id: number;
             /** @enum {string} */
-            channel: "email" | "sms";
+            channel: "email" | "sms" | "slack" | "teams" | "google_chat" | "discord" | "ntfy";
             /** @enum {string} */
             state: "bounced" | "complained" | "suppressed" | "failed";
             item: {
@@ -927,7 +933,11 @@ export interface components {
                 contact_id: number;
                 name: string | null;
                 address: string | null;
-            };
+            } | null;
+            channel_endpoint: {
+                channel_id: number;
+                name: string | null;
+            } | null;
             reason: string | null;
             bounce: {
                 /** @enum {string} */
@@ -1132,8 +1142,8 @@ export interface components {
             example: components["schemas"]["WebhookPayload"];
         };
         /** @enum {string} */
-        WebhookEventType: "reminder.sent" | "reminder.bounced" | "item.expired" | "item.created" | "item.updated" | "item.renewed" | "item.status_changed" | "item.archived" | "item.restored" | "item.deleted" | "item.acknowledged" | "item.unacknowledged" | "item.snoozed" | "item.unsnoozed" | "task.created" | "task.updated" | "task.deleted" | "file.uploaded" | "contact.unsubscribed" | "webhook.test";
-        WebhookPayload: components["schemas"]["WebhookItemEvent"] | components["schemas"]["WebhookItemActionEvent"] | components["schemas"]["WebhookReminderSentEvent"] | components["schemas"]["WebhookReminderBouncedEvent"] | components["schemas"]["WebhookTaskEvent"] | components["schemas"]["WebhookFileUploadedEvent"] | components["schemas"]["WebhookContactUnsubscribedEvent"] | components["schemas"]["WebhookTestEvent"];
+        WebhookEventType: "reminder.sent" | "reminder.bounced" | "item.expired" | "item.created" | "item.updated" | "item.renewed" | "item.status_changed" | "item.archived" | "item.restored" | "item.deleted" | "item.acknowledged" | "item.unacknowledged" | "item.snoozed" | "item.unsnoozed" | "task.created" | "task.updated" | "task.deleted" | "file.uploaded" | "contact.unsubscribed" | "channel.disabled" | "webhook.test";
+        WebhookPayload: components["schemas"]["WebhookItemEvent"] | components["schemas"]["WebhookItemActionEvent"] | components["schemas"]["WebhookReminderSentEvent"] | components["schemas"]["WebhookReminderBouncedEvent"] | components["schemas"]["WebhookTaskEvent"] | components["schemas"]["WebhookFileUploadedEvent"] | components["schemas"]["WebhookContactUnsubscribedEvent"] | components["schemas"]["WebhookChannelDisabledEvent"] | components["schemas"]["WebhookTestEvent"];
         WebhookItemEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1205,6 +1215,7 @@ export interface components {
             rtype: number | null;
             contact_id: number;
             group_id: number | null;
+            channel_id: number | null;
             always: boolean;
             unless_acknowledged: boolean;
             channels: string[];
@@ -1294,6 +1305,31 @@ export interface components {
                 via: "link";
             };
         };
+        WebhookChannelDisabledEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "channel.disabled";
+            timestamp: string;
+            data: {
+                channel: components["schemas"]["Channel"];
+                status: number | null;
+            };
+        };
+        Channel: {
+            channel_id: number;
+            /** @enum {string} */
+            type: "slack" | "teams" | "google_chat" | "discord" | "ntfy";
+            name: string;
+            url: string;
+            has_access_token: boolean;
+            language: string | null;
+            disabled: boolean;
+            disabled_reason: string | null;
+            created_at: string;
+            updated_at: string;
+        };
         WebhookTestEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1379,19 +1415,6 @@ export interface components {
         };
         ChannelWithUrl: components["schemas"]["Channel"] & {
             url?: string;
-        };
-        Channel: {
-            channel_id: number;
-            /** @enum {string} */
-            type: "slack" | "teams" | "google_chat" | "discord" | "ntfy";
-            name: string;
-            url: string;
-            has_access_token: boolean;
-            language: string | null;
-            disabled: boolean;
-            disabled_reason: string | null;
-            created_at: string;
-            updated_at: string;
         };
         CreateChannel: {
             /** @enum {string} */
