@@ -11,8 +11,13 @@
 //      (POST /v1/items/{id}/reminders {date, hour, channel_id}), spread evenly over the channels,
 //      all at the same minute: the next whole minute after the reminders' creation (estimated from
 //      the items' rate, with a margin);
-//   3. waits until every item was answered 200 (10 minutes at most), and 5 s more for late repeats;
-//   4. checks: every reminder lists one delivery, `sent`, to its channel (GET /v1/items/{id}/reminders).
+//   3. waits until every item was answered 200 or its delivery `failed` (GET /v1/deliveries?state=failed:
+//      six 429s in a row fail a delivery), 10 minutes at most, and 5 s more for late repeats;
+//   4. checks: every reminder lists one delivery to its channel, `sent` for the items answered 200
+//      (GET /v1/items/{id}/reminders).
+// CHANNEL_BENCH_429=per-endpoint counts the receiver's every 10th request per endpoint instead: the
+// engine sends to the 10 endpoints in step, once a second each, so the count over all paths gives
+// every 429 to the endpoint served last in each second (bench/results.md, 2026-11-27).
 // The table, per round: the time from the minute to the last 200; the time the rate implies (the most
 // requests any endpoint received, at Slack's 1 a second) and the ratio; the smallest gap between two
 // requests to one endpoint; the most requests to one endpoint within any second; items answered 200
@@ -24,7 +29,14 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { executeSql } from "../scripts/lib/local.ts";
-import { OK, pacingByPath, startReceiver, type ReceivedRequest, type Receiver } from "../test/e2e/support/receiver.ts";
+import {
+  OK,
+  pacingByPath,
+  startReceiver,
+  type ReceivedRequest,
+  type Receiver,
+  type ReceiverAnswer,
+} from "../test/e2e/support/receiver.ts";
 import {
   benchSet,
   expect,
@@ -56,6 +68,8 @@ const SETTLE_MS = 600_000;
 /** After the last item's 200: how long to wait for repeats. */
 const LINGER_MS = 5_000;
 const TARGETS = { ratio: 1.1, maxPerSecond: 1, duplicates: 0, missing: 0 };
+/** `all` (the issue's receiver): every 10th request over all paths; `per-endpoint`: every 10th to each path. */
+const THROTTLE_COUNT = process.env.CHANNEL_BENCH_429 === "per-endpoint" ? "per-endpoint" : "all";
 const VARS = ["--var", "RATE_LIMITS:off", "--var", "WEBHOOKS_ALLOW_PRIVATE_URLS:true"];
 const DAY = 86_400_000;
 
@@ -80,6 +94,11 @@ interface Round {
   firstSeconds: number;
   requests: number;
   throttled: number;
+  /** 429s to the endpoint that got the most, and to the one that got the fewest. */
+  throttledMost: number;
+  throttledLeast: number;
+  /** Deliveries `failed` (GET /v1/deliveries?state=failed). */
+  failed: number;
   /** The most requests any endpoint received. */
   maxRequests: number;
   impliedSeconds: number;
@@ -117,6 +136,10 @@ export function roundFigures(requests: ReceivedRequest[], expected: Set<string>,
       firstSeconds: requests.length > 0 ? (Math.min(...requests.map((r) => r.at)) - minute) / 1000 : Number.NaN,
       requests: requests.length,
       throttled: requests.filter((r) => r.status === 429).length,
+      ...throttledSpread(
+        requests,
+        pacing.map((p) => p.path),
+      ),
       maxRequests,
       impliedSeconds,
       ratio: impliedSeconds > 0 ? lastOkSeconds / impliedSeconds : Number.NaN,
@@ -128,10 +151,41 @@ export function roundFigures(requests: ReceivedRequest[], expected: Set<string>,
   };
 }
 
+function throttledSpread(requests: ReceivedRequest[], paths: string[]) {
+  const counts = new Map(paths.map((p) => [p, 0]));
+  for (const r of requests) if (r.status === 429) counts.set(r.path, (counts.get(r.path) ?? 0) + 1);
+  const values = [...counts.values()];
+  return { throttledMost: Math.max(0, ...values), throttledLeast: values.length ? Math.min(...values) : 0 };
+}
+
+/** Answers 429 (`Retry-After: 1`) to every THROTTLE_EVERY-th request, over all paths or per path. */
+function throttler(count: "all" | "per-endpoint") {
+  const perPath = new Map<string, number>();
+  return (r: ReceivedRequest): ReceiverAnswer => {
+    const n = count === "all" ? r.n : (perPath.get(r.path) ?? 0) + 1;
+    perPath.set(r.path, n);
+    return n % THROTTLE_EVERY === 0
+      ? { status: 429, headers: { "retry-after": String(RETRY_AFTER_SECONDS) }, body: "rate_limited" }
+      : OK;
+  };
+}
+
 export async function runChannelDeliveriesBench(options: ChannelDeliveriesBenchOptions): Promise<number> {
   const { started, base, log, scope, getJson, postJson, fetchToken } = benchSet("channel-deliveries", options);
   const errors: string[] = [];
   const rounds: Round[] = [];
+  /** How many deliveries are `failed` (pages of 100). */
+  const failedDeliveries = async (token: string): Promise<number> => {
+    let count = 0;
+    let cursor = "";
+    for (;;) {
+      const page = await getJson(`/v1/deliveries?state=failed&limit=100${cursor ? `&cursor=${cursor}` : ""}`, token);
+      expect(page.status === 200, `GET /v1/deliveries: ${page.status} ${JSON.stringify(page.body).slice(0, 200)}`);
+      count += page.body.data.length;
+      if (!page.body.meta.next_cursor) return count;
+      cursor = page.body.meta.next_cursor;
+    }
+  };
   let receiver: Receiver | undefined;
   try {
     for (let round = 1; round <= options.rounds; round++) {
@@ -142,11 +196,7 @@ export async function runChannelDeliveriesBench(options: ChannelDeliveriesBenchO
         "UPDATE accounts SET max_documents = 1000000 WHERE id = 1",
         "UPDATE companies SET documents_limit = 1000000 WHERE id = 1",
       ]);
-      receiver = await startReceiver((r) =>
-        r.n % THROTTLE_EVERY === 0
-          ? { status: 429, headers: { "retry-after": String(RETRY_AFTER_SECONDS) }, body: "rate_limited" }
-          : OK,
-      );
+      receiver = await startReceiver(throttler(THROTTLE_COUNT));
       let child: ChildProcess | undefined;
       try {
         child = await startBenchServer(options.port, persistTo, VARS);
@@ -201,10 +251,19 @@ export async function runChannelDeliveriesBench(options: ChannelDeliveriesBenchO
           `round ${round}: ${ITEMS} reminders created, ${((minute - Date.now()) / 1000).toFixed(0)} s before the minute`,
         );
         await sleep(minute - Date.now());
-        for (;;) {
+        let failed = 0;
+        let progressAt = Date.now();
+        for (let tick = 1; ; tick++) {
           await sleep(1_000);
           const { delivered } = roundFigures(receiver.requests, expected, minute);
-          if (delivered >= ITEMS) break;
+          if (tick % 5 === 0 || delivered >= ITEMS) failed = await failedDeliveries(token);
+          if (delivered + failed >= ITEMS) break;
+          if (Date.now() - progressAt >= 15_000) {
+            progressAt = Date.now();
+            log(
+              `round ${round}: ${delivered} items answered 200, ${failed} deliveries failed, ${receiver.requests.length} requests`,
+            );
+          }
           if (Date.now() > minute + SETTLE_MS) {
             errors.push(`round ${round}: ${delivered} of ${ITEMS} items answered 200 within ${SETTLE_MS / 1000} s`);
             break;
@@ -214,7 +273,13 @@ export async function runChannelDeliveriesBench(options: ChannelDeliveriesBenchO
         const loadAfter = loadavg()[0]!;
         const { figures, unknown } = roundFigures(receiver.requests, expected, minute);
         if (unknown > 0) errors.push(`round ${round}: ${unknown} requests named no item of the round`);
-        // Each reminder lists its one delivery, sent to its channel.
+        failed = await failedDeliveries(token);
+        if (figures.missing !== failed)
+          errors.push(`round ${round}: ${figures.missing} items never answered 200, but ${failed} deliveries failed`);
+        // Each reminder lists its one delivery to its channel, sent when its item was answered 200.
+        const answered = new Set(
+          receiver.requests.filter((r) => r.status === 200).map((r) => ITEM_IN_BODY.exec(r.body)?.[1]),
+        );
         const wrong: string[] = [];
         await inPool(ITEMS, CONCURRENCY, async (i) => {
           const res = await getJson(`/v1/items/${items[i]}/reminders`, token);
@@ -224,7 +289,8 @@ export async function runChannelDeliveriesBench(options: ChannelDeliveriesBenchO
             res.status === 200 &&
             sent.length === 1 &&
             deliveries.length === 1 &&
-            deliveries[0].state === "sent" &&
+            deliveries[0].state ===
+              (answered.has(titleOf(round, i).slice("Bench permit ".length)) ? "sent" : "failed") &&
             deliveries[0].channel === "slack" &&
             deliveries[0].channel_id === channels[i % CHANNELS];
           if (!ok)
@@ -232,7 +298,7 @@ export async function runChannelDeliveriesBench(options: ChannelDeliveriesBenchO
         });
         if (wrong.length > 0)
           errors.push(`round ${round}: ${wrong.length} reminders not listed as one sent delivery, e.g. ${wrong[0]}`);
-        rounds.push({ round, ...figures, loadBefore, loadAfter });
+        rounds.push({ round, ...figures, failed, loadBefore, loadAfter });
         log(
           `round ${round}: ${ITEMS - figures.missing} items delivered, the last ${figures.lastOkSeconds.toFixed(1)} s after the minute ` +
             `(${figures.requests} requests, ${figures.throttled} answered 429; implied ${figures.impliedSeconds} s, x${figures.ratio.toFixed(3)}); ` +
@@ -248,7 +314,7 @@ export async function runChannelDeliveriesBench(options: ChannelDeliveriesBenchO
     console.log(
       `\nChannel deliveries ${new Date(started).toISOString()}: wrangler ${wranglerVersion()} dev, RATE_LIMITS=off; ` +
         `${ITEMS} reminders at one minute to ${CHANNELS} slack channels on a local receiver answering 429 ` +
-        `(Retry-After: ${RETRY_AFTER_SECONDS}) to every ${THROTTLE_EVERY}th request, ${options.rounds} round(s)\n`,
+        `(Retry-After: ${RETRY_AFTER_SECONDS}) to every ${THROTTLE_EVERY}th request ${THROTTLE_COUNT === "all" ? "over all endpoints" : "to each endpoint"}, ${options.rounds} round(s)\n`,
     );
     printColumns(
       [
@@ -256,7 +322,8 @@ export async function runChannelDeliveriesBench(options: ChannelDeliveriesBenchO
         "last 200 after the minute (s)",
         "first request (s)",
         "requests",
-        "429s",
+        "429s (most, fewest to one endpoint)",
+        "failed",
         "most to one endpoint",
         "implied (s)",
         "ratio",
@@ -271,7 +338,8 @@ export async function runChannelDeliveriesBench(options: ChannelDeliveriesBenchO
         r.lastOkSeconds.toFixed(1),
         r.firstSeconds.toFixed(2),
         String(r.requests),
-        String(r.throttled),
+        `${r.throttled} (${r.throttledMost}, ${r.throttledLeast})`,
+        String(r.failed),
         String(r.maxRequests),
         String(r.impliedSeconds),
         r.ratio.toFixed(3),

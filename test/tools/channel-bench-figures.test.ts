@@ -57,6 +57,8 @@ describe("roundFigures", () => {
       firstSeconds: 0.5,
       requests: 7,
       throttled: 1,
+      throttledMost: 1,
+      throttledLeast: 0,
       maxRequests: 4,
       impliedSeconds: 4,
       ratio: 0.625,
