@@ -56,6 +56,8 @@ const LEASE_MS = 60_000;
 /** A 429 without a usable Retry-After waits this long; one asking more than MAX_THROTTLE_MS waits that. */
 const DEFAULT_THROTTLE_MS = 5_000;
 const MAX_THROTTLE_MS = 3_600_000;
+/** A delivery throttled this many times fails (a platform that always answers 429). */
+export const MAX_THROTTLES = 100;
 
 const isChannelType = (value: string): value is ChannelType => (CHANNEL_TYPES as readonly string[]).includes(value);
 
@@ -64,6 +66,8 @@ type Leased = {
   channel: string;
   endpoint_id: number;
   attempts: number;
+  /** Of those attempts, how many the platform throttled (429). */
+  throttled: number;
   item_id: number;
   /** Who the message is for: the reminder's contact (else the item's, read from D1). */
   contact_id: number | null;
@@ -104,7 +108,7 @@ export const READY_SQL = `SELECT d.endpoint_id, d.channel, count(*) AS n, p.tat 
   LEFT JOIN channel_pace AS p ON p.endpoint_id = d.endpoint_id
   WHERE d.state = 'pending' AND d.endpoint_id IS NOT NULL AND d.next_at <= ? GROUP BY d.endpoint_id`;
 /** An endpoint's ready deliveries, oldest first: endpoint, now, how many. */
-export const ENDPOINT_LEASE_SQL = `SELECT d.reminder_id, d.channel, d.endpoint_id, d.attempts, r.item_id, r.contact_id
+export const ENDPOINT_LEASE_SQL = `SELECT d.reminder_id, d.channel, d.endpoint_id, d.attempts, d.throttled, r.item_id, r.contact_id
   FROM deliveries AS d JOIN reminders AS r ON r.reminder_id = d.reminder_id
   WHERE d.state = 'pending' AND d.endpoint_id = ? AND d.next_at <= ? ORDER BY d.next_at, d.reminder_id LIMIT ?`;
 /** An endpoint's waiting deliveries moved to its next turn: the instant, the endpoint, the instant. */
@@ -118,7 +122,9 @@ function leaseChannels(sql: SqlStorage, now: number): { leased: Leased[]; more: 
     .toArray();
   const leased: Leased[] = [];
   let more = false;
-  for (const e of ready) {
+  // In a random order: endpoints sending in the same run reach the platform in that order, and a
+  // limit counted over all of them (one request in ten refused) must not fall on the same one each time.
+  for (const e of shuffled(ready)) {
     const room = CHANNEL_BATCH - leased.length;
     if (room <= 0) {
       more = true;
@@ -149,6 +155,16 @@ function leaseChannels(sql: SqlStorage, now: number): { leased: Leased[]; more: 
     }
   }
   return { leased, more };
+}
+
+/** `list` in a random order (Fisher–Yates), as a new array. */
+function shuffled<T>(list: T[]): T[] {
+  const out = [...list];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
 }
 
 interface Endpoint {
@@ -350,16 +366,21 @@ function recordOutcome(storage: DurableObjectStorage, d: Leased, outcome: Outcom
         );
         return;
       case "retry": {
-        const failed = attempt >= MAX_DELIVERY_ATTEMPTS;
-        const wait = outcome.throttleMs ?? retryDelay(attempt);
+        // A throttle is not a failure: it spends none of the MAX_DELIVERY_ATTEMPTS failed attempts.
+        const throttled = d.throttled + (outcome.throttleMs !== undefined ? 1 : 0);
+        const failures = attempt - throttled;
+        const failed =
+          outcome.throttleMs !== undefined ? throttled >= MAX_THROTTLES : failures >= MAX_DELIVERY_ATTEMPTS;
+        const wait = outcome.throttleMs ?? retryDelay(failures);
         sql.exec(
-          "UPDATE deliveries SET state = ?, recipient = ?, last_error = ?, next_at = ?, changed_at = ? " +
+          "UPDATE deliveries SET state = ?, recipient = ?, last_error = ?, next_at = ?, changed_at = ?, throttled = ? " +
             "WHERE reminder_id = ? AND channel = ? AND contact_id = 0",
           failed ? "failed" : "pending",
           outcome.recipient,
           outcome.error.slice(0, 300),
           failed ? null : done + wait,
           done,
+          throttled,
           ...where,
         );
         // The platform throttles the whole endpoint: nothing else goes to it before its Retry-After.

@@ -35,8 +35,9 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
   webhookTransport: WebhookTransport = fetchTransport;
   /** How channel messages leave (fetch); replaced by tests that stand in for a platform. */
   channelFetch: typeof fetch = (input, init) => fetch(input, init);
-  /** The sends the last alarm run started, settled once each recorded its outcome (for tests). */
+  /** The channel and webhook sends alarm runs started, settled once each recorded its outcome (for tests). */
   channelSending: Promise<void> = Promise.resolve();
+  webhookSending: Promise<void> = Promise.resolve();
   /** Items whose reminders a call is changing (their D1 view invalidated, the change not yet made). */
   private readonly changing = new Map<number, number>();
   private readonly bookkeeping: Bookkeeping;
@@ -253,7 +254,7 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
     // Channel messages are sent without holding this run (each records its outcome when answered);
     // waitUntil keeps the object running till they are (compatibility date 2026-10-01 or later).
     const channels = await deliverChannels(clock, this.channelFetch);
-    this.channelSending = channels.sending;
+    this.channelSending = Promise.all([this.channelSending, channels.sending]).then(() => undefined);
     this.ctx.waitUntil(channels.sending);
     more.push(channels.more);
     await this.checkDigests(clock);
@@ -265,9 +266,11 @@ export class CompanyClock extends DurableObject<Env> implements CompanyClockRpc 
       logError("digest plan not read (tried again in a minute)", companyId, error);
     }
     more.push((await deliverDigests(clock.storage, this.env, (await clock.db()).d1, companyId, this.transports)).more);
-    more.push(
-      (await deliverWebhooks(clock.storage, this.env, await clock.db(), companyId, this.webhookTransport)).more,
-    );
+    // Webhook sends do not hold this run either (a receiver that hangs costs its own deliveries 5 s).
+    const hooks = await deliverWebhooks(clock.storage, this.env, await clock.db(), companyId, this.webhookTransport);
+    this.webhookSending = Promise.all([this.webhookSending, hooks.sending]).then(() => undefined);
+    this.ctx.waitUntil(hooks.sending);
+    more.push(hooks.more);
     pruneWebhooks(clock.storage);
     // Re-armed last: a setAlarm() before a throw would suppress the runtime's retries.
     if (more.includes(true)) await armSoonest(clock.storage);

@@ -6,7 +6,7 @@ import { isCalendarDate, localToInstant, startOfDayAfter, type CalendarUnit } fr
 import type { ChannelType } from "../channels/urls";
 import { DEFAULT_HOUR, stepDate, type Step } from "./sequence-steps";
 
-export const SCHEMA_VERSION = 10;
+export const SCHEMA_VERSION = 11;
 
 const MIGRATIONS: string[][] = [
   [], // version 0: nothing
@@ -159,6 +159,11 @@ const MIGRATIONS: string[][] = [
     `ALTER TABLE deliveries ADD COLUMN endpoint_id INTEGER`,
     `CREATE INDEX deliveries_channel_next ON deliveries (state, endpoint_id, next_at) WHERE endpoint_id IS NOT NULL`,
     `CREATE TABLE channel_pace (endpoint_id INTEGER PRIMARY KEY, tat INTEGER NOT NULL)`,
+  ],
+  [
+    // Version 11: a channel delivery's attempts the platform throttled (429), counted apart: a
+    // throttle says "later", not "failed", so it does not spend the delivery's failed attempts.
+    `ALTER TABLE deliveries ADD COLUMN throttled INTEGER NOT NULL DEFAULT 0`,
   ],
 ];
 

@@ -22,6 +22,8 @@ import {
 import type { Failure, WebhookDeliveryState, WebhookDeliveryView } from "./api";
 import { settle, type ClockContext } from "./context";
 import { appliedResult, recordApplied } from "./store";
+import { armAlarm } from "./time";
+import { eachInPool } from "../lib/pool";
 import { D1_RETRY_MS } from "./webhooks";
 import type { Db } from "../db/client";
 import { allowsPrivateUrls, checkWebhookUrl } from "../webhooks/urls";
@@ -74,6 +76,9 @@ type Leased = DeliveryRow & { data: string; event_created_at: number };
  * Attempts up to WEBHOOK_BATCH ready deliveries, WEBHOOK_CONCURRENCY at a time. Each is leased
  * first (attempt counted), so two runs never send it at once. A deleted endpoint's deliveries are
  * dropped, a disabled one's fail; an endpoint failing everything for FAILING_DISABLE_MS is disabled.
+ * The sends are not awaited by the caller's run: `sending` settles once their outcomes and the
+ * endpoints' health are recorded, so a receiver that hangs (5 s a send) holds up no other work of
+ * the clock (reminders firing, channel messages keeping their pace).
  */
 export async function deliverWebhooks(
   storage: DurableObjectStorage,
@@ -81,7 +86,7 @@ export async function deliverWebhooks(
   db: Db,
   companyId: number,
   transport: WebhookTransport,
-): Promise<{ more: boolean }> {
+): Promise<{ more: boolean; sending: Promise<void> }> {
   const sql = storage.sql;
   const now = Date.now();
   let leased: Leased[] = [];
@@ -101,7 +106,7 @@ export async function deliverWebhooks(
         d.delivery_id,
       );
   });
-  if (leased.length === 0) return { more: false };
+  if (leased.length === 0) return { more: false, sending: Promise.resolve() };
 
   let endpoints: Map<number, Endpoint>;
   try {
@@ -125,8 +130,33 @@ export async function deliverWebhooks(
           d.delivery_id,
         );
     });
-    return { more: false };
+    return { more: false, sending: Promise.resolve() };
   }
+  const sending = sendLeased(storage, env, db, companyId, transport, leased, endpoints).catch((error) =>
+    console.error(JSON.stringify({ level: "error", msg: "webhook sends", companyId, error: String(error) })),
+  );
+  if (leased.length >= WEBHOOK_BATCH) return { more: true, sending };
+  // The leased ones wait for their answers (their next_at is the lease's end).
+  const ready = sql
+    .exec<{ n: number }>(
+      "SELECT count(*) AS n FROM webhook_deliveries WHERE state = 'pending' AND " + "next_at <= ?",
+      Date.now(),
+    )
+    .one().n;
+  return { more: ready > 0, sending };
+}
+
+/** Sends the leased deliveries, then records their outcomes and the endpoints' health. */
+async function sendLeased(
+  storage: DurableObjectStorage,
+  env: Env,
+  db: Db,
+  companyId: number,
+  transport: WebhookTransport,
+  leased: Leased[],
+  endpoints: Map<number, Endpoint>,
+): Promise<void> {
+  const sql = storage.sql;
 
   const outcomes = new Map<number, AttemptOutcome | "dropped" | "disabled" | { refused: string }>();
   const allowPrivate = allowsPrivateUrls(env);
@@ -143,8 +173,8 @@ export async function deliverWebhooks(
       await attemptDelivery(transport, endpoint, d.message_id, payloadBody(d.type, d.event_created_at, d.data)),
     );
   };
-  for (let i = 0; i < leased.length; i += WEBHOOK_CONCURRENCY)
-    await Promise.all(leased.slice(i, i + WEBHOOK_CONCURRENCY).map(send));
+  // A pool, not chunks: a receiver that hangs holds one slot for its 5 s, not a whole chunk.
+  await eachInPool(leased, WEBHOOK_CONCURRENCY, send);
 
   const done = Date.now();
   const health: EndpointHealth = { succeeded: [], failed: [], disable: [], refused: [] };
@@ -213,14 +243,8 @@ export async function deliverWebhooks(
       JSON.stringify({ level: "error", msg: "webhook endpoint health not recorded", companyId, error: String(error) }),
     );
   }
-  if (leased.length >= WEBHOOK_BATCH) return { more: true };
-  const ready = sql
-    .exec<{ n: number }>(
-      "SELECT count(*) AS n FROM webhook_deliveries WHERE state = 'pending' AND " + "next_at <= ?",
-      Date.now(),
-    )
-    .one().n;
-  return { more: ready > 0 };
+  // Retries may be due before the alarm the run left.
+  await armAlarm(storage);
 }
 
 /** disabled_reason of an endpoint whose URL the rules refuse at send time, and its deliveries' last_error after "not sent: ". */

@@ -286,6 +286,25 @@ describe("pacing, retries and refusals", () => {
     });
   });
 
+  it("a throttle spends none of the failed attempts: a delivery answered 429 eight times is still sent", async () => {
+    const account = await createAccount();
+    const channel = await slackChannel(account.ownerToken);
+    const requests = await platform(account.companyId, (n) =>
+      n <= 8 ? new Response("rate_limited", { status: 429, headers: { "retry-after": "1" } }) : new Response("ok"),
+    );
+    const item = await createItem(account.ownerToken);
+    await dueReminder(account, item.item_id, { channel_id: channel.channel_id });
+    for (let i = 0; i < 9; i++) {
+      await fastForward(account.companyId);
+      await runClock(account.companyId);
+    }
+    expect(requests).toHaveLength(9);
+    expect((await sentReminders(account.ownerToken, item.item_id))[0]!.deliveries[0]).toMatchObject({
+      state: "sent",
+      attempts: 9,
+    });
+  });
+
   it("a 5xx or no answer is retried later; a 400 or a redirect fails at once", async () => {
     const account = await createAccount();
     const channel = await slackChannel(account.ownerToken);

@@ -39,7 +39,7 @@ describe("CompanyClock Durable Object", () => {
     expect(rows).toEqual([
       { key: "company_id", value: "42" },
       { key: "queued_revision", value: "0" },
-      { key: "schema_version", value: "10" },
+      { key: "schema_version", value: "11" },
     ]);
   });
 

@@ -681,6 +681,40 @@ describe("delivery, retries and the endpoint's health", () => {
     expect(received.map((r) => r.payload.type)).toEqual(["item.created"]);
   });
 
+  it("a receiver that hangs holds up no alarm run: a reminder due meanwhile fires, the answer is recorded when it comes", async () => {
+    const { companyId, ownerToken } = await createAccount();
+    const hook = await addEndpoint(companyId, ["webhook.test"]);
+    let answer: (status: number) => void = () => undefined;
+    const answered = new Promise<number>((resolve) => (answer = resolve));
+    await runInDurableObject(stubOf(companyId), (instance: CompanyClock) => {
+      instance.webhookTransport = async () => ({ status: await answered });
+    });
+    await stubOf(companyId).testWebhook(companyId, hook.id);
+    // The run that sends it returns while the receiver keeps it waiting.
+    await runDurableObjectAlarm(stubOf(companyId));
+    const item = await createItem(ownerToken, { expiry_date: futureDate(20), seqid: 0 });
+    const r = ok(
+      await call("createItemReminder", `/v1/items/${item.item_id}/reminders`, {
+        token: ownerToken,
+        body: minutesAhead(3),
+      }),
+    ).body.data;
+    await runInDurableObject(stubOf(companyId), (_i, state) => {
+      state.storage.sql.exec("UPDATE reminders SET due_at = ? WHERE reminder_id = ?", Date.now() - 1000, r.reminder_id);
+    });
+    await runDurableObjectAlarm(stubOf(companyId));
+    const sent = ok(await call("listItemReminders", `/v1/items/${item.item_id}/reminders`, { token: ownerToken })).body
+      .data.sent;
+    expect(sent.map((s) => s.reminder_id)).toEqual([r.reminder_id]);
+    expect((await deliveriesOf(ownerToken, hook)).data[0]).toMatchObject({ state: "pending", attempts: 1 });
+    answer(200);
+    await runInDurableObject(stubOf(companyId), async (instance: CompanyClock) => {
+      await instance.webhookSending;
+    });
+    const deliveries = await deliveriesOf(ownerToken, hook);
+    expect(deliveries.data[0]).toMatchObject({ state: "delivered", attempts: 1, last_status: 200 });
+  });
+
   it("testWebhook sends webhook.test to one endpoint, subscribed or not", async () => {
     const { companyId } = await createAccount();
     const hook = await addEndpoint(companyId, ["item.created"]);
