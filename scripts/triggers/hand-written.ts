@@ -549,16 +549,32 @@ const ITEM_ACTION_TYPE =
   "        THEN CASE WHEN new.snoozed_until IS NULL THEN 'item.unsnoozed' ELSE 'item.snoozed' END\n" +
   "    END AS type) AS t";
 
-/** The item entry with the occurrence's acknowledgement and snooze, and who acted how (the batch's actor, audit_context). */
+/** src/lib/actors.ts CHANNEL_VIAS (test/tools/triggers.test.ts checks they agree). */
+export const CHANNEL_VIAS = ["slack", "teams", "google_chat", "discord", "ntfy"] as const;
+
+/**
+ * Who acted how, `by` and `via`, from the batch's actor row (audit_context); null and null for the
+ * service itself. A channel's action keeps the channel in the recipient's column (src/db/commit.ts):
+ * its via, the channel's type, tells it from a contact's.
+ */
+const ACTOR_FIELDS =
+  "    'by', (SELECT json(CASE WHEN ctx.contact_id IS NOT NULL AND ctx.via IN (" +
+  CHANNEL_VIAS.map((v) => `'${v}'`).join(", ") +
+  ") THEN json_object('type', 'channel', 'id', ctx.contact_id)\n" +
+  "      WHEN ctx.contact_id IS NOT NULL THEN json_object('type', 'contact', 'id', ctx.contact_id)\n" +
+  "      WHEN ctx.client_id IS NOT NULL THEN json_object('type', 'client', 'id', " +
+  "ctx.client_id) END) FROM `audit_context` AS ctx),\n" +
+  "    'via', (SELECT ctx.via FROM `audit_context` AS ctx))";
+
+/** The item entry with the occurrence's acknowledgement and snooze, and who acted how. */
 const itemActionData = (r: Row) =>
   `${itemData(r).slice(0, -1)},\n` +
   `    'acknowledgement', CASE WHEN ${r}.ack_epoch IS ${r}.schedule_epoch THEN json(${r}.acknowledgement) END,\n` +
   `    'snoozed_until', CASE WHEN ${r}.snooze_epoch IS ${r}.schedule_epoch THEN ${r}.snoozed_until END,\n` +
-  "    'by', (SELECT json(CASE WHEN ctx.contact_id IS NOT NULL THEN " +
-  "json_object('type', 'contact', 'id', ctx.contact_id)\n" +
-  "      WHEN ctx.client_id IS NOT NULL THEN json_object('type', 'client', 'id', " +
-  "ctx.client_id) END) FROM `audit_context` AS ctx),\n" +
-  "    'via', (SELECT ctx.via FROM `audit_context` AS ctx))";
+  ACTOR_FIELDS;
+
+/** The item entry after a change, and who made it how. */
+const itemChangeData = (r: Row) => `${itemData(r).slice(0, -1)},\n${ACTOR_FIELDS}`;
 
 const WEBHOOK_EVENTS = family("webhook event", [
   {
@@ -599,9 +615,9 @@ const WEBHOOK_EVENTS = family("webhook event", [
     skipsShardMoves: true,
     effect:
       "the most specific of `item.renewed`, `item.archived` / `item.restored`, " +
-      "`item.status_changed`, `item.updated` into `webhook_events` (none for other " +
-      "columns, such as the version bump)",
-    body: [webhookEvent("new", "t.type", itemData("new"), ITEM_UPDATE_TYPE)],
+      "`item.status_changed`, `item.updated` into `webhook_events` with who made it how " +
+      "(`by`, `via`: the batch's actor; none for other columns, such as the version bump)",
+    body: [webhookEvent("new", "t.type", itemChangeData("new"), ITEM_UPDATE_TYPE)],
   },
   {
     name: "webhook_items_after_action",

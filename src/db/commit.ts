@@ -38,8 +38,15 @@ export interface AuditActor {
   userId: number | null;
   requestId: string | null;
   operationId: string | null;
-  /** A recipient acting from a reminder's page (no API client): the contact. */
+  /** A recipient acting from a reminder email's page (no API client): the contact. */
   contactId?: number | null;
+  /**
+   * Someone in a channel acting from the links of a reminder posted there (no API client): the
+   * channel endpoint. It is kept in the recipient's column, `contact_id`, which `via` (the channel's
+   * type) tells apart: no migration for it (the audit log's reader and the item actions' webhook
+   * events read it so: src/records/audit-log/queries.ts, src/records/items/actions.ts).
+   */
+  channelId?: number | null;
   /** How the actor acted (src/lib/actors.ts); absent or null: the service itself. */
   via?: Via | null;
 }
@@ -157,7 +164,7 @@ function auditContext(d1: D1Database, actor: AuditActor): D1PreparedStatement {
       actor.userId,
       actor.requestId,
       actor.operationId,
-      actor.contactId ?? null,
+      actor.contactId ?? actor.channelId ?? null,
       actor.via ?? null,
     );
 }

@@ -219,4 +219,10 @@ export const ar: Catalogue = {
   "channel.row.for": "موجّه إلى",
   "channel.links_note":
     "يمكن لأي شخص في هذه القناة استخدام هذه الروابط. يفتح كلٌّ منها صفحة تطلب منك التأكيد قبل تغيير أي شيء.",
+
+  // ---- links-35: the links in a channel message, and the contact's chat preference ----
+  "links35.channel": "{name} ({platform})",
+  "links35.page.footer":
+    "هذه الصفحة خاصة بالقناة {channel}، من تذكير من {company} نُشر فيها. يمكن لأي شخص في القناة استخدام رابطها حتى {date}، وهو ينفّذ الإجراءات دون تسجيل الدخول: لا تشاركه خارج القناة.",
+  "prefs.channel.chat": "محادثات الفريق: التذكيرات الموجّهة إليك المنشورة في قنوات الشركة",
 };

@@ -230,4 +230,10 @@ export const de: Catalogue = {
   "channel.row.for": "Für",
   "channel.links_note":
     "Alle in diesem Kanal können diese Links verwenden. Jeder öffnet eine Seite, die vor jeder Änderung um Bestätigung bittet.",
+
+  // ---- links-35: the links in a channel message, and the contact's chat preference ----
+  "links35.channel": "{name} ({platform})",
+  "links35.page.footer":
+    "Diese Seite gehört zum Kanal {channel}, aus einer dort geposteten Erinnerung von {company}. Alle im Kanal können ihren Link bis zum {date} verwenden; er wirkt ohne Anmeldung: Bitte geben Sie ihn nicht außerhalb des Kanals weiter.",
+  "prefs.channel.chat": "Team-Chats: Erinnerungen für Sie in den Kanälen des Unternehmens (Slack, Teams, …)",
 };

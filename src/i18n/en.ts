@@ -228,6 +228,12 @@ export const en = {
   "channel.row.for": "For",
   "channel.links_note":
     "Anyone in this channel can use these links. Each one opens a page that asks you to confirm before anything changes.",
+
+  // ---- links-35: the links in a channel message, and the contact's chat preference ----
+  "links35.channel": "{name} ({platform})",
+  "links35.page.footer":
+    "This page is for the channel {channel}, from a reminder of {company} posted there. Anyone in the channel can use its link until {date}; it acts without signing in: do not share it outside the channel.",
+  "prefs.channel.chat": "Team chats: reminders for you posted to the company's channels (Slack, Teams, …)",
 } as const;
 
 export type MessageKey = keyof typeof en;

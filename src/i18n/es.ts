@@ -229,4 +229,11 @@ export const es: Catalogue = {
   "channel.row.for": "Para",
   "channel.links_note":
     "Cualquier persona de este canal puede usar estos enlaces. Cada uno abre una página que pide confirmación antes de cambiar nada.",
+
+  // ---- links-35: the links in a channel message, and the contact's chat preference ----
+  "links35.channel": "{name} ({platform})",
+  "links35.page.footer":
+    "Esta página es del canal {channel}, desde un recordatorio de {company} publicado allí. Cualquier persona del canal puede usar su enlace hasta el {date}; actúa sin iniciar sesión: no lo comparta fuera del canal.",
+  "prefs.channel.chat":
+    "Chats de equipo: recordatorios para usted publicados en los canales de la empresa (Slack, Teams…)",
 };

@@ -231,4 +231,11 @@ export const fr: Catalogue = {
   "channel.row.for": "Pour",
   "channel.links_note":
     "Toute personne de ce canal peut utiliser ces liens. Chacun ouvre une page qui demande de confirmer avant toute modification.",
+
+  // ---- links-35: the links in a channel message, and the contact's chat preference ----
+  "links35.channel": "{name} ({platform})",
+  "links35.page.footer":
+    "Cette page est celle du canal {channel}, depuis un rappel de {company} publié dans ce canal. Toute personne du canal peut utiliser son lien jusqu’au {date} ; il agit sans connexion : ne le partagez pas hors du canal.",
+  "prefs.channel.chat":
+    "Messageries d’équipe : les rappels vous concernant publiés dans les canaux de l’entreprise (Slack, Teams…)",
 };

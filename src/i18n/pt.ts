@@ -226,4 +226,10 @@ export const pt: Catalogue = {
   "channel.row.for": "Para",
   "channel.links_note":
     "Qualquer pessoa neste canal pode usar estes links. Cada um abre uma página que pede confirmação antes de alterar qualquer coisa.",
+
+  // ---- links-35: the links in a channel message, and the contact's chat preference ----
+  "links35.channel": "{name} ({platform})",
+  "links35.page.footer":
+    "Esta página é do canal {channel}, a partir de um lembrete de {company} publicado nele. Qualquer pessoa no canal pode usar o link até {date}; ele atua sem iniciar sessão: não o partilhe fora do canal.",
+  "prefs.channel.chat": "Chats de equipa: lembretes para si publicados nos canais da empresa (Slack, Teams…)",
 };

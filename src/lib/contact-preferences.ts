@@ -12,8 +12,12 @@ export type Digest = (typeof DIGESTS)[number];
 export const WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"] as const;
 export type Weekday = (typeof WEEKDAYS)[number];
 
-/** The channels a contact can want (webhooks go to the company, not to a person). */
-export const CONTACT_CHANNELS = ["email", "sms"] as const;
+/**
+ * The channels a contact can want (webhooks go to the company, not to a person). `chat`: the team
+ * chats, reminders about the contact posted to the company's channel endpoints (docs/channels.md);
+ * a contact whose list leaves it out gets those deliveries suppressed (`channel_declined`).
+ */
+export const CONTACT_CHANNELS = ["email", "sms", "chat"] as const;
 export type ContactChannel = (typeof CONTACT_CHANNELS)[number];
 
 /** The stored `channels` column (JSON array or null) as the API shows it; null = all. */

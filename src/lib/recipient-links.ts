@@ -2,17 +2,17 @@
 //
 // A link's token is the credential: no account, no cookie. It is signed, never stored: HMAC-SHA-256
 // with the first key of LINK_SIGNING_KEYS over what it is bound to (the company, the item, the
-// recipient contact, the item's occurrence, schedule_epoch, and the last day it works), and every
+// recipient contact or channel endpoint, the item's occurrence, schedule_epoch, and the last day it works), and every
 // key of the set verifies it, so keys rotate like JWT_SIGNING_KEYS. The token is those claims and
-// the full 256-bit tag, base64url. Deleting the item or the contact kills its links at once: the
-// page reads both on every request. Verification does the same work whatever the token is
+// the full 256-bit tag, base64url. Deleting the item, the contact or the channel kills its links at
+// once: the page reads them on every request. Verification does the same work whatever the token is
 // (malformed, forged, signed by a dropped key, expired), so time tells nothing about it.
 import type { Env } from "../env";
 import { keyRing } from "./key-ring";
-import { checkToken, signClaims, type LinkClaims, type TokenVerdict } from "./link-token";
+import { checkToken, signClaims, type ClaimsToSign, type TokenVerdict } from "./link-token";
 import { addDays } from "./time";
 
-export { MAX_TOKEN_CHARS, type LinkClaims, type TokenVerdict } from "./link-token";
+export { MAX_TOKEN_CHARS, type ClaimsToSign, type LinkClaims, type TokenVerdict } from "./link-token";
 
 /** The secret holding the link keys (`kid:secret` pairs; the first signs). */
 export const LINK_KEYS_VARIABLE = "LINK_SIGNING_KEYS";
@@ -37,8 +37,8 @@ function linkKeys(source: string | undefined) {
   return keyRing(LINK_KEYS_VARIABLE, source);
 }
 
-/** A token for `claims`, signed with the current key of `keys` (LINK_SIGNING_KEYS). */
-export async function mintLinkToken(keys: string | undefined, claims: LinkClaims): Promise<string> {
+/** A token for `claims` (a channel's when `channelId` is set), signed with the first key of `keys` (LINK_SIGNING_KEYS). */
+export async function mintLinkToken(keys: string | undefined, claims: ClaimsToSign): Promise<string> {
   return signClaims((await linkKeys(keys)).current.key, claims);
 }
 
@@ -72,7 +72,9 @@ export function publicBase(value: string | undefined): string | null {
 const reported = new Set<string>();
 
 /**
- * The links of one recipient of one item's reminder (what the email shows): absolute URLs on
+ * The links of one recipient of one item's reminder (what the email or the channel message shows):
+ * a contact's (`contactId`), or a channel endpoint's (`channelId`, contactId 0: whoever in the
+ * channel opens them acts as the channel, docs/recipient-journey.md). Absolute URLs on
  * PUBLIC_BASE_URL, bound to the item's current occurrence (`epoch`, its schedule_epoch) and
  * working until LINK_LIFETIME_DAYS after `itemDate` (or after today, when later). Null, with an
  * error logged once, when PUBLIC_BASE_URL or LINK_SIGNING_KEYS is missing or unusable: the email
@@ -80,7 +82,15 @@ const reported = new Set<string>();
  */
 export async function recipientLinks(
   env: Pick<Env, "PUBLIC_BASE_URL" | "LINK_SIGNING_KEYS">,
-  target: { companyId: number; itemId: number; contactId: number; epoch: number; itemDate: string; today?: string },
+  target: {
+    companyId: number;
+    itemId: number;
+    contactId: number;
+    channelId?: number;
+    epoch: number;
+    itemDate: string;
+    today?: string;
+  },
 ): Promise<RecipientLinks | null> {
   const base = publicBase(env.PUBLIC_BASE_URL);
   const report = (problem: string) => {
@@ -99,6 +109,7 @@ export async function recipientLinks(
       companyId: target.companyId,
       itemId: target.itemId,
       contactId: target.contactId,
+      channelId: target.channelId ?? 0,
       epoch: target.epoch,
       expiresOn: linkExpiry(target.itemDate, today),
     });

@@ -44,6 +44,7 @@ export async function mintUnsubscribeToken(
     companyId: target.companyId,
     itemId: 0,
     contactId: target.contactId,
+    channelId: 0,
     epoch: await addressFingerprint(target.emailKey),
     expiresOn: addDays(target.today, UNSUBSCRIBE_LIFETIME_DAYS),
   };

@@ -139,11 +139,24 @@ export const AuditEntrySchema = z
               "The contact who acted as a reminder's recipient, from the page its email links " +
               "to (`via: link`; no client then); null otherwise",
           }),
+        channel_id: z
+          .number()
+          .int()
+          .nullable()
+          .openapi({
+            example: null,
+            description:
+              "The channel endpoint (GET /v1/channels/{channel_id}) whose reminder message's links " +
+              "were used: someone in that channel acted (`via` is the channel's type; no client then); " +
+              "null otherwise",
+          }),
         via: nullableEnum(VIAS).openapi({
           example: "api",
           description:
             "How the actor acted: `api` (a request with a bearer token, or the token " +
-            "endpoint), `link` (a recipient's page); null: the service itself",
+            "endpoint), `link` (a recipient's page from a reminder email), `slack`, `teams`, " +
+            "`google_chat`, `discord` or `ntfy` (the page from the links of a reminder posted to a " +
+            "channel of that type: `channel_id`); null: the service itself",
         }),
       })
       .openapi("AuditActor"),

@@ -60,7 +60,12 @@ export const ContactSchema = z
     channels: z
       .array(z.enum(CONTACT_CHANNELS))
       .nullable()
-      .openapi({ example: ["email"], description: "The reminder channels the contact wants; null = every channel" }),
+      .openapi({
+        example: ["email"],
+        description:
+          "The reminder channels the contact wants: email, sms, chat (team chats: reminders about this " +
+          "contact posted to the company's channel endpoints, /v1/channels); null = every channel",
+      }),
   })
   .openapi("Contact");
 
@@ -100,8 +105,10 @@ const channels = z
   .nullable()
   .openapi({
     description:
-      "The reminder channels the contact wants, among those this deployment delivers (400 otherwise); " +
-      "null: every channel.",
+      "The reminder channels the contact wants, among those this deployment delivers (400 otherwise): " +
+      "email, sms, and chat (team chats: reminders about this contact posted to the company's channel " +
+      "endpoints, /v1/channels; always accepted). A list without chat: those deliveries are suppressed " +
+      "(channel_declined). null: every channel.",
   });
 
 const preferenceFields = {

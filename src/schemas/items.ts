@@ -77,13 +77,16 @@ export const RecurrenceSchema = z
 
 export const ActionBySchema = z
   .object({
-    type: z.enum(["contact", "client"]).openapi({
+    type: z.enum(["contact", "channel", "client"]).openapi({
       example: "contact",
-      description: "contact: a recipient, from a reminder's page; client: an API client",
+      description:
+        "contact: a recipient, from a reminder email's page; channel: someone in a channel endpoint, " +
+        "from the links of a reminder posted there (GET /v1/channels/{channel_id}); client: an API client",
     }),
-    id: z
-      .union([z.number().int(), z.string()])
-      .openapi({ example: 42, description: "The contact's id (an integer) or the API client's client_id (a string)" }),
+    id: z.union([z.number().int(), z.string()]).openapi({
+      example: 42,
+      description: "The contact's or the channel's id (an integer), or the API client's client_id (a string)",
+    }),
   })
   .openapi("ActionBy");
 
@@ -93,7 +96,12 @@ export const AcknowledgementSchema = z
       .string()
       .openapi({ example: "2027-02-22T09:14:03.120Z", description: "When it was acknowledged (UTC, RFC 3339)" }),
     by: ActionBySchema,
-    via: z.enum(VIAS).openapi({ example: "link", description: "link: from the reminder's page; api: through the API" }),
+    via: z.enum(VIAS).openapi({
+      example: "link",
+      description:
+        "link: from the reminder email's page; slack, teams, google_chat, discord, ntfy: from the page " +
+        "a reminder posted to a channel of that type links to (by: the channel); api: through the API",
+    }),
     note: z.string().nullable().openapi({
       example: "Booked the inspector for March 3",
       description: "What the acknowledger wrote; null: nothing",

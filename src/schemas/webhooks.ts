@@ -150,8 +150,19 @@ export const ITEM_ACTION_EVENT_TYPES = [
   "item.snoozed",
   "item.unsnoozed",
 ] as const satisfies readonly EventType[];
+/** A change of an item (an UPDATE of its row): who made it how rides along (`by`, `via`). */
+export const ITEM_CHANGE_EVENT_TYPES = [
+  "item.updated",
+  "item.renewed",
+  "item.status_changed",
+  "item.archived",
+  "item.restored",
+] as const satisfies readonly EventType[];
 const ITEM_EVENT_TYPES = EVENT_TYPES.filter(
-  (t) => t.startsWith("item.") && !(ITEM_ACTION_EVENT_TYPES as readonly string[]).includes(t),
+  (t) =>
+    t.startsWith("item.") &&
+    !(ITEM_ACTION_EVENT_TYPES as readonly string[]).includes(t) &&
+    !(ITEM_CHANGE_EVENT_TYPES as readonly string[]).includes(t),
 ) as EventType[];
 const TASK_EVENT_TYPES = EVENT_TYPES.filter((t) => t.startsWith("task.")) as EventType[];
 
@@ -184,9 +195,33 @@ export const WebhookItemEventSchema = z
   })
   .openapi("WebhookItemEvent", {
     description:
-      "item.created, item.updated, item.renewed, item.status_changed, item.archived, " +
-      "item.restored, item.deleted (the entry as it was) and item.expired: data is the " +
-      "item entry of GET /v1/items",
+      "item.created, item.deleted (the entry as it was) and item.expired: data is the item entry of GET /v1/items",
+  });
+
+export const WebhookItemChangeEventSchema = z
+  .object({
+    type: z.enum(ITEM_CHANGE_EVENT_TYPES).openapi({ example: "item.status_changed" }),
+    timestamp: eventTimestamp,
+    data: ItemListEntrySchema.extend({
+      // Inline, not a $ref: a nullable reference is published as allOf without a type.
+      by: z
+        .object(ActionBySchema.shape)
+        .nullable()
+        .openapi({
+          description:
+            "Who made the change: an API client, a contact (from a reminder email's page), a channel (from the " +
+            "links of a reminder posted there); null: the service itself (a recurrence rule's renewal)",
+        }),
+      via: nullableEnum(VIAS).openapi({
+        example: "api",
+        description: "How: api, link (a reminder email's page) or a channel's type (slack, teams…); null: the service",
+      }),
+    }).openapi("WebhookItemChangeData"),
+  })
+  .openapi("WebhookItemChangeEvent", {
+    description:
+      "item.updated, item.renewed, item.status_changed, item.archived, item.restored: the item entry after " +
+      "the change, and who made it how",
   });
 
 export const WebhookReminderSentEventSchema = z
@@ -330,9 +365,16 @@ export const WebhookItemActionEventSchema = z
         .object(ActionBySchema.shape)
         .nullable()
         .openapi({
-          description: "Who acted: a contact (from a reminder's page) or an API client; null: the " + "service itself",
+          description:
+            "Who acted: a contact (from a reminder email's page), a channel endpoint (from the links of a " +
+            "reminder posted to it: someone in that channel) or an API client; null: the service itself",
         }),
-      via: nullableEnum(VIAS).openapi({ example: "link", description: "How: link (a reminder's page) or api" }),
+      via: nullableEnum(VIAS).openapi({
+        example: "link",
+        description:
+          "How: link (a reminder email's page), slack, teams, google_chat, discord or ntfy (the page a " +
+          "reminder posted to a channel of that type links to; by is the channel), or api",
+      }),
     }).openapi("WebhookItemActionData"),
   })
   .openapi("WebhookItemActionEvent", {
@@ -345,6 +387,7 @@ export const WebhookItemActionEventSchema = z
 export const WebhookPayloadSchema = z
   .discriminatedUnion("type", [
     WebhookItemEventSchema,
+    WebhookItemChangeEventSchema,
     WebhookItemActionEventSchema,
     WebhookReminderSentEventSchema,
     WebhookReminderBouncedEventSchema,
@@ -470,8 +513,12 @@ function exampleData(type: EventType): unknown {
   if (type === "webhook.test")
     return { webhook_id: 3, message: "A test event sent by POST /v1/webhooks/{webhook_id}/test" };
   if (type.startsWith("task.")) return TaskExample;
-  if (type === "item.archived") return { ...ItemExample, active: false };
-  if (type === "item.status_changed") return { ...ItemExample, status: "completed" };
+  const api = { by: { type: "client", id: "ck_erp_sync" }, via: "api" };
+  if (type === "item.archived") return { ...ItemExample, active: false, ...api };
+  if (type === "item.status_changed")
+    return { ...ItemExample, status: "completed", by: { type: "channel", id: 3 }, via: "slack" };
+  if (type === "item.renewed") return { ...ItemExample, expiry_date: "2028-03-31", by: null, via: null };
+  if ((ITEM_CHANGE_EVENT_TYPES as readonly string[]).includes(type)) return { ...ItemExample, ...api };
   const by = { type: "contact", id: 42 };
   if (type === "item.acknowledged")
     return { ...ItemExample, acknowledgement: AcknowledgementExample, snoozed_until: null, by, via: "link" };
@@ -484,7 +531,13 @@ function exampleData(type: EventType): unknown {
       via: "api",
     };
   if (type === "item.snoozed")
-    return { ...ItemExample, acknowledgement: null, snoozed_until: "2027-03-10", by, via: "link" };
+    return {
+      ...ItemExample,
+      acknowledgement: null,
+      snoozed_until: "2027-03-10",
+      by: { type: "channel", id: 7 },
+      via: "slack",
+    };
   if (type === "item.unsnoozed") return { ...ItemExample, acknowledgement: null, snoozed_until: null, by, via: "link" };
   return ItemExample;
 }

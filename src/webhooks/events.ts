@@ -44,14 +44,16 @@ export const EVENT_DESCRIPTIONS: Record<EventType, string> = {
   "item.created": "An item was created; data: the item entry.",
   "item.updated":
     "What an item says changed (title, notes, date, type, folder, document type, " +
-    "contact, department); data: the item entry after the change.",
+    "contact, department); data: the item entry after the change, with by and via (who made it how).",
   "item.renewed":
     "An item was renewed, by POST /v1/items/{item_id}/renew or by its recurrence " +
     "rule (on completion or at expiry; docs/recurrence.md): its date moved on, its " +
-    "reminders requeued; data: the item entry after the renewal.",
-  "item.status_changed": "An item's status changed (pending / completed); data: the item entry after the change.",
-  "item.archived": "An item was archived; data: the item entry.",
-  "item.restored": "An archived item was restored; data: the item entry.",
+    "reminders requeued; data: the item entry after the renewal, with by and via (null for a rule's renewal).",
+  "item.status_changed":
+    "An item's status changed (pending / completed); data: the item entry after the change, with by and via " +
+    "(e.g. completed from a Slack message's link: by a channel, via slack).",
+  "item.archived": "An item was archived; data: the item entry, with by and via.",
+  "item.restored": "An archived item was restored; data: the item entry, with by and via.",
   "item.deleted": "An item was deleted; data: the item entry as it was.",
   "item.acknowledged":
     "The item's current occurrence was acknowledged (\"I'm on it\": a recipient's " +

@@ -9,6 +9,8 @@ import { SQLiteTable, getTableConfig } from "drizzle-orm/sqlite-core";
 import { describe, expect, it } from "vitest";
 import * as schema from "../../src/db/schema";
 import { CATALOGUE } from "../../scripts/triggers/catalogue.ts";
+import { CHANNEL_VIAS as TRIGGER_CHANNEL_VIAS } from "../../scripts/triggers/hand-written.ts";
+import { CHANNEL_VIAS } from "../../src/lib/actors.ts";
 import { DOC, renderDoc } from "../../scripts/triggers/doc.ts";
 import {
   MARKER,
@@ -163,4 +165,8 @@ describe("the generator's plan", () => {
       "audit_companies_after_insert",
     ]);
   });
+});
+
+it("the item-action events' trigger knows the channel types the actors list has (a channel's via names it)", () => {
+  expect([...TRIGGER_CHANNEL_VIAS]).toEqual([...CHANNEL_VIAS]);
 });

@@ -373,7 +373,14 @@ describe("tokens", () => {
       actor: { client_id: memberId },
     });
     // The operator's own changes (the CLI writes D1 directly) name no client.
-    expect(log[1]!.actor).toEqual({ client_id: null, user_id: null, company_id: null, contact_id: null, via: null });
+    expect(log[1]!.actor).toEqual({
+      client_id: null,
+      user_id: null,
+      company_id: null,
+      contact_id: null,
+      channel_id: null,
+      via: null,
+    });
   });
 });
 
@@ -497,7 +504,14 @@ describe("the service's own writes and the log's upkeep", () => {
       expect.objectContaining({
         resource_type: "reminder",
         resource_id: "999001",
-        actor: { client_id: "crash-test", user_id: 1, company_id: account.companyId, contact_id: null, via: null },
+        actor: {
+          client_id: "crash-test",
+          user_id: 1,
+          company_id: account.companyId,
+          contact_id: null,
+          channel_id: null,
+          via: null,
+        },
       }),
     ]);
   });

@@ -4,6 +4,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   LINK_LIFETIME_DAYS,
+  MAX_TOKEN_CHARS,
   linkExpiry,
   mintLinkToken,
   publicBase,
@@ -19,6 +20,7 @@ const CLAIMS: LinkClaims = {
   companyId: 500_001,
   itemId: 123_456_789,
   contactId: 42,
+  channelId: 0,
   epoch: 3,
   expiresOn: "2027-03-31",
 };
@@ -89,7 +91,7 @@ describe("minting and verifying", () => {
 
   it("refuses malformed text with claims of no record", async () => {
     const token = await mintLinkToken(KEYS, CLAIMS);
-    const none = { companyId: 0, itemId: 0, contactId: 0, epoch: 0, expiresOn: "1970-01-01" };
+    const none = { companyId: 0, itemId: 0, contactId: 0, channelId: 0, epoch: 0, expiresOn: "1970-01-01" };
     for (const text of [
       "",
       "x",
@@ -135,6 +137,94 @@ describe("minting and verifying", () => {
   });
 });
 
+/** A token built by hand, byte by byte, as the format says (src/lib/link-token.ts): no code of the module's. */
+async function handMade(version: number, fields: number[], keyPair = CURRENT): Promise<string> {
+  const bytes: number[] = [version];
+  for (let value of fields) {
+    while (value >= 0x80) {
+      bytes.push((value % 0x80) | 0x80);
+      value = Math.floor(value / 0x80);
+    }
+    bytes.push(value);
+  }
+  const secret = keyPair.slice(keyPair.indexOf(":") + 1);
+  const key = await crypto.subtle.importKey(
+    "raw",
+    new TextEncoder().encode(secret),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
+  const domain = new TextEncoder().encode("expiry-reminder recipient link\u0000");
+  const tag = new Uint8Array(await crypto.subtle.sign("HMAC", key, Uint8Array.of(...domain, ...bytes)));
+  return encode(Uint8Array.of(...bytes, ...tag));
+}
+
+const dayOf = (date: string) => Math.round(Date.parse(`${date}T00:00:00Z`) / 86_400_000);
+
+describe("a channel's link (version 2)", () => {
+  const CHANNEL: LinkClaims = { ...CLAIMS, contactId: 0, channelId: 7 };
+  const fields = (c: LinkClaims) => [c.companyId, c.itemId, c.contactId, c.epoch, dayOf(c.expiresOn)];
+
+  it("keeps a contact's token the version 1 it was: the same bytes, and a version-1 token still verifies", async () => {
+    const v1 = await handMade(1, fields(CLAIMS));
+    expect(await mintLinkToken(KEYS, CLAIMS)).toBe(v1);
+    expect(await verifyLinkToken(KEYS, v1, TODAY)).toEqual({ state: "valid", claims: { ...CLAIMS, channelId: 0 } });
+    const small = await handMade(1, [1, 2, 3, 1, dayOf("2027-01-01")]);
+    expect(small).toHaveLength(54);
+    expect((await verifyLinkToken(KEYS, small, TODAY)).claims.channelId).toBe(0);
+  });
+
+  it("round-trips a channel's claims as version 2: the sixth varint is the channel, the contact 0", async () => {
+    const token = await mintLinkToken(KEYS, CHANNEL);
+    expect(decode(token)[0]).toBe(2);
+    expect(token).toBe(await handMade(2, [...fields(CHANNEL), 7]));
+    expect(await verifyLinkToken(KEYS, token, TODAY)).toEqual({ state: "valid", claims: CHANNEL });
+    expect(token).not.toBe(await mintLinkToken(KEYS, { ...CHANNEL, channelId: 8 }));
+    expect((await verifyLinkToken(KEYS, token, addDays(CHANNEL.expiresOn, 1))).state).toBe("expired");
+    // A channel's link names no contact.
+    await expect(mintLinkToken(KEYS, { ...CHANNEL, contactId: 42 })).rejects.toThrow(/names no contact/);
+  });
+
+  it("refuses a token whose channel field was altered, and version-2 bytes that are not a channel's", async () => {
+    const bytes = decode(await mintLinkToken(KEYS, CHANNEL));
+    const channelAt = 1 + fields(CHANNEL).reduce((n, v) => n + Math.max(1, Math.ceil(Math.log2(v + 1) / 7)), 0);
+    expect(bytes[channelAt]).toBe(7);
+    for (const value of [8, 0, 6]) {
+      const altered = bytes.slice();
+      altered[channelAt] = value;
+      expect((await verifyLinkToken(KEYS, encode(altered), TODAY)).state, `channel ${value}`).toBe("forged");
+    }
+    // The version byte swapped: a version 1 reading of a channel's bytes (or the reverse) is forged.
+    const asV1 = bytes.slice();
+    asV1[0] = 1;
+    expect((await verifyLinkToken(KEYS, encode(asV1), TODAY)).state).toBe("forged");
+    // Signed with the right key, but version 2 with channel 0, or with a contact as well: not well formed.
+    for (const odd of [await handMade(2, [...fields(CHANNEL), 0]), await handMade(2, [...fields(CLAIMS), 7])]) {
+      const verdict = await verifyLinkToken(KEYS, odd, TODAY);
+      expect(verdict.state).toBe("forged");
+      expect(verdict.claims.channelId).toBe(0);
+    }
+  });
+
+  it("stays within MAX_TOKEN_CHARS at the largest ids; anything longer is refused unread", async () => {
+    const max = Number.MAX_SAFE_INTEGER;
+    const largest = await mintLinkToken(KEYS, {
+      companyId: max,
+      itemId: max,
+      contactId: 0,
+      channelId: max,
+      epoch: max,
+      expiresOn: "9999-12-31",
+    });
+    expect(largest.length).toBeLessThanOrEqual(MAX_TOKEN_CHARS);
+    expect(MAX_TOKEN_CHARS).toBe(Math.ceil(((1 + 6 * 8 + 32) * 4) / 3));
+    expect((await verifyLinkToken(KEYS, largest, TODAY)).state).toBe("valid");
+    expect((await verifyLinkToken(KEYS, `${largest}${"A".repeat(MAX_TOKEN_CHARS)}`, TODAY)).claims.channelId).toBe(0);
+    expect((await verifyLinkToken(KEYS, "A".repeat(MAX_TOKEN_CHARS + 1), TODAY)).state).toBe("forged");
+  });
+});
+
 describe("the links of a reminder", () => {
   const logged = captureErrorLogs();
   afterEach(() => vi.restoreAllMocks());
@@ -161,7 +251,19 @@ describe("the links of a reminder", () => {
     });
     expect(await verifyLinkToken(KEYS, token, "2026-11-26")).toEqual({
       state: "valid",
-      claims: { companyId: 7, itemId: 18, contactId: 5, epoch: 2, expiresOn: "2027-04-01" },
+      claims: { companyId: 7, itemId: 18, contactId: 5, channelId: 0, epoch: 2, expiresOn: "2027-04-01" },
+    });
+  });
+
+  it("of a channel's message name the channel (contactId 0) when given a channelId", async () => {
+    const links = await recipientLinks(
+      { PUBLIC_BASE_URL: "https://reminders.example.com", LINK_SIGNING_KEYS: KEYS },
+      { companyId: 7, itemId: 18, contactId: 0, channelId: 3, epoch: 2, itemDate: "2027-01-31", today: "2026-11-26" },
+    );
+    const token = links!.page.slice("https://reminders.example.com/r/".length);
+    expect(await verifyLinkToken(KEYS, token, "2026-11-26")).toEqual({
+      state: "valid",
+      claims: { companyId: 7, itemId: 18, contactId: 0, channelId: 3, epoch: 2, expiresOn: "2027-04-01" },
     });
   });
 

@@ -344,7 +344,8 @@ describe("the preferences page", () => {
       language: "de",
       digest: "weekly",
       digest_weekday: "friday",
-      channels: null,
+      // Email ticked, the team chats not: the list without chat.
+      channels: ["email"],
     });
     const bad = await postForm(url, { language: "xx", digest: "daily", channels: "email" });
     expect(bad.status).toBe(422);

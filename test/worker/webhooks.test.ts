@@ -994,6 +994,7 @@ describe("the webhook event catalogue", () => {
     expect(schemas.WebhookPayload.oneOf.map((s: OpenApiJson) => s.$ref)).toEqual(
       [
         "WebhookItemEvent",
+        "WebhookItemChangeEvent",
         "WebhookItemActionEvent",
         "WebhookReminderSentEvent",
         "WebhookReminderBouncedEvent",

@@ -1,6 +1,7 @@
 import { and, asc, desc, eq, gte, inArray, lt, or, type SQL } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { auditLog } from "../../db/schema";
+import { isChannelVia } from "../../lib/actors";
 import { decodeCursor, encodeCursor } from "../../lib/cursor";
 import { badRequest } from "../../lib/errors";
 import type { AuditEntry, ListAuditInput } from "../../schemas/audit-log";
@@ -19,6 +20,9 @@ const parse = (json: string | null): Record<string, unknown> | null =>
   json === null ? null : (JSON.parse(json) as Record<string, unknown>);
 
 export function auditEntry(row: AuditRow): AuditEntry {
+  // contact_id holds the recipient who acted from a reminder's links: a channel endpoint when `via`
+  // is a channel's type (src/db/commit.ts, AuditActor.channelId), else a contact.
+  const byChannel = isChannelVia(row.via);
   return {
     audit_id: row.id,
     at: new Date(row.at).toISOString(),
@@ -26,7 +30,8 @@ export function auditEntry(row: AuditRow): AuditEntry {
       client_id: row.clientId,
       user_id: row.userId,
       company_id: row.actorCompanyId,
-      contact_id: row.contactId,
+      contact_id: byChannel ? null : row.contactId,
+      channel_id: byChannel ? row.contactId : null,
       via: row.via as AuditEntry["actor"]["via"],
     },
     company_id: row.companyId,

@@ -1,5 +1,5 @@
 // Actions on an item's current occurrence, the same for every path (the API's routes, a
-// recipient's page, a later channel): acknowledge it, take the acknowledgement back, snooze its
+// recipient's page from an email or a channel's message): acknowledge it, take the acknowledgement back, snooze its
 // reminders, end the snooze (docs/reminders.md, "Acknowledgement and snooze"). Each is one guarded
 // UPDATE, with the item's reminder snapshot in the same commit: of concurrent identical actions one
 // applies, the others find it applied ("unchanged"); an action bound to an occurrence the item has
@@ -306,8 +306,8 @@ export async function unacknowledgeItem(
 /**
  * Snoozes the current occurrence's reminders until `until` (a date after the company's today, at
  * most MAX_SNOOZE_DAYS ahead; it may pass the item's date): nothing is sent before it, then one
- * reminder at the default hour that day (to the contact who snoozed from their page, else to the
- * item's contact), then the steps still ahead. The same date again is unchanged; another replaces it.
+ * reminder at the default hour that day (to the contact who snoozed from their email's page, else to
+ * the item's contact: a snooze through the API or from a channel's link), then the steps still ahead. The same date again is unchanged; another replaces it.
  */
 export async function snoozeItem(
   db: Db,

@@ -7,6 +7,7 @@
 import { isolated, localDate, relativeDays } from "../../i18n/format";
 import { type Speech, speechFor, speechOfRequest } from "../../i18n/language";
 import { type MessageKey, t } from "../../i18n/messages";
+import { PLATFORM_NAMES, type ChannelVia } from "../../lib/actors";
 import { escapeHtml as e } from "../../lib/html";
 import { toBase64 } from "../../lib/bytes";
 import type { RecipientAction } from "../../lib/recipient-links";
@@ -122,8 +123,15 @@ export const ACTION_LABEL: Record<RecipientAction, string> = {
   snooze: actionLabel(speechFor(null), "snooze"),
 };
 
-/** The language a recipient's page speaks: the contact's, else the company's, else English (docs/languages.md). */
-export const pageSpeech = (view: RecipientView): Speech => speechFor(view.contactLanguage, view.companyLanguage);
+/** The language a recipient's page speaks: the contact's (or the channel's), else the company's, else English (docs/languages.md). */
+export const pageSpeech = (view: RecipientView): Speech => speechFor(view.recipientLanguage, view.companyLanguage);
+
+/** A channel as the page names it: "#facilities (Slack)" (each part isolated in a right-to-left page). */
+const channelName = (speech: Speech, name: string, type: ChannelVia) =>
+  t(speech.language, "links35.channel", {
+    name: isolated(name, speech.dir),
+    platform: isolated(PLATFORM_NAMES[type], speech.dir),
+  });
 
 /** A form's value and message to show again after a failed POST. */
 export interface FormProblem {
@@ -212,7 +220,9 @@ function stateRows(input: PageInput, speech: Speech): Array<[string, string]> {
       ack.by.type === "client"
         ? t(lang, "page.ack.by_api")
         : ack.byName
-          ? t(lang, "page.ack.by_name", { name: ack.byName })
+          ? t(lang, "page.ack.by_name", {
+              name: ack.byPlatform ? channelName(speech, ack.byName, ack.byPlatform) : ack.byName,
+            })
           : t(lang, "page.ack.by_other");
     const at = localTime(ack.at, view, speech);
     rows.push([
@@ -364,11 +374,17 @@ export function itemPage(input: PageInput): string {
   } else {
     actions = "";
   }
-  const footer = t(lang, "page.footer", {
-    name: view.contactName || t(lang, "page.you"),
-    company: view.companyName,
-    date: dateOf(view, speech, input.expiresOn),
-  });
+  const footer = view.channel
+    ? t(lang, "links35.page.footer", {
+        channel: channelName(speech, view.channel.name, view.channel.type),
+        company: view.companyName,
+        date: dateOf(view, speech, input.expiresOn),
+      })
+    : t(lang, "page.footer", {
+        name: view.contactName || t(lang, "page.you"),
+        company: view.companyName,
+        date: dateOf(view, speech, input.expiresOn),
+      });
   const body = `<header>${e(view.companyName)}</header>
 <h1>${e(item.title || t(lang, "untitled"))}</h1>
 <p class="kind">${e(kind)}</p>

@@ -26,6 +26,7 @@ import { t } from "../../i18n/messages";
 import { UNSUBSCRIBE_PREFIX } from "../../lib/unsubscribe-links";
 import {
   actFromLink,
+  linkActor,
   readRecipientView,
   type LinkRequest,
   type RecipientView,
@@ -203,7 +204,9 @@ async function act(c: Context<AppBindings>) {
   const request = readForm(form, action, view, today);
   if ("field" in request) return send(c, 422, render(opened, { notice: { problem: request } }));
 
-  // The recipient is the actor of every write (docs/audit-log.md): the contact, by link.
+  // The recipient is the actor of every write (docs/audit-log.md): the contact, by link, or the
+  // channel, via its type.
+  const { by, via } = linkActor(view, claims);
   const actor = {
     accountId: view.accountId,
     companyId: view.companyId,
@@ -211,9 +214,10 @@ async function act(c: Context<AppBindings>) {
     userId: null,
     requestId: c.get("requestId") ?? null,
     operationId: RECIPIENT_OPERATION.act,
-    contactId: claims.contactId,
-    via: "link",
-  } as AuditActor;
+    contactId: by.type === "contact" ? by.id : null,
+    channelId: by.type === "channel" ? by.id : null,
+    via,
+  } satisfies AuditActor;
   const { session } = opened;
   const db = database(session.d1, { actor, committed: 0 }, () => primarySession(c.env, session.shard));
   let outcome: Awaited<ReturnType<typeof actFromLink>>;

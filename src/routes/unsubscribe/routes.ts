@@ -114,9 +114,9 @@ unsubscribeRouter.post(`${UNSUBSCRIBE_PREFIX}:token`, named(UNSUBSCRIBE_OPERATIO
 
 const preferencesPathPattern = `${UNSUBSCRIBE_PREFIX}:token${PREFERENCES_SUFFIX}`;
 
-/** The channels a contact can choose here: those this deployment delivers. */
+/** The channels a contact can choose here: those this deployment delivers, and the team chats (channel endpoints are per company). */
 const choosable = (c: Context<AppBindings>): ContactChannel[] =>
-  CONTACT_CHANNELS.filter((ch) => availableChannels(c.env).includes(ch));
+  CONTACT_CHANNELS.filter((ch) => ch === "chat" || availableChannels(c.env).includes(ch));
 
 const storedForm = (view: SubscriptionView): PreferencesForm => ({
   language: view.language,

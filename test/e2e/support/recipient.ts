@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT } from "../../../scripts/lib/local.ts";
-import { signClaims, type LinkClaims, type LinkKey } from "../../../src/lib/link-token.ts";
+import { signClaims, type ClaimsToSign, type LinkKey } from "../../../src/lib/link-token.ts";
 import { callApi, sleep } from "./service.ts";
 
 export interface SentEmail {
@@ -93,7 +93,7 @@ export async function linkSigningKey(): Promise<LinkKey> {
 }
 
 /** A token for `claims`, signed with the first key of LINK_SIGNING_KEYS in the repository's .dev.vars. */
-export async function mintToken(claims: LinkClaims): Promise<string> {
+export async function mintToken(claims: ClaimsToSign): Promise<string> {
   return signClaims(await linkSigningKey(), claims);
 }
 

@@ -101,7 +101,7 @@ export interface components {
             digest: "off" | "daily" | "weekly";
             /** @enum {string|null} */
             digest_weekday: "monday" | "tuesday" | "wednesday" | "thursday" | "friday" | "saturday" | "sunday" | null;
-            channels: ("email" | "sms")[] | null;
+            channels: ("email" | "sms" | "chat")[] | null;
         };
         PageMeta: {
             total: number;
@@ -130,7 +130,7 @@ export interface components {
             digest?: "off" | "daily" | "weekly";
             /** @enum {string} */
             digest_weekday?: "monday" | "tuesday" | "wednesday" | "thursday" | "friday" | "saturday" | "sunday";
-            channels?: ("email" | "sms")[] | null;
+            channels?: ("email" | "sms" | "chat")[] | null;
         };
         ContactEnvelope: {
             /** @enum {boolean} */
@@ -159,7 +159,7 @@ export interface components {
             digest?: "off" | "daily" | "weekly";
             /** @enum {string} */
             digest_weekday?: "monday" | "tuesday" | "wednesday" | "thursday" | "friday" | "saturday" | "sunday";
-            channels?: ("email" | "sms")[] | null;
+            channels?: ("email" | "sms" | "chat")[] | null;
         };
         MessageEnvelope: {
             /** @enum {boolean} */
@@ -595,12 +595,12 @@ export interface components {
             at: string;
             by: components["schemas"]["ActionBy"];
             /** @enum {string} */
-            via: "api" | "link";
+            via: "api" | "link" | "slack" | "teams" | "google_chat" | "discord" | "ntfy";
             note: string | null;
         } | null;
         ActionBy: {
             /** @enum {string} */
-            type: "contact" | "client";
+            type: "contact" | "channel" | "client";
             id: number | string;
         };
         ItemResult: {
@@ -1143,15 +1143,33 @@ export interface components {
         };
         /** @enum {string} */
         WebhookEventType: "reminder.sent" | "reminder.bounced" | "item.expired" | "item.created" | "item.updated" | "item.renewed" | "item.status_changed" | "item.archived" | "item.restored" | "item.deleted" | "item.acknowledged" | "item.unacknowledged" | "item.snoozed" | "item.unsnoozed" | "task.created" | "task.updated" | "task.deleted" | "file.uploaded" | "contact.unsubscribed" | "channel.disabled" | "webhook.test";
-        WebhookPayload: components["schemas"]["WebhookItemEvent"] | components["schemas"]["WebhookItemActionEvent"] | components["schemas"]["WebhookReminderSentEvent"] | components["schemas"]["WebhookReminderBouncedEvent"] | components["schemas"]["WebhookTaskEvent"] | components["schemas"]["WebhookFileUploadedEvent"] | components["schemas"]["WebhookContactUnsubscribedEvent"] | components["schemas"]["WebhookChannelDisabledEvent"] | components["schemas"]["WebhookTestEvent"];
+        WebhookPayload: components["schemas"]["WebhookItemEvent"] | components["schemas"]["WebhookItemChangeEvent"] | components["schemas"]["WebhookItemActionEvent"] | components["schemas"]["WebhookReminderSentEvent"] | components["schemas"]["WebhookReminderBouncedEvent"] | components["schemas"]["WebhookTaskEvent"] | components["schemas"]["WebhookFileUploadedEvent"] | components["schemas"]["WebhookContactUnsubscribedEvent"] | components["schemas"]["WebhookChannelDisabledEvent"] | components["schemas"]["WebhookTestEvent"];
         WebhookItemEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
-            type: "item.expired" | "item.created" | "item.updated" | "item.renewed" | "item.status_changed" | "item.archived" | "item.restored" | "item.deleted";
+            type: "item.expired" | "item.created" | "item.deleted";
             timestamp: string;
             data: components["schemas"]["ItemListEntry"];
+        };
+        WebhookItemChangeEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "item.updated" | "item.renewed" | "item.status_changed" | "item.archived" | "item.restored";
+            timestamp: string;
+            data: components["schemas"]["WebhookItemChangeData"];
+        };
+        WebhookItemChangeData: components["schemas"]["ItemListEntry"] & {
+            by: {
+                /** @enum {string} */
+                type: "contact" | "channel" | "client";
+                id: number | string;
+            } | null;
+            /** @enum {string|null} */
+            via: "api" | "link" | "slack" | "teams" | "google_chat" | "discord" | "ntfy" | null;
         };
         WebhookItemActionEvent: {
             /**
@@ -1168,11 +1186,11 @@ export interface components {
             snoozed_until: string | null;
             by: {
                 /** @enum {string} */
-                type: "contact" | "client";
+                type: "contact" | "channel" | "client";
                 id: number | string;
             } | null;
             /** @enum {string|null} */
-            via: "api" | "link" | null;
+            via: "api" | "link" | "slack" | "teams" | "google_chat" | "discord" | "ntfy" | null;
         };
         WebhookReminderSentEvent: {
             /**
@@ -1563,8 +1581,9 @@ export interface components {
             user_id: number | null;
             company_id: number | null;
             contact_id: number | null;
+            channel_id: number | null;
             /** @enum {string|null} */
-            via: "api" | "link" | null;
+            via: "api" | "link" | "slack" | "teams" | "google_chat" | "discord" | "ntfy" | null;
         };
         WebhookDeliveryList: {
             /** @enum {boolean} */
