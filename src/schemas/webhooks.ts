@@ -187,6 +187,26 @@ const WebhookReminderSchema = ReminderEntry.omit({ deliveries: true }).openapi("
   description: "The reminder as GET /v1/items/{item_id}/reminders lists it under sent[], without deliveries",
 });
 
+/** Who acted how on an item (the batch's actor): `by` and `via`, null and null for the service itself. */
+const actorFields = (example: "api" | "link") => ({
+  // Inline, not a $ref: a nullable reference is published as allOf without a type.
+  by: z
+    .object(ActionBySchema.shape)
+    .nullable()
+    .openapi({
+      description:
+        "Who acted: an API client, a contact (from a reminder email's page) or a channel endpoint (from the " +
+        "links of a reminder posted to it: someone in that channel); null: the service itself (e.g. a " +
+        "recurrence rule's renewal)",
+    }),
+  via: nullableEnum(VIAS).openapi({
+    example,
+    description:
+      "How: api, link (a reminder email's page), or slack, teams, google_chat, discord, ntfy (the page a " +
+      "reminder posted to a channel of that type links to; by is the channel); null: the service",
+  }),
+});
+
 export const WebhookItemEventSchema = z
   .object({
     type: z.enum(ITEM_EVENT_TYPES as [EventType, ...EventType[]]).openapi({ example: "item.created" }),
@@ -203,19 +223,7 @@ export const WebhookItemChangeEventSchema = z
     type: z.enum(ITEM_CHANGE_EVENT_TYPES).openapi({ example: "item.status_changed" }),
     timestamp: eventTimestamp,
     data: ItemListEntrySchema.extend({
-      // Inline, not a $ref: a nullable reference is published as allOf without a type.
-      by: z
-        .object(ActionBySchema.shape)
-        .nullable()
-        .openapi({
-          description:
-            "Who made the change: an API client, a contact (from a reminder email's page), a channel (from the " +
-            "links of a reminder posted there); null: the service itself (a recurrence rule's renewal)",
-        }),
-      via: nullableEnum(VIAS).openapi({
-        example: "api",
-        description: "How: api, link (a reminder email's page) or a channel's type (slack, teams…); null: the service",
-      }),
+      ...actorFields("api"),
     }).openapi("WebhookItemChangeData"),
   })
   .openapi("WebhookItemChangeEvent", {
@@ -360,21 +368,7 @@ export const WebhookItemActionEventSchema = z
         example: null,
         description: "The current occurrence's snooze after the action; null: none",
       }),
-      // Inline, not a $ref: a nullable reference is published as allOf without a type.
-      by: z
-        .object(ActionBySchema.shape)
-        .nullable()
-        .openapi({
-          description:
-            "Who acted: a contact (from a reminder email's page), a channel endpoint (from the links of a " +
-            "reminder posted to it: someone in that channel) or an API client; null: the service itself",
-        }),
-      via: nullableEnum(VIAS).openapi({
-        example: "link",
-        description:
-          "How: link (a reminder email's page), slack, teams, google_chat, discord or ntfy (the page a " +
-          "reminder posted to a channel of that type links to; by is the channel), or api",
-      }),
+      ...actorFields("link"),
     }).openapi("WebhookItemActionData"),
   })
   .openapi("WebhookItemActionEvent", {
