@@ -1,4 +1,4 @@
-// `npm run bench [-- --only items|contacts|reminders|webhooks|drive|limits|feeds|imports|exports|renewals|writes|pages|bounces|digests|all --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
+// `npm run bench [-- --only items|contacts|reminders|webhooks|drive|limits|feeds|imports|exports|renewals|writes|pages|bounces|digests|channel-deliveries|all --duration 10 --connections 32 --rounds 1 --json [file]]` (`--help` lists all)
 //
 // `--only reminders` runs bench/reminders.ts instead (the reminder engine: queueing, firing,
 // lateness; on its own data and server, default port 8920; about 6 minutes, see docs/performance.md);
@@ -78,7 +78,7 @@ import {
 const argv = process.argv.slice(2);
 if (argv.includes("--help") || argv.includes("-h")) {
   console.log(`Usage: npm run bench -- [options]
-  --only SET         items | contacts | reminders | webhooks | drive | limits | feeds | imports | exports | renewals | writes | pages | bounces | digests | all (default all): which data to seed and which routes to
+  --only SET         items | contacts | reminders | webhooks | drive | limits | feeds | imports | exports | renewals | writes | pages | bounces | digests | channel-deliveries | all (default all): which data to seed and which routes to
                      measure; items: the item routes at 100,000 and 1,000 items; contacts: the contact, company
                      and department routes; all: items and contacts. reminders (not part of all): the reminder
                      engine (bench/reminders.ts, about 6 minutes): 100,000 reminders
@@ -120,12 +120,16 @@ if (argv.includes("--help") || argv.includes("-h")) {
                      digests (not part of all; bench/digests.ts, about 3 minutes a round): 10,000 contacts on a weekly
                      digest at one hour, each round on a fresh state: the time until the last is handed to the email
                      binding, none twice; RATE_LIMITS=off; --rounds 3, port 9160
+                     channel-deliveries (not part of all; bench/channel-deliveries.ts, about 3.5 minutes a round): 1,000
+                     reminders at one minute to 10 slack channels on a local receiver answering 429 to one request in
+                     ten: the time to the last 200 against the time Slack's 1 a second implies, the pacing per endpoint,
+                     each message once; each round on a fresh state; RATE_LIMITS=off; --rounds 3, port 9180
   --duration S       measured seconds per route (default 10; 30 for bounces)
   --connections N    concurrent connections (default 32; 16 for writes, 4 for bounces)
   --warmup S         unmeasured seconds per route before its first measured run (default 2)
   --server-warmup S  unmeasured seconds of mixed load over all routes once the server is up (default 10)
-  --rounds R         measure every route R times, interleaved; the table shows medians (default 1; 3 for drive, limits, feeds, imports, exports, writes, pages, bounces and digests)
-  --port P           wrangler dev port (default 8900; 8920 reminders, 8940 webhooks, 8960 drive, 8980 limits, 9020 feeds, 9040 imports, 9060 exports, 9080 renewals, 9100 writes, 9120 pages, 9140 bounces, 9160 digests; its inspector takes P+1)
+  --rounds R         measure every route R times, interleaved; the table shows medians (default 1; 3 for drive, limits, feeds, imports, exports, writes, pages, bounces, digests and channel-deliveries)
+  --port P           wrangler dev port (default 8900; 8920 reminders, 8940 webhooks, 8960 drive, 8980 limits, 9020 feeds, 9040 imports, 9060 exports, 9080 renewals, 9100 writes, 9120 pages, 9140 bounces, 9160 digests, 9180 channel-deliveries; its inspector takes P+1)
   --json [FILE]      also write the results as JSON (default .bench/bench-<timestamp>.json)`);
   process.exit(0);
 }
@@ -157,6 +161,7 @@ const ONLY_VALUES = [
   "pages",
   "bounces",
   "digests",
+  "channel-deliveries",
   "all",
 ] as const;
 const ONLY = (optionValue(argv, "--only") ?? "all") as (typeof ONLY_VALUES)[number];
@@ -178,6 +183,7 @@ const WRITES = ONLY === "writes";
 const PAGES = ONLY === "pages";
 const BOUNCES = ONLY === "bounces";
 const DIGESTS = ONLY === "digests";
+const CHANNEL_DELIVERIES = ONLY === "channel-deliveries";
 
 const DURATION = numberOption("--duration", BOUNCES ? 30 : 10, 1);
 const CONNECTIONS = Math.round(numberOption("--connections", WRITES ? 16 : BOUNCES ? 4 : 32, 1));
@@ -186,7 +192,9 @@ const SERVER_WARMUP = numberOption("--server-warmup", REMINDERS || LIMITS || FEE
 const ROUNDS = Math.round(
   numberOption(
     "--rounds",
-    DRIVE || LIMITS || FEEDS || IMPORTS || EXPORTS || WRITES || PAGES || BOUNCES || DIGESTS ? 3 : 1,
+    DRIVE || LIMITS || FEEDS || IMPORTS || EXPORTS || WRITES || PAGES || BOUNCES || DIGESTS || CHANNEL_DELIVERIES
+      ? 3
+      : 1,
     1,
   ),
 );
@@ -217,7 +225,9 @@ const PORT = Math.round(
                           ? 9140
                           : DIGESTS
                             ? 9160
-                            : 8900,
+                            : CHANNEL_DELIVERIES
+                              ? 9180
+                              : 8900,
     1,
   ),
 );
@@ -1525,6 +1535,8 @@ const SUITES: Partial<Record<(typeof ONLY_VALUES)[number], () => Promise<number>
   pages: () => import("./pages.ts").then(({ runPagesBench }) => runPagesBench(suite)),
   bounces: () => import("./bounces.ts").then(({ runBouncesBench }) => runBouncesBench(suite)),
   digests: () => import("./digests.ts").then(({ runDigestsBench }) => runDigestsBench(suite)),
+  "channel-deliveries": () =>
+    import("./channel-deliveries.ts").then(({ runChannelDeliveriesBench }) => runChannelDeliveriesBench(suite)),
 };
 const run = (SUITES[ONLY] ?? main)();
 run.then(
