@@ -13,8 +13,8 @@
 // Exactly once as email: keyed rows claimed with the reminder; a crash after the platform accepted a
 // message but before its outcome was written repeats that one message after the lease.
 
-import { channelMessage } from "../channels/messages";
-import { sendToChannel, type SendOutcome } from "../channels/send";
+import { type ChannelPayload, channelMessage } from "../channels/messages";
+import { type ChannelTarget, sendToChannel, type SendOutcome } from "../channels/send";
 import type { ChannelType } from "../channels/urls";
 import { CHANNEL_TYPES } from "../channels/urls";
 import type { Env } from "../env";
@@ -321,31 +321,31 @@ export function outcomeOf(sent: SendOutcome, recipient: string, now: number): Ou
   return { state: "failed", recipient, error };
 }
 
-/** One delivery: the send gate and the channel's state, then its message, then the send. */
-async function deliverOne(
-  d: Leased,
-  facts: Facts,
-  env: Env,
-  companyId: number,
-  fetcher: typeof fetch,
-  /** Called as the request leaves. */
-  leaving: () => void,
-): Promise<Outcome> {
+/** A delivery ready to leave: where to and what; or its outcome when it is not to be sent. */
+type Prepared =
+  | { outcome: Outcome }
+  | { target: ChannelTarget; payload: ChannelPayload; recipient: string; outcome?: undefined };
+
+/** One delivery's send gate and channel state, then its message (the URL decrypted, the links signed). */
+async function prepareOne(d: Leased, facts: Facts, env: Env, companyId: number): Promise<Prepared> {
+  const outcome = (o: Outcome): Prepared => ({ outcome: o });
   const endpoint = facts.endpoints.get(d.endpoint_id);
-  if (!endpoint) return { state: "no_recipient", recipient: null, error: `channel ${d.endpoint_id} no longer exists` };
+  if (!endpoint)
+    return outcome({ state: "no_recipient", recipient: null, error: `channel ${d.endpoint_id} no longer exists` });
   const item = facts.items.get(d.reminder_id);
-  if (!item?.present) return { state: "skipped", recipient: null, error: "the item was deleted before delivery" };
+  if (!item?.present)
+    return outcome({ state: "skipped", recipient: null, error: "the item was deleted before delivery" });
   if (endpoint.disabled)
-    return {
+    return outcome({
       state: "suppressed",
       recipient: endpoint.name,
       error: `channel_disabled: ${endpoint.disabledReason ?? "the channel is disabled"}`.slice(0, 300),
       wholeChannel: true,
-    };
+    });
   const stopped = item.contact
     ? sendGate({ channel: "chat", emailStatus: "active", channels: item.contact.channels })
     : null;
-  if (stopped) return { state: "suppressed", recipient: endpoint.name, error: stopped.slice(0, 300) };
+  if (stopped) return outcome({ state: "suppressed", recipient: endpoint.name, error: stopped.slice(0, 300) });
   let url: string;
   let token: string | null;
   try {
@@ -353,12 +353,12 @@ async function deliverOne(
     token =
       endpoint.tokenCiphertext === null ? null : await decryptSecret(endpoint.tokenCiphertext, env.WEBHOOK_SECRETS_KEY);
   } catch {
-    return {
+    return outcome({
       state: "failed",
       recipient: endpoint.name,
       error:
         "the channel's URL cannot be decrypted (WEBHOOK_SECRETS_KEY changed since it was saved): set its url again",
-    };
+    });
   }
   const speech = speechFor(endpoint.language, facts.company.language);
   // The channel's own links: anyone in the channel may open them; an action names the channel (docs/recipient-journey.md).
@@ -389,12 +389,7 @@ async function deliverOne(
     notes: item.notes,
     links,
   });
-  leaving();
-  const sent = await sendToChannel({ type: endpoint.type, url, token }, payload, {
-    allowPrivate: allowsPrivateUrls(env),
-    fetcher,
-  });
-  return outcomeOf(sent, endpoint.name, Date.now());
+  return { target: { type: endpoint.type, url, token }, payload, recipient: endpoint.name };
 }
 
 /** Writes one delivery's outcome (and, for a throttle or a disabled channel, its endpoint's) in one transaction. */
@@ -544,34 +539,46 @@ export async function deliverChannels(
     return { more, sending: Promise.resolve() };
   }
   const sending = (async () => {
-    // The run's instant: every endpoint due by then sends together (GATHER_MS).
+    // Every message is made first, then they leave at the run's instant in the run's (random)
+    // order: the endpoints due by then send together (GATHER_MS).
+    const prepared = await Promise.all(
+      leased.map((d) =>
+        prepareOne(d, facts, clock.env, clock.companyId).catch(
+          (error): Prepared => ({ outcome: { state: "retry", recipient: null, error: `not sent: ${String(error)}` } }),
+        ),
+      ),
+    );
     const wait = sendAt - Date.now();
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    await eachInPool(leased, CONCURRENCY, async (d) => {
-      let outcome: Outcome;
-      try {
-        outcome = await deliverOne(d, facts, clock.env, clock.companyId, fetcher, () =>
-          paceFromSend(clock.storage, d, Date.now()),
-        );
-      } catch (error) {
-        outcome = { state: "retry", recipient: null, error: `not sent: ${String(error)}` };
-      }
-      recordOutcome(clock.storage, d, outcome);
-      if (outcome.state === "disable") {
-        try {
-          await disableChannel(clock, d.endpoint_id, outcome.reason, outcome.status);
-        } catch (error) {
-          console.error(
-            JSON.stringify({
-              level: "error",
-              msg: "channel not disabled (D1)",
-              companyId: clock.companyId,
-              error: String(error),
-            }),
-          );
+    const allowPrivate = allowsPrivateUrls(clock.env);
+    await eachInPool(
+      leased.map((d, i) => ({ d, ready: prepared[i]! })),
+      CONCURRENCY,
+      async ({ d, ready }) => {
+        let outcome: Outcome;
+        if (ready.outcome) outcome = ready.outcome;
+        else {
+          paceFromSend(clock.storage, d, Date.now());
+          const sent = await sendToChannel(ready.target, ready.payload, { allowPrivate, fetcher });
+          outcome = outcomeOf(sent, ready.recipient, Date.now());
         }
-      }
-    });
+        recordOutcome(clock.storage, d, outcome);
+        if (outcome.state === "disable") {
+          try {
+            await disableChannel(clock, d.endpoint_id, outcome.reason, outcome.status);
+          } catch (error) {
+            console.error(
+              JSON.stringify({
+                level: "error",
+                msg: "channel not disabled (D1)",
+                companyId: clock.companyId,
+                error: String(error),
+              }),
+            );
+          }
+        }
+      },
+    );
     // Retries and throttles may be due before the alarm the run left.
     await armAlarm(clock.storage);
   })().catch((error) =>
