@@ -249,9 +249,10 @@ function signal(pid: number, sig: NodeJS.Signals): void {
 /** Stops start.ts, wrangler and workerd: the whole process group, then any straggler by pid. */
 async function stopServer(child: ChildProcess, first: NodeJS.Signals = "SIGTERM"): Promise<void> {
   const pgid = child.pid!;
-  // Remember the tree before any signal: once start.ts exits, its descendants are re-parented, and
-  // workerd is not in the group (killing the group first left it serving: the crash tests saw every
-  // request answered and every digest sent "before the kill").
+  // A kill lands first (start.ts, wrangler and workerd share the group): reading the process table
+  // takes a while on a loaded machine, and a crash test needs the kill while its work is in flight.
+  if (first === "SIGKILL") signal(-pgid, first);
+  // Remember the tree now: once start.ts exits, its descendants are re-parented.
   const tree = serverProcesses(pgid);
   const remaining = () => {
     const now = new Set(serverProcesses(pgid));
