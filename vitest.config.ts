@@ -2,6 +2,7 @@ import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 import { prepareDocsAssets } from "./scripts/docs-assets.ts";
 import { ProjectDurations } from "./test/project-durations.ts";
+import { LongestFirst } from "./test/e2e-order.ts";
 
 // Three projects: `worker` runs inside workerd against real local D1, R2 and Durable Objects;
 // `tools` runs in Node and checks the OpenAPI document with the tools clients use (linter, client
@@ -13,6 +14,7 @@ export default defineConfig(async () => {
   return {
     test: {
       reporters: ["default", new ProjectDurations()],
+      sequence: { sequencer: LongestFirst },
       projects: [
         {
           plugins: [
