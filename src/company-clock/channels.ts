@@ -3,6 +3,8 @@ import type { Env } from "../env";
 import type { Channel } from "./store";
 
 export const CHANNELS = ["email", "sms", "webhook"] as const;
+/** A channel a reminder's `channels` may list (a channel endpoint is named by `channel_id` instead). */
+export type ReminderChannel = (typeof CHANNELS)[number];
 
 /** The channels this deployment can deliver: email with the send_email binding and a sender, sms with a provider. */
 export function availableChannels(env: Env): Channel[] {
@@ -23,7 +25,7 @@ export const WEBHOOK_CHANNEL_PROBLEM =
   "subscribed to reminder.sent (POST /v1/webhooks)";
 
 /** Why a channel cannot be used here, or null when it can. */
-export function channelProblem(env: Env, channel: Channel): string | null {
+export function channelProblem(env: Env, channel: ReminderChannel): string | null {
   if (availableChannels(env).includes(channel)) return null;
   switch (channel) {
     case "email":
@@ -38,8 +40,5 @@ export function channelProblem(env: Env, channel: Channel): string | null {
       );
     case "webhook":
       return WEBHOOK_CHANNEL_PROBLEM;
-    default:
-      // A channel endpoint's platform: checked against the company's endpoints (channel_id).
-      return null;
   }
 }

@@ -4,11 +4,15 @@ import { channelEndpoints, contactGroups, contacts, items, reminderSync } from "
 import type { ChannelType } from "../channels/urls";
 import type { Env } from "../env";
 import { apiError, badRequest, notFound } from "../lib/errors";
-import { channelProblem, defaultChannels, WEBHOOK_CHANNEL_PROBLEM } from "../company-clock/channels";
+import {
+  channelProblem,
+  defaultChannels,
+  type ReminderChannel,
+  WEBHOOK_CHANNEL_PROBLEM,
+} from "../company-clock/channels";
 import { hasSubscriber } from "../webhooks/outbox";
 import { isFailure, type ReminderInput } from "../company-clock/api";
 import { clockFor } from "../company-clock/handoff/worker";
-import type { Channel } from "../company-clock/store";
 import type { CreateReminderInput } from "../schemas/reminders";
 
 /** The Durable Object's answer, or the error it names as a Shape B response. */
@@ -63,7 +67,7 @@ export async function checkChannels(
   env: Env,
   db: Db,
   companyId: number,
-  channels: Channel[] | undefined,
+  channels: ReminderChannel[] | undefined,
 ): Promise<void> {
   for (const channel of channels ?? []) {
     if (channel === "webhook") {
